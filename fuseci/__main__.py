@@ -1,0 +1,5 @@
+"""``python -m fuseci``."""
+
+from fuseci.cli import main
+
+main()

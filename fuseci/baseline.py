@@ -1,0 +1,191 @@
+"""Baselines: versioned, deterministic JSON per GPU and suite.
+
+Laid out as ``baselines/<gpu-slug>/<suite>.json``. Each holds the environment fingerprint it
+was recorded under and, per case and variant, the aggregated quantities and kernel inventory.
+Gains are derived from those when comparing, so the file has one source of truth. Files are
+written with sorted keys, fixed rounding and a trailing newline so that diffs review well, and
+only by ``fuseci update-baselines``, atomically.
+
+Format history:
+    1: first version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fuseci import __version__
+from fuseci.atomic import atomic_write_text
+from fuseci.errors import BaselineError
+from fuseci.metrics import ENV_FIELDS, KernelLaunch, SuiteResults, inventory
+
+FORMAT_VERSION = 1
+
+#: Upgrade functions: ``_UPGRADES[n]`` turns a format-n dict into a format-(n+1) dict.
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class VariantBaseline:
+    """What one variant measured when the baseline was recorded."""
+
+    values: Mapping[str, float]
+    """Aggregated quantities by name (see :data:`fuseci.metrics.VARIANT_QUANTITIES`)."""
+    kernels: tuple[KernelLaunch, ...]
+    """Kernel inventory in launch order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """One suite's baseline on one GPU."""
+
+    suite: str
+    """Suite id."""
+    env: Mapping[str, Any]
+    """Environment fingerprint it was recorded under."""
+    cases: Mapping[str, Mapping[str, VariantBaseline]]
+    """case id → variant id → measurements."""
+    fuseci_version: str = __version__
+    """fuseci version that wrote it."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's dict (rounded, ready for sorted-key JSON)."""
+        return {
+            "format_version": FORMAT_VERSION,
+            "fuseci_version": self.fuseci_version,
+            "suite": self.suite,
+            "env": dict(self.env),
+            "cases": {
+                cid: {
+                    vid: {
+                        "values": {q: _round(v) for q, v in vb.values.items()},
+                        "kernels": [[k.name, k.grid, k.block, k.registers] for k in vb.kernels],
+                    }
+                    for vid, vb in variants.items()
+                }
+                for cid, variants in self.cases.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path) -> Baseline:
+        """Parse (and upgrade) a baseline file's contents.
+
+        Raises:
+            BaselineError: malformed, or written by a newer fuseci.
+        """
+        if not isinstance(data, dict) or "format_version" not in data:
+            raise BaselineError(f"{path}: not a fuseci baseline (no format_version); {_FIX}")
+        version = data["format_version"]
+        if not isinstance(version, int) or version < 1:
+            raise BaselineError(f"{path}: invalid format_version {version!r}; {_FIX}")
+        if version > FORMAT_VERSION:
+            raise BaselineError(
+                f"{path}: baseline format {version} was written by a newer fuseci "
+                f"({data.get('fuseci_version', '?')}); this is fuseci {__version__}: upgrade fuseci"
+            )
+        while version < FORMAT_VERSION:
+            data = _UPGRADES[version](data)
+            version += 1
+        try:
+            cases = {
+                str(cid): {
+                    str(vid): VariantBaseline(
+                        values={str(q): float(v) for q, v in vb["values"].items()},
+                        kernels=tuple(KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3])) for k in vb["kernels"]),
+                    )
+                    for vid, vb in variants.items()
+                }
+                for cid, variants in data["cases"].items()
+            }
+            return cls(
+                suite=str(data["suite"]),
+                env=dict(data["env"]),
+                cases=cases,
+                fuseci_version=str(data.get("fuseci_version", "?")),
+            )
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise BaselineError(f"{path}: malformed baseline ({type(exc).__name__}: {exc}); {_FIX}") from None
+
+
+_FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
+
+
+def _round(value: float) -> float | int | None:
+    if math.isnan(value):
+        return None
+    if value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return float(f"{value:.6g}")
+
+
+def gpu_slug(gpu_name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` → ``nvidia-h100-80gb-hbm3``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
+    return slug or "unknown-gpu"
+
+
+def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
+    """``<root>/<gpu-slug>/<suite>.json``."""
+    return root / gpu_slug(gpu_name) / f"{suite}.json"
+
+
+def load_baseline(path: Path) -> Baseline | None:
+    """Read a baseline; None when the file does not exist.
+
+    Raises:
+        BaselineError: the file exists but is unreadable, corrupt, or from a newer fuseci.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read baseline: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{path}:{exc.lineno}:{exc.colno}: corrupt baseline JSON ({exc.msg}); {_FIX}") from None
+    return Baseline.from_json(data, path)
+
+
+def dumps(baseline: Baseline) -> str:
+    """The exact text written for a baseline."""
+    return json.dumps(baseline.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    """Write atomically.
+
+    Raises:
+        BaselineError: the file cannot be written (the old one stays as it was).
+    """
+    try:
+        atomic_write_text(path, dumps(baseline))
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot write baseline: {exc}") from None
+
+
+def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
+    """A baseline holding the measured ``cases`` of ``results``."""
+    out: dict[str, dict[str, VariantBaseline]] = {}
+    for case in sorted(cases):
+        variants: dict[str, VariantBaseline] = {}
+        for vid in results.variants[results.variants["case"] == case]["variant"]:
+            values = results.variant_values(case, vid)
+            if values is not None:
+                variants[vid] = VariantBaseline(values=values, kernels=inventory(results.kernels, case, vid))
+        out[case] = variants
+    env = {k: results.env.get(k) for k in ENV_FIELDS}
+    return Baseline(suite=results.suite, env=env, cases=out)
+
+
+def normalized(baseline: Baseline) -> Baseline:
+    """The baseline as it reads back from its file (values rounded), for exact comparisons."""
+    return Baseline.from_json(json.loads(dumps(baseline)), Path("<memory>"))

@@ -1,0 +1,228 @@
+"""The ``fuseci`` command: parse options, call one pipeline function, render, exit.
+
+This module is the single error boundary: a :class:`~fuseci.errors.FuseciError` becomes one
+line on stderr and its exit code; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fuseci import __version__, pipeline
+from fuseci.atomic import atomic_write_text
+from fuseci.compare import Comparison, exit_code, failed
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
+from fuseci.metrics import ENV_FIELDS
+from fuseci.reporters import FORMATS
+from fuseci.suite import Suite, load_suite
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 every check passed (or has no baseline yet); 1 a gain regressed or a variant "
+    "computed a wrong result; 2 usage error; 3 tool, environment or input error (ncu missing or "
+    "refused, bad suite or baseline, baseline from another environment). A regression (1) wins "
+    "over an error (3) when both occur."
+)
+
+app = typer.Typer(
+    name="fuseci",
+    help="Performance CI for GPU kernel fusion: profile fused and unfused kernels under Nsight "
+    "Compute, compare the fusion gains with stored baselines, fail the build on regression.",
+    epilog=EXIT_CODES_HELP,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+log = logging.getLogger("fuseci")
+
+SuitesArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Suite YAML files. Default: every suites/*.yaml under the current directory.", show_default=False
+    ),
+]
+FromReport = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-report",
+        help="Re-analyse a recorded .ncu-rep or .ncu-rep.xz (its .harness.json beside it) instead of profiling; needs no GPU.",
+        dir_okay=False,
+    ),
+]
+Baselines = Annotated[
+    Path, typer.Option("--baselines", help="Baseline root: <root>/<gpu-slug>/<suite>.json.", file_okay=False)
+]
+ReportDir = Annotated[
+    Path,
+    typer.Option(
+        "--report-dir",
+        help="Where profiled runs write <suite>.ncu-rep, .harness.json and logs (overwritten per suite).",
+        file_okay=False,
+    ),
+]
+NcuOpt = Annotated[str | None, typer.Option("--ncu", help="ncu executable (default: $FUSECI_NCU, then PATH).")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="fuseci: %(message)s", stream=sys.stderr
+    )
+
+
+def _load_suites(paths: list[Path] | None) -> list[Suite]:
+    if not paths:
+        paths = sorted(Path("suites").glob("*.yaml"))
+        if not paths:
+            raise UsageError("no suite given and no suites/*.yaml in the current directory; pass a suite file")
+    return [load_suite(p) for p in paths]
+
+
+def _options(
+    baselines: Path,
+    report_dir: Path,
+    from_report: Path | None,
+    ncu: str | None,
+    suites: list[Suite],
+    accept_env: list[str] | None = None,
+) -> pipeline.RunOptions:
+    if from_report is not None and len(suites) != 1:
+        raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    accepted = frozenset(f.strip() for item in accept_env or () for f in item.split(",") if f.strip())
+    unknown = accepted - set(ENV_FIELDS) - {"all"}
+    if unknown:
+        raise UsageError(
+            f"--accept-env: unknown field(s) {sorted(unknown)}; choose from {', '.join(ENV_FIELDS)} or all"
+        )
+    return pipeline.RunOptions(
+        baselines=baselines, report_dir=report_dir, from_report=from_report, ncu=ncu, accept_env=accepted
+    )
+
+
+def _fail(exc: FuseciError) -> typer.Exit:
+    typer.echo(f"fuseci: error: {exc}", err=True)
+    return typer.Exit(exc.exit_code)
+
+
+def _write(path: Path | None, fmt: str, comparisons: list[Comparison]) -> None:
+    if path is not None:
+        try:
+            atomic_write_text(path, FORMATS[fmt](comparisons))
+        except OSError as exc:
+            raise FuseciError(f"{path}: cannot write the {fmt} report: {exc}") from None
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def run(
+    suites: SuitesArg = None,
+    from_report: FromReport = None,
+    baselines: Baselines = Path("baselines"),
+    report_dir: ReportDir = Path("fuseci-out"),
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Write a JUnit XML report here.", dir_okay=False)
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every number as JSON here.", dir_okay=False)
+    ] = None,
+    accept_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-env",
+            help="Compare although these environment fields differ from the baseline's (comma-separated or repeated; 'all').",
+        ),
+    ] = None,
+    ncu: NcuOpt = None,
+    verbose: Verbose = False,
+) -> None:
+    """Profile suites under ncu (or re-analyse a report), compare with baselines, report."""
+    _setup_logging(verbose)
+    try:
+        loaded = _load_suites(suites)
+        options = _options(baselines, report_dir, from_report, ncu, loaded, accept_env)
+        comparisons: list[Comparison] = []
+        for suite in loaded:
+            try:
+                comparisons.append(pipeline.check(suite, options))
+            except FuseciError as exc:
+                typer.echo(f"fuseci: error: {exc}", err=True)
+                comparisons.append(failed(suite, str(exc)))
+        typer.echo(FORMATS["console"](comparisons), nl=False)
+        _write(junit, "junit", comparisons)
+        _write(json_out, "json", comparisons)
+    except FuseciError as exc:
+        raise _fail(exc) from None
+    raise typer.Exit(exit_code(comparisons))
+
+
+@app.command("update-baselines", epilog=EXIT_CODES_HELP)
+def update_baselines(
+    suites: SuitesArg = None,
+    from_report: FromReport = None,
+    baselines: Baselines = Path("baselines"),
+    report_dir: ReportDir = Path("fuseci-out"),
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-record every case, even those within tolerance of the old baseline.")
+    ] = False,
+    ncu: NcuOpt = None,
+    verbose: Verbose = False,
+) -> None:
+    """Re-record baselines after an intended change; prints what changed for review.
+
+    Cases whose every check passes keep their old values, so the diff shows only real changes.
+    Wrong or broken cases are never recorded.
+    """
+    _setup_logging(verbose)
+    code = 0
+    try:
+        loaded = _load_suites(suites)
+        options = _options(baselines, report_dir, from_report, ncu, loaded)
+        for suite in loaded:
+            try:
+                update = pipeline.update_baselines(suite, options, force=force)
+            except FuseciError as exc:
+                typer.echo(f"fuseci: error: {exc}", err=True)
+                code = code or exc.exit_code
+                continue
+            typer.echo(f"{update.path}: {'written' if update.written else 'unchanged'}")
+            for line in update.changes:
+                typer.echo(f"  {line}")
+            for cid in update.kept:
+                typer.echo(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
+            if update.kept:
+                code = (
+                    EXIT_REGRESSION
+                    if code in (0, EXIT_REGRESSION) and exit_code([update.comparison]) == EXIT_REGRESSION
+                    else EXIT_SETUP
+                )
+    except FuseciError as exc:
+        raise _fail(exc) from None
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"fuseci {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """fuseci."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

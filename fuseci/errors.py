@@ -1,0 +1,46 @@
+"""The exception hierarchy: one subclass per layer.
+
+Every error a user can cause or meet (bad suite, missing tool, broken baseline, failed
+profile) is a :class:`FuseciError`. The CLI catches exactly these, prints their message on one
+line and exits with their ``exit_code``; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+#: Exit codes, documented in README and ``fuseci --help``.
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+EXIT_SETUP = 3
+
+
+class FuseciError(Exception):
+    """Base class: a failure with a message that says what, where and how to fix it."""
+
+    exit_code: int = EXIT_SETUP
+
+
+class SuiteError(FuseciError):
+    """A suite file is missing, malformed or names things that do not exist."""
+
+
+class HarnessError(FuseciError):
+    """The harness could not build inputs or run a variant."""
+
+
+class NcuError(FuseciError):
+    """Nsight Compute is missing, refused to profile, or profiled nothing usable."""
+
+
+class ReportError(FuseciError):
+    """A ``.ncu-rep`` file (or its harness record) cannot be read or attributed."""
+
+
+class BaselineError(FuseciError):
+    """A baseline file is corrupt, from a newer fuseci, or cannot be written."""
+
+
+class UsageError(FuseciError):
+    """The command line asks for something contradictory."""
+
+    exit_code = EXIT_USAGE

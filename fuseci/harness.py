@@ -1,0 +1,309 @@
+"""The process ncu launches: build inputs, check every variant, run each once in its NVTX range.
+
+Run as ``python -m fuseci.harness SUITE --record PATH``. For each case it
+
+1. builds the inputs on the GPU from their seeds (the same tensors on every run);
+2. runs every variant once with an allocator that fills new memory with NaN bytes, so an output
+   element a kernel forgot to write cannot pass by holding an old result, and checks each output
+   against the unfused one and the float64 reference when the case names one;
+3. skips measuring a case with a wrong result (its numbers would mean nothing);
+4. warms every variant up once more outside any range (compilation, caches of the library);
+5. runs each variant once between ``RangePush``/``RangePop`` of :func:`fuseci.schema.range_name`,
+   which is all ncu profiles.
+
+The record (see :mod:`fuseci.record`) is rewritten after each case, so a crash leaves what was
+done. This module and ``kernels/`` are the only places that import CuPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import math
+import os
+import platform
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fuseci import __version__, schema
+from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
+from fuseci.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, write_record
+from fuseci.suite import BASELINE_VARIANT, Case, Correctness, InputSpec, Suite, load_suite
+
+log = logging.getLogger("fuseci.harness")
+
+_POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
+
+
+def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
+    """Import ``module:function``.
+
+    Raises:
+        HarnessError: the module or function does not exist; says where it looked.
+    """
+    module_name, func_name = ref.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        where = ", ".join(str(p) for p in search)
+        raise HarnessError(
+            f"cannot import module {module_name!r} for {ref!r} ({exc}); searched the installed packages and {where}"
+        ) from None
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise HarnessError(f"module {module_name!r} ({getattr(module, '__file__', '?')}) has no function {func_name!r}")
+    return func
+
+
+def collect_env() -> dict[str, Any]:
+    """The environment fingerprint fields the harness can see."""
+    import cupy as cp
+    import numpy as np
+
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return {
+        "gpu_name": name,
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "sm_count": int(props["multiProcessorCount"]),
+        "l2_bytes": int(props["l2CacheSize"]),
+        "memory_bytes": int(props["totalGlobalMem"]),
+        "driver_version": _driver_version(),
+        "cuda_driver_api": _cuda_version(cp.cuda.runtime.driverGetVersion()),
+        "cuda_runtime": _cuda_version(cp.cuda.runtime.runtimeGetVersion()),
+        "cupy_version": cp.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+        "fuseci_version": __version__,
+    }
+
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _driver_version() -> str:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        return "unknown"
+    m = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)", text)
+    return m.group(1) if m else "unknown"
+
+
+def make_input(spec: InputSpec) -> Any:
+    """Build one input tensor on the GPU, deterministically from its seed."""
+    import cupy as cp
+
+    rng = cp.random.default_rng(spec.seed)
+    if spec.distribution == "randint":
+        return rng.integers(int(spec.low), int(spec.high), size=spec.shape, dtype=spec.dtype)
+    if spec.distribution == "uniform":
+        values = rng.random(spec.shape, dtype=cp.float32) * (spec.high - spec.low) + spec.low
+    else:
+        values = rng.standard_normal(spec.shape, dtype=cp.float32) * spec.std + spec.mean
+    return values.astype(spec.dtype, copy=False)
+
+
+@contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Fill every new allocation with NaN bytes while the block runs."""
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+
+    def alloc(size: int) -> Any:
+        mem = pool.malloc(size)
+        if size:
+            mem.memset_async(_POISON_BYTE, size)
+        return mem
+
+    pool.free_all_blocks()
+    cp.cuda.set_allocator(alloc)
+    try:
+        yield
+    finally:
+        cp.cuda.set_allocator(pool.malloc)
+
+
+def _as_outputs(value: Any, who: str) -> tuple[Any, ...]:
+    import cupy as cp
+    import numpy as np
+
+    outs = value if isinstance(value, tuple) else (value,)
+    for i, o in enumerate(outs):
+        if not isinstance(o, (cp.ndarray, np.ndarray)):
+            raise HarnessError(f"{who} returned {type(o).__name__} as output {i}; return an array or a tuple of arrays")
+    return outs
+
+
+def compare_output(
+    out: Any, expected: Any, corr: Correctness, *, variant: str, against: str, index: int
+) -> CheckRecord:
+    """Elementwise ``|out - expected| <= atol + rtol * |expected|`` in float64 on the GPU."""
+    import cupy as cp
+
+    if tuple(out.shape) != tuple(expected.shape):
+        raise HarnessError(
+            f"{variant} output {index} has shape {tuple(out.shape)}, {against} has {tuple(expected.shape)}"
+        )
+    o = cp.asarray(out).astype(cp.float64, copy=False).ravel()
+    e = cp.asarray(expected).astype(cp.float64, copy=False).ravel()
+    diff = cp.abs(o - e)
+    diff = cp.where(cp.isfinite(diff), diff, cp.inf)  # NaN compares as the worst possible error
+    bad = ~(diff <= corr.atol + corr.rtol * cp.abs(e))
+    worst = int(cp.argmax(diff))
+    ref_norm = float(cp.linalg.norm(e))
+    err_norm = float(cp.linalg.norm(cp.where(cp.isinf(diff), cp.inf, o - e)))
+    mismatches = int(bad.sum())
+    return CheckRecord(
+        variant=variant,
+        against=against,
+        output=index,
+        passed=mismatches == 0,
+        mismatches=mismatches,
+        elements=int(o.size),
+        max_abs_err=float(diff[worst]),
+        rel_l2_err=err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf),
+        worst_index=worst,
+        rtol=corr.rtol,
+        atol=corr.atol,
+    )
+
+
+def _check_case(
+    case: Case, funcs: Mapping[str, Callable[..., Any]], reference: Callable[..., Any] | None, inputs: Mapping[str, Any]
+) -> list[CheckRecord]:
+    import cupy as cp
+    import numpy as np
+
+    expected_ref: tuple[Any, ...] | None = None
+    if reference is not None:
+        host = {k: cp.asnumpy(v).astype(np.float64) for k, v in inputs.items()}
+        expected_ref = _as_outputs(reference(**host, **case.params), f"reference {case.reference}")
+    checks: list[CheckRecord] = []
+    unfused: tuple[Any, ...] | None = None
+    for variant in case.variants:
+        with poisoned_allocations():
+            outs = _as_outputs(funcs[variant.id](**inputs, **case.params), f"variant {variant.id!r} ({variant.fn})")
+            cp.cuda.get_current_stream().synchronize()
+        if expected_ref is not None:
+            if len(outs) != len(expected_ref):
+                raise HarnessError(
+                    f"variant {variant.id!r} returned {len(outs)} outputs, the reference {len(expected_ref)}"
+                )
+            checks += [
+                compare_output(o, e, case.correctness, variant=variant.id, against="reference", index=i)
+                for i, (o, e) in enumerate(zip(outs, expected_ref, strict=True))
+            ]
+        if unfused is None:
+            unfused = outs
+        else:
+            if len(outs) != len(unfused):
+                raise HarnessError(
+                    f"variant {variant.id!r} returned {len(outs)} outputs, {BASELINE_VARIANT!r} {len(unfused)}"
+                )
+            checks += [
+                compare_output(o, e, case.correctness, variant=variant.id, against=BASELINE_VARIANT, index=i)
+                for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
+            ]
+    return checks
+
+
+def run_case(suite: Suite, case: Case, search: list[Path]) -> CaseRecord:
+    """Check, warm up and measure one case. Foreign exceptions become an error record."""
+    import cupy as cp
+
+    try:
+        funcs = {v.id: resolve(v.fn, search) for v in case.variants}
+        reference = resolve(case.reference, search) if case.reference else None
+        inputs = {spec.name: make_input(spec) for spec in case.inputs}
+        checks = _check_case(case, funcs, reference, inputs)
+        failed = [k for k in checks if not k.passed]
+        if failed:
+            worst = max(failed, key=lambda k: k.max_abs_err)
+            return CaseRecord(case.id, CaseStatus.WRONG, f"wrong result: {worst.describe()}", tuple(checks))
+        for v in case.variants:  # warm-up, outside every range
+            funcs[v.id](**inputs, **case.params)
+        cp.cuda.get_current_stream().synchronize()
+        for v in case.variants:
+            cp.cuda.nvtx.RangePush(schema.range_name(suite.name, case.id, v.id))
+            try:
+                funcs[v.id](**inputs, **case.params)
+                cp.cuda.get_current_stream().synchronize()
+            finally:
+                cp.cuda.nvtx.RangePop()
+        return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), tuple(v.id for v in case.variants))
+    except FuseciError as exc:
+        return CaseRecord(case.id, CaseStatus.ERROR, str(exc))
+    except Exception as exc:  # a user's kernel may raise anything; the other cases still run
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        return CaseRecord(case.id, CaseStatus.ERROR, f"{type(exc).__name__}: {exc}{where}")
+    finally:
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def search_path(suite: Suite) -> list[Path]:
+    """Where ``module:function`` references are looked up besides installed packages."""
+    return [Path.cwd(), suite.path.resolve().parent.parent]
+
+
+def run(suite: Suite, record_path: Path, only: set[str] | None = None) -> HarnessRecord:
+    """Run every case (or those in ``only``), rewriting the record after each."""
+    search = search_path(suite)
+    for p in reversed(search):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    record = HarnessRecord(suite=suite.name, env=collect_env(), cases={})
+    write_record(record, record_path)
+    cases: dict[str, CaseRecord] = {}
+    for case in suite.cases:
+        if only is not None and case.id not in only:
+            continue
+        log.info("case %s", case.id)
+        cases[case.id] = run_case(suite, case, search)
+        record = replace(record, cases=dict(cases))
+        write_record(record, record_path)
+    record = replace(record, complete=True)
+    write_record(record, record_path)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m fuseci.harness``."""
+    parser = argparse.ArgumentParser(prog="python -m fuseci.harness", description=__doc__.splitlines()[0])
+    parser.add_argument("suite", type=Path)
+    parser.add_argument("--record", type=Path, required=True, help="where to write the harness record (JSON)")
+    parser.add_argument("--case", action="append", help="run only this case (repeatable)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("FUSECI_LOG", "INFO"), format="fuseci-harness: %(message)s", stream=sys.stderr
+    )
+    try:
+        suite = load_suite(args.suite)
+        try:
+            import cupy  # noqa: F401
+        except ImportError as exc:
+            raise HarnessError(
+                f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
+            ) from None
+        record = run(suite, args.record, set(args.case) if args.case else None)
+    except FuseciError as exc:
+        print(f"fuseci-harness: error: {exc}", file=sys.stderr)
+        return EXIT_SETUP
+    for c in record.cases.values():
+        log.info("%s: %s%s", c.case, c.status, f" ({c.message})" if c.message else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

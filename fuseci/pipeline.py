@@ -1,0 +1,201 @@
+"""The programmatic API: profile a suite, judge it, update its baselines. Plain functions.
+
+Every CLI command is one call here, so everything the CLI does can be scripted (and tested)
+without the argument parser.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fuseci import baseline as bl
+from fuseci import ncu, report
+from fuseci.compare import Comparison, Verdict, compare
+from fuseci.errors import NcuError, ReportError
+from fuseci.metrics import SuiteResults, summarize
+from fuseci.record import HarnessRecord, read_record, record_path_for, write_record
+from fuseci.suite import Suite
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How to obtain and judge results."""
+
+    baselines: Path = Path("baselines")
+    """Root of the baseline tree (``<root>/<gpu-slug>/<suite>.json``)."""
+    report_dir: Path = Path("fuseci-out")
+    """Where profiled runs write their report, record and logs."""
+    from_report: Path | None = None
+    """Re-analyse this ``.ncu-rep``/``.ncu-rep.xz`` instead of profiling."""
+    ncu: str | None = None
+    """Explicit ncu executable."""
+    accept_env: frozenset[str] = field(default_factory=frozenset)
+    """Environment fields whose difference from the baseline is accepted."""
+
+
+def profile(suite: Suite, options: RunOptions) -> tuple[Path | None, Path]:
+    """Run the suite's harness under ncu.
+
+    Returns:
+        The report path (None when ncu profiled no kernel at all) and the harness record path.
+
+    Raises:
+        NcuError: ncu is missing or failed; see :func:`fuseci.ncu.run_profile`.
+    """
+    exe = ncu.find_ncu(options.ncu)
+    version = ncu.ncu_version(exe)
+    files = ncu.ProfileFiles.in_dir(options.report_dir, suite.name)
+    argv = ncu.build_command(exe, suite.name, suite.path, suite.ncu, files, python=sys.executable)
+    wrote = ncu.run_profile(argv, files, suite.ncu.timeout_s)
+    try:
+        record = read_record(files.record)
+    except ReportError as exc:
+        raise NcuError(f"the harness left no usable record ({exc}); see {files.app_log}") from None
+    s = suite.ncu
+    write_record(
+        record.with_profiler(
+            {
+                "ncu_version": version,
+                "clock_control": s.clock_control,
+                "cache_control": s.cache_control,
+                "replay_mode": s.replay_mode,
+            }
+        ),
+        files.record,
+    )
+    return (files.report if wrote else None), files.record
+
+
+def results_for(suite: Suite, options: RunOptions) -> SuiteResults:
+    """Profile (or read ``options.from_report``) and aggregate.
+
+    Raises:
+        FuseciError: profiling or reading failed, or the report belongs to another suite.
+    """
+    if options.from_report is not None:
+        report_path: Path | None = options.from_report
+        record_path = record_path_for(options.from_report)
+    else:
+        report_path, record_path = profile(suite, options)
+    record = read_record(record_path)
+    _check_record(record, suite, record_path)
+    if report_path is None:
+        if any(c.measured for c in record.cases.values()):
+            raise NcuError(
+                f"ncu profiled no kernels although the harness ran variants in their NVTX ranges; see {record_path.parent}"
+            )
+        kernels = report.read_report_empty()
+    else:
+        kernels = report.read_report(report_path)
+    other = set(kernels["suite"]) - {suite.name}
+    if other:
+        raise ReportError(
+            f"{report_path}: holds suite(s) {sorted(other)}, not {suite.name!r}; pass the report of this suite"
+        )
+    return summarize(kernels, record)
+
+
+def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
+    if record.suite != suite.name:
+        raise ReportError(f"{path}: record of suite {record.suite!r}, not {suite.name!r}")
+    if not record.profiler:
+        raise ReportError(f"{path}: the record has no profiler section: it was not written by `fuseci run`")
+
+
+def baseline_file(options: RunOptions, results: SuiteResults) -> Path:
+    """Where this run's baseline lives."""
+    return bl.baseline_path(options.baselines, str(results.env.get("gpu_name", "unknown")), results.suite)
+
+
+def check(suite: Suite, options: RunOptions) -> Comparison:
+    """Profile (or re-analyse) one suite and compare it with its baseline.
+
+    Raises:
+        FuseciError: anything that keeps the suite from being judged at all.
+    """
+    results = results_for(suite, options)
+    path = baseline_file(options, results)
+    baseline = bl.load_baseline(path)
+    return compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env)
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineUpdate:
+    """What ``update-baselines`` did to one suite's baseline file."""
+
+    path: Path
+    """The baseline file."""
+    written: bool
+    """True when the file was (re)written."""
+    changes: tuple[str, ...]
+    """One line per changed, added or removed case, or env field."""
+    kept: tuple[str, ...]
+    """Cases not updated because they are wrong or broken (old values kept)."""
+    comparison: Comparison
+    """The comparison against the old baseline, on which the update was based."""
+
+
+def _case_changes(old: bl.Baseline | None, new: bl.Baseline, comparison: Comparison) -> list[str]:
+    lines: list[str] = []
+    by_case = {c.case: c for c in comparison.cases}
+    for cid in sorted(set(new.cases) | set(old.cases if old else ())):
+        if old is None or cid not in old.cases:
+            lines.append(f"+ {cid}: new")
+        elif cid not in new.cases:
+            lines.append(f"- {cid}: removed (no longer in the suite)")
+        elif old.cases[cid] != new.cases[cid]:
+            moved = [
+                c.message
+                for c in by_case[cid].checks
+                if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.NEW, Verdict.INCOMPARABLE)
+                and c.check == "gain"
+            ]
+            lines.append(f"~ {cid}: " + ("; ".join(moved) if moved else "re-recorded"))
+    return lines
+
+
+def update_baselines(suite: Suite, options: RunOptions, *, force: bool = False) -> BaselineUpdate:
+    """Re-record one suite's baseline, changing only cases whose checks did not pass.
+
+    A case whose every check passes keeps its old values byte for byte, so a re-record after no
+    real change produces no diff; ``force`` re-records every measured case. Wrong or broken cases
+    are never recorded: their old values stay. A changed environment re-records everything.
+
+    Raises:
+        FuseciError: the suite could not be profiled or the old baseline is corrupt.
+    """
+    results = results_for(suite, options)
+    path = baseline_file(options, results)
+    old = bl.load_baseline(path)
+    comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
+    env_changed = old is not None and not comparison.comparable
+    good = {c.case for c in comparison.cases if c.verdict not in (Verdict.WRONG, Verdict.ERROR, Verdict.MISSING)}
+    kept = tuple(sorted({c.id for c in suite.cases} - good))
+    fresh = bl.normalized(bl.from_results(results, good))
+    cases: dict[str, dict[str, bl.VariantBaseline]] = {}
+    for case in suite.cases:
+        cid = case.id
+        result = next(c for c in comparison.cases if c.case == cid)
+        unchanged = old is not None and cid in old.cases and result.verdict is Verdict.PASS
+        if cid in good and (force or env_changed or not unchanged):
+            cases[cid] = dict(fresh.cases[cid])
+        elif old is not None and cid in old.cases:
+            cases[cid] = dict(old.cases[cid])
+    env = fresh.env if (old is None or env_changed or force) else old.env
+    new = bl.normalized(bl.Baseline(suite=suite.name, env=env, cases=cases))
+    changes = _case_changes(old, new, comparison)
+    if env_changed and old is not None:
+        changes.insert(
+            0,
+            "environment: "
+            + ", ".join(f"{d.field} {d.baseline!r} -> {d.current!r}" for d in comparison.env_differences),
+        )
+    written = old is None or bl.dumps(old) != bl.dumps(new)
+    if written:
+        bl.save_baseline(new, path)
+    return BaselineUpdate(path=path, written=written, changes=tuple(changes), kept=kept, comparison=comparison)

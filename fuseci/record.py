@@ -1,0 +1,196 @@
+"""The harness record: what the profiled process saw besides the counters.
+
+The harness writes it next to the ``.ncu-rep`` (``<suite>.harness.json``): the environment it
+ran in, each case's correctness checks and which variants it measured. ``fuseci run`` adds the
+profiler's own facts (ncu version and settings) once ncu has finished. Re-analysis with
+``--from-report`` reads it back, so a report and its record travel together.
+
+Format history:
+    1: first version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fuseci.atomic import atomic_write_text
+from fuseci.errors import ReportError
+
+FORMAT = "fuseci-harness-record"
+FORMAT_VERSION = 1
+SUFFIX = ".harness.json"
+
+
+class CaseStatus:
+    """Outcome of a case inside the harness (strings, so the JSON stays readable)."""
+
+    OK = "ok"
+    WRONG = "wrong"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRecord:
+    """One output of one variant compared with the unfused output or the reference."""
+
+    variant: str
+    """Variant whose output was checked."""
+    against: str
+    """``unfused`` or ``reference``."""
+    output: int
+    """Index of the output (variants may return several arrays)."""
+    passed: bool
+    """Every element within tolerance and none NaN."""
+    mismatches: int
+    """Elements outside tolerance (NaN counts as outside)."""
+    elements: int
+    """Elements compared."""
+    max_abs_err: float
+    """Largest absolute difference (inf when the output holds NaN or inf)."""
+    rel_l2_err: float
+    """``‖out − expected‖₂ / ‖expected‖₂`` over the whole output (inf when it holds NaN)."""
+    worst_index: int
+    """Flat index of the largest difference."""
+    rtol: float
+    """Relative tolerance applied."""
+    atol: float
+    """Absolute tolerance applied."""
+
+    def describe(self) -> str:
+        """One line: which output, against what, by how much."""
+        return (
+            f"{self.variant} output {self.output} vs {self.against}: {self.mismatches} of {self.elements} "
+            f"elements outside rtol={self.rtol:g}, atol={self.atol:g}; max abs err {self.max_abs_err:.3g}, "
+            f"relative L2 error {self.rel_l2_err:.3g} (worst at flat index {self.worst_index})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRecord:
+    """What happened to one case in the harness."""
+
+    case: str
+    """Case id."""
+    status: str
+    """One of :class:`CaseStatus`."""
+    message: str = ""
+    """Why the case is wrong or broken; empty when ok."""
+    checks: tuple[CheckRecord, ...] = ()
+    """Correctness checks, in the order run."""
+    measured: tuple[str, ...] = ()
+    """Variants run inside their NVTX ranges."""
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessRecord:
+    """Everything the harness (and then the profiler run) wrote down."""
+
+    suite: str
+    """Suite id."""
+    env: Mapping[str, Any]
+    """Environment fingerprint fields collected by the harness (GPU, driver, CUDA, CuPy...)."""
+    cases: Mapping[str, CaseRecord]
+    """By case id."""
+    complete: bool = False
+    """False until the harness finished every case; a crash leaves it False."""
+    profiler: Mapping[str, Any] = field(default_factory=dict)
+    """ncu version and settings, added by ``fuseci run`` after profiling."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict for the file."""
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "suite": self.suite,
+            "complete": self.complete,
+            "env": dict(self.env),
+            "profiler": dict(self.profiler),
+            "cases": {
+                cid: {
+                    "status": c.status,
+                    "message": c.message,
+                    "measured": list(c.measured),
+                    "checks": [_check_json(k) for k in c.checks],
+                }
+                for cid, c in self.cases.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path) -> HarnessRecord:
+        """Parse a record file's contents.
+
+        Raises:
+            ReportError: not a harness record, or from a newer fuseci.
+        """
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ReportError(f"{path}: not a fuseci harness record")
+        version = data.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ReportError(
+                f"{path}: harness record format {version!r} is newer than this fuseci reads ({FORMAT_VERSION}); upgrade fuseci"
+            )
+        try:
+            cases = {
+                cid: CaseRecord(
+                    case=cid,
+                    status=c["status"],
+                    message=c.get("message", ""),
+                    measured=tuple(c.get("measured", ())),
+                    checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
+                )
+                for cid, c in data["cases"].items()
+            }
+            return cls(
+                suite=data["suite"],
+                env=data.get("env", {}),
+                cases=cases,
+                complete=bool(data.get("complete", False)),
+                profiler=data.get("profiler", {}),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ReportError(f"{path}: malformed harness record ({type(exc).__name__}: {exc})") from None
+
+    def with_profiler(self, profiler: Mapping[str, Any]) -> HarnessRecord:
+        """A copy with the profiler facts filled in."""
+        return replace(self, profiler=dict(profiler))
+
+
+def _check_json(k: CheckRecord) -> dict[str, Any]:
+    return {name: getattr(k, name) for name in CheckRecord.__slots__}
+
+
+def record_path_for(report: Path) -> Path:
+    """``dir/elementwise.ncu-rep(.xz)`` → ``dir/elementwise.harness.json``."""
+    name = report.name
+    for suffix in (".xz", ".ncu-rep"):
+        name = name.removesuffix(suffix)
+    return report.with_name(name + SUFFIX)
+
+
+def write_record(record: HarnessRecord, path: Path) -> None:
+    """Write atomically: a reader never sees half a record."""
+    text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=True) + "\n"
+    atomic_write_text(path, text)
+
+
+def read_record(path: Path) -> HarnessRecord:
+    """Read a record file.
+
+    Raises:
+        ReportError: missing, unreadable or malformed.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(
+            f"{path}: harness record not found; `fuseci run` writes it next to the .ncu-rep "
+            "(keep the two files together when you copy a report)"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read harness record: {exc}") from None
+    return HarnessRecord.from_json(data, path)

@@ -1,0 +1,102 @@
+"""A readable table for people: per case and variant the measurements and gains, then the
+checks that need attention, then a one-line summary."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from fuseci import schema
+from fuseci.compare import CaseResult, Comparison, Verdict, exit_code
+
+_GAIN_COLUMNS = ((schema.DRAM_BYTES, "bytes"), (schema.DURATION, "time"), (schema.LAUNCHES, "launches"))
+
+
+def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return fmt.format(value / scale)
+
+
+def _env_line(c: Comparison) -> str:
+    e = c.env
+    return (
+        f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
+        f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}, "
+        f"ncu {e.get('ncu_version', '?')}, clock-control {e.get('clock_control', '?')}, cache-control {e.get('cache_control', '?')}"
+    )
+
+
+def _table(cases: tuple[CaseResult, ...]) -> list[str]:
+    head = (
+        "case",
+        "variant",
+        "launches",
+        "DRAM MB",
+        "time us",
+        "DRAM GB/s",
+        "occ %",
+        *(f"gain {n}" for _, n in _GAIN_COLUMNS),
+    )
+    rows: list[tuple[str, ...]] = []
+    for case in cases:
+        for i, v in enumerate(case.variants):
+            vals = v.values
+            rate = (
+                (vals.get(schema.DRAM_READ_RATE, math.nan) + vals.get(schema.DRAM_WRITE_RATE, math.nan))
+                if vals
+                else None
+            )
+            rows.append((
+                case.case if i == 0 else "",
+                v.variant,
+                _f(vals.get(schema.LAUNCHES), fmt="{:.0f}"),
+                _f(vals.get(schema.DRAM_BYTES), 1e6),
+                _f(vals.get(schema.DURATION), 1e3),
+                _f(rate, 1e9, "{:.0f}"),
+                _f(vals.get(schema.OCC_ACHIEVED)),
+                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in _GAIN_COLUMNS),
+            ))  # fmt: skip
+        if not case.variants:
+            rows.append((case.case, "-", *("-" for _ in head[2:])))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [line(head), *(line(r) for r in rows)]
+
+
+def _suite(c: Comparison) -> list[str]:
+    out = [f"fuseci: suite {c.suite} ({c.suite_path}): {c.verdict.value.upper()}"]
+    if not c.env:  # the suite could not be profiled or read: its error check says why
+        return [*out, *(f"  {k.verdict.value.upper():<12} {k.message}" for case in c.cases for k in case.checks), ""]
+    out.append("  " + _env_line(c))
+    if not c.has_baseline:
+        out.append(f"  no baseline at {c.baseline_path}: record one with `fuseci update-baselines {c.suite_path}`")
+    else:
+        out.append(f"  baseline {c.baseline_path}")
+    for d in c.env_differences:
+        state = "accepted" if d.accepted else "NOT COMPARED"
+        out.append(f"  environment differs: {d.field} baseline {d.baseline!r}, now {d.current!r} ({state})")
+    out += ["", *("  " + r for r in _table(c.cases)), ""]
+    attention = [k for case in c.cases for k in case.checks if k.verdict not in (Verdict.PASS,)]
+    for k in attention:
+        where = f"{k.case}/{k.variant}" if k.variant else k.case
+        out.append(f"  {k.verdict.value.upper():<12} {where}: {k.message}")
+    if attention:
+        out.append("")
+    return out
+
+
+def render(comparisons: list[Comparison]) -> str:
+    """The whole console report."""
+    lines: list[str] = []
+    for c in comparisons:
+        lines += _suite(c)
+    counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
+    summary = ", ".join(f"{counts[v]} {v.value}" for v in reversed(Verdict) if counts[v])
+    lines.append(f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons)}")
+    return "\n".join(lines) + "\n"

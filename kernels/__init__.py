@@ -1,0 +1,1 @@
+"""Fused and unfused kernel pairs that the shipped suites reference as ``module:function``."""

@@ -1,0 +1,84 @@
+"""Shared fixtures: recorded reports from a real GPU, suites, and the gpu marker's skip rule."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+REPORTS = DATA / "reports"
+SUITES = ROOT / "suites"
+
+
+@functools.cache
+def _gpu_available() -> str | None:
+    """None when a GPU, CuPy and ncu are all usable; otherwise why not."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device"
+    except Exception as exc:  # ImportError, CUDARuntimeError: either way no GPU here
+        return f"CuPy/GPU unavailable ({type(exc).__name__})"
+    if shutil.which("ncu") is None:
+        return "ncu not on PATH"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "gpu" in item.keywords:
+            reason = _gpu_available()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT
+
+
+ELEMENTWISE = SUITES / "elementwise.yaml"
+CLEAN_REPORT = REPORTS / "elementwise.ncu-rep.xz"
+REGRESSED_REPORT = REPORTS / "elementwise-regressed.ncu-rep.xz"
+H200_BASELINES = ROOT / "baselines"
+
+
+@pytest.fixture(scope="session")
+def clean_kernels():
+    """Per-kernel frame of the recorded clean elementwise run."""
+    from fuseci.report import read_report
+
+    return read_report(CLEAN_REPORT)
+
+
+@pytest.fixture(scope="session")
+def regressed_kernels():
+    """Per-kernel frame of the recorded run with the de-fused scale_relu_add."""
+    from fuseci.report import read_report
+
+    return read_report(REGRESSED_REPORT)
+
+
+@pytest.fixture(scope="session")
+def elementwise():
+    from fuseci.suite import load_suite
+
+    return load_suite(ELEMENTWISE)
+
+
+@pytest.fixture
+def in_root(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run the test from the repository root, so relative suite paths resolve as in README."""
+    monkeypatch.chdir(ROOT)
+    return ROOT
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

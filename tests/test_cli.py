@@ -1,0 +1,140 @@
+"""The CLI in-process: exit codes, output, files; the README's no-GPU walkthrough."""
+
+import lzma
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, write
+from typer.testing import CliRunner
+
+from fuseci.cli import app
+
+runner = CliRunner()
+SUITE = "suites/elementwise.yaml"
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_clean_report_passes_with_junit(in_root, tmp_path: Path) -> None:
+    junit = tmp_path / "j.xml"
+    result = invoke(
+        "run", SUITE, "--from-report", str(CLEAN_REPORT), "--junit", str(junit), "--json", str(tmp_path / "r.json")
+    )
+    assert result.exit_code == 0, result.output
+    assert "fuseci: 19 pass; exit 0" in result.stdout
+    root = ET.parse(junit).getroot()
+    assert int(root.get("tests")) >= 1 and root.get("failures") == "0" and root.get("errors") == "0"
+    assert (tmp_path / "r.json").read_text().startswith("{")
+
+
+def test_regressed_report_exits_1_and_says_which_gain_dropped(in_root, tmp_path: Path) -> None:
+    junit = tmp_path / "j.xml"
+    result = invoke("run", SUITE, "--from-report", str(REGRESSED_REPORT), "--junit", str(junit))
+    assert result.exit_code == 1, result.output
+    messages = [f.get("message") for f in ET.parse(junit).getroot().iter("failure")]
+    assert "DRAM bytes gain (unfused ÷ fused) fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in messages
+
+
+def test_malformed_suite_exits_3_with_one_line(tmp_path: Path) -> None:
+    bad = write(tmp_path / "bad.yaml", "suite: x\ncases: [\n")
+    result = invoke("run", str(bad), "--from-report", str(CLEAN_REPORT))
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and lines[0].startswith("fuseci: error: ")
+    assert "Traceback" not in result.output
+
+
+def test_missing_report_exits_3(in_root, tmp_path: Path) -> None:
+    result = invoke("run", SUITE, "--from-report", str(tmp_path / "none.ncu-rep.xz"))
+    assert result.exit_code == 3
+    assert "harness record not found" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_truncated_report_exits_3(in_root, tmp_path: Path) -> None:
+    raw = lzma.decompress(CLEAN_REPORT.read_bytes())
+    cut = tmp_path / "elementwise.ncu-rep"
+    cut.write_bytes(raw[:100_000])
+    shutil.copy(CLEAN_REPORT.with_name("elementwise.harness.json"), tmp_path)
+    junit = tmp_path / "j.xml"
+    result = invoke("run", SUITE, "--from-report", str(cut), "--junit", str(junit))
+    assert result.exit_code == 3, result.output
+    assert "the report is truncated" in result.stderr
+    assert ET.parse(junit).getroot().get("errors") == "1"
+
+
+def test_ncu_missing_exits_3_with_the_fix(in_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("fuseci.ncu._FALLBACK_GLOBS", ())
+    junit = tmp_path / "j.xml"
+    result = invoke("run", SUITE, "--report-dir", str(tmp_path / "out"), "--junit", str(junit))
+    assert result.exit_code == 3
+    assert "ncu (Nsight Compute) not found" in result.stderr
+    assert ET.parse(junit).getroot().get("errors") == "1"  # the suite still shows up in CI
+
+
+def test_from_report_needs_exactly_one_suite(in_root) -> None:
+    result = invoke("run", SUITE, SUITE, "--from-report", str(CLEAN_REPORT))
+    assert result.exit_code == 2
+    assert "exactly one suite" in result.stderr
+
+
+def test_unknown_accept_env_field_is_a_usage_error(in_root) -> None:
+    result = invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--accept-env", "gpu")
+    assert result.exit_code == 2
+    assert "unknown field(s) ['gpu']" in result.stderr
+
+
+def test_baseline_from_other_environment_exits_3_until_accepted(in_root, tmp_path: Path) -> None:
+    base = tmp_path / "b" / "nvidia-h200" / "elementwise.json"
+    base.parent.mkdir(parents=True)
+    base.write_text(
+        Path("baselines/nvidia-h200/elementwise.json")
+        .read_text()
+        .replace('"cupy_version": "14.2.0"', '"cupy_version": "13.6.0"')
+    )
+    args = ["run", SUITE, "--from-report", str(CLEAN_REPORT), "--baselines", str(tmp_path / "b")]
+    result = invoke(*args)
+    assert result.exit_code == 3
+    assert "environment differs: cupy_version baseline '13.6.0', now '14.2.0' (NOT COMPARED)" in result.stdout
+    assert invoke(*args, "--accept-env", "cupy_version").exit_code == 0
+
+
+def test_corrupt_baseline_exits_3(in_root, tmp_path: Path) -> None:
+    base = write(tmp_path / "b" / "nvidia-h200" / "elementwise.json", '{"format_version": 1, ')
+    result = invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--baselines", str(tmp_path / "b"))
+    assert result.exit_code == 3
+    assert str(base) in result.stderr and "corrupt baseline JSON" in result.stderr
+
+
+def test_update_baselines_then_run(in_root, tmp_path: Path) -> None:
+    b = str(tmp_path / "b")
+    first = invoke("update-baselines", SUITE, "--from-report", str(CLEAN_REPORT), "--baselines", b)
+    assert first.exit_code == 0, first.output
+    assert "written" in first.stdout and "+ scale_relu_add: new" in first.stdout
+    again = invoke("update-baselines", SUITE, "--from-report", str(CLEAN_REPORT), "--baselines", b)
+    assert again.exit_code == 0 and "unchanged" in again.stdout
+    assert invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--baselines", b).exit_code == 0
+    assert invoke("run", SUITE, "--from-report", str(REGRESSED_REPORT), "--baselines", b).exit_code == 1
+
+
+def test_default_suites_are_found(in_root) -> None:
+    result = invoke("run", "--from-report", str(CLEAN_REPORT))
+    assert result.exit_code in (0, 2), result.output  # 2 only if more than one suite ships
+
+
+def test_help_documents_exit_codes() -> None:
+    result = invoke("run", "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "Exit codes: 0" in text and "3 tool, environment or input error" in text
+
+
+def test_version() -> None:
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.startswith("fuseci ")

@@ -1,0 +1,143 @@
+from dataclasses import replace
+
+import pytest
+from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
+
+from fuseci import baseline as bl
+from fuseci import pipeline
+from fuseci.compare import Verdict, compare, exit_code
+from fuseci.metrics import summarize
+from fuseci.record import CaseRecord, CaseStatus, CheckRecord
+
+BASELINE = bl.load_baseline(H200_BASELINES / "nvidia-h200" / "elementwise.json")
+
+
+def _results(elementwise, report):
+    return pipeline.results_for(elementwise, pipeline.RunOptions(from_report=report))
+
+
+@pytest.fixture(scope="module")
+def clean(elementwise):
+    return _results(elementwise, CLEAN_REPORT)
+
+
+@pytest.fixture(scope="module")
+def regressed(elementwise):
+    return _results(elementwise, REGRESSED_REPORT)
+
+
+def _verdicts(comparison):
+    return {(k.case, k.variant, k.check, k.quantity): k.verdict for c in comparison.cases for k in c.checks}
+
+
+def test_clean_run_passes_every_check(clean, elementwise) -> None:
+    comp = compare(clean, elementwise, BASELINE)
+    assert comp.verdict is Verdict.PASS
+    v = _verdicts(comp)
+    assert v[("scale_relu_add", "fused", "gain", "dram__bytes.sum")] is Verdict.PASS
+    assert v[("scale_relu_add", "fused", "expect", "launches")] is Verdict.PASS
+    assert v[("bias_gelu", "fused", "correctness", "")] is Verdict.PASS
+    assert len(v) == 19
+    assert exit_code([comp]) == 0
+
+
+def test_planted_regression_is_caught_where_it_was_planted(regressed, elementwise) -> None:
+    comp = compare(regressed, elementwise, BASELINE)
+    bad = {key: verdict for key, verdict in _verdicts(comp).items() if verdict is not Verdict.PASS}
+    assert bad == {
+        ("scale_relu_add", "fused", "gain", "launches"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "gain", "dram__bytes.sum"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "gain", "gpu__time_duration.sum"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "expect", "dram__bytes.sum"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "expect", "launches"): Verdict.REGRESSED,
+    }
+    launches = next(
+        k
+        for c in comp.cases
+        for k in c.checks
+        if k.check == "gain" and k.quantity == "launches" and k.verdict is Verdict.REGRESSED
+    )
+    assert launches.baseline == 3 and launches.current == 1.5 and launches.change == pytest.approx(-0.5)
+    assert "fell from 3x to 1.5x (-50.0%)" in launches.message and "tolerance exact" in launches.message
+    assert exit_code([comp]) == 1
+
+
+def test_no_baseline_is_new_and_passes(clean, elementwise) -> None:
+    comp = compare(clean, elementwise, None)
+    gains = [k for c in comp.cases for k in c.checks if k.check == "gain"]
+    assert gains and all(k.verdict is Verdict.NEW for k in gains)
+    assert all(k.verdict is Verdict.PASS for c in comp.cases for k in c.checks if k.check == "expect")
+    assert exit_code([comp]) == 0
+
+
+def test_other_environment_is_incomparable_unless_accepted(clean, elementwise) -> None:
+    other = replace(BASELINE, env={**BASELINE.env, "cupy_version": "13.6.0", "clock_control": "base"})
+    comp = compare(clean, elementwise, other)
+    assert not comp.comparable
+    assert {d.field for d in comp.env_differences} == {"cupy_version", "clock_control"}
+    gains = [k for c in comp.cases for k in c.checks if k.check == "gain"]
+    assert all(k.verdict is Verdict.INCOMPARABLE for k in gains)
+    assert "--accept-env cupy_version,clock_control" in gains[0].message
+    assert exit_code([comp]) == 3
+    accepted = compare(clean, elementwise, other, accept_env=frozenset({"cupy_version", "clock_control"}))
+    assert accepted.comparable and accepted.verdict is Verdict.PASS
+    assert compare(clean, elementwise, other, accept_env=frozenset({"all"})).verdict is Verdict.PASS
+
+
+def test_expectations_hold_without_comparable_baseline(regressed, elementwise) -> None:
+    other = replace(BASELINE, env={**BASELINE.env, "gpu_name": "NVIDIA H100 80GB HBM3"})
+    comp = compare(regressed, elementwise, other)
+    assert exit_code([comp]) == 1  # the expectation still catches the split kernel
+
+
+def test_improvement_beyond_tolerance(clean, elementwise) -> None:
+    cases = dict(BASELINE.cases)
+    sra = dict(cases["scale_relu_add"])
+    values = dict(sra["fused"].values)
+    values["dram__bytes.sum"] *= 1.2  # the baseline fused kernel moved more bytes
+    sra["fused"] = replace(sra["fused"], values=values)
+    cases["scale_relu_add"] = sra
+    comp = compare(clean, elementwise, replace(BASELINE, cases=cases))
+    v = _verdicts(comp)
+    assert v[("scale_relu_add", "fused", "gain", "dram__bytes.sum")] is Verdict.IMPROVED
+    assert exit_code([comp]) == 0
+
+
+def test_wrong_result_fails_the_case(clean, elementwise) -> None:
+    bad = CheckRecord("fused", "reference", 0, False, 12, 1000, 0.5, 0.1, 7, 1e-5, 1e-6)
+    rec = clean.record
+    cases = {**rec.cases, "bias_gelu": CaseRecord("bias_gelu", CaseStatus.WRONG, "wrong result", (bad,))}
+    kernels = clean.kernels[clean.kernels.case != "bias_gelu"]
+    comp = compare(summarize(kernels, replace(rec, cases=cases)), elementwise, BASELINE)
+    checks = next(c for c in comp.cases if c.case == "bias_gelu").checks
+    assert [(k.check, k.verdict) for k in checks] == [("correctness", Verdict.WRONG)]
+    assert "12 of 1000 elements" in checks[0].message and "max abs err 0.5" in checks[0].message
+    assert exit_code([comp]) == 1
+
+
+def test_harness_error_and_unmeasured_variant_are_errors(clean, elementwise) -> None:
+    rec = clean.record
+    cases = {**rec.cases, "bias_gelu": CaseRecord("bias_gelu", CaseStatus.ERROR, "ValueError: boom at k.py:3")}
+    kernels = clean.kernels[~((clean.kernels.case == "relu_bn_add_relu") & (clean.kernels.variant == "fused"))]
+    kernels = kernels[kernels.case != "bias_gelu"]
+    comp = compare(summarize(kernels, replace(rec, cases=cases)), elementwise, BASELINE)
+    by_case = {c.case: c for c in comp.cases}
+    assert by_case["bias_gelu"].verdict is Verdict.ERROR
+    assert "boom" in by_case["bias_gelu"].checks[-1].message
+    relu = by_case["relu_bn_add_relu"]
+    assert relu.verdict is Verdict.ERROR
+    assert any("launched no kernels inside their NVTX range" in k.message for k in relu.checks)
+    assert exit_code([comp]) == 3
+
+
+def test_case_only_in_baseline_is_missing(clean, elementwise) -> None:
+    extra = replace(BASELINE, cases={**BASELINE.cases, "old_case": BASELINE.cases["bias_gelu"]})
+    comp = compare(clean, elementwise, extra)
+    missing = [c for c in comp.cases if c.case == "old_case"]
+    assert missing and missing[0].verdict is Verdict.MISSING
+    assert exit_code([comp]) == 0
+
+
+def test_regression_wins_over_error(clean, regressed, elementwise) -> None:
+    other = replace(BASELINE, env={**BASELINE.env, "driver_version": "1.0"})
+    assert exit_code([compare(clean, elementwise, other), compare(regressed, elementwise, BASELINE)]) == 1

@@ -1,0 +1,120 @@
+"""Tests that need an NVIDIA GPU, CuPy and ncu (marker ``gpu``); skipped elsewhere."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fuseci.cli import app
+
+pytestmark = pytest.mark.gpu
+
+# Sizes that are not multiples of 4 (the vector width) nor of the block size, and one that is.
+SIZES = [1, 3, 5, 257, 1000003, 1 << 20]
+
+
+def _rand(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _close(out, ref: np.ndarray, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    import cupy as cp
+
+    got = cp.asnumpy(out).astype(np.float64)
+    assert got.shape == ref.shape
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_scale_relu_add_variants_match_float64(n: int) -> None:
+    import cupy as cp
+
+    from kernels import elementwise as k
+    from kernels import mutants
+
+    x, y = _rand((n,), n), _rand((n,), n + 1)
+    ref = k.scale_relu_add_reference(x.astype(np.float64), y.astype(np.float64), 0.75)
+    for fn in (k.scale_relu_add_unfused, k.scale_relu_add_fused, mutants.scale_relu_add_defused):
+        _close(fn(cp.asarray(x), cp.asarray(y), 0.75), ref)
+
+
+def test_fused_handles_unaligned_views() -> None:
+    import cupy as cp
+
+    from kernels import elementwise as k
+
+    x, y = _rand((1001,), 7), _rand((1001,), 8)
+    xs, ys = cp.asarray(x)[1:], cp.asarray(y)[1:]  # 4 bytes past a 16-byte boundary
+    ref = k.scale_relu_add_reference(x[1:].astype(np.float64), y[1:].astype(np.float64), 2.0)
+    _close(k.scale_relu_add_fused(xs, ys, 2.0), ref)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (7, 1000), (129, 4096)])
+def test_bias_gelu_matches_float64(shape: tuple[int, int]) -> None:
+    import cupy as cp
+
+    from kernels import elementwise as k
+
+    x, b = _rand(shape, 1), _rand((shape[1],), 2)
+    ref = k.bias_gelu_reference(x.astype(np.float64), b.astype(np.float64))
+    for fn in (k.bias_gelu_unfused, k.bias_gelu_fused):
+        _close(fn(cp.asarray(x), cp.asarray(b)), ref)
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 5, 7), (2, 64, 33, 31), (4, 256, 16, 16)])
+def test_relu_bn_add_relu_matches_float64(shape: tuple[int, ...]) -> None:
+    import cupy as cp
+
+    from kernels import elementwise as k
+
+    c = shape[1]
+    x, r = _rand(shape, 3), _rand(shape, 4)
+    mean, gamma, beta = _rand((c,), 5), _rand((c,), 6), _rand((c,), 7)
+    var = np.random.default_rng(8).uniform(0.5, 2.0, c).astype(np.float32)
+    args64 = [a.astype(np.float64) for a in (x, r, mean, var, gamma, beta)]
+    ref = k.relu_bn_add_relu_reference(*args64, 1e-5)
+    for fn in (k.relu_bn_add_relu_unfused, k.relu_bn_add_relu_fused):
+        out = fn(*(cp.asarray(a) for a in (x, r, mean, var, gamma, beta)), 1e-5)
+        _close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_poisoned_allocations_expose_unwritten_output() -> None:
+    import cupy as cp
+
+    from fuseci.harness import poisoned_allocations
+
+    with poisoned_allocations():
+        a = cp.empty(1000, dtype=cp.float32)
+        cp.cuda.get_current_stream().synchronize()
+    assert bool(cp.isnan(a).all())
+
+
+def test_fuseci_run_end_to_end(tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real harness under real ncu: tiny suite, no baseline, then a baseline, then compare."""
+    monkeypatch.chdir(root)
+    suite = root / "tests" / "data" / "suites" / "tiny.yaml"
+    args = ["--baselines", str(tmp_path / "baselines"), "--report-dir", str(tmp_path / "out")]
+    runner = CliRunner()
+    first = runner.invoke(app, ["run", str(suite), *args, "--json", str(tmp_path / "r.json")])
+    assert first.exit_code == 0, first.output
+    assert "no baseline" in first.output
+    assert (tmp_path / "out" / "tiny.ncu-rep").exists()
+    update = runner.invoke(app, ["update-baselines", str(suite), *args])
+    assert update.exit_code == 0, update.output
+    assert "written" in update.output
+    again = runner.invoke(app, ["run", str(suite), *args, "--junit", str(tmp_path / "j.xml")])
+    assert again.exit_code == 0, again.output
+    import json
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    case = doc["suites"][0]["cases"][0]
+    launches = {v["variant"]: v["values"]["launches"] for v in case["variants"]}
+    assert launches == {"unfused": 3, "fused": 1, "defused": 2}
+    gains = {v["variant"]: v["gains"] for v in case["variants"] if v["gains"]}
+    assert math.isclose(gains["fused"]["launches"], 3.0)
+    assert math.isclose(gains["defused"]["launches"], 1.5)

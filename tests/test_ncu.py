@@ -1,0 +1,150 @@
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuseci import ncu
+from fuseci.errors import NcuError
+from fuseci.suite import NcuSettings
+
+FILES = ncu.ProfileFiles.in_dir(Path("out"), "elementwise")
+
+
+def test_build_command_exact_argv() -> None:
+    argv = ncu.build_command(
+        "/opt/ncu", "elementwise", Path("suites/elementwise.yaml"), NcuSettings(), FILES, python="/py"
+    )
+    assert argv == [
+        "/opt/ncu",
+        "--config-file", "off",
+        "--nvtx",
+        "--nvtx-include", "regex:^fuseci:elementwise:.*/",
+        "--metrics",
+        "dram__bytes_read.sum,dram__bytes_write.sum,dram__bytes_read.sum.per_second,dram__bytes_write.sum.per_second,"
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,"
+        "sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct,"
+        "lts__t_sectors_srcunit_tex_op_write.sum,launch__grid_size,launch__block_size,"
+        "launch__registers_per_thread,profiler__replayer_passes",
+        "--clock-control", "none",
+        "--cache-control", "all",
+        "--replay-mode", "kernel",
+        "--export", "out/elementwise.ncu-rep",
+        "--force-overwrite",
+        "--log-file", "out/elementwise.ncu.log",
+        "/py", "-m", "fuseci.harness", "suites/elementwise.yaml",
+        "--record", "out/elementwise.harness.json",
+    ]  # fmt: skip
+
+
+def test_build_command_follows_suite_settings() -> None:
+    settings = NcuSettings(clock_control="base", cache_control="none", replay_mode="application")
+    argv = ncu.build_command("ncu", "s-1", Path("s.yaml"), settings, FILES, python="py")
+    assert argv[argv.index("--clock-control") + 1] == "base"
+    assert argv[argv.index("--cache-control") + 1] == "none"
+    assert argv[argv.index("--replay-mode") + 1] == "application"
+    assert argv[argv.index("--nvtx-include") + 1] == r"regex:^fuseci:s\-1:.*/"
+
+
+def test_missing_ncu_says_how_to_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("FUSECI_NCU", raising=False)
+    monkeypatch.setattr(ncu, "_FALLBACK_GLOBS", (str(tmp_path / "nothing" / "ncu"),))
+    with pytest.raises(NcuError, match="not found on PATH.*--from-report"):
+        ncu.find_ncu()
+    with pytest.raises(NcuError, match="not found at '/no/such/ncu'"):
+        ncu.find_ncu("/no/such/ncu")
+
+
+# A stand-in for ncu: behaves as told by FAKE_NCU_MODE, writing to the paths ncu would.
+FAKE = """#!{python}
+import os, sys, time
+argv = sys.argv[1:]
+if argv == ["--version"]:
+    print("NVIDIA (R) Nsight Compute Command Line Profiler\\nVersion 2025.3.1.0 (build 1) (public-release)")
+    sys.exit(0)
+log = argv[argv.index("--log-file") + 1]
+report = argv[argv.index("--export") + 1]
+mode = os.environ["FAKE_NCU_MODE"]
+with open(log, "w") as fh:
+    if mode == "perm":
+        fh.write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\\n")
+        sys.exit(1)
+    if mode == "dcgm":
+        fh.write("==ERROR== Profiling failed because a driver resource was unavailable.\\n")
+        sys.exit(1)
+    if mode == "none":
+        fh.write("==WARNING== No kernels were profiled.\\n")
+        sys.exit(0)
+    if mode == "noreport":
+        sys.exit(0)
+print("Traceback (most recent call last):\\nRuntimeError: kernel exploded")
+if mode == "crash":
+    sys.exit(134)
+if mode == "hang":
+    time.sleep(30)
+open(report, "wb").write(b"report")
+"""
+
+
+@pytest.fixture
+def fake_ncu(tmp_path: Path) -> str:
+    path = tmp_path / "ncu"
+    path.write_text(FAKE.format(python=sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def _run(fake_ncu: str, tmp_path: Path, mode: str, timeout: float = 20) -> bool:
+    os.environ["FAKE_NCU_MODE"] = mode
+    try:
+        files = ncu.ProfileFiles.in_dir(tmp_path / "out", "s")
+        argv = ncu.build_command(fake_ncu, "s", Path("s.yaml"), NcuSettings(), files)
+        return ncu.run_profile(argv, files, timeout)
+    finally:
+        del os.environ["FAKE_NCU_MODE"]
+
+
+def test_version(fake_ncu: str) -> None:
+    assert ncu.ncu_version(fake_ncu) == "2025.3.1.0"
+
+
+def test_success_writes_report(fake_ncu: str, tmp_path: Path) -> None:
+    assert _run(fake_ncu, tmp_path, "ok") is True
+
+
+@pytest.mark.parametrize(
+    ("mode", "fragment"),
+    [
+        ("perm", "ERR_NVGPUCTRPERM"),
+        ("dcgm", "dcgmi profile --pause"),
+        ("crash", "exited with code 134"),
+        ("noreport", "wrote no report"),
+    ],
+)
+def test_failures_are_explained(fake_ncu: str, tmp_path: Path, mode: str, fragment: str) -> None:
+    with pytest.raises(NcuError) as info:
+        _run(fake_ncu, tmp_path, mode)
+    message = str(info.value)
+    assert fragment in message
+    assert "s.ncu.log" in message and "s.harness.log" in message
+
+
+def test_crash_shows_the_application_output(fake_ncu: str, tmp_path: Path) -> None:
+    with pytest.raises(NcuError, match="kernel exploded"):
+        _run(fake_ncu, tmp_path, "crash")
+
+
+def test_permission_message_gives_the_fixes(fake_ncu: str, tmp_path: Path) -> None:
+    with pytest.raises(NcuError, match="CAP_SYS_ADMIN.*NVreg_RestrictProfilingToAdminUsers=0"):
+        _run(fake_ncu, tmp_path, "perm")
+
+
+def test_nothing_profiled_is_reported_not_raised(fake_ncu: str, tmp_path: Path) -> None:
+    assert _run(fake_ncu, tmp_path, "none") is False
+
+
+def test_timeout(fake_ncu: str, tmp_path: Path) -> None:
+    with pytest.raises(NcuError, match="did not finish within 1 s"):
+        _run(fake_ncu, tmp_path, "hang", timeout=1)

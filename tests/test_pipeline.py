@@ -1,0 +1,85 @@
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT
+
+from fuseci import baseline as bl
+from fuseci import pipeline
+from fuseci.errors import ReportError
+from fuseci.record import read_record
+from fuseci.suite import load_suite
+
+
+def _opts(tmp_path: Path, report: Path) -> pipeline.RunOptions:
+    return pipeline.RunOptions(baselines=tmp_path / "baselines", from_report=report)
+
+
+@pytest.fixture
+def committed_copy(tmp_path: Path) -> Path:
+    shutil.copytree(H200_BASELINES, tmp_path / "baselines")
+    return tmp_path / "baselines" / "nvidia-h200" / "elementwise.json"
+
+
+def test_first_update_writes_every_case(tmp_path: Path, elementwise) -> None:
+    update = pipeline.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
+    assert update.written and update.path == tmp_path / "baselines" / "nvidia-h200" / "elementwise.json"
+    assert update.changes == ("+ bias_gelu: new", "+ relu_bn_add_relu: new", "+ scale_relu_add: new")
+    assert bl.load_baseline(update.path) is not None
+
+
+def test_update_without_real_change_rewrites_nothing(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    before = committed_copy.read_bytes()
+    mtime = committed_copy.stat().st_mtime_ns
+    update = pipeline.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
+    assert not update.written and update.changes == ()
+    assert committed_copy.read_bytes() == before and committed_copy.stat().st_mtime_ns == mtime
+
+
+def test_update_after_regression_changes_only_that_case(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    old = bl.load_baseline(committed_copy)
+    update = pipeline.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
+    assert update.written
+    assert len(update.changes) == 1 and update.changes[0].startswith("~ scale_relu_add: ")
+    assert "fell from 3x to 1.5x" in update.changes[0]
+    new = bl.load_baseline(committed_copy)
+    assert new.cases["bias_gelu"] == old.cases["bias_gelu"]
+    assert new.cases["relu_bn_add_relu"] == old.cases["relu_bn_add_relu"]
+    assert new.cases["scale_relu_add"]["fused"].values["launches"] == 2
+
+
+def test_force_rerecords_everything(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    update = pipeline.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT), force=True)
+    assert not update.written  # the same report gives the same file, byte for byte
+
+
+def test_other_suites_and_gpus_are_untouched(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    other_gpu = tmp_path / "baselines" / "nvidia-h100-80gb-hbm3" / "elementwise.json"
+    other_suite = tmp_path / "baselines" / "nvidia-h200" / "reduction.json"
+    for p in (other_gpu, other_suite):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("precious\n")
+    pipeline.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
+    assert other_gpu.read_text() == "precious\n" and other_suite.read_text() == "precious\n"
+
+
+def test_report_of_another_suite_is_refused(tmp_path: Path) -> None:
+    suite_file = tmp_path / "other.yaml"
+    suite_file.write_text(ELEMENTWISE.read_text().replace("suite: elementwise", "suite: other"))
+    with pytest.raises(ReportError, match="record of suite 'elementwise', not 'other'"):
+        pipeline.check(load_suite(suite_file), _opts(tmp_path, CLEAN_REPORT))
+
+
+def test_report_without_its_record(tmp_path: Path, elementwise) -> None:
+    lonely = tmp_path / "elementwise.ncu-rep.xz"
+    shutil.copy(CLEAN_REPORT, lonely)
+    with pytest.raises(ReportError, match="harness record not found.*keep the two files together"):
+        pipeline.check(elementwise, _opts(tmp_path, lonely))
+
+
+def test_recorded_record_describes_the_run() -> None:
+    record = read_record(CLEAN_REPORT.with_name("elementwise.harness.json"))
+    assert record.complete
+    assert record.env["gpu_name"] == "NVIDIA H200"
+    assert record.profiler["ncu_version"].startswith("2025.3.1")
+    assert {c.status for c in record.cases.values()} == {"ok"}
