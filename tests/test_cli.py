@@ -138,3 +138,11 @@ def test_help_documents_exit_codes() -> None:
 def test_version() -> None:
     result = invoke("--version")
     assert result.exit_code == 0 and result.stdout.startswith("fuseci ")
+
+
+def test_each_card_is_compared_with_its_own_baseline(in_root) -> None:
+    h100 = CLEAN_REPORT.with_name("elementwise-h100.ncu-rep.xz")
+    result = invoke("run", SUITE, "--from-report", str(h100))
+    assert result.exit_code == 0, result.output
+    assert "baseline baselines/nvidia-h100-80gb-hbm3/elementwise.json" in result.stdout
+    assert "GPU NVIDIA H100 80GB HBM3 (sm_90)" in result.stdout

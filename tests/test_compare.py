@@ -141,3 +141,10 @@ def test_case_only_in_baseline_is_missing(clean, elementwise) -> None:
 def test_regression_wins_over_error(clean, regressed, elementwise) -> None:
     other = replace(BASELINE, env={**BASELINE.env, "driver_version": "1.0"})
     assert exit_code([compare(clean, elementwise, other), compare(regressed, elementwise, BASELINE)]) == 1
+
+
+def test_h200_baseline_is_never_silently_compared_with_an_h100_run(elementwise) -> None:
+    h100 = _results(elementwise, CLEAN_REPORT.with_name("elementwise-h100.ncu-rep.xz"))
+    comp = compare(h100, elementwise, BASELINE)
+    assert [d.field for d in comp.env_differences] == ["gpu_name"]
+    assert {k.verdict for c in comp.cases for k in c.checks if k.check == "gain"} == {Verdict.INCOMPARABLE}
