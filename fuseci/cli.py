@@ -13,12 +13,12 @@ from typing import Annotated
 
 import typer
 
-from fuseci import __version__, pipeline
+from fuseci import __version__, bench, pipeline
 from fuseci.atomic import atomic_write_text
 from fuseci.compare import Comparison, exit_code, failed
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 from fuseci.metrics import ENV_FIELDS
-from fuseci.reporters import FORMATS
+from fuseci.reporters import BENCH_FORMATS, FORMATS
 from fuseci.suite import Suite, load_suite
 
 EXIT_CODES_HELP = (
@@ -26,6 +26,12 @@ EXIT_CODES_HELP = (
     "computed a wrong result; 2 usage error; 3 tool, environment or input error (ncu missing or "
     "refused, bad suite or baseline, baseline from another environment). A regression (1) wins "
     "over an error (3) when both occur."
+)
+
+BENCH_EXIT_CODES_HELP = (
+    "Exit codes: 0 every variant timed; 1 a variant computed a wrong result; 2 usage error; "
+    "3 tool, environment or input error (no GPU or CuPy, the harness crashed or timed out, bad suite). "
+    "A wrong result (1) wins over an error (3) when both occur."
 )
 
 app = typer.Typer(
@@ -109,12 +115,16 @@ def _fail(exc: FuseciError) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
+def _save(path: Path, fmt: str, text: str) -> None:
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise FuseciError(f"{path}: cannot write the {fmt} report: {exc}") from None
+
+
 def _write(path: Path | None, fmt: str, comparisons: list[Comparison]) -> None:
     if path is not None:
-        try:
-            atomic_write_text(path, FORMATS[fmt](comparisons))
-        except OSError as exc:
-            raise FuseciError(f"{path}: cannot write the {fmt} report: {exc}") from None
+        _save(path, fmt, FORMATS[fmt](comparisons))
 
 
 @app.command(epilog=EXIT_CODES_HELP)
@@ -202,6 +212,48 @@ def update_baselines(
     except FuseciError as exc:
         raise _fail(exc) from None
     raise typer.Exit(code)
+
+
+@app.command("bench", epilog=BENCH_EXIT_CODES_HELP)
+def bench_command(
+    suites: SuitesArg = None,
+    report_dir: Annotated[
+        Path,
+        typer.Option(
+            "--report-dir",
+            help="Where timed runs write <suite>.bench.json and <suite>.bench.log (overwritten per suite).",
+            file_okay=False,
+        ),
+    ] = Path("fuseci-out"),
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every number as JSON here.", dir_okay=False)
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", min=5, help="Timed calls per variant after warm-up; the median is shown.")
+    ] = bench.DEFAULT_REPEATS,
+    verbose: Verbose = False,
+) -> None:
+    """Time every variant outside ncu with CUDA events: median time, bandwidth, speedup over unfused.
+
+    Figures only: nothing is compared with a baseline. Needs a GPU and CuPy, not ncu.
+    """
+    _setup_logging(verbose)
+    try:
+        loaded = _load_suites(suites)
+        options = pipeline.BenchOptions(report_dir=report_dir, repeats=repeats)
+        results: list[bench.BenchResult] = []
+        for suite in loaded:
+            try:
+                results.append(pipeline.bench(suite, options))
+            except FuseciError as exc:
+                typer.echo(f"fuseci: error: {exc}", err=True)
+                results.append(bench.failed(suite, str(exc)))
+        typer.echo(BENCH_FORMATS["console"](results), nl=False)
+        if json_out is not None:
+            _save(json_out, "json", BENCH_FORMATS["json"](results))
+    except FuseciError as exc:
+        raise _fail(exc) from None
+    raise typer.Exit(bench.exit_code(results))
 
 
 def _version(value: bool) -> None:

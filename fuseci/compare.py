@@ -288,16 +288,12 @@ def _measured_case(
                 )
     if rec is None or rec.status != CaseStatus.OK:
         if rec is None:
-            checks.append(
-                MetricDelta(
-                    case.id,
-                    "",
-                    "case",
-                    "",
-                    Verdict.ERROR,
-                    "the harness never reached this case (did it crash? see the harness log)",
-                )
+            why = (
+                "the harness record has no result for this case: the report predates the case; profile the suite again"
+                if results.record.complete
+                else "the harness never reached this case (did it crash? see the harness log)"
             )
+            checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, why))
         elif rec.status == CaseStatus.ERROR:
             checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, rec.message))
         return checks, measurements

@@ -32,6 +32,10 @@ class NcuError(FuseciError):
     """Nsight Compute is missing, refused to profile, or profiled nothing usable."""
 
 
+class BenchError(FuseciError):
+    """The timed harness (``fuseci bench``) failed, timed out or left no usable record."""
+
+
 class ReportError(FuseciError):
     """A ``.ncu-rep`` file (or its harness record) cannot be read or attributed."""
 

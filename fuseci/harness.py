@@ -11,6 +11,12 @@ Run as ``python -m fuseci.harness SUITE --record PATH``. For each case it
 5. runs each variant once between ``RangePush``/``RangePop`` of :func:`fuseci.schema.range_name`,
    which is all ncu profiles.
 
+With ``--time`` (``fuseci bench``; no ncu) steps 4 and 5 are replaced by CUDA-event timing:
+each variant is warmed up, then every timed call is bracketed by its own pair of events on the
+current stream, rotating over input sets generated like the first one from derived seeds, as
+many as make the rotation span at least 4x the L2 (at least two), so no call finds its inputs in
+the cache. The device-to-device copy bandwidth is measured once, in the same process.
+
 The record (see :mod:`fuseci.record`) is rewritten after each case, so a crash leaves what was
 done. This module and ``kernels/`` are the only places that import CuPy.
 """
@@ -28,18 +34,39 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from fuseci import __version__, schema
 from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
-from fuseci.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, write_record
+from fuseci.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, VariantTiming, write_record
 from fuseci.suite import BASELINE_VARIANT, Case, Correctness, InputSpec, Suite, load_suite
 
 log = logging.getLogger("fuseci.harness")
 
 _POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
+
+#: The rotation of input sets must span this many times the L2, so no timed call hits the cache.
+L2_SPAN = 4
+#: Upper bound on input sets, for inputs so small that spanning the L2 would need absurdly many.
+MAX_INPUT_SETS = 1024
+#: Size of each buffer of the copy bandwidth measurement (float32; bytes counted twice).
+COPY_BYTES = 1 << 30
+#: Timed copies of the copy bandwidth measurement, after warm-up.
+COPY_REPEATS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class TimingOptions:
+    """How ``--time`` times each variant with CUDA events."""
+
+    repeats: int = 30
+    """Timed calls per variant; the median is reported."""
+    warmup: int = 3
+    """Untimed calls per variant first (compilation, library caches, clocks)."""
+    l2_bytes: int = 0
+    """The device's L2 size; the input rotation spans at least :data:`L2_SPAN` times it."""
 
 
 def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
@@ -218,8 +245,132 @@ def _check_case(
     return checks
 
 
-def run_case(suite: Suite, case: Case, search: list[Path]) -> CaseRecord:
-    """Check, warm up and measure one case. Foreign exceptions become an error record."""
+def rotation_seed(seed: int, index: int) -> int:
+    """Seed of input set ``index`` of a tensor whose suite seed is ``seed`` (set 0 keeps it)."""
+    return (seed + index * 0x9E3779B97F4A7C15) % 2**63
+
+
+def input_set_count(set_bytes: int, l2_bytes: int) -> int:
+    """How many input sets the timing rotates over: at least two, spanning ``L2_SPAN`` x L2."""
+    needed = math.ceil(L2_SPAN * l2_bytes / set_bytes) if set_bytes > 0 else MAX_INPUT_SETS
+    return max(2, min(needed, MAX_INPUT_SETS))
+
+
+def _input_sets(case: Case, first: Mapping[str, Any], l2_bytes: int) -> list[Mapping[str, Any]]:
+    set_bytes = sum(int(a.nbytes) for a in first.values())
+    count = input_set_count(set_bytes, l2_bytes)
+    if count * set_bytes < L2_SPAN * l2_bytes:
+        log.warning(
+            "case %s: %d input sets of %d bytes span less than %dx the L2 (%d bytes); its timings may be flattered by the cache",
+            case.id,
+            count,
+            set_bytes,
+            L2_SPAN,
+            l2_bytes,
+        )
+    more = [
+        {spec.name: make_input(replace(spec, seed=rotation_seed(spec.seed, k))) for spec in case.inputs}
+        for k in range(1, count)
+    ]
+    return [first, *more]
+
+
+def _quantile_ns(times_ms: list[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.percentile(np.asarray(times_ms, dtype=np.float64), q)) * 1e6
+
+
+def time_variant(
+    variant_id: str,
+    fn: Callable[..., Any],
+    sets: list[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    options: TimingOptions,
+) -> VariantTiming:
+    """Warm up, then time each call between its own pair of CUDA events, rotating input sets.
+
+    Raises:
+        HarnessError: the variant returned something other than arrays.
+    """
+    import cupy as cp
+
+    who = f"variant {variant_id!r}"
+    stream = cp.cuda.get_current_stream()
+    out_bytes = 0
+    for i in range(options.warmup):
+        outs = _as_outputs(fn(**sets[i % len(sets)], **params), who)
+        out_bytes = sum(int(o.nbytes) for o in outs)
+        del outs
+    stream.synchronize()
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(options.repeats)]
+    for i, (start, end) in enumerate(events):
+        args = sets[(options.warmup + i) % len(sets)]
+        start.record(stream)
+        fn(**args, **params)
+        end.record(stream)
+    stream.synchronize()
+    times = [cp.cuda.get_elapsed_time(start, end) for start, end in events]
+    return VariantTiming(
+        variant=variant_id,
+        median_ns=_quantile_ns(times, 50),
+        min_ns=min(times) * 1e6,
+        max_ns=max(times) * 1e6,
+        iqr_ns=_quantile_ns(times, 75) - _quantile_ns(times, 25),
+        repeats=options.repeats,
+        input_sets=len(sets),
+        min_bytes=sum(int(a.nbytes) for a in sets[0].values()) + out_bytes,
+    )
+
+
+def time_case(
+    case: Case, funcs: Mapping[str, Callable[..., Any]], inputs: Mapping[str, Any], options: TimingOptions
+) -> tuple[VariantTiming, ...]:
+    """Time every variant of a case that passed its checks, over a rotation of input sets.
+
+    Raises:
+        HarnessError: a variant returned something other than arrays.
+    """
+    sets = _input_sets(case, inputs, options.l2_bytes)
+    return tuple(time_variant(v.id, funcs[v.id], sets, case.params, options) for v in case.variants)
+
+
+def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS, warmup: int = 3) -> float:
+    """Device-to-device copy bandwidth in bytes/s: ``2 * nbytes`` (read + write) over the median copy.
+
+    Raises:
+        HarnessError: the two buffers do not fit in device memory.
+    """
+    import cupy as cp
+
+    try:
+        src = cp.random.default_rng(0).random(nbytes // 4, dtype=cp.float32)  # never time zeros
+        dst = cp.empty_like(src)
+    except cp.cuda.memory.OutOfMemoryError as exc:
+        raise HarnessError(
+            f"cannot allocate two {nbytes / 2**30:g} GiB buffers for the copy bandwidth measurement ({exc}); "
+            "free device memory or run on a larger card"
+        ) from None
+    try:
+        stream = cp.cuda.get_current_stream()
+        for _ in range(warmup):
+            cp.copyto(dst, src)
+        stream.synchronize()
+        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+        for start, end in events:
+            start.record(stream)
+            cp.copyto(dst, src)
+            end.record(stream)
+        stream.synchronize()
+        median_ms = _quantile_ns([cp.cuda.get_elapsed_time(s, e) for s, e in events], 50) / 1e6
+        return 2 * src.nbytes / (median_ms * 1e-3)
+    finally:
+        del src, dst
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def run_case(suite: Suite, case: Case, search: list[Path], timing: TimingOptions | None = None) -> CaseRecord:
+    """Check, warm up and measure one case, or time it with ``timing``. Foreign exceptions become an error record."""
     import cupy as cp
 
     try:
@@ -231,6 +382,9 @@ def run_case(suite: Suite, case: Case, search: list[Path]) -> CaseRecord:
         if failed:
             worst = max(failed, key=lambda k: k.max_abs_err)
             return CaseRecord(case.id, CaseStatus.WRONG, f"wrong result: {worst.describe()}", tuple(checks))
+        if timing is not None:
+            timings = time_case(case, funcs, inputs, timing)
+            return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings)
         for v in case.variants:  # warm-up, outside every range
             funcs[v.id](**inputs, **case.params)
         cp.cuda.get_current_stream().synchronize()
@@ -245,11 +399,21 @@ def run_case(suite: Suite, case: Case, search: list[Path]) -> CaseRecord:
     except FuseciError as exc:
         return CaseRecord(case.id, CaseStatus.ERROR, str(exc))
     except Exception as exc:  # a user's kernel may raise anything; the other cases still run
+        log.error("case %s failed:\n%s", case.id, traceback.format_exc())  # all of it, in the harness log
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
-        return CaseRecord(case.id, CaseStatus.ERROR, f"{type(exc).__name__}: {exc}{where}")
+        return CaseRecord(case.id, CaseStatus.ERROR, f"{type(exc).__name__}: {_first_lines(str(exc))}{where}")
     finally:
         cp.get_default_memory_pool().free_all_blocks()
+
+
+def _first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
+    """The head of a long message (a compiler's log, say); the whole text goes to the log."""
+    kept = text.strip().splitlines()[:lines]
+    head = " | ".join(line.strip() for line in kept)
+    if len(head) > chars:
+        head = head[:chars] + "..."
+    return head + (" ... (full text in the harness log)" if len(text.strip().splitlines()) > lines else "")
 
 
 def search_path(suite: Suite) -> list[Path]:
@@ -257,20 +421,33 @@ def search_path(suite: Suite) -> list[Path]:
     return [Path.cwd(), suite.path.resolve().parent.parent]
 
 
-def run(suite: Suite, record_path: Path, only: set[str] | None = None) -> HarnessRecord:
-    """Run every case (or those in ``only``), rewriting the record after each."""
+def run(
+    suite: Suite, record_path: Path, only: set[str] | None = None, *, timing: TimingOptions | None = None
+) -> HarnessRecord:
+    """Run every case (or those in ``only``), rewriting the record after each.
+
+    With ``timing`` the variants are timed with CUDA events instead of run in NVTX ranges, and
+    the copy bandwidth is measured first; ``timing.l2_bytes`` is taken from the device.
+
+    Raises:
+        HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.
+    """
     search = search_path(suite)
     for p in reversed(search):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     record = HarnessRecord(suite=suite.name, env=collect_env(), cases={})
+    if timing is not None:
+        timing = replace(timing, l2_bytes=int(record.env["l2_bytes"]))
+        log.info("copy bandwidth")
+        record = replace(record, copy_bandwidth=copy_bandwidth())
     write_record(record, record_path)
     cases: dict[str, CaseRecord] = {}
     for case in suite.cases:
         if only is not None and case.id not in only:
             continue
         log.info("case %s", case.id)
-        cases[case.id] = run_case(suite, case, search)
+        cases[case.id] = run_case(suite, case, search, timing)
         record = replace(record, cases=dict(cases))
         write_record(record, record_path)
     record = replace(record, complete=True)
@@ -284,7 +461,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("suite", type=Path)
     parser.add_argument("--record", type=Path, required=True, help="where to write the harness record (JSON)")
     parser.add_argument("--case", action="append", help="run only this case (repeatable)")
+    parser.add_argument(
+        "--time", action="store_true", help="time every variant with CUDA events instead of NVTX ranges (no ncu)"
+    )
+    parser.add_argument("--repeats", type=int, help="with --time: timed calls per variant (default 30)")
     args = parser.parse_args(argv)
+    if args.repeats is not None and not args.time:
+        parser.error("--repeats needs --time")
+    if args.repeats is not None and args.repeats < 1:
+        parser.error(f"--repeats must be positive, got {args.repeats}")
+    timing = None
+    if args.time:
+        timing = TimingOptions() if args.repeats is None else TimingOptions(repeats=args.repeats)
     logging.basicConfig(
         level=os.environ.get("FUSECI_LOG", "INFO"), format="fuseci-harness: %(message)s", stream=sys.stderr
     )
@@ -296,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             raise HarnessError(
                 f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
             ) from None
-        record = run(suite, args.record, set(args.case) if args.case else None)
+        record = run(suite, args.record, set(args.case) if args.case else None, timing=timing)
     except FuseciError as exc:
         print(f"fuseci-harness: error: {exc}", file=sys.stderr)
         return EXIT_SETUP

@@ -7,13 +7,12 @@ import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuseci import schema
+from fuseci import process, schema
 from fuseci.errors import NcuError
 from fuseci.suite import NcuSettings
 
@@ -132,28 +131,6 @@ _DCGM_FIX = (
 )
 
 
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate ncu and everything it started, then make sure they are gone."""
-    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run_profile(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Path | None = None) -> bool:
     """Run ncu and classify what went wrong.
 
@@ -168,42 +145,31 @@ def run_profile(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Pat
     files.report.parent.mkdir(parents=True, exist_ok=True)
     for stale in (files.report, files.record, files.ncu_log):
         stale.unlink(missing_ok=True)
-    log.info("running %s", " ".join(argv))
     try:
-        with files.app_log.open("w", encoding="utf-8") as app:
-            # A session of its own, so that a timeout can stop ncu and the harness it started.
-            proc = subprocess.Popen(argv, stdout=app, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd)
     except FileNotFoundError:
         raise NcuError(f"cannot execute {argv[0]}: file not found") from None
     except PermissionError:
         raise NcuError(f"cannot execute {argv[0]}: permission denied") from None
-    try:
-        proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _stop(proc)
         raise NcuError(
             f"the profiled run did not finish within {timeout_s:g} s (suite key ncu.timeout); "
             f"see {files.app_log} and {files.ncu_log}"
         ) from None
-    except BaseException:
-        _stop(proc)
-        raise
     ncu_log = files.ncu_log.read_text(encoding="utf-8", errors="replace") if files.ncu_log.exists() else ""
     logs = f"ncu log {files.ncu_log}, harness log {files.app_log}"
     if "ERR_NVGPUCTRPERM" in ncu_log:
         raise NcuError(f"{_PERMISSION_FIX}; {logs}")
     if "driver resource was unavailable" in ncu_log:
         raise NcuError(f"{_DCGM_FIX}; {logs}")
-    if proc.returncode != 0:
-        how = (
-            f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with code {proc.returncode}"
-        )
-        detail = _tail(files.app_log, 8) or _tail(files.ncu_log, 8)
+    if returncode != 0:
+        how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+        detail = process.tail(files.app_log, 8) or process.tail(files.ncu_log, 8)
         raise NcuError(f"the profiled run {how}; {logs}; last lines:\n{detail}")
     if not files.report.exists():
         if "No kernels were profiled" in ncu_log:
             return False
         raise NcuError(
-            f"ncu exited 0 but wrote no report at {files.report}; {logs}; last lines:\n{_tail(files.ncu_log, 8)}"
+            f"ncu exited 0 but wrote no report at {files.report}; {logs}; last lines:\n{process.tail(files.ncu_log, 8)}"
         )
     return True

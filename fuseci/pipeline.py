@@ -1,4 +1,4 @@
-"""The programmatic API: profile a suite, judge it, update its baselines. Plain functions.
+"""The programmatic API: profile a suite, judge it, update its baselines, time it. Plain functions.
 
 Every CLI command is one call here, so everything the CLI does can be scripted (and tested)
 without the argument parser.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fuseci import baseline as bl
 from fuseci import ncu, report
+from fuseci.bench import DEFAULT_REPEATS, BenchFiles, BenchResult, build_command, result_from_record, run_harness
 from fuseci.compare import Comparison, Verdict, compare
 from fuseci.errors import NcuError, ReportError
 from fuseci.metrics import SuiteResults, summarize
@@ -199,3 +200,28 @@ def update_baselines(suite: Suite, options: RunOptions, *, force: bool = False) 
     if written:
         bl.save_baseline(new, path)
     return BaselineUpdate(path=path, written=written, changes=tuple(changes), kept=kept, comparison=comparison)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    """How ``fuseci bench`` times a suite outside ncu."""
+
+    report_dir: Path = Path("fuseci-out")
+    """Where the timed run writes ``<suite>.bench.json`` and ``<suite>.bench.log``."""
+    repeats: int = DEFAULT_REPEATS
+    """Timed calls per variant (after warm-up); the median is reported."""
+
+
+def bench(suite: Suite, options: BenchOptions) -> BenchResult:
+    """Time every variant of a suite with CUDA events, without ncu, and derive the figures.
+
+    The harness runs as a subprocess under the suite's ``ncu.timeout``. Wrong and broken cases
+    are in the result, not raised.
+
+    Raises:
+        BenchError: the harness could not run, crashed, timed out or left no complete record.
+    """
+    files = BenchFiles.in_dir(options.report_dir, suite.name)
+    argv = build_command(suite.path, files, options.repeats, python=sys.executable)
+    record = run_harness(argv, files, suite.ncu.timeout_s)
+    return result_from_record(record, suite, files.record)

@@ -5,8 +5,15 @@ ran in, each case's correctness checks and which variants it measured. ``fuseci 
 profiler's own facts (ncu version and settings) once ncu has finished. Re-analysis with
 ``--from-report`` reads it back, so a report and its record travel together.
 
+``fuseci bench`` runs the harness with ``--time`` instead (no ncu) and writes the same record
+as ``<suite>.bench.json``, with the device-to-device copy bandwidth and each variant's CUDA-event
+timings added.
+
 Format history:
     1: first version.
+    1 (still): optional ``copy_bandwidth`` and per-case ``timings``, written only by
+       ``--time`` runs. Both are absent from other records and default to none when missing,
+       so readers of either age read files of either age.
 """
 
 from __future__ import annotations
@@ -70,6 +77,28 @@ class CheckRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class VariantTiming:
+    """One variant timed with CUDA events outside ncu (``python -m fuseci.harness --time``)."""
+
+    variant: str
+    """Variant id."""
+    median_ns: float
+    """Median over the timed calls of the time between the events bracketing one call."""
+    min_ns: float
+    """Fastest timed call."""
+    max_ns: float
+    """Slowest timed call."""
+    iqr_ns: float
+    """Interquartile range (75th minus 25th percentile, linear interpolation) of the timed calls."""
+    repeats: int
+    """Timed calls (after the warm-up calls)."""
+    input_sets: int
+    """Independently generated input sets the calls rotated over, so that caches do not flatter."""
+    min_bytes: int
+    """Fewest DRAM bytes the variant must move: every input read once, every output written once."""
+
+
+@dataclass(frozen=True, slots=True)
 class CaseRecord:
     """What happened to one case in the harness."""
 
@@ -83,6 +112,8 @@ class CaseRecord:
     """Correctness checks, in the order run."""
     measured: tuple[str, ...] = ()
     """Variants run inside their NVTX ranges."""
+    timings: tuple[VariantTiming, ...] = ()
+    """CUDA-event timings per variant; only in records of ``--time`` runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,26 +130,25 @@ class HarnessRecord:
     """False until the harness finished every case; a crash leaves it False."""
     profiler: Mapping[str, Any] = field(default_factory=dict)
     """ncu version and settings, added by ``fuseci run`` after profiling."""
+    copy_bandwidth: float | None = None
+    """Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written over the median
+    time of a 1 GiB copy); only in records of ``--time`` runs."""
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict for the file."""
-        return {
+        doc: dict[str, Any] = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "suite": self.suite,
             "complete": self.complete,
             "env": dict(self.env),
             "profiler": dict(self.profiler),
-            "cases": {
-                cid: {
-                    "status": c.status,
-                    "message": c.message,
-                    "measured": list(c.measured),
-                    "checks": [_check_json(k) for k in c.checks],
-                }
-                for cid, c in self.cases.items()
-            },
+            "cases": {cid: _case_json(c) for cid, c in self.cases.items()},
         }
+        # Written only when present, so records of profiled runs stay as they were.
+        if self.copy_bandwidth is not None:
+            doc["copy_bandwidth"] = self.copy_bandwidth
+        return doc
 
     @classmethod
     def from_json(cls, data: Any, path: Path) -> HarnessRecord:
@@ -142,6 +172,7 @@ class HarnessRecord:
                     message=c.get("message", ""),
                     measured=tuple(c.get("measured", ())),
                     checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
+                    timings=tuple(VariantTiming(**t) for t in c.get("timings", ())),
                 )
                 for cid, c in data["cases"].items()
             }
@@ -151,6 +182,7 @@ class HarnessRecord:
                 cases=cases,
                 complete=bool(data.get("complete", False)),
                 profiler=data.get("profiler", {}),
+                copy_bandwidth=_optional_float(data.get("copy_bandwidth")),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ReportError(f"{path}: malformed harness record ({type(exc).__name__}: {exc})") from None
@@ -162,6 +194,30 @@ class HarnessRecord:
 
 def _check_json(k: CheckRecord) -> dict[str, Any]:
     return {name: getattr(k, name) for name in CheckRecord.__slots__}
+
+
+def _timing_json(t: VariantTiming) -> dict[str, Any]:
+    return {name: getattr(t, name) for name in VariantTiming.__slots__}
+
+
+def _case_json(c: CaseRecord) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "status": c.status,
+        "message": c.message,
+        "measured": list(c.measured),
+        "checks": [_check_json(k) for k in c.checks],
+    }
+    if c.timings:  # only --time runs have them; profiled records keep their old shape
+        doc["timings"] = [_timing_json(t) for t in c.timings]
+    return doc
+
+
+def _optional_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"copy_bandwidth must be a number, got {value!r}")
+    return float(value)
 
 
 def record_path_for(report: Path) -> Path:

@@ -44,15 +44,15 @@ class VectorKernel:
         params += [f"const {index_type} n", f"const {index_type} n4"]
         lanes = []
         for k, lane in enumerate(_LANES):
-            load = " ".join(f"const float {n} = {n}v.{lane};" for n in self.streamed)
+            load = " ".join(f"const float {n} = v_{n}.{lane};" for n in self.streamed)
             decl = " ".join(f"float {n};" for n in self.outputs)
-            store = " ".join(f"{n}o.{lane} = {n};" for n in self.outputs)
+            store = " ".join(f"o_{n}.{lane} = {n};" for n in self.outputs)
             lanes.append(
                 f"    {{ const {index_type} idx = 4 * i + {k}; (void)idx; {load} {decl} {self.body} {store} }}"
             )
-        vec_loads = " ".join(f"const float4 {n}v = reinterpret_cast<const float4*>({n}_)[i];" for n in self.streamed)
-        vec_decl = " ".join(f"float4 {n}o;" for n in self.outputs)
-        vec_store = " ".join(f"reinterpret_cast<float4*>({n}_)[i] = {n}o;" for n in self.outputs)
+        vec_loads = " ".join(f"const float4 v_{n} = reinterpret_cast<const float4*>({n}_)[i];" for n in self.streamed)
+        vec_decl = " ".join(f"float4 o_{n};" for n in self.outputs)
+        vec_store = " ".join(f"reinterpret_cast<float4*>({n}_)[i] = o_{n};" for n in self.outputs)
         tail_load = " ".join(f"const float {n} = {n}_[idx];" for n in self.streamed)
         tail_decl = " ".join(f"float {n};" for n in self.outputs)
         tail_store = " ".join(f"{n}_[idx] = {n};" for n in self.outputs)

@@ -33,3 +33,30 @@ def scale_relu_add_defused(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.nda
     (t,) = _SCALE_RELU(size=x.size, x=x, alpha=alpha)
     (out,) = _ADD(size=x.size, t=t, y=y)
     return out.reshape(x.shape)
+
+
+_SCALE_ADD = VectorKernel(
+    name="fuseci_mutant_scale_add",
+    streamed=("x", "y"),
+    outputs=("out",),
+    gathered=(),
+    scalars=(("alpha", "float"),),
+    body="out = alpha * x + y;",
+)
+
+
+def scale_relu_add_wrong(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarray:
+    """Forgets the ReLU: fast, fused, and wrong wherever ``alpha * x`` is negative."""
+    (out,) = _SCALE_ADD(size=x.size, x=x, y=y, alpha=alpha)
+    return out.reshape(x.shape)
+
+
+def scale_relu_add_skips_tail(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarray:
+    """Handles only whole float4 vectors: the last ``size % 4`` outputs are never written."""
+    from kernels.elementwise import _SCALE_RELU_ADD
+
+    whole = x.size - x.size % 4
+    out = cp.empty(x.size, dtype=cp.float32)
+    (head,) = _SCALE_RELU_ADD(size=whole, x=x.reshape(-1)[:whole], y=y.reshape(-1)[:whole], alpha=alpha)
+    out[:whole] = head
+    return out.reshape(x.shape)

@@ -37,7 +37,7 @@ def test_clean_run_passes_every_check(clean, elementwise) -> None:
     assert v[("scale_relu_add", "fused", "gain", "dram__bytes.sum")] is Verdict.PASS
     assert v[("scale_relu_add", "fused", "expect", "launches")] is Verdict.PASS
     assert v[("bias_gelu", "fused", "correctness", "")] is Verdict.PASS
-    assert len(v) == 19
+    assert len(v) == 33  # 5 cases: 2 correctness, 3 gates and 2 expectations each, + 3 more for relu_and_scale
     assert exit_code([comp]) == 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -109,7 +110,6 @@ def test_fuseci_run_end_to_end(tmp_path: Path, root: Path, monkeypatch: pytest.M
     assert "written" in update.output
     again = runner.invoke(app, ["run", str(suite), *args, "--junit", str(tmp_path / "j.xml")])
     assert again.exit_code == 0, again.output
-    import json
 
     doc = json.loads((tmp_path / "r.json").read_text())
     case = doc["suites"][0]["cases"][0]
@@ -118,3 +118,33 @@ def test_fuseci_run_end_to_end(tmp_path: Path, root: Path, monkeypatch: pytest.M
     gains = {v["variant"]: v["gains"] for v in case["variants"] if v["gains"]}
     assert math.isclose(gains["fused"]["launches"], 3.0)
     assert math.isclose(gains["defused"]["launches"], 1.5)
+
+
+def test_wrong_results_fail_their_case_and_say_by_how_much(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(root)
+    suite = root / "tests" / "data" / "suites" / "tiny-wrong.yaml"
+    junit = tmp_path / "j.xml"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(suite),
+            "--baselines",
+            str(tmp_path / "b"),
+            "--report-dir",
+            str(tmp_path / "out"),
+            "--junit",
+            str(junit),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "WRONG        forgets_relu/fused: wrong result: fused output 0 vs reference:" in result.output
+    # The unwritten tail holds the allocator's NaN poison: 3 elements, an infinite error.
+    assert "skips_tail/fused: wrong result: fused output 0 vs unfused: 3 of 1000003 elements" in result.output
+    assert "max abs err inf" in result.output
+    assert "fine" in result.output
+    record = json.loads((tmp_path / "out" / "tiny-wrong.harness.json").read_text())
+    assert record["cases"]["forgets_relu"]["measured"] == []
+    assert record["cases"]["fine"]["measured"] == ["unfused", "fused"]

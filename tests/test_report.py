@@ -15,6 +15,10 @@ LAUNCHES = {
     ("bias_gelu", "fused"): 1,
     ("relu_bn_add_relu", "unfused"): 9,
     ("relu_bn_add_relu", "fused"): 1,
+    ("add_mul", "unfused"): 2,
+    ("add_mul", "fused"): 1,
+    ("relu_and_scale", "unfused"): 2,
+    ("relu_and_scale", "fused"): 1,
 }
 
 

@@ -1,0 +1,58 @@
+"""Run a child process (ncu, or the timed harness) with its output in a log file, under a limit.
+
+The child gets a session of its own, so that a timeout stops it and everything it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log file; empty when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate the child and everything it started, then make sure they are gone."""
+    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_logged(argv: list[str], log_path: Path, timeout_s: float, cwd: Path | None = None) -> int:
+    """Run ``argv`` (an argument list, never a shell) with stdout and stderr in ``log_path``.
+
+    Returns:
+        The exit status; negative when a signal killed the child.
+
+    Raises:
+        FileNotFoundError: ``argv[0]`` does not exist.
+        PermissionError: ``argv[0]`` may not be executed.
+        subprocess.TimeoutExpired: it ran past ``timeout_s``; it and its children were stopped.
+    """
+    log.info("running %s", " ".join(argv))
+    with log_path.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except BaseException:  # the timeout, or Ctrl-C: leave no child behind
+        _stop(proc)
+        raise

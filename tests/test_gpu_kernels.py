@@ -1,0 +1,89 @@
+"""Every shipped kernel against its float64 reference, on fresh random data, at several shapes
+including ragged ones (not multiples of the vector width, the warp or the block). gpu-marked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import SUITES
+
+from fuseci.harness import resolve
+from fuseci.suite import Case, load_suite
+
+pytestmark = pytest.mark.gpu
+
+# Per case, alternative shapes for its inputs (inputs not named keep their suite shape).
+SHAPES: dict[str, list[dict[str, tuple[int, ...]]]] = {
+    "scale_relu_add": [{"x": (n,), "y": (n,)} for n in (1, 3, 5, 257, 1000003)],
+    "bias_gelu": [{"x": (r, c), "bias": (c,)} for r, c in ((1, 4), (3, 5), (7, 1000), (129, 4096), (33, 1028))],
+    "relu_bn_add_relu": [
+        {"x": s, "residual": s, "mean": (s[1],), "var": (s[1],), "gamma": (s[1],), "beta": (s[1],)}
+        for s in ((1, 3, 5, 7), (2, 64, 33, 31), (4, 256, 16, 16))
+    ],
+    "add_mul": [{"b": (n,), "c": (n,), "e": (n,)} for n in (1, 6, 1000001)],
+    "relu_and_scale": [{"x1": (n,), "x2": (n,)} for n in (2, 7, 999999)],
+    "l2_norm": [{"x": (n,)} for n in (1, 5, 1000, 1000003, 1 << 22)],
+    "sum_sumsq": [{"x": (n,)} for n in (1, 3, 4097, 1000003)],
+    "softmax": [{"x": s} for s in ((1, 1), (3, 5), (17, 31), (64, 1024), (5, 3000), (1000, 130))],
+    "relu_layernorm": [
+        {"x": (r, c), "gamma": (c,), "beta": (c,)}
+        for r, c in ((1, 8), (3, 5), (17, 100), (64, 1024), (9, 4099), (3, 2048))
+    ],
+    "rmsnorm_f16": [
+        {"x": (r, c), "weight": (c,)}
+        for r, c in ((1, 8), (3, 5), (17, 100), (64, 1024), (9, 4100), (5, 2048), (7, 264))
+    ],
+    "add_layernorm": [
+        {"x": (r, c), "residual": (r, c), "gamma": (c,), "beta": (c,)}
+        for r, c in ((1, 4), (3, 7), (31, 1024), (5, 2050), (3, 2048), (4, 36))
+    ],
+    "conv_bias_relu": [
+        {"x": (n, ci, h, w), "weight": (co, ci, 3, 3), "bias": (co,)}
+        for n, ci, co, h, w in ((1, 1, 1, 1, 1), (2, 3, 5, 9, 7), (1, 8, 16, 33, 70), (2, 32, 32, 64, 64))
+    ],
+    "depthwise_affine_relu6": [
+        {"x": (n, c, h, w), "weight": (c, 3, 3), "scale": (c,), "shift": (c,)}
+        for n, c, h, w in ((1, 1, 1, 1), (2, 3, 9, 7), (3, 16, 33, 70), (2, 8, 37, 64), (1, 4, 130, 132), (1, 2, 5, 4))
+    ],
+}
+
+
+def _cases() -> list[tuple[str, Case]]:
+    return [(path.stem, case) for path in sorted(SUITES.glob("*.yaml")) for case in load_suite(path).cases]
+
+
+def test_every_shipped_case_is_covered() -> None:
+    assert {case.id for _, case in _cases()} == set(SHAPES)
+
+
+def _random(spec, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    if spec.distribution == "uniform":
+        values = rng.uniform(spec.low, spec.high, shape)
+    elif spec.distribution == "randint":
+        values = rng.integers(int(spec.low), int(spec.high), shape)
+    else:
+        values = rng.normal(spec.mean, spec.std, shape)
+    return values.astype(spec.dtype)
+
+
+@pytest.mark.parametrize(("suite", "case"), _cases(), ids=lambda v: v if isinstance(v, str) else v.id)
+def test_variants_match_float64_reference(suite: str, case: Case, root) -> None:
+    import cupy as cp
+
+    rng = np.random.default_rng()  # fresh data on every run: the kernels must be right on any input
+    search = [root]
+    funcs = {v.id: resolve(v.fn, search) for v in case.variants}
+    reference = resolve(case.reference, search)
+    tol = case.correctness
+    for shapes in SHAPES[case.id]:
+        host = {spec.name: _random(spec, shapes.get(spec.name, spec.shape), rng) for spec in case.inputs}
+        expected = reference(**{k: v.astype(np.float64) for k, v in host.items()}, **case.params)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        for vid, fn in funcs.items():
+            got = fn(**{k: cp.asarray(v) for k, v in host.items()}, **case.params)
+            got = got if isinstance(got, tuple) else (got,)
+            assert len(got) == len(expected)
+            for g, e in zip(got, expected, strict=True):
+                g64 = cp.asnumpy(g).astype(np.float64)
+                assert g64.shape == np.shape(e), (vid, shapes)
+                np.testing.assert_allclose(g64, e, rtol=tol.rtol, atol=tol.atol, err_msg=f"{case.id}/{vid} at {shapes}")

@@ -1,0 +1,62 @@
+"""The harness record: timing fields of ``--time`` runs round-trip, and old records still load."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPORTS
+
+from fuseci.errors import ReportError
+from fuseci.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
+
+COMMITTED = sorted(REPORTS.glob("*.harness.json"))
+
+
+def _timed_record() -> HarnessRecord:
+    timings = (
+        VariantTiming("unfused", 1200.5, 1190.0, 1300.0, 12.25, 30, 2, 805_306_368),
+        VariantTiming("fused", 210.0, 208.5, 230.0, 1.5, 30, 2, 805_306_368),
+    )
+    return HarnessRecord(
+        suite="elementwise",
+        env={"gpu_name": "NVIDIA H200", "l2_bytes": 62_914_560},
+        cases={"scale_relu_add": CaseRecord("scale_relu_add", CaseStatus.OK, timings=timings)},
+        complete=True,
+        copy_bandwidth=4.1e12,
+    )
+
+
+def test_timings_and_copy_bandwidth_round_trip(tmp_path: Path) -> None:
+    record = _timed_record()
+    write_record(record, tmp_path / "r.json")
+    assert read_record(tmp_path / "r.json") == record
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_committed_records_load_without_timings(path: Path) -> None:
+    record = read_record(path)
+    assert record.copy_bandwidth is None
+    assert all(c.timings == () for c in record.cases.values())
+    assert any(c.measured for c in record.cases.values())
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_records_without_timings_are_written_as_before(path: Path) -> None:
+    data = json.loads(path.read_text())
+    assert read_record(path).to_json() == data  # no new keys in profiled runs' records
+
+
+def test_malformed_timing_is_a_report_error(tmp_path: Path) -> None:
+    doc = _timed_record().to_json()
+    doc["cases"]["scale_relu_add"]["timings"][0]["median"] = 1.0
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    with pytest.raises(ReportError, match="malformed harness record"):
+        read_record(tmp_path / "r.json")
+
+
+def test_non_numeric_copy_bandwidth_is_a_report_error(tmp_path: Path) -> None:
+    doc = _timed_record().to_json()
+    doc["copy_bandwidth"] = "fast"
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    with pytest.raises(ReportError, match="copy_bandwidth must be a number"):
+        read_record(tmp_path / "r.json")

@@ -1,0 +1,44 @@
+"""Every shipped suite, re-analysed from the report recorded on an H200, against its committed
+baseline: the whole pipeline for every fusion pattern, without a GPU."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPORTS, SUITES
+from typer.testing import CliRunner
+
+from fuseci.cli import app
+from fuseci.suite import load_suite
+
+SUITE_NAMES = sorted(p.stem for p in SUITES.glob("*.yaml"))
+
+
+def test_every_suite_has_a_recorded_report_and_baselines() -> None:
+    for name in SUITE_NAMES:
+        assert (REPORTS / f"{name}.ncu-rep.xz").exists(), name
+        assert (REPORTS / f"{name}.harness.json").exists(), name
+        assert (SUITES.parent / "baselines" / "nvidia-h200" / f"{name}.json").exists(), name
+        assert (REPORTS / f"{name}.ncu-rep.xz").stat().st_size < 2_000_000
+
+
+@pytest.mark.parametrize("name", SUITE_NAMES)
+def test_recorded_suite_passes_against_its_baseline(name: str, in_root, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        app, ["run", f"suites/{name}.yaml", "--from-report", str(REPORTS / f"{name}.ncu-rep.xz"), "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    (suite,) = doc["suites"]
+    assert suite["verdict"] == "pass"
+    verdicts = {k["verdict"] for case in suite["cases"] for k in case["checks"]}
+    assert verdicts == {"pass"}
+    cases = {c.id for c in load_suite(SUITES / f"{name}.yaml").cases}
+    assert {c["case"] for c in suite["cases"]} == cases
+    for case in suite["cases"]:
+        fused = [v for v in case["variants"] if v["variant"] != "unfused"]
+        assert fused and all(v["values"]["launches"] == 1 for v in fused), case[
+            "case"
+        ]  # every fused variant is one kernel
+        assert all(v["gains"]["dram__bytes.sum"] >= 0.9 for v in fused), case["case"]
