@@ -7,6 +7,7 @@ line on stderr and its exit code; anything else is a bug and keeps its traceback
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +20,8 @@ from fuseci.compare import Comparison, exit_code, failed
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 from fuseci.metrics import ENV_FIELDS
 from fuseci.reporters import BENCH_FORMATS, FORMATS
+from fuseci.reporters import markdown as markdown_reporter
+from fuseci.resultfile import read_results
 from fuseci.suite import Suite, load_suite
 
 EXIT_CODES_HELP = (
@@ -71,6 +74,12 @@ ReportDir = Annotated[
         file_okay=False,
     ),
 ]
+JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Write a JUnit XML report here.", dir_okay=False)]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write every number as JSON here.", dir_okay=False)]
+MarkdownOpt = Annotated[
+    Path | None,
+    typer.Option("--markdown", help="Write a Markdown summary here (GitHub's step summary format).", dir_okay=False),
+]
 NcuOpt = Annotated[str | None, typer.Option("--ncu", help="ncu executable (default: $FUSECI_NCU, then PATH).")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]
 
@@ -97,7 +106,7 @@ def _options(
     suites: list[Suite],
     accept_env: list[str] | None = None,
 ) -> pipeline.RunOptions:
-    if from_report is not None and len(suites) != 1:
+    if from_report is not None and len(suites) > 1:  # none: an empty shard
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
     accepted = frozenset(f.strip() for item in accept_env or () for f in item.split(",") if f.strip())
     unknown = accepted - set(ENV_FIELDS) - {"all"}
@@ -127,18 +136,39 @@ def _write(path: Path | None, fmt: str, comparisons: list[Comparison]) -> None:
         _save(path, fmt, FORMATS[fmt](comparisons))
 
 
+def _report(comparisons: list[Comparison], junit: Path | None, json_out: Path | None, markdown: Path | None) -> None:
+    """The console report, the files asked for, and GitHub's step summary and annotations."""
+    typer.echo(FORMATS["console"](comparisons), nl=False)
+    _write(junit, "junit", comparisons)
+    _write(json_out, "json", comparisons)
+    _write(markdown, "markdown", comparisons)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        _append_summary(Path(summary), comparisons)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        typer.echo(FORMATS["github"](comparisons), nl=False)
+
+
+def _append_summary(path: Path, comparisons: list[Comparison]) -> None:
+    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left)."""
+    try:
+        used = path.stat().st_size if path.exists() else 0
+        room = markdown_reporter.STEP_SUMMARY_LIMIT - used
+        if room > 0:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(markdown_reporter.render(comparisons, limit=room))
+    except OSError as exc:
+        log.warning("cannot append to $GITHUB_STEP_SUMMARY (%s): %s", path, exc)
+
+
 @app.command(epilog=EXIT_CODES_HELP)
 def run(
     suites: SuitesArg = None,
     from_report: FromReport = None,
     baselines: Baselines = Path("baselines"),
     report_dir: ReportDir = Path("fuseci-out"),
-    junit: Annotated[
-        Path | None, typer.Option("--junit", help="Write a JUnit XML report here.", dir_okay=False)
-    ] = None,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write every number as JSON here.", dir_okay=False)
-    ] = None,
+    junit: JunitOpt = None,
+    json_out: JsonOpt = None,
     accept_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -146,13 +176,30 @@ def run(
             help="Compare although these environment fields differ from the baseline's (comma-separated or repeated; 'all').",
         ),
     ] = None,
+    markdown: MarkdownOpt = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="K/N",
+            help="Run only shard K of N: whole suites, dealt out deterministically by size (for a CI matrix; merge the --json results with `fuseci merge`).",
+        ),
+    ] = None,
     ncu: NcuOpt = None,
     verbose: Verbose = False,
 ) -> None:
-    """Profile suites under ncu (or re-analyse a report), compare with baselines, report."""
+    """Profile suites under ncu (or re-analyse a report), compare with baselines, report.
+
+    Under GitHub Actions it also appends a Markdown summary to $GITHUB_STEP_SUMMARY and prints
+    error and warning annotations that point at the failing cases in the suite files.
+    """
     _setup_logging(verbose)
     try:
         loaded = _load_suites(suites)
+        if shard is not None:
+            k, n = pipeline.parse_shard(shard)
+            loaded = pipeline.shard(loaded, k, n)
+            typer.echo(f"fuseci: shard {k}/{n}: {', '.join(s.name for s in loaded) or 'no suites'}", err=True)
         options = _options(baselines, report_dir, from_report, ncu, loaded, accept_env)
         comparisons: list[Comparison] = []
         for suite in loaded:
@@ -161,9 +208,29 @@ def run(
             except FuseciError as exc:
                 typer.echo(f"fuseci: error: {exc}", err=True)
                 comparisons.append(failed(suite, str(exc)))
-        typer.echo(FORMATS["console"](comparisons), nl=False)
-        _write(junit, "junit", comparisons)
-        _write(json_out, "json", comparisons)
+        _report(comparisons, junit, json_out, markdown)
+    except FuseciError as exc:
+        raise _fail(exc) from None
+    raise typer.Exit(exit_code(comparisons))
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def merge(
+    results: Annotated[
+        list[Path], typer.Argument(help="JSON results of `fuseci run --json` (shards, GPU models).", show_default=False)
+    ],
+    junit: JunitOpt = None,
+    json_out: JsonOpt = None,
+    markdown: MarkdownOpt = None,
+) -> None:
+    """Combine the JSON results of several runs into one report, JUnit file and summary.
+
+    The exit code is the one the runs would have had together. A suite that appears in several
+    results (one per GPU model) is named with its GPU in the merged reports.
+    """
+    try:
+        comparisons = pipeline.merge([c for path in results for c in read_results(path)])
+        _report(comparisons, junit, json_out, markdown)
     except FuseciError as exc:
         raise _fail(exc) from None
     raise typer.Exit(exit_code(comparisons))
@@ -254,6 +321,40 @@ def bench_command(
     except FuseciError as exc:
         raise _fail(exc) from None
     raise typer.Exit(bench.exit_code(results))
+
+
+@app.command(
+    "doctor", epilog="Exit codes: 0 nothing failed (warnings allowed); 3 a check failed. Doctor changes nothing."
+)
+def doctor(
+    ncu: NcuOpt = None,
+    json_out: Annotated[
+        str | None,
+        typer.Option(
+            "--json", help="Also write every check as JSON to this file ('-': stdout; the table then goes to stderr)."
+        ),
+    ] = None,
+    verbose: Verbose = False,
+) -> None:
+    """Check that this machine can run fuseci and say how to fix what cannot.
+
+    In order: fuseci and Python; ncu; the report reader; GPU and driver; GPU clocks; CuPy and
+    CUDA (a tiny kernel in a child process); profiling that kernel under ncu (counter access);
+    reading its report back. A check whose prerequisite failed is skipped.
+    """
+    from fuseci.doctor import DoctorOptions, diagnose, render_json, render_table
+
+    _setup_logging(verbose)
+    result = diagnose(DoctorOptions(ncu=ncu))
+    typer.echo(render_table(result), nl=False, err=json_out == "-")
+    try:
+        if json_out == "-":
+            typer.echo(render_json(result), nl=False)
+        elif json_out is not None:
+            _save(Path(json_out), "json", render_json(result))
+    except FuseciError as exc:
+        raise _fail(exc) from None
+    raise typer.Exit(result.exit_code)
 
 
 def _version(value: bool) -> None:

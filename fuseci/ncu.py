@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import glob
 import logging
 import os
@@ -22,6 +23,12 @@ _FALLBACK_GLOBS = (
     "/usr/local/cuda/bin/ncu",
     "/opt/nvidia/nsight-compute/*/ncu",
     "/usr/local/NVIDIA-Nsight-Compute*/ncu",
+)
+
+#: How to get ncu, quoted when it cannot be found.
+INSTALL_FIX = (
+    "install Nsight Compute (it ships with the CUDA toolkit) and put it on PATH, or pass --ncu PATH. "
+    "Without a GPU, re-analyse a recorded report with --from-report."
 )
 
 
@@ -67,12 +74,7 @@ def find_ncu(explicit: str | None = None) -> str:
         matches = sorted(glob.glob(pattern))
         if matches:
             return matches[-1]
-    raise NcuError(
-        "ncu (Nsight Compute) not found on PATH or in "
-        + ", ".join(_FALLBACK_GLOBS)
-        + "; install Nsight Compute (it ships with the CUDA toolkit) and put it on PATH, or pass "
-        "--ncu PATH. Without a GPU, re-analyse a recorded report with --from-report."
-    )
+    raise NcuError(f"ncu (Nsight Compute) not found on PATH or in {', '.join(_FALLBACK_GLOBS)}; {INSTALL_FIX}")
 
 
 def ncu_version(ncu: str) -> str:
@@ -93,6 +95,23 @@ def ncu_version(ncu: str) -> str:
     return m.group(1)
 
 
+def profiler_argv(ncu: str, nvtx_filter: str, settings: NcuSettings, files: ProfileFiles) -> list[str]:
+    """ncu and its options, without the application's argv. Pure: same inputs, same list."""
+    return [
+        ncu,
+        "--config-file", "off",
+        "--nvtx",
+        "--nvtx-include", nvtx_filter,
+        "--metrics", ",".join(schema.NCU_METRICS),
+        "--clock-control", settings.clock_control,
+        "--cache-control", settings.cache_control,
+        "--replay-mode", settings.replay_mode,
+        "--export", str(files.report),
+        "--force-overwrite",
+        "--log-file", str(files.ncu_log),
+    ]  # fmt: skip
+
+
 def build_command(
     ncu: str,
     suite_name: str,
@@ -103,32 +122,116 @@ def build_command(
 ) -> list[str]:
     """The full argv of one profiled run of a suite. Pure: same inputs, same list."""
     return [
-        ncu,
-        "--config-file", "off",
-        "--nvtx",
-        "--nvtx-include", schema.range_filter(suite_name),
-        "--metrics", ",".join(schema.NCU_METRICS),
-        "--clock-control", settings.clock_control,
-        "--cache-control", settings.cache_control,
-        "--replay-mode", settings.replay_mode,
-        "--export", str(files.report),
-        "--force-overwrite",
-        "--log-file", str(files.ncu_log),
+        *profiler_argv(ncu, schema.range_filter(suite_name), settings, files),
         python, "-m", "fuseci.harness", str(suite_path),
         "--record", str(files.record),
     ]  # fmt: skip
 
 
-_PERMISSION_FIX = (
-    "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM). Fix one of: run as root "
-    "or with CAP_SYS_ADMIN (containers: --cap-add=SYS_ADMIN, driver >= R565 also CAP_PERFMON); or "
+PERMISSION_PROBLEM = "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)"
+PERMISSION_FIX = (
+    "run as root or with CAP_SYS_ADMIN (containers: --cap-add=SYS_ADMIN, driver >= R565 also CAP_PERFMON); or "
     "allow all users host-wide with `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in "
     "/etc/modprobe.d and a reboot (check: grep RmProfilingAdminOnly /proc/driver/nvidia/params)"
 )
-_DCGM_FIX = (
-    "the counters are held by another profiler, usually DCGM; pause it around the run with "
-    "`dcgmi profile --pause` ... `dcgmi profile --resume`"
-)
+DCGM_PROBLEM = "the counters are held by another profiler, usually DCGM"
+DCGM_FIX = "pause it around the run with `dcgmi profile --pause` ... `dcgmi profile --resume`"
+#: Lines of a log quoted when ncu or the application failed for a reason the log does not name.
+TAIL_LINES = 8
+
+
+class Outcome(enum.Enum):
+    """How a finished ncu run ended, as far as its exit status, log and files tell."""
+
+    REPORT = "report"
+    """A report was written."""
+    NOTHING_PROFILED = "nothing profiled"
+    """ncu exited 0 and said no kernel matched its filters; no report."""
+    NO_PERMISSION = "no permission"
+    """ncu was refused the performance counters (``ERR_NVGPUCTRPERM``)."""
+    COUNTERS_BUSY = "counters busy"
+    """Another profiler (DCGM) holds the counters."""
+    APP_FAILED = "application failed"
+    """Non-zero exit for another reason: usually the profiled application crashed."""
+    NO_REPORT = "no report"
+    """ncu exited 0 but wrote no report and did not say why."""
+
+
+def classify(returncode: int, ncu_log: str, report_written: bool) -> Outcome:
+    """How an ncu run ended, from its exit status, the text of its ``--log-file`` and its report. Pure."""
+    if "ERR_NVGPUCTRPERM" in ncu_log:
+        return Outcome.NO_PERMISSION
+    if "driver resource was unavailable" in ncu_log:
+        return Outcome.COUNTERS_BUSY
+    if returncode != 0:
+        return Outcome.APP_FAILED
+    if report_written:
+        return Outcome.REPORT
+    if "No kernels were profiled" in ncu_log:
+        return Outcome.NOTHING_PROFILED
+    return Outcome.NO_REPORT
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRun:
+    """One finished ncu run: how it ended and, when it failed, why and what to do."""
+
+    outcome: Outcome
+    """How it ended."""
+    returncode: int
+    """ncu's exit status; negative when a signal killed it."""
+    problem: str
+    """What went wrong, one line; empty for :attr:`Outcome.REPORT`."""
+    fix: str
+    """The fix of a cause ncu names in its log; empty when none is known."""
+    tail: str
+    """The last lines of the application's output (else ncu's log) when the cause is not known."""
+
+    def message(self, files: ProfileFiles) -> str:
+        """The whole explanation: what went wrong, the fix, where the logs are, their last lines."""
+        logs = f"ncu log {files.ncu_log}, harness log {files.app_log}"
+        text = f"{self.problem}. Fix: {self.fix}; {logs}" if self.fix else f"{self.problem}; {logs}"
+        return f"{text}; last lines:\n{self.tail}" if self.tail else text
+
+
+def finished(returncode: int, files: ProfileFiles) -> ProfileRun:
+    """Read what an ncu run left in ``files`` and explain how it ended."""
+    ncu_log = files.ncu_log.read_text(encoding="utf-8", errors="replace") if files.ncu_log.exists() else ""
+    outcome = classify(returncode, ncu_log, files.report.exists())
+    problem, fix, tail = "", "", ""
+    if outcome is Outcome.NO_PERMISSION:
+        problem, fix = PERMISSION_PROBLEM, PERMISSION_FIX
+    elif outcome is Outcome.COUNTERS_BUSY:
+        problem, fix = DCGM_PROBLEM, DCGM_FIX
+    elif outcome is Outcome.APP_FAILED:
+        how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+        problem = f"the profiled run {how}"
+        tail = process.tail(files.app_log, TAIL_LINES) or process.tail(files.ncu_log, TAIL_LINES)
+    elif outcome is Outcome.NO_REPORT:
+        problem = f"ncu exited 0 but wrote no report at {files.report}"
+        tail = process.tail(files.ncu_log, TAIL_LINES)
+    elif outcome is Outcome.NOTHING_PROFILED:
+        problem = "ncu profiled no kernel: none ran inside the NVTX ranges its --nvtx-include filter selects"
+    return ProfileRun(outcome, returncode, problem, fix, tail)
+
+
+def run_ncu(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Path | None = None) -> ProfileRun:
+    """Run ncu with its outputs at ``files`` (stale ones removed first) and explain how it ended.
+
+    Raises:
+        NcuError: ncu could not be started.
+        subprocess.TimeoutExpired: it ran past ``timeout_s``; it and its children were stopped.
+    """
+    files.report.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (files.report, files.record, files.ncu_log):
+        stale.unlink(missing_ok=True)
+    try:
+        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd)
+    except FileNotFoundError:
+        raise NcuError(f"cannot execute {argv[0]}: file not found") from None
+    except PermissionError:
+        raise NcuError(f"cannot execute {argv[0]}: permission denied") from None
+    return finished(returncode, files)
 
 
 def run_profile(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Path | None = None) -> bool:
@@ -142,34 +245,15 @@ def run_profile(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Pat
         NcuError: ncu could not start, timed out, was refused the counters, the harness crashed,
             or no report was written. The message names the log files.
     """
-    files.report.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (files.report, files.record, files.ncu_log):
-        stale.unlink(missing_ok=True)
     try:
-        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd)
-    except FileNotFoundError:
-        raise NcuError(f"cannot execute {argv[0]}: file not found") from None
-    except PermissionError:
-        raise NcuError(f"cannot execute {argv[0]}: permission denied") from None
+        run = run_ncu(argv, files, timeout_s, cwd)
     except subprocess.TimeoutExpired:
         raise NcuError(
             f"the profiled run did not finish within {timeout_s:g} s (suite key ncu.timeout); "
             f"see {files.app_log} and {files.ncu_log}"
         ) from None
-    ncu_log = files.ncu_log.read_text(encoding="utf-8", errors="replace") if files.ncu_log.exists() else ""
-    logs = f"ncu log {files.ncu_log}, harness log {files.app_log}"
-    if "ERR_NVGPUCTRPERM" in ncu_log:
-        raise NcuError(f"{_PERMISSION_FIX}; {logs}")
-    if "driver resource was unavailable" in ncu_log:
-        raise NcuError(f"{_DCGM_FIX}; {logs}")
-    if returncode != 0:
-        how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
-        detail = process.tail(files.app_log, 8) or process.tail(files.ncu_log, 8)
-        raise NcuError(f"the profiled run {how}; {logs}; last lines:\n{detail}")
-    if not files.report.exists():
-        if "No kernels were profiled" in ncu_log:
-            return False
-        raise NcuError(
-            f"ncu exited 0 but wrote no report at {files.report}; {logs}; last lines:\n{process.tail(files.ncu_log, 8)}"
-        )
-    return True
+    if run.outcome is Outcome.REPORT:
+        return True
+    if run.outcome is Outcome.NOTHING_PROFILED:
+        return False
+    raise NcuError(run.message(files))

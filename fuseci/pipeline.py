@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fuseci import baseline as bl
 from fuseci import ncu, report
 from fuseci.bench import DEFAULT_REPEATS, BenchFiles, BenchResult, build_command, result_from_record, run_harness
 from fuseci.compare import Comparison, Verdict, compare
-from fuseci.errors import NcuError, ReportError
+from fuseci.errors import NcuError, ReportError, UsageError
 from fuseci.metrics import SuiteResults, summarize
 from fuseci.record import HarnessRecord, read_record, record_path_for, write_record
 from fuseci.suite import Suite
@@ -225,3 +225,48 @@ def bench(suite: Suite, options: BenchOptions) -> BenchResult:
     argv = build_command(suite.path, files, options.repeats, python=sys.executable)
     record = run_harness(argv, files, suite.ncu.timeout_s)
     return result_from_record(record, suite, files.record)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` → (2, 4).
+
+    Raises:
+        UsageError: not ``K/N`` with 1 <= K <= N.
+    """
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: write K/N, e.g. 2/4 (shard K of N, counting from 1)") from None
+    if not 1 <= k <= n:
+        raise UsageError(f"--shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
+    """The suites that shard ``k`` of ``n`` runs: whole suites (one ncu process each), dealt out
+    by weight so that shards get similar numbers of cases.
+
+    Deterministic: every shard computes the same assignment from the same suite files, sorted
+    by name, the largest suite first to the lightest shard (ties to the lowest shard number).
+    """
+    loads = [0] * n
+    owner: dict[str, int] = {}
+    for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):
+        lightest = min(range(n), key=lambda i: (loads[i], i))
+        owner[suite.name] = lightest
+        loads[lightest] += len(suite.cases)
+    return [s for s in suites if owner[s.name] == k - 1]
+
+
+def merge(comparisons: list[Comparison]) -> list[Comparison]:
+    """Comparisons of several runs as one list; a suite met more than once (one per GPU model)
+    is renamed ``suite@gpu-slug`` so that reports keep them apart."""
+    counts: dict[str, int] = {}
+    for c in comparisons:
+        counts[c.suite] = counts.get(c.suite, 0) + 1
+    return [
+        replace(c, suite=f"{c.suite}@{bl.gpu_slug(str(c.env.get('gpu_name', 'unknown')))}")
+        if counts[c.suite] > 1
+        else c
+        for c in comparisons
+    ]

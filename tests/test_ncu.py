@@ -148,3 +148,24 @@ def test_nothing_profiled_is_reported_not_raised(fake_ncu: str, tmp_path: Path) 
 def test_timeout(fake_ncu: str, tmp_path: Path) -> None:
     with pytest.raises(NcuError, match="did not finish within 1 s"):
         _run(fake_ncu, tmp_path, "hang", timeout=1)
+
+
+@pytest.mark.parametrize(
+    ("returncode", "log", "written", "outcome"),
+    [
+        (0, "==PROF== Disconnected\n", True, ncu.Outcome.REPORT),
+        (0, "==WARNING== No kernels were profiled.\n", False, ncu.Outcome.NOTHING_PROFILED),
+        (1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n", False, ncu.Outcome.NO_PERMISSION),
+        (
+            1,
+            "==ERROR== Profiling failed because a driver resource was unavailable.\n",
+            False,
+            ncu.Outcome.COUNTERS_BUSY,
+        ),
+        (134, "", True, ncu.Outcome.APP_FAILED),
+        (-9, "", False, ncu.Outcome.APP_FAILED),
+        (0, "", False, ncu.Outcome.NO_REPORT),
+    ],
+)
+def test_classify(returncode: int, log: str, written: bool, outcome: ncu.Outcome) -> None:
+    assert ncu.classify(returncode, log, written) is outcome

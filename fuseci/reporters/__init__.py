@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from fuseci.bench import BenchResult
 from fuseci.compare import Comparison
-from fuseci.reporters import bench_console, bench_json, console, json, junit
+from fuseci.reporters import bench_console, bench_json, console, github, json, junit, markdown
 
 Renderer = Callable[[list[Comparison]], str]
 BenchRenderer = Callable[[list[BenchResult]], str]
@@ -19,6 +19,8 @@ FORMATS: dict[str, Renderer] = {
     "console": console.render,
     "json": json.render,
     "junit": junit.render,
+    "markdown": markdown.render,
+    "github": github.render,
 }
 
 BENCH_FORMATS: dict[str, BenchRenderer] = {

@@ -4,27 +4,16 @@ checks that need attention, then a one-line summary."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 from fuseci import schema
-from fuseci.compare import CaseResult, Comparison, Verdict, exit_code
-
-_GAIN_COLUMNS = ((schema.DRAM_BYTES, "bytes"), (schema.DURATION, "time"), (schema.LAUNCHES, "launches"))
+from fuseci.compare import CaseResult, Comparison, Verdict
+from fuseci.reporters.text import GAIN_COLUMNS, env_line, totals
 
 
 def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
     if value is None or math.isnan(value):
         return "-"
     return fmt.format(value / scale)
-
-
-def _env_line(c: Comparison) -> str:
-    e = c.env
-    return (
-        f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
-        f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}, "
-        f"ncu {e.get('ncu_version', '?')}, clock-control {e.get('clock_control', '?')}, cache-control {e.get('cache_control', '?')}"
-    )
 
 
 def _table(cases: tuple[CaseResult, ...]) -> list[str]:
@@ -36,7 +25,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
         "time us",
         "DRAM GB/s",
         "occ %",
-        *(f"gain {n}" for _, n in _GAIN_COLUMNS),
+        *(f"gain {n}" for _, n in GAIN_COLUMNS),
     )
     rows: list[tuple[str, ...]] = []
     for case in cases:
@@ -55,7 +44,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
                 _f(vals.get(schema.DURATION), 1e3),
                 _f(rate, 1e9, "{:.0f}"),
                 _f(vals.get(schema.OCC_ACHIEVED)),
-                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in _GAIN_COLUMNS),
+                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in GAIN_COLUMNS),
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))
@@ -73,7 +62,7 @@ def _suite(c: Comparison) -> list[str]:
     out = [f"fuseci: suite {c.suite} ({c.suite_path}): {c.verdict.value.upper()}"]
     if not c.env:  # the suite could not be profiled or read: its error check says why
         return [*out, *(f"  {k.verdict.value.upper():<12} {k.message}" for case in c.cases for k in case.checks), ""]
-    out.append("  " + _env_line(c))
+    out.append("  " + env_line(c))
     if not c.has_baseline:
         out.append(f"  no baseline at {c.baseline_path}: record one with `fuseci update-baselines {c.suite_path}`")
     else:
@@ -96,7 +85,5 @@ def render(comparisons: list[Comparison]) -> str:
     lines: list[str] = []
     for c in comparisons:
         lines += _suite(c)
-    counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
-    summary = ", ".join(f"{counts[v]} {v.value}" for v in reversed(Verdict) if counts[v])
-    lines.append(f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons)}")
+    lines.append(totals(comparisons))
     return "\n".join(lines) + "\n"

@@ -1,0 +1,189 @@
+"""The Markdown step summary, pinned by whole expected documents from the recorded reports.
+Regenerate after an intended change with ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters``
+and review the diff."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, DATA, REGRESSED_REPORT
+
+from fuseci import pipeline, schema
+from fuseci.compare import CaseResult, Comparison, EnvDifference, MetricDelta, VariantMeasurement, Verdict, failed
+from fuseci.reporters import markdown
+
+EXPECTED = DATA / "expected"
+ENV = {
+    "gpu_name": "NVIDIA H200",
+    "compute_capability": "9.0",
+    "driver_version": "580.159.04",
+    "cuda_runtime": "13.2",
+    "cupy_version": "14.2.0",
+    "ncu_version": "2025.3.1.0",
+    "clock_control": "none",
+    "cache_control": "all",
+}
+GAINS = {schema.DRAM_BYTES: 2.3251, schema.DURATION: 5.07, schema.LAUNCHES: 3.0}
+
+
+def _comparison(report: Path) -> Comparison:
+    from fuseci.suite import load_suite
+
+    suite = load_suite("suites/elementwise.yaml")
+    return pipeline.check(suite, pipeline.RunOptions(baselines=Path("baselines"), from_report=report))
+
+
+def _pinned(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def _check(case: str, variant: str, verdict: Verdict, message: str = "gain moved") -> MetricDelta:
+    return MetricDelta(case, variant, "gain", schema.DRAM_BYTES, verdict, message)
+
+
+def _synthetic(cases: list[CaseResult], **kw) -> Comparison:
+    fields = {
+        "suite": "synthetic",
+        "suite_path": "suites/synthetic.yaml",
+        "env": ENV,
+        "baseline_path": "baselines/nvidia-h200/synthetic.json",
+        "has_baseline": True,
+        "env_differences": (),
+        "cases": tuple(cases),
+    }
+    return Comparison(**{**fields, **kw})
+
+
+def _case(case: str, checks: list[MetricDelta], variants: tuple[str, ...] = ("unfused", "fused")) -> CaseResult:
+    measured = tuple(VariantMeasurement(v, {}, GAINS if v != "unfused" else {}, ()) for v in variants)
+    return CaseResult(case, 7, "", tuple(checks), measured)
+
+
+def _table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| case |")]
+
+
+@pytest.mark.parametrize(
+    ("report", "name"), [(CLEAN_REPORT, "elementwise"), (REGRESSED_REPORT, "elementwise-regressed")]
+)
+def test_markdown_document_is_pinned(report: Path, name: str, in_root) -> None:
+    _pinned(f"{name}.summary.md", markdown.render([_comparison(report)]))
+
+
+def test_regressed_summary_says_what_fell(in_root) -> None:
+    text = markdown.render([_comparison(REGRESSED_REPORT)])
+    assert text.startswith("## ❌ elementwise: **REGRESSED**\n")
+    assert "| scale_relu_add | fused | 1.40x | 2.95x | 1.50x | ❌ REGRESSED |" in text
+    assert "| bias_gelu | fused | 12.24x | 23.86x | 10.00x | ✅ PASS |" in text
+    assert "Baseline `baselines/nvidia-h200/elementwise.json`" in text
+    assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in text
+    assert sum(line.startswith("- ❌ **REGRESSED** scale_relu_add/fused: ") for line in text.splitlines()) == 5
+    assert text.endswith("**fuseci: 28 pass, 5 regressed; exit 1**\n")
+
+
+def test_suite_that_could_not_run_shows_its_error(elementwise) -> None:
+    text = markdown.render([failed(elementwise, "ncu (Nsight Compute) not found\nput ncu on PATH")])
+    assert "## ⚠️ elementwise: **ERROR**" in text
+    assert "ncu (Nsight Compute) not found<br>put ncu on PATH" in text
+    assert "| case |" not in text
+    assert text.endswith("**fuseci: 1 error; exit 3**\n")
+
+
+def test_row_verdict_is_the_worst_of_the_variant_unfused_and_case_checks() -> None:
+    comp = _synthetic([
+        _case("a", [_check("a", "fused", Verdict.PASS), _check("a", "fused2", Verdict.IMPROVED)], ("unfused", "fused", "fused2")),
+        _case("b", [_check("b", "fused", Verdict.PASS), MetricDelta("b", "unfused", "correctness", "", Verdict.WRONG, "wrong")]),
+        CaseResult("gone", 0, "", (MetricDelta("gone", "", "case", "", Verdict.MISSING, "not in the suite"),), ()),
+        CaseResult("broken", 9, "", (MetricDelta("broken", "fused", "correctness", "", Verdict.WRONG, "wrong"),), ()),
+    ])  # fmt: skip
+    assert _table_rows(markdown.render([comp])) == [
+        "| a | fused | 2.33x | 5.07x | 3.00x | ✅ PASS |",
+        "| a | fused2 | 2.33x | 5.07x | 3.00x | ✅ IMPROVED |",
+        "| b | fused | 2.33x | 5.07x | 3.00x | ❌ WRONG |",
+        "| gone | - | - | - | - | ℹ️ MISSING |",
+        "| broken | fused | - | - | - | ❌ WRONG |",
+    ]
+
+
+def test_no_baseline_and_environment_differences() -> None:
+    diffs = (
+        EnvDifference("cupy_version", "14.1.0", "14.2.0", accepted=False),
+        EnvDifference("driver_version", "570.1", "580.159.04", accepted=True),
+    )
+    text = markdown.render([_synthetic([], has_baseline=False, env_differences=diffs)])
+    assert (
+        "No baseline at `baselines/nvidia-h200/synthetic.json`: record one with `fuseci update-baselines suites/synthetic.yaml`"
+        in text
+    )
+    assert "- cupy\\_version: baseline '14.1.0', now '14.2.0' (**not compared**)" not in text  # intraword _ stays
+    assert "- cupy_version: baseline '14.1.0', now '14.2.0' (**not compared**)" in text
+    assert "- driver_version: baseline '570.1', now '580.159.04' (accepted)" in text
+
+
+def test_untrusted_text_cannot_break_the_table_or_inject_html() -> None:
+    evil = "a|b <script>alert(1)</script> `x` *y* [z](http://e) 100%\nsecond line\r\nthird"
+    comp = _synthetic([_case("c|1", [_check("c|1", "fused", Verdict.REGRESSED, evil)])], suite="s<b>")
+    text = markdown.render([comp])
+    assert "<script>" not in text and "<b>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    (row,) = _table_rows(text)
+    assert len(re.findall(r"(?<!\\)\|", row)) == 7  # 6 cells, the id's own | escaped
+    assert row.startswith("| c\\|1 | fused |")
+    (bullet,) = [line for line in text.splitlines() if line.startswith("- ")]
+    assert bullet == (
+        "- ❌ **REGRESSED** c\\|1/fused: a\\|b &lt;script&gt;alert(1)&lt;/script&gt; \\`x\\` \\*y\\* \\[z\\](http://e) 100%"
+        "<br>second line<br>third"
+    )
+
+
+def test_code_spans_take_any_path() -> None:
+    assert markdown.code("a`b") == "``a`b``"
+    assert markdown.code("`a") == "`` `a ``"
+    assert markdown.code("x\ny") == "`x y`"
+
+
+def _big(n: int) -> Comparison:
+    checks = [
+        _check(f"case{i:05d}", "fused", Verdict.REGRESSED, "DRAM bytes gain fell from 2.32x to 1.4x " * 3)
+        for i in range(n)
+    ]
+    return _synthetic([_case(k.case, [k]) for k in checks])
+
+
+@pytest.mark.parametrize("limit", [markdown.STEP_SUMMARY_LIMIT, 200_000, 20_000, 2_000, 300, 40, 0])
+def test_a_document_over_the_limit_is_cut_to_it(limit: int) -> None:
+    text = markdown.render([_big(8000)], limit=limit)
+    assert len(text.encode("utf-8")) <= limit
+    if limit >= 300:
+        assert "Truncated to the" in text and "The JSON report (fuseci run --json FILE) has everything." in text
+        assert "**fuseci: 8000 regressed; exit 1**" in text
+
+
+def test_check_messages_go_before_table_rows_and_from_the_end() -> None:
+    comp = _big(8000)
+    full = markdown.render([comp], limit=10**9)
+    assert len(full.encode()) > markdown.STEP_SUMMARY_LIMIT  # the default limit is what cuts here
+    text = markdown.render([comp])
+    assert len(text.encode()) <= markdown.STEP_SUMMARY_LIMIT
+    rows, bullets = _table_rows(text), [line for line in text.splitlines() if line.startswith("- ")]
+    assert len(rows) == 8000 and 0 < len(bullets) < 8000
+    assert bullets[-1].startswith(f"- ❌ **REGRESSED** case{len(bullets) - 1:05d}/fused:")
+    assert text.splitlines()[-1].startswith(
+        f"*Truncated to the 1048576-byte limit of a step summary: left out {8000 - len(bullets)} check messages."
+    )
+    tight = markdown.render([comp], limit=20_000)
+    rows = _table_rows(tight)
+    assert 0 < len(rows) < 8000 and rows[-1].startswith(f"| case{len(rows) - 1:05d} |")
+    assert not any(line.startswith("- ") for line in tight.splitlines())
+    assert f"left out 8000 check messages and {8000 - len(rows)} table rows." in tight
+
+
+def test_a_document_within_the_limit_is_untouched(in_root) -> None:
+    comp = _comparison(REGRESSED_REPORT)
+    text = markdown.render([comp])
+    assert markdown.render([comp], limit=len(text.encode())) == text
+    assert "Truncated" not in text

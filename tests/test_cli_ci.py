@@ -1,0 +1,102 @@
+"""The CLI in CI: shards, merging results, GitHub's step summary and annotations."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, REPORTS
+from typer.testing import CliRunner
+
+from fuseci.cli import app
+
+SUITE = "suites/elementwise.yaml"
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def _results(tmp_path: Path, report: Path, name: str, suite: str = SUITE) -> Path:
+    out = tmp_path / name
+    result = invoke("run", suite, "--from-report", str(report), "--json", str(out))
+    assert result.exit_code in (0, 1), result.output
+    return out
+
+
+def test_step_summary_and_annotations_under_github_actions(in_root, tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    result = invoke("run", SUITE, "--from-report", str(REGRESSED_REPORT), env=env)
+    assert result.exit_code == 1
+    text = summary.read_text()
+    assert text.startswith("earlier step\n")  # appended, never overwritten
+    assert "elementwise: **REGRESSED**" in text
+    errors = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 5
+    assert errors[0].startswith(
+        "::error file=suites/elementwise.yaml,line=17,title=fuseci elementwise/scale_relu_add/fused::"
+    )
+
+
+def test_no_github_output_outside_github(in_root) -> None:
+    result = invoke(
+        "run", SUITE, "--from-report", str(REGRESSED_REPORT), env={"GITHUB_ACTIONS": "", "GITHUB_STEP_SUMMARY": ""}
+    )
+    assert "::error" not in result.stdout
+
+
+def test_summary_stays_within_githubs_limit(in_root, tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("x" * (1024 * 1024 - 2000))  # earlier steps used nearly all of it
+    invoke("run", SUITE, "--from-report", str(REGRESSED_REPORT), env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert summary.stat().st_size <= 1024 * 1024
+
+
+def test_markdown_file(in_root, tmp_path: Path) -> None:
+    md = tmp_path / "s.md"
+    assert invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--markdown", str(md)).exit_code == 0
+    assert "elementwise: **PASS**" in md.read_text()
+
+
+def test_shard_runs_its_share(in_root) -> None:
+    # With one suite given, shard 1/2 runs it and shard 2/2 runs nothing and passes.
+    first = invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--shard", "1/2")
+    second = invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--shard", "2/2")
+    assert first.exit_code == 0 and "fuseci: 33 pass" in first.stdout
+    assert second.exit_code == 0 and "no suites" in second.stderr and "no checks" in second.stdout
+    assert invoke("run", SUITE, "--shard", "3/2").exit_code == 2
+
+
+def test_merge_combines_results_and_keeps_the_worst_exit(in_root, tmp_path: Path) -> None:
+    clean = _results(tmp_path, CLEAN_REPORT, "clean.json")
+    reg = _results(tmp_path, REPORTS / "reduction.ncu-rep.xz", "reduction.json", "suites/reduction.yaml")
+    junit = tmp_path / "merged.xml"
+    ok = invoke("merge", str(clean), str(reg), "--junit", str(junit))
+    assert ok.exit_code == 0, ok.output
+    assert sorted(s.get("name") for s in ET.parse(junit).getroot().iter("testsuite")) == ["elementwise", "reduction"]
+    regressed = _results(tmp_path, REGRESSED_REPORT, "regressed.json")
+    bad = invoke("merge", str(clean), str(regressed), "--json", str(tmp_path / "m.json"))
+    assert bad.exit_code == 1
+    names = [s["suite"] for s in json.loads((tmp_path / "m.json").read_text())["suites"]]
+    assert names == ["elementwise@nvidia-h200", "elementwise@nvidia-h200"]
+
+
+def test_merge_names_each_gpu(in_root, tmp_path: Path) -> None:
+    h200 = _results(tmp_path, CLEAN_REPORT, "h200.json")
+    h100 = _results(tmp_path, REPORTS / "elementwise-h100.ncu-rep.xz", "h100.json")
+    junit = tmp_path / "j.xml"
+    assert invoke("merge", str(h200), str(h100), "--junit", str(junit)).exit_code == 0
+    names = sorted(s.get("name") for s in ET.parse(junit).getroot().iter("testsuite"))
+    assert names == ["elementwise@nvidia-h100-80gb-hbm3", "elementwise@nvidia-h200"]
+
+
+@pytest.mark.parametrize("content", ["{", "[]"])
+def test_merge_of_a_bad_file_exits_3(tmp_path: Path, content: str) -> None:
+    bad = tmp_path / "r.json"
+    bad.write_text(content)
+    result = invoke("merge", str(bad))
+    assert result.exit_code == 3 and str(bad) in result.stderr

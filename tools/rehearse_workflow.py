@@ -1,0 +1,176 @@
+"""Rehearse the GPU workflow on any GPU machine: run its steps, in order, as GitHub would.
+
+    python tools/rehearse_workflow.py [--workflow .github/workflows/gpu.yml] [--gpu h200]
+                                      [--skip STEP]... [--out DIR]
+
+Reads the workflow file itself, so the commands rehearsed are the ones CI runs. For every
+matrix combination of the profiling job whose ``gpu`` is this machine's (``--gpu``, default
+all), it runs each step's ``run:`` script with bash in the repository root, with the job's env,
+the matrix values substituted for ``${{ matrix.X }}``, and GitHub's files (``GITHUB_PATH``,
+``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``) stood in by local ones. Steps run while the job
+succeeds; ``if: always()`` steps run regardless. Of the ``uses:`` steps, checkout is the
+working tree itself and upload-artifact copies its path to DIR/artifacts/NAME; the others are
+listed as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
+where the workflow puts them.
+``--skip`` leaves out a step by name (say, an install step on a machine without network),
+which the summary lists. Exit status: 0 when every job rehearsed as it would pass on GitHub.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+
+
+class Context:
+    def __init__(self, root: Path, out: Path, matrix: dict[str, Any], env: dict[str, str]) -> None:
+        self.root, self.out, self.matrix, self.env = root, out, matrix, env
+        self.path_file = out / "github_path"
+        self.summary = out / "step_summary.md"
+        self.output = out / "github_output"
+        for f in (self.path_file, self.output):
+            f.write_text("")
+        self.summary.touch()
+
+    def expand(self, text: str) -> str:
+        def value(m: re.Match[str]) -> str:
+            expr = m.group(1)
+            if "||" in expr:  # `a || 'default'`: the first that is set
+                first, default = (part.strip() for part in expr.split("||", 1))
+                return value(re.match(r"(.*)", first)) or default.strip("'")  # type: ignore[arg-type]
+            if expr.startswith("vars."):
+                return os.environ.get(expr.removeprefix("vars."), "")
+            if expr.startswith("matrix."):
+                return str(self.matrix[expr.removeprefix("matrix.")])
+            if expr.startswith("env."):
+                return self.env.get(expr.removeprefix("env."), "")
+            if expr == "github.run_id":
+                return "rehearsal"
+            if expr == "github.workspace":
+                return str(self.root)
+            raise SystemExit(f"rehearsal: cannot evaluate ${{{{ {expr} }}}}; extend tools/rehearse_workflow.py")
+
+        return EXPR.sub(value, text)
+
+    def process_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.env)
+        extra = [line.strip() for line in self.path_file.read_text().splitlines() if line.strip()]
+        env["PATH"] = os.pathsep.join([*reversed(extra), env["PATH"]])
+        env.update(
+            {
+                "CI": "true",
+                "GITHUB_ACTIONS": "true",
+                "GITHUB_WORKSPACE": str(self.root),
+                "GITHUB_PATH": str(self.path_file),
+                "GITHUB_STEP_SUMMARY": str(self.summary),
+                "GITHUB_OUTPUT": str(self.output),
+            }
+        )
+        return env
+
+
+def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: list[str]) -> bool:
+    ok = True
+    for i, step in enumerate(job["steps"]):
+        label = step.get("name") or step.get("uses") or f"step {i + 1}"
+        condition = str(step.get("if", "success()"))
+        always = "always()" in condition
+        if not ok and not always:
+            log.append(f"  skipped (an earlier step failed): {label}")
+            continue
+        if label in skip:
+            log.append(f"  SKIPPED BY REQUEST: {label}")
+            continue
+        if "uses" in step:
+            uses = step["uses"]
+            if uses.startswith("actions/checkout@"):
+                # A fresh checkout holds none of an earlier job's outputs: clear what this job uploads.
+                for other in job["steps"]:
+                    if str(other.get("uses", "")).startswith("actions/upload-artifact@"):
+                        shutil.rmtree(ctx.root / ctx.expand(str(other["with"]["path"])), ignore_errors=True)
+                log.append(f"  {label}: the working tree is the checkout (outputs of earlier jobs cleared)")
+            elif uses.startswith("actions/upload-artifact@"):
+                w = step.get("with", {})
+                dest = ctx.out / "artifacts" / ctx.expand(str(w["name"]))
+                src = ctx.root / ctx.expand(str(w["path"]))
+                if src.exists():
+                    shutil.copytree(src, dest, dirs_exist_ok=True)
+                log.append(f"  {label}: copied {src} to {dest}" if src.exists() else f"  {label}: nothing at {src}")
+            elif uses.startswith("actions/download-artifact@"):
+                dest = ctx.root / ctx.expand(str(step.get("with", {}).get("path", ".")))
+                shutil.copytree(ctx.out / "artifacts", dest, dirs_exist_ok=True)
+                log.append(f"  {label}: copied the rehearsed artifacts to {dest}")
+            else:
+                log.append(f"  not rehearsed: {label} ({uses})")
+            continue
+        script = ctx.expand(step["run"])
+        start = time.monotonic()
+        print(f"== {name} / {label}", flush=True)
+        rc = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", script], cwd=ctx.root, env=ctx.process_env(), check=False
+        ).returncode
+        log.append(f"  {'ok  ' if rc == 0 else 'FAIL'} rc={rc} {time.monotonic() - start:6.1f}s  {label}")
+        ok = ok and rc == 0
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workflow", type=Path, default=Path(".github/workflows/gpu.yml"))
+    parser.add_argument("--gpu", help="rehearse only matrix entries whose gpu is this")
+    parser.add_argument("--skip", action="append", default=[], help="leave out the step with this name")
+    parser.add_argument("--out", type=Path, default=Path("rehearsal"))
+    args = parser.parse_args()
+    root = Path.cwd()
+    wf = yaml.safe_load(args.workflow.read_text())
+    jobs: dict[str, Any] = wf["jobs"]
+    matrix_jobs = [n for n, j in jobs.items() if "matrix" in j.get("strategy", {})]
+    other_jobs = [n for n in jobs if n not in matrix_jobs]
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    log: list[str] = []
+    all_ok = True
+    for name in matrix_jobs:
+        job = jobs[name]
+        matrix = job["strategy"]["matrix"]
+        keys = [k for k in matrix if k not in ("include", "exclude")]
+        for values in itertools.product(*(matrix[k] for k in keys)):
+            combo = dict(zip(keys, values, strict=True))
+            if args.gpu and combo.get("gpu") not in (None, args.gpu):
+                continue
+            out = args.out / "-".join(str(v) for v in values)
+            out.mkdir(parents=True)
+            ctx = Context(root, out, combo, {})
+            ctx.env = {k: ctx.expand(str(v)) for k, v in job.get("env", {}).items()}
+            ctx.out = args.out  # artifacts of every combination land in one place, as on GitHub
+            entries: list[str] = []
+            ok = run_job(name, job, ctx, set(args.skip), entries)
+            log += [f"{name} {combo}: {'passed' if ok else 'FAILED'}", *entries]
+            all_ok = all_ok and ok
+    for name in other_jobs:
+        ctx = Context(root, args.out, {}, {})
+        ctx.env = {k: ctx.expand(str(v)) for k, v in jobs[name].get("env", {}).items()}
+        entries = []
+        ok = run_job(name, jobs[name], ctx, set(args.skip), entries)
+        log += [f"{name}: {'passed' if ok else 'FAILED'}", *entries]
+        all_ok = all_ok and ok
+    print("\nrehearsal of", args.workflow)
+    print("\n".join(log))
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
