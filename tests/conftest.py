@@ -82,3 +82,11 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _not_in_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run in CI too: keep their reports out of the real job's step summary and annotations
+    (tests of that output set the variables themselves)."""
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
