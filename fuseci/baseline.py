@@ -6,26 +6,45 @@ Gains are derived from those when comparing, so the file has one source of truth
 written with sorted keys, fixed rounding and a trailing newline so that diffs review well, and
 only by ``fuseci update-baselines``, atomically.
 
+Two updates of one file (two CI jobs, or a person and CI on a shared checkout) are serialised
+by :func:`locked`: an advisory lock on ``<gpu-slug>/.<suite>.json.lock`` held from reading the
+old baseline to renaming the new one into place, so the second update compares with, and
+builds on, what the first wrote. It waits at most :data:`LOCK_TIMEOUT_S`. The lock file stays
+behind (it is ignored by git) and never blocks once its holder has exited. Readers (``fuseci
+run``) take no lock: the atomic rename shows them the old file or the new one. Locking is
+POSIX-only (see :mod:`fuseci.atomic`).
+
+A baseline file that is a symbolic link is read through the link but never written: replacing
+it atomically would turn the link into a file, and writing through it could change a file
+outside ``<gpu-slug>/<suite>.json`` (another card's or suite's baseline). ``update-baselines``
+says so and leaves it alone. Linked *directories* are followed like any directory.
+
 Format history:
     1: first version.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fuseci import __version__
-from fuseci.atomic import atomic_write_text
+from fuseci.atomic import LockTimeout, atomic_write_text, exclusive_lock
 from fuseci.errors import BaselineError
 from fuseci.metrics import ENV_FIELDS, KernelLaunch, SuiteResults, inventory
 
 FORMAT_VERSION = 1
+
+#: How long ``update-baselines`` waits for another update of the same file (seconds).
+LOCK_TIMEOUT_S = 600.0
 
 #: Upgrade functions: ``_UPGRADES[n]`` turns a format-n dict into a format-(n+1) dict.
 _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
@@ -161,15 +180,70 @@ def dumps(baseline: Baseline) -> str:
 
 
 def save_baseline(baseline: Baseline, path: Path) -> None:
-    """Write atomically.
+    """Write atomically (temporary file in the same directory, then a rename).
 
     Raises:
-        BaselineError: the file cannot be written (the old one stays as it was).
+        BaselineError: ``path`` is a symbolic link, or the file cannot be written (read-only
+            directory, full disk); the old file stays as it was, byte for byte, and no
+            temporary file remains.
     """
+    if path.is_symlink():
+        raise BaselineError(
+            f"{path}: is a symbolic link (to {os.readlink(path)}); update-baselines replaces baseline files "
+            "atomically and does not write through links, which could change another card's or suite's "
+            f"baseline: replace the link with a copy of its target (with GNU cp: cp --remove-destination "
+            f'"$(readlink -f {path})" {path}) and run again'
+        )
     try:
         atomic_write_text(path, dumps(baseline))
     except OSError as exc:
-        raise BaselineError(f"{path}: cannot write baseline: {exc}") from None
+        raise BaselineError(
+            f"{path}: cannot write baseline: {_why(exc, path.parent)}; the old file is unchanged"
+        ) from None
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of a baseline: ``<gpu-slug>/.<suite>.json.lock``."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the update lock of the baseline file ``path`` for the block (see the module docstring).
+
+    Creates the baseline's directory if needed.
+
+    Raises:
+        BaselineError: another update held the lock for ``timeout_s``, or the lock file cannot be
+            created (read-only baseline directory).
+    """
+    lock = lock_path(path)
+    stack = ExitStack()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(exclusive_lock(lock, timeout_s))
+    except LockTimeout as exc:
+        raise BaselineError(
+            f"{path}: gave up after {exc.waited_s:g} s waiting for the lock {lock}, held by {exc.holder}: "
+            "another `fuseci update-baselines` is updating this baseline; let it finish and run again "
+            "(the lock goes when that process exits; the lock file itself can stay)"
+        ) from None
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot lock for update ({lock}): {_why(exc, path.parent)}") from None
+    with stack:
+        yield
+
+
+def _why(exc: OSError, directory: Path) -> str:
+    """An OSError of a write into ``directory``, with what to do about it."""
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            f"the directory {directory} is not writable ({exc}); update-baselines writes a temporary file "
+            "and a lock file there: make it writable, or pass --baselines with a writable copy of the tree"
+        )
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return f"{exc}; free some space on that file system and run again"
+    return str(exc)
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:

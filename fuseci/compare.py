@@ -79,7 +79,7 @@ class MetricDelta:
     baseline: float | None = None
     """Baseline value, when there is one."""
     change: float | None = None
-    """Relative change from the baseline (-0.4 is 40% lower)."""
+    """Relative change from the baseline (-0.4 is 40% lower); None without one or when it is 0."""
     tolerance: str = ""
     """The tolerance or expectation applied, as written for people."""
 
@@ -222,7 +222,8 @@ def _gain_check(
         return replace(
             d, verdict=Verdict.NEW, message=f"{name} is {_fmt_gain(current)}; the baseline has no value for it"
         )
-    change = (current - base) / abs(base)
+    change = (current - base) / abs(base) if base else None  # no relative change from 0
+    pct = "n/a" if change is None else f"{change:+.1%}"
     d = replace(d, baseline=base, change=change)
     if not comparable:
         return replace(
@@ -230,7 +231,7 @@ def _gain_check(
             verdict=Verdict.INCOMPARABLE,
             message=f"{name} is {_fmt_gain(current)}, baseline {_fmt_gain(base)}, not compared: {why_incomparable}",
         )
-    moved = f"{name} {'fell' if change < 0 else 'rose'} from {_fmt_gain(base)} to {_fmt_gain(current)} ({change:+.1%}); tolerance {tol}"
+    moved = f"{name} {'fell' if current < base else 'rose'} from {_fmt_gain(base)} to {_fmt_gain(current)} ({pct}); tolerance {tol}"
     match tol.classify(base, current, Direction.HIGHER_IS_BETTER):
         case Band.WORSE:
             return replace(d, verdict=Verdict.REGRESSED, message=moved)
@@ -240,7 +241,7 @@ def _gain_check(
             return replace(
                 d,
                 verdict=Verdict.PASS,
-                message=f"{name} {_fmt_gain(current)}, baseline {_fmt_gain(base)} ({change:+.1%}); tolerance {tol}",
+                message=f"{name} {_fmt_gain(current)}, baseline {_fmt_gain(base)} ({pct}); tolerance {tol}",
             )
 
 
@@ -252,6 +253,18 @@ def _baseline_gains(baseline: Baseline | None, case: str, variant: str) -> dict[
         return None
     b, v = variants[BASELINE_VARIANT].values, variants[variant].values
     return {q: ratio(b.get(q, math.nan), v.get(q, math.nan)) for q in schema.GATEABLE}
+
+
+def _missing_record_reason(case: Case, results: SuiteResults) -> str:
+    """Why the harness record has nothing for a case."""
+    record = results.record
+    if record.interrupted and record.running == case.id:
+        return f"this case was running when the run stopped (a hang or a crash in it?): {record.interrupted}"
+    if record.interrupted:
+        return f"not reached: {record.interrupted}"
+    if record.complete:
+        return "the harness record has no result for this case: the report predates the case; profile the suite again"
+    return "the harness never reached this case (did it crash? see the harness log)"
 
 
 def _measured_case(
@@ -288,17 +301,16 @@ def _measured_case(
                 )
     if rec is None or rec.status != CaseStatus.OK:
         if rec is None:
-            why = (
-                "the harness record has no result for this case: the report predates the case; profile the suite again"
-                if results.record.complete
-                else "the harness never reached this case (did it crash? see the harness log)"
-            )
-            checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, why))
+            checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, _missing_record_reason(case, results)))
         elif rec.status == CaseStatus.ERROR:
             checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, rec.message))
         return checks, measurements
     unmeasured = [v.id for v in case.variants if results.variant_values(case.id, v.id) is None]
-    if unmeasured:
+    if unmeasured and results.record.interrupted:
+        checks.append(
+            MetricDelta(case.id, "", "case", "", Verdict.ERROR, f"checked, not measured: {results.record.interrupted}")
+        )
+    elif unmeasured:
         checks.append(MetricDelta(
             case.id, unmeasured[0], "case", "", Verdict.ERROR,
             f"variant(s) {', '.join(unmeasured)} launched no kernels inside their NVTX range "

@@ -136,6 +136,8 @@ PERMISSION_FIX = (
 )
 DCGM_PROBLEM = "the counters are held by another profiler, usually DCGM"
 DCGM_FIX = "pause it around the run with `dcgmi profile --pause` ... `dcgmi profile --resume`"
+DISK_FULL_PROBLEM = "the disk ran out of space while ncu wrote the report"
+DISK_FULL_FIX = "free space on the file system of --report-dir, or point --report-dir at another one"
 #: Lines of a log quoted when ncu or the application failed for a reason the log does not name.
 TAIL_LINES = 8
 
@@ -153,6 +155,8 @@ class Outcome(enum.Enum):
     """Another profiler (DCGM) holds the counters."""
     APP_FAILED = "application failed"
     """Non-zero exit for another reason: usually the profiled application crashed."""
+    DISK_FULL = "disk full"
+    """Writing the report (or its temporary files) ran out of space."""
     NO_REPORT = "no report"
     """ncu exited 0 but wrote no report and did not say why."""
 
@@ -163,6 +167,8 @@ def classify(returncode: int, ncu_log: str, report_written: bool) -> Outcome:
         return Outcome.NO_PERMISSION
     if "driver resource was unavailable" in ncu_log:
         return Outcome.COUNTERS_BUSY
+    if "No space left on device" in ncu_log or "ENOSPC" in ncu_log:
+        return Outcome.DISK_FULL
     if returncode != 0:
         return Outcome.APP_FAILED
     if report_written:
@@ -207,6 +213,9 @@ def finished(returncode: int, files: ProfileFiles) -> ProfileRun:
         how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
         problem = f"the profiled run {how}"
         tail = process.tail(files.app_log, TAIL_LINES) or process.tail(files.ncu_log, TAIL_LINES)
+    elif outcome is Outcome.DISK_FULL:
+        problem, fix = DISK_FULL_PROBLEM, DISK_FULL_FIX
+        tail = process.tail(files.ncu_log, TAIL_LINES)
     elif outcome is Outcome.NO_REPORT:
         problem = f"ncu exited 0 but wrote no report at {files.report}"
         tail = process.tail(files.ncu_log, TAIL_LINES)

@@ -7,6 +7,7 @@ without the argument parser.
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,34 +43,59 @@ class RunOptions:
 def profile(suite: Suite, options: RunOptions) -> tuple[Path | None, Path]:
     """Run the suite's harness under ncu.
 
+    When the run dies part-way (a hang past ``ncu.timeout``, a crash) after the harness recorded
+    some cases, the record keeps them and says why the run stopped (``interrupted``, and the
+    case it was in): the comparison then shows every case's fate instead of one error.
+
     Returns:
-        The report path (None when ncu profiled no kernel at all) and the harness record path.
+        The report path (None when ncu wrote none) and the harness record path.
 
     Raises:
-        NcuError: ncu is missing or failed; see :func:`fuseci.ncu.run_profile`.
+        NcuError: ncu is missing, refused the counters, or failed before the harness recorded
+            anything; the message explains and names the logs.
     """
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
     files = ncu.ProfileFiles.in_dir(options.report_dir, suite.name)
     argv = ncu.build_command(exe, suite.name, suite.path, suite.ncu, files, python=sys.executable)
-    wrote = ncu.run_profile(argv, files, suite.ncu.timeout_s)
+    try:
+        run = ncu.run_ncu(argv, files, suite.ncu.timeout_s)
+        outcome, why = run.outcome, run.message(files)
+    except subprocess.TimeoutExpired:
+        outcome = ncu.Outcome.APP_FAILED
+        why = (
+            f"the profiled run did not finish within {suite.ncu.timeout_s:g} s (suite key ncu.timeout) and was "
+            f"stopped; ncu log {files.ncu_log}, harness log {files.app_log}"
+        )
+    if outcome not in (ncu.Outcome.REPORT, ncu.Outcome.NOTHING_PROFILED, ncu.Outcome.APP_FAILED):
+        raise NcuError(why)
     try:
         record = read_record(files.record)
     except ReportError as exc:
+        if outcome is ncu.Outcome.APP_FAILED:
+            raise NcuError(why) from None
         raise NcuError(f"the harness left no usable record ({exc}); see {files.app_log}") from None
+    if outcome is ncu.Outcome.APP_FAILED:
+        if not record.cases and record.running is None:
+            raise NcuError(why)
+        if not record.complete:
+            record = replace(record, interrupted=why.splitlines()[0])
+        log.warning("%s: %s", suite.name, why)
     s = suite.ncu
-    write_record(
-        record.with_profiler(
-            {
-                "ncu_version": version,
-                "clock_control": s.clock_control,
-                "cache_control": s.cache_control,
-                "replay_mode": s.replay_mode,
-            }
-        ),
-        files.record,
-    )
-    return (files.report if wrote else None), files.record
+    profiler = {
+        "ncu_version": version,
+        "clock_control": s.clock_control,
+        "cache_control": s.cache_control,
+        "replay_mode": s.replay_mode,
+    }
+    write_record(record.with_profiler(profiler), files.record)
+    written = files.report if files.report.exists() else None
+    if written is not None and outcome is ncu.Outcome.APP_FAILED:
+        try:  # ncu may leave half a report behind a crash: keep it only if it reads
+            report.read_report(written)
+        except ReportError:
+            written = None
+    return written, files.record
 
 
 def results_for(suite: Suite, options: RunOptions) -> SuiteResults:
@@ -86,13 +112,22 @@ def results_for(suite: Suite, options: RunOptions) -> SuiteResults:
     record = read_record(record_path)
     _check_record(record, suite, record_path)
     if report_path is None:
-        if any(c.measured for c in record.cases.values()):
+        if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(
                 f"ncu profiled no kernels although the harness ran variants in their NVTX ranges; see {record_path.parent}"
             )
         kernels = report.read_report_empty()
     else:
-        kernels = report.read_report(report_path)
+        try:
+            kernels = report.read_report(report_path)
+        except ReportError as exc:
+            writer = record.profiler.get("ncu_version")
+            if not writer:
+                raise
+            raise ReportError(
+                f"{exc}; it was written by ncu {writer} and the reader is ncu_report {report.reader_version()}: "
+                "a reader older than the ncu that wrote a report may not read it (`pip install -U ncu-report`)"
+            ) from None
     other = set(kernels["suite"]) - {suite.name}
     if other:
         raise ReportError(
@@ -160,18 +195,35 @@ def _case_changes(old: bl.Baseline | None, new: bl.Baseline, comparison: Compari
     return lines
 
 
-def update_baselines(suite: Suite, options: RunOptions, *, force: bool = False) -> BaselineUpdate:
+def update_baselines(
+    suite: Suite, options: RunOptions, *, force: bool = False, lock_timeout_s: float = bl.LOCK_TIMEOUT_S
+) -> BaselineUpdate:
     """Re-record one suite's baseline, changing only cases whose checks did not pass.
 
     A case whose every check passes keeps its old values byte for byte, so a re-record after no
     real change produces no diff; ``force`` re-records every measured case. Wrong or broken cases
     are never recorded: their old values stay. A changed environment re-records everything.
 
+    Profiling runs unlocked; reading the old baseline, comparing and writing the new one hold the
+    file's update lock (:func:`fuseci.baseline.locked`), so a concurrent update of the same suite
+    and GPU waits up to ``lock_timeout_s`` and then builds on this one's result. Nothing but
+    ``<gpu-slug>/<suite>.json`` and its lock file is written; when anything fails, the old file
+    stays byte for byte and no temporary file remains. A baseline file that is a symbolic link is
+    read through the link, but an update that would change it is refused, not written through.
+
     Raises:
         FuseciError: the suite could not be profiled or the old baseline is corrupt.
+        BaselineError: the lock was held by another update for ``lock_timeout_s``, the baseline
+            directory is not writable, the disk is full, or the file is a symbolic link.
     """
     results = results_for(suite, options)
     path = baseline_file(options, results)
+    with bl.locked(path, lock_timeout_s):
+        return _rerecord(suite, results, path, force)
+
+
+def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
+    """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
     comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
     env_changed = old is not None and not comparison.comparable

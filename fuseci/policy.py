@@ -8,12 +8,64 @@ frozen objects; parse errors are raised as :class:`ValueError` for the loader to
 
 from __future__ import annotations
 
+import difflib
 import enum
 import math
 import operator
 import re
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+
+class _BriefRepr(reprlib.Repr):
+    """:mod:`reprlib` with small limits that also covers dict and list subclasses and huge ints.
+
+    Plain ``repr()`` (and ``f"{value!r:.60}"``, which builds the whole repr before cutting it)
+    takes exponential time on a YAML alias bomb; this never looks past its limits.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = self.maxother = 80
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
+
+    def repr1(self, x: Any, level: int) -> str:
+        # reprlib dispatches on the type's name, so subclasses (the loader's line-tracking dict)
+        # would fall through to the unbounded builtin repr.
+        if isinstance(x, dict):
+            return self.repr_dict(x, level)
+        if isinstance(x, list):
+            return self.repr_list(x, level)
+        if isinstance(x, (bytes, bytearray)):
+            cut = "..." if len(x) > self.maxother else ""
+            return repr(bytes(x[: self.maxother])) + cut
+        return super().repr1(x, level)
+
+    def repr_int(self, x: int, level: int) -> str:
+        # str() of an int over 4300 digits raises ValueError; never get near it.
+        if x.bit_length() > 256:
+            return f"<{x.bit_length()}-bit integer>"
+        return super().repr_int(x, level)
+
+
+_BRIEF = _BriefRepr()
+#: Longest value shown in a message.
+BRIEF_MAX = 160
+
+
+def brief_repr(value: object) -> str:
+    """A ``repr`` for messages: at most a few lines' worth of characters, in bounded time.
+
+    Nested containers are cut after a few levels and items, long strings in the middle, and
+    the whole at :data:`BRIEF_MAX` characters, so a message about a hostile value (an alias
+    bomb, a megabyte string) stays short and one line.
+    """
+    shown = _BRIEF.repr(value)
+    return shown if len(shown) <= BRIEF_MAX else shown[: BRIEF_MAX - 3] + "..."
 
 
 class Direction(enum.Enum):
@@ -49,13 +101,17 @@ class Tolerance:
         """Place ``current`` against ``baseline``.
 
         ``exact`` compares with a relative slack of 1e-9 so that ratios of integers that went
-        through JSON rounding still compare equal.
+        through JSON rounding still compare equal. Equal values (infinities included) are
+        always within; a change from or to an infinity, or from zero, is an infinite one; a NaN
+        on either side is ``WORSE`` whichever the direction, since nothing can be said for it.
         """
-        if self.relative is None:
+        if self.relative is None or current == baseline:
             return Band.WITHIN
+        if math.isnan(current) or math.isnan(baseline):
+            return Band.WORSE
         slack = max(self.relative, 1e-9)
-        if baseline == 0.0:
-            change = 0.0 if current == 0.0 else math.copysign(math.inf, current)
+        if baseline == 0.0 or math.isinf(baseline) or math.isinf(current):
+            change = math.copysign(math.inf, current - baseline)
         else:
             change = (current - baseline) / abs(baseline)
         if abs(change) <= slack:
@@ -68,10 +124,16 @@ class Tolerance:
             return "off"
         if self.relative == 0.0:
             return "exact"
-        return f"±{self.relative * 100:g}%"
+        # Six significant digits like :g, but never in exponent form, which the parser (and the
+        # suite schema) do not take: "±0.00001%", not "±1e-05%".
+        digits = format(Decimal(f"{self.relative * 100:.6g}"), "f")
+        return f"±{digits}%"
 
 
-_TOL_RE = re.compile(r"^\s*(?:±|\+/?-)?\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
+# Written so that no input backtracks more than linearly (suite files are untrusted input):
+# every repetition is followed by something it cannot match.
+_TOL_RE = re.compile(r"^(?:±|\+/?-)?\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%$")
+_TOL_WORDS = ("exact", "off")
 
 
 def parse_tolerance(text: object) -> Tolerance:
@@ -80,8 +142,10 @@ def parse_tolerance(text: object) -> Tolerance:
     Raises:
         ValueError: the text is none of those forms.
     """
+    if text is False:
+        raise ValueError("got false: YAML reads a bare off, no or false as a boolean; write 'off' in quotes")
     if not isinstance(text, str):
-        raise ValueError(f"expected a string like 'exact', '3%' or 'off', got {text!r}")
+        raise ValueError(f"expected a string like 'exact', '3%' or 'off', got {brief_repr(text)}")
     s = text.strip().lower()
     if s == "exact":
         return Tolerance(text=text, relative=0.0)
@@ -89,10 +153,14 @@ def parse_tolerance(text: object) -> Tolerance:
         return Tolerance(text=text, relative=None)
     m = _TOL_RE.match(s)
     if not m:
-        raise ValueError(f"cannot parse tolerance {text!r}: write 'exact', 'off' or a percentage like '3%'")
+        close = difflib.get_close_matches(s, _TOL_WORDS, n=1) if len(s) < 20 else []
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(
+            f"cannot parse tolerance {brief_repr(text)}: {hint}write 'exact', 'off' or a percentage below 100% like '3%'"
+        )
     value = float(m.group(1)) / 100.0
     if value >= 1.0:
-        raise ValueError(f"tolerance {text!r} is 100% or more: such a gate can never fail; use 'off'")
+        raise ValueError(f"tolerance {brief_repr(text)} is 100% or more: such a gate can never fail; use 'off'")
     return Tolerance(text=text, relative=value)
 
 
@@ -103,7 +171,8 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "==": lambda a, b: math.isclose(a, b, rel_tol=1e-9),
 }
-_EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*x?\s*$")
+# Linear like _TOL_RE: the number is `12`, `1.5` or `.5` (never `1.`), then an optional exponent.
+_EXPECT_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(?:x\s*)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +203,16 @@ def parse_expectation(text: object) -> Expectation:
         ValueError: the text is not a comparison with a number.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        raise ValueError(f"expected a comparison like '>= {text}x', got the bare number {text!r}")
+        shown = brief_repr(text)
+        raise ValueError(f"expected a comparison like '>= {shown}x' (quoted), got the bare number {shown}")
     if not isinstance(text, str):
-        raise ValueError(f"expected a comparison like '>= 2.5x', got {text!r}")
+        raise ValueError(f"expected a comparison like '>= 2.5x', got {brief_repr(text)}")
     m = _EXPECT_RE.match(text)
     if not m:
         raise ValueError(
-            f"cannot parse expectation {text!r}: write an operator (>=, >, <=, <, ==) and a number, like '>= 2.5x'"
+            f"cannot parse expectation {brief_repr(text)}: write an operator (>=, >, <=, <, ==) and a number, like '>= 2.5x'"
         )
-    return Expectation(text=text, op=m.group(1), bound=float(m.group(2)))
+    bound = float(m.group(2))
+    if math.isinf(bound):
+        raise ValueError(f"expectation {brief_repr(text)}: the bound is too large to be a number; write a finite one")
+    return Expectation(text=text, op=m.group(1), bound=bound)

@@ -133,6 +133,11 @@ class HarnessRecord:
     copy_bandwidth: float | None = None
     """Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written over the median
     time of a 1 GiB copy); only in records of ``--time`` runs."""
+    running: str | None = None
+    """The case the harness is working on (set before a case starts, cleared when it ends), so
+    that a run killed by a hang or a crash names the case it was in."""
+    interrupted: str = ""
+    """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict for the file."""
@@ -148,6 +153,10 @@ class HarnessRecord:
         # Written only when present, so records of profiled runs stay as they were.
         if self.copy_bandwidth is not None:
             doc["copy_bandwidth"] = self.copy_bandwidth
+        if self.running is not None:
+            doc["running"] = self.running
+        if self.interrupted:
+            doc["interrupted"] = self.interrupted
         return doc
 
     @classmethod
@@ -183,6 +192,8 @@ class HarnessRecord:
                 complete=bool(data.get("complete", False)),
                 profiler=data.get("profiler", {}),
                 copy_bandwidth=_optional_float(data.get("copy_bandwidth")),
+                running=data.get("running"),
+                interrupted=str(data.get("interrupted", "")),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ReportError(f"{path}: malformed harness record ({type(exc).__name__}: {exc})") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
 import lzma
 import math
@@ -63,6 +64,14 @@ def load_reader() -> ModuleType:
         "NVIDIA's report reader is not installed: `pip install ncu-report` (it is a dependency of "
         "fuseci), or put Nsight Compute on PATH so that its extras/python copy is found"
     )
+
+
+def reader_version() -> str:
+    """Version of the installed ``ncu-report`` package, or ``unknown`` (ncu's extras copy)."""
+    try:
+        return importlib.metadata.version("ncu-report")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 @contextmanager

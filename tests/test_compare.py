@@ -148,3 +148,24 @@ def test_h200_baseline_is_never_silently_compared_with_an_h100_run(elementwise) 
     comp = compare(h100, elementwise, BASELINE)
     assert [d.field for d in comp.env_differences] == ["gpu_name"]
     assert {k.verdict for c in comp.cases for k in c.checks if k.check == "gain"} == {Verdict.INCOMPARABLE}
+
+
+def test_interrupted_run_names_each_cases_fate(clean, elementwise) -> None:
+    """A run stopped part-way (a hang past the timeout): the record says which case was running."""
+    rec = clean.record
+    kept = {cid: c for cid, c in rec.cases.items() if cid in ("scale_relu_add", "bias_gelu")}
+    stopped = replace(
+        rec,
+        cases=kept,
+        complete=False,
+        running="relu_bn_add_relu",
+        interrupted="the profiled run did not finish within 45 s",
+    )
+    kernels = clean.kernels[clean.kernels.case != "bias_gelu"]  # bias_gelu was checked but its report is gone
+    comp = compare(summarize(kernels, stopped), elementwise, BASELINE)
+    by_case = {c.case: c for c in comp.cases}
+    assert by_case["scale_relu_add"].verdict is Verdict.PASS
+    assert "checked, not measured: the profiled run did not finish" in by_case["bias_gelu"].checks[-1].message
+    assert "was running when the run stopped" in by_case["relu_bn_add_relu"].checks[-1].message
+    assert by_case["add_mul"].checks[-1].message.startswith("not reached: ")
+    assert exit_code([comp]) == 3

@@ -79,6 +79,9 @@ with open(log, "w") as fh:
         sys.exit(0)
     if mode == "noreport":
         sys.exit(0)
+    if mode == "diskfull":
+        fh.write("==ERROR== Failed to save report to " + report + ": No space left on device\\n")
+        sys.exit(1)
 print("Traceback (most recent call last):\\nRuntimeError: kernel exploded")
 if mode == "crash":
     sys.exit(134)
@@ -121,6 +124,7 @@ def test_success_writes_report(fake_ncu: str, tmp_path: Path) -> None:
         ("dcgm", "dcgmi profile --pause"),
         ("crash", "exited with code 134"),
         ("noreport", "wrote no report"),
+        ("diskfull", "ran out of space"),
     ],
 )
 def test_failures_are_explained(fake_ncu: str, tmp_path: Path, mode: str, fragment: str) -> None:

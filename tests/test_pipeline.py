@@ -83,3 +83,13 @@ def test_recorded_record_describes_the_run() -> None:
     assert record.env["gpu_name"] == "NVIDIA H200"
     assert record.profiler["ncu_version"].startswith("2025.3.1")
     assert {c.status for c in record.cases.values()} == {"ok"}
+
+
+def test_unreadable_report_names_writer_and_reader_versions(tmp_path: Path, elementwise) -> None:
+    bad = tmp_path / "elementwise.ncu-rep"
+    bad.write_bytes(b"\x00" * 4096)
+    shutil.copy(CLEAN_REPORT.with_name("elementwise.harness.json"), tmp_path)
+    with pytest.raises(
+        ReportError, match=r"written by ncu 2025\.3\.1\.0 and the reader is ncu_report \S+: .*pip install -U ncu-report"
+    ):
+        pipeline.check(elementwise, _opts(tmp_path, bad))

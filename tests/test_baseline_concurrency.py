@@ -1,0 +1,231 @@
+"""Concurrent ``update-baselines`` of one suite and GPU, with real processes.
+
+The update lock (``fuseci.baseline.locked``) must serialise the read-compare-write, so that the
+second update builds on the first's file instead of silently overwriting it, and ``fuseci run``
+must never need the lock.
+"""
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT, ROOT
+
+from fuseci import baseline as bl
+from fuseci import pipeline
+from fuseci.compare import Verdict
+from fuseci.errors import BaselineError
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="update locking is POSIX-only")
+
+REPORTS = {"clean": CLEAN_REPORT, "regressed": REGRESSED_REPORT}
+
+#: One ``update-baselines`` in its own process. It waits at a barrier until every updater is at
+#: the lock, so that they really contend, and dawdles between reading the old baseline and
+#: writing the new one, so that without the lock their read-compare-writes would overlap.
+UPDATER = r"""
+import json, sys, time
+from contextlib import contextmanager
+from pathlib import Path
+from fuseci import baseline as bl, pipeline
+from fuseci.suite import load_suite
+
+suite_file, report, root, barrier, parties, name, dawdle_s, out = sys.argv[1:]
+real_locked, real_load = bl.locked, bl.load_baseline
+times = {}
+
+@contextmanager
+def traced_locked(path, timeout_s=bl.LOCK_TIMEOUT_S):
+    Path(barrier, name).touch()
+    while len(list(Path(barrier).iterdir())) < int(parties):
+        time.sleep(0.005)
+    times["asked"] = time.time()
+    with real_locked(path, timeout_s):
+        times["acquired"] = time.time()
+        try:
+            yield
+        finally:
+            times["released"] = time.time()
+
+def slow_load(path):
+    old = real_load(path)
+    time.sleep(float(dawdle_s))
+    return old
+
+bl.locked, bl.load_baseline = traced_locked, slow_load
+options = pipeline.RunOptions(baselines=Path(root), from_report=Path(report))
+update = pipeline.update_baselines(load_suite(Path(suite_file)), options, lock_timeout_s=60)
+Path(out).write_text(json.dumps({"name": name, "written": update.written, "changes": list(update.changes), **times}))
+"""
+
+#: Holds a baseline's update lock: prints ``held``, then keeps it until stdin closes or for the
+#: number of seconds given.
+HOLDER = r"""
+import sys, time
+from pathlib import Path
+from fuseci import baseline as bl
+
+path, hold = sys.argv[1:]
+with bl.locked(Path(path)):
+    print("held", flush=True)
+    if hold == "stdin":
+        sys.stdin.readline()
+    else:
+        time.sleep(float(hold))
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def _copy_baselines(dest: Path) -> Path:
+    shutil.copytree(H200_BASELINES, dest)
+    return dest / "nvidia-h200" / "elementwise.json"
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def committed_copy(tmp_path: Path) -> Path:
+    return _copy_baselines(tmp_path / "baselines")
+
+
+@pytest.fixture(scope="module")
+def after_regressed(tmp_path_factory: pytest.TempPathFactory, elementwise) -> bytes:
+    """The file one update from the regressed report makes of the committed baseline, alone."""
+    path = _copy_baselines(tmp_path_factory.mktemp("alone") / "baselines")
+    pipeline.update_baselines(
+        elementwise, pipeline.RunOptions(baselines=path.parent.parent, from_report=REGRESSED_REPORT)
+    )
+    return path.read_bytes()
+
+
+def _race(tmp_path: Path, root: Path, reports: list[str], dawdle_s: float) -> list[dict]:
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    procs = []
+    for i, report in enumerate(reports):
+        out = tmp_path / f"updater-{i}.json"
+        argv = [ELEMENTWISE, REPORTS[report], root, barrier, len(reports), f"{i}-{report}", dawdle_s, out]
+        procs.append(
+            (
+                out,
+                subprocess.Popen(
+                    [sys.executable, "-c", UPDATER, *map(str, argv)], env=_env(), stderr=subprocess.PIPE, text=True
+                ),
+            )
+        )
+    runs = []
+    for out, proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        runs.append(json.loads(out.read_text()))
+    return sorted(runs, key=lambda r: r["acquired"])
+
+
+@pytest.mark.parametrize("reports", [["clean", "regressed"], ["regressed", "clean", "regressed"]])
+def test_concurrent_updates_are_serialised_and_none_is_lost(
+    tmp_path: Path, elementwise, committed_copy: Path, after_regressed: bytes, reports: list[str]
+) -> None:
+    root = committed_copy.parent.parent
+    original = committed_copy.read_bytes()
+    others = {k: v for k, v in _snapshot(root).items() if k != "nvidia-h200/elementwise.json"}
+    dawdle = 0.3
+    runs = _race(tmp_path, root, reports, dawdle)
+
+    for first, second in itertools.pairwise(runs):  # one at a time, and each waited for the one before
+        assert first["released"] <= second["acquired"]
+    assert runs[-1]["acquired"] - runs[-1]["asked"] >= dawdle * (len(runs) - 1) * 0.9
+    # Each update saw the file its predecessor left: replaying them in lock order must give
+    # the same decisions. The clean report matches the committed file, the regressed report
+    # the file it makes of it.
+    state = "clean"
+    for run in runs:
+        report = run["name"].split("-", 1)[1]
+        assert run["written"] == (report != state), runs
+        if run["written"]:
+            assert len(run["changes"]) == 1 and run["changes"][0].startswith("~ scale_relu_add: "), run
+        state = report
+    final = committed_copy.read_bytes()
+    assert final == (original if state == "clean" else after_regressed)
+    assert bl.load_baseline(committed_copy) is not None  # one whole file, valid JSON
+    # Nothing else was touched, no temporary file is left, and the lock file stays, empty.
+    assert {k: v for k, v in _snapshot(root).items() if k != "nvidia-h200/elementwise.json"} == {
+        **others,
+        "nvidia-h200/.elementwise.json.lock": b"",
+    }
+    # ... and none of it gets in the way of later runs and updates.
+    options = pipeline.RunOptions(baselines=root, from_report=CLEAN_REPORT)
+    assert pipeline.check(elementwise, options).verdict is (Verdict.PASS if state == "clean" else Verdict.IMPROVED)
+    assert pipeline.update_baselines(elementwise, options, lock_timeout_s=1).written == (state != "clean")
+    assert committed_copy.read_bytes() == original
+
+
+def _hold(path: Path, hold: str) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), hold],
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_held_lock_times_out_with_who_holds_it(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    before = committed_copy.read_bytes()
+    options = pipeline.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
+    holder = _hold(committed_copy, "stdin")
+    try:
+        started = time.monotonic()
+        with pytest.raises(BaselineError) as info:
+            pipeline.update_baselines(elementwise, options, lock_timeout_s=0.5)
+        assert time.monotonic() - started >= 0.5
+        message = str(info.value)
+        assert message.startswith(
+            f"{committed_copy}: gave up after 0.5 s waiting for the lock {bl.lock_path(committed_copy)}"
+        )
+        assert f"held by pid {holder.pid} on " in message
+        assert "another `fuseci update-baselines` is updating this baseline; let it finish and run again" in message
+        assert committed_copy.read_bytes() == before
+        # `fuseci run` only reads: the lock does not concern it.
+        started = time.monotonic()
+        assert pipeline.check(elementwise, options).verdict is Verdict.REGRESSED
+        assert time.monotonic() - started < 5
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert pipeline.update_baselines(elementwise, options, lock_timeout_s=0.5).written
+
+
+def test_held_lock_makes_the_update_wait_then_proceed(
+    tmp_path: Path, elementwise, committed_copy: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    options = pipeline.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
+    holder = _hold(committed_copy, "0.8")
+    started = time.monotonic()
+    update = pipeline.update_baselines(elementwise, options, lock_timeout_s=30)
+    waited = time.monotonic() - started
+    holder.communicate(timeout=30)
+    assert update.written and waited >= 0.4
+    # The wait is announced (at warning level: the CLI shows it), so it does not look like a hang.
+    assert f"{bl.lock_path(committed_copy)} is held by pid {holder.pid} on " in caplog.text
+    assert "waiting up to 30 s" in caplog.text
+
+
+def test_lock_of_a_killed_holder_does_not_block(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    holder = _hold(committed_copy, "stdin")
+    holder.kill()
+    holder.communicate(timeout=30)
+    assert bl.lock_path(committed_copy).read_text().startswith(f"pid {holder.pid} on ")  # it had no time to tidy up
+    options = pipeline.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
+    assert pipeline.update_baselines(elementwise, options, lock_timeout_s=0.5).written

@@ -1,0 +1,217 @@
+"""``update-baselines`` loses nothing a user had: failed writes, links, read-only directories."""
+
+import errno
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
+
+from fuseci import baseline as bl
+from fuseci import pipeline
+from fuseci.compare import Verdict
+from fuseci.errors import BaselineError
+
+
+@pytest.fixture
+def committed_copy(tmp_path: Path) -> Path:
+    shutil.copytree(H200_BASELINES, tmp_path / "baselines")
+    return tmp_path / "baselines" / "nvidia-h200" / "elementwise.json"
+
+
+def _opts(path: Path, report: Path = REGRESSED_REPORT) -> pipeline.RunOptions:
+    return pipeline.RunOptions(baselines=path.parent.parent, from_report=report)
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+class _FillsTheDisk(io.TextIOWrapper):
+    """A temporary file on a disk that fills up half-way through the write."""
+
+    def write(self, text: str) -> int:
+        super().write(text[: len(text) // 2])
+        super().flush()
+        _no_space()
+        return 0
+
+
+def _full_disk_at(step: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if step == "write":
+        real_fdopen = os.fdopen
+
+        def fdopen(fd: int, *args, **kwargs):
+            kwargs.pop("newline", None)
+            return _FillsTheDisk(real_fdopen(fd, "wb"), encoding="utf-8", newline="\n")
+
+        monkeypatch.setattr(os, "fdopen", fdopen)
+    else:
+        monkeypatch.setattr(os, step, _no_space)
+
+
+@pytest.mark.parametrize("step", ["write", "fsync", "replace"])
+def test_full_disk_keeps_the_old_file_and_leaves_no_temporary(
+    committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    root = committed_copy.parent.parent
+    before = _snapshot(root)
+    with monkeypatch.context() as m:
+        _full_disk_at(step, m)
+        with pytest.raises(BaselineError) as info:
+            pipeline.update_baselines(elementwise, _opts(committed_copy))
+    assert str(info.value).startswith(f"{committed_copy}: cannot write baseline: [Errno 28] No space left on device")
+    assert "free some space" in str(info.value) and "the old file is unchanged" in str(info.value)
+    assert _snapshot(root) == {**before, "nvidia-h200/.elementwise.json.lock": b""}  # byte for byte, no temporary
+    assert pipeline.update_baselines(elementwise, _opts(committed_copy)).written  # once there is space again
+
+
+def test_failure_before_the_write_keeps_the_old_file(committed_copy: Path, elementwise) -> None:
+    committed_copy.write_text(committed_copy.read_text().replace('"format_version": 1', '"format_version": 1,,'))
+    before = committed_copy.read_bytes()
+    with pytest.raises(BaselineError, match="corrupt baseline JSON"):
+        pipeline.update_baselines(elementwise, _opts(committed_copy))
+    assert committed_copy.read_bytes() == before
+    assert [p.name for p in committed_copy.parent.glob(".*")] == [".elementwise.json.lock"]
+
+
+def test_run_takes_no_lock(committed_copy: Path, elementwise) -> None:
+    assert pipeline.check(elementwise, _opts(committed_copy, CLEAN_REPORT)).verdict is Verdict.PASS
+    assert not bl.lock_path(committed_copy).exists()
+
+
+def test_lock_file_is_named_after_the_baseline(tmp_path: Path) -> None:
+    assert (
+        bl.lock_path(tmp_path / "nvidia-h200" / "elementwise.json")
+        == tmp_path / "nvidia-h200" / ".elementwise.json.lock"
+    )
+
+
+# --- symbolic links: read through, never written through ---------------------------------
+
+
+@pytest.fixture
+def linked(committed_copy: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The baseline file as a link to a file elsewhere (a shared store, another card's file)."""
+    target = tmp_path / "elsewhere" / "elementwise.json"
+    target.parent.mkdir()
+    committed_copy.rename(target)
+    committed_copy.symlink_to(target)
+    return committed_copy, target
+
+
+def test_linked_baseline_is_read_through_the_link(linked: tuple[Path, Path], elementwise) -> None:
+    link, target = linked
+    before = target.read_bytes()
+    assert pipeline.check(elementwise, _opts(link, CLEAN_REPORT)).verdict is Verdict.PASS
+    update = pipeline.update_baselines(elementwise, _opts(link, CLEAN_REPORT))
+    assert not update.written  # nothing to change: nothing refused either
+    assert link.is_symlink() and target.read_bytes() == before
+
+
+def test_linked_baseline_is_not_written_through(linked: tuple[Path, Path], elementwise) -> None:
+    link, target = linked
+    before = target.read_bytes()
+    with pytest.raises(BaselineError) as info:
+        pipeline.update_baselines(elementwise, _opts(link))
+    message = str(info.value)
+    assert message.startswith(f"{link}: is a symbolic link (to {target}); update-baselines replaces baseline files")
+    assert f'with GNU cp: cp --remove-destination "$(readlink -f {link})" {link}) and run again' in message
+    assert link.is_symlink() and os.readlink(link) == str(target) and target.read_bytes() == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["elementwise.json"]
+    assert sorted(p.name for p in link.parent.glob(".*")) == [".elementwise.json.lock"]
+
+
+def test_dangling_link_is_not_replaced(committed_copy: Path, tmp_path: Path, elementwise) -> None:
+    committed_copy.unlink()
+    committed_copy.symlink_to(tmp_path / "gone.json")
+    with pytest.raises(BaselineError, match="is a symbolic link"):
+        pipeline.update_baselines(elementwise, _opts(committed_copy))
+    assert committed_copy.is_symlink() and not (tmp_path / "gone.json").exists()
+
+
+def test_linked_gpu_directory_is_followed(committed_copy: Path, tmp_path: Path, elementwise) -> None:
+    shared = tmp_path / "shared-h200"
+    committed_copy.parent.rename(shared)
+    committed_copy.parent.symlink_to(shared, target_is_directory=True)
+    assert pipeline.update_baselines(elementwise, _opts(committed_copy)).written
+    assert committed_copy.parent.is_symlink()
+    assert bl.load_baseline(shared / "elementwise.json").cases["scale_relu_add"]["fused"].values["launches"] == 2
+
+
+# --- read-only baseline directory ---------------------------------------------------------
+
+
+def _denied(*args, **kwargs):
+    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+
+def test_unwritable_directory_for_the_temporary_file(
+    committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = committed_copy.read_bytes()
+    monkeypatch.setattr("tempfile.mkstemp", _denied)
+    with pytest.raises(BaselineError) as info:
+        pipeline.update_baselines(elementwise, _opts(committed_copy))
+    assert str(info.value) == (
+        f"{committed_copy}: cannot write baseline: the directory {committed_copy.parent} is not writable "
+        "([Errno 13] Permission denied); update-baselines writes a temporary file and a lock file there: "
+        "make it writable, or pass --baselines with a writable copy of the tree; the old file is unchanged"
+    )
+    assert committed_copy.read_bytes() == before
+
+
+def test_read_only_file_system_for_the_lock(committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).endswith(".lock"):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(BaselineError) as info:
+        pipeline.update_baselines(elementwise, _opts(committed_copy))
+    message = str(info.value)
+    assert message.startswith(
+        f"{committed_copy}: cannot lock for update ({bl.lock_path(committed_copy)}): the directory"
+    )
+    assert "Read-only file system" in message and "pass --baselines with a writable copy" in message
+
+
+def _permissions_bind(tmp_path: Path) -> bool:
+    """False where a read-only directory can be written anyway (root, or no POSIX permissions)."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    probe.chmod(0o555)
+    try:
+        (probe / "f").touch()
+    except PermissionError:
+        return True
+    finally:
+        probe.chmod(0o755)
+    return False
+
+
+@pytest.mark.parametrize("lock_exists", [False, True])
+def test_read_only_directory(committed_copy: Path, tmp_path: Path, elementwise, lock_exists: bool) -> None:
+    if not _permissions_bind(tmp_path):
+        pytest.skip("a read-only directory is writable here (running as root?)")
+    if lock_exists:  # an earlier update left its lock file; only the temporary file fails then
+        bl.lock_path(committed_copy).touch()
+    root = committed_copy.parent.parent
+    before = _snapshot(root)
+    committed_copy.parent.chmod(0o555)
+    try:
+        with pytest.raises(BaselineError, match=f"the directory {committed_copy.parent} is not writable"):
+            pipeline.update_baselines(elementwise, _opts(committed_copy))
+        assert pipeline.check(elementwise, _opts(committed_copy, CLEAN_REPORT)).verdict is Verdict.PASS
+    finally:
+        committed_copy.parent.chmod(0o755)
+    assert _snapshot(root) == before

@@ -1,0 +1,240 @@
+"""fuseci/suite.schema.json: valid, shipped with the package, and in step with the loader."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ROOT, SUITES, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from fuseci import schema as names  # noqa: E402
+from fuseci.errors import SuiteError  # noqa: E402
+from fuseci.policy import parse_expectation, parse_tolerance  # noqa: E402
+from fuseci.suite import (  # noqa: E402
+    CACHE_CONTROLS,
+    CLOCK_CONTROLS,
+    DISTRIBUTIONS,
+    DTYPES,
+    MAX_DIMS,
+    REPLAY_MODES,
+    SCHEMA_FILE,
+    load_suite,
+)
+
+SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+DEFS = SCHEMA["definitions"]
+PROPERTY = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+GOOD = """\
+suite: demo
+cases:
+  - id: c1
+    inputs:
+      x: {shape: [1024]}
+    variants:
+      unfused: kernels.elementwise:scale_relu_add_unfused
+      fused: kernels.elementwise:scale_relu_add_fused
+"""
+X = "{shape: [1024]}"
+
+
+def _schema_errors(data: object) -> list[str]:
+    return [e.message for e in VALIDATOR.iter_errors(data)]
+
+
+def test_the_schema_is_a_valid_draft_7_schema() -> None:
+    jsonschema.Draft7Validator.check_schema(SCHEMA)
+
+
+def test_the_schema_ships_with_the_package() -> None:
+    resource = importlib.resources.files("fuseci").joinpath("suite.schema.json")
+    assert json.loads(resource.read_text(encoding="utf-8")) == SCHEMA
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "suite.schema.json" in pyproject["tool"]["setuptools"]["package-data"]["fuseci"]
+
+
+def test_the_schema_names_what_the_loader_takes() -> None:
+    assert DEFS["id"]["pattern"] == names.ID_PATTERN.pattern
+    assert DEFS["dtype"]["enum"] == list(DTYPES)
+    assert DEFS["distribution"]["enum"] == list(DISTRIBUTIONS)
+    assert DEFS["gates"]["propertyNames"]["enum"] == list(names.GATEABLE)
+    assert DEFS["expect"]["propertyNames"]["enum"] == list(names.GATEABLE)
+    ncu = DEFS["ncu"]["properties"]
+    assert ncu["clock_control"]["enum"] == list(CLOCK_CONTROLS)
+    assert ncu["cache_control"]["enum"] == list(CACHE_CONTROLS)
+    assert ncu["replay_mode"]["enum"] == list(REPLAY_MODES)
+    assert DEFS["input"]["properties"]["shape"]["anyOf"][1]["maxItems"] == MAX_DIMS
+
+
+SHIPPED = sorted(SUITES.glob("*.yaml")) + sorted((ROOT / "tests" / "data" / "suites").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_suite_validates(path: Path) -> None:
+    assert _schema_errors(yaml.safe_load(path.read_text(encoding="utf-8"))) == []
+
+
+def test_the_readme_example_validates_and_loads(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Writing a suite", 1)[1]
+    example = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert example, "README.md's 'Writing a suite' has no yaml example"
+    assert _schema_errors(yaml.safe_load(example.group(1))) == []
+    assert load_suite(write(tmp_path / "example.yaml", example.group(1))).cases
+
+
+BROKEN = {
+    "no suite": GOOD.replace("suite: demo\n", ""),
+    "no cases": "suite: demo\n",
+    "empty cases": "suite: demo\ncases: []\n",
+    "cases as mapping": "suite: demo\ncases: {id: c1}\n",
+    "top level list": "- " + GOOD.replace("\n", "\n  "),
+    "unknown top key": GOOD + "owner: me\n",
+    "bad suite id": GOOD.replace("suite: demo", "suite: my/suite"),
+    "description list": GOOD + "description: [a]\n",
+    "no case id": GOOD.replace("  - id: c1\n    inputs:", "  - inputs:"),
+    "bad case id": GOOD.replace("id: c1", "id: 'c:1'"),
+    "unknown case key": GOOD + "    timeout: 3\n",
+    "no inputs": GOOD.replace("    inputs:\n      x: {shape: [1024]}\n", ""),
+    "empty inputs": GOOD.replace("    inputs:\n      x: {shape: [1024]}\n", "    inputs: {}\n"),
+    "input not identifier": GOOD.replace("x: {shape", "2x: {shape"),
+    "no shape": GOOD.replace(X, "{dtype: float32}"),
+    "empty shape": GOOD.replace("[1024]", "[]"),
+    "zero dim": GOOD.replace("[1024]", "[0]"),
+    "float dim": GOOD.replace("[1024]", "[1.5]"),
+    "too many dims": GOOD.replace("[1024]", "[" + ", ".join(["1"] * 33) + "]"),
+    "unknown input key": GOOD.replace(X, "{shape: [1024], sed: 1}"),
+    "bad dtype": GOOD.replace(X, "{shape: [1024], dtype: float128}"),
+    "bad distribution": GOOD.replace(X, "{shape: [1024], distribution: poisson}"),
+    "negative seed": GOOD.replace(X, "{shape: [1024], seed: -1}"),
+    "string seed": GOOD.replace(X, "{shape: [1024], seed: '1'}"),
+    "string mean": GOOD.replace(X, "{shape: [1024], mean: zero}"),
+    "params list": GOOD + "    params: [1]\n",
+    "param not scalar": GOOD + "    params: {alpha: [1]}\n",
+    "param not identifier": GOOD + "    params: {a-b: 1}\n",
+    "bad reference": GOOD + "    reference: numpy.add\n",
+    "reference two colons": GOOD + "    reference: a:b:c\n",
+    "no variants": GOOD.split("    variants:")[0],
+    "no unfused": GOOD.replace("unfused:", "baseline:"),
+    "only unfused": GOOD.replace("      fused: kernels.elementwise:scale_relu_add_fused\n", ""),
+    "bad variant id": GOOD.replace("      fused:", "      fused/v2:"),
+    "variant number": GOOD.replace("fused: kernels.elementwise:scale_relu_add_fused", "fused: 3"),
+    "long variant without fn": GOOD.replace("fused: kernels.elementwise:scale_relu_add_fused", "fused: {expect: {}}"),
+    "long variant extra key": GOOD.replace(
+        "fused: kernels.elementwise:scale_relu_add_fused", "fused: {fn: a:b, gates: {}}"
+    ),
+    "unfused with expectation": GOOD.replace(
+        "unfused: kernels.elementwise:scale_relu_add_unfused", "unfused: {fn: a:b, expect: {launches: '>= 1x'}}"
+    ),
+    "negative rtol": GOOD + "    correctness: {rtol: -1}\n",
+    "unknown correctness key": GOOD + "    correctness: {eps: 1}\n",
+    "ungateable": GOOD + "    gates: {dram_bytes: 3%}\n",
+    "bad tolerance": GOOD + "    gates: {launches: five percent}\n",
+    "tolerance 100%": GOOD + "    gates: {launches: 100%}\n",
+    "negative tolerance": GOOD + "    gates: {launches: -5%}\n",
+    "bare off": GOOD + "    gates: {launches: off}\n",
+    "bare number expectation": GOOD + "    expect: {launches: 3}\n",
+    "expectation without operator": GOOD + "    expect: {launches: 2x}\n",
+    "expectation of nothing": GOOD + "    expect: {time: '>= 1x'}\n",
+    "unknown defaults key": GOOD + "defaults: {rtol: 1}\n",
+    "bad default dtype": GOOD + "defaults: {dtype: f32}\n",
+    "defaults list": GOOD + "defaults: []\n",
+    "unknown ncu key": GOOD + "ncu: {metrics: all}\n",
+    "bad clock control": GOOD + "ncu: {clock_control: locked}\n",
+    "zero timeout": GOOD + "ncu: {timeout: 0}\n",
+    "string timeout": GOOD + "ncu: {timeout: soon}\n",
+}
+
+
+@pytest.mark.parametrize("text", BROKEN.values(), ids=BROKEN.keys())
+def test_a_broken_suite_is_rejected_by_the_schema_and_the_loader(tmp_path: Path, text: str) -> None:
+    assert _schema_errors(yaml.safe_load(text)), "the schema takes it"
+    with pytest.raises(SuiteError):
+        load_suite(write(tmp_path / "s.yaml", text))
+
+
+# --- the string patterns against the parsers ------------------------------------------------------
+
+_TOL_PATTERN = re.compile(DEFS["tolerance"]["pattern"])
+_EXPECT_PATTERN = re.compile(DEFS["expectation"]["pattern"])
+_WS = st.sampled_from(["", " ", "  ", "\t", "\u00a0"])
+
+tolerance_like = st.one_of(
+    st.text(max_size=12),
+    st.builds(
+        "".join,
+        st.tuples(
+            _WS,
+            st.sampled_from(["", "±", "+-", "+/-", "-", "+"]),
+            _WS,
+            st.from_regex(r"\A[0-9]{0,4}(\.[0-9]{0,3})?\Z"),
+            st.sampled_from(["", "e2", "9" * 20]),
+            _WS,
+            st.sampled_from(["%", "", "%%", "x"]),
+            _WS,
+        ),
+    ),
+    st.builds(
+        lambda w, a, b: a + w + b, st.sampled_from(["exact", "EXACT", "Exact", "off", "OFF", "of", "exat"]), _WS, _WS
+    ),
+)
+
+expectation_like = st.one_of(
+    st.text(max_size=12),
+    st.builds(
+        "".join,
+        st.tuples(
+            _WS,
+            st.sampled_from([">=", "<=", "==", ">", "<", "=>", "=", "!="]),
+            _WS,
+            st.from_regex(r"\A[0-9]{0,4}(\.[0-9]{0,3})?\Z"),
+            st.sampled_from(["", "e5", "E-3", "e+999", "e"]),
+            _WS,
+            st.sampled_from(["x", "", "X", "xx"]),
+            _WS,
+        ),
+    ),
+)
+
+
+@PROPERTY
+@given(tolerance_like)
+def test_the_tolerance_pattern_takes_what_parse_tolerance_takes(text: str) -> None:
+    try:
+        parse_tolerance(text)
+        parsed = True
+    except ValueError:
+        parsed = False
+    matched = _TOL_PATTERN.search(text) is not None
+    if parsed:
+        assert matched
+    elif matched:  # only a number that rounds up to 100% gets past the pattern
+        number = re.search(r"[0-9.]+", text)
+        assert number and float(number.group()) >= 100
+
+
+@PROPERTY
+@given(expectation_like)
+def test_the_expectation_pattern_takes_what_parse_expectation_takes(text: str) -> None:
+    try:
+        parse_expectation(text)
+        parsed = True
+    except ValueError:
+        parsed = False
+    matched = _EXPECT_PATTERN.search(text) is not None
+    if parsed:
+        assert matched
+    elif matched:  # only a bound too large for a float gets past the pattern
+        number = re.search(r"[0-9.]+(?:[eE][-+]?[0-9]+)?", text)
+        assert number and float(number.group()) == float("inf")
