@@ -303,7 +303,9 @@ def _measured_case(
         if rec is None:
             checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, _missing_record_reason(case, results)))
         elif rec.status == CaseStatus.ERROR:
-            checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, rec.message))
+            logs = results.record.profiler.get("logs")
+            message = f"{rec.message}; logs: {logs}" if logs else rec.message
+            checks.append(MetricDelta(case.id, "", "case", "", Verdict.ERROR, message))
         return checks, measurements
     unmeasured = [v.id for v in case.variants if results.variant_values(case.id, v.id) is None]
     if unmeasured and results.record.interrupted:

@@ -87,6 +87,7 @@ def profile(suite: Suite, options: RunOptions) -> tuple[Path | None, Path]:
         "clock_control": s.clock_control,
         "cache_control": s.cache_control,
         "replay_mode": s.replay_mode,
+        "logs": f"{files.app_log}, {files.ncu_log}",
     }
     write_record(record.with_profiler(profiler), files.record)
     written = files.report if files.report.exists() else None

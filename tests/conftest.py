@@ -42,6 +42,18 @@ def root() -> Path:
     return ROOT
 
 
+#: The smallest valid suite, for tests that break one thing at a time.
+MINIMAL_SUITE = """\
+suite: demo
+cases:
+  - id: c1
+    inputs:
+      x: {shape: [1024]}
+    variants:
+      unfused: kernels.elementwise:scale_relu_add_unfused
+      fused: kernels.elementwise:scale_relu_add_fused
+"""
+
 ELEMENTWISE = SUITES / "elementwise.yaml"
 CLEAN_REPORT = REPORTS / "elementwise.ncu-rep.xz"
 REGRESSED_REPORT = REPORTS / "elementwise-regressed.ncu-rep.xz"

@@ -1,21 +1,12 @@
 from pathlib import Path
 
 import pytest
-from conftest import SUITES, write
+from conftest import MINIMAL_SUITE, SUITES, write
 
 from fuseci.errors import SuiteError
 from fuseci.suite import BASELINE_VARIANT, load_suite
 
-GOOD = """\
-suite: demo
-cases:
-  - id: c1
-    inputs:
-      x: {shape: [1024]}
-    variants:
-      unfused: kernels.elementwise:scale_relu_add_unfused
-      fused: kernels.elementwise:scale_relu_add_fused
-"""
+GOOD = MINIMAL_SUITE
 
 
 @pytest.mark.parametrize("path", sorted(SUITES.glob("*.yaml")), ids=lambda p: p.name)

@@ -12,22 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import MINIMAL_SUITE, write
 
 from fuseci import suite as suite_mod
 from fuseci.errors import SuiteError
 from fuseci.suite import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, load_suite
 
-GOOD = """\
-suite: demo
-cases:
-  - id: c1
-    inputs:
-      x: {shape: [1024]}
-    variants:
-      unfused: kernels.elementwise:scale_relu_add_unfused
-      fused: kernels.elementwise:scale_relu_add_fused
-"""
+GOOD = MINIMAL_SUITE
 
 LOADERS = ["libyaml", "python"] if suite_mod.yaml.__with_libyaml__ else ["python"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import MINIMAL_SUITE, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,16 +13,7 @@ from fuseci.errors import SuiteError
 from fuseci.policy import BRIEF_MAX, brief_repr
 from fuseci.suite import CACHE_CONTROLS, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES, load_suite
 
-GOOD = """\
-suite: demo
-cases:
-  - id: c1
-    inputs:
-      x: {shape: [1024]}
-    variants:
-      unfused: kernels.elementwise:scale_relu_add_unfused
-      fused: kernels.elementwise:scale_relu_add_fused
-"""
+GOOD = MINIMAL_SUITE
 X = "{shape: [1024]}"
 
 

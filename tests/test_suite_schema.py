@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, SUITES, write
+from conftest import MINIMAL_SUITE, ROOT, SUITES, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,16 +35,7 @@ VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
 DEFS = SCHEMA["definitions"]
 PROPERTY = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
-GOOD = """\
-suite: demo
-cases:
-  - id: c1
-    inputs:
-      x: {shape: [1024]}
-    variants:
-      unfused: kernels.elementwise:scale_relu_add_unfused
-      fused: kernels.elementwise:scale_relu_add_fused
-"""
+GOOD = MINIMAL_SUITE
 X = "{shape: [1024]}"
 
 
