@@ -3,9 +3,10 @@
 Run as ``python -m fuseci.harness SUITE --record PATH``. For each case it
 
 1. builds the inputs on the GPU from their seeds (the same tensors on every run);
-2. runs every variant once with an allocator that fills new memory with NaN bytes, so an output
+2. runs every variant twice with an allocator that fills new memory with NaN bytes, so an output
    element a kernel forgot to write cannot pass by holding an old result, and checks each output
-   against the unfused one and the float64 reference when the case names one;
+   against the variant's first call (a result that changes from call to call is wrong), the
+   unfused one, and the float64 reference when the case names one;
 3. skips measuring a case with a wrong result (its numbers would mean nothing);
 4. warms every variant up once more outside any range (compilation, caches of the library);
 5. runs each variant once between ``RangePush``/``RangePop`` of :func:`fuseci.schema.range_name`,
@@ -17,8 +18,10 @@ current stream, rotating over input sets generated like the first one from deriv
 many as make the rotation span at least 4x the L2 (at least two), so no call finds its inputs in
 the cache. The device-to-device copy bandwidth is measured once, in the same process.
 
-The record (see :mod:`fuseci.record`) is rewritten after each case, so a crash leaves what was
-done. This module and ``kernels/`` are the only places that import CuPy.
+The record (see :mod:`fuseci.record`) is rewritten before and after each case, so a crash or a
+hang leaves what was done and names the case it happened in. After a fault that loses the CUDA
+context (an illegal address), the remaining cases are recorded as not run. This module and
+``kernels/`` are the only places that import CuPy.
 """
 
 from __future__ import annotations
