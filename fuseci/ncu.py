@@ -241,28 +241,3 @@ def run_ncu(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Path | 
     except PermissionError:
         raise NcuError(f"cannot execute {argv[0]}: permission denied") from None
     return finished(returncode, files)
-
-
-def run_profile(argv: list[str], files: ProfileFiles, timeout_s: float, cwd: Path | None = None) -> bool:
-    """Run ncu and classify what went wrong.
-
-    Returns:
-        True when a report was written; False when ncu profiled no kernel at all (the caller
-        decides, from the harness record, whether that is an error).
-
-    Raises:
-        NcuError: ncu could not start, timed out, was refused the counters, the harness crashed,
-            or no report was written. The message names the log files.
-    """
-    try:
-        run = run_ncu(argv, files, timeout_s, cwd)
-    except subprocess.TimeoutExpired:
-        raise NcuError(
-            f"the profiled run did not finish within {timeout_s:g} s (suite key ncu.timeout); "
-            f"see {files.app_log} and {files.ncu_log}"
-        ) from None
-    if run.outcome is Outcome.REPORT:
-        return True
-    if run.outcome is Outcome.NOTHING_PROFILED:
-        return False
-    raise NcuError(run.message(files))

@@ -4,10 +4,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import MINIMAL_SUITE
 
-from fuseci import ncu
+from fuseci import ncu, pipeline
 from fuseci.errors import NcuError
-from fuseci.suite import NcuSettings
+from fuseci.suite import NcuSettings, load_suite
 
 FILES = ncu.ProfileFiles.in_dir(Path("out"), "elementwise")
 
@@ -66,7 +67,10 @@ if argv == ["--version"]:
     sys.exit(0)
 log = argv[argv.index("--log-file") + 1]
 report = argv[argv.index("--export") + 1]
+record = argv[argv.index("--record") + 1]
 mode = os.environ["FAKE_NCU_MODE"]
+if mode in ("ok", "none"):  # the harness finished: its record is there
+    open(record, "w").write('{{"format": "fuseci-harness-record", "format_version": 1, "suite": "s", "complete": true, "env": {{}}, "cases": {{}}}}')
 with open(log, "w") as fh:
     if mode == "perm":
         fh.write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\\n")
@@ -99,12 +103,15 @@ def fake_ncu(tmp_path: Path) -> str:
     return str(path)
 
 
-def _run(fake_ncu: str, tmp_path: Path, mode: str, timeout: float = 20) -> bool:
+def _run(fake_ncu: str, tmp_path: Path, mode: str, timeout: float = 20) -> Path | None:
+    """``pipeline.profile`` of a one-case suite, with the fake standing in for ncu."""
+    suite_file = tmp_path / "s.yaml"
+    suite_file.write_text(MINIMAL_SUITE.replace("suite: demo", "suite: s") + f"ncu: {{timeout: {timeout}}}\n")
+    options = pipeline.RunOptions(report_dir=tmp_path / "out", ncu=fake_ncu)
     os.environ["FAKE_NCU_MODE"] = mode
     try:
-        files = ncu.ProfileFiles.in_dir(tmp_path / "out", "s")
-        argv = ncu.build_command(fake_ncu, "s", Path("s.yaml"), NcuSettings(), files)
-        return ncu.run_profile(argv, files, timeout)
+        report, _ = pipeline.profile(load_suite(suite_file), options)
+        return report
     finally:
         del os.environ["FAKE_NCU_MODE"]
 
@@ -114,7 +121,7 @@ def test_version(fake_ncu: str) -> None:
 
 
 def test_success_writes_report(fake_ncu: str, tmp_path: Path) -> None:
-    assert _run(fake_ncu, tmp_path, "ok") is True
+    assert _run(fake_ncu, tmp_path, "ok") == tmp_path / "out" / "s.ncu-rep"
 
 
 @pytest.mark.parametrize(
@@ -146,7 +153,7 @@ def test_permission_message_gives_the_fixes(fake_ncu: str, tmp_path: Path) -> No
 
 
 def test_nothing_profiled_is_reported_not_raised(fake_ncu: str, tmp_path: Path) -> None:
-    assert _run(fake_ncu, tmp_path, "none") is False
+    assert _run(fake_ncu, tmp_path, "none") is None
 
 
 def test_timeout(fake_ncu: str, tmp_path: Path) -> None:
