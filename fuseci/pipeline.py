@@ -90,13 +90,7 @@ def profile(suite: Suite, options: RunOptions) -> tuple[Path | None, Path]:
         "logs": f"{files.app_log}, {files.ncu_log}",
     }
     write_record(record.with_profiler(profiler), files.record)
-    written = files.report if files.report.exists() else None
-    if written is not None and outcome is ncu.Outcome.APP_FAILED:
-        try:  # ncu may leave half a report behind a crash: keep it only if it reads
-            report.read_report(written)
-        except ReportError:
-            written = None
-    return written, files.record
+    return (files.report if files.report.exists() else None), files.record
 
 
 def results_for(suite: Suite, options: RunOptions) -> SuiteResults:
@@ -122,19 +116,28 @@ def results_for(suite: Suite, options: RunOptions) -> SuiteResults:
         try:
             kernels = report.read_report(report_path)
         except ReportError as exc:
-            writer = record.profiler.get("ncu_version")
-            if not writer:
-                raise
-            raise ReportError(
-                f"{exc}; it was written by ncu {writer} and the reader is ncu_report {report.reader_version()}: "
-                "a reader older than the ncu that wrote a report may not read it (`pip install -U ncu-report`)"
-            ) from None
+            if record.interrupted:  # a stopped run may leave half a report: nothing in it counts
+                log.warning("%s: %s; its cases count as not measured", suite.name, exc)
+                kernels = report.read_report_empty()
+            else:
+                raise _unreadable(exc, record) from None
     other = set(kernels["suite"]) - {suite.name}
     if other:
         raise ReportError(
             f"{report_path}: holds suite(s) {sorted(other)}, not {suite.name!r}; pass the report of this suite"
         )
     return summarize(kernels, record)
+
+
+def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
+    """The reader's error, with the versions of the ncu that wrote the report and of the reader."""
+    writer = record.profiler.get("ncu_version")
+    if not writer:
+        return exc
+    return ReportError(
+        f"{exc}; it was written by ncu {writer} and the reader is ncu_report {report.reader_version()}: "
+        "a reader older than the ncu that wrote a report may not read it (`pip install -U ncu-report`)"
+    )
 
 
 def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:

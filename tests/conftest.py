@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 from pathlib import Path
 
@@ -102,3 +103,28 @@ def _not_in_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     (tests of that output set the variables themselves)."""
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
         monkeypatch.delenv(name, raising=False)
+
+
+EXPECTED = DATA / "expected"
+
+
+def pinned(name: str, text: str) -> None:
+    """Compare ``text`` with the whole expected document ``tests/data/expected/NAME``.
+
+    After an intended change, regenerate with ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters``
+    and review the diff.
+    """
+    path = EXPECTED / name
+    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def recorded_comparison(report: Path):
+    """The elementwise suite re-analysed from a recorded report against the committed baselines
+    (call from the repository root: the ``in_root`` fixture)."""
+    from fuseci import pipeline
+    from fuseci.suite import load_suite
+
+    suite = load_suite("suites/elementwise.yaml")
+    return pipeline.check(suite, pipeline.RunOptions(baselines=Path("baselines"), from_report=report))

@@ -93,3 +93,20 @@ def test_unreadable_report_names_writer_and_reader_versions(tmp_path: Path, elem
         ReportError, match=r"written by ncu 2025\.3\.1\.0 and the reader is ncu_report \S+: .*pip install -U ncu-report"
     ):
         pipeline.check(elementwise, _opts(tmp_path, bad))
+
+
+def test_half_a_report_after_a_stopped_run_counts_as_not_measured(tmp_path: Path, elementwise) -> None:
+    from dataclasses import replace
+
+    from fuseci.record import write_record
+
+    bad = tmp_path / "elementwise.ncu-rep"
+    bad.write_bytes(b"\x00" * 4096)
+    record = read_record(CLEAN_REPORT.with_name("elementwise.harness.json"))
+    write_record(
+        replace(record, interrupted="the profiled run did not finish within 45 s"),
+        tmp_path / "elementwise.harness.json",
+    )
+    comp = pipeline.check(elementwise, _opts(tmp_path, bad))
+    messages = [k.message for c in comp.cases for k in c.checks if k.check == "case"]
+    assert messages and all(m.startswith("checked, not measured: the profiled run did not finish") for m in messages)

@@ -3,18 +3,16 @@ Regenerate after an intended change with ``FUSECI_UPDATE_EXPECTED=1 pytest tests
 and review the diff."""
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
-from conftest import DATA, ELEMENTWISE
+from conftest import ELEMENTWISE, pinned
 
 from fuseci.bench import BenchCase, BenchResult, exit_code, failed, result_from_record
 from fuseci.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming
 from fuseci.reporters import BENCH_FORMATS, bench_console, bench_json
 from fuseci.suite import load_suite
 
-EXPECTED = DATA / "expected"
 ENV = {
     "gpu_name": "NVIDIA H200",
     "compute_capability": "9.0",
@@ -23,13 +21,6 @@ ENV = {
     "cupy_version": "14.2.0",
     "l2_bytes": 62_914_560,
 }
-
-
-def _pinned(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
 
 
 def _results() -> list[BenchResult]:
@@ -65,11 +56,11 @@ def _results() -> list[BenchResult]:
 
 
 def test_console_document_is_pinned() -> None:
-    _pinned("bench.console.txt", bench_console.render(_results()))
+    pinned("bench.console.txt", bench_console.render(_results()))
 
 
 def test_json_document_is_pinned() -> None:
-    _pinned("bench.json", bench_json.render(_results()))
+    pinned("bench.json", bench_json.render(_results()))
 
 
 def test_json_holds_every_number() -> None:

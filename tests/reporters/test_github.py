@@ -2,31 +2,13 @@
 Regenerate the pinned document after an intended change with
 ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters`` and review the diff."""
 
-import os
-from pathlib import Path
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
-from conftest import CLEAN_REPORT, DATA, REGRESSED_REPORT
-
-from fuseci import pipeline, schema
+from fuseci import schema
 from fuseci.compare import CaseResult, Comparison, MetricDelta, Verdict, failed
 from fuseci.reporters import FORMATS, github
 
-EXPECTED = DATA / "expected"
 ENV = {"gpu_name": "NVIDIA H200"}
-
-
-def _comparison(report: Path) -> Comparison:
-    from fuseci.suite import load_suite
-
-    suite = load_suite("suites/elementwise.yaml")
-    return pipeline.check(suite, pipeline.RunOptions(baselines=Path("baselines"), from_report=report))
-
-
-def _pinned(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
 
 
 def _check(case: str, verdict: Verdict, message: str = "m", variant: str = "fused") -> MetricDelta:
@@ -43,11 +25,11 @@ def _kinds(text: str) -> list[str]:
 
 
 def test_regressed_fixture_is_pinned(in_root) -> None:
-    _pinned("elementwise-regressed.github.txt", github.render([_comparison(REGRESSED_REPORT)]))
+    pinned("elementwise-regressed.github.txt", github.render([recorded_comparison(REGRESSED_REPORT)]))
 
 
 def test_clean_run_annotates_nothing(in_root) -> None:
-    assert github.render([_comparison(CLEAN_REPORT)]) == ""
+    assert github.render([recorded_comparison(CLEAN_REPORT)]) == ""
 
 
 def test_verdicts_map_to_kinds_and_pass_to_nothing() -> None:

@@ -2,18 +2,16 @@
 Regenerate after an intended change with ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters``
 and review the diff."""
 
-import os
 import re
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, DATA, REGRESSED_REPORT
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
-from fuseci import pipeline, schema
+from fuseci import schema
 from fuseci.compare import CaseResult, Comparison, EnvDifference, MetricDelta, VariantMeasurement, Verdict, failed
 from fuseci.reporters import markdown
 
-EXPECTED = DATA / "expected"
 ENV = {
     "gpu_name": "NVIDIA H200",
     "compute_capability": "9.0",
@@ -25,20 +23,6 @@ ENV = {
     "cache_control": "all",
 }
 GAINS = {schema.DRAM_BYTES: 2.3251, schema.DURATION: 5.07, schema.LAUNCHES: 3.0}
-
-
-def _comparison(report: Path) -> Comparison:
-    from fuseci.suite import load_suite
-
-    suite = load_suite("suites/elementwise.yaml")
-    return pipeline.check(suite, pipeline.RunOptions(baselines=Path("baselines"), from_report=report))
-
-
-def _pinned(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
 
 
 def _check(case: str, variant: str, verdict: Verdict, message: str = "gain moved") -> MetricDelta:
@@ -71,11 +55,11 @@ def _table_rows(text: str) -> list[str]:
     ("report", "name"), [(CLEAN_REPORT, "elementwise"), (REGRESSED_REPORT, "elementwise-regressed")]
 )
 def test_markdown_document_is_pinned(report: Path, name: str, in_root) -> None:
-    _pinned(f"{name}.summary.md", markdown.render([_comparison(report)]))
+    pinned(f"{name}.summary.md", markdown.render([recorded_comparison(report)]))
 
 
 def test_regressed_summary_says_what_fell(in_root) -> None:
-    text = markdown.render([_comparison(REGRESSED_REPORT)])
+    text = markdown.render([recorded_comparison(REGRESSED_REPORT)])
     assert text.startswith("## ❌ elementwise: **REGRESSED**\n")
     assert "| scale_relu_add | fused | 1.40x | 2.95x | 1.50x | ❌ REGRESSED |" in text
     assert "| bias_gelu | fused | 12.24x | 23.86x | 10.00x | ✅ PASS |" in text
@@ -183,7 +167,7 @@ def test_check_messages_go_before_table_rows_and_from_the_end() -> None:
 
 
 def test_a_document_within_the_limit_is_untouched(in_root) -> None:
-    comp = _comparison(REGRESSED_REPORT)
+    comp = recorded_comparison(REGRESSED_REPORT)
     text = markdown.render([comp])
     assert markdown.render([comp], limit=len(text.encode())) == text
     assert "Truncated" not in text

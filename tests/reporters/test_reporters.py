@@ -2,44 +2,26 @@
 ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters`` and review the diff."""
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, DATA, REGRESSED_REPORT
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
-from fuseci import pipeline
 from fuseci.compare import failed
 from fuseci.reporters import FORMATS, console, junit
 from fuseci.reporters import json as json_reporter
-
-EXPECTED = DATA / "expected"
-
-
-def _comparison(report: Path, in_root):
-    from fuseci.suite import load_suite
-
-    suite = load_suite("suites/elementwise.yaml")
-    return pipeline.check(suite, pipeline.RunOptions(baselines=Path("baselines"), from_report=report))
-
-
-def _pinned(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
     ("report", "name"), [(CLEAN_REPORT, "elementwise"), (REGRESSED_REPORT, "elementwise-regressed")]
 )
 def test_junit_document_is_pinned(report: Path, name: str, in_root) -> None:
-    _pinned(f"{name}.junit.xml", junit.render([_comparison(report, in_root)]))
+    pinned(f"{name}.junit.xml", junit.render([recorded_comparison(report)]))
 
 
 def test_junit_structure(in_root) -> None:
-    root = ET.fromstring(junit.render([_comparison(REGRESSED_REPORT, in_root)]).encode())
+    root = ET.fromstring(junit.render([recorded_comparison(REGRESSED_REPORT)]).encode())
     (suite,) = root.findall("testsuite")
     assert suite.get("name") == "elementwise" and suite.get("tests") == "33" and suite.get("failures") == "5"
     failure = suite.find("testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
@@ -53,7 +35,7 @@ def test_suite_that_could_not_run_is_an_error_testcase(elementwise) -> None:
 
 
 def test_json_holds_every_number(in_root) -> None:
-    doc = json.loads(json_reporter.render([_comparison(CLEAN_REPORT, in_root)]))
+    doc = json.loads(json_reporter.render([recorded_comparison(CLEAN_REPORT)]))
     assert doc["exit_code"] == 0
     (suite,) = doc["suites"]
     assert suite["env"]["gpu_name"] == "NVIDIA H200" and suite["has_baseline"]
@@ -69,7 +51,7 @@ def test_json_holds_every_number(in_root) -> None:
 
 
 def test_console_table_and_attention_lines(in_root) -> None:
-    text = console.render([_comparison(REGRESSED_REPORT, in_root)])
+    text = console.render([recorded_comparison(REGRESSED_REPORT)])
     assert "fuseci: suite elementwise (suites/elementwise.yaml): REGRESSED" in text
     assert "GPU NVIDIA H200 (sm_90)" in text
     assert "REGRESSED    scale_relu_add/fused: launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%)" in text
