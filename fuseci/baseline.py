@@ -116,7 +116,7 @@ class Baseline:
             cases = {
                 str(cid): {
                     str(vid): VariantBaseline(
-                        values={str(q): float(v) for q, v in vb["values"].items()},
+                        values={str(q): math.nan if v is None else float(v) for q, v in vb["values"].items()},
                         kernels=tuple(KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3])) for k in vb["kernels"]),
                     )
                     for vid, vb in variants.items()
@@ -253,8 +253,9 @@ def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
         variants: dict[str, VariantBaseline] = {}
         for vid in results.variants[results.variants["case"] == case]["variant"]:
             values = results.variant_values(case, vid)
-            if values is not None:
-                variants[vid] = VariantBaseline(values=values, kernels=inventory(results.kernels, case, vid))
+            if values is not None:  # quantities not measured (not timed, say) are left out
+                known = {q: v for q, v in values.items() if not math.isnan(v)}
+                variants[vid] = VariantBaseline(values=known, kernels=inventory(results.kernels, case, vid))
         out[case] = variants
     env = {k: results.env.get(k) for k in ENV_FIELDS}
     return Baseline(suite=results.suite, env=env, cases=out)

@@ -14,11 +14,11 @@ from typing import Annotated
 
 import typer
 
-from fuseci import __version__, bench, pipeline
+from fuseci import __version__, bench, pipeline, runs
 from fuseci.atomic import atomic_write_text
 from fuseci.compare import Comparison, exit_code, failed
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
-from fuseci.metrics import ENV_FIELDS
+from fuseci.metrics import ENV_FIELDS, SuiteResults
 from fuseci.reporters import BENCH_FORMATS, FORMATS
 from fuseci.reporters import markdown as markdown_reporter
 from fuseci.resultfile import read_results
@@ -80,6 +80,14 @@ MarkdownOpt = Annotated[
     Path | None,
     typer.Option("--markdown", help="Write a Markdown summary here (GitHub's step summary format).", dir_okay=False),
 ]
+ResultsDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--results-dir",
+        help="Also keep this run's measurements in a new run file here (<UTC time>-<gpu>[-<commit>].json, never overwritten), for `fuseci compare`.",
+        file_okay=False,
+    ),
+]
 NcuOpt = Annotated[str | None, typer.Option("--ncu", help="ncu executable (default: $FUSECI_NCU, then PATH).")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]
 
@@ -91,11 +99,16 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def _load_suites(paths: list[Path] | None) -> list[Suite]:
-    if not paths:
-        paths = sorted(Path("suites").glob("*.yaml"))
-        if not paths:
-            raise UsageError("no suite given and no suites/*.yaml in the current directory; pass a suite file")
-    return [load_suite(p) for p in paths]
+    if paths:
+        return [load_suite(p) for p in paths]
+    found = sorted(Path("suites").glob("*.yaml"))
+    if not found:
+        raise UsageError("no suite given and no suites/*.yaml in the current directory; pass a suite file")
+    suites = [load_suite(p) for p in found]
+    planted = [s.name for s in suites if s.planted]
+    if planted:  # suites of planted regressions run only when named
+        log.info("skipping planted-regression suite(s) %s; name the file to run one", ", ".join(planted))
+    return [s for s in suites if not s.planted]
 
 
 def _options(
@@ -108,15 +121,25 @@ def _options(
 ) -> pipeline.RunOptions:
     if from_report is not None and len(suites) > 1:  # none: an empty shard
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    accepted = _accepted(accept_env)
+    return pipeline.RunOptions(
+        baselines=baselines, report_dir=report_dir, from_report=from_report, ncu=ncu, accept_env=accepted
+    )
+
+
+def _accepted(accept_env: list[str] | None) -> frozenset[str]:
+    """The --accept-env fields (comma-separated or repeated).
+
+    Raises:
+        UsageError: a field is not an environment fingerprint field or ``all``.
+    """
     accepted = frozenset(f.strip() for item in accept_env or () for f in item.split(",") if f.strip())
     unknown = accepted - set(ENV_FIELDS) - {"all"}
     if unknown:
         raise UsageError(
             f"--accept-env: unknown field(s) {sorted(unknown)}; choose from {', '.join(ENV_FIELDS)} or all"
         )
-    return pipeline.RunOptions(
-        baselines=baselines, report_dir=report_dir, from_report=from_report, ncu=ncu, accept_env=accepted
-    )
+    return accepted
 
 
 def _fail(exc: FuseciError) -> typer.Exit:
@@ -185,10 +208,14 @@ def run(
             help="Run only shard K of N: whole suites, dealt out deterministically by size (for a CI matrix; merge the --json results with `fuseci merge`).",
         ),
     ] = None,
+    results_dir: ResultsDirOpt = None,
     ncu: NcuOpt = None,
     verbose: Verbose = False,
 ) -> None:
     """Profile suites under ncu (or re-analyse a report), compare with baselines, report.
+
+    With --results-dir it also keeps the run's measurements in a new run file there, for
+    `fuseci compare`.
 
     Under GitHub Actions it also appends a Markdown summary to $GITHUB_STEP_SUMMARY and prints
     error and warning annotations that point at the failing cases in the suite files.
@@ -202,12 +229,91 @@ def run(
             typer.echo(f"fuseci: shard {k}/{n}: {', '.join(s.name for s in loaded) or 'no suites'}", err=True)
         options = _options(baselines, report_dir, from_report, ncu, loaded, accept_env)
         comparisons: list[Comparison] = []
+        kept: list[SuiteResults] = []
         for suite in loaded:
             try:
-                comparisons.append(pipeline.check(suite, options))
+                comparison, results = pipeline.check_results(suite, options)
+                comparisons.append(comparison)
+                kept.append(results)
             except FuseciError as exc:
                 typer.echo(f"fuseci: error: {exc}", err=True)
                 comparisons.append(failed(suite, str(exc)))
+        _report(comparisons, junit, json_out, markdown)
+    except FuseciError as exc:
+        raise _fail(exc) from None
+    code = exit_code(comparisons)
+    if results_dir is not None:
+        code = _keep_run(kept, loaded, results_dir, code)
+    raise typer.Exit(code)
+
+
+def _keep_run(kept: list[SuiteResults], suites: list[Suite], directory: Path, code: int) -> int:
+    """Save the run file; the exit code, turned to 3 (unless 1) when it cannot be saved."""
+    if not kept:
+        typer.echo(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
+        return code
+    try:
+        path = runs.save_run(kept, {s.name: s.path for s in suites}, directory)
+    except FuseciError as exc:
+        typer.echo(f"fuseci: error: {exc}", err=True)
+        return code if code == EXIT_REGRESSION else exc.exit_code
+    typer.echo(f"fuseci: results saved to {path}", err=True)
+    return code
+
+
+@app.command("compare", epilog=EXIT_CODES_HELP)
+def compare_command(
+    a: Annotated[
+        Path,
+        typer.Argument(
+            help="Run A, the reference (main's, say): a run file written by `fuseci run --results-dir DIR`, or DIR itself for its newest run file.",
+            metavar="A",
+            show_default=False,
+        ),
+    ],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            help="Run B, judged against A (the pull request's, say): a run file, or a results directory for its newest run file.",
+            metavar="B",
+            show_default=False,
+        ),
+    ],
+    suites: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Suite YAML files whose gates, tolerances and expectations judge B. Default: the suite files the runs recorded, relative to the current directory.",
+            metavar="SUITES",
+            show_default=False,
+        ),
+    ] = None,
+    accept_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-env",
+            help="Compare although these environment fields differ between A and B (comma-separated or repeated; 'all').",
+        ),
+    ] = None,
+    junit: JunitOpt = None,
+    json_out: JsonOpt = None,
+    markdown: MarkdownOpt = None,
+    verbose: Verbose = False,
+) -> None:
+    """Judge run B against run A, as `fuseci run` judges a run against its baselines.
+
+    A and B are run files that `fuseci run --results-dir DIR` wrote, or such directories (their
+    newest run file). A's measurements stand in for the baselines; the verdicts, reports and
+    exit code are those `fuseci run` would give B. A suite in only one of the runs is an error.
+    """
+    _setup_logging(verbose)
+    try:
+        accepted = _accepted(accept_env)
+        run_a, run_b = runs.load_run(runs.resolve_run(a)), runs.load_run(runs.resolve_run(b))
+        typer.echo(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
+        loaded = [load_suite(p) for p in suites] if suites else runs.recorded_suites(run_a, run_b)
+        if not loaded:
+            raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
+        comparisons = runs.compare_runs(run_a, run_b, loaded, accepted)
         _report(comparisons, junit, json_out, markdown)
     except FuseciError as exc:
         raise _fail(exc) from None

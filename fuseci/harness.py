@@ -12,11 +12,14 @@ Run as ``python -m fuseci.harness SUITE --record PATH``. For each case it
 5. runs each variant once between ``RangePush``/``RangePop`` of :func:`fuseci.schema.range_name`,
    which is all ncu profiles.
 
-With ``--time`` (``fuseci bench``; no ncu) steps 4 and 5 are replaced by CUDA-event timing:
-each variant is warmed up, then every timed call is bracketed by its own pair of events on the
-current stream, rotating over input sets generated like the first one from derived seeds, as
-many as make the rotation span at least 4x the L2 (at least two), so no call finds its inputs in
-the cache. The device-to-device copy bandwidth is measured once, in the same process.
+With ``--time`` (``fuseci bench``, and the timed pass of ``fuseci run``; no ncu) steps 4 and
+5 are replaced by CUDA-event timing: each variant is warmed up, then the variants of a case are
+timed interleaved, one call of each per round, every call bracketed by its own pair of events
+on the current stream and taking the next of a rotation of input sets generated like the first
+one from derived seeds, as many as make the rotation span at least 4x the L2 (at least two), so
+no call finds its inputs in the cache. ``--no-checks`` skips step 2 (the timed pass of ``fuseci
+run``, whose profiled pass checked). The device-to-device copy bandwidth is measured once, in
+the same process.
 
 The record (see :mod:`fuseci.record`) is rewritten before and after each case, so a crash or a
 hang leaves what was done and names the case it happened in. After a fault that loses the CUDA
@@ -213,7 +216,9 @@ def compare_output(
 
 def _check_case(
     case: Case, funcs: Mapping[str, Callable[..., Any]], reference: Callable[..., Any] | None, inputs: Mapping[str, Any]
-) -> list[CheckRecord]:
+) -> tuple[list[CheckRecord], int]:
+    """Check every variant; also returns the case's minimum DRAM bytes (inputs plus the
+    ``unfused`` outputs, each counted once)."""
     import cupy as cp
     import numpy as np
 
@@ -223,6 +228,7 @@ def _check_case(
         expected_ref = _as_outputs(reference(**host, **case.params), f"reference {case.reference}")
     checks: list[CheckRecord] = []
     unfused: tuple[Any, ...] | None = None
+    min_bytes = 0
     for variant in case.variants:
         who = f"variant {variant.id!r} ({variant.fn})"
         with poisoned_allocations():
@@ -248,6 +254,7 @@ def _check_case(
             ]
         if unfused is None:
             unfused = outs
+            min_bytes = sum(int(a.nbytes) for a in inputs.values()) + sum(int(o.nbytes) for o in outs)
         else:
             if len(outs) != len(unfused):
                 raise HarnessError(
@@ -257,7 +264,7 @@ def _check_case(
                 compare_output(o, e, case.correctness, variant=variant.id, against=BASELINE_VARIANT, index=i)
                 for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
             ]
-    return checks
+    return checks, min_bytes
 
 
 def rotation_seed(seed: int, index: int) -> int:
@@ -296,58 +303,60 @@ def _quantile_ns(times_ms: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(times_ms, dtype=np.float64), q)) * 1e6
 
 
-def time_variant(
-    variant_id: str,
-    fn: Callable[..., Any],
-    sets: list[Mapping[str, Any]],
-    params: Mapping[str, Any],
-    options: TimingOptions,
-) -> VariantTiming:
-    """Warm up, then time each call between its own pair of CUDA events, rotating input sets.
-
-    Raises:
-        HarnessError: the variant returned something other than arrays.
-    """
-    import cupy as cp
-
-    who = f"variant {variant_id!r}"
-    stream = cp.cuda.get_current_stream()
-    out_bytes = 0
-    for i in range(options.warmup):
-        outs = _as_outputs(fn(**sets[i % len(sets)], **params), who)
-        out_bytes = sum(int(o.nbytes) for o in outs)
-        del outs
-    stream.synchronize()
-    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(options.repeats)]
-    for i, (start, end) in enumerate(events):
-        args = sets[(options.warmup + i) % len(sets)]
-        start.record(stream)
-        fn(**args, **params)
-        end.record(stream)
-    stream.synchronize()
-    times = [cp.cuda.get_elapsed_time(start, end) for start, end in events]
-    return VariantTiming(
-        variant=variant_id,
-        median_ns=_quantile_ns(times, 50),
-        min_ns=min(times) * 1e6,
-        max_ns=max(times) * 1e6,
-        iqr_ns=_quantile_ns(times, 75) - _quantile_ns(times, 25),
-        repeats=options.repeats,
-        input_sets=len(sets),
-        min_bytes=sum(int(a.nbytes) for a in sets[0].values()) + out_bytes,
-    )
-
-
 def time_case(
     case: Case, funcs: Mapping[str, Callable[..., Any]], inputs: Mapping[str, Any], options: TimingOptions
 ) -> tuple[VariantTiming, ...]:
-    """Time every variant of a case that passed its checks, over a rotation of input sets.
+    """Time every variant of a case with CUDA events, interleaved, over a rotation of input sets.
+
+    Each variant is warmed up; then ``options.repeats`` rounds each time one call of every
+    variant in turn, so a drift of clocks or temperature during the case touches every variant
+    alike and cancels in the speedups. Every call is bracketed by its own pair of events on the
+    current stream and takes the next input set of the rotation, which continues across
+    variants: consecutive calls never share inputs, and no call finds them in the L2.
 
     Raises:
         HarnessError: a variant returned something other than arrays.
     """
+    import cupy as cp
+
     sets = _input_sets(case, inputs, options.l2_bytes)
-    return tuple(time_variant(v.id, funcs[v.id], sets, case.params, options) for v in case.variants)
+    stream = cp.cuda.get_current_stream()
+    in_bytes = sum(int(a.nbytes) for a in sets[0].values())
+    out_bytes: dict[str, int] = {}
+    turn = 0
+    for v in case.variants:
+        for _ in range(options.warmup):
+            outs = _as_outputs(funcs[v.id](**sets[turn % len(sets)], **case.params), f"variant {v.id!r}")
+            out_bytes[v.id] = sum(int(o.nbytes) for o in outs)
+            del outs
+            turn += 1
+    stream.synchronize()
+    events = {v.id: [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(options.repeats)] for v in case.variants}
+    for i in range(options.repeats):
+        for v in case.variants:
+            start, end = events[v.id][i]
+            args = sets[turn % len(sets)]
+            turn += 1
+            start.record(stream)
+            funcs[v.id](**args, **case.params)
+            end.record(stream)
+    stream.synchronize()
+    timings = []
+    for v in case.variants:
+        times = [cp.cuda.get_elapsed_time(start, end) for start, end in events[v.id]]
+        timings.append(
+            VariantTiming(
+                variant=v.id,
+                median_ns=_quantile_ns(times, 50),
+                min_ns=min(times) * 1e6,
+                max_ns=max(times) * 1e6,
+                iqr_ns=_quantile_ns(times, 75) - _quantile_ns(times, 25),
+                repeats=options.repeats,
+                input_sets=len(sets),
+                min_bytes=in_bytes + out_bytes.get(v.id, 0),
+            )
+        )
+    return tuple(timings)
 
 
 def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS, warmup: int = 3) -> float:
@@ -384,22 +393,33 @@ def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS, warmup
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def run_case(suite: Suite, case: Case, search: list[Path], timing: TimingOptions | None = None) -> CaseRecord:
-    """Check, warm up and measure one case, or time it with ``timing``. Foreign exceptions become an error record."""
+def run_case(
+    suite: Suite, case: Case, search: list[Path], timing: TimingOptions | None = None, *, check: bool = True
+) -> CaseRecord:
+    """Check, warm up and measure one case, or time it with ``timing``; ``check=False`` (timing
+    only) skips the correctness checks that the profiled run made. Foreign exceptions become an
+    error record."""
     import cupy as cp
 
     try:
         funcs = {v.id: resolve(v.fn, search) for v in case.variants}
         reference = resolve(case.reference, search) if case.reference else None
         inputs = {spec.name: make_input(spec) for spec in case.inputs}
-        checks = _check_case(case, funcs, reference, inputs)
+        checks: list[CheckRecord] = []
+        min_bytes = None
+        if check or timing is None:
+            checks, min_bytes = _check_case(case, funcs, reference, inputs)
+        if case.min_bytes is not None:
+            min_bytes = case.min_bytes
         failed = [k for k in checks if not k.passed]
         if failed:
             worst = max(failed, key=lambda k: k.max_abs_err)
-            return CaseRecord(case.id, CaseStatus.WRONG, f"wrong result: {worst.describe()}", tuple(checks))
+            return CaseRecord(
+                case.id, CaseStatus.WRONG, f"wrong result: {worst.describe()}", tuple(checks), min_bytes=min_bytes
+            )
         if timing is not None:
             timings = time_case(case, funcs, inputs, timing)
-            return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings)
+            return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings, min_bytes=min_bytes)
         for v in case.variants:  # warm-up, outside every range
             funcs[v.id](**inputs, **case.params)
         cp.cuda.get_current_stream().synchronize()
@@ -410,7 +430,9 @@ def run_case(suite: Suite, case: Case, search: list[Path], timing: TimingOptions
                 cp.cuda.get_current_stream().synchronize()
             finally:
                 cp.cuda.nvtx.RangePop()
-        return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), tuple(v.id for v in case.variants))
+        return CaseRecord(
+            case.id, CaseStatus.OK, "", tuple(checks), tuple(v.id for v in case.variants), min_bytes=min_bytes
+        )
     except FuseciError as exc:
         return CaseRecord(case.id, CaseStatus.ERROR, str(exc))
     except Exception as exc:  # a user's kernel may raise anything; the other cases still run
@@ -440,12 +462,18 @@ def search_path(suite: Suite) -> list[Path]:
 
 
 def run(
-    suite: Suite, record_path: Path, only: set[str] | None = None, *, timing: TimingOptions | None = None
+    suite: Suite,
+    record_path: Path,
+    only: set[str] | None = None,
+    *,
+    timing: TimingOptions | None = None,
+    check: bool = True,
 ) -> HarnessRecord:
     """Run every case (or those in ``only``), rewriting the record after each.
 
     With ``timing`` the variants are timed with CUDA events instead of run in NVTX ranges, and
     the copy bandwidth is measured first; ``timing.l2_bytes`` is taken from the device.
+    ``check=False`` (with ``timing`` only) skips the correctness checks.
 
     Raises:
         HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.
@@ -465,7 +493,7 @@ def run(
     for i, case in enumerate(todo):
         log.info("case %s", case.id)
         write_record(replace(record, cases=dict(cases), running=case.id), record_path)  # names a hang
-        cases[case.id] = run_case(suite, case, search, timing)
+        cases[case.id] = run_case(suite, case, search, timing, check=check)
         if cases[case.id].status == CaseStatus.ERROR and not _cuda_context_alive():
             # An illegal address or a kernel fault poisons the CUDA context for good: later
             # cases would fail for no fault of their own. Say so and stop.
@@ -594,15 +622,20 @@ def main(argv: list[str] | None = None) -> int:
         "--time", action="store_true", help="time every variant with CUDA events instead of NVTX ranges (no ncu)"
     )
     parser.add_argument("--repeats", type=int, help="with --time: timed calls per variant (default 30)")
+    parser.add_argument(
+        "--no-checks",
+        action="store_true",
+        help="with --time: skip the correctness checks (the timed pass of `fuseci run`, whose profiled pass checked)",
+    )
     args = parser.parse_args(argv)
     if args.probe:
-        if args.suite is not None or args.case or args.time or args.repeats is not None:
+        if args.suite is not None or args.case or args.time or args.repeats is not None or args.no_checks:
             parser.error("--probe takes no suite, --case, --time or --repeats")
         return probe(args.record)
     if args.suite is None:
         parser.error("a suite file is required (or --probe)")
-    if args.repeats is not None and not args.time:
-        parser.error("--repeats needs --time")
+    if (args.repeats is not None or args.no_checks) and not args.time:
+        parser.error("--repeats and --no-checks need --time")
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"--repeats must be positive, got {args.repeats}")
     timing = None
@@ -619,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
             raise HarnessError(
                 f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
             ) from None
-        record = run(suite, args.record, set(args.case) if args.case else None, timing=timing)
+        record = run(suite, args.record, set(args.case) if args.case else None, timing=timing, check=not args.no_checks)
     except FuseciError as exc:
         print(f"fuseci-harness: error: {exc}", file=sys.stderr)
         return EXIT_SETUP

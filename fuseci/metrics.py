@@ -4,15 +4,20 @@ Three tidy frames, each built with ``from_records`` and selected by column name:
 
 * **kernels** (:data:`fuseci.report.KERNEL_COLUMNS`): one row per profiled kernel.
 * **variants** (:data:`VARIANT_COLUMNS`): one row per (case, variant): launch count, DRAM bytes
-  read, written and in total, summed duration, DRAM throughput over that duration, and achieved
-  and theoretical occupancy weighted by each kernel's duration.
-* **gains** (:data:`GAIN_COLUMNS`): one row per (case, fused variant): for each gateable
-  quantity, unfused ÷ variant, so that higher is better for every gain.
+  read, written and in total, summed duration, DRAM throughput over that duration, achieved
+  and theoretical occupancy weighted by each kernel's duration, L2 bytes written, replay passes;
+  then, from the harness record, the CUDA-event time outside ncu (median, IQR and count of the
+  timed calls; pooled over the passes when the case was re-measured), the case's minimum DRAM
+  bytes and the variant's DRAM bytes over that minimum.
+* **gains** (:data:`GAIN_COLUMNS`): one row per (case, fused variant): for each quantity of
+  :data:`fuseci.schema.GAIN_GATEABLE`, unfused ÷ variant, so that higher is better for every
+  gain (the CUDA-event time's gain is the real-time speedup).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +39,22 @@ VARIANT_QUANTITIES: tuple[str, ...] = (
     schema.OCC_THEORETICAL,
     schema.L2_WRITE_BYTES,
     schema.REPLAY_PASSES,
+    schema.EVENT_TIME,
+    schema.EVENT_TIME_IQR,
+    schema.EVENT_TIME_REPEATS,
+    schema.MIN_BYTES,
+    schema.BYTES_RATIO,
+)
+#: The quantities :func:`summarize` takes from the harness record rather than the report.
+RECORD_QUANTITIES: tuple[str, ...] = (
+    schema.EVENT_TIME,
+    schema.EVENT_TIME_IQR,
+    schema.EVENT_TIME_REPEATS,
+    schema.MIN_BYTES,
+    schema.BYTES_RATIO,
 )
 VARIANT_COLUMNS: tuple[str, ...] = (schema.SUITE, schema.CASE, schema.VARIANT, *VARIANT_QUANTITIES)
-GAIN_COLUMNS: tuple[str, ...] = (schema.SUITE, schema.CASE, schema.VARIANT, *schema.GATEABLE)
+GAIN_COLUMNS: tuple[str, ...] = (schema.SUITE, schema.CASE, schema.VARIANT, *schema.GAIN_GATEABLE)
 
 _L2_SECTOR_BYTES = 32
 
@@ -86,9 +104,43 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
                 schema.OCC_THEORETICAL: _weighted(g[schema.OCC_THEORETICAL], g[schema.DURATION]),
                 schema.L2_WRITE_BYTES: float(g[schema.L2_WRITE_SECTORS].sum()) * _L2_SECTOR_BYTES,
                 schema.REPLAY_PASSES: float(g[schema.REPLAY_PASSES].max()),
+                **dict.fromkeys(RECORD_QUANTITIES, math.nan),
             }
         )
     return pd.DataFrame.from_records(records, columns=list(VARIANT_COLUMNS))
+
+
+def timing_values(passes: list[Any]) -> dict[str, float]:
+    """One variant's CUDA-event figures from its timed passes (:class:`fuseci.record.VariantTiming`).
+
+    One pass gives its median, IQR and count of calls. Several (a re-measured case) give the
+    median of the medians, the median IQR and the total count, so the standard error the gate
+    derives from them (:func:`fuseci.compare.time_noise`) shrinks as passes are added.
+    """
+    if not passes:
+        return {schema.EVENT_TIME: math.nan, schema.EVENT_TIME_IQR: math.nan, schema.EVENT_TIME_REPEATS: math.nan}
+    return {
+        schema.EVENT_TIME: float(statistics.median(t.median_ns for t in passes)),
+        schema.EVENT_TIME_IQR: float(statistics.median(t.iqr_ns for t in passes)),
+        schema.EVENT_TIME_REPEATS: float(sum(t.repeats for t in passes)),
+    }
+
+
+def with_record(variants: pd.DataFrame, record: Any) -> pd.DataFrame:
+    """The variants frame with :data:`RECORD_QUANTITIES` filled in from the harness record."""
+    out = variants.copy()
+    for i, row in out.iterrows():
+        case = record.cases.get(row[schema.CASE])
+        if case is None:
+            continue
+        vid = row[schema.VARIANT]
+        passes = [t for run in (case.timings, *case.retimings) for t in run if t.variant == vid]
+        for q, value in timing_values(passes).items():
+            out.at[i, q] = value
+        if case.min_bytes:
+            out.at[i, schema.MIN_BYTES] = float(case.min_bytes)
+            out.at[i, schema.BYTES_RATIO] = float(row[schema.DRAM_BYTES]) / case.min_bytes
+    return out
 
 
 def ratio(numerator: float, denominator: float) -> float:
@@ -108,7 +160,7 @@ def gains(variants: pd.DataFrame) -> pd.DataFrame:
         b = base.iloc[0]
         for _, row in g[g[schema.VARIANT] != BASELINE_VARIANT].iterrows():
             rec: dict[str, Any] = {schema.SUITE: suite, schema.CASE: case, schema.VARIANT: row[schema.VARIANT]}
-            rec.update({q: ratio(float(b[q]), float(row[q])) for q in schema.GATEABLE})
+            rec.update({q: ratio(float(b[q]), float(row[q])) for q in schema.GAIN_GATEABLE})
             records.append(rec)
     return pd.DataFrame.from_records(records, columns=list(GAIN_COLUMNS))
 
@@ -178,12 +230,12 @@ class SuiteResults:
 
     def gain_values(self, case: str, variant: str) -> dict[str, float] | None:
         """Fusion gains of one variant, or None if either side has no kernels."""
-        return self._row(self.gains, case, variant, schema.GATEABLE)
+        return self._row(self.gains, case, variant, schema.GAIN_GATEABLE)
 
 
 def summarize(kernels: pd.DataFrame, record: Any) -> SuiteResults:
     """Aggregate the per-kernel frame and combine it with the harness record."""
-    variants = aggregate(kernels)
+    variants = with_record(aggregate(kernels), record)
     env: dict[str, Any] = {**record.env, **record.profiler}
     return SuiteResults(
         suite=record.suite, env=env, record=record, kernels=kernels, variants=variants, gains=gains(variants)

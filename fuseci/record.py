@@ -14,6 +14,8 @@ Format history:
     1 (still): optional ``copy_bandwidth`` and per-case ``timings``, written only by
        ``--time`` runs. Both are absent from other records and default to none when missing,
        so readers of either age read files of either age.
+    1 (still): optional per-case ``min_bytes`` and ``retimings``, and ``timings`` in profiled
+       records too (the timed pass of ``fuseci run``); absent means none, as above.
 """
 
 from __future__ import annotations
@@ -113,7 +115,14 @@ class CaseRecord:
     measured: tuple[str, ...] = ()
     """Variants run inside their NVTX ranges."""
     timings: tuple[VariantTiming, ...] = ()
-    """CUDA-event timings per variant; only in records of ``--time`` runs."""
+    """CUDA-event timings per variant, from a ``--time`` run (``fuseci bench``, or the timed
+    pass of ``fuseci run``, which copies them into the profiled run's record)."""
+    retimings: tuple[tuple[VariantTiming, ...], ...] = ()
+    """Further timed passes of a case whose speedup was borderline (``fuseci run`` re-measures
+    before declaring a regression), each like :attr:`timings`."""
+    min_bytes: int | None = None
+    """Fewest DRAM bytes the case can move: every input read once plus every output of the
+    ``unfused`` variant written once (None in records older than this field)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +191,8 @@ class HarnessRecord:
                     measured=tuple(c.get("measured", ())),
                     checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
                     timings=tuple(VariantTiming(**t) for t in c.get("timings", ())),
+                    retimings=tuple(tuple(VariantTiming(**t) for t in r) for r in c.get("retimings", ())),
+                    min_bytes=_optional_int(c.get("min_bytes")),
                 )
                 for cid, c in data["cases"].items()
             }
@@ -218,9 +229,22 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
         "measured": list(c.measured),
         "checks": [_check_json(k) for k in c.checks],
     }
-    if c.timings:  # only --time runs have them; profiled records keep their old shape
+    # Written only when present, so that records without them keep their old shape.
+    if c.timings:
         doc["timings"] = [_timing_json(t) for t in c.timings]
+    if c.retimings:
+        doc["retimings"] = [[_timing_json(t) for t in r] for r in c.retimings]
+    if c.min_bytes is not None:
+        doc["min_bytes"] = c.min_bytes
     return doc
+
+
+def _optional_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"min_bytes must be an integer, got {value!r}")
+    return value
 
 
 def _optional_float(value: Any) -> float | None:

@@ -47,7 +47,8 @@ def _case(data: dict[str, Any]) -> CaseResult:
         )
         for v in data["variants"]
     )
-    return CaseResult(cid, int(data["line"]), data["description"], checks, variants)
+    notes = tuple(str(n) for n in data.get("notes", ()))
+    return CaseResult(cid, int(data["line"]), data["description"], checks, variants, notes)
 
 
 def _comparison(data: dict[str, Any]) -> Comparison:

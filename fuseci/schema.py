@@ -88,9 +88,28 @@ LAUNCHES = "launches"
 DRAM_BYTES = "dram__bytes.sum"
 L2_WRITE_BYTES = "lts__t_bytes_srcunit_tex_op_write.sum"
 
-#: Quantities a suite may gate on; each is compared as a fusion gain (unfused ÷ variant), for
-#: which higher is better.
-GATEABLE: tuple[str, ...] = (LAUNCHES, DRAM_BYTES, DURATION, DRAM_READ, DRAM_WRITE)
+# Per-variant quantities from the harness, outside ncu.
+EVENT_TIME = "event_time"
+"""Median wall time of one call between two CUDA events, ns, measured without ncu."""
+EVENT_TIME_IQR = "event_time.iqr"
+"""Interquartile range of the timed calls, ns."""
+EVENT_TIME_REPEATS = "event_time.repeats"
+"""Timed calls behind the median."""
+MIN_BYTES = "min_bytes"
+"""Fewest DRAM bytes the case can move: every input read once, every output written once."""
+BYTES_RATIO = "dram_bytes_over_min"
+"""DRAM bytes moved ÷ :data:`MIN_BYTES`: 1.0 moves nothing twice; above it, re-reads or spills."""
+
+#: Quantities a suite may gate as a fusion gain (unfused ÷ variant), for which higher is better.
+#: :data:`EVENT_TIME`'s gain is the speedup in real time.
+GAIN_GATEABLE: tuple[str, ...] = (LAUNCHES, DRAM_BYTES, DURATION, DRAM_READ, DRAM_WRITE, EVENT_TIME)
+
+#: Quantities a suite may gate on a fused variant's own value against its baseline, for which
+#: higher is better: occupancy is not a gain (unfused ÷ fused of it means nothing).
+VALUE_GATEABLE: tuple[str, ...] = (OCC_THEORETICAL, OCC_ACHIEVED)
+
+#: Every gateable quantity.
+GATEABLE: tuple[str, ...] = GAIN_GATEABLE + VALUE_GATEABLE
 
 #: Friendly labels for reporters.
 LABELS: dict[str, str] = {
@@ -105,4 +124,7 @@ LABELS: dict[str, str] = {
     OCC_ACHIEVED: "achieved occupancy",
     OCC_THEORETICAL: "theoretical occupancy",
     L2_WRITE_BYTES: "L2 bytes written",
+    EVENT_TIME: "CUDA-event time",
+    MIN_BYTES: "minimum DRAM bytes",
+    BYTES_RATIO: "DRAM bytes ÷ minimum",
 }

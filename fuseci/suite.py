@@ -39,14 +39,25 @@ CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
 REPLAY_MODES = ("kernel", "application")
 
-#: Default gates: launch counts exact, byte counts tight, times loose.
+#: Default gates: launch counts exact, byte counts tight, times loose, theoretical occupancy
+#: (a property of the compiled kernel and its launch) tight. The figures behind these are in
+#: docs/BENCHMARKS.md, "Noise study".
 DEFAULT_GATES: dict[str, str] = {
     schema.LAUNCHES: "exact",
     schema.DRAM_BYTES: "3%",
     schema.DURATION: "15%",
+    schema.EVENT_TIME: "10%",
+    schema.OCC_THEORETICAL: "5%",
 }
 
+#: Default allowance of a fused variant's DRAM bytes over the case's minimum.
+DEFAULT_BYTES_ALLOWANCE = "10%"
+
+#: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`).
+CHECK_NAMES = ("correctness", "inventory", "bytes")
+
 _MAX_ELEMENTS = 2**34
+_OFF = parse_tolerance("off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +111,17 @@ class Variant:
     """``module:function`` reference; called with the inputs and params as keyword arguments."""
     expect: Mapping[str, Expectation]
     """Absolute bounds on this variant's fusion gains, by quantity."""
+    baseline: str | None = None
+    """Judge this variant against the baseline recorded for that variant of the case (a
+    candidate rewrite, or a planted regression, against the kernel it would replace)."""
+    caught_by: tuple[str, ...] = ()
+    """A planted regression: the checks that must catch it (gated quantities, ``correctness``,
+    ``inventory``, ``bytes``). Its failures are expected; its verdict is whether they all came."""
+
+    @property
+    def judged_as(self) -> str:
+        """The variant whose baseline this one is compared with."""
+        return self.baseline or self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +146,11 @@ class Case:
     """Tolerance of each gated fusion gain against its baseline, by quantity."""
     line: int
     """Line of the case in the suite file (1-based), for messages and annotations."""
+    bytes_allowance: Tolerance = field(default_factory=lambda: parse_tolerance(DEFAULT_BYTES_ALLOWANCE))
+    """How far above :attr:`min_bytes` a fused variant's DRAM bytes may be (``off``: not checked)."""
+    min_bytes: int | None = None
+    """The case's minimum DRAM traffic in bytes when the suite states it; None: the harness
+    derives it (every input read once, every ``unfused`` output written once)."""
 
     def variant(self, variant_id: str) -> Variant:
         """The variant with this id.
@@ -170,6 +197,14 @@ class Suite:
     """Cases in file order."""
     ncu: NcuSettings = field(default_factory=NcuSettings)
     """Profiler settings."""
+    planted: bool = False
+    """A suite of planted regressions (variants with ``caught_by``) that proves the gates catch
+    them; ``fuseci run`` without suite arguments skips it."""
+
+    @property
+    def timed(self) -> bool:
+        """True when any case gates the CUDA-event speedup, so ``fuseci run`` times the suite."""
+        return any(c.gates.get(schema.EVENT_TIME, _OFF).enabled for c in self.cases)
 
     def case(self, case_id: str) -> Case:
         """The case with this id.
@@ -715,11 +750,11 @@ def _parse_expect(w: _Where, where: str, raw: object, parent: object) -> dict[st
     node = _mapping(w, where, raw, parent)
     out: dict[str, Expectation] = {}
     for key, text in node.items():
-        if key not in schema.GATEABLE:
-            hint = _did_you_mean(key, schema.GATEABLE)
+        if key not in schema.GAIN_GATEABLE:
+            hint = _did_you_mean(key, schema.GAIN_GATEABLE)
             raise w.error(
                 where,
-                f"no gain named {brief_repr(key)}; {hint}expectations apply to: {', '.join(schema.GATEABLE)}",
+                f"no gain named {brief_repr(key)}; {hint}expectations apply to: {', '.join(schema.GAIN_GATEABLE)}",
                 node,
             )
         try:
@@ -749,12 +784,18 @@ def _parse_variants(
     for vid, spec in node.items():
         vwhere = _sub(where, vid)
         _check_id(w, vwhere, vid, node)
+        judged_as: str | None = None
+        caught_by: tuple[str, ...] = ()
         if isinstance(spec, str):
             fn, expect = _check_ref(w, vwhere, spec, node), {}
         elif isinstance(spec, dict):
-            _check_keys(w, vwhere, spec, ("fn", "expect"), ("fn",))
+            _check_keys(w, vwhere, spec, ("fn", "expect", "baseline", "caught_by"), ("fn",))
             fn = _check_ref(w, f"{vwhere}.fn", spec["fn"], spec)
             expect = _parse_expect(w, f"{vwhere}.expect", spec.get("expect"), spec)
+            if "baseline" in spec:
+                judged_as = _parse_judged_as(w, f"{vwhere}.baseline", spec["baseline"], spec, vid, node)
+            if "caught_by" in spec:
+                caught_by = _parse_caught_by(w, f"{vwhere}.caught_by", spec["caught_by"], spec)
         else:
             raise w.error(
                 vwhere,
@@ -766,15 +807,52 @@ def _parse_variants(
             expect = {**case_expect, **expect}
         elif expect:
             raise w.error(vwhere, "the unfused variant has no fusion gain to expect anything of", node)
-        variants.append(Variant(id=vid, fn=fn, expect=expect))
+        elif judged_as or caught_by:
+            raise w.error(
+                vwhere,
+                "the unfused variant is what every gain is measured against: it takes no baseline or caught_by",
+                node,
+            )
+        variants.append(Variant(id=vid, fn=fn, expect=expect, baseline=judged_as, caught_by=caught_by))
     if BASELINE_VARIANT not in node:
         raise w.error(
             where, f"missing the {BASELINE_VARIANT!r} variant that every fusion gain is measured against", node
         )
     if len(variants) < 2:
         raise w.error(where, f"needs at least one fused variant besides {BASELINE_VARIANT!r}", node)
+    for v in variants:
+        target = node.get(v.baseline) if v.baseline is not None else None
+        if v.baseline is not None and (target is None or (isinstance(target, dict) and "baseline" in target)):
+            why = "is not a variant of this case" if target is None else "is itself judged against another's baseline"
+            raise w.error(
+                _sub(_sub(where, v.id), "baseline"),
+                f"{brief_repr(v.baseline)} {why}; name a variant of this case that has its own baseline",
+                node,
+            )
     variants.sort(key=lambda v: v.id != BASELINE_VARIANT)
     return tuple(variants)
+
+
+def _parse_judged_as(w: _Where, where: str, raw: object, parent: object, vid: str, variants: object) -> str:
+    if not isinstance(raw, str) or not schema.ID_PATTERN.match(raw) or raw in (vid, BASELINE_VARIANT):
+        raise w.error(
+            where,
+            f"expected the id of another fused variant of this case, got {_kind(raw)} {brief_repr(raw)}",
+            parent,
+        )
+    return raw
+
+
+def _parse_caught_by(w: _Where, where: str, raw: object, parent: object) -> tuple[str, ...]:
+    names = [raw] if isinstance(raw, str) else raw
+    allowed = (*CHECK_NAMES, *schema.GATEABLE)
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise w.error(where, f"expected a check name or a list of them, got {_kind(raw)} {brief_repr(raw)}", parent)
+    for n in names:
+        if n not in allowed:
+            hint = _did_you_mean(n, allowed)
+            raise w.error(where, f"no check named {brief_repr(n)}; {hint}checks: {', '.join(allowed)}", parent)
+    return tuple(dict.fromkeys(names))
 
 
 def _parse_params(w: _Where, where: str, raw: object, node: object, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -794,7 +872,10 @@ def _parse_params(w: _Where, where: str, raw: object, node: object, inputs: Mapp
     return params
 
 
-_CASE_KEYS = ("id", "description", "inputs", "params", "reference", "variants", "correctness", "gates", "expect")
+_CASE_KEYS = (
+    "id", "description", "inputs", "params", "reference", "variants", "correctness", "gates", "expect",
+    "bytes_allowance", "min_bytes",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -805,11 +886,23 @@ class _Defaults:
     gates: Mapping[str, Tolerance]
     correctness: Correctness
     expect: Mapping[str, Expectation]
+    bytes_allowance: Tolerance
+
+
+def _parse_allowance(w: _Where, where: str, raw: object, parent: object) -> Tolerance:
+    try:
+        return parse_tolerance(raw)
+    except ValueError as exc:
+        raise w.error(
+            where, f"{exc} (the allowance over the minimum DRAM bytes, e.g. '10%', or 'off')", parent
+        ) from None
 
 
 def _parse_defaults(w: _Where, raw: object, parent: object) -> _Defaults:
     node = _optional_mapping(w, "defaults", raw, parent)
-    _check_keys(w, "defaults", node, ("dtype", "distribution", "seed", "correctness", "gates", "expect"))
+    _check_keys(
+        w, "defaults", node, ("dtype", "distribution", "seed", "correctness", "gates", "expect", "bytes_allowance")
+    )
     inputs = {
         "dtype": _choice(w, "defaults.dtype", node.get("dtype", "float32"), DTYPES, node, "unsupported dtype"),
         "distribution": _choice(
@@ -823,6 +916,9 @@ def _parse_defaults(w: _Where, raw: object, parent: object) -> _Defaults:
         gates=_parse_gates(w, "defaults.gates", node.get("gates"), node, builtin_gates),
         correctness=_parse_correctness(w, "defaults.correctness", node.get("correctness"), node, Correctness()),
         expect=_parse_expect(w, "defaults.expect", node.get("expect"), node),
+        bytes_allowance=_parse_allowance(
+            w, "defaults.bytes_allowance", node.get("bytes_allowance", DEFAULT_BYTES_ALLOWANCE), node
+        ),
     )
 
 
@@ -854,6 +950,10 @@ def _parse_case(w: _Where, index: int, raw: object, parent: object, defaults: _D
         correctness=_parse_correctness(w, f"{where}.correctness", node.get("correctness"), node, defaults.correctness),
         gates=_parse_gates(w, f"{where}.gates", node.get("gates"), node, defaults.gates),
         line=getattr(node, "line", 0),
+        bytes_allowance=_parse_allowance(w, f"{where}.bytes_allowance", node["bytes_allowance"], node)
+        if "bytes_allowance" in node
+        else defaults.bytes_allowance,
+        min_bytes=_seed(w, f"{where}.min_bytes", node["min_bytes"], node) if "min_bytes" in node else None,
     )
 
 
@@ -875,7 +975,7 @@ def _parse_ncu(w: _Where, raw: object, parent: object) -> NcuSettings:
     )
 
 
-_TOP_KEYS = ("suite", "description", "defaults", "ncu", "cases")
+_TOP_KEYS = ("suite", "description", "defaults", "ncu", "cases", "planted")
 
 
 def parse_suite(data: object, path: Path) -> Suite:
@@ -914,7 +1014,14 @@ def parse_suite(data: object, path: Path) -> Suite:
         description=_text(w, "description", root.get("description"), root),
         cases=tuple(cases),
         ncu=_parse_ncu(w, root.get("ncu"), root),
+        planted=_flag(w, "planted", root.get("planted", False), root),
     )
+
+
+def _flag(w: _Where, where: str, value: object, node: object) -> bool:
+    if not isinstance(value, bool):
+        raise w.error(where, f"expected true or false, got {_kind(value)} {brief_repr(value)}", node)
+    return value
 
 
 def load_suite(path: str | Path) -> Suite:

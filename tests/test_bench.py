@@ -232,7 +232,7 @@ def test_harness_refuses_repeats_without_time(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert proc.returncode == 2 and "--repeats needs --time" in proc.stderr
+    assert proc.returncode == 2 and "--repeats and --no-checks need --time" in proc.stderr
 
 
 def test_bench_help_documents_exit_codes() -> None:

@@ -37,7 +37,12 @@ def test_clean_run_passes_every_check(clean, elementwise) -> None:
     assert v[("scale_relu_add", "fused", "gain", "dram__bytes.sum")] is Verdict.PASS
     assert v[("scale_relu_add", "fused", "expect", "launches")] is Verdict.PASS
     assert v[("bias_gelu", "fused", "correctness", "")] is Verdict.PASS
-    assert len(v) == 33  # 5 cases: 2 correctness, 3 gates and 2 expectations each, + 3 more for relu_and_scale
+    assert v[("scale_relu_add", "fused", "gain", "event_time")] is Verdict.PASS
+    assert v[("scale_relu_add", "fused", "value", "sm__maximum_warps_per_active_cycle_pct")] is Verdict.PASS
+    assert v[("scale_relu_add", "fused", "inventory", "kernels")] is Verdict.PASS
+    assert v[("scale_relu_add", "fused", "bytes", "dram_bytes_over_min")] is Verdict.PASS
+    # 5 cases, 10 checks each (2 correctness, 2 inventory, 4 gains, occupancy, bytes), 8 expectations
+    assert len(v) == 58
     assert exit_code([comp]) == 0
 
 
@@ -48,6 +53,9 @@ def test_planted_regression_is_caught_where_it_was_planted(regressed, elementwis
         ("scale_relu_add", "fused", "gain", "launches"): Verdict.REGRESSED,
         ("scale_relu_add", "fused", "gain", "dram__bytes.sum"): Verdict.REGRESSED,
         ("scale_relu_add", "fused", "gain", "gpu__time_duration.sum"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "gain", "event_time"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "inventory", "kernels"): Verdict.REGRESSED,
+        ("scale_relu_add", "fused", "bytes", "dram_bytes_over_min"): Verdict.REGRESSED,
         ("scale_relu_add", "fused", "expect", "dram__bytes.sum"): Verdict.REGRESSED,
         ("scale_relu_add", "fused", "expect", "launches"): Verdict.REGRESSED,
     }

@@ -33,17 +33,21 @@ def test_timings_and_copy_bandwidth_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
-def test_committed_records_load_without_timings(path: Path) -> None:
+def test_committed_records_carry_the_timed_pass_and_minimum_bytes(path: Path) -> None:
     record = read_record(path)
-    assert record.copy_bandwidth is None
-    assert all(c.timings == () for c in record.cases.values())
-    assert any(c.measured for c in record.cases.values())
+    assert record.profiler["timed"] is True
+    for c in record.cases.values():
+        if c.status != CaseStatus.OK:
+            continue
+        assert {t.variant for t in c.timings} == set(c.measured), c.case
+        assert all(t.repeats == record.profiler["timing_repeats"] and t.median_ns > 0 for t in c.timings)
+        assert c.min_bytes and c.min_bytes >= min(t.min_bytes for t in c.timings) > 0
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
-def test_records_without_timings_are_written_as_before(path: Path) -> None:
+def test_committed_records_round_trip(path: Path) -> None:
     data = json.loads(path.read_text())
-    assert read_record(path).to_json() == data  # no new keys in profiled runs' records
+    assert read_record(path).to_json() == data  # nothing lost, nothing added
 
 
 def test_malformed_timing_is_a_report_error(tmp_path: Path) -> None:

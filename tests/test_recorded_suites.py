@@ -34,8 +34,10 @@ def test_recorded_suite_passes_against_its_baseline(name: str, in_root, tmp_path
     assert suite["verdict"] == "pass"
     verdicts = {k["verdict"] for case in suite["cases"] for k in case["checks"]}
     assert verdicts == {"pass"}
-    cases = {c.id for c in load_suite(SUITES / f"{name}.yaml").cases}
-    assert {c["case"] for c in suite["cases"]} == cases
+    loaded = load_suite(SUITES / f"{name}.yaml")
+    assert {c["case"] for c in suite["cases"]} == {c.id for c in loaded.cases}
+    if loaded.planted:  # its variants are broken on purpose: tests/test_mutants.py judges them
+        return
     for case in suite["cases"]:
         fused = [v for v in case["variants"] if v["variant"] != "unfused"]
         assert fused and all(v["values"]["launches"] == 1 for v in fused), case[

@@ -204,7 +204,7 @@ valid_cases = st.fixed_dictionaries(
     optional={
         "description": st.text(max_size=20),
         "gates": st.dictionaries(st.sampled_from(names.GATEABLE), st.sampled_from(["exact", "off", "2%", "±5%"])),
-        "expect": st.dictionaries(st.sampled_from(names.GATEABLE), st.sampled_from([">= 1x", "== 2", "< 3.5x"])),
+        "expect": st.dictionaries(st.sampled_from(names.GAIN_GATEABLE), st.sampled_from([">= 1x", "== 2", "< 3.5x"])),
         "correctness": st.fixed_dictionaries({}, optional={"rtol": st.floats(0, 1), "atol": st.floats(0, 1)}),
     },
 )

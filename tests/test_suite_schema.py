@@ -21,6 +21,7 @@ from fuseci.errors import SuiteError  # noqa: E402
 from fuseci.policy import parse_expectation, parse_tolerance  # noqa: E402
 from fuseci.suite import (  # noqa: E402
     CACHE_CONTROLS,
+    CHECK_NAMES,
     CLOCK_CONTROLS,
     DISTRIBUTIONS,
     DTYPES,
@@ -60,7 +61,8 @@ def test_the_schema_names_what_the_loader_takes() -> None:
     assert DEFS["dtype"]["enum"] == list(DTYPES)
     assert DEFS["distribution"]["enum"] == list(DISTRIBUTIONS)
     assert DEFS["gates"]["propertyNames"]["enum"] == list(names.GATEABLE)
-    assert DEFS["expect"]["propertyNames"]["enum"] == list(names.GATEABLE)
+    assert DEFS["expect"]["propertyNames"]["enum"] == list(names.GAIN_GATEABLE)
+    assert DEFS["checkName"]["enum"] == [*CHECK_NAMES, *names.GATEABLE]
     ncu = DEFS["ncu"]["properties"]
     assert ncu["clock_control"]["enum"] == list(CLOCK_CONTROLS)
     assert ncu["cache_control"]["enum"] == list(CACHE_CONTROLS)

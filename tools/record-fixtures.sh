@@ -4,7 +4,8 @@
 #
 #   bash tools/record-fixtures.sh WORKDIR [record|timing|all]
 #
-# record: runs the gpu-marked tests; profiles every suite in suites/ (no baseline yet),
+# record: runs the gpu-marked tests; profiles every suite in suites/, the planted-regression
+#   suite included (no baseline yet),
 #   records baselines from those reports, profiles every suite again against them (must pass),
 #   re-records (must be unchanged), and profiles a copy of the elementwise suite whose fused
 #   scale_relu_add is swapped for the de-fused mutant (must regress).
@@ -12,13 +13,14 @@
 #   suite, run by hand, with three `fuseci run`s of it (docs/BENCHMARKS.md), then benchmarks
 #   every suite outside ncu with `fuseci bench`.
 # Packs reports (xz -9), records, baselines and logs into WORKDIR/fixtures.tar; a table last.
-# FUSECI_SUITES="normalization stencil" limits both phases to those suites.
+# FUSECI_SUITES="normalization stencil" limits both phases to those suites; FUSECI_GPU_TESTS
+# names the gpu test files to run (default: all); FUSECI_SKIP_RERECORD=1 skips the re-record.
 set -u
 W=${1:-/tmp/fuseci-fixtures}
 PHASE=${2:-all}
 mkdir -p "$W"
 BL="$W/baselines"
-read -r -a SUITES <<< "${FUSECI_SUITES:-elementwise reduction normalization stencil}"  # override to re-record some
+read -r -a SUITES <<< "${FUSECI_SUITES:-elementwise reduction normalization stencil mutants}"  # override to re-record some
 declare -A RC T
 ORDER=()
 
@@ -38,14 +40,15 @@ ncu --version | tail -n 1
 
 if [[ $PHASE == record || $PHASE == all ]]; then
   rm -rf "$BL" "$W/clean" "$W/pass" "$W/rerecord" "$W/regressed"
-  step gpu_tests python3 -m pytest -q -m gpu tests
+  read -r -a GPU_TESTS <<< "${FUSECI_GPU_TESTS:-tests}"  # override to run some gpu tests only
+  step gpu_tests python3 -m pytest -q -m gpu "${GPU_TESTS[@]}"
   for s in "${SUITES[@]}"; do
     step "new_$s" fuseci run "suites/$s.yaml" --baselines "$BL" --report-dir "$W/clean"
     step "record_$s" fuseci update-baselines "suites/$s.yaml" --baselines "$BL" --from-report "$W/clean/$s.ncu-rep"
   done
   FILES=("${SUITES[@]/#/suites/}"); FILES=("${FILES[@]/%/.yaml}")
   step run_pass fuseci run "${FILES[@]}" --baselines "$BL" --report-dir "$W/pass" --junit "$W/pass.xml" --json "$W/pass.json"
-  step rerecord fuseci update-baselines "${FILES[@]}" --baselines "$BL" --report-dir "$W/rerecord"
+  [[ -z ${FUSECI_SKIP_RERECORD:-} ]] && step rerecord fuseci update-baselines "${FILES[@]}" --baselines "$BL" --report-dir "$W/rerecord"
 
   # Planted regression: the fused scale_relu_add replaced by its de-fused mutant.
   [[ " ${SUITES[*]} " == *" elementwise "* ]] && {
@@ -97,7 +100,8 @@ if [[ -f "$W/regressed/elementwise.ncu-rep" ]]; then
 fi
 [[ -d "$BL" ]] && cp -r "$BL" "$W/pack/"
 cp "$W"/*.out "$W"/*.xml "$W"/*.json "$W"/*.argv "$W/pack/logs/" 2>/dev/null
-cp "$W"/clean/*.log "$W"/bench/*.log "$W/pack/logs/" 2>/dev/null
+cp "$W"/clean/*.log "$W"/pass/*.log "$W"/bench/*.log "$W/pack/logs/" 2>/dev/null
+cp "$W"/clean/*.timing.json "$W/pack/logs/" 2>/dev/null
 tar -C "$W/pack" -cf "$W/fixtures.tar" .
 ls -la "$W/pack/reports"
 

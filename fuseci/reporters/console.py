@@ -22,6 +22,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
         "variant",
         "launches",
         "DRAM MB",
+        "x min",
         "time us",
         "DRAM GB/s",
         "occ %",
@@ -41,6 +42,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
                 v.variant,
                 _f(vals.get(schema.LAUNCHES), fmt="{:.0f}"),
                 _f(vals.get(schema.DRAM_BYTES), 1e6),
+                _f(vals.get(schema.BYTES_RATIO), fmt="{:.2f}"),
                 _f(vals.get(schema.DURATION), 1e3),
                 _f(rate, 1e9, "{:.0f}"),
                 _f(vals.get(schema.OCC_ACHIEVED)),
@@ -75,8 +77,9 @@ def _suite(c: Comparison) -> list[str]:
     for k in attention:
         where = f"{k.case}/{k.variant}" if k.variant else k.case
         out.append(f"  {k.verdict.value.upper():<12} {where}: {k.message}")
-    if attention:
-        out.append("")
+    notes = [f"  {'note':<12} {case.case}: {n}" for case in c.cases for n in case.notes]
+    if attention or notes:
+        out += [*notes, ""]
     return out
 
 

@@ -35,6 +35,7 @@ def _suite(c: Comparison) -> dict[str, Any]:
                 "line": case.line,
                 "description": case.description,
                 "verdict": case.verdict.value,
+                "notes": list(case.notes),
                 "checks": [
                     {
                         "variant": k.variant,

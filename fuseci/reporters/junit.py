@@ -38,7 +38,12 @@ def _testcase(c: Comparison, line: int, k: MetricDelta) -> TestCase:
 def render(comparisons: list[Comparison]) -> str:
     """The XML document."""
     suites = [
-        TestSuite(c.suite, [_testcase(c, case.line, k) for case in c.cases for k in case.checks], file=c.suite_path)
+        TestSuite(
+            c.suite,
+            [_testcase(c, case.line, k) for case in c.cases for k in case.checks],
+            file=c.suite_path,
+            stdout="\n".join(f"{case.case}: {n}" for case in c.cases for n in case.notes) or None,
+        )
         for c in comparisons
     ]
     return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")

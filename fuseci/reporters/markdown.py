@@ -103,6 +103,10 @@ def _bullet(k: MetricDelta) -> str:
     return f"- {_icon(k.verdict)} **{k.verdict.value.upper()}** {escape(where)}: {escape(k.message)}"
 
 
+def _case_note(case: CaseResult, note: str) -> str:
+    return f"- note {escape(case.case)}: {escape(note)}"
+
+
 @dataclass(frozen=True, slots=True)
 class _Section:
     """One suite's lines, in the parts that truncation drops separately."""
@@ -127,6 +131,7 @@ class _Section:
 def _section(c: Comparison) -> _Section:
     head = [f"## {_icon(c.verdict)} {escape(c.suite)}: **{c.verdict.value.upper()}**", ""]
     bullets = tuple(_bullet(k) for case in c.cases for k in case.checks if k.verdict != Verdict.PASS)
+    bullets += tuple(_case_note(case, n) for case in c.cases for n in case.notes)
     if not c.env:  # the suite could not be profiled or read: its error check says why
         head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
         return _Section(tuple(head), (), ())

@@ -10,7 +10,8 @@ from fuseci.compare import Comparison, Verdict, exit_code
 #: The gains shown in tables, with their column names.
 GAIN_COLUMNS: tuple[tuple[str, str], ...] = (
     (schema.DRAM_BYTES, "bytes"),
-    (schema.DURATION, "time"),
+    (schema.DURATION, "ncu time"),
+    (schema.EVENT_TIME, "real time"),
     (schema.LAUNCHES, "launches"),
 )
 

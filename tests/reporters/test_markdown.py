@@ -22,7 +22,7 @@ ENV = {
     "clock_control": "none",
     "cache_control": "all",
 }
-GAINS = {schema.DRAM_BYTES: 2.3251, schema.DURATION: 5.07, schema.LAUNCHES: 3.0}
+GAINS = {schema.DRAM_BYTES: 2.3251, schema.DURATION: 5.07, schema.EVENT_TIME: 4.96, schema.LAUNCHES: 3.0}
 
 
 def _check(case: str, variant: str, verdict: Verdict, message: str = "gain moved") -> MetricDelta:
@@ -61,12 +61,13 @@ def test_markdown_document_is_pinned(report: Path, name: str, in_root) -> None:
 def test_regressed_summary_says_what_fell(in_root) -> None:
     text = markdown.render([recorded_comparison(REGRESSED_REPORT)])
     assert text.startswith("## ❌ elementwise: **REGRESSED**\n")
-    assert "| scale_relu_add | fused | 1.40x | 2.95x | 1.50x | ❌ REGRESSED |" in text
-    assert "| bias_gelu | fused | 12.24x | 23.86x | 10.00x | ✅ PASS |" in text
+    assert "| scale_relu_add | fused | 1.40x | 2.94x | 2.86x | 1.50x | ❌ REGRESSED |" in text
+    assert "| bias_gelu | fused | 12.25x | 23.80x | 23.37x | 10.00x | ✅ PASS |" in text
     assert "Baseline `baselines/nvidia-h200/elementwise.json`" in text
     assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in text
-    assert sum(line.startswith("- ❌ **REGRESSED** scale_relu_add/fused: ") for line in text.splitlines()) == 5
-    assert text.endswith("**fuseci: 28 pass, 5 regressed; exit 1**\n")
+    assert sum(line.startswith("- ❌ **REGRESSED** scale_relu_add/fused: ") for line in text.splitlines()) == 8
+    assert "- note scale_relu_add: DRAM writes undercount: of the bytes written to L2" in text
+    assert text.endswith("**fuseci: 50 pass, 8 regressed; exit 1**\n")
 
 
 def test_suite_that_could_not_run_shows_its_error(elementwise) -> None:
@@ -85,11 +86,11 @@ def test_row_verdict_is_the_worst_of_the_variant_unfused_and_case_checks() -> No
         CaseResult("broken", 9, "", (MetricDelta("broken", "fused", "correctness", "", Verdict.WRONG, "wrong"),), ()),
     ])  # fmt: skip
     assert _table_rows(markdown.render([comp])) == [
-        "| a | fused | 2.33x | 5.07x | 3.00x | ✅ PASS |",
-        "| a | fused2 | 2.33x | 5.07x | 3.00x | ✅ IMPROVED |",
-        "| b | fused | 2.33x | 5.07x | 3.00x | ❌ WRONG |",
-        "| gone | - | - | - | - | ℹ️ MISSING |",
-        "| broken | fused | - | - | - | ❌ WRONG |",
+        "| a | fused | 2.33x | 5.07x | 4.96x | 3.00x | ✅ PASS |",
+        "| a | fused2 | 2.33x | 5.07x | 4.96x | 3.00x | ✅ IMPROVED |",
+        "| b | fused | 2.33x | 5.07x | 4.96x | 3.00x | ❌ WRONG |",
+        "| gone | - | - | - | - | - | ℹ️ MISSING |",
+        "| broken | fused | - | - | - | - | ❌ WRONG |",
     ]
 
 
@@ -115,7 +116,7 @@ def test_untrusted_text_cannot_break_the_table_or_inject_html() -> None:
     assert "<script>" not in text and "<b>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     (row,) = _table_rows(text)
-    assert len(re.findall(r"(?<!\\)\|", row)) == 7  # 6 cells, the id's own | escaped
+    assert len(re.findall(r"(?<!\\)\|", row)) == 8  # 7 cells, the id's own | escaped
     assert row.startswith("| c\\|1 | fused |")
     (bullet,) = [line for line in text.splitlines() if line.startswith("- ")]
     assert bullet == (

@@ -23,7 +23,7 @@ def test_junit_document_is_pinned(report: Path, name: str, in_root) -> None:
 def test_junit_structure(in_root) -> None:
     root = ET.fromstring(junit.render([recorded_comparison(REGRESSED_REPORT)]).encode())
     (suite,) = root.findall("testsuite")
-    assert suite.get("name") == "elementwise" and suite.get("tests") == "33" and suite.get("failures") == "5"
+    assert suite.get("name") == "elementwise" and suite.get("tests") == "58" and suite.get("failures") == "8"
     failure = suite.find("testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
     assert failure is not None
     assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in failure.get("message")
@@ -55,7 +55,9 @@ def test_console_table_and_attention_lines(in_root) -> None:
     assert "fuseci: suite elementwise (suites/elementwise.yaml): REGRESSED" in text
     assert "GPU NVIDIA H200 (sm_90)" in text
     assert "REGRESSED    scale_relu_add/fused: launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%)" in text
-    assert text.rstrip().endswith("fuseci: 28 pass, 5 regressed; exit 1")
+    assert "REGRESSED    scale_relu_add/fused: fused launches 2 kernels, the baseline 1: the fusion split:" in text
+    assert "note         scale_relu_add: DRAM writes undercount: of the bytes written to L2, unfused's" in text
+    assert text.rstrip().endswith("fuseci: 50 pass, 8 regressed; exit 1")
 
 
 def test_every_format_is_registered() -> None:

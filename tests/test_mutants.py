@@ -1,0 +1,106 @@
+"""The planted regressions of suites/mutants.yaml, recorded on an H200: each is caught by the
+check meant to catch it, the healthy fused kernel beside them passes, and a check that stops
+catching its mutant turns the planted verdict into a failure."""
+
+from dataclasses import replace
+
+import pytest
+from conftest import H200_BASELINES, REPORTS, SUITES
+
+from fuseci import baseline as bl
+from fuseci import pipeline
+from fuseci.compare import Verdict, compare, exit_code
+from fuseci.policy import parse_tolerance
+from fuseci.suite import load_suite
+
+REPORT = REPORTS / "mutants.ncu-rep.xz"
+
+#: What each mutant breaks, and the checks that must catch it (as the suite says).
+INTENDED = {
+    ("scale_relu_add", "defused"): {("gain", "launches"), ("inventory", "kernels")},
+    ("scale_relu_add", "rereads"): {("gain", "dram__bytes.sum"), ("bytes", "dram_bytes_over_min")},
+    ("scale_relu_add", "extra_launch"): {("gain", "launches"), ("inventory", "kernels")},
+    ("scale_relu_add", "register_heavy"): {("value", "sm__maximum_warps_per_active_cycle_pct")},
+    ("scale_relu_add", "strided"): {
+        ("gain", "dram__bytes.sum"),
+        ("bytes", "dram_bytes_over_min"),
+        ("gain", "event_time"),
+    },
+    ("wrong_result", "fused"): {("correctness", "")},
+}
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite(SUITES / "mutants.yaml")
+
+
+@pytest.fixture(scope="module")
+def results(suite):
+    return pipeline.results_for(suite, pipeline.RunOptions(from_report=REPORT))
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return bl.load_baseline(H200_BASELINES / "nvidia-h200" / "mutants.json")
+
+
+def _unplanted(suite):
+    """The suite with every caught_by removed: the raw verdicts of the checks."""
+    cases = tuple(replace(c, variants=tuple(replace(v, caught_by=()) for v in c.variants)) for c in suite.cases)
+    return replace(suite, cases=cases)
+
+
+def test_every_mutant_fails_the_checks_meant_to_catch_it(suite, results, baseline) -> None:
+    raw = compare(results, _unplanted(suite), baseline)
+    failed = {}
+    for case in raw.cases:
+        for k in case.checks:
+            if k.verdict in (Verdict.REGRESSED, Verdict.WRONG):
+                failed.setdefault((k.case, k.variant), set()).add((k.check, k.quantity))
+    for planted, checks in INTENDED.items():
+        assert checks <= failed.get(planted, set()), (planted, failed.get(planted))
+    # The healthy kernels beside them pass everything.
+    assert ("scale_relu_add", "fused") not in failed and ("scale_relu_add", "unfused") not in failed
+    assert exit_code([raw]) == 1
+
+
+def test_the_checks_say_what_broke(suite, results, baseline) -> None:
+    raw = compare(results, _unplanted(suite), baseline)
+    msg = {(k.variant, k.check, k.quantity): k.message for c in raw.cases for k in c.checks}
+    assert (
+        "the fusion split: fuseci_scale_relu_add became fuseci_mutant_scale_relu + fuseci_mutant_add"
+        in (msg[("defused", "inventory", "kernels")])
+    )
+    assert "new kernel: fuseci_mutant_status" in msg[("extra_launch", "inventory", "kernels")]
+    assert "registers 32 -> 64" in msg[("register_heavy", "inventory", "kernels")]
+    assert "fell from 100.0% to 50.0%" in msg[("register_heavy", "value", "sm__maximum_warps_per_active_cycle_pct")]
+    assert "rereads moved 1.3" in msg[("rereads", "bytes", "dram_bytes_over_min")]
+    assert "it re-reads an input or spills an intermediate" in msg[("rereads", "bytes", "dram_bytes_over_min")]
+    assert "strided moved 10." in msg[("strided", "bytes", "dram_bytes_over_min")]
+
+
+def test_planted_suite_passes_when_every_mutant_is_caught(suite, results, baseline) -> None:
+    comp = compare(results, suite, baseline)
+    planted = {(k.case, k.variant): k for c in comp.cases for k in c.checks if k.check == "planted"}
+    assert set(planted) == set(INTENDED)
+    assert all(k.verdict is Verdict.PASS for k in planted.values())
+    assert comp.verdict is Verdict.PASS and exit_code([comp]) == 0
+
+
+def test_a_check_that_stops_catching_its_mutant_fails_the_run(suite, results, baseline) -> None:
+    """With the bytes allowance off, nothing catches `bytes` for rereads and strided any more."""
+    blind = replace(suite, cases=tuple(replace(c, bytes_allowance=parse_tolerance("off")) for c in suite.cases))
+    comp = compare(results, blind, baseline)
+    planted = {k.variant: k for c in comp.cases for k in c.checks if k.check == "planted"}
+    assert planted["rereads"].verdict is Verdict.REGRESSED
+    assert "NOT caught by bytes" in planted["rereads"].message
+    assert planted["defused"].verdict is Verdict.PASS
+    assert exit_code([comp]) == 1
+
+
+def test_run_without_suites_skips_the_planted_suite(in_root, monkeypatch) -> None:
+    from fuseci.cli import _load_suites
+
+    names = {s.name for s in _load_suites(None)}
+    assert "mutants" not in names and "elementwise" in names

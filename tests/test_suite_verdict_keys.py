@@ -1,0 +1,103 @@
+"""The suite keys behind the newer checks: timing and occupancy gates, the bytes allowance and
+minimum, candidates judged against another variant's baseline, and planted regressions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import MINIMAL_SUITE, write
+
+from fuseci import schema
+from fuseci.errors import SuiteError
+from fuseci.suite import load_suite
+
+FUSED = "      fused: kernels.elementwise:scale_relu_add_fused\n"
+
+
+def _load(tmp_path: Path, text: str):
+    return load_suite(write(tmp_path / "s.yaml", text))
+
+
+def _error(tmp_path: Path, text: str) -> str:
+    with pytest.raises(SuiteError) as info:
+        _load(tmp_path, text)
+    return str(info.value)
+
+
+def test_defaults_gate_the_speedup_and_occupancy_and_allow_ten_percent(tmp_path: Path) -> None:
+    suite = _load(tmp_path, MINIMAL_SUITE)
+    (case,) = suite.cases
+    assert str(case.gates[schema.EVENT_TIME]) == "±10%"
+    assert str(case.gates[schema.OCC_THEORETICAL]) == "±5%"
+    assert case.bytes_allowance.relative == pytest.approx(0.10) and case.min_bytes is None
+    assert suite.timed and not suite.planted
+
+
+def test_the_speedup_gate_off_means_no_timed_pass(tmp_path: Path) -> None:
+    suite = _load(tmp_path, MINIMAL_SUITE + "defaults: {gates: {event_time: 'off'}}\n")
+    assert not suite.timed
+
+
+def test_allowance_and_minimum_per_case_and_by_default(tmp_path: Path) -> None:
+    text = MINIMAL_SUITE.replace("    inputs:", "    min_bytes: 4096\n    bytes_allowance: 2%\n    inputs:")
+    (case,) = _load(tmp_path, text + "defaults: {bytes_allowance: 'off'}\n").cases
+    assert case.min_bytes == 4096 and case.bytes_allowance.relative == pytest.approx(0.02)
+    (case,) = _load(tmp_path, MINIMAL_SUITE + "defaults: {bytes_allowance: 'off'}\n").cases
+    assert not case.bytes_allowance.enabled
+    assert "bytes_allowance" in _error(tmp_path, MINIMAL_SUITE + "defaults: {bytes_allowance: lots}\n")
+    assert "min_bytes: expected a non-negative integer" in _error(
+        tmp_path, MINIMAL_SUITE.replace("    inputs:", "    min_bytes: -1\n    inputs:")
+    )
+
+
+def test_occupancy_is_gated_but_cannot_be_expected_as_a_gain(tmp_path: Path) -> None:
+    ok = MINIMAL_SUITE + "defaults: {gates: {sm__warps_active.avg.pct_of_peak_sustained_active: 10%}}\n"
+    (case,) = _load(tmp_path, ok).cases
+    assert case.gates[schema.OCC_ACHIEVED].relative == pytest.approx(0.10)
+    bad = MINIMAL_SUITE + "defaults: {expect: {sm__maximum_warps_per_active_cycle_pct: '>= 1x'}}\n"
+    assert "no gain named 'sm__maximum_warps_per_active_cycle_pct'" in _error(tmp_path, bad)
+
+
+def _with_candidate(spec: str) -> str:
+    return MINIMAL_SUITE.replace(FUSED, FUSED + f"      v2: {spec}\n")
+
+
+def test_a_candidate_is_judged_against_another_variants_baseline(tmp_path: Path) -> None:
+    (case,) = _load(tmp_path, _with_candidate("{fn: 'kernels.mutants:scale_relu_add_rereads', baseline: fused}")).cases
+    v2 = case.variant("v2")
+    assert v2.baseline == "fused" and v2.judged_as == "fused" and case.variant("fused").judged_as == "fused"
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("{fn: 'm:f', baseline: nope}", "'nope' is not a variant of this case"),
+        ("{fn: 'm:f', baseline: v2}", "expected the id of another fused variant"),
+        ("{fn: 'm:f', baseline: unfused}", "expected the id of another fused variant"),
+        ("{fn: 'm:f', caught_by: [bytez]}", "no check named 'bytez'; did you mean 'bytes'?"),
+        ("{fn: 'm:f', caught_by: []}", "expected a check name or a list of them"),
+    ],
+)
+def test_bad_candidate_or_planted_keys_say_what_to_write(tmp_path: Path, spec: str, says: str) -> None:
+    message = _error(tmp_path, _with_candidate(spec))
+    assert says in message and "case 'c1'.variants.v2" in message
+
+
+def test_no_chains_of_baselines(tmp_path: Path) -> None:
+    text = _with_candidate("{fn: 'm:f', baseline: fused}").replace(
+        FUSED, FUSED + "      v3: {fn: 'm:f', baseline: v2}\n"
+    )
+    assert "'v2' is itself judged against another's baseline" in _error(tmp_path, text)
+
+
+def test_planted_suite_and_caught_by(tmp_path: Path) -> None:
+    text = "planted: true\n" + _with_candidate("{fn: 'm:f', baseline: fused, caught_by: bytes}")
+    suite = _load(tmp_path, text)
+    assert suite.planted and suite.cases[0].variant("v2").caught_by == ("bytes",)
+    assert "planted: expected true or false" in _error(tmp_path, "planted: yes please\n" + MINIMAL_SUITE)
+    unfused = MINIMAL_SUITE.replace(
+        "      unfused: kernels.elementwise:scale_relu_add_unfused\n",
+        "      unfused: {fn: 'kernels.elementwise:scale_relu_add_unfused', caught_by: [bytes]}\n",
+    )
+    assert "takes no baseline or caught_by" in _error(tmp_path, unfused)

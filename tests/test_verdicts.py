@@ -1,0 +1,171 @@
+"""The checks added to the gain gates: the noise-aware CUDA-event speedup and its re-measurement,
+kernel-inventory diffs, bytes over the minimum, occupancy, and the L2 undercount note."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from conftest import CLEAN_REPORT, H200_BASELINES
+
+from fuseci import baseline as bl
+from fuseci import pipeline, schema
+from fuseci.compare import BORDERLINE_FACTOR, NOISE_Z, Verdict, compare, inventory_diff, time_band, time_noise
+from fuseci.metrics import KernelLaunch, summarize
+from fuseci.record import VariantTiming
+
+BASELINE = bl.load_baseline(H200_BASELINES / "nvidia-h200" / "elementwise.json")
+
+
+@pytest.fixture(scope="module")
+def clean(elementwise):
+    return pipeline.results_for(elementwise, pipeline.RunOptions(from_report=CLEAN_REPORT))
+
+
+def _with_fused_time(baseline, factor: float, iqr_factor: float = 1.0):
+    """The baseline with scale_relu_add's fused median time scaled (a faster baseline: factor < 1)."""
+    case = dict(baseline.cases["scale_relu_add"])
+    values = dict(case["fused"].values)
+    values[schema.EVENT_TIME] *= factor
+    values[schema.EVENT_TIME_IQR] *= iqr_factor
+    case["fused"] = replace(case["fused"], values=values)
+    return replace(baseline, cases={**baseline.cases, "scale_relu_add": case})
+
+
+def _check(comparison, case="scale_relu_add", variant="fused", check="gain", quantity=schema.EVENT_TIME):
+    return next(
+        k
+        for c in comparison.cases
+        for k in c.checks
+        if (k.case, k.variant, k.check, k.quantity) == (case, variant, check, quantity)
+    )
+
+
+def test_time_noise_is_the_standard_error_of_the_median() -> None:
+    values = {schema.EVENT_TIME: 1000.0, schema.EVENT_TIME_IQR: 13.49, schema.EVENT_TIME_REPEATS: 25}
+    assert time_noise(values) == pytest.approx(1.2533 * 10 / 5 / 1000)
+    assert math.isnan(time_noise({}))
+    assert time_band(0.10, [0.001, 0.002]) == 0.10  # quiet: the tolerance rules
+    assert time_band(0.10, [0.03, 0.04, math.nan]) == pytest.approx(NOISE_Z * 0.05)  # noisy: widened
+
+
+def test_speedup_within_tolerance_passes_and_a_small_fall_is_borderline(clean, elementwise) -> None:
+    assert _check(compare(clean, elementwise, BASELINE)).verdict is Verdict.PASS
+    # A baseline 15% faster: the speedup fell 13%, outside ±10% but within 3x of it.
+    fell = _check(compare(clean, elementwise, _with_fused_time(BASELINE, 0.87)))
+    assert fell.verdict is Verdict.REGRESSED and fell.retry
+    assert "borderline: re-measure" in fell.message and "band ±10.0%" in fell.message
+    # Far past the band: a regression at once, no re-measurement.
+    far = _check(compare(clean, elementwise, _with_fused_time(BASELINE, 0.5)))
+    assert far.verdict is Verdict.REGRESSED and not far.retry and -far.change > BORDERLINE_FACTOR * 0.10
+
+
+def test_noise_widens_the_band(clean, elementwise) -> None:
+    """A baseline whose calls were all over the place cannot resolve a 13% change."""
+    noisy = _with_fused_time(BASELINE, 0.87, iqr_factor=400.0)
+    k = _check(compare(clean, elementwise, noisy))
+    assert k.verdict is Verdict.PASS and "widened by measured noise" in k.tolerance
+
+
+def test_remeasure_pools_the_passes_and_rewrites_the_record(clean, elementwise, tmp_path, monkeypatch) -> None:
+    calls = []
+
+    def fake_timed_pass(suite, options, record, cases, *, again=False):
+        calls.append((tuple(cases), again))
+        case = record.cases["scale_relu_add"]
+        slower = tuple(replace(t, median_ns=t.median_ns * (1.2 if t.variant == "fused" else 1.0)) for t in case.timings)
+        return replace(
+            record, cases={**record.cases, "scale_relu_add": replace(case, retimings=(*case.retimings, slower))}
+        )
+
+    monkeypatch.setattr(pipeline, "timed_pass", fake_timed_pass)
+    options = pipeline.RunOptions(report_dir=tmp_path)
+    again = pipeline.remeasure(elementwise, options, clean, ["scale_relu_add"])
+    assert calls == [(("scale_relu_add",), True)] * pipeline.RETIMES
+    rec = again.record.cases["scale_relu_add"]
+    assert len(rec.retimings) == pipeline.RETIMES
+    first = next(t for t in rec.timings if t.variant == "fused")
+    fused = again.variant_values("scale_relu_add", "fused")
+    assert fused[schema.EVENT_TIME] == pytest.approx(first.median_ns * 1.2)  # median of 1.0, 1.2, 1.2
+    assert fused[schema.EVENT_TIME_REPEATS] == 3 * first.repeats
+    assert (tmp_path / "elementwise.harness.json").exists()
+    k = _check(compare(again, elementwise, BASELINE))
+    assert "median of 3 timed passes" in k.message and not k.retry
+
+
+def test_check_remeasures_only_borderline_cases(clean, elementwise, tmp_path, monkeypatch) -> None:
+    root = tmp_path / "baselines"
+    bl.save_baseline(_with_fused_time(BASELINE, 0.87), root / "nvidia-h200" / "elementwise.json")
+    seen = []
+    monkeypatch.setattr(pipeline, "results_for", lambda suite, options: clean)
+    monkeypatch.setattr(pipeline, "remeasure", lambda suite, options, results, cases: seen.append(cases) or results)
+    pipeline.check(elementwise, pipeline.RunOptions(baselines=root, report_dir=tmp_path))
+    assert seen == [["scale_relu_add"]]
+    seen.clear()  # a re-analysed report cannot be re-measured: its verdict stands
+    comp = pipeline.check(elementwise, pipeline.RunOptions(baselines=root, from_report=CLEAN_REPORT))
+    assert seen == [] and _check(comp).verdict is Verdict.REGRESSED
+
+
+def test_timing_gate_is_skipped_with_a_note_when_the_record_was_not_timed(clean, elementwise) -> None:
+    untimed = summarize(clean.kernels, replace(clean.record, profiler={**clean.record.profiler, "timed": False}))
+    comp = compare(untimed, elementwise, BASELINE)
+    assert not any(k.quantity == schema.EVENT_TIME for c in comp.cases for k in c.checks)
+    assert all(any(n.startswith("not timed:") for n in c.notes) for c in comp.cases)
+
+
+def _k(name: str, grid: int = 1056, registers: int = 32) -> KernelLaunch:
+    return KernelLaunch(name, grid, 256, registers)
+
+
+def test_inventory_diff_names_each_kind_of_change() -> None:
+    a, b, c = _k("a"), _k("b"), _k("c")
+    assert inventory_diff([a], [a]) == []
+    assert inventory_diff([a], [b, c]) == ["split: a became b + c"]
+    assert inventory_diff([b, c], [a]) == ["merged: b + c became a"]
+    assert inventory_diff([a], [a, c]) == ["new kernel: c"]
+    assert inventory_diff([a], [a, a]) == ["extra launch: a"]
+    assert inventory_diff([a, b], [a]) == ["vanished kernel: b"]
+    assert inventory_diff([a], [b]) == ["replaced: a by b"]
+    assert inventory_diff([a], [_k("a", grid=528, registers=64)]) == ["a: grid 1056 -> 528, registers 32 -> 64"]
+
+
+def test_fewer_kernels_is_an_improvement_and_more_a_regression(clean, elementwise) -> None:
+    case = dict(BASELINE.cases["scale_relu_add"])
+    two = (_k("fuseci_scale_relu"), _k("fuseci_add"))
+    case["fused"] = replace(case["fused"], kernels=two)
+    merged = compare(clean, elementwise, replace(BASELINE, cases={**BASELINE.cases, "scale_relu_add": case}))
+    k = _check(merged, check="inventory", quantity="kernels")
+    assert k.verdict is Verdict.IMPROVED and "merged: fuseci_scale_relu + fuseci_add became" in k.message
+
+
+def test_bytes_over_the_allowance_fail_and_the_allowance_can_be_off(clean, elementwise) -> None:
+    tight = replace(
+        elementwise,
+        cases=tuple(replace(c, bytes_allowance=replace(c.bytes_allowance, relative=-0.05)) for c in elementwise.cases),
+    )
+    k = _check(compare(clean, tight, BASELINE), check="bytes", quantity=schema.BYTES_RATIO)
+    assert k.verdict is Verdict.REGRESSED and "the minimum DRAM bytes" in k.message
+    ok = _check(compare(clean, elementwise, BASELINE), check="bytes", quantity=schema.BYTES_RATIO)
+    assert ok.verdict is Verdict.PASS and 0.9 < ok.current <= 1.0
+
+
+def test_occupancy_drop_is_caught_on_the_fused_variant(clean, elementwise) -> None:
+    case = dict(BASELINE.cases["bias_gelu"])
+    values = {**case["fused"].values, schema.OCC_THEORETICAL: 200.0}
+    case["fused"] = replace(case["fused"], values=values)
+    comp = compare(clean, elementwise, replace(BASELINE, cases={**BASELINE.cases, "bias_gelu": case}))
+    k = _check(comp, case="bias_gelu", check="value", quantity=schema.OCC_THEORETICAL)
+    assert k.verdict is Verdict.REGRESSED and "fell from 200.0% to 100.0%" in k.message
+
+
+def test_undercounted_dram_writes_are_noted(clean, elementwise) -> None:
+    comp = compare(clean, elementwise, BASELINE)
+    note = next(n for n in comp.cases[0].notes if n.startswith("DRAM writes undercount"))
+    assert "fused's" in note and "still in L2 when the kernel ended" in note
+
+
+def test_timings_reach_the_baseline(clean) -> None:
+    fresh = bl.from_results(clean, {"scale_relu_add"})
+    values = fresh.cases["scale_relu_add"]["fused"].values
+    assert values[schema.EVENT_TIME] > 0 and values[schema.EVENT_TIME_REPEATS] == 30
+    assert values[schema.MIN_BYTES] == 3 * 64 * 2**20 * 4
+    assert isinstance(clean.record.cases["scale_relu_add"].timings[0], VariantTiming)

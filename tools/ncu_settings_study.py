@@ -1,0 +1,141 @@
+"""What ncu's replay, cache and clock settings do to the fusion gains (docs/BENCHMARKS.md).
+
+Run on a GPU machine from the repository root with fuseci installed and ncu on PATH::
+
+    python3 tools/ncu_settings_study.py WORKDIR [SUITE ...]
+
+For each suite (default: elementwise and normalization) it profiles the suite once per setting
+through ``fuseci run`` (a copy of the suite with the setting in its ``ncu:`` section, against no
+baseline), then once more by hand with ``--replay-mode range``, which fuseci does not offer: one
+result per NVTX range, warm caches between the kernels of a range. ``STUDY_SETTINGS`` (comma-
+separated labels of :data:`SETTINGS`) limits the fuseci runs. It prints, per case, the DRAM
+bytes and duration gains (unfused ÷ fused) under each setting, and the replay passes, and
+writes everything to WORKDIR/settings.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+SETTINGS = {
+    "kernel/all/none": {"replay_mode": "kernel", "cache_control": "all", "clock_control": "none"},
+    "kernel/none/none": {"replay_mode": "kernel", "cache_control": "none", "clock_control": "none"},
+    "app/none/none": {"replay_mode": "application", "cache_control": "none", "clock_control": "none"},
+    "kernel/all/base": {"replay_mode": "kernel", "cache_control": "all", "clock_control": "base"},
+}
+GAINS = ("dram__bytes.sum", "gpu__time_duration.sum")
+
+
+def fuseci_gains(work: Path, suite: str, label: str, ncu: dict[str, str]) -> dict[str, dict[str, float]]:
+    doc = yaml.safe_load(Path(f"suites/{suite}.yaml").read_text())
+    doc["ncu"] = {**doc.get("ncu", {}), **ncu}
+    for case in doc["cases"]:  # gains only: the timed pass is not what is studied here
+        case.setdefault("gates", {})["event_time"] = "off"
+    path = work / label.replace("/", "-") / f"{suite}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = path.with_suffix(".json")
+    subprocess.run(
+        [
+            "fuseci",
+            "run",
+            str(path),
+            "--baselines",
+            str(work / "none"),
+            "--report-dir",
+            str(path.parent),
+            "--json",
+            str(out),
+        ],
+        check=False,
+        capture_output=True,
+    )
+    result: dict[str, dict[str, float]] = {}
+    for case in json.loads(out.read_text())["suites"][0]["cases"]:
+        for v in case["variants"]:
+            if v["variant"] != "unfused" and v["gains"]:
+                result[case["case"]] = {q: v["gains"][q] for q in GAINS}
+                result[case["case"]]["passes"] = v["values"]["profiler__replayer_passes"]
+    return result
+
+
+def range_gains(work: Path, suite: str) -> dict[str, dict[str, float]]:
+    sys.path.insert(0, "/opt/nvidia/nsight-compute/2025.3.1/extras/python")
+    import ncu_report
+
+    d = work / "range"
+    d.mkdir(parents=True, exist_ok=True)
+    rep = d / f"{suite}.ncu-rep"
+    cmd = [
+        "ncu", "--config-file", "off", "--nvtx", "--nvtx-include", f"regex:^fuseci:{suite}:.*/",
+        "--replay-mode", "range", "--cache-control", "all", "--clock-control", "none",
+        "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum",
+        "--export", str(rep), "--force-overwrite", "--log-file", str(d / f"{suite}.ncu.log"),
+        sys.executable, "-m", "fuseci.harness", f"suites/{suite}.yaml", "--record", str(d / f"{suite}.harness.json"),
+    ]  # fmt: skip
+    subprocess.run(cmd, check=False, capture_output=True)
+    # Range results are all named "range"; they come in the order the harness ran the ranges.
+    from fuseci.suite import load_suite
+
+    order = [(c.id, v.id) for c in load_suite(f"suites/{suite}.yaml").cases for v in c.variants]
+    results = []
+    ctx = ncu_report.load_report(str(rep))
+    for i in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(i)
+        for j in range(rng.num_actions()):
+            a = rng.action_by_idx(j)
+            m = {
+                q: a.metric_by_name(q).as_double()
+                for q in ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
+            }
+            results.append(
+                {
+                    "dram__bytes.sum": m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"],
+                    "gpu__time_duration.sum": m["gpu__time_duration.sum"],
+                }
+            )
+    if len(results) != len(order):
+        raise RuntimeError(f"{len(results)} range results for {len(order)} variant ranges")
+    values = dict(zip(order, results, strict=True))
+    out: dict[str, dict[str, float]] = {}
+    for (case, variant), v in values.items():
+        if variant != "unfused" and (case, "unfused") in values:
+            u = values[(case, "unfused")]
+            out[case] = {q: u[q] / v[q] for q in GAINS if v[q]}
+    return out
+
+
+def main() -> None:
+    work = Path(sys.argv[1])
+    suites = sys.argv[2:] or ["elementwise", "normalization"]
+    table: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    settings = {
+        k: v for k, v in SETTINGS.items() if k in os.environ.get("STUDY_SETTINGS", ",".join(SETTINGS)).split(",")
+    }
+    for suite in suites:
+        table[suite] = {label: fuseci_gains(work, suite, label, s) for label, s in settings.items()}
+        try:
+            table[suite]["range/all/none"] = range_gains(work, suite)
+        except Exception as exc:  # a study: say what range replay did, keep the rest
+            print(f"range replay of {suite} failed: {type(exc).__name__}: {exc}")
+            table[suite]["range/all/none"] = {}
+    (work / "settings.json").write_text(json.dumps(table, indent=2))
+    labels = [*settings, "range/all/none"]
+    for q in GAINS:
+        print(f"\n{q} gain (unfused ÷ fused)")
+        print(f"{'case':24s}" + "".join(f"{lab:>18s}" for lab in labels))
+        for suite in suites:
+            for case in table[suite][labels[0]]:
+                cells = [table[suite][lab].get(case, {}).get(q) for lab in labels]
+                print(f"{case:24s}" + "".join(f"{c:18.2f}" if c else f"{'-':>18s}" for c in cells))
+    print("\nreplay passes:", {s: sorted({v.get("passes") for v in table[s][labels[0]].values()}) for s in suites})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Summarise a noise study (tools/noise-study.sh): per suite and gated check, how far the runs
+moved from the baseline, and every verdict that was not a pass.
+
+    python tools/noise_table.py RUN.json [RUN.json ...]
+
+Prints one Markdown table: for each suite and each gated quantity (gains, occupancy), the number
+of checks, the largest relative change from the baseline seen in any run, and the spread (the
+largest max-minus-min of one check's change across runs); then the verdict counts. Planted
+variants (suites/mutants.yaml) are left out of the spreads: they are judged against another
+variant's baseline, so their changes are not noise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+
+def main(paths: list[str]) -> None:
+    changes: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+    verdicts: dict[str, Counter[str]] = defaultdict(Counter)
+    runs: Counter[str] = Counter()
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        for suite in doc["suites"]:
+            runs[suite["suite"]] += 1
+            for case in suite["cases"]:
+                planted = {k["variant"] for k in case["checks"] if k["check"] == "planted"}
+                for k in case["checks"]:
+                    verdicts[suite["suite"]][k["verdict"]] += 1
+                    if k["check"] in ("gain", "value") and k["change"] is not None and k["variant"] not in planted:
+                        changes[(suite["suite"], k["quantity"])][(case["case"], k["variant"])].append(k["change"])
+    print("| suite | runs | gated quantity | checks | largest change | largest spread |")
+    print("|---|---:|---|---:|---:|---:|")
+    for (suite, quantity), by_check in sorted(changes.items()):
+        largest = max(abs(c) for cs in by_check.values() for c in cs)
+        spread = max(max(cs) - min(cs) for cs in by_check.values())
+        print(f"| {suite} | {runs[suite]} | {quantity} | {len(by_check)} | {largest:.2%} | {spread:.2%} |")
+    print()
+    for suite, counts in sorted(verdicts.items()):
+        print(f"{suite}: " + ", ".join(f"{n} {v}" for v, n in counts.most_common()))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
