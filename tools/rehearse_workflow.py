@@ -8,7 +8,7 @@ matrix combination of the profiling job whose ``gpu`` is this machine's (``--gpu
 all), it runs each step's ``run:`` script with bash in the repository root, with the job's env,
 the matrix values substituted for ``${{ matrix.X }}``, and GitHub's files (``GITHUB_PATH``,
 ``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``) stood in by local ones. Steps run while the job
-succeeds; ``if: always()`` steps run regardless. Of the ``uses:`` steps, checkout is the
+succeeds; ``if: always()`` steps run regardless; ``if: matrix.KEY == VALUE`` is evaluated. Of the ``uses:`` steps, checkout is the
 working tree itself and upload-artifact copies its path to DIR/artifacts/NAME; the others are
 listed as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
 where the workflow puts them.
@@ -82,6 +82,12 @@ class Context:
         return env
 
 
+def _matrix_condition(condition: str, matrix: dict[str, Any]) -> bool | None:
+    """``matrix.KEY == VALUE`` evaluated against this combination; None for any other condition."""
+    m = re.fullmatch(r"\s*matrix\.(\w+)\s*==\s*'?([\w.-]+)'?\s*", condition)
+    return None if m is None else str(matrix.get(m.group(1))) == m.group(2)
+
+
 def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: list[str]) -> bool:
     ok = True
     for i, step in enumerate(job["steps"]):
@@ -90,6 +96,9 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
         always = "always()" in condition
         if not ok and not always:
             log.append(f"  skipped (an earlier step failed): {label}")
+            continue
+        if _matrix_condition(condition, ctx.matrix) is False:
+            log.append(f"  skipped (if: {condition}): {label}")
             continue
         if label in skip:
             log.append(f"  SKIPPED BY REQUEST: {label}")
