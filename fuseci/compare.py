@@ -259,8 +259,7 @@ def _gain_check(
     if quantity == schema.EVENT_TIME and tol.relative:
         return _time_check(case, variant, current, base_gains, comparable, why_incomparable, noise, remeasured)
     name = f"{_label(quantity)} gain ({BASELINE_VARIANT} ÷ {variant.id})"
-    variant_id = variant.id
-    d = MetricDelta(case.id, variant_id, "gain", quantity, Verdict.ERROR, "", current=current, tolerance=str(tol))
+    d = MetricDelta(case.id, variant.id, "gain", quantity, Verdict.ERROR, "", current=current, tolerance=str(tol))
     if math.isnan(current):
         return replace(
             d,
@@ -320,7 +319,7 @@ def _time_check(
     if math.isnan(current):
         return replace(d, message=f"{name} cannot be computed: a variant was not timed (see the timed run's log)")
     base = math.nan if base_gains is None else base_gains.get(schema.EVENT_TIME, math.nan)
-    if math.isnan(base):
+    if not base > 0:  # NaN: no timing in the baseline
         why = (
             "no baseline yet (record one with `fuseci update-baselines`)"
             if base_gains is None
