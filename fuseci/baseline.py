@@ -40,6 +40,7 @@ from fuseci import __version__
 from fuseci.atomic import LockTimeout, atomic_write_text, exclusive_lock
 from fuseci.errors import BaselineError
 from fuseci.metrics import ENV_FIELDS, KernelLaunch, SuiteResults, inventory
+from fuseci.record import CaseStatus
 
 FORMAT_VERSION = 1
 
@@ -247,9 +248,14 @@ def _why(exc: OSError, directory: Path) -> str:
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
-    """A baseline holding the measured ``cases`` of ``results``."""
+    """A baseline holding those of ``cases`` that the harness ran ok (measured, right results).
+
+    A case that errored may have left some variants' kernels in the report; those are never a
+    baseline, and a wrong case has nothing measured.
+    """
+    ok = {cid for cid, c in results.record.cases.items() if c.status == CaseStatus.OK}
     out: dict[str, dict[str, VariantBaseline]] = {}
-    for case in sorted(cases):
+    for case in sorted(cases & ok):
         variants: dict[str, VariantBaseline] = {}
         for vid in results.variants[results.variants["case"] == case]["variant"]:
             values = results.variant_values(case, vid)

@@ -26,6 +26,14 @@ import pandas as pd
 from fuseci import schema
 from fuseci.suite import BASELINE_VARIANT
 
+#: The quantities :func:`summarize` takes from the harness record rather than the report.
+RECORD_QUANTITIES: tuple[str, ...] = (
+    schema.EVENT_TIME,
+    schema.EVENT_TIME_IQR,
+    schema.EVENT_TIME_REPEATS,
+    schema.MIN_BYTES,
+    schema.BYTES_RATIO,
+)
 #: Quantities of the variants frame (besides suite, case, variant), by name.
 VARIANT_QUANTITIES: tuple[str, ...] = (
     schema.LAUNCHES,
@@ -39,19 +47,7 @@ VARIANT_QUANTITIES: tuple[str, ...] = (
     schema.OCC_THEORETICAL,
     schema.L2_WRITE_BYTES,
     schema.REPLAY_PASSES,
-    schema.EVENT_TIME,
-    schema.EVENT_TIME_IQR,
-    schema.EVENT_TIME_REPEATS,
-    schema.MIN_BYTES,
-    schema.BYTES_RATIO,
-)
-#: The quantities :func:`summarize` takes from the harness record rather than the report.
-RECORD_QUANTITIES: tuple[str, ...] = (
-    schema.EVENT_TIME,
-    schema.EVENT_TIME_IQR,
-    schema.EVENT_TIME_REPEATS,
-    schema.MIN_BYTES,
-    schema.BYTES_RATIO,
+    *RECORD_QUANTITIES,
 )
 VARIANT_COLUMNS: tuple[str, ...] = (schema.SUITE, schema.CASE, schema.VARIANT, *VARIANT_QUANTITIES)
 GAIN_COLUMNS: tuple[str, ...] = (schema.SUITE, schema.CASE, schema.VARIANT, *schema.GAIN_GATEABLE)
@@ -111,14 +107,13 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_values(passes: list[Any]) -> dict[str, float]:
-    """One variant's CUDA-event figures from its timed passes (:class:`fuseci.record.VariantTiming`).
+    """One variant's CUDA-event figures from its timed passes (:class:`fuseci.record.VariantTiming`,
+    at least one).
 
     One pass gives its median, IQR and count of calls. Several (a re-measured case) give the
     median of the medians, the median IQR and the total count, so the standard error the gate
     derives from them (:func:`fuseci.compare.time_noise`) shrinks as passes are added.
     """
-    if not passes:
-        return {schema.EVENT_TIME: math.nan, schema.EVENT_TIME_IQR: math.nan, schema.EVENT_TIME_REPEATS: math.nan}
     return {
         schema.EVENT_TIME: float(statistics.median(t.median_ns for t in passes)),
         schema.EVENT_TIME_IQR: float(statistics.median(t.iqr_ns for t in passes)),
@@ -135,7 +130,7 @@ def with_record(variants: pd.DataFrame, record: Any) -> pd.DataFrame:
             continue
         vid = row[schema.VARIANT]
         passes = [t for run in (case.timings, *case.retimings) for t in run if t.variant == vid]
-        for q, value in timing_values(passes).items():
+        for q, value in (timing_values(passes) if passes else {}).items():
             out.at[i, q] = value
         if case.min_bytes:
             out.at[i, schema.MIN_BYTES] = float(case.min_bytes)

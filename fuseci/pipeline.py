@@ -98,7 +98,6 @@ def profile(suite: Suite, options: RunOptions) -> tuple[Path | None, Path]:
     if suite.timed and not record.interrupted:
         record = timed_pass(suite, options, record, [c for c, r in record.cases.items() if r.status == CaseStatus.OK])
         profiler["timed"] = True
-        profiler["timing_repeats"] = TIMING_REPEATS
     write_record(record.with_profiler(profiler), files.record)
     return (files.report if files.report.exists() else None), files.record
 
@@ -316,15 +315,15 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     env_changed = old is not None and not comparison.comparable
     good = {c.case for c in comparison.cases if c.verdict not in (Verdict.WRONG, Verdict.ERROR, Verdict.MISSING)}
     kept = tuple(sorted({c.id for c in suite.cases} - good))
-    # A planted wrong result passes (it was caught) but has nothing measured to record.
-    good &= {cid for cid, r in results.record.cases.items() if r.status == CaseStatus.OK}
+    # Only cases the harness ran ok are in it: a planted wrong result passes (it was caught) but
+    # has nothing measured to record.
     fresh = bl.normalized(bl.from_results(results, good))
     cases: dict[str, dict[str, bl.VariantBaseline]] = {}
     for case in suite.cases:
         cid = case.id
         result = next(c for c in comparison.cases if c.case == cid)
         unchanged = old is not None and cid in old.cases and result.verdict is Verdict.PASS
-        if cid in good and (force or env_changed or not unchanged):
+        if cid in fresh.cases and (force or env_changed or not unchanged):
             cases[cid] = dict(fresh.cases[cid])
         elif old is not None and cid in old.cases:
             cases[cid] = dict(old.cases[cid])

@@ -42,7 +42,7 @@ from fuseci.atomic import atomic_write_text
 from fuseci.compare import Comparison, compare, failed
 from fuseci.errors import BaselineError, ReportError
 from fuseci.metrics import SuiteResults, summarize
-from fuseci.record import CaseStatus, HarnessRecord
+from fuseci.record import HarnessRecord
 from fuseci.suite import Suite, load_suite
 
 log = logging.getLogger(__name__)
@@ -403,8 +403,7 @@ def _one_sided(suite: Suite, a: Run, b: Run) -> Comparison:
 def baseline_of(results: SuiteResults) -> bl.Baseline:
     """A run's results as a baseline: its cases that the harness ran ok, rounded as a baseline
     file would hold them (:func:`fuseci.baseline.normalized`)."""
-    ok = {cid for cid, c in results.record.cases.items() if c.status == CaseStatus.OK}
-    return bl.normalized(bl.from_results(results, cases=ok))
+    return bl.normalized(bl.from_results(results, cases=set(results.record.cases)))
 
 
 def compare_runs(a: Run, b: Run, suites: Sequence[Suite], accept_env: frozenset[str] = frozenset()) -> list[Comparison]:

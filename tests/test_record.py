@@ -7,6 +7,7 @@ import pytest
 from conftest import REPORTS
 
 from fuseci.errors import ReportError
+from fuseci.pipeline import TIMING_REPEATS
 from fuseci.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
 COMMITTED = sorted(REPORTS.glob("*.harness.json"))
@@ -40,7 +41,7 @@ def test_committed_records_carry_the_timed_pass_and_minimum_bytes(path: Path) ->
         if c.status != CaseStatus.OK:
             continue
         assert {t.variant for t in c.timings} == set(c.measured), c.case
-        assert all(t.repeats == record.profiler["timing_repeats"] and t.median_ns > 0 for t in c.timings)
+        assert all(t.repeats == TIMING_REPEATS and t.median_ns > 0 for t in c.timings)
         assert c.min_bytes and c.min_bytes >= min(t.min_bytes for t in c.timings) > 0
 
 
