@@ -508,13 +508,12 @@ def _undercount_note(measurements: Sequence[VariantMeasurement]) -> str | None:
         l2 = m.values.get(schema.L2_WRITE_BYTES, math.nan)
         dram = m.values.get(schema.DRAM_WRITE, math.nan)
         if l2 > 0 and l2 - dram > max(L2_UNDERCOUNT * l2, 2**20):
-            parts.append(f"{m.variant}'s {_mib(l2 - dram)} of {_mib(l2)} ({(l2 - dram) / l2:.0%})")
+            parts.append(f"{m.variant} {_mib(l2 - dram)} of {_mib(l2)} ({(l2 - dram) / l2:.0%})")
     if not parts:
         return None
     return (
-        "DRAM writes undercount: of the bytes written to L2, "
-        + " and ".join(parts)
-        + " were still in L2 when the kernel ended, where ncu stops counting; DRAM bytes and their gains read that much low"
+        "DRAM writes undercount (bytes written to L2 and still there when the kernel ended, where ncu stops "
+        f"counting): {', '.join(parts)}; DRAM bytes and their gains read that much low"
     )
 
 

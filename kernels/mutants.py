@@ -101,6 +101,24 @@ def _vectors(*arrays: cp.ndarray) -> int:
     return size // 4 if all(a.data.ptr % 16 == 0 for a in arrays) else 0
 
 
+def _launch(
+    kernel: cp.RawKernel,
+    xf: cp.ndarray,
+    yf: cp.ndarray,
+    out: cp.ndarray,
+    alpha: float,
+    *,
+    work: int,
+    per_sm: int,
+    count: int,
+) -> None:
+    """Run a mutant kernel ``(x, y, out, alpha, n, count)`` over ``work`` parallel items with at
+    most ``per_sm`` blocks of :data:`THREADS` per SM (a grid-stride loop does the rest)."""
+    index = _index(xf.size)
+    blocks = max(1, min(ceil_div(work, THREADS), sm_count() * per_sm))
+    kernel((blocks,), (THREADS,), (xf, yf, out, cp.float32(alpha), index(xf.size), index(count)))
+
+
 _REREADS_SOURCE = r"""
 // Pass 1 streams this thread's share of x and sums it, clamped to [-1, 1] so the sum is always
 // finite; pass 2 is the healthy kernel with alpha + 0 * sum, which is alpha exactly but cannot be
@@ -149,9 +167,8 @@ def scale_relu_add_rereads(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.nda
     xf, yf = _operands(x, y)
     out = cp.empty(xf.size, dtype=cp.float32)
     n, n4 = xf.size, _vectors(xf, yf, out)
-    index = _index(n)
-    blocks = max(1, min(ceil_div(max(n4, n - 4 * n4), THREADS), sm_count() * (2048 // THREADS)))
-    _rereads_kernel(_index_type(n))((blocks,), (THREADS,), (xf, yf, out, cp.float32(alpha), index(n), index(n4)))
+    kernel = _rereads_kernel(_index_type(n))
+    _launch(kernel, xf, yf, out, alpha, work=max(n4, n - 4 * n4), per_sm=2048 // THREADS, count=n4)
     return out.reshape(x.shape)
 
 
@@ -241,10 +258,8 @@ def scale_relu_add_register_heavy(x: cp.ndarray, y: cp.ndarray, alpha: float) ->
     n, n4 = xf.size, _vectors(xf, yf, out)
     index_type = _index_type(n)
     vectors, min_blocks = _HEAVY[index_type]
-    index = _index(n)
-    blocks = max(1, min(ceil_div(max(ceil_div(n4, vectors), n - 4 * n4), THREADS), sm_count() * min_blocks))
     kernel = _register_heavy_kernel(index_type)
-    kernel((blocks,), (THREADS,), (xf, yf, out, cp.float32(alpha), index(n), index(n4)))
+    _launch(kernel, xf, yf, out, alpha, work=max(ceil_div(n4, vectors), n - 4 * n4), per_sm=min_blocks, count=n4)
     return out.reshape(x.shape)
 
 
@@ -291,9 +306,8 @@ def scale_relu_add_strided(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.nda
     xf, yf = _operands(x, y)
     out = cp.empty(xf.size, dtype=cp.float32)
     n, rows = xf.size, xf.size // 8
-    index = _index(n)
-    blocks = max(1, min(ceil_div(max(rows, n - 8 * rows), THREADS), sm_count() * (2048 // THREADS)))
-    _strided_kernel(_index_type(n))((blocks,), (THREADS,), (xf, yf, out, cp.float32(alpha), index(n), index(rows)))
+    kernel = _strided_kernel(_index_type(n))
+    _launch(kernel, xf, yf, out, alpha, work=max(rows, n - 8 * rows), per_sm=2048 // THREADS, count=rows)
     return out.reshape(x.shape)
 
 

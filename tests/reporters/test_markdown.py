@@ -66,7 +66,7 @@ def test_regressed_summary_says_what_fell(in_root) -> None:
     assert "Baseline `baselines/nvidia-h200/elementwise.json`" in text
     assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in text
     assert sum(line.startswith("- ❌ **REGRESSED** scale_relu_add/fused: ") for line in text.splitlines()) == 8
-    assert "- note scale_relu_add: DRAM writes undercount: of the bytes written to L2" in text
+    assert "- note scale_relu_add: DRAM writes undercount (bytes written to L2 and still there" in text
     assert text.endswith("**fuseci: 50 pass, 8 regressed; exit 1**\n")
 
 
