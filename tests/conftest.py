@@ -64,7 +64,7 @@ H200_BASELINES = ROOT / "baselines"
 @pytest.fixture(scope="session")
 def clean_kernels():
     """Per-kernel frame of the recorded clean elementwise run."""
-    from fuseci.report import read_report
+    from fuseci.frames.report import read_report
 
     return read_report(CLEAN_REPORT)
 
@@ -72,14 +72,14 @@ def clean_kernels():
 @pytest.fixture(scope="session")
 def regressed_kernels():
     """Per-kernel frame of the recorded run with the de-fused scale_relu_add."""
-    from fuseci.report import read_report
+    from fuseci.frames.report import read_report
 
     return read_report(REGRESSED_REPORT)
 
 
 @pytest.fixture(scope="session")
 def elementwise():
-    from fuseci.suite import load_suite
+    from fuseci.config.parse import load_suite
 
     return load_suite(ELEMENTWISE)
 
@@ -123,8 +123,8 @@ def pinned(name: str, text: str) -> None:
 def recorded_comparison(report: Path):
     """The elementwise suite re-analysed from a recorded report against the committed baselines
     (call from the repository root: the ``in_root`` fixture)."""
-    from fuseci import pipeline
-    from fuseci.suite import load_suite
+    from fuseci import api
+    from fuseci.config.parse import load_suite
 
     suite = load_suite("suites/elementwise.yaml")
-    return pipeline.check(suite, pipeline.RunOptions(baselines=Path("baselines"), from_report=report))
+    return api.check(suite, api.RunOptions(baselines=Path("baselines"), from_report=report))

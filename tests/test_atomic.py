@@ -2,7 +2,7 @@ import os
 import stat
 from pathlib import Path
 
-from fuseci.atomic import atomic_write_text
+from fuseci.store.atomic import atomic_write_text
 
 
 def test_new_file_gets_the_umask_mode(tmp_path: Path) -> None:

@@ -4,9 +4,10 @@ from pathlib import Path
 import pytest
 from conftest import H200_BASELINES
 
-from fuseci import baseline as bl
+from fuseci.config import names
 from fuseci.errors import BaselineError
-from fuseci.metrics import KernelLaunch
+from fuseci.frames.inventory import KernelLaunch
+from fuseci.store import baselines as bl
 
 COMMITTED = H200_BASELINES / "nvidia-h200" / "elementwise.json"
 
@@ -16,7 +17,7 @@ COMMITTED = H200_BASELINES / "nvidia-h200" / "elementwise.json"
     [("NVIDIA H200", "nvidia-h200"), ("NVIDIA H100 80GB HBM3", "nvidia-h100-80gb-hbm3"), ("  ", "unknown-gpu")],
 )
 def test_gpu_slug(name: str, slug: str) -> None:
-    assert bl.gpu_slug(name) == slug
+    assert names.gpu_slug(name) == slug
 
 
 def test_committed_baseline_loads_and_is_written_deterministically() -> None:
@@ -41,7 +42,7 @@ def test_round_trip_and_rounding(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.endswith("}\n")
     data = json.loads(text)
-    assert data["format_version"] == bl.FORMAT_VERSION
+    assert data["format_version"] == bl.FORMAT.version
     assert data["cases"]["c"]["unfused"]["values"] == {"dram__bytes.sum": 1234570.0, "launches": 3}
     assert bl.load_baseline(path) == bl.normalized(_sample())
     assert list(tmp_path.glob("g/.*")) == []  # no temporary file left behind
@@ -54,10 +55,10 @@ def test_missing_is_none(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ('{"format_version": 1, "cases": ', "corrupt baseline JSON"),
+        ('{"format_version": 1, "cases": ', "not JSON"),
         ("[]", "not a fuseci baseline"),
         ('{"format_version": 1}', "malformed baseline"),
-        ('{"format_version": "one"}', "invalid format_version"),
+        ('{"format_version": "one"}', "invalid baseline format_version"),
     ],
 )
 def test_corrupt_baseline_is_an_error_with_a_fix(tmp_path: Path, text: str, fragment: str) -> None:
@@ -71,7 +72,7 @@ def test_corrupt_baseline_is_an_error_with_a_fix(tmp_path: Path, text: str, frag
 
 def test_newer_format_asks_for_an_upgrade(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"format_version": bl.FORMAT_VERSION + 1, "fuseci_version": "9.0"}))
+    path.write_text(json.dumps({"format_version": bl.FORMAT.version + 1, "fuseci_version": "9.0"}))
     with pytest.raises(BaselineError, match="newer fuseci .*upgrade fuseci"):
         bl.load_baseline(path)
 

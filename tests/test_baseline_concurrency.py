@@ -1,6 +1,6 @@
 """Concurrent ``update-baselines`` of one suite and GPU, with real processes.
 
-The update lock (``fuseci.baseline.locked``) must serialise the read-compare-write, so that the
+The update lock (``fuseci.store.baselines.locked``) must serialise the read-compare-write, so that the
 second update builds on the first's file instead of silently overwriting it, and ``fuseci run``
 must never need the lock.
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT, ROOT
 
-from fuseci import baseline as bl
-from fuseci import pipeline
-from fuseci.compare import Verdict
+from fuseci import api
 from fuseci.errors import BaselineError
+from fuseci.judge.verdict import Verdict
+from fuseci.store import baselines as bl
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="update locking is POSIX-only")
 
@@ -33,8 +33,9 @@ UPDATER = r"""
 import json, sys, time
 from contextlib import contextmanager
 from pathlib import Path
-from fuseci import baseline as bl, pipeline
-from fuseci.suite import load_suite
+from fuseci import api
+from fuseci.store import baselines as bl
+from fuseci.config.parse import load_suite
 
 suite_file, report, root, barrier, parties, name, dawdle_s, out = sys.argv[1:]
 real_locked, real_load = bl.locked, bl.load_baseline
@@ -59,8 +60,8 @@ def slow_load(path):
     return old
 
 bl.locked, bl.load_baseline = traced_locked, slow_load
-options = pipeline.RunOptions(baselines=Path(root), from_report=Path(report))
-update = pipeline.update_baselines(load_suite(Path(suite_file)), options, lock_timeout_s=60)
+options = api.RunOptions(baselines=Path(root), from_report=Path(report))
+update = api.update_baselines(load_suite(Path(suite_file)), options, lock_timeout_s=60)
 Path(out).write_text(json.dumps({"name": name, "written": update.written, "changes": list(update.changes), **times}))
 """
 
@@ -69,7 +70,7 @@ Path(out).write_text(json.dumps({"name": name, "written": update.written, "chang
 HOLDER = r"""
 import sys, time
 from pathlib import Path
-from fuseci import baseline as bl
+from fuseci.store import baselines as bl
 
 path, hold = sys.argv[1:]
 with bl.locked(Path(path)):
@@ -103,9 +104,7 @@ def committed_copy(tmp_path: Path) -> Path:
 def after_regressed(tmp_path_factory: pytest.TempPathFactory, elementwise) -> bytes:
     """The file one update from the regressed report makes of the committed baseline, alone."""
     path = _copy_baselines(tmp_path_factory.mktemp("alone") / "baselines")
-    pipeline.update_baselines(
-        elementwise, pipeline.RunOptions(baselines=path.parent.parent, from_report=REGRESSED_REPORT)
-    )
+    api.update_baselines(elementwise, api.RunOptions(baselines=path.parent.parent, from_report=REGRESSED_REPORT))
     return path.read_bytes()
 
 
@@ -164,9 +163,9 @@ def test_concurrent_updates_are_serialised_and_none_is_lost(
         "nvidia-h200/.elementwise.json.lock": b"",
     }
     # ... and none of it gets in the way of later runs and updates.
-    options = pipeline.RunOptions(baselines=root, from_report=CLEAN_REPORT)
-    assert pipeline.check(elementwise, options).verdict is (Verdict.PASS if state == "clean" else Verdict.IMPROVED)
-    assert pipeline.update_baselines(elementwise, options, lock_timeout_s=1).written == (state != "clean")
+    options = api.RunOptions(baselines=root, from_report=CLEAN_REPORT)
+    assert api.check(elementwise, options).verdict is (Verdict.PASS if state == "clean" else Verdict.IMPROVED)
+    assert api.update_baselines(elementwise, options, lock_timeout_s=1).written == (state != "clean")
     assert committed_copy.read_bytes() == original
 
 
@@ -184,12 +183,12 @@ def _hold(path: Path, hold: str) -> subprocess.Popen:
 
 def test_held_lock_times_out_with_who_holds_it(tmp_path: Path, elementwise, committed_copy: Path) -> None:
     before = committed_copy.read_bytes()
-    options = pipeline.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
+    options = api.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
     holder = _hold(committed_copy, "stdin")
     try:
         started = time.monotonic()
         with pytest.raises(BaselineError) as info:
-            pipeline.update_baselines(elementwise, options, lock_timeout_s=0.5)
+            api.update_baselines(elementwise, options, lock_timeout_s=0.5)
         assert time.monotonic() - started >= 0.5
         message = str(info.value)
         assert message.startswith(
@@ -200,20 +199,20 @@ def test_held_lock_times_out_with_who_holds_it(tmp_path: Path, elementwise, comm
         assert committed_copy.read_bytes() == before
         # `fuseci run` only reads: the lock does not concern it.
         started = time.monotonic()
-        assert pipeline.check(elementwise, options).verdict is Verdict.REGRESSED
+        assert api.check(elementwise, options).verdict is Verdict.REGRESSED
         assert time.monotonic() - started < 5
     finally:
         holder.communicate("\n", timeout=30)
-    assert pipeline.update_baselines(elementwise, options, lock_timeout_s=0.5).written
+    assert api.update_baselines(elementwise, options, lock_timeout_s=0.5).written
 
 
 def test_held_lock_makes_the_update_wait_then_proceed(
     tmp_path: Path, elementwise, committed_copy: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    options = pipeline.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
+    options = api.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
     holder = _hold(committed_copy, "0.8")
     started = time.monotonic()
-    update = pipeline.update_baselines(elementwise, options, lock_timeout_s=30)
+    update = api.update_baselines(elementwise, options, lock_timeout_s=30)
     waited = time.monotonic() - started
     holder.communicate(timeout=30)
     assert update.written and waited >= 0.4
@@ -227,5 +226,5 @@ def test_lock_of_a_killed_holder_does_not_block(tmp_path: Path, elementwise, com
     holder.kill()
     holder.communicate(timeout=30)
     assert bl.lock_path(committed_copy).read_text().startswith(f"pid {holder.pid} on ")  # it had no time to tidy up
-    options = pipeline.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
-    assert pipeline.update_baselines(elementwise, options, lock_timeout_s=0.5).written
+    options = api.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
+    assert api.update_baselines(elementwise, options, lock_timeout_s=0.5).written

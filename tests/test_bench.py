@@ -14,12 +14,14 @@ import pytest
 from conftest import DATA, ELEMENTWISE, REPORTS, write
 from typer.testing import CliRunner
 
-from fuseci import bench, pipeline
+from fuseci import api
 from fuseci.cli import app
+from fuseci.config.parse import load_suite
 from fuseci.errors import BenchError
-from fuseci.harness import MAX_INPUT_SETS, input_set_count, rotation_seed
-from fuseci.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
-from fuseci.suite import load_suite
+from fuseci.harness.timing import MAX_INPUT_SETS, input_set_count, rotation_seed
+from fuseci.measure import bench
+from fuseci.measure.command import Mode, SuiteFiles, harness_argv
+from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
 TINY = DATA / "suites" / "tiny.yaml"
 runner = CliRunner()
@@ -58,7 +60,7 @@ def _fake_harness(monkeypatch: pytest.MonkeyPatch, record: HarnessRecord | None,
             write_record(record, Path(argv[argv.index("--record") + 1]))
         return rc
 
-    monkeypatch.setattr("fuseci.process.run_logged", run_logged)
+    monkeypatch.setattr("fuseci.measure.process.run_logged", run_logged)
     return calls
 
 
@@ -85,8 +87,8 @@ def test_rotation_seeds_keep_set_zero_and_differ() -> None:
 
 
 def test_command_is_an_argument_list() -> None:
-    files = bench.BenchFiles.in_dir(Path("out"), "tiny")
-    assert bench.build_command(Path("s/tiny.yaml"), files, 30, python="/py") == [
+    files = SuiteFiles(Path("out"), "tiny").harness(Mode.BENCH)
+    assert harness_argv(Mode.BENCH, files.record, Path("s/tiny.yaml"), repeats=30, python="/py") == [
         "/py", "-m", "fuseci.harness", "s/tiny.yaml",
         "--record", "out/tiny.bench.json",
         "--time", "--repeats", "30",
@@ -138,9 +140,9 @@ def test_exit_codes() -> None:
 def test_timeout_stops_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     suite = load_suite(write(tmp_path / "s.yaml", TINY.read_text() + "ncu: {timeout: 1}\n"))
     script = "import time; print('started', flush=True); time.sleep(60)"
-    monkeypatch.setattr(pipeline, "build_command", lambda *a, **k: [sys.executable, "-c", script])
+    monkeypatch.setattr(api, "harness_argv", lambda *a, **k: [sys.executable, "-c", script])
     with pytest.raises(BenchError) as info:
-        pipeline.bench(suite, pipeline.BenchOptions(report_dir=tmp_path / "out"))
+        api.bench(suite, api.BenchOptions(report_dir=tmp_path / "out"))
     message = str(info.value)
     assert "did not finish within 1 s (suite key ncu.timeout)" in message
     assert str(tmp_path / "out" / "tiny.bench.log") in message and "last lines: started" in message
@@ -150,9 +152,9 @@ def test_crash_quotes_the_log_on_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     script = (
         "import sys; print('Traceback (most recent call last):'); print('RuntimeError: kernel exploded'); sys.exit(134)"
     )
-    monkeypatch.setattr(pipeline, "build_command", lambda *a, **k: [sys.executable, "-c", script])
+    monkeypatch.setattr(api, "harness_argv", lambda *a, **k: [sys.executable, "-c", script])
     with pytest.raises(BenchError) as info:
-        pipeline.bench(load_suite(TINY), pipeline.BenchOptions(report_dir=tmp_path))
+        api.bench(load_suite(TINY), api.BenchOptions(report_dir=tmp_path))
     message = str(info.value)
     assert "exited with code 134" in message and "\n" not in message
     assert message.endswith("last lines: Traceback (most recent call last): | RuntimeError: kernel exploded")
@@ -162,13 +164,13 @@ def test_incomplete_record_is_an_error(tmp_path: Path, monkeypatch: pytest.Monke
     record = _record()
     _fake_harness(monkeypatch, HarnessRecord(record.suite, record.env, record.cases, complete=False))
     with pytest.raises(BenchError, match="stopped before its last case"):
-        pipeline.bench(load_suite(TINY), pipeline.BenchOptions(report_dir=tmp_path))
+        api.bench(load_suite(TINY), api.BenchOptions(report_dir=tmp_path))
 
 
 def test_missing_python_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "build_command", lambda *a, **k: [str(tmp_path / "no-python")])
+    monkeypatch.setattr(api, "harness_argv", lambda *a, **k: [str(tmp_path / "no-python")])
     with pytest.raises(BenchError, match="cannot execute .*no-python"):
-        pipeline.bench(load_suite(TINY), pipeline.BenchOptions(report_dir=tmp_path))
+        api.bench(load_suite(TINY), api.BenchOptions(report_dir=tmp_path))
 
 
 # --- the CLI -------------------------------------------------------------------------------------

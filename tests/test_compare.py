@@ -3,17 +3,19 @@ from dataclasses import replace
 import pytest
 from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
 
-from fuseci import baseline as bl
-from fuseci import pipeline
-from fuseci.compare import Verdict, compare, exit_code
-from fuseci.metrics import summarize
-from fuseci.record import CaseRecord, CaseStatus, CheckRecord
+from fuseci.frames.metrics import summarize
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import CheckKind, Verdict, exit_code
+from fuseci.measure import run as measure_run
+from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord
+from fuseci.measure.run import MeasureOptions
+from fuseci.store import baselines as bl
 
 BASELINE = bl.load_baseline(H200_BASELINES / "nvidia-h200" / "elementwise.json")
 
 
 def _results(elementwise, report):
-    return pipeline.results_for(elementwise, pipeline.RunOptions(from_report=report))
+    return measure_run.measure(elementwise, MeasureOptions(from_report=report))
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,7 @@ def regressed(elementwise):
 
 
 def _verdicts(comparison):
-    return {(k.case, k.variant, k.check, k.quantity): k.verdict for c in comparison.cases for k in c.checks}
+    return {(k.case, k.variant, k.check.value, k.quantity): k.verdict for c in comparison.cases for k in c.checks}
 
 
 def test_clean_run_passes_every_check(clean, elementwise) -> None:
@@ -63,18 +65,18 @@ def test_planted_regression_is_caught_where_it_was_planted(regressed, elementwis
         k
         for c in comp.cases
         for k in c.checks
-        if k.check == "gain" and k.quantity == "launches" and k.verdict is Verdict.REGRESSED
+        if k.check is CheckKind.GAIN and k.quantity == "launches" and k.verdict is Verdict.REGRESSED
     )
-    assert launches.baseline == 3 and launches.current == 1.5 and launches.change == pytest.approx(-0.5)
+    assert launches.baseline_value == 3 and launches.current == 1.5 and launches.change == pytest.approx(-0.5)
     assert "fell from 3x to 1.5x (-50.0%)" in launches.message and "tolerance exact" in launches.message
     assert exit_code([comp]) == 1
 
 
 def test_no_baseline_is_new_and_passes(clean, elementwise) -> None:
     comp = compare(clean, elementwise, None)
-    gains = [k for c in comp.cases for k in c.checks if k.check == "gain"]
+    gains = [k for c in comp.cases for k in c.checks if k.check is CheckKind.GAIN]
     assert gains and all(k.verdict is Verdict.NEW for k in gains)
-    assert all(k.verdict is Verdict.PASS for c in comp.cases for k in c.checks if k.check == "expect")
+    assert all(k.verdict is Verdict.PASS for c in comp.cases for k in c.checks if k.check is CheckKind.EXPECT)
     assert exit_code([comp]) == 0
 
 
@@ -83,7 +85,7 @@ def test_other_environment_is_incomparable_unless_accepted(clean, elementwise) -
     comp = compare(clean, elementwise, other)
     assert not comp.comparable
     assert {d.field for d in comp.env_differences} == {"cupy_version", "clock_control"}
-    gains = [k for c in comp.cases for k in c.checks if k.check == "gain"]
+    gains = [k for c in comp.cases for k in c.checks if k.check is CheckKind.GAIN]
     assert all(k.verdict is Verdict.INCOMPARABLE for k in gains)
     assert "--accept-env cupy_version,clock_control" in gains[0].message
     assert exit_code([comp]) == 3
@@ -118,7 +120,7 @@ def test_wrong_result_fails_the_case(clean, elementwise) -> None:
     kernels = clean.kernels[clean.kernels.case != "bias_gelu"]
     comp = compare(summarize(kernels, replace(rec, cases=cases)), elementwise, BASELINE)
     checks = next(c for c in comp.cases if c.case == "bias_gelu").checks
-    assert [(k.check, k.verdict) for k in checks] == [("correctness", Verdict.WRONG)]
+    assert [(k.check.value, k.verdict) for k in checks] == [("correctness", Verdict.WRONG)]
     assert "12 of 1000 elements" in checks[0].message and "max abs err 0.5" in checks[0].message
     assert exit_code([comp]) == 1
 
@@ -155,7 +157,7 @@ def test_h200_baseline_is_never_silently_compared_with_an_h100_run(elementwise) 
     h100 = _results(elementwise, CLEAN_REPORT.with_name("elementwise-h100.ncu-rep.xz"))
     comp = compare(h100, elementwise, BASELINE)
     assert [d.field for d in comp.env_differences] == ["gpu_name"]
-    assert {k.verdict for c in comp.cases for k in c.checks if k.check == "gain"} == {Verdict.INCOMPARABLE}
+    assert {k.verdict for c in comp.cases for k in c.checks if k.check is CheckKind.GAIN} == {Verdict.INCOMPARABLE}
 
 
 def test_interrupted_run_names_each_cases_fate(clean, elementwise) -> None:

@@ -1,7 +1,7 @@
 """Properties of ``compare`` and the verdict algebra, on synthetic suites (hypothesis).
 
 Each example is one case with an ``unfused`` and a ``fused`` variant, built through the real
-per-kernel frame and :func:`fuseci.metrics.summarize`. The fused variant measures 1 of every
+per-kernel frame and :func:`fuseci.frames.metrics.summarize`. The fused variant measures 1 of every
 quantity and the unfused one ``g``, so that every gain but the launch count's (unfused ÷ fused)
 is exactly ``g``; the baseline is built the same way from ``b``. Launch gains are ratios of kernel
 counts and have a test of their own.
@@ -14,19 +14,22 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fuseci import baseline as bl
-from fuseci import schema
-from fuseci.compare import CaseResult, Comparison, MetricDelta, Verdict, compare, exit_code
+from fuseci.config import names
+from fuseci.config.model import Case, Correctness, Suite, Variant
+from fuseci.config.names import ENV_FIELDS
+from fuseci.config.policy import Tolerance, parse_tolerance
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
-from fuseci.metrics import ENV_FIELDS, SuiteResults, summarize
-from fuseci.policy import Tolerance, parse_tolerance
-from fuseci.record import CaseRecord, CaseStatus, HarnessRecord
-from fuseci.report import KERNEL_COLUMNS
-from fuseci.suite import Case, Correctness, Suite, Variant
+from fuseci.frames.metrics import SuiteResults, summarize
+from fuseci.frames.report import KERNEL_COLUMNS
+from fuseci.judge import baseline as jb
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, exit_code
+from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord
+from fuseci.store import baselines as bl
 
 ENV = {f: "same" for f in ENV_FIELDS}
 #: Gains that are exactly ``g`` by construction (launch counts are integers; see below).
-FLOAT_GAINS = (schema.DRAM_BYTES, schema.DURATION, schema.DRAM_READ, schema.DRAM_WRITE)
+FLOAT_GAINS = (names.DRAM_BYTES, names.DURATION, names.DRAM_READ, names.DRAM_WRITE)
 SLACK = 1e-9  # what `exact` allows, for ratios that went through JSON rounding
 
 # Each example builds pandas frames (~15 ms): few examples keep the file to seconds.
@@ -38,11 +41,11 @@ algebra = settings(max_examples=200, deadline=None)
 
 def _kernel(variant: str, index: int, value: float) -> dict:
     row = dict.fromkeys(KERNEL_COLUMNS, 0.0)
-    row.update({schema.SUITE: "s", schema.CASE: "c", schema.VARIANT: variant, schema.KERNEL_INDEX: index})
-    row.update({schema.KERNEL: f"k_{variant}_{index}", schema.DEVICE_NAME: "GPU"})
+    row.update({names.SUITE: "s", names.CASE: "c", names.VARIANT: variant, names.KERNEL_INDEX: index})
+    row.update({names.KERNEL: f"k_{variant}_{index}", names.DEVICE_NAME: "GPU"})
     # Read and write halves so that their sum, the DRAM bytes, is `value` too.
-    row.update({schema.DRAM_READ: value / 2, schema.DRAM_WRITE: value / 2, schema.DURATION: value})
-    row.update({schema.GRID_SIZE: 1, schema.BLOCK_SIZE: 32, schema.REGISTERS: 16, schema.REPLAY_PASSES: 1})
+    row.update({names.DRAM_READ: value / 2, names.DRAM_WRITE: value / 2, names.DURATION: value})
+    row.update({names.GRID_SIZE: 1, names.BLOCK_SIZE: 32, names.REGISTERS: 16, names.REPLAY_PASSES: 1})
     return row
 
 
@@ -56,15 +59,15 @@ def _results(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1,
         env=ENV,
         cases={"c": CaseRecord("c", CaseStatus.OK, measured=("unfused", "fused"))},
         complete=True,
-        profiler={},
+        profiler=None,
     )
     return summarize(pd.DataFrame.from_records(rows, columns=list(KERNEL_COLUMNS)), record)
 
 
 def _baseline(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1, 1)) -> bl.Baseline:
     def vb(value: float, n: int) -> bl.VariantBaseline:
-        values = {q: value for q in FLOAT_GAINS} | {schema.DRAM_READ: value / 2, schema.DRAM_WRITE: value / 2}
-        return bl.VariantBaseline(values={**values, schema.LAUNCHES: float(n)}, kernels=())
+        values = {q: value for q in FLOAT_GAINS} | {names.DRAM_READ: value / 2, names.DRAM_WRITE: value / 2}
+        return bl.VariantBaseline(values={**values, names.LAUNCHES: float(n)}, kernels=())
 
     return bl.Baseline(
         suite="s", env=ENV, cases={"c": {"unfused": vb(unfused, launches[0]), "fused": vb(fused, launches[1])}}
@@ -89,7 +92,7 @@ def _suite(gates: dict[str, Tolerance]) -> Suite:
 
 def _gain_verdicts(results: SuiteResults, suite: Suite, baseline: bl.Baseline | None) -> dict[str, Verdict]:
     comparison = compare(results, suite, baseline)
-    return {k.quantity: k.verdict for c in comparison.cases for k in c.checks if k.check == "gain"}
+    return {k.quantity: k.verdict for c in comparison.cases for k in c.checks if k.check is CheckKind.GAIN}
 
 
 # --- strategies -----------------------------------------------------------------------------
@@ -116,8 +119,8 @@ def test_equal_values_pass(
 ) -> None:
     """The same measurements as the baseline pass every gate, `exact` included."""
     results = _results(unfused, fused, launches)
-    suite = _suite({**gates, schema.LAUNCHES: parse_tolerance("exact")})
-    comparison = compare(results, suite, bl.from_results(results, {"c"}))
+    suite = _suite({**gates, names.LAUNCHES: parse_tolerance("exact")})
+    comparison = compare(results, suite, jb.from_results(results, {"c"}))
     assert {k.verdict for c in comparison.cases for k in c.checks} == {Verdict.PASS}
     assert comparison.verdict is Verdict.PASS and exit_code([comparison]) == EXIT_PASS
 
@@ -127,7 +130,7 @@ def test_equal_values_pass(
 def test_integer_counts_pass_against_their_own_file(unfused: int, fused: int, gates: dict[str, Tolerance]) -> None:
     """Integer quantities (bytes, launches, nanoseconds) survive the file's rounding exactly."""
     results = _results(2.0 * unfused, 2.0 * fused)  # even, so that the read and write halves are integers too
-    baseline = bl.normalized(bl.from_results(results, {"c"}))
+    baseline = bl.normalized(jb.from_results(results, {"c"}))
     assert set(_gain_verdicts(results, _suite(gates), baseline).values()) == {Verdict.PASS}
 
 
@@ -158,8 +161,8 @@ def test_exact_passes_only_equal_gains(base: float, change: float) -> None:
     """`exact` is PASS only for equal gains, up to its relative slack of 1e-9."""
     assume(change == 0.0 or abs(abs(change) - SLACK) > 1e-12)
     current = base * (1 + change)
-    verdict = _gain_verdicts(_results(current), _suite({schema.DURATION: parse_tolerance("exact")}), _baseline(base))
-    assert (verdict[schema.DURATION] is Verdict.PASS) == (abs(change) < SLACK)
+    verdict = _gain_verdicts(_results(current), _suite({names.DURATION: parse_tolerance("exact")}), _baseline(base))
+    assert (verdict[names.DURATION] is Verdict.PASS) == (abs(change) < SLACK)
 
 
 @fast
@@ -167,8 +170,8 @@ def test_exact_passes_only_equal_gains(base: float, change: float) -> None:
 def test_exact_launch_gate(now: tuple[int, int], then: tuple[int, int]) -> None:
     """Launch gains are ratios of counts: `exact` passes iff the ratios are equal."""
     verdict = _gain_verdicts(
-        _results(1.0, 1.0, now), _suite({schema.LAUNCHES: parse_tolerance("exact")}), _baseline(1.0, 1.0, then)
-    )[schema.LAUNCHES]
+        _results(1.0, 1.0, now), _suite({names.LAUNCHES: parse_tolerance("exact")}), _baseline(1.0, 1.0, then)
+    )[names.LAUNCHES]
     lhs, rhs = now[0] * then[1], then[0] * now[1]  # now_u / now_f against then_u / then_f
     assert verdict is (Verdict.PASS if lhs == rhs else Verdict.REGRESSED if lhs < rhs else Verdict.IMPROVED)
 
@@ -180,9 +183,9 @@ ORDER = {Verdict.REGRESSED: 0, Verdict.PASS: 1, Verdict.IMPROVED: 2}
 @given(base=gains, lower=gains, higher=gains, tol=tolerances)
 def test_a_higher_gain_never_judges_worse(base: float, lower: float, higher: float, tol: Tolerance) -> None:
     lower, higher = sorted((lower, higher))
-    suite, baseline = _suite({schema.DURATION: tol}), _baseline(base)
-    v_low = _gain_verdicts(_results(lower), suite, baseline)[schema.DURATION]
-    v_high = _gain_verdicts(_results(higher), suite, baseline)[schema.DURATION]
+    suite, baseline = _suite({names.DURATION: tol}), _baseline(base)
+    v_low = _gain_verdicts(_results(lower), suite, baseline)[names.DURATION]
+    v_high = _gain_verdicts(_results(higher), suite, baseline)[names.DURATION]
     assert ORDER[v_low] <= ORDER[v_high]
 
 
@@ -190,10 +193,10 @@ def test_a_higher_gain_never_judges_worse(base: float, lower: float, higher: flo
 @given(current=st.one_of(st.just(0.0), gains), tol=tolerances)
 def test_zero_baseline_gain(current: float, tol: Tolerance) -> None:
     """A baseline gain of 0 (the unfused side moved no bytes then) is judged, not a crash."""
-    comparison = compare(_results(current), _suite({schema.DRAM_BYTES: tol}), _baseline(0.0))
-    (check,) = (k for c in comparison.cases for k in c.checks if k.check == "gain")
+    comparison = compare(_results(current), _suite({names.DRAM_BYTES: tol}), _baseline(0.0))
+    (check,) = (k for c in comparison.cases for k in c.checks if k.check is CheckKind.GAIN)
     assert check.verdict is (Verdict.PASS if current == 0.0 else Verdict.IMPROVED)
-    assert check.baseline == 0.0 and check.change is None and "(n/a)" in check.message
+    assert check.baseline_value == 0.0 and check.change is None and "(n/a)" in check.message
 
 
 @fast
@@ -206,7 +209,7 @@ def test_no_baseline_is_new(current: float, gates: dict[str, Tolerance]) -> None
 
 
 def _case(name: str, vs: list[Verdict]) -> CaseResult:
-    checks = tuple(MetricDelta(name, "fused", "gain", "launches", v, "") for v in vs)
+    checks = tuple(MetricDelta(name, "fused", CheckKind.GAIN, "launches", v, "") for v in vs)
     return CaseResult(name, 0, "", checks, ())
 
 

@@ -15,10 +15,17 @@ import pytest
 from conftest import CLEAN_REPORT
 from typer.testing import CliRunner
 
-from fuseci import doctor, harness, ncu, report, schema
+from fuseci import doctor
 from fuseci.cli import app
+from fuseci.config import names
 from fuseci.doctor import Clocks, DoctorOptions, Gpu, Status
 from fuseci.errors import ReportError
+from fuseci.frames import report
+from fuseci.harness import probe as harness
+from fuseci.harness.__main__ import main as harness_main
+from fuseci.measure import profile as ncu
+from fuseci.measure.command import SuiteFiles
+from fuseci.reporters.doctor import render_json, render_table
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 
@@ -166,14 +173,14 @@ def _frame(*rows: tuple[str, str, str, float, float]) -> pd.DataFrame:
     records = [
         {
             **{c: math.nan for c in report.KERNEL_COLUMNS},
-            schema.SUITE: suite,
-            schema.CASE: case,
-            schema.VARIANT: variant,
-            schema.KERNEL_INDEX: 0,
-            schema.KERNEL: "fuseci_probe",
-            schema.DEVICE_NAME: "NVIDIA H200",
-            schema.DRAM_READ: read,
-            schema.DURATION: duration,
+            names.SUITE: suite,
+            names.CASE: case,
+            names.VARIANT: variant,
+            names.KERNEL_INDEX: 0,
+            names.KERNEL: "fuseci_probe",
+            names.DEVICE_NAME: "NVIDIA H200",
+            names.DRAM_READ: read,
+            names.DURATION: duration,
         }
         for suite, case, variant, read, duration in rows
     ]
@@ -193,7 +200,7 @@ def test_probe_command_exact_argv() -> None:
 
 
 def test_profile_command_exact_argv() -> None:
-    files = ncu.ProfileFiles.in_dir(Path("/tmp/d"), "doctor")
+    files = SuiteFiles(Path("/tmp/d"), "doctor")
     assert doctor.build_profile_command("/opt/ncu", files, python="/py") == [
         "/opt/ncu",
         "--config-file", "off",
@@ -216,8 +223,8 @@ def test_profile_command_exact_argv() -> None:
 
 
 def test_probe_range_is_what_the_filter_selects() -> None:
-    assert schema.range_name(*harness.PROBE_IDS) == "fuseci:doctor:probe:kernel"
-    assert schema.parse_range_name(schema.range_name(*harness.PROBE_IDS)) == harness.PROBE_IDS
+    assert names.range_name(*harness.PROBE_IDS) == "fuseci:doctor:probe:kernel"
+    assert names.parse_range_name(names.range_name(*harness.PROBE_IDS)) == harness.PROBE_IDS
 
 
 def test_smi_command_exact_argv() -> None:
@@ -389,7 +396,7 @@ def test_real_probe_without_cupy(tmp_path: Path) -> None:
 @pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here")
 def test_harness_probe_mode_without_cupy(tmp_path: Path) -> None:
     record = tmp_path / "p.json"
-    assert harness.main(["--probe", "--record", str(record)]) == 3
+    assert harness_main(["--probe", "--record", str(record)]) == 3
     probe = doctor.read_probe(record)
     assert probe is not None and not probe.ok and probe.error == harness.ProbeFailure.NO_CUPY
 
@@ -397,7 +404,7 @@ def test_harness_probe_mode_without_cupy(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv", [["--record", "r.json"], ["--probe", "s.yaml", "--record", "r.json"], ["--probe", "--time", "--record", "r"]])  # fmt: skip
 def test_harness_probe_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
-        harness.main(argv)
+        harness_main(argv)
     assert info.value.code == 2
 
 
@@ -524,7 +531,7 @@ def test_permission_denied_end_to_end(machine: Machine) -> None:
     profiling = d.check("profiling")
     assert profiling.status is Status.FAIL and profiling.fix == ncu.PERMISSION_FIX
     assert d.check("readback").status is Status.SKIP and d.exit_code == 3
-    table = doctor.render_table(d)
+    table = render_table(d)
     assert "profiling        FAIL    ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)" in table
     assert "fix: run as root or with CAP_SYS_ADMIN" in table
 
@@ -541,7 +548,7 @@ def test_missing_reader_skips_readback(machine: Machine, monkeypatch: pytest.Mon
 def test_table_and_json(machine: Machine) -> None:
     machine.modes(smi="nodev")
     d = doctor.diagnose(machine.options())
-    table = doctor.render_table(d)
+    table = render_table(d)
     assert table.startswith("fuseci doctor\n\n  check            status  detail\n")
     assert table.endswith("\nfuseci doctor: 3 ok, 1 failed, 4 skipped; exit 3\n")
     rows = table.splitlines()
@@ -549,7 +556,7 @@ def test_table_and_json(machine: Machine) -> None:
     assert "fix:" not in rows[ok_row + 1]  # OK rows carry no fix line
     gpu_row = next(i for i, line in enumerate(rows) if line.startswith("  GPU, driver "))
     assert "FAIL    no NVIDIA GPU visible" in rows[gpu_row] and rows[gpu_row + 1].strip().startswith("fix: check")
-    doc = json.loads(doctor.render_json(d))
+    doc = json.loads(render_json(d))
     assert doc["format"] == "fuseci-doctor" and doc["exit_code"] == 3
     assert [(c["name"], c["status"]) for c in doc["checks"]][:4] == [
         ("fuseci", "OK"), ("ncu", "OK"), ("reader", "OK"), ("gpu", "FAIL"),

@@ -87,7 +87,7 @@ def test_relu_bn_add_relu_matches_float64(shape: tuple[int, ...]) -> None:
 def test_poisoned_allocations_expose_unwritten_output() -> None:
     import cupy as cp
 
-    from fuseci.harness import poisoned_allocations
+    from fuseci.harness.checks import poisoned_allocations
 
     with poisoned_allocations():
         a = cp.empty(1000, dtype=cp.float32)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from conftest import SUITES
 
-from fuseci.harness import resolve
-from fuseci.suite import Case, load_suite
+from fuseci.config.model import Case
+from fuseci.config.parse import load_suite
+from fuseci.harness.run import resolve
 
 pytestmark = pytest.mark.gpu
 

@@ -3,9 +3,9 @@ import math
 import pandas as pd
 import pytest
 
-from fuseci import schema
-from fuseci.metrics import VARIANT_COLUMNS, aggregate, gains, inventory, ratio
-from fuseci.report import KERNEL_COLUMNS
+from fuseci.config import names
+from fuseci.frames.metrics import VARIANT_COLUMNS, aggregate, gains, inventory, ratio
+from fuseci.frames.report import KERNEL_COLUMNS
 
 TENSOR = 2**28  # bytes in one 64 Mi-element float32 tensor
 
@@ -13,10 +13,10 @@ TENSOR = 2**28  # bytes in one 64 Mi-element float32 tensor
 def _kernel(case: str, variant: str, index: int, read: float, write: float, ns: float, occ: float) -> dict:
     row = {c: 0.0 for c in KERNEL_COLUMNS}
     row.update({
-        schema.SUITE: "s", schema.CASE: case, schema.VARIANT: variant, schema.KERNEL_INDEX: index,
-        schema.KERNEL: f"k{index}", schema.DEVICE_NAME: "GPU", schema.DRAM_READ: read, schema.DRAM_WRITE: write,
-        schema.DURATION: ns, schema.OCC_ACHIEVED: occ, schema.OCC_THEORETICAL: 100.0, schema.L2_WRITE_SECTORS: write / 32,
-        schema.GRID_SIZE: 10 + index, schema.BLOCK_SIZE: 256, schema.REGISTERS: 16, schema.REPLAY_PASSES: 1,
+        names.SUITE: "s", names.CASE: case, names.VARIANT: variant, names.KERNEL_INDEX: index,
+        names.KERNEL: f"k{index}", names.DEVICE_NAME: "GPU", names.DRAM_READ: read, names.DRAM_WRITE: write,
+        names.DURATION: ns, names.OCC_ACHIEVED: occ, names.OCC_THEORETICAL: 100.0, names.L2_WRITE_SECTORS: write / 32,
+        names.GRID_SIZE: 10 + index, names.BLOCK_SIZE: 256, names.REGISTERS: 16, names.REPLAY_PASSES: 1,
     })  # fmt: skip
     return row
 
@@ -35,21 +35,21 @@ def test_aggregate_sums_and_weights(synthetic: pd.DataFrame) -> None:
     v = aggregate(synthetic)
     assert tuple(v.columns) == VARIANT_COLUMNS
     u = v[v.variant == "unfused"].iloc[0]
-    assert u[schema.LAUNCHES] == 2
-    assert u[schema.DRAM_READ] == 300 and u[schema.DRAM_WRITE] == 200 and u[schema.DRAM_BYTES] == 500
-    assert u[schema.DURATION] == 4000
-    assert u[schema.DRAM_READ_RATE] == pytest.approx(300 / 4e-6)
-    assert u[schema.OCC_ACHIEVED] == pytest.approx((50 * 1000 + 30 * 3000) / 4000)  # duration-weighted
-    assert u[schema.L2_WRITE_BYTES] == 200
+    assert u[names.LAUNCHES] == 2
+    assert u[names.DRAM_READ] == 300 and u[names.DRAM_WRITE] == 200 and u[names.DRAM_BYTES] == 500
+    assert u[names.DURATION] == 4000
+    assert u[names.DRAM_READ_RATE] == pytest.approx(300 / 4e-6)
+    assert u[names.OCC_ACHIEVED] == pytest.approx((50 * 1000 + 30 * 3000) / 4000)  # duration-weighted
+    assert u[names.L2_WRITE_BYTES] == 200
 
 
 def test_gains_are_unfused_over_variant(synthetic: pd.DataFrame) -> None:
     g = gains(aggregate(synthetic))
     assert list(g.variant) == ["fused"]
     row = g.iloc[0]
-    assert row[schema.LAUNCHES] == 2.0
-    assert row[schema.DRAM_BYTES] == pytest.approx(500 / 150)
-    assert row[schema.DURATION] == 4.0
+    assert row[names.LAUNCHES] == 2.0
+    assert row[names.DRAM_BYTES] == pytest.approx(500 / 150)
+    assert row[names.DURATION] == 4.0
 
 
 def test_ratio_undefined() -> None:
@@ -65,12 +65,12 @@ def test_inventory_in_launch_order(synthetic: pd.DataFrame) -> None:
 
 def test_recorded_gains_match_the_analytic_minimum(clean_kernels) -> None:
     """On the real report, bytes moved are what the chain must move (within L2's leftovers)."""
-    v = aggregate(clean_kernels).set_index([schema.CASE, schema.VARIANT])
+    v = aggregate(clean_kernels).set_index([names.CASE, names.VARIANT])
     # fused scale_relu_add: read x and y, write out: 3 tensors; unfused: 7 tensor passes.
-    assert v.loc[("scale_relu_add", "fused"), schema.DRAM_BYTES] == pytest.approx(3 * TENSOR, rel=0.05)
-    assert v.loc[("scale_relu_add", "unfused"), schema.DRAM_BYTES] == pytest.approx(7 * TENSOR, rel=0.05)
-    g = gains(aggregate(clean_kernels)).set_index(schema.CASE)
-    assert g.loc["scale_relu_add", schema.DRAM_BYTES] == pytest.approx(7 / 3, rel=0.03)
-    assert g.loc["scale_relu_add", schema.LAUNCHES] == 3
-    assert g.loc["bias_gelu", schema.LAUNCHES] == 10
-    assert (g[schema.DURATION] > 2).all()
+    assert v.loc[("scale_relu_add", "fused"), names.DRAM_BYTES] == pytest.approx(3 * TENSOR, rel=0.05)
+    assert v.loc[("scale_relu_add", "unfused"), names.DRAM_BYTES] == pytest.approx(7 * TENSOR, rel=0.05)
+    g = gains(aggregate(clean_kernels)).set_index(names.CASE)
+    assert g.loc["scale_relu_add", names.DRAM_BYTES] == pytest.approx(7 / 3, rel=0.03)
+    assert g.loc["scale_relu_add", names.LAUNCHES] == 3
+    assert g.loc["bias_gelu", names.LAUNCHES] == 10
+    assert (g[names.DURATION] > 2).all()

@@ -7,11 +7,13 @@ from dataclasses import replace
 import pytest
 from conftest import H200_BASELINES, REPORTS, SUITES
 
-from fuseci import baseline as bl
-from fuseci import pipeline
-from fuseci.compare import Verdict, compare, exit_code
-from fuseci.policy import parse_tolerance
-from fuseci.suite import load_suite
+from fuseci.config.parse import load_suite
+from fuseci.config.policy import parse_tolerance
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import CheckKind, Verdict, exit_code
+from fuseci.measure import run as measure_run
+from fuseci.measure.run import MeasureOptions
+from fuseci.store import baselines as bl
 
 REPORT = REPORTS / "mutants.ncu-rep.xz"
 
@@ -37,7 +39,7 @@ def suite():
 
 @pytest.fixture(scope="module")
 def results(suite):
-    return pipeline.results_for(suite, pipeline.RunOptions(from_report=REPORT))
+    return measure_run.measure(suite, MeasureOptions(from_report=REPORT))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def test_every_mutant_fails_the_checks_meant_to_catch_it(suite, results, baselin
     for case in raw.cases:
         for k in case.checks:
             if k.verdict in (Verdict.REGRESSED, Verdict.WRONG):
-                failed.setdefault((k.case, k.variant), set()).add((k.check, k.quantity))
+                failed.setdefault((k.case, k.variant), set()).add((k.check.value, k.quantity))
     for planted, checks in INTENDED.items():
         assert checks <= failed.get(planted, set()), (planted, failed.get(planted))
     # The healthy kernels beside them pass everything.
@@ -67,7 +69,7 @@ def test_every_mutant_fails_the_checks_meant_to_catch_it(suite, results, baselin
 
 def test_the_checks_say_what_broke(suite, results, baseline) -> None:
     raw = compare(results, _unplanted(suite), baseline)
-    msg = {(k.variant, k.check, k.quantity): k.message for c in raw.cases for k in c.checks}
+    msg = {(k.variant, k.check.value, k.quantity): k.message for c in raw.cases for k in c.checks}
     assert (
         "the fusion split: fuseci_scale_relu_add became fuseci_mutant_scale_relu + fuseci_mutant_add"
         in (msg[("defused", "inventory", "kernels")])
@@ -82,7 +84,7 @@ def test_the_checks_say_what_broke(suite, results, baseline) -> None:
 
 def test_planted_suite_passes_when_every_mutant_is_caught(suite, results, baseline) -> None:
     comp = compare(results, suite, baseline)
-    planted = {(k.case, k.variant): k for c in comp.cases for k in c.checks if k.check == "planted"}
+    planted = {(k.case, k.variant): k for c in comp.cases for k in c.checks if k.check is CheckKind.PLANTED}
     assert set(planted) == set(INTENDED)
     assert all(k.verdict is Verdict.PASS for k in planted.values())
     assert comp.verdict is Verdict.PASS and exit_code([comp]) == 0
@@ -92,7 +94,7 @@ def test_a_check_that_stops_catching_its_mutant_fails_the_run(suite, results, ba
     """With the bytes allowance off, nothing catches `bytes` for rereads and strided any more."""
     blind = replace(suite, cases=tuple(replace(c, bytes_allowance=parse_tolerance("off")) for c in suite.cases))
     comp = compare(results, blind, baseline)
-    planted = {k.variant: k for c in comp.cases for k in c.checks if k.check == "planted"}
+    planted = {k.variant: k for c in comp.cases for k in c.checks if k.check is CheckKind.PLANTED}
     assert planted["rereads"].verdict is Verdict.REGRESSED
     assert "NOT caught by bytes" in planted["rereads"].message
     assert planted["defused"].verdict is Verdict.PASS
@@ -100,7 +102,7 @@ def test_a_check_that_stops_catching_its_mutant_fails_the_run(suite, results, ba
 
 
 def test_run_without_suites_skips_the_planted_suite(in_root, monkeypatch) -> None:
-    from fuseci.cli import _load_suites
+    from fuseci.api import load_suites as _load_suites
 
     names = {s.name for s in _load_suites(None)}
     assert "mutants" not in names and "elementwise" in names

@@ -6,17 +6,19 @@ from pathlib import Path
 import pytest
 from conftest import MINIMAL_SUITE
 
-from fuseci import ncu, pipeline
+from fuseci.config.model import NcuSettings
+from fuseci.config.parse import load_suite
 from fuseci.errors import NcuError
-from fuseci.suite import NcuSettings, load_suite
+from fuseci.measure import profile as ncu
+from fuseci.measure import run as measure_run
+from fuseci.measure.command import SuiteFiles
+from fuseci.measure.run import MeasureOptions
 
-FILES = ncu.ProfileFiles.in_dir(Path("out"), "elementwise")
+FILES = SuiteFiles(Path("out"), "elementwise")
 
 
 def test_build_command_exact_argv() -> None:
-    argv = ncu.build_command(
-        "/opt/ncu", "elementwise", Path("suites/elementwise.yaml"), NcuSettings(), FILES, python="/py"
-    )
+    argv = ncu.build_command("/opt/ncu", Path("suites/elementwise.yaml"), NcuSettings(), FILES, python="/py")
     assert argv == [
         "/opt/ncu",
         "--config-file", "off",
@@ -41,7 +43,7 @@ def test_build_command_exact_argv() -> None:
 
 def test_build_command_follows_suite_settings() -> None:
     settings = NcuSettings(clock_control="base", cache_control="none", replay_mode="application")
-    argv = ncu.build_command("ncu", "s-1", Path("s.yaml"), settings, FILES, python="py")
+    argv = ncu.build_command("ncu", Path("s.yaml"), settings, SuiteFiles(Path("out"), "s-1"), python="py")
     assert argv[argv.index("--clock-control") + 1] == "base"
     assert argv[argv.index("--cache-control") + 1] == "none"
     assert argv[argv.index("--replay-mode") + 1] == "application"
@@ -107,10 +109,10 @@ def _run(fake_ncu: str, tmp_path: Path, mode: str, timeout: float = 20) -> Path 
     """``pipeline.profile`` of a one-case suite, with the fake standing in for ncu."""
     suite_file = tmp_path / "s.yaml"
     suite_file.write_text(MINIMAL_SUITE.replace("suite: demo", "suite: s") + f"ncu: {{timeout: {timeout}}}\n")
-    options = pipeline.RunOptions(report_dir=tmp_path / "out", ncu=fake_ncu)
+    options = MeasureOptions(report_dir=tmp_path / "out", ncu=fake_ncu)
     os.environ["FAKE_NCU_MODE"] = mode
     try:
-        report, _ = pipeline.profile(load_suite(suite_file), options)
+        _, report = measure_run.profile(load_suite(suite_file), options)
         return report
     finally:
         del os.environ["FAKE_NCU_MODE"]

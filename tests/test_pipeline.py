@@ -4,15 +4,16 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT
 
-from fuseci import baseline as bl
-from fuseci import pipeline
+from fuseci import api
+from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError
-from fuseci.record import read_record
-from fuseci.suite import load_suite
+from fuseci.judge.verdict import CheckKind
+from fuseci.measure.record import CaseStatus, read_record
+from fuseci.store import baselines as bl
 
 
-def _opts(tmp_path: Path, report: Path) -> pipeline.RunOptions:
-    return pipeline.RunOptions(baselines=tmp_path / "baselines", from_report=report)
+def _opts(tmp_path: Path, report: Path) -> api.RunOptions:
+    return api.RunOptions(baselines=tmp_path / "baselines", from_report=report)
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def committed_copy(tmp_path: Path) -> Path:
 
 
 def test_first_update_writes_every_case(tmp_path: Path, elementwise) -> None:
-    update = pipeline.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
+    update = api.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
     assert update.written and update.path == tmp_path / "baselines" / "nvidia-h200" / "elementwise.json"
     assert update.changes == tuple(f"+ {c}: new" for c in sorted(c.id for c in elementwise.cases))
     assert bl.load_baseline(update.path) is not None
@@ -31,14 +32,14 @@ def test_first_update_writes_every_case(tmp_path: Path, elementwise) -> None:
 def test_update_without_real_change_rewrites_nothing(tmp_path: Path, elementwise, committed_copy: Path) -> None:
     before = committed_copy.read_bytes()
     mtime = committed_copy.stat().st_mtime_ns
-    update = pipeline.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
+    update = api.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
     assert not update.written and update.changes == ()
     assert committed_copy.read_bytes() == before and committed_copy.stat().st_mtime_ns == mtime
 
 
 def test_update_after_regression_changes_only_that_case(tmp_path: Path, elementwise, committed_copy: Path) -> None:
     old = bl.load_baseline(committed_copy)
-    update = pipeline.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
+    update = api.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
     assert update.written
     assert len(update.changes) == 1 and update.changes[0].startswith("~ scale_relu_add: ")
     assert "fell from 3x to 1.5x" in update.changes[0]
@@ -49,7 +50,7 @@ def test_update_after_regression_changes_only_that_case(tmp_path: Path, elementw
 
 
 def test_force_rerecords_everything(tmp_path: Path, elementwise, committed_copy: Path) -> None:
-    update = pipeline.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT), force=True)
+    update = api.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT), force=True)
     assert not update.written  # the same report gives the same file, byte for byte
 
 
@@ -59,7 +60,7 @@ def test_other_suites_and_gpus_are_untouched(tmp_path: Path, elementwise, commit
     for p in (other_gpu, other_suite):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("precious\n")
-    pipeline.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
+    api.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
     assert other_gpu.read_text() == "precious\n" and other_suite.read_text() == "precious\n"
 
 
@@ -67,22 +68,22 @@ def test_report_of_another_suite_is_refused(tmp_path: Path) -> None:
     suite_file = tmp_path / "other.yaml"
     suite_file.write_text(ELEMENTWISE.read_text().replace("suite: elementwise", "suite: other"))
     with pytest.raises(ReportError, match="record of suite 'elementwise', not 'other'"):
-        pipeline.check(load_suite(suite_file), _opts(tmp_path, CLEAN_REPORT))
+        api.check(load_suite(suite_file), _opts(tmp_path, CLEAN_REPORT))
 
 
 def test_report_without_its_record(tmp_path: Path, elementwise) -> None:
     lonely = tmp_path / "elementwise.ncu-rep.xz"
     shutil.copy(CLEAN_REPORT, lonely)
     with pytest.raises(ReportError, match="harness record not found.*keep the two files together"):
-        pipeline.check(elementwise, _opts(tmp_path, lonely))
+        api.check(elementwise, _opts(tmp_path, lonely))
 
 
 def test_recorded_record_describes_the_run() -> None:
     record = read_record(CLEAN_REPORT.with_name("elementwise.harness.json"))
     assert record.complete
     assert record.env["gpu_name"] == "NVIDIA H200"
-    assert record.profiler["ncu_version"].startswith("2025.3.1")
-    assert {c.status for c in record.cases.values()} == {"ok"}
+    assert record.profiler.ncu_version.startswith("2025.3.1")
+    assert {c.status for c in record.cases.values()} == {CaseStatus.OK}
 
 
 def test_unreadable_report_names_writer_and_reader_versions(tmp_path: Path, elementwise) -> None:
@@ -92,13 +93,13 @@ def test_unreadable_report_names_writer_and_reader_versions(tmp_path: Path, elem
     with pytest.raises(
         ReportError, match=r"written by ncu 2025\.3\.1\.0 and the reader is ncu_report \S+: .*pip install -U ncu-report"
     ):
-        pipeline.check(elementwise, _opts(tmp_path, bad))
+        api.check(elementwise, _opts(tmp_path, bad))
 
 
 def test_half_a_report_after_a_stopped_run_counts_as_not_measured(tmp_path: Path, elementwise) -> None:
     from dataclasses import replace
 
-    from fuseci.record import write_record
+    from fuseci.measure.record import write_record
 
     bad = tmp_path / "elementwise.ncu-rep"
     bad.write_bytes(b"\x00" * 4096)
@@ -107,6 +108,6 @@ def test_half_a_report_after_a_stopped_run_counts_as_not_measured(tmp_path: Path
         replace(record, interrupted="the profiled run did not finish within 45 s"),
         tmp_path / "elementwise.harness.json",
     )
-    comp = pipeline.check(elementwise, _opts(tmp_path, bad))
-    messages = [k.message for c in comp.cases for k in c.checks if k.check == "case"]
+    comp = api.check(elementwise, _opts(tmp_path, bad))
+    messages = [k.message for c in comp.cases for k in c.checks if k.check is CheckKind.CASE]
     assert messages and all(m.startswith("checked, not measured: the profiled run did not finish") for m in messages)

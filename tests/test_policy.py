@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from fuseci.policy import Band, Direction, parse_expectation, parse_tolerance
+from fuseci.config.policy import Band, Direction, parse_expectation, parse_tolerance
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuseci.policy import Band, Direction, Expectation, Tolerance, parse_expectation, parse_tolerance
+from fuseci.config.policy import Band, Direction, Expectation, Tolerance, parse_expectation, parse_tolerance
 
 PROPERTY = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,8 +7,8 @@ import pytest
 from conftest import REPORTS
 
 from fuseci.errors import ReportError
-from fuseci.pipeline import TIMING_REPEATS
-from fuseci.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
+from fuseci.measure.command import DEFAULT_REPEATS as TIMING_REPEATS
+from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
 COMMITTED = sorted(REPORTS.glob("*.harness.json"))
 
@@ -36,7 +36,7 @@ def test_timings_and_copy_bandwidth_round_trip(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
 def test_committed_records_carry_the_timed_pass_and_minimum_bytes(path: Path) -> None:
     record = read_record(path)
-    assert record.profiler["timed"] is True
+    assert record.profiler.timed is True
     for c in record.cases.values():
         if c.status != CaseStatus.OK:
             continue

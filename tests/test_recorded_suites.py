@@ -9,7 +9,7 @@ from conftest import REPORTS, SUITES
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.suite import load_suite
+from fuseci.config.parse import load_suite
 
 SUITE_NAMES = sorted(p.stem for p in SUITES.glob("*.yaml"))
 

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT
 
-from fuseci import schema
+from fuseci.config import names
 from fuseci.errors import ReportError
-from fuseci.report import KERNEL_COLUMNS, read_report
+from fuseci.frames.report import KERNEL_COLUMNS, read_report
 
 LAUNCHES = {
     ("scale_relu_add", "unfused"): 3,
@@ -24,30 +24,30 @@ LAUNCHES = {
 
 def test_one_row_per_kernel_attributed_by_nvtx_range(clean_kernels) -> None:
     assert tuple(clean_kernels.columns) == KERNEL_COLUMNS
-    counts = clean_kernels.groupby([schema.CASE, schema.VARIANT]).size().to_dict()
+    counts = clean_kernels.groupby([names.CASE, names.VARIANT]).size().to_dict()
     assert counts == LAUNCHES
-    assert set(clean_kernels[schema.SUITE]) == {"elementwise"}
+    assert set(clean_kernels[names.SUITE]) == {"elementwise"}
 
 
 def test_kernel_order_and_names(clean_kernels) -> None:
     unfused = clean_kernels[(clean_kernels.case == "scale_relu_add") & (clean_kernels.variant == "unfused")]
-    assert list(unfused[schema.KERNEL_INDEX]) == [0, 1, 2]
-    assert [n.split("__")[0] for n in unfused[schema.KERNEL]] == ["cupy_multiply", "cupy_maximum", "cupy_add"]
+    assert list(unfused[names.KERNEL_INDEX]) == [0, 1, 2]
+    assert [n.split("__")[0] for n in unfused[names.KERNEL]] == ["cupy_multiply", "cupy_maximum", "cupy_add"]
     fused = clean_kernels[(clean_kernels.case == "scale_relu_add") & (clean_kernels.variant == "fused")]
-    assert list(fused[schema.KERNEL]) == ["fuseci_scale_relu_add"]
+    assert list(fused[names.KERNEL]) == ["fuseci_scale_relu_add"]
 
 
 def test_metrics_are_real_numbers(clean_kernels) -> None:
-    for metric in (schema.DRAM_READ, schema.DURATION, schema.OCC_ACHIEVED, schema.GRID_SIZE, schema.BLOCK_SIZE):
+    for metric in (names.DRAM_READ, names.DURATION, names.OCC_ACHIEVED, names.GRID_SIZE, names.BLOCK_SIZE):
         assert (clean_kernels[metric] > 0).all(), metric
     # Writes of the 256-element per-channel kernels stay in L2; every large kernel's reach DRAM.
-    large = clean_kernels[clean_kernels[schema.GRID_SIZE] > 1000]
-    assert (large[schema.DRAM_WRITE] > 2**27).all()
-    assert set(clean_kernels[schema.DEVICE_NAME]) == {"NVIDIA H200"}
-    assert set(clean_kernels[schema.REPLAY_PASSES]) == {1.0}
+    large = clean_kernels[clean_kernels[names.GRID_SIZE] > 1000]
+    assert (large[names.DRAM_WRITE] > 2**27).all()
+    assert set(clean_kernels[names.DEVICE_NAME]) == {"NVIDIA H200"}
+    assert set(clean_kernels[names.REPLAY_PASSES]) == {1.0}
     # The fused kernel reads x and y (2 x 256 MiB) from DRAM.
     fused = clean_kernels[(clean_kernels.case == "scale_relu_add") & (clean_kernels.variant == "fused")].iloc[0]
-    assert fused[schema.DRAM_READ] == pytest.approx(2 * 2**28, rel=0.02)
+    assert fused[names.DRAM_READ] == pytest.approx(2 * 2**28, rel=0.02)
 
 
 def test_uncompressed_report_reads_the_same(tmp_path: Path, clean_kernels) -> None:

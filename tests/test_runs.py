@@ -15,11 +15,18 @@ import pytest
 from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, write
 from typer.testing import CliRunner
 
-from fuseci import pipeline, runs, schema
+from fuseci import api
 from fuseci.cli import app
+from fuseci.config import names
+from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError
-from fuseci.metrics import SuiteResults, summarize
-from fuseci.suite import load_suite
+from fuseci.frames.metrics import SuiteResults, summarize
+from fuseci.judge import runs as judge_runs
+from fuseci.judge.verdict import CheckKind
+from fuseci.measure import run as measure_run
+from fuseci.measure.record import CaseStatus
+from fuseci.measure.run import MeasureOptions
+from fuseci.store import runs
 
 runner = CliRunner()
 SUITE = "suites/elementwise.yaml"
@@ -33,7 +40,7 @@ def invoke(*args: str | Path):
 
 
 def _results(report: Path, suite: Path = ELEMENTWISE) -> SuiteResults:
-    return pipeline.results_for(load_suite(suite), pipeline.RunOptions(from_report=report))
+    return measure_run.measure(load_suite(suite), MeasureOptions(from_report=report))
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +97,12 @@ def test_save_then_load_gives_the_same_measurements(tmp_path: Path, clean: Suite
 
 def test_nan_is_written_as_null_and_read_back_as_nan(tmp_path: Path, clean: SuiteResults) -> None:
     kernels = clean.kernels.copy()
-    kernels.loc[0, schema.DRAM_PCT_PEAK] = math.nan
+    kernels.loc[0, names.DRAM_PCT_PEAK] = math.nan
     path = _saved(tmp_path, summarize(kernels, clean.record))
     first = json.loads(path.read_text())["suites"]["elementwise"]["kernels"][0]
-    assert first[schema.DRAM_PCT_PEAK] is None and first[schema.DURATION] == kernels.loc[0, schema.DURATION]
+    assert first[names.DRAM_PCT_PEAK] is None and first[names.DURATION] == kernels.loc[0, names.DURATION]
     again = runs.load_run(path).suites["elementwise"].kernels
-    assert math.isnan(again.loc[0, schema.DRAM_PCT_PEAK])
+    assert math.isnan(again.loc[0, names.DRAM_PCT_PEAK])
     pd.testing.assert_frame_equal(again, kernels)
 
 
@@ -182,7 +189,7 @@ def test_a_profiled_run_keeps_what_check_judged(
     tmp_path: Path, clean: SuiteResults, monkeypatch: pytest.MonkeyPatch, in_root
 ) -> None:
     """The run file holds the results the verdicts were made on."""
-    monkeypatch.setattr(pipeline, "results_for", lambda suite, options: clean)  # profiling needs a GPU
+    monkeypatch.setattr(api, "measure", lambda suite, options: clean)  # profiling needs a GPU
     out = tmp_path / "runs"
     result = invoke("run", SUITE, "--report-dir", tmp_path / "o", "--results-dir", out)
     assert result.exit_code == 0, result.output
@@ -210,7 +217,7 @@ def test_a_run_against_itself_passes(in_root, tmp_path: Path, clean_run: Path, e
     assert result.exit_code == 0, result.output
     gains = [k for k in _checks(out) if k["check"] == "gain"]
     assert {k["verdict"] for k in gains} == {"pass"}
-    assert {(k["case"], k["quantity"]) for k in gains} >= {(c.id, schema.DRAM_BYTES) for c in elementwise.cases}
+    assert {(k["case"], k["quantity"]) for k in gains} >= {(c.id, names.DRAM_BYTES) for c in elementwise.cases}
     assert all(k["change"] in (0, None) or abs(k["change"]) < 1e-5 for k in gains)  # only the baseline's rounding
     assert f"baseline {clean_run}" in result.stdout
     assert f"judging B {clean_run} against A {clean_run}" in result.stderr
@@ -224,9 +231,9 @@ def test_regression_against_the_clean_run_exits_1_like_fuseci_run(
     assert result.exit_code == 1, result.output
     regressed = {(k["case"], k["variant"], k["quantity"]) for k in _checks(out) if k["verdict"] == "regressed"}
     assert {(c, q) for c, _, q in regressed if _ == "fused"} >= {
-        ("scale_relu_add", schema.LAUNCHES),
-        ("scale_relu_add", schema.DRAM_BYTES),
-        ("scale_relu_add", schema.DURATION),
+        ("scale_relu_add", names.LAUNCHES),
+        ("scale_relu_add", names.DRAM_BYTES),
+        ("scale_relu_add", names.DURATION),
     }
     assert {c for c, _, _ in regressed} == {"scale_relu_add"}
     messages = [f.get("message") for f in ET.parse(junit).getroot().iter("failure")]
@@ -257,7 +264,7 @@ def test_runs_on_other_cards_are_incomparable_until_accepted(
         {"field": "gpu_name", "baseline": "NVIDIA H100 80GB HBM3", "current": "NVIDIA H200", "accepted": False}
     ]  # the only fingerprint field the two recorded sessions differ in
     compared = [k for k in _checks(out) if k["check"] == "gain" and k["baseline"] is not None]
-    assert {k["quantity"] for k in compared} >= {schema.LAUNCHES, schema.DRAM_BYTES, schema.DURATION}
+    assert {k["quantity"] for k in compared} >= {names.LAUNCHES, names.DRAM_BYTES, names.DURATION}
     assert {k["verdict"] for k in compared} == {"incomparable"}  # every gain that has a baseline value
     assert "environment differs: gpu_name baseline 'NVIDIA H100 80GB HBM3', now 'NVIDIA H200'" in result.stdout
     accepted = invoke("compare", h100, clean_run, "--accept-env", "gpu_name", "--json", out)
@@ -266,8 +273,8 @@ def test_runs_on_other_cards_are_incomparable_until_accepted(
     for k in _checks(out):
         verdicts.setdefault(k["quantity"], set()).add(k["verdict"])
     # Counters match across the cards; the H200 is faster, so every duration gain grew.
-    assert verdicts[schema.LAUNCHES] == verdicts[schema.DRAM_BYTES] == {"pass"}
-    assert verdicts[schema.DURATION] == {"improved"}
+    assert verdicts[names.LAUNCHES] == verdicts[names.DRAM_BYTES] == {"pass"}
+    assert verdicts[names.DURATION] == {"improved"}
     assert not any("incomparable" in v for v in verdicts.values())
 
 
@@ -305,12 +312,19 @@ def test_cases_the_reference_run_got_wrong_are_not_its_baseline(
     tmp_path: Path, clean: SuiteResults, elementwise
 ) -> None:
     record = clean.record
-    wrong = replace(record, cases={**record.cases, "bias_gelu": replace(record.cases["bias_gelu"], status="wrong")})
+    wrong = replace(
+        record, cases={**record.cases, "bias_gelu": replace(record.cases["bias_gelu"], status=CaseStatus.WRONG)}
+    )
     a = runs.load_run(_saved(tmp_path, summarize(clean.kernels, wrong), name="a"))
     b = runs.load_run(_saved(tmp_path, clean, name="b"))
-    assert "bias_gelu" not in runs.baseline_of(a.suites["elementwise"]).cases
-    (comparison,) = runs.compare_runs(a, b, [elementwise])
-    verdicts = {(c.case, k.check): k.verdict.value for c in comparison.cases for k in c.checks if k.check == "gain"}
+    assert "bias_gelu" not in judge_runs.baseline_of(a.suites["elementwise"]).cases
+    (comparison,) = api.compare_runs(a, b, [elementwise])
+    verdicts = {
+        (c.case, k.check.value): k.verdict.value
+        for c in comparison.cases
+        for k in c.checks
+        if k.check is CheckKind.GAIN
+    }
     assert verdicts[("bias_gelu", "gain")] == "new" and verdicts[("scale_relu_add", "gain")] == "pass"
 
 
@@ -375,7 +389,7 @@ def test_a_record_that_is_not_one_names_the_suite(tmp_path: Path, clean: SuiteRe
     doc = json.loads(path.read_text())
     doc["suites"]["elementwise"]["record"]["format_version"] = 99
     path.write_text(json.dumps(doc))
-    with pytest.raises(ReportError, match=r"newer than this fuseci reads .* \(the record of suite 'elementwise'\)"):
+    with pytest.raises(ReportError, match=r"newer fuseci .* \(the record of suite 'elementwise'\)"):
         runs.load_run(path)
 
 

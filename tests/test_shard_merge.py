@@ -7,18 +7,18 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, SUITES
 
-from fuseci import pipeline
+from fuseci import api
+from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError, UsageError
 from fuseci.reporters import json as json_reporter
-from fuseci.resultfile import read_results
-from fuseci.suite import load_suite
+from fuseci.store.results import read_results
 
 ALL = [load_suite(p) for p in sorted(SUITES.glob("*.yaml"))]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
 def test_shards_partition_the_suites(n: int) -> None:
-    shards = [pipeline.shard(ALL, k, n) for k in range(1, n + 1)]
+    shards = [api.shard(ALL, k, n) for k in range(1, n + 1)]
     names = [s.name for part in shards for s in part]
     assert sorted(names) == sorted(s.name for s in ALL)  # every suite exactly once
     assert all(part for part in shards[: min(n, len(ALL))])  # no shard idles while another has two
@@ -26,22 +26,20 @@ def test_shards_partition_the_suites(n: int) -> None:
 
 def test_shards_do_not_depend_on_order_and_balance_cases() -> None:
     for k in (1, 2):
-        assert {s.name for s in pipeline.shard(ALL, k, 2)} == {
-            s.name for s in pipeline.shard(list(reversed(ALL)), k, 2)
-        }
-    loads = [sum(len(s.cases) for s in pipeline.shard(ALL, k, 2)) for k in (1, 2)]
+        assert {s.name for s in api.shard(ALL, k, 2)} == {s.name for s in api.shard(list(reversed(ALL)), k, 2)}
+    loads = [sum(len(s.cases) for s in api.shard(ALL, k, 2)) for k in (1, 2)]
     assert max(loads) - min(loads) <= max(len(s.cases) for s in ALL)
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "2", "a/b", "1/0", ""])
 def test_bad_shard(text: str) -> None:
     with pytest.raises(UsageError, match="--shard"):
-        pipeline.parse_shard(text)
+        api.parse_shard(text)
 
 
 def test_results_round_trip(in_root, tmp_path: Path) -> None:
     suite = load_suite("suites/elementwise.yaml")
-    comps = [pipeline.check(suite, pipeline.RunOptions(from_report=r)) for r in (CLEAN_REPORT, REGRESSED_REPORT)]
+    comps = [api.check(suite, api.RunOptions(from_report=r)) for r in (CLEAN_REPORT, REGRESSED_REPORT)]
     path = tmp_path / "r.json"
     path.write_text(json_reporter.render(comps))
     again = read_results(path)
@@ -51,7 +49,7 @@ def test_results_round_trip(in_root, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("{", "cannot read results"),
+        ("{", "not JSON"),
         ("[]", "not a fuseci results file"),
         ('{"format_version": 99, "suites": []}', "newer"),
         ('{"format_version": 1, "suites": [{"suite": "x"}]}', "malformed results"),

@@ -3,8 +3,9 @@ from pathlib import Path
 import pytest
 from conftest import MINIMAL_SUITE, SUITES, write
 
+from fuseci.config.model import UNFUSED
+from fuseci.config.parse import load_suite
 from fuseci.errors import SuiteError
-from fuseci.suite import BASELINE_VARIANT, load_suite
 
 GOOD = MINIMAL_SUITE
 
@@ -14,7 +15,7 @@ def test_shipped_suites_load(path: Path) -> None:
     suite = load_suite(path)
     assert suite.cases
     for case in suite.cases:
-        assert case.variants[0].id == BASELINE_VARIANT
+        assert case.variants[0].id == UNFUSED
         assert case.fused_variants
         assert case.line > 0
 

@@ -19,9 +19,10 @@ from conftest import SUITES
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from fuseci import schema as names
+from fuseci.config import names
+from fuseci.config.model import DISTRIBUTIONS, DTYPES, Suite
+from fuseci.config.parse import SCHEMA_FILE, load_suite
 from fuseci.errors import SuiteError
-from fuseci.suite import DISTRIBUTIONS, DTYPES, SCHEMA_FILE, Suite, load_suite
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import MINIMAL_SUITE, write
 
-from fuseci import suite as suite_mod
+from fuseci.config import yaml_loader as suite_mod
+from fuseci.config.parse import load_suite
+from fuseci.config.yaml_loader import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 from fuseci.errors import SuiteError
-from fuseci.suite import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, load_suite
 
 GOOD = MINIMAL_SUITE
 

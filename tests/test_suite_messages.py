@@ -9,9 +9,10 @@ from conftest import MINIMAL_SUITE, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES
+from fuseci.config.parse import load_suite
+from fuseci.config.policy import BRIEF_MAX, brief_repr
 from fuseci.errors import SuiteError
-from fuseci.policy import BRIEF_MAX, brief_repr
-from fuseci.suite import CACHE_CONTROLS, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES, load_suite
 
 GOOD = MINIMAL_SUITE
 X = "{shape: [1024]}"

@@ -16,20 +16,11 @@ from hypothesis import strategies as st
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fuseci import schema as names  # noqa: E402
+from fuseci.config import names  # noqa: E402
+from fuseci.config.model import CACHE_CONTROLS, CHECK_NAMES, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES  # noqa: E402
+from fuseci.config.parse import MAX_DIMS, SCHEMA_FILE, load_suite  # noqa: E402
+from fuseci.config.policy import parse_expectation, parse_tolerance  # noqa: E402
 from fuseci.errors import SuiteError  # noqa: E402
-from fuseci.policy import parse_expectation, parse_tolerance  # noqa: E402
-from fuseci.suite import (  # noqa: E402
-    CACHE_CONTROLS,
-    CHECK_NAMES,
-    CLOCK_CONTROLS,
-    DISTRIBUTIONS,
-    DTYPES,
-    MAX_DIMS,
-    REPLAY_MODES,
-    SCHEMA_FILE,
-    load_suite,
-)
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft7Validator(SCHEMA)

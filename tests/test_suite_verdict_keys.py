@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import MINIMAL_SUITE, write
 
-from fuseci import schema
+from fuseci.config import names
+from fuseci.config.parse import load_suite
 from fuseci.errors import SuiteError
-from fuseci.suite import load_suite
 
 FUSED = "      fused: kernels.elementwise:scale_relu_add_fused\n"
 
@@ -28,8 +28,8 @@ def _error(tmp_path: Path, text: str) -> str:
 def test_defaults_gate_the_speedup_and_occupancy_and_allow_ten_percent(tmp_path: Path) -> None:
     suite = _load(tmp_path, MINIMAL_SUITE)
     (case,) = suite.cases
-    assert str(case.gates[schema.EVENT_TIME]) == "±10%"
-    assert str(case.gates[schema.OCC_THEORETICAL]) == "±5%"
+    assert str(case.gates[names.EVENT_TIME]) == "±10%"
+    assert str(case.gates[names.OCC_THEORETICAL]) == "±5%"
     assert case.bytes_allowance.relative == pytest.approx(0.10) and case.min_bytes is None
     assert suite.timed and not suite.planted
 
@@ -54,7 +54,7 @@ def test_allowance_and_minimum_per_case_and_by_default(tmp_path: Path) -> None:
 def test_occupancy_is_gated_but_cannot_be_expected_as_a_gain(tmp_path: Path) -> None:
     ok = MINIMAL_SUITE + "defaults: {gates: {sm__warps_active.avg.pct_of_peak_sustained_active: 10%}}\n"
     (case,) = _load(tmp_path, ok).cases
-    assert case.gates[schema.OCC_ACHIEVED].relative == pytest.approx(0.10)
+    assert case.gates[names.OCC_ACHIEVED].relative == pytest.approx(0.10)
     bad = MINIMAL_SUITE + "defaults: {expect: {sm__maximum_warps_per_active_cycle_pct: '>= 1x'}}\n"
     assert "no gain named 'sm__maximum_warps_per_active_cycle_pct'" in _error(tmp_path, bad)
 
@@ -66,7 +66,7 @@ def _with_candidate(spec: str) -> str:
 def test_a_candidate_is_judged_against_another_variants_baseline(tmp_path: Path) -> None:
     (case,) = _load(tmp_path, _with_candidate("{fn: 'kernels.mutants:scale_relu_add_rereads', baseline: fused}")).cases
     v2 = case.variant("v2")
-    assert v2.baseline == "fused" and v2.judged_as == "fused" and case.variant("fused").judged_as == "fused"
+    assert v2.candidate_for == "fused" and v2.judged_as == "fused" and case.variant("fused").judged_as == "fused"
 
 
 @pytest.mark.parametrize(

@@ -7,41 +7,48 @@ from dataclasses import replace
 import pytest
 from conftest import CLEAN_REPORT, H200_BASELINES
 
-from fuseci import baseline as bl
-from fuseci import pipeline, schema
-from fuseci.compare import BORDERLINE_FACTOR, NOISE_Z, Verdict, compare, inventory_diff, time_band, time_noise
-from fuseci.metrics import KernelLaunch, summarize
-from fuseci.record import VariantTiming
+from fuseci import api
+from fuseci.config import names
+from fuseci.frames.inventory import KernelLaunch
+from fuseci.frames.metrics import summarize
+from fuseci.judge import baseline as jb
+from fuseci.judge.checks import BORDERLINE_FACTOR, NOISE_Z, inventory_diff, time_band, time_noise
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import Verdict
+from fuseci.measure import run as measure_run
+from fuseci.measure.record import VariantTiming
+from fuseci.measure.run import MeasureOptions
+from fuseci.store import baselines as bl
 
 BASELINE = bl.load_baseline(H200_BASELINES / "nvidia-h200" / "elementwise.json")
 
 
 @pytest.fixture(scope="module")
 def clean(elementwise):
-    return pipeline.results_for(elementwise, pipeline.RunOptions(from_report=CLEAN_REPORT))
+    return measure_run.measure(elementwise, MeasureOptions(from_report=CLEAN_REPORT))
 
 
 def _with_fused_time(baseline, factor: float, iqr_factor: float = 1.0):
     """The baseline with scale_relu_add's fused median time scaled (a faster baseline: factor < 1)."""
     case = dict(baseline.cases["scale_relu_add"])
     values = dict(case["fused"].values)
-    values[schema.EVENT_TIME] *= factor
-    values[schema.EVENT_TIME_IQR] *= iqr_factor
+    values[names.EVENT_TIME] *= factor
+    values[names.EVENT_TIME_IQR] *= iqr_factor
     case["fused"] = replace(case["fused"], values=values)
     return replace(baseline, cases={**baseline.cases, "scale_relu_add": case})
 
 
-def _check(comparison, case="scale_relu_add", variant="fused", check="gain", quantity=schema.EVENT_TIME):
+def _check(comparison, case="scale_relu_add", variant="fused", check="gain", quantity=names.EVENT_TIME):
     return next(
         k
         for c in comparison.cases
         for k in c.checks
-        if (k.case, k.variant, k.check, k.quantity) == (case, variant, check, quantity)
+        if (k.case, k.variant, k.check.value, k.quantity) == (case, variant, check, quantity)
     )
 
 
 def test_time_noise_is_the_standard_error_of_the_median() -> None:
-    values = {schema.EVENT_TIME: 1000.0, schema.EVENT_TIME_IQR: 13.49, schema.EVENT_TIME_REPEATS: 25}
+    values = {names.EVENT_TIME: 1000.0, names.EVENT_TIME_IQR: 13.49, names.EVENT_TIME_REPEATS: 25}
     assert time_noise(values) == pytest.approx(1.2533 * 10 / 5 / 1000)
     assert math.isnan(time_noise({}))
     assert time_band(0.10, [0.001, 0.002]) == 0.10  # quiet: the tolerance rules
@@ -77,16 +84,16 @@ def test_remeasure_pools_the_passes_and_rewrites_the_record(clean, elementwise, 
             record, cases={**record.cases, "scale_relu_add": replace(case, retimings=(*case.retimings, slower))}
         )
 
-    monkeypatch.setattr(pipeline, "timed_pass", fake_timed_pass)
-    options = pipeline.RunOptions(report_dir=tmp_path)
-    again = pipeline.remeasure(elementwise, options, clean, ["scale_relu_add"])
-    assert calls == [(("scale_relu_add",), True)] * pipeline.RETIMES
+    monkeypatch.setattr(measure_run, "timed_pass", fake_timed_pass)
+    options = MeasureOptions(report_dir=tmp_path)
+    again = measure_run.remeasure(elementwise, options, clean, ["scale_relu_add"])
+    assert calls == [(("scale_relu_add",), True)] * measure_run.RETIMES
     rec = again.record.cases["scale_relu_add"]
-    assert len(rec.retimings) == pipeline.RETIMES
+    assert len(rec.retimings) == measure_run.RETIMES
     first = next(t for t in rec.timings if t.variant == "fused")
     fused = again.variant_values("scale_relu_add", "fused")
-    assert fused[schema.EVENT_TIME] == pytest.approx(first.median_ns * 1.2)  # median of 1.0, 1.2, 1.2
-    assert fused[schema.EVENT_TIME_REPEATS] == 3 * first.repeats
+    assert fused[names.EVENT_TIME] == pytest.approx(first.median_ns * 1.2)  # median of 1.0, 1.2, 1.2
+    assert fused[names.EVENT_TIME_REPEATS] == 3 * first.repeats
     assert (tmp_path / "elementwise.harness.json").exists()
     k = _check(compare(again, elementwise, BASELINE))
     assert "median of 3 timed passes" in k.message and not k.retry
@@ -96,19 +103,19 @@ def test_check_remeasures_only_borderline_cases(clean, elementwise, tmp_path, mo
     root = tmp_path / "baselines"
     bl.save_baseline(_with_fused_time(BASELINE, 0.87), root / "nvidia-h200" / "elementwise.json")
     seen = []
-    monkeypatch.setattr(pipeline, "results_for", lambda suite, options: clean)
-    monkeypatch.setattr(pipeline, "remeasure", lambda suite, options, results, cases: seen.append(cases) or results)
-    pipeline.check(elementwise, pipeline.RunOptions(baselines=root, report_dir=tmp_path))
+    monkeypatch.setattr(api, "measure", lambda suite, options: clean)
+    monkeypatch.setattr(api, "remeasure", lambda suite, options, results, cases: seen.append(cases) or results)
+    api.check(elementwise, api.RunOptions(baselines=root, report_dir=tmp_path))
     assert seen == [["scale_relu_add"]]
     seen.clear()  # a re-analysed report cannot be re-measured: its verdict stands
-    comp = pipeline.check(elementwise, pipeline.RunOptions(baselines=root, from_report=CLEAN_REPORT))
+    comp = api.check(elementwise, api.RunOptions(baselines=root, from_report=CLEAN_REPORT))
     assert seen == [] and _check(comp).verdict is Verdict.REGRESSED
 
 
 def test_timing_gate_is_skipped_with_a_note_when_the_record_was_not_timed(clean, elementwise) -> None:
-    untimed = summarize(clean.kernels, replace(clean.record, profiler={**clean.record.profiler, "timed": False}))
+    untimed = summarize(clean.kernels, replace(clean.record, profiler=replace(clean.record.profiler, timed=False)))
     comp = compare(untimed, elementwise, BASELINE)
-    assert not any(k.quantity == schema.EVENT_TIME for c in comp.cases for k in c.checks)
+    assert not any(k.quantity == names.EVENT_TIME for c in comp.cases for k in c.checks)
     assert all(any(n.startswith("not timed:") for n in c.notes) for c in comp.cases)
 
 
@@ -142,18 +149,18 @@ def test_bytes_over_the_allowance_fail_and_the_allowance_can_be_off(clean, eleme
         elementwise,
         cases=tuple(replace(c, bytes_allowance=replace(c.bytes_allowance, relative=-0.05)) for c in elementwise.cases),
     )
-    k = _check(compare(clean, tight, BASELINE), check="bytes", quantity=schema.BYTES_RATIO)
+    k = _check(compare(clean, tight, BASELINE), check="bytes", quantity=names.BYTES_RATIO)
     assert k.verdict is Verdict.REGRESSED and "the minimum DRAM bytes" in k.message
-    ok = _check(compare(clean, elementwise, BASELINE), check="bytes", quantity=schema.BYTES_RATIO)
+    ok = _check(compare(clean, elementwise, BASELINE), check="bytes", quantity=names.BYTES_RATIO)
     assert ok.verdict is Verdict.PASS and 0.9 < ok.current <= 1.0
 
 
 def test_occupancy_drop_is_caught_on_the_fused_variant(clean, elementwise) -> None:
     case = dict(BASELINE.cases["bias_gelu"])
-    values = {**case["fused"].values, schema.OCC_THEORETICAL: 200.0}
+    values = {**case["fused"].values, names.OCC_THEORETICAL: 200.0}
     case["fused"] = replace(case["fused"], values=values)
     comp = compare(clean, elementwise, replace(BASELINE, cases={**BASELINE.cases, "bias_gelu": case}))
-    k = _check(comp, case="bias_gelu", check="value", quantity=schema.OCC_THEORETICAL)
+    k = _check(comp, case="bias_gelu", check="value", quantity=names.OCC_THEORETICAL)
     assert k.verdict is Verdict.REGRESSED and "fell from 200.0% to 100.0%" in k.message
 
 
@@ -164,8 +171,8 @@ def test_undercounted_dram_writes_are_noted(clean, elementwise) -> None:
 
 
 def test_timings_reach_the_baseline(clean) -> None:
-    fresh = bl.from_results(clean, {"scale_relu_add"})
+    fresh = jb.from_results(clean, {"scale_relu_add"})
     values = fresh.cases["scale_relu_add"]["fused"].values
-    assert values[schema.EVENT_TIME] > 0 and values[schema.EVENT_TIME_REPEATS] == 30
-    assert values[schema.MIN_BYTES] == 3 * 64 * 2**20 * 4
+    assert values[names.EVENT_TIME] > 0 and values[names.EVENT_TIME_REPEATS] == 30
+    assert values[names.MIN_BYTES] == 3 * 64 * 2**20 * 4
     assert isinstance(clean.record.cases["scale_relu_add"].timings[0], VariantTiming)

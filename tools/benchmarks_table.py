@@ -10,8 +10,9 @@ import argparse
 import json
 from pathlib import Path
 
-from fuseci import pipeline, schema
-from fuseci.suite import load_suite
+from fuseci.config import names
+from fuseci.config.parse import load_suite
+from fuseci.measure.run import MeasureOptions, measure
 
 
 def main() -> None:
@@ -28,17 +29,17 @@ def main() -> None:
     for s in bench["suites"]:
         suite = load_suite(f"suites/{s['suite']}.yaml")
         report = args.report_dir / f"{s['suite']}{args.suffix}.ncu-rep.xz"
-        results = pipeline.results_for(suite, pipeline.RunOptions(from_report=report))
+        results = measure(suite, MeasureOptions(from_report=report))
         for case in s["cases"]:
             for v in case["variants"]:
                 values = results.variant_values(case["case"], v["variant"]) or {}
                 gains = results.gain_values(case["case"], v["variant"]) or {}
-                dram = values.get(schema.DRAM_BYTES, float("nan")) / 1e6
+                dram = values.get(names.DRAM_BYTES, float("nan")) / 1e6
                 minimum = v["min_bytes"] / 1e6
                 fused = v["variant"] != "unfused"
                 speedup = f"{v['speedup']:.2f}x" if fused else ""
                 efficiency = f"{dram / minimum:.2f}" if fused else ""
-                gain = f"{gains[schema.DRAM_BYTES]:.2f}x" if fused else ""
+                gain = f"{gains[names.DRAM_BYTES]:.2f}x" if fused else ""
                 print(
                     f"| {s['suite']} | {case['case']} | {v['variant']} | {v['median_ns'] / 1e3:.1f} | "
                     f"{100 * v['copy_fraction']:.1f} | {speedup} | {dram:.1f} | {minimum:.1f} | {efficiency} | {gain} |"

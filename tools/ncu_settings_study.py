@@ -81,7 +81,7 @@ def range_gains(work: Path, suite: str) -> dict[str, dict[str, float]]:
     ]  # fmt: skip
     subprocess.run(cmd, check=False, capture_output=True)
     # Range results are all named "range"; they come in the order the harness ran the ranges.
-    from fuseci.suite import load_suite
+    from fuseci.config.parse import load_suite
 
     order = [(c.id, v.id) for c in load_suite(f"suites/{suite}.yaml").cases for v in c.variants]
     results = []

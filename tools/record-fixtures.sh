@@ -69,12 +69,13 @@ if [[ ($PHASE == timing || $PHASE == all) && " ${SUITES[*]} " == *" elementwise 
   python3 - "$W/hand" > "$W/hand.argv" <<'PY'
 import sys
 from pathlib import Path
-from fuseci import ncu
-from fuseci.suite import load_suite
+from fuseci.config.parse import load_suite
+from fuseci.measure import profile as ncu
+from fuseci.measure.command import SuiteFiles
 s = load_suite("suites/elementwise.yaml")
-files = ncu.ProfileFiles.in_dir(Path(sys.argv[1]), s.name)
+files = SuiteFiles(Path(sys.argv[1]), s.name)
 Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
-print("\0".join(ncu.build_command(ncu.find_ncu(), s.name, s.path, s.ncu, files)))
+print("\0".join(ncu.build_command(ncu.find_ncu(), s.path, s.ncu, files)))
 PY
   mapfile -d '' -t HAND < <(tr -d '\n' < "$W/hand.argv")
   for i in 1 2 3; do  # alternate, so that drift in the machine's state hits both alike

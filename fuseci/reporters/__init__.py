@@ -1,29 +1,66 @@
-"""Output formats. Each module exposes ``render(...) -> str``; a new format is a new file.
+"""Output formats: each module renders a string; a new format is a new file plus one line here.
 
-:data:`FORMATS` maps a format name to its render function of comparisons (``fuseci run``),
-:data:`BENCH_FORMATS` to its render function of timed runs (``fuseci bench``).
+:data:`REPORTS` lists the report formats of judged suites (``fuseci run``, ``compare``,
+``merge``): the console table, the files a user asks for with an option (``--junit PATH``...),
+and what GitHub Actions reads. The CLI builds its ``--FORMAT PATH`` options from the entries
+that have an :attr:`Format.option`, so a new file format needs no change to any command.
+:data:`BENCH_FORMATS` renders ``fuseci bench``'s timed runs.
+
+A format names its module rather than importing it, so that ``fuseci --help`` stays fast:
+the module is imported when the format is first rendered.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from fuseci.bench import BenchResult
-from fuseci.compare import Comparison
-from fuseci.reporters import bench_console, bench_json, console, github, json, junit, markdown
+if TYPE_CHECKING:
+    from fuseci.judge.verdict import Comparison
+    from fuseci.measure.bench import BenchResult
 
-Renderer = Callable[[list[Comparison]], str]
-BenchRenderer = Callable[[list[BenchResult]], str]
+Renderer = Callable[[list["Comparison"]], str]
+BenchRenderer = Callable[[list["BenchResult"]], str]
 
-FORMATS: dict[str, Renderer] = {
-    "console": console.render,
-    "json": json.render,
-    "junit": junit.render,
-    "markdown": markdown.render,
-    "github": github.render,
-}
 
+@dataclass(frozen=True, slots=True)
+class Format:
+    """One report format."""
+
+    name: str
+    """Its name (``junit``)."""
+    module: str
+    """The module under :mod:`fuseci.reporters` whose ``render`` makes the document."""
+    option: str = ""
+    """The command-line option that writes it to a file (``--junit``); empty when it is not
+    written on request (the console report, GitHub's annotations)."""
+    help: str = ""
+    """The option's help."""
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        """The document (the module's ``render``)."""
+        module = importlib.import_module(f"fuseci.reporters.{self.module}")
+        return str(module.render(*args, **kwargs))
+
+
+REPORTS: tuple[Format, ...] = (
+    Format("console", "console"),
+    Format("junit", "junit", "--junit", "Write a JUnit XML report here (one test case per check)."),
+    Format("json", "json", "--json", "Write every number and check as JSON here (read back by `fuseci merge`)."),
+    Format("markdown", "markdown", "--markdown", "Write a Markdown summary here (GitHub's step summary format)."),
+    Format("github", "github"),
+)
+
+#: Every report format's renderer, by name.
+FORMATS: dict[str, Renderer] = {f.name: f.render for f in REPORTS}
+
+#: The formats written to a file on request, in option order.
+FILE_FORMATS: tuple[Format, ...] = tuple(f for f in REPORTS if f.option)
+
+#: ``fuseci bench``'s renderers, by name.
 BENCH_FORMATS: dict[str, BenchRenderer] = {
-    "console": bench_console.render,
-    "json": bench_json.render,
+    "console": Format("console", "bench_console").render,
+    "json": Format("json", "bench_json").render,
 }

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from fuseci.bench import BenchResult, BenchRow, exit_code
-from fuseci.record import CaseStatus
+from fuseci.measure.bench import BenchResult, BenchRow, exit_code
+from fuseci.measure.record import CaseStatus
 
 _HEAD = ("case", "variant", "median us", "IQR %", "min MB", "GB/s", "% copy", "speedup")
 
@@ -72,8 +72,8 @@ def _method(r: BenchResult) -> list[str]:
 def _suite(r: BenchResult) -> list[str]:
     if r.error:
         return [f"fuseci bench: suite {r.suite} ({r.suite_path}): ERROR", f"  {'ERROR':<12} {r.error}", ""]
-    bad = [c for c in r.cases if c.status != CaseStatus.OK]
-    state = "WRONG" if any(c.status == CaseStatus.WRONG for c in bad) else "ERROR" if bad else "OK"
+    bad = [c for c in r.cases if c.status is not CaseStatus.OK]
+    state = "WRONG" if any(c.status is CaseStatus.WRONG for c in bad) else "ERROR" if bad else "OK"
     bw = _f(None if r.copy_bandwidth is None else r.copy_bandwidth / 1e9, "{:.0f}")
     out = [
         f"fuseci bench: suite {r.suite} ({r.suite_path}): {state}",
@@ -86,7 +86,7 @@ def _suite(r: BenchResult) -> list[str]:
         *_method(r),
     ]
     for c in bad:
-        out.append(f"  {c.status.upper():<12} {c.case}: {c.message}")
+        out.append(f"  {c.status.value.upper():<12} {c.case}: {c.message}")
     if bad:
         out.append("")
     return out
@@ -98,8 +98,8 @@ def render(results: list[BenchResult]) -> str:
     for r in results:
         lines += _suite(r)
     variants = sum(len(c.rows) for r in results for c in r.cases)
-    wrong = sum(c.status == CaseStatus.WRONG for r in results for c in r.cases)
-    broken = sum(c.status == CaseStatus.ERROR for r in results for c in r.cases) + sum(bool(r.error) for r in results)
+    wrong = sum(c.status is CaseStatus.WRONG for r in results for c in r.cases)
+    broken = sum(c.status is CaseStatus.ERROR for r in results for c in r.cases) + sum(bool(r.error) for r in results)
     parts = [f"{variants} variants timed"]
     if wrong:
         parts.append(f"{wrong} wrong")

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from fuseci.bench import BenchResult, BenchRow, exit_code
+from fuseci.measure.bench import BenchResult, BenchRow, exit_code
 
 FORMAT_VERSION = 1
 
@@ -43,7 +43,7 @@ def _suite(r: BenchResult) -> dict[str, Any]:
         "env": dict(r.env),
         "copy_bandwidth": _num(r.copy_bandwidth),
         "cases": [
-            {"case": c.case, "status": c.status, "message": c.message, "variants": [_row(row) for row in c.rows]}
+            {"case": c.case, "status": c.status.value, "message": c.message, "variants": [_row(row) for row in c.rows]}
             for c in r.cases
         ],
     }

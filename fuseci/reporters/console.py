@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from fuseci import schema
-from fuseci.compare import CaseResult, Comparison, Verdict
+from fuseci.config import names
+from fuseci.judge.verdict import CaseResult, Comparison, Verdict
 from fuseci.reporters.text import GAIN_COLUMNS, env_line, totals
 
 
@@ -33,19 +33,17 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
         for i, v in enumerate(case.variants):
             vals = v.values
             rate = (
-                (vals.get(schema.DRAM_READ_RATE, math.nan) + vals.get(schema.DRAM_WRITE_RATE, math.nan))
-                if vals
-                else None
+                (vals.get(names.DRAM_READ_RATE, math.nan) + vals.get(names.DRAM_WRITE_RATE, math.nan)) if vals else None
             )
             rows.append((
                 case.case if i == 0 else "",
                 v.variant,
-                _f(vals.get(schema.LAUNCHES), fmt="{:.0f}"),
-                _f(vals.get(schema.DRAM_BYTES), 1e6),
-                _f(vals.get(schema.BYTES_RATIO), fmt="{:.2f}"),
-                _f(vals.get(schema.DURATION), 1e3),
+                _f(vals.get(names.LAUNCHES), fmt="{:.0f}"),
+                _f(vals.get(names.DRAM_BYTES), 1e6),
+                _f(vals.get(names.BYTES_RATIO), fmt="{:.2f}"),
+                _f(vals.get(names.DURATION), 1e3),
                 _f(rate, 1e9, "{:.0f}"),
-                _f(vals.get(schema.OCC_ACHIEVED)),
+                _f(vals.get(names.OCC_ACHIEVED)),
                 *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in GAIN_COLUMNS),
             ))  # fmt: skip
         if not case.variants:
@@ -71,7 +69,7 @@ def _suite(c: Comparison) -> list[str]:
         out.append(f"  baseline {c.baseline_path}")
     for d in c.env_differences:
         state = "accepted" if d.accepted else "NOT COMPARED"
-        out.append(f"  environment differs: {d.field} baseline {d.baseline!r}, now {d.current!r} ({state})")
+        out.append(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ({state})")
     out += ["", *("  " + r for r in _table(c.cases)), ""]
     attention = [k for case in c.cases for k in case.checks if k.verdict not in (Verdict.PASS,)]
     for k in attention:

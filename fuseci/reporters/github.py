@@ -13,7 +13,7 @@ check is (the step log, the JUnit report).
 
 from __future__ import annotations
 
-from fuseci.compare import Comparison, MetricDelta, Verdict
+from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
 
 #: Annotations of one kind (error, warning, notice) GitHub shows per step.
 ANNOTATIONS_PER_STEP = 10

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from fuseci.compare import Comparison, MetricDelta, Verdict
+from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
 
 
 def _name(k: MetricDelta) -> str:
     parts = [k.case]
     if k.variant:
         parts.append(k.variant)
-    parts.append(k.check)
+    parts.append(k.check.value)
     name = ".".join(parts)
     return f"{name}[{k.quantity}]" if k.quantity else name
 

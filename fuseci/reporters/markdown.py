@@ -17,16 +17,16 @@ import math
 import re
 from dataclasses import dataclass
 
-from fuseci import schema
-from fuseci.compare import CaseResult, Comparison, MetricDelta, Verdict
+from fuseci.config import names
+from fuseci.config.model import UNFUSED
+from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
 from fuseci.reporters.text import GAIN_COLUMNS, env_line, totals
-from fuseci.suite import BASELINE_VARIANT
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
 
 _TABLE_HEAD = (
-    "| case | variant | " + " | ".join(f"{schema.LABELS[q]} gain" for q, _ in GAIN_COLUMNS) + " | verdict |",
+    "| case | variant | " + " | ".join(f"{names.LABELS[q]} gain" for q, _ in GAIN_COLUMNS) + " | verdict |",
     "|---|---|" + "---:|" * len(GAIN_COLUMNS) + "---|",
 )
 
@@ -81,12 +81,12 @@ def _gain(value: float | None) -> str:
 def _rows(case: CaseResult) -> list[str]:
     """One row per fused variant. A gain is unfused ÷ variant, so checks of ``unfused`` and of
     the whole case count in every row's verdict."""
-    variants = [v.variant for v in case.variants if v.variant != BASELINE_VARIANT]
-    variants += [k.variant for k in case.checks if k.variant and k.variant != BASELINE_VARIANT]
+    variants = [v.variant for v in case.variants if v.variant != UNFUSED]
+    variants += [k.variant for k in case.checks if k.variant and k.variant != UNFUSED]
     gains = {v.variant: v.gains for v in case.variants}
     rows = []
     for variant in dict.fromkeys(variants) or ("",):
-        checks = [k for k in case.checks if k.variant in (variant, "", BASELINE_VARIANT)]
+        checks = [k for k in case.checks if k.variant in (variant, "", UNFUSED)]
         g = gains.get(variant, {})
         cells = (
             escape(case.case),
@@ -147,7 +147,7 @@ def _section(c: Comparison) -> _Section:
         for d in c.env_differences:
             state = "accepted" if d.accepted else "**not compared**"
             head.append(
-                f"- {escape(d.field)}: baseline {escape(repr(d.baseline))}, now {escape(repr(d.current))} ({state})"
+                f"- {escape(d.field)}: baseline {escape(repr(d.baseline_value))}, now {escape(repr(d.current))} ({state})"
             )
     return _Section(tuple(head), tuple(row for case in c.cases for row in _rows(case)), bullets)
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fuseci import schema
-from fuseci.compare import Comparison, Verdict, exit_code
+from fuseci.config import names
+from fuseci.judge.verdict import Comparison, Verdict, exit_code
 
 #: The gains shown in tables, with their column names.
 GAIN_COLUMNS: tuple[tuple[str, str], ...] = (
-    (schema.DRAM_BYTES, "bytes"),
-    (schema.DURATION, "ncu time"),
-    (schema.EVENT_TIME, "real time"),
-    (schema.LAUNCHES, "launches"),
+    (names.DRAM_BYTES, "bytes"),
+    (names.DURATION, "ncu time"),
+    (names.EVENT_TIME, "real time"),
+    (names.LAUNCHES, "launches"),
 )
 
 

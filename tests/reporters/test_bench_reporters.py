@@ -8,10 +8,10 @@ from pathlib import Path
 
 from conftest import ELEMENTWISE, pinned
 
-from fuseci.bench import BenchCase, BenchResult, exit_code, failed, result_from_record
-from fuseci.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming
+from fuseci.config.parse import load_suite
+from fuseci.measure.bench import BenchCase, BenchResult, exit_code, failed, result_from_record
+from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming
 from fuseci.reporters import BENCH_FORMATS, bench_console, bench_json
-from fuseci.suite import load_suite
 
 ENV = {
     "gpu_name": "NVIDIA H200",

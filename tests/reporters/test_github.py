@@ -4,15 +4,15 @@ Regenerate the pinned document after an intended change with
 
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
-from fuseci import schema
-from fuseci.compare import CaseResult, Comparison, MetricDelta, Verdict, failed
+from fuseci.config import names
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, failed
 from fuseci.reporters import FORMATS, github
 
 ENV = {"gpu_name": "NVIDIA H200"}
 
 
 def _check(case: str, verdict: Verdict, message: str = "m", variant: str = "fused") -> MetricDelta:
-    return MetricDelta(case, variant, "gain", schema.DRAM_BYTES, verdict, message)
+    return MetricDelta(case, variant, CheckKind.GAIN, names.DRAM_BYTES, verdict, message)
 
 
 def _synthetic(checks: list[MetricDelta], suite_path: str = "suites/s.yaml", line: int = 12) -> Comparison:
@@ -102,7 +102,9 @@ def test_line_is_omitted_when_unknown_and_failed_suites_are_titled_by_suite(elem
     )
 
 
-def test_both_formats_are_registered() -> None:
+def test_both_formats_are_registered(elementwise) -> None:
     from fuseci.reporters import markdown
 
-    assert FORMATS["github"] is github.render and FORMATS["markdown"] is markdown.render
+    comparisons = [failed(elementwise, "ncu not found")]
+    assert FORMATS["github"](comparisons) == github.render(comparisons)
+    assert FORMATS["markdown"](comparisons) == markdown.render(comparisons)

@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
-from fuseci import schema
-from fuseci.compare import CaseResult, Comparison, EnvDifference, MetricDelta, VariantMeasurement, Verdict, failed
+from fuseci.config import names
+from fuseci.judge.verdict import (
+    CaseResult,
+    CheckKind,
+    Comparison,
+    EnvDifference,
+    MetricDelta,
+    VariantMeasurement,
+    Verdict,
+    failed,
+)
 from fuseci.reporters import markdown
 
 ENV = {
@@ -22,11 +31,11 @@ ENV = {
     "clock_control": "none",
     "cache_control": "all",
 }
-GAINS = {schema.DRAM_BYTES: 2.3251, schema.DURATION: 5.07, schema.EVENT_TIME: 4.96, schema.LAUNCHES: 3.0}
+GAINS = {names.DRAM_BYTES: 2.3251, names.DURATION: 5.07, names.EVENT_TIME: 4.96, names.LAUNCHES: 3.0}
 
 
 def _check(case: str, variant: str, verdict: Verdict, message: str = "gain moved") -> MetricDelta:
-    return MetricDelta(case, variant, "gain", schema.DRAM_BYTES, verdict, message)
+    return MetricDelta(case, variant, CheckKind.GAIN, names.DRAM_BYTES, verdict, message)
 
 
 def _synthetic(cases: list[CaseResult], **kw) -> Comparison:
@@ -81,9 +90,9 @@ def test_suite_that_could_not_run_shows_its_error(elementwise) -> None:
 def test_row_verdict_is_the_worst_of_the_variant_unfused_and_case_checks() -> None:
     comp = _synthetic([
         _case("a", [_check("a", "fused", Verdict.PASS), _check("a", "fused2", Verdict.IMPROVED)], ("unfused", "fused", "fused2")),
-        _case("b", [_check("b", "fused", Verdict.PASS), MetricDelta("b", "unfused", "correctness", "", Verdict.WRONG, "wrong")]),
-        CaseResult("gone", 0, "", (MetricDelta("gone", "", "case", "", Verdict.MISSING, "not in the suite"),), ()),
-        CaseResult("broken", 9, "", (MetricDelta("broken", "fused", "correctness", "", Verdict.WRONG, "wrong"),), ()),
+        _case("b", [_check("b", "fused", Verdict.PASS), MetricDelta("b", "unfused", CheckKind.CORRECTNESS, "", Verdict.WRONG, "wrong")]),
+        CaseResult("gone", 0, "", (MetricDelta("gone", "", CheckKind.CASE, "", Verdict.MISSING, "not in the suite"),), ()),
+        CaseResult("broken", 9, "", (MetricDelta("broken", "fused", CheckKind.CORRECTNESS, "", Verdict.WRONG, "wrong"),), ()),
     ])  # fmt: skip
     assert _table_rows(markdown.render([comp])) == [
         "| a | fused | 2.33x | 5.07x | 4.96x | 3.00x | ✅ PASS |",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
-from fuseci.compare import failed
+from fuseci.judge.verdict import failed
 from fuseci.reporters import FORMATS, console, junit
 from fuseci.reporters import json as json_reporter
 

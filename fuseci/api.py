@@ -1,0 +1,388 @@
+"""The programmatic API: every ``fuseci`` command is one call here. Plain functions.
+
+Everything the CLI does can be scripted (and tested) without the argument parser: load suites,
+measure and judge them (:func:`run`), re-record baselines (:func:`update_baselines`), judge one
+run against another (:func:`compare_runs`), merge results (:func:`merge`), time suites
+(:func:`bench`). A suite that cannot be measured becomes an ``ERROR`` comparison; only what
+keeps the whole command from running raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from fuseci.config.model import Suite
+from fuseci.config.names import ENV_FIELDS, gpu_slug
+from fuseci.config.parse import load_suite
+from fuseci.errors import FuseciError, UsageError
+from fuseci.frames.metrics import SuiteResults
+from fuseci.judge import baseline as jb
+from fuseci.judge.compare import compare
+from fuseci.judge.runs import compare_runs, recorded_suites
+from fuseci.judge.verdict import CheckKind, Comparison, Verdict, failed
+from fuseci.measure import bench as bench_figures
+from fuseci.measure.command import DEFAULT_REPEATS, Mode, SuiteFiles, harness_argv
+from fuseci.measure.run import MeasureOptions, measure, remeasure
+from fuseci.measure.timed import run_timed
+from fuseci.store import baselines as bl
+from fuseci.store import runs as run_files
+
+__all__ = [
+    "BaselineUpdate",
+    "BenchOptions",
+    "RunOptions",
+    "bench",
+    "check",
+    "check_results",
+    "compare_runs",
+    "load_suites",
+    "merge",
+    "parse_accept_env",
+    "parse_shard",
+    "recorded_suites",
+    "run",
+    "shard",
+    "update_baselines",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How to obtain results and what to judge them against."""
+
+    baselines: Path = Path("baselines")
+    """Root of the baseline tree (``<root>/<gpu-slug>/<suite>.json``)."""
+    report_dir: Path = Path("fuseci-out")
+    """Where profiled runs write their report, record and logs."""
+    from_report: Path | None = None
+    """Re-analyse this ``.ncu-rep``/``.ncu-rep.xz`` instead of profiling."""
+    ncu: str | None = None
+    """Explicit ncu executable."""
+    accept_env: frozenset[str] = field(default_factory=frozenset)
+    """Environment fields whose difference from the baseline is accepted."""
+
+    @property
+    def measuring(self) -> MeasureOptions:
+        """The part of these options that says how to measure."""
+        return MeasureOptions(report_dir=self.report_dir, from_report=self.from_report, ncu=self.ncu)
+
+
+def load_suites(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list[Suite]:
+    """The suites named, or every ``suites/*.yaml`` under ``root`` except planted-regression
+    suites (those run only when named).
+
+    Raises:
+        SuiteError: a suite file is missing or invalid.
+        UsageError: none named and none found.
+    """
+    if paths:
+        return [load_suite(p) for p in paths]
+    found = sorted((root / "suites").glob("*.yaml"))
+    if not found:
+        raise UsageError("no suite given and no suites/*.yaml in the current directory; pass a suite file")
+    suites = [load_suite(p) for p in found]
+    planted = [s.name for s in suites if s.planted]
+    if planted:
+        log.info("skipping planted-regression suite(s) %s; name the file to run one", ", ".join(planted))
+    return [s for s in suites if not s.planted]
+
+
+def parse_accept_env(items: Sequence[str] | None) -> frozenset[str]:
+    """The ``--accept-env`` fields (comma-separated or repeated).
+
+    Raises:
+        UsageError: a field is not an environment fingerprint field or ``all``.
+    """
+    accepted = frozenset(f.strip() for item in items or () for f in item.split(",") if f.strip())
+    unknown = accepted - set(ENV_FIELDS) - {"all"}
+    if unknown:
+        raise UsageError(
+            f"--accept-env: unknown field(s) {sorted(unknown)}; choose from {', '.join(ENV_FIELDS)} or all"
+        )
+    return accepted
+
+
+def baseline_file(options: RunOptions, results: SuiteResults) -> Path:
+    """Where this run's baseline lives."""
+    return bl.baseline_path(options.baselines, str(results.env.get("gpu_name", "unknown")), results.suite)
+
+
+def check(suite: Suite, options: RunOptions) -> Comparison:
+    """Measure (or re-analyse) one suite and compare it with its baseline.
+
+    Raises:
+        FuseciError: anything that keeps the suite from being judged at all.
+    """
+    return check_results(suite, options)[0]
+
+
+def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteResults]:
+    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them.
+
+    A CUDA-event speedup that fell borderline outside its band
+    (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) is re-measured and the suite judged again
+    on all passes; a re-analysed report cannot be re-measured, so its first verdict stands.
+
+    Raises:
+        FuseciError: anything that keeps the suite from being judged at all.
+    """
+    results = measure(suite, options.measuring)
+    path = baseline_file(options, results)
+    baseline = bl.load_baseline(path)
+    comparison = compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env)
+    retry = sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
+    if not retry or options.from_report is not None:
+        return comparison, results
+    results = remeasure(suite, options.measuring, results, retry)
+    return compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env), results
+
+
+class Progress(Protocol):
+    """Hears what a long command is doing, as it does it (the CLI shows it; :class:`Silent` is
+    the default). Its methods are called from the thread that runs the command.
+    """
+
+    def suite_started(self, suite: Suite, index: int, total: int) -> None:
+        """Suite ``index`` (from 1) of ``total`` starts."""
+
+    def stage(self, suite: Suite, what: str) -> None:
+        """The suite entered a stage (``profiling``, ``timing``, ``judging``...)."""
+
+    def suite_judged(self, comparison: Comparison) -> None:
+        """A suite was judged (or failed: its comparison is then one ``ERROR``)."""
+
+    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
+        """A suite could not be judged at all."""
+
+
+class Silent:
+    """A :class:`Progress` that hears nothing."""
+
+    def suite_started(self, suite: Suite, index: int, total: int) -> None:
+        """Ignored."""
+
+    def stage(self, suite: Suite, what: str) -> None:
+        """Ignored."""
+
+    def suite_judged(self, comparison: Comparison) -> None:
+        """Ignored."""
+
+    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
+        """Ignored."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What ``fuseci run`` concluded for its suites."""
+
+    comparisons: tuple[Comparison, ...]
+    """One per suite, in order; a suite that could not be judged is one ``ERROR``."""
+    measured: tuple[SuiteResults, ...]
+    """The results of the suites that were measured, to keep in a run file."""
+
+
+def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
+    """Measure and judge every suite; a suite that fails stands as one ``ERROR`` and the others
+    still run. ``progress`` hears each suite start and end.
+
+    Raises:
+        UsageError: ``--from-report`` with more than one suite.
+    """
+    if options.from_report is not None and len(suites) > 1:  # none: an empty shard
+        raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    progress = progress or Silent()
+    comparisons: list[Comparison] = []
+    measured: list[SuiteResults] = []
+    for i, suite in enumerate(suites, 1):
+        progress.suite_started(suite, i, len(suites))
+        try:
+            comparison, results = check_results(suite, options)
+        except FuseciError as exc:
+            progress.suite_failed(suite, exc)
+            comparison = failed(suite, str(exc))
+        else:
+            measured.append(results)
+        comparisons.append(comparison)
+        progress.suite_judged(comparison)
+    return RunOutcome(tuple(comparisons), tuple(measured))
+
+
+def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:
+    """Save the measured suites as a new run file in ``directory``; None when none was measured.
+
+    Raises:
+        ReportError: the run file cannot be written.
+    """
+    if not outcome.measured:
+        return None
+    return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory)
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineUpdate:
+    """What ``update-baselines`` did to one suite's baseline file."""
+
+    path: Path
+    """The baseline file."""
+    written: bool
+    """True when the file was (re)written."""
+    changes: tuple[str, ...]
+    """One line per changed, added or removed case, or env field."""
+    kept: tuple[str, ...]
+    """Cases not updated because they are wrong or broken (old values kept)."""
+    comparison: Comparison
+    """The comparison against the old baseline, on which the update was based."""
+
+
+def _case_changes(old: jb.Baseline | None, new: jb.Baseline, comparison: Comparison) -> list[str]:
+    lines: list[str] = []
+    by_case = {c.case: c for c in comparison.cases}
+    for cid in sorted(set(new.cases) | set(old.cases if old else ())):
+        if old is None or cid not in old.cases:
+            lines.append(f"+ {cid}: new")
+        elif cid not in new.cases:
+            lines.append(f"- {cid}: removed (no longer in the suite)")
+        elif old.cases[cid] != new.cases[cid]:
+            moved = [
+                c.message
+                for c in by_case[cid].checks
+                if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.NEW, Verdict.INCOMPARABLE)
+                and c.check is CheckKind.GAIN
+            ]
+            lines.append(f"~ {cid}: " + ("; ".join(moved) if moved else "re-recorded"))
+    return lines
+
+
+def update_baselines(
+    suite: Suite, options: RunOptions, *, force: bool = False, lock_timeout_s: float = bl.LOCK_TIMEOUT_S
+) -> BaselineUpdate:
+    """Re-record one suite's baseline, changing only cases whose checks did not pass.
+
+    A case whose every check passes keeps its old values byte for byte, so a re-record after no
+    real change produces no diff; ``force`` re-records every measured case. Wrong or broken cases
+    are never recorded: their old values stay. A changed environment re-records everything.
+
+    Measuring runs unlocked; reading the old baseline, comparing and writing the new one hold the
+    file's update lock (:func:`fuseci.store.baselines.locked`), so a concurrent update of the same
+    suite and GPU waits up to ``lock_timeout_s`` and then builds on this one's result. Nothing but
+    ``<gpu-slug>/<suite>.json`` and its lock file is written; when anything fails, the old file
+    stays byte for byte and no temporary file remains. A baseline file that is a symbolic link is
+    read through the link, but an update that would change it is refused, not written through.
+
+    Raises:
+        FuseciError: the suite could not be measured or the old baseline is corrupt.
+        BaselineError: the lock was held by another update for ``lock_timeout_s``, the baseline
+            directory is not writable, the disk is full, or the file is a symbolic link.
+    """
+    results = measure(suite, options.measuring)
+    path = baseline_file(options, results)
+    with bl.locked(path, lock_timeout_s):
+        return _rerecord(suite, results, path, force)
+
+
+def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
+    """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
+    old = bl.load_baseline(path)
+    comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
+    env_changed = old is not None and not comparison.comparable
+    good = {c.case for c in comparison.cases if c.verdict not in (Verdict.WRONG, Verdict.ERROR, Verdict.MISSING)}
+    kept = tuple(sorted({c.id for c in suite.cases} - good))
+    # Only cases the harness ran ok are in it: a planted wrong result passes (it was caught) but
+    # has nothing measured to record.
+    fresh = bl.normalized(jb.from_results(results, good))
+    cases: dict[str, dict[str, jb.VariantBaseline]] = {}
+    for case in suite.cases:
+        cid = case.id
+        result = next(c for c in comparison.cases if c.case == cid)
+        unchanged = old is not None and cid in old.cases and result.verdict is Verdict.PASS
+        if cid in fresh.cases and (force or env_changed or not unchanged):
+            cases[cid] = dict(fresh.cases[cid])
+        elif old is not None and cid in old.cases:
+            cases[cid] = dict(old.cases[cid])
+    env = fresh.env if (old is None or env_changed or force) else old.env
+    new = bl.normalized(jb.Baseline(suite=suite.name, env=env, cases=cases))
+    changes = _case_changes(old, new, comparison)
+    if env_changed and old is not None:
+        changes.insert(
+            0,
+            "environment: "
+            + ", ".join(f"{d.field} {d.baseline_value!r} -> {d.current!r}" for d in comparison.env_differences),
+        )
+    written = old is None or bl.dumps(old) != bl.dumps(new)
+    if written:
+        bl.save_baseline(new, path)
+    return BaselineUpdate(path=path, written=written, changes=tuple(changes), kept=kept, comparison=comparison)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    """How ``fuseci bench`` times a suite outside ncu."""
+
+    report_dir: Path = Path("fuseci-out")
+    """Where the timed run writes ``<suite>.bench.json`` and ``<suite>.bench.log``."""
+    repeats: int = DEFAULT_REPEATS
+    """Timed calls per variant (after warm-up); the median is reported."""
+
+
+def bench(suite: Suite, options: BenchOptions) -> bench_figures.BenchResult:
+    """Time every variant of a suite with CUDA events, without ncu, and derive the figures.
+
+    The harness runs as a subprocess under the suite's ``ncu.timeout``. Wrong and broken cases
+    are in the result, not raised.
+
+    Raises:
+        BenchError: the harness could not run, crashed, timed out or left no complete record.
+    """
+    files = SuiteFiles(options.report_dir, suite.name).harness(Mode.BENCH)
+    argv = harness_argv(Mode.BENCH, files.record, suite.path, repeats=options.repeats)
+    record = run_timed(argv, files, suite.ncu.timeout_s)
+    return bench_figures.result_from_record(record, suite, files.record)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` → (2, 4).
+
+    Raises:
+        UsageError: not ``K/N`` with 1 <= K <= N.
+    """
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: write K/N, e.g. 2/4 (shard K of N, counting from 1)") from None
+    if not 1 <= k <= n:
+        raise UsageError(f"--shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
+    """The suites that shard ``k`` of ``n`` runs: whole suites (one ncu process each), dealt out
+    by weight so that shards get similar numbers of cases.
+
+    Deterministic: every shard computes the same assignment from the same suite files, sorted
+    by name, the largest suite first to the lightest shard (ties to the lowest shard number).
+    """
+    loads = [0] * n
+    owner: dict[str, int] = {}
+    for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):
+        lightest = min(range(n), key=lambda i: (loads[i], i))
+        owner[suite.name] = lightest
+        loads[lightest] += len(suite.cases)
+    return [s for s in suites if owner[s.name] == k - 1]
+
+
+def merge(comparisons: list[Comparison]) -> list[Comparison]:
+    """Comparisons of several runs as one list; a suite met more than once (one per GPU model)
+    is renamed ``suite@gpu-slug`` so that reports keep them apart."""
+    counts: dict[str, int] = {}
+    for c in comparisons:
+        counts[c.suite] = counts.get(c.suite, 0) + 1
+    return [
+        replace(c, suite=f"{c.suite}@{gpu_slug(str(c.env.get('gpu_name', 'unknown')))}") if counts[c.suite] > 1 else c
+        for c in comparisons
+    ]

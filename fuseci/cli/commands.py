@@ -1,0 +1,336 @@
+"""The commands: each parses its options, calls :mod:`fuseci.api`, renders, and returns its exit
+code to the error boundary. Heavy modules (pandas, the API) are imported inside the commands, so
+that ``fuseci --help`` is fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from fuseci import __version__
+from fuseci.cli.options import (
+    BENCH_EXIT_CODES_HELP,
+    EXIT_CODES_HELP,
+    AcceptEnv,
+    Baselines,
+    FromReport,
+    NcuOpt,
+    ReportDir,
+    ResultsDirOpt,
+    SuitesArg,
+    Verbose,
+)
+from fuseci.cli.output import ConsoleProgress, boundary, error, report, setup_logging, with_report_options
+from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
+from fuseci.measure.command import DEFAULT_REPEATS
+
+app = typer.Typer(
+    name="fuseci",
+    help="Performance CI for GPU kernel fusion: profile fused and unfused kernels under Nsight "
+    "Compute, compare the fusion gains with stored baselines, fail the build on regression.",
+    epilog=EXIT_CODES_HELP,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+@boundary
+@with_report_options
+def run(
+    suites: SuitesArg = None,
+    from_report: FromReport = None,
+    baselines: Baselines = Path("baselines"),
+    report_dir: ReportDir = Path("fuseci-out"),
+    accept_env: AcceptEnv = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="K/N",
+            help="Run only shard K of N: whole suites, dealt out deterministically by size (for a CI matrix; merge the --json results with `fuseci merge`).",
+        ),
+    ] = None,
+    results_dir: ResultsDirOpt = None,
+    ncu: NcuOpt = None,
+    verbose: Verbose = False,
+    outputs: dict[str, Path] | None = None,
+) -> int:
+    """Profile suites under ncu (or re-analyse a report), compare with baselines, report.
+
+    With --results-dir it also keeps the run's measurements in a new run file there, for
+    `fuseci compare`.
+
+    Under GitHub Actions it also appends a Markdown summary to $GITHUB_STEP_SUMMARY and prints
+    error and warning annotations that point at the failing cases in the suite files.
+    """
+    from fuseci import api
+    from fuseci.judge.verdict import exit_code
+
+    setup_logging(verbose)
+    loaded = api.load_suites(suites)
+    if shard is not None:
+        k, n = api.parse_shard(shard)
+        loaded = api.shard(loaded, k, n)
+        typer.echo(f"fuseci: shard {k}/{n}: {', '.join(s.name for s in loaded) or 'no suites'}", err=True)
+    options = api.RunOptions(
+        baselines=baselines,
+        report_dir=report_dir,
+        from_report=from_report,
+        ncu=ncu,
+        accept_env=api.parse_accept_env(accept_env),
+    )
+    outcome = api.run(loaded, options, ConsoleProgress())
+    comparisons = list(outcome.comparisons)
+    code = report(comparisons, outputs or {}, exit_code(comparisons))
+    if results_dir is not None:
+        code = _keep_run(outcome, loaded, results_dir, code)
+    return code
+
+
+def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> int:
+    """Save the run file; the exit code, turned to 3 (unless 1) when it cannot be saved."""
+    from fuseci import api
+
+    try:
+        path = api.keep_run(outcome, suites, directory)
+    except FuseciError as exc:
+        error(str(exc))
+        return code if code == EXIT_REGRESSION else exc.exit_code
+    if path is None:
+        typer.echo(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
+    else:
+        typer.echo(f"fuseci: results saved to {path}", err=True)
+    return code
+
+
+@app.command("compare", epilog=EXIT_CODES_HELP)
+@boundary
+@with_report_options
+def compare_command(
+    a: Annotated[
+        Path,
+        typer.Argument(
+            help="Run A, the reference (main's, say): a run file written by `fuseci run --results-dir DIR`, or DIR itself for its newest run file.",
+            metavar="A",
+            show_default=False,
+        ),
+    ],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            help="Run B, judged against A (the pull request's, say): a run file, or a results directory for its newest run file.",
+            metavar="B",
+            show_default=False,
+        ),
+    ],
+    suites: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Suite YAML files whose gates, tolerances and expectations judge B. Default: the suite files the runs recorded, relative to the current directory.",
+            metavar="[SUITE]...",
+            show_default=False,
+        ),
+    ] = None,
+    accept_env: AcceptEnv = None,
+    verbose: Verbose = False,
+    outputs: dict[str, Path] | None = None,
+) -> int:
+    """Judge run B against run A, as `fuseci run` judges a run against its baselines.
+
+    A and B are run files that `fuseci run --results-dir DIR` wrote, or such directories (their
+    newest run file). A's measurements stand in for the baselines; the verdicts, reports and
+    exit code are those `fuseci run` would give B. A suite in only one of the runs is an error.
+    """
+    from fuseci import api
+    from fuseci.config.parse import load_suite
+    from fuseci.judge.verdict import exit_code
+    from fuseci.store import runs
+
+    setup_logging(verbose)
+    accepted = api.parse_accept_env(accept_env)
+    run_a, run_b = runs.load_run(runs.resolve_run(a)), runs.load_run(runs.resolve_run(b))
+    typer.echo(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
+    loaded = [load_suite(p) for p in suites] if suites else api.recorded_suites(run_a, run_b)
+    if not loaded:
+        raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
+    comparisons = api.compare_runs(run_a, run_b, loaded, accepted)
+    return report(comparisons, outputs or {}, exit_code(comparisons))
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+@boundary
+@with_report_options
+def merge(
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            help="JSON results of `fuseci run --json` (shards, GPU models).", show_default=False, metavar="RESULTS..."
+        ),
+    ],
+    outputs: dict[str, Path] | None = None,
+) -> int:
+    """Combine the JSON results of several runs into one report, JUnit file and summary.
+
+    The exit code is the one the runs would have had together. A suite that appears in several
+    results (one per GPU model) is named with its GPU in the merged reports.
+    """
+    from fuseci import api
+    from fuseci.judge.verdict import exit_code
+    from fuseci.store.results import read_results
+
+    comparisons = api.merge([c for path in results for c in read_results(path)])
+    return report(comparisons, outputs or {}, exit_code(comparisons))
+
+
+@app.command("update-baselines", epilog=EXIT_CODES_HELP)
+@boundary
+def update_baselines(
+    suites: SuitesArg = None,
+    from_report: FromReport = None,
+    baselines: Baselines = Path("baselines"),
+    report_dir: ReportDir = Path("fuseci-out"),
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-record every case, even those within tolerance of the old baseline.")
+    ] = False,
+    ncu: NcuOpt = None,
+    verbose: Verbose = False,
+) -> int:
+    """Re-record baselines after an intended change; prints what changed for review.
+
+    Cases whose every check passes keep their old values, so the diff shows only real changes.
+    Wrong or broken cases are never recorded.
+    """
+    from fuseci import api
+    from fuseci.judge.verdict import update_exit_code
+
+    setup_logging(verbose)
+    loaded = api.load_suites(suites)
+    if from_report is not None and len(loaded) > 1:
+        raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    options = api.RunOptions(baselines=baselines, report_dir=report_dir, from_report=from_report, ncu=ncu)
+    codes: list[int] = []
+    for suite in loaded:
+        try:
+            update = api.update_baselines(suite, options, force=force)
+        except FuseciError as exc:
+            error(str(exc))
+            codes.append(exc.exit_code)
+            continue
+        typer.echo(f"{update.path}: {'written' if update.written else 'unchanged'}")
+        for line in update.changes:
+            typer.echo(f"  {line}")
+        for cid in update.kept:
+            typer.echo(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
+        codes.append(update_exit_code(update.comparison, update.kept))
+    return max(codes, key=lambda c: (c == EXIT_REGRESSION, c), default=EXIT_PASS)
+
+
+@app.command("bench", epilog=BENCH_EXIT_CODES_HELP)
+@boundary
+def bench_command(
+    suites: SuitesArg = None,
+    report_dir: Annotated[
+        Path,
+        typer.Option(
+            "--report-dir",
+            help="Where timed runs write <suite>.bench.json and <suite>.bench.log (overwritten per suite).",
+            file_okay=False,
+            metavar="DIR",
+        ),
+    ] = Path("fuseci-out"),
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write every number as JSON here.", dir_okay=False, metavar="PATH")
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", min=5, help="Timed calls per variant after warm-up; the median is shown.")
+    ] = DEFAULT_REPEATS,
+    verbose: Verbose = False,
+) -> int:
+    """Time every variant outside ncu with CUDA events: median time, bandwidth, speedup over unfused.
+
+    Figures only: nothing is compared with a baseline. Needs a GPU and CuPy, not ncu.
+    """
+    from fuseci import api
+    from fuseci.measure import bench
+    from fuseci.reporters import BENCH_FORMATS
+    from fuseci.store.atomic import write_output
+
+    setup_logging(verbose)
+    loaded = api.load_suites(suites)
+    options = api.BenchOptions(report_dir=report_dir, repeats=repeats)
+    results: list[bench.BenchResult] = []
+    for suite in loaded:
+        try:
+            results.append(api.bench(suite, options))
+        except FuseciError as exc:
+            error(str(exc))
+            results.append(bench.failed(suite, str(exc)))
+    typer.echo(BENCH_FORMATS["console"](results), nl=False)
+    code = bench.exit_code(results)
+    if json_out is not None:
+        try:
+            write_output(json_out, BENCH_FORMATS["json"](results))
+        except OSError as exc:
+            error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    return code
+
+
+@app.command(
+    "doctor", epilog="Exit codes: 0 nothing failed (warnings allowed); 3 a check failed. Doctor changes nothing."
+)
+@boundary
+def doctor(
+    ncu: NcuOpt = None,
+    json_out: Annotated[
+        str | None,
+        typer.Option(
+            "--json",
+            help="Also write every check as JSON to this file ('-': stdout; the table then goes to stderr).",
+            metavar="PATH",
+        ),
+    ] = None,
+    verbose: Verbose = False,
+) -> int:
+    """Check that this machine can run fuseci and say how to fix what cannot.
+
+    In order: fuseci and Python; ncu; the report reader; GPU and driver; GPU clocks; CuPy and
+    CUDA (a tiny kernel in a child process); profiling that kernel under ncu (counter access);
+    reading its report back. A check whose prerequisite failed is skipped.
+    """
+    from fuseci.doctor import DoctorOptions, diagnose
+    from fuseci.reporters.doctor import render_json, render_table
+    from fuseci.store.atomic import write_output
+
+    setup_logging(verbose)
+    result = diagnose(DoctorOptions(ncu=ncu))
+    typer.echo(render_table(result), nl=False, err=json_out == "-")
+    if json_out == "-":
+        typer.echo(render_json(result), nl=False)
+    elif json_out is not None:
+        try:
+            write_output(Path(json_out), render_json(result))
+        except OSError as exc:
+            error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
+            return EXIT_SETUP
+    return result.exit_code
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"fuseci {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """fuseci."""

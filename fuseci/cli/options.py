@@ -1,0 +1,73 @@
+"""The options and arguments several commands share, and the exit codes their help states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 every check passed (or has no baseline yet); 1 a gain regressed or a variant "
+    "computed a wrong result; 2 usage error; 3 tool, environment or input error (ncu missing or "
+    "refused, bad suite or baseline, baseline from another environment). A regression (1) wins "
+    "over an error (3) when both occur."
+)
+
+BENCH_EXIT_CODES_HELP = (
+    "Exit codes: 0 every variant timed; 1 a variant computed a wrong result; 2 usage error; "
+    "3 tool, environment or input error (no GPU or CuPy, the harness crashed or timed out, bad suite). "
+    "A wrong result (1) wins over an error (3) when both occur."
+)
+
+SuitesArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Suite YAML files. Default: every suites/*.yaml under the current directory.",
+        show_default=False,
+        metavar="[SUITE]...",
+    ),
+]
+FromReport = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-report",
+        help="Re-analyse a recorded .ncu-rep or .ncu-rep.xz (its .harness.json beside it) instead of profiling; needs no GPU.",
+        dir_okay=False,
+        metavar="REPORT",
+    ),
+]
+Baselines = Annotated[
+    Path,
+    typer.Option("--baselines", help="Baseline root: <root>/<gpu-slug>/<suite>.json.", file_okay=False, metavar="DIR"),
+]
+ReportDir = Annotated[
+    Path,
+    typer.Option(
+        "--report-dir",
+        help="Where profiled runs write <suite>.ncu-rep, .harness.json and logs (overwritten per suite).",
+        file_okay=False,
+        metavar="DIR",
+    ),
+]
+ResultsDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--results-dir",
+        help="Also keep this run's measurements in a new run file here (<UTC time>-<gpu>[-<commit>].json, never overwritten), for `fuseci compare`.",
+        file_okay=False,
+        metavar="DIR",
+    ),
+]
+AcceptEnv = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--accept-env",
+        help="Compare although these environment fields differ from the baseline's (comma-separated or repeated; 'all').",
+        metavar="FIELDS",
+    ),
+]
+NcuOpt = Annotated[
+    str | None, typer.Option("--ncu", help="ncu executable (default: $FUSECI_NCU, then PATH).", metavar="PATH")
+]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]

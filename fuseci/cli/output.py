@@ -1,0 +1,139 @@
+"""What every command shares on its way out: the one error boundary, the report files built from
+the reporter registry, GitHub's step summary and annotations, and what a run says as it goes."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError
+
+if TYPE_CHECKING:
+    from fuseci.judge.verdict import Comparison
+
+log = logging.getLogger("fuseci")
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="fuseci: %(message)s", stream=sys.stderr
+    )
+
+
+def error(message: str) -> None:
+    typer.echo(f"fuseci: error: {message}", err=True)
+
+
+def boundary(fn: Callable[..., int]) -> Callable[..., None]:
+    """The error boundary of a command whose body returns its exit code."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> None:
+        try:
+            code = fn(*args, **kwargs)
+        except FuseciError as exc:
+            error(str(exc))
+            code = exc.exit_code
+        except Exception as exc:  # a bug: one line, never the regression code; -v shows where
+            if log.isEnabledFor(logging.INFO):
+                traceback.print_exc()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            error(
+                f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
+                f"{'the traceback is above' if log.isEnabledFor(logging.INFO) else 'run again with -v for its traceback'})"
+            )
+            code = EXIT_SETUP
+        raise typer.Exit(code)
+
+    return command
+
+
+def with_report_options(fn: Callable[..., int]) -> Callable[..., int]:
+    """Give a command one ``--FORMAT PATH`` option per file format of the reporter registry,
+    gathered into its ``outputs`` argument (format name → path)."""
+    from fuseci.reporters import FILE_FORMATS
+
+    sig = inspect.signature(fn, eval_str=True)
+    own = [p for p in sig.parameters.values() if p.name != "outputs"]
+    extra = [
+        inspect.Parameter(
+            f"{f.name}_out",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[Path | None, typer.Option(f.option, help=f.help, dir_okay=False, metavar="PATH")],
+            default=None,
+        )
+        for f in FILE_FORMATS
+    ]
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> int:
+        outputs = {f.name: kwargs.pop(f"{f.name}_out") for f in FILE_FORMATS}
+        return fn(*args, outputs={k: v for k, v in outputs.items() if v is not None}, **kwargs)
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    del command.__wrapped__  # typer must see the new signature, not the wrapped one
+    return command
+
+
+def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -> int:
+    """The console report, the files asked for, and GitHub's step summary and annotations.
+
+    Returns:
+        ``code``, or 3 when a file could not be written (a regression's 1 stays 1).
+    """
+    from fuseci.reporters import FORMATS
+    from fuseci.reporters import markdown as markdown_reporter
+    from fuseci.store.atomic import write_output
+
+    typer.echo(FORMATS["console"](comparisons), nl=False)
+    for name, path in outputs.items():
+        try:
+            write_output(path, FORMATS[name](comparisons))
+        except OSError as exc:
+            error(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        _append_summary(Path(summary), comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        typer.echo(FORMATS["github"](comparisons), nl=False)
+    return code
+
+
+def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:
+    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left)."""
+    try:
+        used = path.stat().st_size if path.exists() else 0
+        room = limit - used
+        if room > 0:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(render(comparisons, limit=room))
+    except OSError as exc:
+        log.warning("cannot append to $GITHUB_STEP_SUMMARY (%s): %s", path, exc)
+
+
+class ConsoleProgress:
+    """What ``fuseci run`` says while it works: errors as they happen."""
+
+    def suite_started(self, suite: Any, index: int, total: int) -> None:
+        log.info("suite %s (%d/%d): %s", suite.name, index, total, suite.path)
+
+    def stage(self, suite: Any, what: str) -> None:
+        log.info("%s: %s", suite.name, what)
+
+    def suite_judged(self, comparison: Any) -> None:
+        pass
+
+    def suite_failed(self, suite: Any, failure: FuseciError) -> None:
+        error(str(failure))

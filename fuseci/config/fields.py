@@ -1,0 +1,177 @@
+"""The field validators of suite files: each checks one value and, when it is wrong, raises a
+one-line :class:`~fuseci.errors.SuiteError` naming the file, the line and the field path."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fuseci.config import names
+from fuseci.config.policy import brief_repr
+from fuseci.config.yaml_loader import kind as _kind
+from fuseci.errors import SuiteError
+
+#: Most dimensions of an input tensor.
+MAX_DIMS = 32
+#: Most elements of an input tensor: more than any GPU holds.
+_MAX_ELEMENTS = 2**34
+
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,80}$")
+
+#: What each required key looks like, for "missing required key" messages.
+_EXAMPLES = {
+    "suite": "suite: mylib",
+    "cases": "cases: [{id: ..., inputs: ..., variants: ...}]",
+    "id": "id: my_case",
+    "inputs": "inputs: {x: {shape: [67108864]}}",
+    "variants": "variants: {unfused: mylib.ops:f_unfused, fused: mylib.fused:f}",
+    "shape": "shape: [67108864]",
+    "fn": "fn: mylib.fused:f",
+}
+
+
+def sub(where: str, key: object) -> str:
+    """The field path of ``key`` under ``where``: ``a.b`` for plain keys, ``a[...]`` otherwise."""
+    if isinstance(key, str) and _SIMPLE_KEY.match(key):
+        return f"{where}.{key}"
+    return f"{where}[{brief_repr(key)}]"
+
+
+def did_you_mean(value: object, options: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or len(value) > 100:
+        return ""
+    close = difflib.get_close_matches(value, options, n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+class Where:
+    """Builds messages that name the file, the line and the field path."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def error(self, where: str, message: str, node: object = None) -> SuiteError:
+        line = getattr(node, "line", 0)
+        at = f"{self.path}:{line}" if line else str(self.path)
+        return SuiteError(f"{at}: {where}: {message}")
+
+
+def check_keys(
+    w: Where, where: str, node: Mapping[str, Any], allowed: tuple[str, ...], required: tuple[str, ...] = ()
+) -> None:
+    for key in node:
+        if key not in allowed:
+            hint = did_you_mean(key, allowed)
+            raise w.error(where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node)
+    for key in required:
+        if key not in node:
+            example = f" (e.g. {_EXAMPLES[key]})" if key in _EXAMPLES else ""
+            raise w.error(where, f"missing required key {key!r}{example}", node)
+
+
+def mapping(w: Where, where: str, value: object, parent: object = None) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise w.error(where, f"expected a mapping, got {_kind(value)} {brief_repr(value)}", parent)
+    return value
+
+
+def optional_mapping(w: Where, where: str, value: object, parent: object) -> Mapping[str, Any]:
+    """A mapping that may be left empty (``key:`` alone is YAML's null)."""
+    return {} if value is None else mapping(w, where, value, parent)
+
+
+def text(w: Where, where: str, value: object, node: object) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        quote = "; quote it" if isinstance(value, (int, float)) else ""
+        raise w.error(where, f"expected a string, got {_kind(value)} {brief_repr(value)}{quote}", node)
+    return value
+
+
+def choice(w: Where, where: str, value: object, choices: tuple[str, ...], node: object, what: str) -> str:
+    if isinstance(value, str) and value in choices:
+        return value
+    raise w.error(
+        where,
+        f"{what} {brief_repr(value)}; {did_you_mean(value, choices)}choose one of {', '.join(choices)}",
+        node,
+    )
+
+
+def check_id(w: Where, where: str, value: object, node: object) -> str:
+    if not isinstance(value, str) or not names.ID_PATTERN.match(value):
+        raise w.error(
+            where,
+            f"{brief_repr(value)} is not a valid id: use letters, digits, '_' and '-' only "
+            "(ncu's NVTX filter treats '/' and ':' specially)",
+            node,
+        )
+    return value
+
+
+def check_ref(w: Where, where: str, value: object, node: object) -> str:
+    if (
+        not isinstance(value, str)
+        or value.count(":") != 1
+        or not all(part and all(p.isidentifier() for p in part.split(".")) for part in value.split(":"))
+    ):
+        raise w.error(
+            where,
+            f"{brief_repr(value)} is not a 'module:function' reference (e.g. 'kernels.elementwise:fused')",
+            node,
+        )
+    return value
+
+
+def number(w: Where, where: str, value: object, node: object, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise w.error(where, f"expected a finite number, got {_kind(value)} {brief_repr(value)}", node)
+    if positive and value <= 0:
+        raise w.error(where, f"must be positive, got {brief_repr(value)}", node)
+    return float(value)
+
+
+def seed(w: Where, where: str, value: object, node: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise w.error(where, f"expected a non-negative integer, got {_kind(value)} {brief_repr(value)}", node)
+    return value
+
+
+def seed_for(base: int, case_id: str, name: str) -> int:
+    """A stable per-tensor seed, so that inputs of one case differ but never change run to run."""
+    return (base * 1_000_003 + zlib.crc32(f"{case_id}/{name}".encode())) % 2**63
+
+
+def shape(w: Where, where: str, raw: object, node: object) -> tuple[int, ...]:
+    dims = [raw] if isinstance(raw, int) and not isinstance(raw, bool) else raw
+    if (
+        not isinstance(dims, list)
+        or not dims
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+    ):
+        raise w.error(where, f"expected a list of positive integers (or one), got {_kind(raw)} {brief_repr(raw)}", node)
+    if len(dims) > MAX_DIMS:
+        raise w.error(where, f"{len(dims)} dimensions; a tensor has at most {MAX_DIMS}", node)
+    elements = 1
+    for d in dims:
+        elements *= d
+        if elements > _MAX_ELEMENTS:
+            raise w.error(
+                where,
+                f"{brief_repr(raw)} has more than {_MAX_ELEMENTS} elements (2**34), more than any GPU holds",
+                node,
+            )
+    return tuple(dims)
+
+
+def flag(w: Where, where: str, value: object, node: object) -> bool:
+    if not isinstance(value, bool):
+        raise w.error(where, f"expected true or false, got {_kind(value)} {brief_repr(value)}", node)
+    return value

@@ -1,0 +1,204 @@
+"""The suite model: frozen dataclasses for suites, cases, variants and their policies.
+
+A suite names a set of cases; each case builds its inputs, runs an ``unfused`` variant and one
+or more fused variants (``module:function`` references), checks them against each other and
+an optional float64 reference, and states which fusion gains are gated and how tightly.
+:mod:`fuseci.config.parse` builds these from YAML; docs/SUITES.md documents the format.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuseci.config import names
+from fuseci.config.policy import Expectation, Tolerance, parse_tolerance
+
+#: The variant every gain is measured against (a gain is unfused ÷ variant).
+UNFUSED = "unfused"
+
+DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+DISTRIBUTIONS = ("normal", "uniform", "randint")
+CLOCK_CONTROLS = ("none", "base")
+CACHE_CONTROLS = ("all", "none")
+REPLAY_MODES = ("kernel", "application")
+
+#: Default gates: launch counts exact, byte counts tight, times loose, theoretical occupancy
+#: (a property of the compiled kernel and its launch) tight. The figures behind these are in
+#: docs/BENCHMARKS.md, "Noise study".
+DEFAULT_GATES: dict[str, str] = {
+    names.LAUNCHES: "exact",
+    names.DRAM_BYTES: "3%",
+    names.DURATION: "15%",
+    names.EVENT_TIME: "10%",
+    names.OCC_THEORETICAL: "5%",
+}
+
+#: Default allowance of a fused variant's DRAM bytes over the case's minimum.
+DEFAULT_BYTES_ALLOWANCE = "10%"
+
+#: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`).
+CHECK_NAMES = ("correctness", "inventory", "bytes")
+
+_OFF = parse_tolerance("off")
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """One input tensor, built on the GPU from a seeded generator."""
+
+    name: str
+    """Keyword the variant functions receive it as."""
+    shape: tuple[int, ...]
+    """Tensor shape."""
+    dtype: str
+    """NumPy dtype name, one of :data:`DTYPES`."""
+    distribution: str
+    """``normal`` (mean, std), ``uniform`` (low, high) or ``randint`` (low, high exclusive)."""
+    seed: int
+    """Generator seed; identical seeds give identical tensors on every run."""
+    low: float = 0.0
+    """Lower bound for ``uniform`` and ``randint``."""
+    high: float = 1.0
+    """Upper bound for ``uniform`` and ``randint``."""
+    mean: float = 0.0
+    """Mean for ``normal``."""
+    std: float = 1.0
+    """Standard deviation for ``normal``."""
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the tensor in bytes."""
+        import numpy as np
+
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True, slots=True)
+class Correctness:
+    """How close a variant's output must be to the unfused output and to the reference."""
+
+    rtol: float = 1e-5
+    """Relative tolerance, elementwise: ``|out - ref| <= atol + rtol * |ref|``."""
+    atol: float = 1e-6
+    """Absolute tolerance."""
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One implementation of a case."""
+
+    id: str
+    """Variant id, used in the NVTX range name."""
+    fn: str
+    """``module:function`` reference; called with the inputs and params as keyword arguments."""
+    expect: Mapping[str, Expectation]
+    """Absolute bounds on this variant's fusion gains, by quantity."""
+    candidate_for: str | None = None
+    """Judge this variant against the baseline recorded for that variant of the case (a
+    candidate rewrite, or a planted regression, against the kernel it would replace)."""
+    caught_by: tuple[str, ...] = ()
+    """A planted regression: the checks that must catch it (gated quantities, ``correctness``,
+    ``inventory``, ``bytes``). Its failures are expected; its verdict is whether they all came."""
+
+    @property
+    def judged_as(self) -> str:
+        """The variant whose baseline this one is compared with."""
+        return self.candidate_for or self.id
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One fusion pattern: inputs, variants and the policies that judge them."""
+
+    id: str
+    """Case id, used in the NVTX range name."""
+    description: str
+    """One line for reports."""
+    inputs: tuple[InputSpec, ...]
+    """Tensors passed to every variant (and the reference)."""
+    params: Mapping[str, Any]
+    """Scalars passed to every variant as keyword arguments."""
+    variants: tuple[Variant, ...]
+    """``unfused`` first, then the fused variants in file order."""
+    reference: str | None
+    """Optional ``module:function`` float64 reference (NumPy in, NumPy out)."""
+    correctness: Correctness
+    """Output tolerances."""
+    gates: Mapping[str, Tolerance]
+    """Tolerance of each gated fusion gain against its baseline, by quantity."""
+    line: int
+    """Line of the case in the suite file (1-based), for messages and annotations."""
+    bytes_allowance: Tolerance = field(default_factory=lambda: parse_tolerance(DEFAULT_BYTES_ALLOWANCE))
+    """How far above :attr:`min_bytes` a fused variant's DRAM bytes may be (``off``: not checked)."""
+    min_bytes: int | None = None
+    """The case's minimum DRAM traffic in bytes when the suite states it; None: the harness
+    derives it (every input read once, every ``unfused`` output written once)."""
+
+    def variant(self, variant_id: str) -> Variant:
+        """The variant with this id.
+
+        Raises:
+            KeyError: no such variant.
+        """
+        for v in self.variants:
+            if v.id == variant_id:
+                return v
+        raise KeyError(variant_id)
+
+    @property
+    def fused_variants(self) -> tuple[Variant, ...]:
+        """Every variant except ``unfused``."""
+        return tuple(v for v in self.variants if v.id != UNFUSED)
+
+
+@dataclass(frozen=True, slots=True)
+class NcuSettings:
+    """How ncu profiles the suite; recorded in the environment fingerprint."""
+
+    clock_control: str = "none"
+    """``none``: clocks as the card runs them; ``base``: ncu locks base clocks while profiling."""
+    cache_control: str = "all"
+    """``all``: flush caches before every kernel (reproducible bytes); ``none``: keep them."""
+    replay_mode: str = "kernel"
+    """``kernel`` or ``application`` replay."""
+    timeout_s: float = 1800.0
+    """Wall-clock limit for the whole profiled run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A parsed, validated suite file."""
+
+    name: str
+    """Suite id, used in range names and baseline file names."""
+    path: Path
+    """The file it was loaded from."""
+    description: str
+    """One line for reports."""
+    cases: tuple[Case, ...]
+    """Cases in file order."""
+    ncu: NcuSettings = field(default_factory=NcuSettings)
+    """Profiler settings."""
+    planted: bool = False
+    """A suite of planted regressions (variants with ``caught_by``) that proves the gates catch
+    them; ``fuseci run`` without suite arguments skips it."""
+
+    @property
+    def timed(self) -> bool:
+        """True when any case gates the CUDA-event speedup, so ``fuseci run`` times the suite."""
+        return any(c.gates.get(names.EVENT_TIME, _OFF).enabled for c in self.cases)
+
+    def case(self, case_id: str) -> Case:
+        """The case with this id.
+
+        Raises:
+            KeyError: no such case.
+        """
+        for c in self.cases:
+            if c.id == case_id:
+                return c
+        raise KeyError(case_id)

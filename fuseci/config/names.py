@@ -1,0 +1,150 @@
+"""Names shared by every layer: NVTX ranges, ncu metrics, frame columns, gated quantities.
+
+ncu metric names are kept verbatim end to end (frames, baselines, JSON); friendly labels are
+a reporter's business (:data:`LABELS`). This module imports nothing heavy so that the harness,
+which runs under ncu, starts fast.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. ``/`` separates
+#: nested ranges there and ``:`` separates the fields of our range names, so neither is allowed.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+RANGE_PREFIX = "fuseci"
+
+
+def range_name(suite: str, case: str, variant: str) -> str:
+    """The NVTX push/pop range the harness opens around one variant's measured run."""
+    return f"{RANGE_PREFIX}:{suite}:{case}:{variant}"
+
+
+def range_filter(suite: str) -> str:
+    """The ``--nvtx-include`` expression that selects every variant range of ``suite``.
+
+    The trailing ``/`` makes ncu match push/pop ranges; ``regex:`` is needed because a plain
+    expression would be taken literally.
+    """
+    return f"regex:^{RANGE_PREFIX}:{re.escape(suite)}:.*/"
+
+
+def parse_range_name(name: str) -> tuple[str, str, str] | None:
+    """Split a range name into (suite, case, variant), or None if it is not one of ours."""
+    parts = name.split(":")
+    if len(parts) != 4 or parts[0] != RANGE_PREFIX:
+        return None
+    suite, case, variant = parts[1:]
+    if not all(ID_PATTERN.match(p) for p in (suite, case, variant)):
+        return None
+    return suite, case, variant
+
+
+# Frame columns (the tidy per-kernel schema, see metrics.py).
+SUITE = "suite"
+CASE = "case"
+VARIANT = "variant"
+KERNEL_INDEX = "kernel_index"
+KERNEL = "kernel"
+
+# ncu metrics, verbatim.
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_WRITE = "dram__bytes_write.sum"
+DRAM_READ_RATE = "dram__bytes_read.sum.per_second"
+DRAM_WRITE_RATE = "dram__bytes_write.sum.per_second"
+DRAM_PCT_PEAK = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+DURATION = "gpu__time_duration.sum"
+OCC_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
+OCC_THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
+L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
+GRID_SIZE = "launch__grid_size"
+BLOCK_SIZE = "launch__block_size"
+REGISTERS = "launch__registers_per_thread"
+REPLAY_PASSES = "profiler__replayer_passes"
+
+#: Every metric fuseci asks ncu for, in the order given on the command line.
+NCU_METRICS: tuple[str, ...] = (
+    DRAM_READ,
+    DRAM_WRITE,
+    DRAM_READ_RATE,
+    DRAM_WRITE_RATE,
+    DRAM_PCT_PEAK,
+    DURATION,
+    OCC_ACHIEVED,
+    OCC_THEORETICAL,
+    L2_WRITE_SECTORS,
+    GRID_SIZE,
+    BLOCK_SIZE,
+    REGISTERS,
+    REPLAY_PASSES,
+)
+
+#: Device attribute ncu stores with every kernel; used to cross-check the harness record.
+DEVICE_NAME = "device__attribute_display_name"
+
+# Per-variant quantities derived by aggregation (metrics.py).
+LAUNCHES = "launches"
+DRAM_BYTES = "dram__bytes.sum"
+L2_WRITE_BYTES = "lts__t_bytes_srcunit_tex_op_write.sum"
+
+# Per-variant quantities from the harness, outside ncu.
+EVENT_TIME = "event_time"
+"""Median wall time of one call between two CUDA events, ns, measured without ncu."""
+EVENT_TIME_IQR = "event_time.iqr"
+"""Interquartile range of the timed calls, ns."""
+EVENT_TIME_REPEATS = "event_time.repeats"
+"""Timed calls behind the median."""
+MIN_BYTES = "min_bytes"
+"""Fewest DRAM bytes the case can move: every input read once, every output written once."""
+BYTES_RATIO = "dram_bytes_over_min"
+"""DRAM bytes moved ÷ :data:`MIN_BYTES`: 1.0 moves nothing twice; above it, re-reads or spills."""
+
+#: Quantities a suite may gate as a fusion gain (unfused ÷ variant), for which higher is better.
+#: :data:`EVENT_TIME`'s gain is the speedup in real time.
+GAIN_GATEABLE: tuple[str, ...] = (LAUNCHES, DRAM_BYTES, DURATION, DRAM_READ, DRAM_WRITE, EVENT_TIME)
+
+#: Quantities a suite may gate on a fused variant's own value against its baseline, for which
+#: higher is better: occupancy is not a gain (unfused ÷ fused of it means nothing).
+VALUE_GATEABLE: tuple[str, ...] = (OCC_THEORETICAL, OCC_ACHIEVED)
+
+#: Every gateable quantity.
+GATEABLE: tuple[str, ...] = GAIN_GATEABLE + VALUE_GATEABLE
+
+#: Friendly labels for reporters.
+LABELS: dict[str, str] = {
+    LAUNCHES: "launches",
+    DRAM_BYTES: "DRAM bytes",
+    DRAM_READ: "DRAM bytes read",
+    DRAM_WRITE: "DRAM bytes written",
+    DRAM_READ_RATE: "DRAM read throughput",
+    DRAM_WRITE_RATE: "DRAM write throughput",
+    DRAM_PCT_PEAK: "DRAM throughput % of peak",
+    DURATION: "duration",
+    OCC_ACHIEVED: "achieved occupancy",
+    OCC_THEORETICAL: "theoretical occupancy",
+    L2_WRITE_BYTES: "L2 bytes written",
+    EVENT_TIME: "CUDA-event time",
+    MIN_BYTES: "minimum DRAM bytes",
+    BYTES_RATIO: "DRAM bytes ÷ minimum",
+}
+
+
+ENV_FIELDS: tuple[str, ...] = (
+    "gpu_name",
+    "compute_capability",
+    "driver_version",
+    "cuda_runtime",
+    "cupy_version",
+    "ncu_version",
+    "clock_control",
+    "cache_control",
+    "replay_mode",
+)
+"""Environment fingerprint: a baseline recorded under different values is not compared silently."""
+
+
+def gpu_slug(gpu_name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` → ``nvidia-h100-80gb-hbm3``: the GPU model's directory name."""
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
+    return slug or "unknown-gpu"

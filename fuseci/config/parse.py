@@ -1,0 +1,382 @@
+"""Suite validation: a loaded YAML document → the frozen :mod:`fuseci.config.model`, or a
+one-line :class:`~fuseci.errors.SuiteError` naming the file, the line and the field path.
+
+README.md and docs/SUITES.md document the format with a complete example.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fuseci
+from fuseci.config import fields as fl
+from fuseci.config import names
+from fuseci.config.fields import MAX_DIMS  # noqa: F401  (re-exported: the schema test reads it here)
+from fuseci.config.model import (
+    CACHE_CONTROLS,
+    CHECK_NAMES,
+    CLOCK_CONTROLS,
+    DEFAULT_BYTES_ALLOWANCE,
+    DEFAULT_GATES,
+    DISTRIBUTIONS,
+    DTYPES,
+    REPLAY_MODES,
+    UNFUSED,
+    Case,
+    Correctness,
+    InputSpec,
+    NcuSettings,
+    Suite,
+    Variant,
+)
+from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_expectation, parse_tolerance
+from fuseci.config.yaml_loader import kind as _kind
+from fuseci.config.yaml_loader import load_yaml
+from fuseci.errors import SuiteError
+
+#: The JSON Schema of suite files, for editors and other tools (installed with the package).
+SCHEMA_FILE = Path(fuseci.__file__).with_name("suite.schema.json")
+
+
+_INPUT_KEYS = ("shape", "dtype", "distribution", "seed", "low", "high", "mean", "std")
+
+
+def _parse_input(
+    w: fl.Where, where: str, name: str, raw: object, defaults: Mapping[str, Any], case_id: str, parent: object
+) -> InputSpec:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise w.error(
+            where, f"input name {brief_repr(name)} must be a Python identifier (it is passed as a keyword)", parent
+        )
+    node = fl.mapping(w, where, raw, parent)
+    fl.check_keys(w, where, node, _INPUT_KEYS, ("shape",))
+    shape = fl.shape(w, f"{where}.shape", node["shape"], node)
+    dtype = fl.choice(w, f"{where}.dtype", node.get("dtype", defaults["dtype"]), DTYPES, node, "unsupported dtype")
+    dist = fl.choice(
+        w,
+        f"{where}.distribution",
+        node.get("distribution", defaults["distribution"]),
+        DISTRIBUTIONS,
+        node,
+        "unknown distribution",
+    )
+    seed = fl.seed(w, f"{where}.seed", node.get("seed", defaults["seed"]), node)
+    nums = {k: fl.number(w, f"{where}.{k}", node[k], node) for k in ("low", "high", "mean", "std") if k in node}
+    spec = InputSpec(
+        name=name, shape=shape, dtype=dtype, distribution=dist, seed=fl.seed_for(seed, case_id, name), **nums
+    )
+    if dist in ("uniform", "randint") and not spec.low < spec.high:
+        raise w.error(where, f"low ({spec.low:g}) must be below high ({spec.high:g}) for {dist}", node)
+    if dist == "normal" and spec.std <= 0:
+        raise w.error(f"{where}.std", f"must be positive for a normal distribution, got {spec.std:g}", node)
+    return spec
+
+
+def _parse_gates(
+    w: fl.Where, where: str, raw: object, parent: object, base: Mapping[str, Tolerance]
+) -> dict[str, Tolerance]:
+    gates = dict(base)
+    if raw is None:
+        return gates
+    node = fl.mapping(w, where, raw, parent)
+    for key, text in node.items():
+        if key not in names.GATEABLE:
+            hint = fl.did_you_mean(key, names.GATEABLE)
+            raise w.error(where, f"cannot gate {brief_repr(key)}; {hint}gateable: {', '.join(names.GATEABLE)}", node)
+        try:
+            gates[key] = parse_tolerance(text)
+        except ValueError as exc:
+            raise w.error(f"{where}.{key}", str(exc), node) from None
+    return gates
+
+
+def _parse_expect(w: fl.Where, where: str, raw: object, parent: object) -> dict[str, Expectation]:
+    if raw is None:
+        return {}
+    node = fl.mapping(w, where, raw, parent)
+    out: dict[str, Expectation] = {}
+    for key, text in node.items():
+        if key not in names.GAIN_GATEABLE:
+            hint = fl.did_you_mean(key, names.GAIN_GATEABLE)
+            raise w.error(
+                where,
+                f"no gain named {brief_repr(key)}; {hint}expectations apply to: {', '.join(names.GAIN_GATEABLE)}",
+                node,
+            )
+        try:
+            out[key] = parse_expectation(text)
+        except ValueError as exc:
+            raise w.error(f"{where}.{key}", str(exc), node) from None
+    return out
+
+
+def _parse_correctness(w: fl.Where, where: str, raw: object, parent: object, base: Correctness) -> Correctness:
+    if raw is None:
+        return base
+    node = fl.mapping(w, where, raw, parent)
+    fl.check_keys(w, where, node, ("rtol", "atol"))
+    tols = {k: fl.number(w, f"{where}.{k}", node.get(k, getattr(base, k)), node) for k in ("rtol", "atol")}
+    for key, value in tols.items():
+        if value < 0:
+            raise w.error(f"{where}.{key}", f"must be a non-negative number, got {value:g}", node)
+    return Correctness(**tols)
+
+
+def _parse_variants(
+    w: fl.Where, where: str, raw: object, parent: object, case_expect: Mapping[str, Expectation]
+) -> tuple[Variant, ...]:
+    node = fl.mapping(w, where, raw, parent)
+    variants: list[Variant] = []
+    for vid, spec in node.items():
+        vwhere = fl.sub(where, vid)
+        fl.check_id(w, vwhere, vid, node)
+        judged_as: str | None = None
+        caught_by: tuple[str, ...] = ()
+        if isinstance(spec, str):
+            fn, expect = fl.check_ref(w, vwhere, spec, node), {}
+        elif isinstance(spec, dict):
+            fl.check_keys(w, vwhere, spec, ("fn", "expect", "baseline", "caught_by"), ("fn",))
+            fn = fl.check_ref(w, f"{vwhere}.fn", spec["fn"], spec)
+            expect = _parse_expect(w, f"{vwhere}.expect", spec.get("expect"), spec)
+            if "baseline" in spec:
+                judged_as = _parse_judged_as(w, f"{vwhere}.baseline", spec["baseline"], spec, vid, node)
+            if "caught_by" in spec:
+                caught_by = _parse_caught_by(w, f"{vwhere}.caught_by", spec["caught_by"], spec)
+        else:
+            raise w.error(
+                vwhere,
+                f"expected a 'module:function' string or a mapping {{fn: ..., expect: ...}}, "
+                f"got {_kind(spec)} {brief_repr(spec)}",
+                node,
+            )
+        if vid != UNFUSED:
+            expect = {**case_expect, **expect}
+        elif expect:
+            raise w.error(vwhere, "the unfused variant has no fusion gain to expect anything of", node)
+        elif judged_as or caught_by:
+            raise w.error(
+                vwhere,
+                "the unfused variant is what every gain is measured against: it takes no baseline or caught_by",
+                node,
+            )
+        variants.append(Variant(id=vid, fn=fn, expect=expect, candidate_for=judged_as, caught_by=caught_by))
+    if UNFUSED not in node:
+        raise w.error(where, f"missing the {UNFUSED!r} variant that every fusion gain is measured against", node)
+    if len(variants) < 2:
+        raise w.error(where, f"needs at least one fused variant besides {UNFUSED!r}", node)
+    for v in variants:
+        target = node.get(v.candidate_for) if v.candidate_for is not None else None
+        if v.candidate_for is not None and (target is None or (isinstance(target, dict) and "baseline" in target)):
+            why = "is not a variant of this case" if target is None else "is itself judged against another's baseline"
+            raise w.error(
+                fl.sub(fl.sub(where, v.id), "baseline"),
+                f"{brief_repr(v.candidate_for)} {why}; name a variant of this case that has its own baseline",
+                node,
+            )
+    variants.sort(key=lambda v: v.id != UNFUSED)
+    return tuple(variants)
+
+
+def _parse_judged_as(w: fl.Where, where: str, raw: object, parent: object, vid: str, variants: object) -> str:
+    if not isinstance(raw, str) or not names.ID_PATTERN.match(raw) or raw in (vid, UNFUSED):
+        raise w.error(
+            where,
+            f"expected the id of another fused variant of this case, got {_kind(raw)} {brief_repr(raw)}",
+            parent,
+        )
+    return raw
+
+
+def _parse_caught_by(w: fl.Where, where: str, raw: object, parent: object) -> tuple[str, ...]:
+    picked = [raw] if isinstance(raw, str) else raw
+    allowed = (*CHECK_NAMES, *names.GATEABLE)
+    if not isinstance(picked, list) or not picked or not all(isinstance(n, str) for n in picked):
+        raise w.error(where, f"expected a check name or a list of them, got {_kind(raw)} {brief_repr(raw)}", parent)
+    for n in picked:
+        if n not in allowed:
+            hint = fl.did_you_mean(n, allowed)
+            raise w.error(where, f"no check named {brief_repr(n)}; {hint}checks: {', '.join(allowed)}", parent)
+    return tuple(dict.fromkeys(picked))
+
+
+def _parse_params(w: fl.Where, where: str, raw: object, node: object, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    params = dict(fl.optional_mapping(w, where, raw, node))
+    for key, value in params.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise w.error(where, f"param name {brief_repr(key)} must be a Python identifier", node)
+        if not isinstance(value, (int, float, str, bool)):
+            raise w.error(
+                fl.sub(where, key),
+                f"expected a scalar (number, string or boolean), got {_kind(value)} {brief_repr(value)}",
+                node,
+            )
+    clash = sorted(set(params) & set(inputs))
+    if clash:
+        raise w.error(where, f"{clash} also named as inputs; rename the param or the input", node)
+    return params
+
+
+_CASE_KEYS = (
+    "id", "description", "inputs", "params", "reference", "variants", "correctness", "gates", "expect",
+    "bytes_allowance", "min_bytes",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Defaults:
+    """The suite's ``defaults:``, validated, for its cases to inherit."""
+
+    inputs: Mapping[str, Any]
+    gates: Mapping[str, Tolerance]
+    correctness: Correctness
+    expect: Mapping[str, Expectation]
+    bytes_allowance: Tolerance
+
+
+def _parse_allowance(w: fl.Where, where: str, raw: object, parent: object) -> Tolerance:
+    try:
+        return parse_tolerance(raw)
+    except ValueError as exc:
+        raise w.error(
+            where, f"{exc} (the allowance over the minimum DRAM bytes, e.g. '10%', or 'off')", parent
+        ) from None
+
+
+def _parse_defaults(w: fl.Where, raw: object, parent: object) -> _Defaults:
+    node = fl.optional_mapping(w, "defaults", raw, parent)
+    fl.check_keys(
+        w, "defaults", node, ("dtype", "distribution", "seed", "correctness", "gates", "expect", "bytes_allowance")
+    )
+    inputs = {
+        "dtype": fl.choice(w, "defaults.dtype", node.get("dtype", "float32"), DTYPES, node, "unsupported dtype"),
+        "distribution": fl.choice(
+            w, "defaults.distribution", node.get("distribution", "normal"), DISTRIBUTIONS, node, "unknown distribution"
+        ),
+        "seed": fl.seed(w, "defaults.seed", node.get("seed", 0), node),
+    }
+    builtin_gates = {k: parse_tolerance(v) for k, v in DEFAULT_GATES.items()}
+    return _Defaults(
+        inputs=inputs,
+        gates=_parse_gates(w, "defaults.gates", node.get("gates"), node, builtin_gates),
+        correctness=_parse_correctness(w, "defaults.correctness", node.get("correctness"), node, Correctness()),
+        expect=_parse_expect(w, "defaults.expect", node.get("expect"), node),
+        bytes_allowance=_parse_allowance(
+            w, "defaults.bytes_allowance", node.get("bytes_allowance", DEFAULT_BYTES_ALLOWANCE), node
+        ),
+    )
+
+
+def _parse_case(w: fl.Where, index: int, raw: object, parent: object, defaults: _Defaults) -> Case:
+    where = f"cases[{index}]"
+    node = fl.mapping(w, where, raw, parent)
+    fl.check_keys(w, where, node, _CASE_KEYS, ("id", "inputs", "variants"))
+    case_id = fl.check_id(w, f"{where}.id", node["id"], node)
+    where = f"case {brief_repr(case_id)}"
+    inputs_node = fl.mapping(w, f"{where}.inputs", node["inputs"], node)
+    if not inputs_node:
+        raise w.error(f"{where}.inputs", "a case needs at least one input", node)
+    inputs = tuple(
+        _parse_input(w, fl.sub(f"{where}.inputs", n), n, spec, defaults.inputs, case_id, inputs_node)
+        for n, spec in inputs_node.items()
+    )
+    params = _parse_params(w, f"{where}.params", node.get("params"), node, inputs_node)
+    reference = node.get("reference")
+    if reference is not None:
+        reference = fl.check_ref(w, f"{where}.reference", reference, node)
+    expect = {**defaults.expect, **_parse_expect(w, f"{where}.expect", node.get("expect"), node)}
+    return Case(
+        id=case_id,
+        description=fl.text(w, f"{where}.description", node.get("description"), node),
+        inputs=inputs,
+        params=params,
+        variants=_parse_variants(w, f"{where}.variants", node["variants"], node, expect),
+        reference=reference,
+        correctness=_parse_correctness(w, f"{where}.correctness", node.get("correctness"), node, defaults.correctness),
+        gates=_parse_gates(w, f"{where}.gates", node.get("gates"), node, defaults.gates),
+        line=getattr(node, "line", 0),
+        bytes_allowance=_parse_allowance(w, f"{where}.bytes_allowance", node["bytes_allowance"], node)
+        if "bytes_allowance" in node
+        else defaults.bytes_allowance,
+        min_bytes=fl.seed(w, f"{where}.min_bytes", node["min_bytes"], node) if "min_bytes" in node else None,
+    )
+
+
+def _parse_ncu(w: fl.Where, raw: object, parent: object) -> NcuSettings:
+    node = fl.optional_mapping(w, "ncu", raw, parent)
+    fl.check_keys(w, "ncu", node, ("clock_control", "cache_control", "replay_mode", "timeout"))
+    base = NcuSettings()
+    chosen = {
+        key: fl.choice(w, f"ncu.{key}", node.get(key, getattr(base, key)), choices, node, "unknown setting")
+        for key, choices in (
+            ("clock_control", CLOCK_CONTROLS),
+            ("cache_control", CACHE_CONTROLS),
+            ("replay_mode", REPLAY_MODES),
+        )
+    }
+    return NcuSettings(
+        **chosen,
+        timeout_s=fl.number(w, "ncu.timeout", node.get("timeout", base.timeout_s), node, positive=True),
+    )
+
+
+_TOP_KEYS = ("suite", "description", "defaults", "ncu", "cases", "planted")
+
+
+def parse_suite(data: object, path: Path) -> Suite:
+    """Validate an already-loaded YAML document.
+
+    Raises:
+        SuiteError: with the file, line and field path of the first problem.
+    """
+    w = fl.Where(path)
+    if not isinstance(data, dict):
+        raise w.error(
+            "top level",
+            f"expected a mapping with the keys 'suite' and 'cases', got {_kind(data)} {brief_repr(data)}; "
+            "see README.md, 'Writing a suite'",
+        )
+    root: Mapping[str, Any] = data
+    fl.check_keys(w, "top level", root, _TOP_KEYS, ("suite", "cases"))
+    name = fl.check_id(w, "suite", root["suite"], root)
+    defaults = _parse_defaults(w, root.get("defaults"), root)
+    cases_raw = root["cases"]
+    if not isinstance(cases_raw, list) or not cases_raw:
+        raise w.error(
+            "cases", f"expected a non-empty list of cases, got {_kind(cases_raw)} {brief_repr(cases_raw)}", root
+        )
+    cases = [_parse_case(w, i, c, root, defaults) for i, c in enumerate(cases_raw)]
+    seen: dict[str, int] = {}
+    for c in cases:
+        if c.id in seen:
+            raise w.error(
+                f"case {brief_repr(c.id)}", f"duplicate case id (first defined on line {seen[c.id]}); rename one", c
+            )
+        seen[c.id] = c.line
+    return Suite(
+        name=name,
+        path=path,
+        description=fl.text(w, "description", root.get("description"), root),
+        cases=tuple(cases),
+        ncu=_parse_ncu(w, root.get("ncu"), root),
+        planted=fl.flag(w, "planted", root.get("planted", False), root),
+    )
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file.
+
+    Reading is bounded (:data:`MAX_FILE_BYTES`, :data:`MAX_NODES`, :data:`MAX_DEPTH`) and safe:
+    no Python objects are constructed and no function the suite names is imported.
+
+    Raises:
+        SuiteError: the file is missing, unreadable, too large, not UTF-8 YAML, or fails
+            validation; the one-line message names the file, the line where known, and the fix.
+    """
+    path = Path(path)
+    data = load_yaml(path)
+    if data is None:
+        raise SuiteError(f"{path}: the suite file is empty; see README.md for the format")
+    return parse_suite(data, path)

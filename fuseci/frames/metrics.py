@@ -1,0 +1,209 @@
+"""The frames' schema, per-variant aggregation and fusion gains.
+
+Three tidy frames, each built with ``from_records`` and selected by column name:
+
+* **kernels** (:data:`fuseci.frames.report.KERNEL_COLUMNS`): one row per profiled kernel.
+* **variants** (:data:`VARIANT_COLUMNS`): one row per (case, variant): launch count, DRAM bytes
+  read, written and in total, summed duration, DRAM throughput over that duration, achieved
+  and theoretical occupancy weighted by each kernel's duration, L2 bytes written, replay passes;
+  then, from the harness record, the CUDA-event time outside ncu (median, IQR and count of the
+  timed calls; pooled over the passes when the case was re-measured), the case's minimum DRAM
+  bytes and the variant's DRAM bytes over that minimum.
+* **gains** (:data:`GAIN_COLUMNS`): one row per (case, fused variant): for each quantity of
+  :data:`fuseci.config.names.GAIN_GATEABLE`, unfused ÷ variant, so that higher is better for every
+  gain (the CUDA-event time's gain is the real-time speedup).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from fuseci.config import names
+from fuseci.config.model import UNFUSED
+from fuseci.frames.inventory import KernelLaunch
+from fuseci.measure.record import HarnessRecord, VariantTiming
+
+#: The quantities :func:`summarize` takes from the harness record rather than the report.
+RECORD_QUANTITIES: tuple[str, ...] = (
+    names.EVENT_TIME,
+    names.EVENT_TIME_IQR,
+    names.EVENT_TIME_REPEATS,
+    names.MIN_BYTES,
+    names.BYTES_RATIO,
+)
+#: Quantities of the variants frame (besides suite, case, variant), by name.
+VARIANT_QUANTITIES: tuple[str, ...] = (
+    names.LAUNCHES,
+    names.DRAM_BYTES,
+    names.DRAM_READ,
+    names.DRAM_WRITE,
+    names.DURATION,
+    names.DRAM_READ_RATE,
+    names.DRAM_WRITE_RATE,
+    names.OCC_ACHIEVED,
+    names.OCC_THEORETICAL,
+    names.L2_WRITE_BYTES,
+    names.REPLAY_PASSES,
+    *RECORD_QUANTITIES,
+)
+VARIANT_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *VARIANT_QUANTITIES)
+GAIN_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *names.GAIN_GATEABLE)
+
+_L2_SECTOR_BYTES = 32
+
+
+def _weighted(values: pd.Series, weights: pd.Series) -> float:
+    total = float(weights.sum())
+    if total <= 0 or values.isna().all():
+        return float(values.mean())
+    return float((values * weights).sum() / total)
+
+
+def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per-kernel frame → per-variant frame (see the module docstring)."""
+    records: list[dict[str, Any]] = []
+    for (suite, case, variant), g in kernels.groupby([names.SUITE, names.CASE, names.VARIANT], sort=False):
+        read = float(g[names.DRAM_READ].sum())
+        write = float(g[names.DRAM_WRITE].sum())
+        duration_ns = float(g[names.DURATION].sum())
+        seconds = duration_ns * 1e-9
+        records.append(
+            {
+                names.SUITE: suite,
+                names.CASE: case,
+                names.VARIANT: variant,
+                names.LAUNCHES: len(g),
+                names.DRAM_BYTES: read + write,
+                names.DRAM_READ: read,
+                names.DRAM_WRITE: write,
+                names.DURATION: duration_ns,
+                names.DRAM_READ_RATE: read / seconds if seconds > 0 else math.nan,
+                names.DRAM_WRITE_RATE: write / seconds if seconds > 0 else math.nan,
+                names.OCC_ACHIEVED: _weighted(g[names.OCC_ACHIEVED], g[names.DURATION]),
+                names.OCC_THEORETICAL: _weighted(g[names.OCC_THEORETICAL], g[names.DURATION]),
+                names.L2_WRITE_BYTES: float(g[names.L2_WRITE_SECTORS].sum()) * _L2_SECTOR_BYTES,
+                names.REPLAY_PASSES: float(g[names.REPLAY_PASSES].max()),
+                **dict.fromkeys(RECORD_QUANTITIES, math.nan),
+            }
+        )
+    return pd.DataFrame.from_records(records, columns=list(VARIANT_COLUMNS))
+
+
+def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
+    """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.measure.record.VariantTiming`,
+    at least one).
+
+    One pass gives its median, IQR and count of calls. Several (a re-measured case) give the
+    median of the medians, the median IQR and the total count, so the standard error the gate
+    derives from them (:func:`fuseci.judge.checks.time_noise`) shrinks as passes are added.
+    """
+    return {
+        names.EVENT_TIME: float(statistics.median(t.median_ns for t in passes)),
+        names.EVENT_TIME_IQR: float(statistics.median(t.iqr_ns for t in passes)),
+        names.EVENT_TIME_REPEATS: float(sum(t.repeats for t in passes)),
+    }
+
+
+def with_record(variants: pd.DataFrame, record: HarnessRecord) -> pd.DataFrame:
+    """The variants frame with :data:`RECORD_QUANTITIES` filled in from the harness record."""
+    out = variants.copy()
+    for i, row in out.iterrows():
+        case = record.cases.get(row[names.CASE])
+        if case is None:
+            continue
+        vid = row[names.VARIANT]
+        passes = [t for run in (case.timings, *case.retimings) for t in run if t.variant == vid]
+        for q, value in (timing_values(passes) if passes else {}).items():
+            out.at[i, q] = value
+        if case.min_bytes:
+            out.at[i, names.MIN_BYTES] = float(case.min_bytes)
+            out.at[i, names.BYTES_RATIO] = float(row[names.DRAM_BYTES]) / case.min_bytes
+    return out
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``; NaN when undefined (zero or missing denominator)."""
+    if denominator is None or numerator is None or not denominator or math.isnan(denominator) or math.isnan(numerator):
+        return math.nan
+    return numerator / denominator
+
+
+def gains(variants: pd.DataFrame) -> pd.DataFrame:
+    """Per-variant frame → fusion gains (unfused ÷ variant) for every non-unfused variant."""
+    records: list[dict[str, Any]] = []
+    for (suite, case), g in variants.groupby([names.SUITE, names.CASE], sort=False):
+        base = g[g[names.VARIANT] == UNFUSED]
+        if base.empty:
+            continue
+        b = base.iloc[0]
+        for _, row in g[g[names.VARIANT] != UNFUSED].iterrows():
+            rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: row[names.VARIANT]}
+            rec.update({q: ratio(float(b[q]), float(row[q])) for q in names.GAIN_GATEABLE})
+            records.append(rec)
+    return pd.DataFrame.from_records(records, columns=list(GAIN_COLUMNS))
+
+
+def inventory(kernels: pd.DataFrame, case: str, variant: str) -> tuple[KernelLaunch, ...]:
+    """The ordered kernels one variant launched."""
+    rows = kernels[(kernels[names.CASE] == case) & (kernels[names.VARIANT] == variant)].sort_values(names.KERNEL_INDEX)
+    return tuple(
+        KernelLaunch(
+            name=str(r[names.KERNEL]),
+            grid=_int(r[names.GRID_SIZE]),
+            block=_int(r[names.BLOCK_SIZE]),
+            registers=_int(r[names.REGISTERS]),
+        )
+        for _, r in rows.iterrows()
+    )
+
+
+def _int(value: Any) -> int:
+    v = float(value)
+    return 0 if math.isnan(v) else int(v)
+
+
+@dataclass(frozen=True)
+class SuiteResults:
+    """Everything measured for one suite: the three frames, the harness record, the env."""
+
+    suite: str
+    """Suite id."""
+    env: dict[str, Any]
+    """Fingerprint (:data:`ENV_FIELDS`) plus informational fields."""
+    record: HarnessRecord
+    """What the harness (and ``fuseci run``) recorded besides the counters."""
+    kernels: pd.DataFrame
+    """Per-kernel frame."""
+    variants: pd.DataFrame
+    """Per-variant frame."""
+    gains: pd.DataFrame
+    """Gains frame."""
+
+    def _row(self, frame: pd.DataFrame, case: str, variant: str, columns: tuple[str, ...]) -> dict[str, float] | None:
+        rows = frame[(frame[names.CASE] == case) & (frame[names.VARIANT] == variant)]
+        if rows.empty:
+            return None
+        r = rows.iloc[0]
+        return {c: float(r[c]) for c in columns}
+
+    def variant_values(self, case: str, variant: str) -> dict[str, float] | None:
+        """Aggregated quantities of one variant, or None if it has no kernels."""
+        return self._row(self.variants, case, variant, VARIANT_QUANTITIES)
+
+    def gain_values(self, case: str, variant: str) -> dict[str, float] | None:
+        """Fusion gains of one variant, or None if either side has no kernels."""
+        return self._row(self.gains, case, variant, names.GAIN_GATEABLE)
+
+
+def summarize(kernels: pd.DataFrame, record: HarnessRecord) -> SuiteResults:
+    """Aggregate the per-kernel frame and combine it with the harness record."""
+    variants = with_record(aggregate(kernels), record)
+    env: dict[str, Any] = {**record.env, **(record.profiler.to_json() if record.profiler else {})}
+    return SuiteResults(
+        suite=record.suite, env=env, record=record, kernels=kernels, variants=variants, gains=gains(variants)
+    )

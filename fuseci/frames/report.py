@@ -1,0 +1,178 @@
+"""``.ncu-rep`` → one tidy row per profiled kernel, through NVIDIA's ``ncu_report`` reader."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+import lzma
+import math
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from fuseci.config import names
+from fuseci.errors import FuseciError, ReportError
+
+log = logging.getLogger(__name__)
+
+#: Columns of the per-kernel frame, in order. Metric columns carry ncu's names verbatim.
+KERNEL_COLUMNS: tuple[str, ...] = (
+    names.SUITE,
+    names.CASE,
+    names.VARIANT,
+    names.KERNEL_INDEX,
+    names.KERNEL,
+    names.DEVICE_NAME,
+    *names.NCU_METRICS,
+)
+
+
+def load_reader() -> ModuleType:
+    """Import ``ncu_report``: the PyPI package, else the copy inside the ncu installation.
+
+    Raises:
+        ReportError: neither is available; says how to get one.
+    """
+    try:
+        return importlib.import_module("ncu_report")
+    except ImportError:
+        pass
+    from fuseci.measure.profile import find_ncu  # only needed for the fallback
+
+    try:
+        root = Path(find_ncu()).resolve().parent
+    except FuseciError:
+        root = None
+    if root is not None:
+        extras = root / "extras" / "python"
+        if (extras / "ncu_report.py").exists():
+            sys.path.insert(0, str(extras))
+            try:
+                return importlib.import_module("ncu_report")
+            except ImportError as exc:
+                raise ReportError(f"cannot import ncu_report from {extras}: {exc}") from None
+    raise ReportError(
+        "NVIDIA's report reader is not installed: `pip install ncu-report` (it is a dependency of "
+        "fuseci), or put Nsight Compute on PATH so that its extras/python copy is found"
+    )
+
+
+def reader_version() -> str:
+    """Version of the installed ``ncu-report`` package, or ``unknown`` (ncu's extras copy)."""
+    try:
+        return importlib.metadata.version("ncu-report")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@contextmanager
+def _plain_report(path: Path) -> Iterator[Path]:
+    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file."""
+    if not path.exists():
+        raise ReportError(f"{path}: report not found")
+    if path.suffix != ".xz":
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="fuseci-") as tmp:
+        plain = Path(tmp) / path.name.removesuffix(".xz")
+        try:
+            with lzma.open(path, "rb") as src, plain.open("wb") as dst:
+                shutil.copyfileobj(src, dst, length=1 << 20)
+        except (lzma.LZMAError, EOFError, OSError) as exc:
+            raise ReportError(f"{path}: cannot decompress ({exc}); is it a complete .xz file?") from None
+        yield plain
+
+
+def _attribute(action: Any) -> tuple[str, str, str] | None:
+    """The (suite, case, variant) of the ``fuseci:`` range enclosing a kernel, if any.
+
+    CuPy opens ranges of its own (in other domains, or nested inside ours), so look through
+    every domain's whole stack rather than at the innermost range.
+    """
+    state = action.nvtx_state()
+    if state is None:
+        return None
+    for domain_id in state.domains():
+        domain = state.domain_by_id(domain_id)
+        for name in domain.push_pop_ranges():
+            ids = names.parse_range_name(name)
+            if ids is not None:
+                return ids
+    return None
+
+
+def _metric(action: Any, name: str) -> float:
+    metric = action.metric_by_name(name)
+    if metric is None:
+        return math.nan
+    return float(metric.as_double())
+
+
+def _string(action: Any, name: str) -> str:
+    metric = action.metric_by_name(name)
+    return "" if metric is None else str(metric.as_string())
+
+
+def read_report(path: Path) -> pd.DataFrame:
+    """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
+
+    Rows keep launch order within each (case, variant).
+
+    Raises:
+        ReportError: the file is missing, truncated, not a report of fuseci's, or the reader is
+            absent.
+    """
+    reader = load_reader()
+    rows: list[dict[str, Any]] = []
+    order: Counter[tuple[str, str, str]] = Counter()
+    skipped = 0
+    with _plain_report(path) as plain:
+        try:
+            ctx = reader.load_report(str(plain))
+        except Exception as exc:  # the reader raises bare RuntimeErrors with its own text
+            raise ReportError(f"{path}: ncu_report cannot read it ({exc}); is it a complete .ncu-rep?") from None
+        if ctx is None:
+            raise ReportError(f"{path}: ncu_report cannot read it; is it a complete .ncu-rep?")
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for a in range(rng.num_actions()):
+                action = rng.action_by_idx(a)
+                ids = _attribute(action)
+                if ids is None:
+                    skipped += 1
+                    continue
+                row: dict[str, Any] = {
+                    names.SUITE: ids[0],
+                    names.CASE: ids[1],
+                    names.VARIANT: ids[2],
+                    names.KERNEL_INDEX: order[ids],
+                    names.KERNEL: action.name(),
+                    names.DEVICE_NAME: _string(action, names.DEVICE_NAME),
+                }
+                row.update({m: _metric(action, m) for m in names.NCU_METRICS})
+                order[ids] += 1
+                rows.append(row)
+    if not rows and not skipped:
+        raise ReportError(f"{path}: it holds no profiled kernel; is it a complete report written by `fuseci run`?")
+    if skipped:
+        # fuseci's NVTX filter profiles only kernels inside its ranges: an unattributed kernel
+        # means a truncated file or a report fuseci did not write.
+        raise ReportError(
+            f"{path}: {skipped} kernel(s) lie outside 'fuseci:' NVTX ranges; the report is truncated "
+            "or was not written by `fuseci run`: profile the suite again"
+        )
+    return pd.DataFrame.from_records(rows, columns=list(KERNEL_COLUMNS))
+
+
+def read_report_empty() -> pd.DataFrame:
+    """The per-kernel frame of a run in which nothing was profiled."""
+    return pd.DataFrame.from_records([], columns=list(KERNEL_COLUMNS))

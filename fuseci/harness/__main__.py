@@ -1,0 +1,76 @@
+"""``python -m fuseci.harness``: the process ncu launches, or the timed run (see the package
+docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from fuseci.config.parse import load_suite
+from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
+from fuseci.harness import __doc__ as _DOC
+from fuseci.harness.probe import probe
+from fuseci.harness.run import run
+from fuseci.harness.timing import TimingOptions
+from fuseci.measure.command import DEFAULT_REPEATS
+
+log = logging.getLogger("fuseci.harness")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m fuseci.harness``."""
+    parser = argparse.ArgumentParser(prog="python -m fuseci.harness", description=(_DOC or "").strip().splitlines()[0])
+    parser.add_argument("suite", type=Path, nargs="?")
+    parser.add_argument("--record", type=Path, required=True, help="where to write the harness record (JSON)")
+    parser.add_argument(
+        "--probe", action="store_true", help="instead of a suite, run one tiny kernel to check CuPy and the GPU"
+    )
+    parser.add_argument("--case", action="append", help="run only this case (repeatable)")
+    parser.add_argument(
+        "--time", action="store_true", help="time every variant with CUDA events instead of NVTX ranges (no ncu)"
+    )
+    parser.add_argument("--repeats", type=int, help=f"with --time: timed calls per variant (default {DEFAULT_REPEATS})")
+    parser.add_argument(
+        "--no-checks",
+        action="store_true",
+        help="with --time: skip the correctness checks (the timed pass of `fuseci run`, whose profiled pass checked)",
+    )
+    args = parser.parse_args(argv)
+    if args.probe:
+        if args.suite is not None or args.case or args.time or args.repeats is not None or args.no_checks:
+            parser.error("--probe takes no suite, --case, --time or --repeats")
+        return probe(args.record)
+    if args.suite is None:
+        parser.error("a suite file is required (or --probe)")
+    if (args.repeats is not None or args.no_checks) and not args.time:
+        parser.error("--repeats and --no-checks need --time")
+    if args.repeats is not None and args.repeats < 1:
+        parser.error(f"--repeats must be positive, got {args.repeats}")
+    timing = None
+    if args.time:
+        timing = TimingOptions() if args.repeats is None else TimingOptions(repeats=args.repeats)
+    logging.basicConfig(
+        level=os.environ.get("FUSECI_LOG", "INFO"), format="fuseci-harness: %(message)s", stream=sys.stderr
+    )
+    try:
+        suite = load_suite(args.suite)
+        try:
+            import cupy  # noqa: F401
+        except ImportError as exc:
+            raise HarnessError(
+                f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
+            ) from None
+        record = run(suite, args.record, set(args.case) if args.case else None, timing=timing, check=not args.no_checks)
+    except FuseciError as exc:
+        print(f"fuseci-harness: error: {exc}", file=sys.stderr)
+        return EXIT_SETUP
+    for c in record.cases.values():
+        log.info("%s: %s%s", c.case, c.status.value, f" ({c.message})" if c.message else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Inputs and correctness: build each input from its seed, run every variant twice with
+NaN-poisoned allocations, and compare each output with the variant's first call, ``unfused`` and
+the float64 reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from fuseci.config.model import UNFUSED, Case, Correctness, InputSpec
+from fuseci.errors import HarnessError
+from fuseci.measure.record import CheckRecord
+
+_POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
+
+
+def make_input(spec: InputSpec) -> Any:
+    """Build one input tensor on the GPU, deterministically from its seed."""
+    import cupy as cp
+
+    rng = cp.random.default_rng(spec.seed)
+    if spec.distribution == "randint":
+        return rng.integers(int(spec.low), int(spec.high), size=spec.shape, dtype=spec.dtype)
+    if spec.distribution == "uniform":
+        values = rng.random(spec.shape, dtype=cp.float32) * (spec.high - spec.low) + spec.low
+    else:
+        values = rng.standard_normal(spec.shape, dtype=cp.float32) * spec.std + spec.mean
+    return values.astype(spec.dtype, copy=False)
+
+
+@contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Fill every new allocation with NaN bytes while the block runs."""
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+
+    def alloc(size: int) -> Any:
+        mem = pool.malloc(size)
+        if size:
+            mem.memset_async(_POISON_BYTE, size)
+        return mem
+
+    pool.free_all_blocks()
+    cp.cuda.set_allocator(alloc)
+    try:
+        yield
+    finally:
+        cp.cuda.set_allocator(pool.malloc)
+
+
+def as_outputs(value: Any, who: str) -> tuple[Any, ...]:
+    import cupy as cp
+    import numpy as np
+
+    outs = value if isinstance(value, tuple) else (value,)
+    for i, o in enumerate(outs):
+        if not isinstance(o, (cp.ndarray, np.ndarray)):
+            raise HarnessError(f"{who} returned {type(o).__name__} as output {i}; return an array or a tuple of arrays")
+    return outs
+
+
+def compare_output(
+    out: Any, expected: Any, corr: Correctness, *, variant: str, against: str, index: int
+) -> CheckRecord:
+    """Elementwise ``|out - expected| <= atol + rtol * |expected|`` in float64 on the GPU."""
+    import cupy as cp
+
+    if tuple(out.shape) != tuple(expected.shape):
+        raise HarnessError(
+            f"{variant} output {index} has shape {tuple(out.shape)}, {against} has {tuple(expected.shape)}"
+        )
+    o = cp.asarray(out).astype(cp.float64, copy=False).ravel()
+    e = cp.asarray(expected).astype(cp.float64, copy=False).ravel()
+    diff = cp.abs(o - e)
+    diff = cp.where(cp.isfinite(diff), diff, cp.inf)  # NaN compares as the worst possible error
+    bad = ~(diff <= corr.atol + corr.rtol * cp.abs(e))
+    worst = int(cp.argmax(diff))
+    ref_norm = float(cp.linalg.norm(e))
+    err_norm = float(cp.linalg.norm(cp.where(cp.isinf(diff), cp.inf, o - e)))
+    mismatches = int(bad.sum())
+    return CheckRecord(
+        variant=variant,
+        against=against,
+        output=index,
+        passed=mismatches == 0,
+        mismatches=mismatches,
+        elements=int(o.size),
+        max_abs_err=float(diff[worst]),
+        rel_l2_err=err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf),
+        worst_index=worst,
+        rtol=corr.rtol,
+        atol=corr.atol,
+    )
+
+
+def check_case(
+    case: Case, funcs: Mapping[str, Callable[..., Any]], reference: Callable[..., Any] | None, inputs: Mapping[str, Any]
+) -> tuple[list[CheckRecord], int]:
+    """Check every variant; also returns the case's minimum DRAM bytes (inputs plus the
+    ``unfused`` outputs, each counted once)."""
+    import cupy as cp
+    import numpy as np
+
+    expected_ref: tuple[Any, ...] | None = None
+    if reference is not None:
+        host = {k: cp.asnumpy(v).astype(np.float64) for k, v in inputs.items()}
+        expected_ref = as_outputs(reference(**host, **case.params), f"reference {case.reference}")
+    checks: list[CheckRecord] = []
+    unfused: tuple[Any, ...] | None = None
+    min_bytes = 0
+    for variant in case.variants:
+        who = f"variant {variant.id!r} ({variant.fn})"
+        with poisoned_allocations():
+            outs = as_outputs(funcs[variant.id](**inputs, **case.params), who)
+            cp.cuda.get_current_stream().synchronize()
+            # The same inputs again: a result that changes from call to call (a race, a read of
+            # memory nothing wrote) fails here rather than passing by luck once.
+            again = as_outputs(funcs[variant.id](**inputs, **case.params), who)
+            cp.cuda.get_current_stream().synchronize()
+        checks += [
+            compare_output(o, e, case.correctness, variant=variant.id, against="its first call", index=i)
+            for i, (o, e) in enumerate(zip(again, outs, strict=True))
+        ]
+        del again
+        if expected_ref is not None:
+            if len(outs) != len(expected_ref):
+                raise HarnessError(
+                    f"variant {variant.id!r} returned {len(outs)} outputs, the reference {len(expected_ref)}"
+                )
+            checks += [
+                compare_output(o, e, case.correctness, variant=variant.id, against="reference", index=i)
+                for i, (o, e) in enumerate(zip(outs, expected_ref, strict=True))
+            ]
+        if unfused is None:
+            unfused = outs
+            min_bytes = sum(int(a.nbytes) for a in inputs.values()) + sum(int(o.nbytes) for o in outs)
+        else:
+            if len(outs) != len(unfused):
+                raise HarnessError(f"variant {variant.id!r} returned {len(outs)} outputs, {UNFUSED!r} {len(unfused)}")
+            checks += [
+                compare_output(o, e, case.correctness, variant=variant.id, against=UNFUSED, index=i)
+                for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
+            ]
+    return checks, min_bytes

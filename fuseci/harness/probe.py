@@ -1,0 +1,101 @@
+"""``--probe`` (``fuseci doctor``): CuPy and the GPU checked with one tiny kernel in its NVTX range."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from fuseci.config import names
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP
+from fuseci.harness.env import collect_env
+from fuseci.harness.run import first_lines
+from fuseci.store.atomic import atomic_write_text
+
+#: ``--probe`` (``fuseci doctor``): the suite, case and variant ids of its kernel's NVTX range.
+PROBE_IDS = ("doctor", "probe", "kernel")
+#: ``--probe``: float32 elements of its input (16 MiB, read from DRAM once ncu has flushed the caches).
+PROBE_ELEMENTS = 1 << 22
+#: ``--probe``: the ``format`` field of its record.
+PROBE_FORMAT = "fuseci-probe"
+
+
+class ProbeFailure:
+    """Why ``--probe`` failed, as its record says (strings, so the JSON stays readable)."""
+
+    NO_CUPY = "no-cupy"
+    """CuPy cannot be imported."""
+    NO_DEVICE = "no-device"
+    """CuPy sees no CUDA device, or cannot ask (no driver, a driver too old for CuPy's CUDA)."""
+    CUDA = "cuda-error"
+    """Reading the device or running the kernel raised."""
+    WRONG = "wrong-result"
+    """The kernel ran but computed a wrong result."""
+
+
+def probe(record_path: Path) -> int:
+    """Check CuPy and the GPU with one tiny kernel, inside the NVTX range of :data:`PROBE_IDS`.
+
+    The input is fresh random data (a new seed every run, written to the record) copied from the
+    host, so the range holds exactly one kernel: ``y = a * x + b``. The record says what was
+    found (:func:`collect_env`) or, with ``error`` set to a :class:`ProbeFailure`, what failed.
+
+    Returns:
+        0 when the kernel computed the right result; 1 when it computed a wrong one; 3 when CuPy,
+        the device or the launch failed.
+    """
+    import numpy as np
+
+    doc: dict[str, Any] = {
+        "format": PROBE_FORMAT,
+        "ok": False,
+        "error": "",
+        "message": "",
+        "range": names.range_name(*PROBE_IDS),
+        "elements": PROBE_ELEMENTS,
+    }
+
+    def finish(code: int, error: str = "", message: str = "") -> int:
+        doc.update(ok=code == 0, error=error, message=message)
+        atomic_write_text(record_path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        if message:
+            print(f"fuseci-harness: probe failed ({error}): {message}", file=sys.stderr)
+        return code
+
+    try:
+        import cupy as cp
+    except ImportError as exc:
+        return finish(EXIT_SETUP, ProbeFailure.NO_CUPY, str(exc))
+    try:
+        doc["device_count"] = count = cp.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver, or a driver older than CuPy's CUDA
+        return finish(EXIT_SETUP, ProbeFailure.NO_DEVICE, f"{type(exc).__name__}: {exc}")
+    if count < 1:
+        return finish(EXIT_SETUP, ProbeFailure.NO_DEVICE, "CUDA reports no device")
+    try:
+        doc["env"] = collect_env()
+        doc["seed"] = seed = int.from_bytes(os.urandom(8), "little") >> 1
+        host = np.random.default_rng(seed).standard_normal(PROBE_ELEMENTS, dtype=np.float32)
+        a, b = np.float32(0.75), np.float32(-0.5)
+        kernel = cp.ElementwiseKernel("float32 x, float32 a, float32 b", "float32 y", "y = a * x + b", "fuseci_probe")
+        x = cp.asarray(host)  # a copy, not a kernel: the range below holds the probe's kernel only
+        cp.cuda.get_current_stream().synchronize()
+        cp.cuda.nvtx.RangePush(doc["range"])
+        try:
+            y = kernel(x, a, b)
+            cp.cuda.get_current_stream().synchronize()
+        finally:
+            cp.cuda.nvtx.RangePop()
+        err = np.abs(cp.asnumpy(y).astype(np.float64) - (a * host.astype(np.float64) + b))
+        doc["max_abs_err"] = max_err = float(err.max())
+    except Exception as exc:  # CuPy raises CUDA, NVRTC and driver errors of many types
+        return finish(EXIT_SETUP, ProbeFailure.CUDA, f"{type(exc).__name__}: {first_lines(str(exc))}")
+    if not max_err <= 1e-5:  # also catches NaN
+        return finish(
+            EXIT_REGRESSION,
+            ProbeFailure.WRONG,
+            f"y = a * x + b is off by up to {max_err:g} on {PROBE_ELEMENTS} elements",
+        )
+    return finish(0)

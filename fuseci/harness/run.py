@@ -1,0 +1,172 @@
+"""Running a suite inside the harness process: each case checked, then measured in its NVTX
+ranges (under ncu) or timed with CUDA events, the record rewritten after every case."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fuseci.config import names
+from fuseci.config.model import Case, Suite
+from fuseci.errors import FuseciError, HarnessError
+from fuseci.harness.checks import check_case, make_input
+from fuseci.harness.env import collect_env
+from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
+from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, write_record
+
+log = logging.getLogger("fuseci.harness")
+
+
+def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
+    """Import ``module:function``.
+
+    Raises:
+        HarnessError: the module or function does not exist; says where it looked.
+    """
+    module_name, func_name = ref.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        where = ", ".join(str(p) for p in search)
+        raise HarnessError(
+            f"cannot import module {module_name!r} for {ref!r} ({exc}); searched the installed packages and {where}"
+        ) from None
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise HarnessError(f"module {module_name!r} ({getattr(module, '__file__', '?')}) has no function {func_name!r}")
+    return func
+
+
+def run_case(
+    suite: Suite, case: Case, search: list[Path], timing: TimingOptions | None = None, *, check: bool = True
+) -> CaseRecord:
+    """Check, warm up and measure one case, or time it with ``timing``; ``check=False`` (timing
+    only) skips the correctness checks that the profiled run made. Foreign exceptions become an
+    error record."""
+    import cupy as cp
+
+    try:
+        funcs = {v.id: resolve(v.fn, search) for v in case.variants}
+        reference = resolve(case.reference, search) if case.reference else None
+        inputs = {spec.name: make_input(spec) for spec in case.inputs}
+        checks: list[CheckRecord] = []
+        min_bytes = None
+        if check or timing is None:
+            checks, min_bytes = check_case(case, funcs, reference, inputs)
+        if case.min_bytes is not None:
+            min_bytes = case.min_bytes
+        failed = [k for k in checks if not k.passed]
+        if failed:
+            worst = max(failed, key=lambda k: k.max_abs_err)
+            return CaseRecord(
+                case.id, CaseStatus.WRONG, f"wrong result: {worst.describe()}", tuple(checks), min_bytes=min_bytes
+            )
+        if timing is not None:
+            timings = time_case(case, funcs, inputs, timing)
+            return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings, min_bytes=min_bytes)
+        for v in case.variants:  # warm-up, outside every range
+            funcs[v.id](**inputs, **case.params)
+        cp.cuda.get_current_stream().synchronize()
+        for v in case.variants:
+            cp.cuda.nvtx.RangePush(names.range_name(suite.name, case.id, v.id))
+            try:
+                funcs[v.id](**inputs, **case.params)
+                cp.cuda.get_current_stream().synchronize()
+            finally:
+                cp.cuda.nvtx.RangePop()
+        return CaseRecord(
+            case.id, CaseStatus.OK, "", tuple(checks), tuple(v.id for v in case.variants), min_bytes=min_bytes
+        )
+    except FuseciError as exc:
+        return CaseRecord(case.id, CaseStatus.ERROR, str(exc))
+    except Exception as exc:  # a user's kernel may raise anything; the other cases still run
+        log.error("case %s failed:\n%s", case.id, traceback.format_exc())  # all of it, in the harness log
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        return CaseRecord(case.id, CaseStatus.ERROR, f"{type(exc).__name__}: {first_lines(str(exc))}{where}")
+    finally:
+        try:
+            cp.get_default_memory_pool().free_all_blocks()
+        except Exception:  # a lost CUDA context cannot free; run() notices and stops
+            log.warning("case %s: could not free device memory", case.id)
+
+
+def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
+    """The head of a long message (a compiler's log, say); the whole text goes to the log."""
+    kept = text.strip().splitlines()[:lines]
+    head = " | ".join(line.strip() for line in kept)
+    if len(head) > chars:
+        head = head[:chars] + "..."
+    return head + (" ... (full text in the harness log)" if len(text.strip().splitlines()) > lines else "")
+
+
+def search_path(suite: Suite) -> list[Path]:
+    """Where ``module:function`` references are looked up besides installed packages."""
+    return [Path.cwd(), suite.path.resolve().parent.parent]
+
+
+def run(
+    suite: Suite,
+    record_path: Path,
+    only: set[str] | None = None,
+    *,
+    timing: TimingOptions | None = None,
+    check: bool = True,
+) -> HarnessRecord:
+    """Run every case (or those in ``only``), rewriting the record after each.
+
+    With ``timing`` the variants are timed with CUDA events instead of run in NVTX ranges, and
+    the copy bandwidth is measured first; ``timing.l2_bytes`` is taken from the device.
+    ``check=False`` (with ``timing`` only) skips the correctness checks.
+
+    Raises:
+        HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.
+    """
+    search = search_path(suite)
+    for p in reversed(search):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    record = HarnessRecord(suite=suite.name, env=collect_env(), cases={})
+    if timing is not None:
+        timing = replace(timing, l2_bytes=int(record.env["l2_bytes"]))
+        log.info("copy bandwidth")
+        record = replace(record, copy_bandwidth=copy_bandwidth())
+    write_record(record, record_path)
+    cases: dict[str, CaseRecord] = {}
+    todo = [case for case in suite.cases if only is None or case.id in only]
+    for i, case in enumerate(todo):
+        log.info("case %s", case.id)
+        write_record(replace(record, cases=dict(cases), running=case.id), record_path)  # names a hang
+        cases[case.id] = run_case(suite, case, search, timing, check=check)
+        if cases[case.id].status is CaseStatus.ERROR and not cuda_context_alive():
+            # An illegal address or a kernel fault poisons the CUDA context for good: later
+            # cases would fail for no fault of their own. Say so and stop.
+            for later in todo[i + 1 :]:
+                cases[later.id] = CaseRecord(
+                    later.id, CaseStatus.ERROR, f"not run: case {case.id!r} left the CUDA context unusable"
+                )
+            cases[case.id] = replace(
+                cases[case.id], message=cases[case.id].message + " (the CUDA context is lost: later cases were not run)"
+            )
+            break
+        write_record(replace(record, cases=dict(cases)), record_path)
+    record = replace(record, cases=dict(cases), complete=True)
+    write_record(record, record_path)
+    return record
+
+
+def cuda_context_alive() -> bool:
+    """False after a sticky CUDA error (illegal address, kernel fault): nothing works after one."""
+    import cupy as cp
+
+    try:
+        cp.cuda.runtime.deviceSynchronize()  # returns the sticky error, if there is one
+    except cp.cuda.runtime.CUDARuntimeError:
+        return False
+    return True

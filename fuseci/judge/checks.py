@@ -1,0 +1,417 @@
+"""The checks of one variant, each a pure function of a :class:`VariantContext`.
+
+* :func:`gain_check` per gated gain: the fusion gain (unfused ÷ variant, higher is better)
+  against the baseline's, within the gate's tolerance; for the CUDA-event speedup,
+  :func:`time_check` widens the band to what the measured noise can resolve
+  (:func:`time_band`) and flags a speedup that falls a little outside it for re-measurement
+  (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) before it counts as a regression.
+* :func:`value_check` per gated occupancy: the fused variant's own value against its baseline.
+* :func:`inventory_check` while launches are gated: the ordered kernel names against the
+  baseline's; a split, a new kernel or a vanished one is named as such (:func:`inventory_diff`).
+* :func:`bytes_check`: DRAM bytes over the case's minimum, within its allowance.
+* :func:`expect_checks`: each gain against the suite's absolute bounds.
+* :func:`planted`: whether every check meant to catch a planted regression did.
+
+A variant may be judged against another variant's baseline (``baseline:`` in the suite):
+the context's baseline figures are those of :attr:`~fuseci.config.model.Variant.judged_as`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from fuseci.config import names
+from fuseci.config.model import UNFUSED, Case, Variant
+from fuseci.config.policy import Band, Direction
+from fuseci.frames.inventory import KernelLaunch
+from fuseci.frames.metrics import ratio
+from fuseci.judge.baseline import Baseline
+from fuseci.judge.verdict import CheckKind, MetricDelta, VariantMeasurement, Verdict
+
+#: A CUDA-event speedup's band is at least this many standard errors of its change (z-score):
+#: a change smaller than that cannot be told from noise.
+NOISE_Z = 4.0
+#: A speedup that falls outside its band by at most this factor of the band is borderline:
+#: ``fuseci run`` re-measures the case before declaring the regression.
+BORDERLINE_FACTOR = 3.0
+#: DRAM writes count as undercounted (output still in L2) when L2 received this fraction more.
+L2_UNDERCOUNT = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class VariantContext:
+    """Everything the checks of one variant of one case need."""
+
+    case: Case
+    """The case, with its policies."""
+    variant: Variant
+    """The variant judged."""
+    values: Mapping[str, float]
+    """Its aggregated quantities in this run (empty when not measured)."""
+    gains: Mapping[str, float] | None
+    """Its fusion gains in this run; None for ``unfused`` or when either side is unmeasured."""
+    kernels: tuple[KernelLaunch, ...]
+    """Its kernel inventory in this run."""
+    unfused: Mapping[str, float]
+    """The ``unfused`` variant's quantities in this run (for the timing noise)."""
+    baseline: Baseline | None
+    """The suite's baseline, if any."""
+    comparable: bool = True
+    """False when an unaccepted environment difference blocks every baseline comparison."""
+    why_incomparable: str = ""
+    """What that difference is, for messages."""
+    remeasured: int = 0
+    """Extra timed passes the case had (its speedups are medians over them)."""
+    timed: bool = True
+    """False when this run has no CUDA-event timings: the speedup is not judged."""
+
+    def baseline_values(self, variant: str | None = None) -> Mapping[str, float] | None:
+        """The baseline's quantities of ``variant`` (default: the one this variant is judged as)."""
+        vid = variant or self.variant.judged_as
+        if self.baseline is None:
+            return None
+        entry = self.baseline.cases.get(self.case.id, {}).get(vid)
+        return None if entry is None else entry.values
+
+    def baseline_gains(self) -> dict[str, float] | None:
+        """The baseline's fusion gains of the variant this one is judged as."""
+        b, v = self.baseline_values(UNFUSED), self.baseline_values()
+        if b is None or v is None:
+            return None
+        return {q: ratio(b.get(q, math.nan), v.get(q, math.nan)) for q in names.GAIN_GATEABLE}
+
+    def baseline_kernels(self) -> tuple[KernelLaunch, ...]:
+        """The baseline's inventory of the variant this one is judged as (empty when none)."""
+        if self.baseline is None:
+            return ()
+        entry = self.baseline.cases.get(self.case.id, {}).get(self.variant.judged_as)
+        return () if entry is None else entry.kernels
+
+    def noise(self) -> tuple[float, ...]:
+        """Relative standard errors of the four medians behind a speedup's change: unfused and
+        this variant, now and in the baseline."""
+        return tuple(
+            time_noise(x)
+            for x in (self.unfused, self.values, self.baseline_values(UNFUSED) or {}, self.baseline_values() or {})
+        )
+
+    def delta(self, check: CheckKind, quantity: str, verdict: Verdict, message: str = "", **kw: object) -> MetricDelta:
+        """A check of this variant."""
+        return MetricDelta(self.case.id, self.variant.id, check, quantity, verdict, message, **kw)  # type: ignore[arg-type]
+
+
+def fmt_gain(value: float | None) -> str:
+    """A gain for messages: ``2.32x``, or ``n/a``."""
+    return "n/a" if value is None or math.isnan(value) else f"{value:.3g}x"
+
+
+def label(quantity: str) -> str:
+    """A quantity's name for people."""
+    return names.LABELS.get(quantity, quantity)
+
+
+def time_noise(values: Mapping[str, float]) -> float:
+    """Relative standard error of one variant's median CUDA-event time (NaN when not timed).
+
+    From the spread of its timed calls: the IQR of a normal sample is 1.349 σ and the standard
+    error of a median of n calls is 1.2533 σ / √n.
+    """
+    median = values.get(names.EVENT_TIME, math.nan)
+    iqr = values.get(names.EVENT_TIME_IQR, math.nan)
+    n = values.get(names.EVENT_TIME_REPEATS, math.nan)
+    if not (median > 0 and n >= 1 and iqr >= 0):
+        return math.nan
+    return 1.2533 * (iqr / 1.349) / math.sqrt(n) / median
+
+
+def time_band(tolerance: float, noise: Sequence[float]) -> float:
+    """The relative band a CUDA-event speedup may move within: the suite's tolerance, or
+    :data:`NOISE_Z` standard errors of the change when the measured noise is larger.
+
+    ``noise`` holds the relative standard errors of the four medians behind the change
+    (unfused and fused, now and in the baseline); unknown ones (NaN) count as zero.
+    """
+    combined = math.sqrt(sum(x * x for x in noise if not math.isnan(x)))
+    return max(tolerance, NOISE_Z * combined)
+
+
+def gain_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
+    """One gated gain against the baseline's; None when the gate is off."""
+    tol = ctx.case.gates[quantity]
+    if not tol.enabled:
+        return None
+    if quantity == names.EVENT_TIME and tol.relative:
+        return time_check(ctx)
+    current = (ctx.gains or {}).get(quantity, math.nan)
+    name = f"{label(quantity)} gain ({UNFUSED} ÷ {ctx.variant.id})"
+    d = ctx.delta(CheckKind.GAIN, quantity, Verdict.ERROR, current=current, tolerance=str(tol))
+    if math.isnan(current):
+        return replace(
+            d,
+            message=f"{name} cannot be computed: a side measured zero or nothing (tensors that fit in L2 hide DRAM traffic; size them at 4x L2 or more)",
+        )
+    base_gains = ctx.baseline_gains()
+    if base_gains is None:
+        return replace(
+            d,
+            verdict=Verdict.NEW,
+            message=f"{name} is {fmt_gain(current)}; no baseline yet (record one with `fuseci update-baselines`)",
+        )
+    base = base_gains.get(quantity, math.nan)
+    if math.isnan(base):
+        return replace(
+            d, verdict=Verdict.NEW, message=f"{name} is {fmt_gain(current)}; the baseline has no value for it"
+        )
+    change = (current - base) / abs(base) if base else None  # no relative change from 0
+    pct = "n/a" if change is None else f"{change:+.1%}"
+    d = replace(d, baseline_value=base, change=change)
+    if not ctx.comparable:
+        return replace(
+            d,
+            verdict=Verdict.INCOMPARABLE,
+            message=f"{name} is {fmt_gain(current)}, baseline {fmt_gain(base)}, not compared: {ctx.why_incomparable}",
+        )
+    moved = f"{name} {'fell' if current < base else 'rose'} from {fmt_gain(base)} to {fmt_gain(current)} ({pct}); tolerance {tol}"
+    match tol.classify(base, current, Direction.HIGHER_IS_BETTER):
+        case Band.WORSE:
+            return replace(d, verdict=Verdict.REGRESSED, message=moved)
+        case Band.BETTER:
+            return replace(d, verdict=Verdict.IMPROVED, message=moved + " (update the baseline to keep it)")
+        case Band.WITHIN:
+            return replace(
+                d,
+                verdict=Verdict.PASS,
+                message=f"{name} {fmt_gain(current)}, baseline {fmt_gain(base)} ({pct}); tolerance {tol}",
+            )
+
+
+def time_check(ctx: VariantContext) -> MetricDelta:
+    """The CUDA-event speedup against its baseline, in a band widened by measured noise."""
+    tol = ctx.case.gates[names.EVENT_TIME]
+    current = (ctx.gains or {}).get(names.EVENT_TIME, math.nan)
+    name = f"speedup in CUDA-event time ({UNFUSED} ÷ {ctx.variant.id})"
+    band = time_band(tol.relative or 0.0, ctx.noise())
+    shown = f"±{band:.1%}" + ("" if band == tol.relative else f" (tolerance {tol}, widened by measured noise)")
+    d = ctx.delta(CheckKind.GAIN, names.EVENT_TIME, Verdict.ERROR, current=current, tolerance=shown)
+    passes = f"; median of {ctx.remeasured + 1} timed passes" if ctx.remeasured else ""
+    if math.isnan(current):
+        return replace(d, message=f"{name} cannot be computed: a variant was not timed (see the timed run's log)")
+    base_gains = ctx.baseline_gains()
+    base = math.nan if base_gains is None else base_gains.get(names.EVENT_TIME, math.nan)
+    if not base > 0:  # NaN: no timing in the baseline
+        why = (
+            "no baseline yet (record one with `fuseci update-baselines`)"
+            if base_gains is None
+            else "the baseline has no timing for it"
+        )
+        return replace(d, verdict=Verdict.NEW, message=f"{name} is {fmt_gain(current)}{passes}; {why}")
+    change = (current - base) / base
+    d = replace(d, baseline_value=base, change=change)
+    seen = f"{fmt_gain(current)}, baseline {fmt_gain(base)} ({change:+.1%}){passes}; band {shown}"
+    if not ctx.comparable:
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {seen}; not compared: {ctx.why_incomparable}")
+    if abs(change) <= band:
+        return replace(d, verdict=Verdict.PASS, message=f"{name} {seen}")
+    if change > 0:
+        return replace(d, verdict=Verdict.IMPROVED, message=f"{name} rose: {seen} (update the baseline to keep it)")
+    borderline = -change <= BORDERLINE_FACTOR * band and not ctx.remeasured and not ctx.variant.caught_by
+    message = f"{name} fell: {seen}"
+    if borderline:
+        message += "; borderline: re-measure before believing it"
+    return replace(d, verdict=Verdict.REGRESSED, message=message, retry=borderline)
+
+
+def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
+    """A fused variant's own value (occupancy) against its baseline; higher is better."""
+    tol = ctx.case.gates[quantity]
+    if not tol.enabled:
+        return None
+    current = ctx.values.get(quantity, math.nan)
+    base = ctx.baseline_values()
+    name = f"{label(quantity)} of {ctx.variant.id}"
+    d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
+    old = math.nan if base is None else base.get(quantity, math.nan)
+    if math.isnan(old) or math.isnan(current):
+        what = "no baseline yet" if base is None else "nothing to compare"
+        return replace(d, verdict=Verdict.NEW, message=f"{name} is {current:.1f}%; {what}")
+    change = (current - old) / old if old else None
+    d = replace(d, baseline_value=old, change=change)
+    pct = "n/a" if change is None else f"{change:+.1%}"
+    seen = f"from {old:.1f}% to {current:.1f}% ({pct}); tolerance {tol}"
+    if not ctx.comparable:
+        return replace(
+            d, verdict=Verdict.INCOMPARABLE, message=f"{name} {current:.1f}%, baseline {old:.1f}%; not compared"
+        )
+    match tol.classify(old, current, Direction.HIGHER_IS_BETTER):
+        case Band.WORSE:
+            return replace(d, verdict=Verdict.REGRESSED, message=f"{name} fell {seen}")
+        case Band.BETTER:
+            return replace(d, verdict=Verdict.IMPROVED, message=f"{name} rose {seen} (update the baseline to keep it)")
+        case Band.WITHIN:
+            return replace(d, message=f"{name} {current:.1f}%, baseline {old:.1f}% ({pct}); tolerance {tol}")
+
+
+def _kernel_names(kernels: Sequence[KernelLaunch]) -> str:
+    return " + ".join(k.name for k in kernels) or "nothing"
+
+
+def inventory_diff(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
+    """How a variant's ordered kernels changed, as phrases: splits, merges, new and vanished
+    kernels, renames, and changed launch shapes (grid, block, registers) of kernels that stayed."""
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        a, b = old[i1:i2], new[j1:j2]
+        match op:
+            case "equal":
+                for ka, kb in zip(a, b, strict=True):
+                    shape = [
+                        f"{what} {x} -> {y}"
+                        for what, x, y in (
+                            ("grid", ka.grid, kb.grid),
+                            ("block", ka.block, kb.block),
+                            ("registers", ka.registers, kb.registers),
+                        )
+                        if x != y
+                    ]
+                    if shape:
+                        out.append(f"{ka.name}: {', '.join(shape)}")
+            case "insert":
+                same = [k for k in b if any(k.name == o.name for o in old)]
+                what = "extra launch" if len(same) == len(b) else "new kernel"
+                out.append(f"{what}{'s' if len(b) > 1 else ''}: {_kernel_names(b)}")
+            case "delete":
+                out.append(f"vanished kernel{'s' if len(a) > 1 else ''}: {_kernel_names(a)}")
+            case "replace" if len(b) > len(a):
+                out.append(f"split: {_kernel_names(a)} became {_kernel_names(b)}")
+            case "replace" if len(b) < len(a):
+                out.append(f"merged: {_kernel_names(a)} became {_kernel_names(b)}")
+            case _:
+                out.append(f"replaced: {_kernel_names(a)} by {_kernel_names(b)}")
+    return out
+
+
+def inventory_check(ctx: VariantContext) -> MetricDelta | None:
+    """The variant's kernels against its baseline's, while the launch count is gated."""
+    launches = ctx.case.gates.get(names.LAUNCHES)
+    old, kernels, variant = ctx.baseline_kernels(), ctx.kernels, ctx.variant
+    if launches is None or not launches.enabled or not kernels or not old:
+        return None
+    against = "the baseline" if variant.judged_as == variant.id else f"the baseline of {variant.judged_as}"
+    d = ctx.delta(CheckKind.INVENTORY, "kernels", Verdict.PASS, current=len(kernels), baseline_value=len(old))
+    if variant.judged_as != variant.id and len(old) == len(kernels):
+        # Another variant's baseline: its kernels have other names; their number and launch
+        # shapes are what must hold.
+        old = tuple(replace(o, name=k.name) for o, k in zip(old, kernels, strict=True))
+    changes = inventory_diff(old, kernels)
+    names_changed = [k.name for k in old] != [k.name for k in kernels]
+    count = f"{variant.id} launches {len(kernels)} kernel{'s' if len(kernels) != 1 else ''}, {against} {len(old)}"
+    if not names_changed:
+        shape = f"; launch shape changed: {'; '.join(changes)}" if changes else ""
+        return replace(d, message=f"{count}, the same: {_kernel_names(kernels)}{shape}")
+    if not ctx.comparable:
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{count}: {'; '.join(changes)}; not compared")
+    if variant.id != UNFUSED:
+        changes = [c.replace("split:", "the fusion split:", 1) if c.startswith("split:") else c for c in changes]
+    said = f"{count}: {'; '.join(changes)}"
+    if len(kernels) > len(old):  # a split, a new kernel or an extra launch
+        return replace(
+            d, verdict=Verdict.REGRESSED, message=f"{said} (if intended, record it with `fuseci update-baselines`)"
+        )
+    if len(kernels) < len(old):  # merged or vanished: fewer launches
+        return replace(d, verdict=Verdict.IMPROVED, message=f"{said} (update the baseline to keep it)")
+    return replace(d, message=f"{said}; as many launches as before (the gains judge the rest)")
+
+
+def mib(value: float) -> str:
+    """Bytes as MiB for messages."""
+    return f"{value / 2**20:,.1f} MiB"
+
+
+def bytes_check(ctx: VariantContext) -> MetricDelta | None:
+    """A fused variant's DRAM bytes against the case's minimum, within the allowance."""
+    tol = ctx.case.bytes_allowance
+    minimum = ctx.values.get(names.MIN_BYTES, math.nan)
+    moved = ctx.values.get(names.DRAM_BYTES, math.nan)
+    if not tol.enabled or math.isnan(minimum) or math.isnan(moved) or minimum <= 0:
+        return None
+    over = moved / minimum
+    allowed = 1.0 + (tol.relative or 0.0)
+    seen = (
+        f"{ctx.variant.id} moved {over:.2f}x the minimum DRAM bytes ({mib(moved)} for a minimum of {mib(minimum)}: "
+        f"every input read once, every output written once); allowance +{(tol.relative or 0.0):.0%}"
+    )
+    d = ctx.delta(CheckKind.BYTES, names.BYTES_RATIO, Verdict.PASS, seen, current=over, tolerance=f"<= {allowed:.2f}x")
+    if over > allowed + 1e-9:
+        return replace(
+            d, verdict=Verdict.REGRESSED, message=seen + ": it re-reads an input or spills an intermediate to DRAM"
+        )
+    return d
+
+
+def expect_checks(ctx: VariantContext) -> list[MetricDelta]:
+    """Each of the variant's expectations against its gains, with or without a baseline."""
+    gains = ctx.gains or {}
+    out = []
+    for q, exp in ctx.variant.expect.items():
+        value = gains.get(q, math.nan)
+        out.append(
+            ctx.delta(
+                CheckKind.EXPECT,
+                q,
+                Verdict.PASS if exp.holds(value) else Verdict.REGRESSED,
+                f"{label(q)} gain ({UNFUSED} ÷ {ctx.variant.id}) is {fmt_gain(value)}; expected {exp}",
+                current=value,
+                tolerance=str(exp),
+            )
+        )
+    return out
+
+
+def undercount_note(measurements: Sequence[VariantMeasurement]) -> str | None:
+    """Say when DRAM writes read low because written data was still in L2 when a kernel ended."""
+    parts = []
+    for m in measurements:
+        l2 = m.values.get(names.L2_WRITE_BYTES, math.nan)
+        dram = m.values.get(names.DRAM_WRITE, math.nan)
+        if l2 > 0 and l2 - dram > max(L2_UNDERCOUNT * l2, 2**20):
+            parts.append(f"{m.variant} {mib(l2 - dram)} of {mib(l2)} ({(l2 - dram) / l2:.0%})")
+    if not parts:
+        return None
+    return (
+        "DRAM writes undercount (bytes written to L2 and still there when the kernel ended, where ncu stops "
+        f"counting): {', '.join(parts)}; DRAM bytes and their gains read that much low"
+    )
+
+
+def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[MetricDelta]:
+    """A planted regression's checks: its expected failures pass as caught, and one more check
+    says whether every check in ``caught_by`` caught it."""
+    if any(c.check is CheckKind.CASE and c.verdict is Verdict.ERROR for c in checks):
+        return checks  # not measured: nothing was caught or missed, and the error says why
+    failing = [c for c in checks if c.variant == variant.id and c.verdict in (Verdict.REGRESSED, Verdict.WRONG)]
+
+    def catches(name: str, c: MetricDelta) -> bool:
+        return name in (c.check.value, c.quantity)
+
+    missed = [n for n in variant.caught_by if not any(catches(n, c) for c in failing)]
+    out = [
+        replace(c, verdict=Verdict.PASS, message=f"caught as planted: {c.message}", retry=False) if c in failing else c
+        for c in checks
+    ]
+    if missed:
+        verdict, message = (
+            Verdict.REGRESSED,
+            f"planted regression NOT caught by {', '.join(missed)}: the check meant to catch {variant.id} passed",
+        )
+    else:
+        verdict, message = Verdict.PASS, f"planted regression caught by {', '.join(variant.caught_by)}"
+    return [
+        *out,
+        MetricDelta(
+            case.id, variant.id, CheckKind.PLANTED, "", verdict, message, tolerance=", ".join(variant.caught_by)
+        ),
+    ]

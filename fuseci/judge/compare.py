@@ -1,0 +1,197 @@
+"""Pure comparison: (results, suite policies, baseline) → a :class:`Comparison` of verdicts.
+
+Nothing here prints or touches files. Per case, in this order: ``correctness`` per variant
+from the harness (a wrong result is ``WRONG``); a ``case`` error when the case could not be
+measured; then per variant the checks of :mod:`fuseci.judge.checks` (inventory, gains,
+occupancy, bytes over the minimum, expectations); ``planted`` for planted regressions; and a
+``case`` ``MISSING`` per case only the baseline has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fuseci.config import names
+from fuseci.config.model import UNFUSED, Case, Suite
+from fuseci.frames.metrics import SuiteResults, inventory
+from fuseci.judge import checks as ck
+from fuseci.judge.baseline import Baseline
+from fuseci.judge.verdict import (
+    CaseResult,
+    CheckKind,
+    Comparison,
+    EnvDifference,
+    MetricDelta,
+    VariantMeasurement,
+    Verdict,
+    env_differences,
+)
+from fuseci.measure.record import CaseRecord, CaseStatus
+
+
+def _missing_record_reason(case: Case, results: SuiteResults) -> str:
+    """Why the harness record has nothing for a case."""
+    record = results.record
+    if record.interrupted and record.running == case.id:
+        return f"this case was running when the run stopped (a hang or a crash in it?): {record.interrupted}"
+    if record.interrupted:
+        return f"not reached: {record.interrupted}"
+    if record.complete:
+        return "the harness record has no result for this case: the report predates the case; profile the suite again"
+    return "the harness never reached this case (did it crash? see the harness log)"
+
+
+def _correctness(case: Case, rec: CaseRecord | None) -> list[MetricDelta]:
+    """A WRONG check per failed output comparison, then a PASS per variant checked right."""
+    out = [
+        MetricDelta(
+            case.id, k.variant, CheckKind.CORRECTNESS, "", Verdict.WRONG, f"wrong result: {k.describe()}",
+            current=k.max_abs_err,
+        )
+        for k in (rec.checks if rec else ())
+        if not k.passed
+    ]  # fmt: skip
+    if rec is None or rec.status is CaseStatus.ERROR:
+        return out
+    wrong = {c.variant for c in out}
+    for v in case.variants:
+        against = sorted({k.against for k in rec.checks if k.variant == v.id})
+        if v.id not in wrong and against:
+            out.append(
+                MetricDelta(
+                    case.id,
+                    v.id,
+                    CheckKind.CORRECTNESS,
+                    "",
+                    Verdict.PASS,
+                    f"{v.id} output matches {' and '.join(against)}",
+                )
+            )
+    return out
+
+
+def _not_measured(case: Case, rec: CaseRecord | None, results: SuiteResults) -> list[MetricDelta]:
+    """Why a case (or some of its variants) has nothing to judge; empty when all was measured."""
+
+    def error(message: str, variant: str = "") -> MetricDelta:
+        return MetricDelta(case.id, variant, CheckKind.CASE, "", Verdict.ERROR, message)
+
+    if rec is None:
+        return [error(_missing_record_reason(case, results))]
+    if rec.status is CaseStatus.ERROR:
+        logs = results.record.profiler.logs if results.record.profiler else ""
+        return [error(f"{rec.message}; logs: {logs}" if logs else rec.message)]
+    if rec.status is CaseStatus.WRONG:
+        return []
+    unmeasured = [v.id for v in case.variants if results.variant_values(case.id, v.id) is None]
+    if unmeasured and results.record.interrupted:
+        return [error(f"checked, not measured: {results.record.interrupted}")]
+    if unmeasured:
+        return [error(
+            f"variant(s) {', '.join(unmeasured)} launched no kernels inside their NVTX range "
+            f"({names.range_name(results.suite, case.id, unmeasured[0])}): does the function launch GPU work, "
+            "or did it return a cached result?",
+            unmeasured[0],
+        )]  # fmt: skip
+    return []
+
+
+def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
+    """Every check of one measured variant, in report order."""
+    out = [d for d in (ck.inventory_check(ctx),) if d]
+    if ctx.gains is None or ctx.variant.id == UNFUSED:
+        return out
+    for q in names.GAIN_GATEABLE:
+        if q in ctx.case.gates and (q != names.EVENT_TIME or ctx.timed) and (d := ck.gain_check(ctx, q)):
+            out.append(d)
+    for q in names.VALUE_GATEABLE:
+        if q in ctx.case.gates and (d := ck.value_check(ctx, q)):
+            out.append(d)
+    if (d := ck.bytes_check(ctx)) is not None:
+        out.append(d)
+    return out + ck.expect_checks(ctx)
+
+
+def _judge_case(
+    case: Case, results: SuiteResults, baseline: Baseline | None, blocking: Sequence[EnvDifference]
+) -> CaseResult:
+    rec = results.record.cases.get(case.id)
+    checks = _correctness(case, rec)
+    measurements: list[VariantMeasurement] = []
+    errors = _not_measured(case, rec, results)
+    checks += errors
+    if rec is not None and rec.ok:
+        unfused = results.variant_values(case.id, UNFUSED) or {}
+        for v in case.variants:
+            ctx = ck.VariantContext(
+                case=case,
+                variant=v,
+                values=results.variant_values(case.id, v.id) or {},
+                gains=results.gain_values(case.id, v.id) if v.id != UNFUSED else None,
+                kernels=inventory(results.kernels, case.id, v.id),
+                unfused=unfused,
+                baseline=baseline,
+                comparable=not blocking,
+                why_incomparable=_why_incomparable(blocking),
+                remeasured=len(rec.retimings),
+                timed=results.record.timed,
+            )
+            measurements.append(VariantMeasurement(v.id, ctx.values, ctx.gains or {}, ctx.kernels))
+            checks += _variant_checks(ctx)
+    for v in case.variants:
+        if v.caught_by:
+            checks = ck.planted(case, v, checks)
+    notes = [n for n in (ck.undercount_note(measurements),) if n]
+    timing_gate = case.gates.get(names.EVENT_TIME)
+    if timing_gate and timing_gate.enabled and not results.record.timed and measurements:
+        notes.append(
+            "not timed: this run's record has no CUDA-event timings (it was recorded without the timed "
+            "pass), so the speedup gate was not applied"
+        )
+    return CaseResult(case.id, case.line, case.description, tuple(checks), tuple(measurements), tuple(notes))
+
+
+def _why_incomparable(blocking: Sequence[EnvDifference]) -> str:
+    return (
+        "recorded under "
+        + "; ".join(f"{d.field} {d.baseline_value!r} (now {d.current!r})" for d in blocking)
+        + (
+            "; if this is intended, re-record with `fuseci update-baselines`, or compare anyway with "
+            f"--accept-env {','.join(d.field for d in blocking)}"
+        )
+    )
+
+
+def compare(
+    results: SuiteResults,
+    suite: Suite,
+    baseline: Baseline | None,
+    *,
+    baseline_path: str | None = None,
+    accept_env: frozenset[str] = frozenset(),
+) -> Comparison:
+    """Judge one suite's results against its policies and baseline. Prints nothing."""
+    diffs = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
+    blocking = [d for d in diffs if not d.accepted]
+    cases = [_judge_case(case, results, baseline, blocking) for case in suite.cases]
+    if baseline is not None:
+        known = {c.id for c in suite.cases}
+        for cid in sorted(set(baseline.cases) - known):
+            miss = MetricDelta(
+                cid,
+                "",
+                CheckKind.CASE,
+                "",
+                Verdict.MISSING,
+                f"case {cid!r} is in the baseline but not in the suite; `fuseci update-baselines` drops it",
+            )
+            cases.append(CaseResult(cid, 0, "", (miss,), ()))
+    return Comparison(
+        suite=suite.name,
+        suite_path=str(suite.path),
+        env=dict(results.env),
+        baseline_path=baseline_path,
+        has_baseline=baseline is not None,
+        env_differences=diffs,
+        cases=tuple(cases),
+    )

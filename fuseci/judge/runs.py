@@ -1,0 +1,111 @@
+"""Judging one run against another: ``fuseci compare A B`` treats run A's measurements as the
+stored baseline of run B, under the suite files' current policies, so a pull request's run gets
+exactly the verdicts ``fuseci run`` would give it if main's run were the baseline."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from fuseci.config.model import Suite
+from fuseci.config.parse import load_suite
+from fuseci.errors import BaselineError, ReportError
+from fuseci.frames.metrics import SuiteResults
+from fuseci.judge.baseline import Baseline, from_results
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import Comparison, failed
+from fuseci.store.baselines import normalized
+from fuseci.store.runs import Run
+
+log = logging.getLogger(__name__)
+
+
+def recorded_suites(a: Run, b: Run) -> list[Suite]:
+    """The suite files the two runs recorded, loaded from paths relative to the current
+    directory: B's suites first (B's path wins when both recorded one), then those only A has.
+
+    Raises:
+        ReportError: a recorded suite file is not there, or now defines another suite.
+        SuiteError: a suite file is malformed.
+    """
+    paths = {sid: (b, p) for sid, p in b.suite_paths.items()}
+    for sid, p in a.suite_paths.items():
+        paths.setdefault(sid, (a, p))
+    loaded: list[Suite] = []
+    for sid, (run, p) in paths.items():
+        if not Path(p).is_file():
+            raise ReportError(
+                f"{run.path}: suite {sid!r} was run from {p}, which is not in the current directory "
+                f"({Path.cwd()}); run `fuseci compare` from the checkout the runs were made in, or pass "
+                "the suite files after A and B"
+            )
+        suite = load_suite(p)
+        if suite.name != sid:
+            raise ReportError(
+                f"{p}: now defines suite {suite.name!r}, but {run.path} recorded suite {sid!r} from it; "
+                "pass the suite files after A and B"
+            )
+        loaded.append(suite)
+    return loaded
+
+
+def _one_sided(suite: Suite, a: Run, b: Run) -> Comparison:
+    """An ERROR comparison for a suite that is not in both runs."""
+    if suite.name in a.suites:
+        why = (
+            f"suite {suite.name!r} is in run A ({a.path}) but not in run B ({b.path}): B did not measure it "
+            "(it failed to profile, was not run, or is in another shard's run)"
+        )
+    elif suite.name in b.suites:
+        why = (
+            f"suite {suite.name!r} is in run B ({b.path}) but not in run A ({a.path}): there is nothing to judge "
+            "it against; compare with a run A that measured it, or pass the other suite files only"
+        )
+    else:
+        why = f"suite {suite.name!r} ({suite.path}) is in neither run ({a.path}, {b.path})"
+    comparison = failed(suite, why)
+    results = b.suites.get(suite.name)
+    return replace(
+        comparison,
+        env=dict(results.env) if results is not None else {},
+        baseline_path=str(a.path),
+        cases=tuple(replace(c, description="the suite is not in both runs") for c in comparison.cases),
+    )
+
+
+def baseline_of(results: SuiteResults) -> Baseline:
+    """A run's results as a baseline: its cases that the harness ran ok, rounded as a baseline
+    file would hold them (:func:`fuseci.store.baselines.normalized`)."""
+    return normalized(from_results(results, cases=set(results.record.cases)))
+
+
+def compare_runs(a: Run, b: Run, suites: Sequence[Suite], accept_env: frozenset[str] = frozenset()) -> list[Comparison]:
+    """Judge each suite's results in run B with run A's as its baseline. Prints nothing.
+
+    The verdicts are those ``fuseci run`` would give B if A's results were the stored baseline
+    (:func:`baseline_of`), including an ``INCOMPARABLE`` environment difference unless its field
+    is in ``accept_env``. A suite that is not in both runs is one ``ERROR``. Suites of the runs
+    that none of ``suites`` defines are not compared (logged).
+
+    Raises:
+        ReportError: A's results of a suite cannot be made into a baseline.
+    """
+    out: list[Comparison] = []
+    for suite in suites:
+        ours, reference = b.suites.get(suite.name), a.suites.get(suite.name)
+        if ours is None or reference is None:
+            out.append(_one_sided(suite, a, b))
+            continue
+        try:
+            baseline = baseline_of(reference)
+        except BaselineError as exc:  # its message names no file: the baseline lives in memory
+            raise ReportError(
+                f"{a.path}: the results of suite {suite.name!r} cannot serve as a baseline ({exc})"
+            ) from None
+        out.append(compare(ours, suite, baseline, baseline_path=str(a.path), accept_env=accept_env))
+    left_out = sorted((set(a.suites) | set(b.suites)) - {s.name for s in suites})
+    if left_out:
+        log.warning("not compared (no suite file given for them): %s", ", ".join(left_out))
+    return out

@@ -1,0 +1,223 @@
+"""The verdict model: what a comparison concludes, and what exit code that makes.
+
+Every check of a case is a :class:`MetricDelta` of one :class:`CheckKind` with a
+:class:`Verdict`; a :class:`CaseResult` holds a case's checks and measurements, and a
+:class:`Comparison` a suite's cases. Reporters depend on this module alone; the checks that
+produce these live in :mod:`fuseci.judge.checks` and :mod:`fuseci.judge.compare`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fuseci.config.model import Suite
+from fuseci.config.names import ENV_FIELDS
+from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
+from fuseci.frames.inventory import KernelLaunch
+
+
+class CheckKind(enum.Enum):
+    """What a check looks at (the values are what reports and results files hold)."""
+
+    CORRECTNESS = "correctness"
+    """A variant's outputs against unfused, the reference and its own first call (the harness)."""
+    GAIN = "gain"
+    """A fusion gain (unfused ÷ variant) against the baseline's, within the gate's tolerance."""
+    VALUE = "value"
+    """A fused variant's own value (occupancy) against the baseline's."""
+    INVENTORY = "inventory"
+    """The ordered kernels a variant launched against the baseline's."""
+    BYTES = "bytes"
+    """A fused variant's DRAM bytes against the case's minimum, within its allowance."""
+    EXPECT = "expect"
+    """A gain against an absolute bound the suite states."""
+    PLANTED = "planted"
+    """Whether every check meant to catch a planted regression caught it."""
+    CASE = "case"
+    """The case as a whole: could not be measured (``ERROR``) or vanished (``MISSING``)."""
+
+
+class Verdict(enum.Enum):
+    """Outcome of one check; ordered from worst to best by :attr:`rank`."""
+
+    WRONG = "wrong"
+    REGRESSED = "regressed"
+    ERROR = "error"
+    INCOMPARABLE = "incomparable"
+    MISSING = "missing"
+    NEW = "new"
+    IMPROVED = "improved"
+    PASS = "pass"
+
+    @property
+    def rank(self) -> int:
+        """0 for the worst verdict."""
+        return list(Verdict).index(self)
+
+    @property
+    def exit_code(self) -> int:
+        """What this verdict alone makes the run exit with."""
+        match self:
+            case Verdict.WRONG | Verdict.REGRESSED:
+                return EXIT_REGRESSION
+            case Verdict.ERROR | Verdict.INCOMPARABLE:
+                return EXIT_SETUP
+            case Verdict.MISSING | Verdict.NEW | Verdict.IMPROVED | Verdict.PASS:
+                return EXIT_PASS
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    """One check of one case."""
+
+    case: str
+    """Case id."""
+    variant: str
+    """Variant id, or empty for case-level checks."""
+    check: CheckKind
+    """Which kind of check it is."""
+    quantity: str
+    """Gated quantity (ncu metric name or ``launches``); empty for correctness and case checks."""
+    verdict: Verdict
+    """Outcome."""
+    message: str
+    """One sentence for people: what was expected, what was seen, by how much."""
+    current: float | None = None
+    """Current value (a gain for gain and expect checks)."""
+    baseline_value: float | None = None
+    """The baseline's value, when there is one."""
+    change: float | None = None
+    """Relative change from the baseline (-0.4 is 40% lower); None without one or when it is 0."""
+    tolerance: str = ""
+    """The tolerance or expectation applied, as written for people."""
+    retry: bool = False
+    """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
+
+
+@dataclass(frozen=True, slots=True)
+class VariantMeasurement:
+    """What one variant measured, for reports."""
+
+    variant: str
+    """Variant id."""
+    values: Mapping[str, float]
+    """Aggregated quantities (empty when the variant was not measured)."""
+    gains: Mapping[str, float]
+    """Fusion gains (empty for ``unfused``)."""
+    kernels: tuple[KernelLaunch, ...]
+    """Kernel inventory."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """All checks and measurements of one case."""
+
+    case: str
+    """Case id."""
+    line: int
+    """Line of the case in the suite file (0 when unknown)."""
+    description: str
+    """From the suite."""
+    checks: tuple[MetricDelta, ...]
+    """Every check, in a stable order."""
+    variants: tuple[VariantMeasurement, ...]
+    """Measurements per variant."""
+    notes: tuple[str, ...] = ()
+    """What a reader of the numbers should know (DRAM writes undercounted because output stayed
+    in L2); never a verdict."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """The worst verdict among the checks."""
+        return min((c.verdict for c in self.checks), key=lambda v: v.rank, default=Verdict.PASS)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvDifference:
+    """One fingerprint field that differs between the baseline and this run."""
+
+    field: str
+    """Field name (see :data:`fuseci.config.names.ENV_FIELDS`)."""
+    baseline_value: Any
+    """Value in the baseline."""
+    current: Any
+    """Value now."""
+    accepted: bool
+    """True when the user accepted the difference with ``--accept-env``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The result of comparing one suite's run with its baseline."""
+
+    suite: str
+    """Suite id."""
+    suite_path: str
+    """Suite file, as given."""
+    env: Mapping[str, Any]
+    """This run's environment."""
+    baseline_path: str | None
+    """Where the baseline was looked for."""
+    has_baseline: bool
+    """False when no baseline file exists."""
+    env_differences: tuple[EnvDifference, ...]
+    """Fingerprint fields that differ from the baseline's."""
+    cases: tuple[CaseResult, ...]
+    """Per case, in suite order, then cases only the baseline has."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """The worst verdict of the suite."""
+        return min((c.verdict for c in self.cases), key=lambda v: v.rank, default=Verdict.PASS)
+
+    @property
+    def comparable(self) -> bool:
+        """False when an unaccepted environment difference blocks every baseline comparison."""
+        return all(d.accepted for d in self.env_differences)
+
+
+def exit_code(comparisons: list[Comparison]) -> int:
+    """1 if anything regressed or is wrong; else 3 if anything errored or was incomparable; else 0."""
+    codes = {c.exit_code for comp in comparisons for case in comp.cases for c in (x.verdict for x in case.checks)}
+    if EXIT_REGRESSION in codes:
+        return EXIT_REGRESSION
+    if EXIT_SETUP in codes:
+        return EXIT_SETUP
+    return EXIT_PASS
+
+
+def env_differences(
+    baseline_env: Mapping[str, Any], env: Mapping[str, Any], accept: frozenset[str]
+) -> tuple[EnvDifference, ...]:
+    """Fingerprint fields that differ; ``accept`` may hold field names or ``all``."""
+    return tuple(
+        EnvDifference(f, baseline_env.get(f), env.get(f), accepted=f in accept or "all" in accept)
+        for f in ENV_FIELDS
+        if baseline_env.get(f) != env.get(f)
+    )
+
+
+def failed(suite: Suite, message: str) -> Comparison:
+    """A comparison standing for a suite that could not be judged at all (an ERROR check)."""
+    check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.ERROR, message)
+    return Comparison(
+        suite=suite.name,
+        suite_path=str(suite.path),
+        env={},
+        baseline_path=None,
+        has_baseline=False,
+        env_differences=(),
+        cases=(CaseResult("(suite)", 0, "the suite could not be profiled or read", (check,), ()),),
+    )
+
+
+def update_exit_code(comparison: Comparison, kept: tuple[str, ...]) -> int:
+    """What ``update-baselines`` exits with for one suite: 0 when every case was recorded (or
+    kept unchanged); for cases it would not record, 1 when the suite has a regression or a wrong
+    result, else 3."""
+    if not kept:
+        return EXIT_PASS
+    return EXIT_REGRESSION if exit_code([comparison]) == EXIT_REGRESSION else EXIT_SETUP

@@ -1,0 +1,117 @@
+"""The harness's command line and the files a measurement leaves: each built in one place.
+
+Every process fuseci starts to measure a suite is ``python -m fuseci.harness``, in one of the
+:class:`Mode` s; :func:`harness_argv` builds its argument list (never a shell command). Every
+file those processes write lives in one directory under one naming scheme,
+:class:`SuiteFiles`: ``<suite>.ncu-rep`` and ``<suite>.ncu.log`` from ncu, and
+``<suite>.<mode>.json`` / ``<suite>.<mode>.log`` for each harness run (``harness`` for the
+profiled run, ``timing`` for the timed pass of ``fuseci run``, ``bench`` for ``fuseci bench``).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Timed calls per variant after warm-up, in ``fuseci run``'s timed pass and ``fuseci bench``.
+DEFAULT_REPEATS = 30
+
+
+class Mode(enum.Enum):
+    """What a harness process does; the value names its record and log."""
+
+    PROFILE = "harness"
+    """Check every variant, warm up, run each once in its NVTX range (the run ncu profiles)."""
+    TIME = "timing"
+    """Time every variant with CUDA events, outside ncu, without re-checking (``fuseci run``)."""
+    BENCH = "bench"
+    """Check, then time every variant with CUDA events (``fuseci bench``)."""
+    PROBE = "probe"
+    """One tiny kernel in its NVTX range instead of a suite (``fuseci doctor``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessFiles:
+    """What one harness process writes."""
+
+    record: Path
+    """Its record (JSON)."""
+    log: Path
+    """Its stdout and stderr."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteFiles:
+    """Where measuring one suite writes, inside one directory (``--report-dir``)."""
+
+    directory: Path
+    """The directory."""
+    suite: str
+    """Suite id: the stem of every file name."""
+
+    def _file(self, suffix: str) -> Path:
+        return self.directory / f"{self.suite}{suffix}"
+
+    @property
+    def report(self) -> Path:
+        """The ``.ncu-rep`` ncu exports."""
+        return self._file(".ncu-rep")
+
+    @property
+    def ncu_log(self) -> Path:
+        """ncu's own messages (``==PROF==``, ``==WARNING==``, ``==ERROR==``)."""
+        return self._file(".ncu.log")
+
+    def harness(self, mode: Mode) -> HarnessFiles:
+        """The record and log of the harness process of ``mode``."""
+        return HarnessFiles(self._file(f".{mode.value}.json"), self._file(f".{mode.value}.log"))
+
+    @property
+    def record(self) -> Path:
+        """The profiled run's harness record, the one kept beside the report."""
+        return self.harness(Mode.PROFILE).record
+
+    @property
+    def app_log(self) -> Path:
+        """The profiled harness's output."""
+        return self.harness(Mode.PROFILE).log
+
+
+def harness_argv(
+    mode: Mode,
+    record: Path,
+    suite_path: Path | None = None,
+    *,
+    repeats: int | None = None,
+    cases: Sequence[str] = (),
+    python: str = sys.executable,
+) -> list[str]:
+    """The argv of one harness process. Pure: same inputs, same list.
+
+    Args:
+        mode: What the process does.
+        record: Where it writes its record.
+        suite_path: The suite file (every mode but :attr:`Mode.PROBE`).
+        repeats: Timed calls per variant (:attr:`Mode.TIME` and :attr:`Mode.BENCH`).
+        cases: Only these cases (all when empty).
+        python: The interpreter.
+
+    Raises:
+        ValueError: a suite given to the probe, or missing for another mode.
+    """
+    if (mode is Mode.PROBE) != (suite_path is None):
+        raise ValueError("the probe takes no suite; every other mode needs one")
+    argv = [python, "-m", "fuseci.harness"]
+    if mode is Mode.PROBE:
+        return [*argv, "--probe", "--record", str(record)]
+    argv += [str(suite_path), "--record", str(record)]
+    if mode in (Mode.TIME, Mode.BENCH):
+        argv += ["--time", "--repeats", str(DEFAULT_REPEATS if repeats is None else repeats)]
+    if mode is Mode.TIME:
+        argv.append("--no-checks")
+    for case in cases:
+        argv.append(f"--case={case}")  # '=' so that an id starting with '-' stays a value
+    return argv

@@ -1,0 +1,380 @@
+"""The harness record: what the harness saw besides the counters, as one typed value.
+
+The harness process writes it (``<suite>.harness.json`` beside the ``.ncu-rep``): the
+environment it ran in, each case's correctness checks, which variants it ran in their NVTX
+ranges, and, in a timed run, each variant's CUDA-event timings. ``fuseci run`` reads it back
+once, adds the profiler's facts (:class:`ProfilerInfo`) and the timed pass's timings in memory,
+and writes the whole record for the user, so that ``--from-report`` can judge the run again
+later: a report and its record travel together.
+
+Format history (``fuseci-harness-record``):
+    1: first version.
+    1 (still): optional ``copy_bandwidth`` and per-case ``timings``, written only by timed
+       runs; absent means none, so readers of either age read files of either age.
+    1 (still): optional per-case ``min_bytes`` and ``retimings``, and ``timings`` in profiled
+       records too (the timed pass of ``fuseci run``); absent means none, as above.
+    2: the ``profiler`` object holds exactly :class:`ProfilerInfo`'s fields; version 1's
+       ``timing_repeats`` (each timing carries its own ``repeats``) is dropped on upgrade.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from fuseci.errors import ReportError
+from fuseci.store.atomic import atomic_write_text
+from fuseci.store.versioned import DocumentFormat
+
+SUFFIX = ".harness.json"
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    profiler = data.get("profiler")
+    if isinstance(profiler, dict):
+        data = {**data, "profiler": {k: v for k, v in profiler.items() if k != "timing_repeats"}}
+    return {**data, "format_version": 2}
+
+
+FORMAT = DocumentFormat(
+    what="harness record",
+    name="fuseci-harness-record",
+    version=2,
+    upgrades={1: _v1_to_v2},
+    fix="`fuseci run` writes one next to each .ncu-rep: profile the suite again, or keep the two files together",
+    allow_nan=True,  # the error of an output that held NaN is infinite, and recorded so
+)
+
+
+class CaseStatus(enum.Enum):
+    """How a case ended inside the harness (the values are what the file holds)."""
+
+    OK = "ok"
+    """Every variant checked right, and measured (or timed)."""
+    WRONG = "wrong"
+    """A variant computed a wrong result; nothing was measured."""
+    ERROR = "error"
+    """The case could not be run (an import, a crash, a lost CUDA context)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRecord:
+    """One output of one variant compared with the unfused output or the reference."""
+
+    variant: str
+    """Variant whose output was checked."""
+    against: str
+    """``unfused``, ``reference`` or ``its first call``."""
+    output: int
+    """Index of the output (variants may return several arrays)."""
+    passed: bool
+    """Every element within tolerance and none NaN."""
+    mismatches: int
+    """Elements outside tolerance (NaN counts as outside)."""
+    elements: int
+    """Elements compared."""
+    max_abs_err: float
+    """Largest absolute difference (inf when the output holds NaN or inf)."""
+    rel_l2_err: float
+    """``‖out − expected‖₂ / ‖expected‖₂`` over the whole output (inf when it holds NaN)."""
+    worst_index: int
+    """Flat index of the largest difference."""
+    rtol: float
+    """Relative tolerance applied."""
+    atol: float
+    """Absolute tolerance applied."""
+
+    def describe(self) -> str:
+        """One line: which output, against what, by how much."""
+        return (
+            f"{self.variant} output {self.output} vs {self.against}: {self.mismatches} of {self.elements} "
+            f"elements outside rtol={self.rtol:g}, atol={self.atol:g}; max abs err {self.max_abs_err:.3g}, "
+            f"relative L2 error {self.rel_l2_err:.3g} (worst at flat index {self.worst_index})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VariantTiming:
+    """One variant timed with CUDA events outside ncu (``python -m fuseci.harness --time``)."""
+
+    variant: str
+    """Variant id."""
+    median_ns: float
+    """Median over the timed calls of the time between the events bracketing one call."""
+    min_ns: float
+    """Fastest timed call."""
+    max_ns: float
+    """Slowest timed call."""
+    iqr_ns: float
+    """Interquartile range (75th minus 25th percentile, linear interpolation) of the timed calls."""
+    repeats: int
+    """Timed calls (after the warm-up calls)."""
+    input_sets: int
+    """Independently generated input sets the calls rotated over, so that caches do not flatter."""
+    min_bytes: int
+    """Fewest DRAM bytes the variant must move: every input read once, every output written once."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRecord:
+    """What happened to one case in the harness."""
+
+    case: str
+    """Case id."""
+    status: CaseStatus
+    """How it ended."""
+    message: str = ""
+    """Why the case is wrong or broken; empty when ok."""
+    checks: tuple[CheckRecord, ...] = ()
+    """Correctness checks, in the order run."""
+    measured: tuple[str, ...] = ()
+    """Variants run inside their NVTX ranges."""
+    timings: tuple[VariantTiming, ...] = ()
+    """CUDA-event timings per variant, from a timed run (``fuseci bench``, or the timed pass of
+    ``fuseci run``, whose timings join the profiled run's record)."""
+    retimings: tuple[tuple[VariantTiming, ...], ...] = ()
+    """Further timed passes of a case whose speedup was borderline (``fuseci run`` re-measures
+    before declaring a regression), each like :attr:`timings`."""
+    min_bytes: int | None = None
+    """Fewest DRAM bytes the case can move: every input read once plus every output of the
+    ``unfused`` variant written once (None in records older than this field)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the case ran and checked right."""
+        return self.status is CaseStatus.OK
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilerInfo:
+    """How ``fuseci run`` profiled the suite: the ncu that ran and its settings, where its logs
+    are, and whether a timed pass followed. Part of the environment fingerprint."""
+
+    ncu_version: str
+    """``ncu --version``, e.g. ``2025.3.1.0``."""
+    clock_control: str
+    """ncu's ``--clock-control``."""
+    cache_control: str
+    """ncu's ``--cache-control``."""
+    replay_mode: str
+    """ncu's ``--replay-mode``."""
+    logs: str = ""
+    """The profiled run's harness and ncu logs, for messages."""
+    timed: bool = False
+    """True when the suite was also timed with CUDA events outside ncu."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's ``profiler`` object."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ProfilerInfo | None:
+        """None for an empty object (a record the harness wrote, before ncu finished).
+
+        Raises:
+            TypeError: a field has the wrong type.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"profiler must be an object, got {type(data).__name__}")
+        if not data:
+            return None
+        text = {k: data.get(k, "") for k in ("ncu_version", "clock_control", "cache_control", "replay_mode", "logs")}
+        for key, value in text.items():
+            if not isinstance(value, str):
+                raise TypeError(f"profiler.{key} must be a string, got {value!r}")
+        timed = data.get("timed", False)
+        if not isinstance(timed, bool):
+            raise TypeError(f"profiler.timed must be true or false, got {timed!r}")
+        return cls(**text, timed=timed)
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessRecord:
+    """Everything the harness (and then ``fuseci run``) wrote down about one suite."""
+
+    suite: str
+    """Suite id."""
+    env: Mapping[str, Any]
+    """Environment fingerprint fields the harness collected (GPU, driver, CUDA, CuPy...)."""
+    cases: Mapping[str, CaseRecord]
+    """By case id."""
+    complete: bool = False
+    """False until the harness finished every case; a crash leaves it False."""
+    profiler: ProfilerInfo | None = None
+    """How ncu profiled it; None in a record that no ``fuseci run`` completed."""
+    copy_bandwidth: float | None = None
+    """Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written over the median
+    time of a 1 GiB copy); only in records of timed runs."""
+    running: str | None = None
+    """The case the harness is working on (set before a case starts, cleared when it ends), so
+    that a run killed by a hang or a crash names the case it was in."""
+    interrupted: str = ""
+    """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
+
+    @property
+    def timed(self) -> bool:
+        """True when a timed pass put CUDA-event timings into this record."""
+        return self.profiler is not None and self.profiler.timed
+
+    def ok_cases(self) -> list[str]:
+        """Ids of the cases that ran and checked right."""
+        return [cid for cid, c in self.cases.items() if c.ok]
+
+    def with_cases(self, cases: Mapping[str, CaseRecord]) -> HarnessRecord:
+        """A copy with these case records replacing those of the same ids."""
+        return replace(self, cases={**self.cases, **cases})
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's object (also what a run file embeds)."""
+        doc: dict[str, Any] = {
+            "format": FORMAT.name,
+            "format_version": FORMAT.version,
+            "suite": self.suite,
+            "complete": self.complete,
+            "env": dict(self.env),
+            "profiler": self.profiler.to_json() if self.profiler else {},
+            "cases": {cid: _case_json(c) for cid, c in self.cases.items()},
+        }
+        # Written only when present, so records of profiled runs stay as they were.
+        if self.copy_bandwidth is not None:
+            doc["copy_bandwidth"] = self.copy_bandwidth
+        if self.running is not None:
+            doc["running"] = self.running
+        if self.interrupted:
+            doc["interrupted"] = self.interrupted
+        return doc
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path | str) -> HarnessRecord:
+        """Parse a record's object (checked, upgraded) as read from a file or a run file.
+
+        Raises:
+            ReportError: not a harness record, from a newer fuseci, or malformed.
+        """
+        data = FORMAT.check(data, path)
+        try:
+            cases_data = data["cases"]
+            if not isinstance(cases_data, dict):
+                raise TypeError("cases must be an object")
+            env = data.get("env", {})
+            if not isinstance(env, dict):
+                raise TypeError("env must be an object")
+            return cls(
+                suite=_str(data["suite"], "suite"),
+                env=env,
+                cases={str(cid): _case(str(cid), c) for cid, c in cases_data.items()},
+                complete=_bool(data.get("complete", False), "complete"),
+                profiler=ProfilerInfo.from_json(data.get("profiler", {})),
+                copy_bandwidth=_optional_float(data.get("copy_bandwidth"), "copy_bandwidth"),
+                running=None if data.get("running") is None else _str(data["running"], "running"),
+                interrupted=_str(data.get("interrupted", ""), "interrupted"),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise FORMAT.fail(path, f"malformed harness record ({type(exc).__name__}: {exc})") from None
+
+
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {value!r}")
+    return value
+
+
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be true or false, got {value!r}")
+    return value
+
+
+def _case(cid: str, c: Any) -> CaseRecord:
+    if not isinstance(c, dict):
+        raise TypeError(f"case {cid!r} must be an object")
+    try:
+        status = CaseStatus(c["status"])
+    except (ValueError, TypeError):
+        raise ValueError(
+            f"case {cid!r} has status {c['status']!r}; a record holds {', '.join(s.value for s in CaseStatus)}"
+        ) from None
+    return CaseRecord(
+        case=cid,
+        status=status,
+        message=_str(c.get("message", ""), f"case {cid!r} message"),
+        measured=tuple(_str(v, f"case {cid!r} measured") for v in c.get("measured", ())),
+        checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
+        timings=tuple(VariantTiming(**t) for t in c.get("timings", ())),
+        retimings=tuple(tuple(VariantTiming(**t) for t in r) for r in c.get("retimings", ())),
+        min_bytes=_optional_int(c.get("min_bytes"), "min_bytes"),
+    )
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+def _case_json(c: CaseRecord) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "status": c.status.value,
+        "message": c.message,
+        "measured": list(c.measured),
+        "checks": [_plain(k) for k in c.checks],
+    }
+    # Written only when present, so that records without them keep their old shape.
+    if c.timings:
+        doc["timings"] = [_plain(t) for t in c.timings]
+    if c.retimings:
+        doc["retimings"] = [[_plain(t) for t in r] for r in c.retimings]
+    if c.min_bytes is not None:
+        doc["min_bytes"] = c.min_bytes
+    return doc
+
+
+def _optional_int(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+def _optional_float(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number, got {value!r}")
+    return float(value)
+
+
+def record_path_for(report: Path) -> Path:
+    """``dir/elementwise.ncu-rep(.xz)`` → ``dir/elementwise.harness.json``."""
+    name = report.name
+    for suffix in (".xz", ".ncu-rep"):
+        name = name.removesuffix(suffix)
+    return report.with_name(name + SUFFIX)
+
+
+def dumps(record: HarnessRecord) -> str:
+    """The exact text of a record file."""
+    return FORMAT.dumps(record.to_json())
+
+
+def write_record(record: HarnessRecord, path: Path) -> None:
+    """Write atomically: a reader never sees half a record."""
+    atomic_write_text(path, dumps(record))
+
+
+def read_record(path: Path) -> HarnessRecord:
+    """Read a record file.
+
+    Raises:
+        ReportError: missing, unreadable or malformed.
+    """
+    try:
+        data = FORMAT.load(path)
+    except FileNotFoundError:
+        raise ReportError(
+            f"{path}: harness record not found; `fuseci run` writes it next to the .ncu-rep "
+            "(keep the two files together when you copy a report)"
+        ) from None
+    return HarnessRecord.from_json(data, path)

@@ -1,0 +1,59 @@
+"""The timed run: a harness process outside ncu that times every variant with CUDA events.
+
+``fuseci run`` starts one after profiling (:attr:`~fuseci.measure.command.Mode.TIME`) and
+``fuseci bench`` one per suite (:attr:`~fuseci.measure.command.Mode.BENCH`). Each writes a
+harness record with the timings; :func:`run_timed` runs it under the suite's time limit and
+reads that record back.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from fuseci.errors import BenchError, ReportError
+from fuseci.measure import process
+from fuseci.measure.command import HarnessFiles
+from fuseci.measure.record import HarnessRecord, read_record
+
+#: Lines of the harness log quoted in an error message.
+TAIL_LINES = 8
+
+
+def _last_lines(path: Path) -> str:
+    """The log's last lines on one line, so that the error stays one line on the console."""
+    lines = [line.strip() for line in process.tail(path, TAIL_LINES).splitlines() if line.strip()]
+    return " | ".join(lines) if lines else "(the log is empty)"
+
+
+def run_timed(argv: list[str], files: HarnessFiles, timeout_s: float) -> HarnessRecord:
+    """Run the timed harness and read back its complete record.
+
+    Raises:
+        BenchError: it could not start, timed out, exited non-zero or left no complete record;
+            the message names the log and quotes its last lines.
+    """
+    files.record.parent.mkdir(parents=True, exist_ok=True)
+    files.record.unlink(missing_ok=True)
+    try:
+        returncode = process.run_logged(argv, files.log, timeout_s)
+    except (FileNotFoundError, PermissionError) as exc:
+        raise BenchError(f"cannot execute {argv[0]} for the timed run: {exc.strerror or exc}") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError(
+            f"the timed run did not finish within {timeout_s:g} s (suite key ncu.timeout); see {files.log}; "
+            f"last lines: {_last_lines(files.log)}"
+        ) from None
+    if returncode != 0:
+        how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+        raise BenchError(f"the timed run {how}; see {files.log}; last lines: {_last_lines(files.log)}")
+    try:
+        record = read_record(files.record)
+    except ReportError as exc:
+        raise BenchError(f"the timed run left no usable record ({exc}); see {files.log}") from None
+    if not record.complete:
+        raise BenchError(
+            f"{files.record}: the timed run stopped before its last case; see {files.log}; "
+            f"last lines: {_last_lines(files.log)}"
+        )
+    return record

@@ -1,0 +1,199 @@
+"""Baselines: versioned, deterministic JSON per GPU and suite.
+
+Laid out as ``baselines/<gpu-slug>/<suite>.json``. Each holds the environment fingerprint it
+was recorded under and, per case and variant, the aggregated quantities and kernel inventory.
+Gains are derived from those when comparing, so the file has one source of truth. Files are
+written with sorted keys, fixed rounding and a trailing newline so that diffs review well, and
+only by ``fuseci update-baselines``, atomically.
+
+Two updates of one file (two CI jobs, or a person and CI on a shared checkout) are serialised
+by :func:`locked`: an advisory lock on ``<gpu-slug>/.<suite>.json.lock`` held from reading the
+old baseline to renaming the new one into place, so the second update compares with, and
+builds on, what the first wrote. It waits at most :data:`LOCK_TIMEOUT_S`. The lock file stays
+behind (it is ignored by git) and never blocks once its holder has exited. Readers (``fuseci
+run``) take no lock: the atomic rename shows them the old file or the new one. Locking is
+POSIX-only (see :mod:`fuseci.store.atomic`).
+
+A baseline file that is a symbolic link is read through the link but never written: replacing
+it atomically would turn the link into a file, and writing through it could change a file
+outside ``<gpu-slug>/<suite>.json`` (another card's or suite's baseline). ``update-baselines``
+says so and leaves it alone. Linked *directories* are followed like any directory.
+
+Format history:
+    1: first version.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from fuseci.config.names import gpu_slug
+from fuseci.errors import BaselineError
+from fuseci.frames.inventory import KernelLaunch
+from fuseci.judge.baseline import Baseline, VariantBaseline
+from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock
+from fuseci.store.versioned import DocumentFormat
+
+_FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
+
+FORMAT = DocumentFormat(what="baseline", version=1, fix=_FIX, error=BaselineError)
+
+#: How long ``update-baselines`` waits for another update of the same file (seconds).
+LOCK_TIMEOUT_S = 600.0
+
+
+def to_json(baseline: Baseline) -> dict[str, Any]:
+    """The file's object without ``format_version`` (values rounded, ready for sorted-key JSON)."""
+    return {
+        "fuseci_version": baseline.fuseci_version,
+        "suite": baseline.suite,
+        "env": dict(baseline.env),
+        "cases": {
+            cid: {
+                vid: {
+                    "values": {q: _round(v) for q, v in vb.values.items()},
+                    "kernels": [[k.name, k.grid, k.block, k.registers] for k in vb.kernels],
+                }
+                for vid, vb in variants.items()
+            }
+            for cid, variants in baseline.cases.items()
+        },
+    }
+
+
+def from_json(data: Any, path: Path | str) -> Baseline:
+    """Parse (and upgrade) a baseline file's contents.
+
+    Raises:
+        BaselineError: malformed, or written by a newer fuseci.
+    """
+    data = FORMAT.check(data, path)
+    try:
+        cases = {
+            str(cid): {
+                str(vid): VariantBaseline(
+                    values={str(q): math.nan if v is None else float(v) for q, v in vb["values"].items()},
+                    kernels=tuple(KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3])) for k in vb["kernels"]),
+                )
+                for vid, vb in variants.items()
+            }
+            for cid, variants in data["cases"].items()
+        }
+        return Baseline(
+            suite=str(data["suite"]),
+            env=dict(data["env"]),
+            cases=cases,
+            fuseci_version=str(data.get("fuseci_version", "?")),
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise BaselineError(f"{path}: malformed baseline ({type(exc).__name__}: {exc}); {_FIX}") from None
+
+
+def _round(value: float) -> float | int | None:
+    if math.isnan(value):
+        return None
+    if value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return float(f"{value:.6g}")
+
+
+def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
+    """``<root>/<gpu-slug>/<suite>.json``."""
+    return root / gpu_slug(gpu_name) / f"{suite}.json"
+
+
+def load_baseline(path: Path) -> Baseline | None:
+    """Read a baseline; None when the file does not exist.
+
+    Raises:
+        BaselineError: the file exists but is unreadable, corrupt, or from a newer fuseci.
+    """
+    try:
+        data = FORMAT.load(path)
+    except FileNotFoundError:
+        return None
+    return from_json(data, path)
+
+
+def dumps(baseline: Baseline) -> str:
+    """The exact text written for a baseline."""
+    return FORMAT.dumps(to_json(baseline))
+
+
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    """Write atomically (temporary file in the same directory, then a rename).
+
+    Raises:
+        BaselineError: ``path`` is a symbolic link, or the file cannot be written (read-only
+            directory, full disk); the old file stays as it was, byte for byte, and no
+            temporary file remains.
+    """
+    if path.is_symlink():
+        raise BaselineError(
+            f"{path}: is a symbolic link (to {os.readlink(path)}); update-baselines replaces baseline files "
+            "atomically and does not write through links, which could change another card's or suite's "
+            f"baseline: replace the link with a copy of its target (with GNU cp: cp --remove-destination "
+            f'"$(readlink -f {path})" {path}) and run again'
+        )
+    try:
+        atomic_write_text(path, dumps(baseline))
+    except OSError as exc:
+        raise BaselineError(
+            f"{path}: cannot write baseline: {_why(exc, path.parent)}; the old file is unchanged"
+        ) from None
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of a baseline: ``<gpu-slug>/.<suite>.json.lock``."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the update lock of the baseline file ``path`` for the block (see the module docstring).
+
+    Creates the baseline's directory if needed.
+
+    Raises:
+        BaselineError: another update held the lock for ``timeout_s``, or the lock file cannot be
+            created (read-only baseline directory).
+    """
+    lock = lock_path(path)
+    stack = ExitStack()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(exclusive_lock(lock, timeout_s))
+    except LockTimeout as exc:
+        raise BaselineError(
+            f"{path}: gave up after {exc.waited_s:g} s waiting for the lock {lock}, held by {exc.holder}: "
+            "another `fuseci update-baselines` is updating this baseline; let it finish and run again "
+            "(the lock goes when that process exits; the lock file itself can stay)"
+        ) from None
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot lock for update ({lock}): {_why(exc, path.parent)}") from None
+    with stack:
+        yield
+
+
+def _why(exc: OSError, directory: Path) -> str:
+    """An OSError of a write into ``directory``, with what to do about it."""
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            f"the directory {directory} is not writable ({exc}); update-baselines writes a temporary file "
+            "and a lock file there: make it writable, or pass --baselines with a writable copy of the tree"
+        )
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return f"{exc}; free some space on that file system and run again"
+    return str(exc)
+
+
+def normalized(baseline: Baseline) -> Baseline:
+    """The baseline as it reads back from its file (values rounded), for exact comparisons."""
+    return from_json(json.loads(dumps(baseline)), "<memory>")

@@ -1,0 +1,320 @@
+"""Run files: the measurements of one ``fuseci run``, kept so that runs can be compared later.
+
+``fuseci run --results-dir DIR`` writes one file per invocation,
+``DIR/<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json``. It holds, for every suite that was
+measured, what the verdicts are derived from rather than the verdicts: the suite file's path as
+given, the full harness record (environment, profiler settings, correctness checks, timings) and
+the per-kernel frame (:data:`fuseci.frames.report.KERNEL_COLUMNS`, one object per kernel, NaN as
+null). Suites that could not be profiled are absent. ``fuseci compare A B`` reads two run files
+back and judges B with A as its baseline, under the suite files' current policies, so a pull
+request's run gets exactly the verdicts ``fuseci run`` would give it if main's run were the
+stored baseline (an environment difference blocks the comparison unless accepted).
+
+A run file is written once, atomically, and never replaced: when the name is taken (two runs in
+the same second), a suffix ``_2``, ``_3``... is added. The file is published with a hard link, which fails
+rather than overwrite; on file systems without hard links it falls back to a check and a rename.
+
+Format history:
+    1: first version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fuseci import __version__
+from fuseci.config import names
+from fuseci.errors import ReportError
+from fuseci.frames import report
+from fuseci.frames.metrics import SuiteResults, summarize
+from fuseci.measure.record import HarnessRecord
+from fuseci.store.atomic import atomic_write_text
+from fuseci.store.versioned import DocumentFormat
+
+log = logging.getLogger(__name__)
+
+
+#: Names of run files as :func:`save_run` writes them; the timestamp orders a directory's runs.
+NAME_PATTERN = re.compile(r"^(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json$")
+
+_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+_SHORT_SHA = 7
+_WHAT_IS_A_RUN = "a run file is written by `fuseci run --results-dir DIR`: pass one, or DIR itself for its newest run"
+
+
+def _lookalike(data: Any) -> str:
+    if isinstance(data, dict) and "suites" in data and "format" not in data:
+        return "it looks like the verdicts of `fuseci run --json`, which cannot be judged again"
+    return ""
+
+
+# allow_nan: a record keeps the infinite error of a NaN output as the harness wrote it.
+FORMAT = DocumentFormat(
+    what="run file", name="fuseci-run", version=1, fix=_WHAT_IS_A_RUN, allow_nan=True, lookalike=_lookalike
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run file, read back."""
+
+    path: Path
+    """The file."""
+    fuseci_version: str
+    """fuseci version that wrote it."""
+    created: str
+    """UTC time the run was saved, ``YYYY-mm-ddTHH:MM:SSZ``."""
+    git_commit: str | None
+    """Commit the run measured (``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
+    gpu_name: str | None
+    """GPU the suites ran on (None when the run measured no suite)."""
+    suites: Mapping[str, SuiteResults]
+    """Measurements by suite id, rebuilt with :func:`fuseci.frames.metrics.summarize`."""
+    suite_paths: Mapping[str, str]
+    """Suite file of each suite id, as given to ``fuseci run``."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def git_commit() -> str | None:
+    """The commit being measured: ``$GITHUB_SHA``, else ``git rev-parse HEAD`` in the current
+    directory, else None (no git, not a checkout, or git refused); never raises."""
+    sha = os.environ.get("GITHUB_SHA", "").strip()
+    if _SHA.match(sha):
+        return sha.lower()
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.info("no git commit recorded: %s", exc)
+        return None
+    out = done.stdout.strip()
+    return out.lower() if done.returncode == 0 and _SHA.match(out) else None
+
+
+def _cell(value: Any) -> Any:
+    """A frame cell as JSON: native types, NaN (or any missing value) as null."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value
+
+
+def _kernels_json(kernels: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{c: _cell(row[c]) for c in report.KERNEL_COLUMNS} for row in kernels.to_dict("records")]
+
+
+def _suite_json(results: SuiteResults, suite_path: str) -> dict[str, Any]:
+    return {"suite_path": suite_path, "record": results.record.to_json(), "kernels": _kernels_json(results.kernels)}
+
+
+def _gpu_name(results: Sequence[SuiteResults]) -> str | None:
+    gpus = sorted({str(r.env.get("gpu_name")) for r in results if r.env.get("gpu_name")})
+    return ", ".join(gpus) or None
+
+
+def _document(
+    results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path], created: datetime, commit: str | None
+) -> dict[str, Any]:
+    """The run file's dict."""
+    suites: dict[str, Any] = {}
+    for r in results:
+        if r.suite in suites:
+            raise ReportError(
+                f"suite {r.suite!r} was measured twice in this run ({suite_paths[r.suite]}); a run file keeps "
+                "one result per suite name: give each suite file its own `suite:` name"
+            )
+        suites[r.suite] = _suite_json(r, str(suite_paths[r.suite]))
+    return {
+        "fuseci_version": __version__,
+        "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": commit,
+        "gpu_name": _gpu_name(results),
+        "suites": suites,
+    }
+
+
+def _publish(staged: Path, directory: Path, stem: str) -> Path:
+    """Give the staged file the first free name; a hard link never replaces an existing file."""
+    n = 1
+    while True:
+        path = directory / (f"{stem}.json" if n == 1 else f"{stem}_{n}.json")
+        n += 1
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here (some network and FUSE file systems): check, then rename
+            if path.exists():
+                continue
+            os.replace(staged, path)
+        return path
+
+
+def save_run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path], directory: Path) -> Path:
+    """Write one run file into ``directory`` (created if needed) and return its path.
+
+    Named ``<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json`` (UTC); ``_2``, ``_3``... is
+    added when that name is taken, so no existing file is ever replaced. Written atomically: a
+    reader sees the whole file or none.
+
+    Args:
+        results: The measured suites (those that failed to profile are simply not in it).
+        suite_paths: Suite file of each suite id, as given.
+        directory: The results directory.
+
+    Raises:
+        ReportError: the directory cannot be created or written, or two results share a suite name.
+    """
+    created, sha = _now(), git_commit()
+    doc = _document(results, suite_paths, created, sha)
+    text = FORMAT.dumps(doc, indent=1)
+    stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(_gpu_name(results) or 'unknown')}"
+    if sha:
+        stem += f"-{sha[:_SHORT_SHA]}"
+    staged = directory / f".{stem}.{os.getpid()}.staged"
+    try:
+        atomic_write_text(staged, text)
+        return _publish(staged, directory, stem)
+    except OSError as exc:
+        raise ReportError(
+            f"{directory}: cannot write the run file: {exc}; make the directory writable or pass another --results-dir"
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):  # a failure to tidy up must not hide the real error
+            staged.unlink(missing_ok=True)
+
+
+def resolve_run(path: Path) -> Path:
+    """The run file ``path`` stands for: a file is itself; a directory means its newest run file
+    (by the timestamp in its name, then by modification time, then by the ``_N`` suffix).
+
+    Raises:
+        ReportError: nothing exists at ``path``, or the directory holds no run file.
+    """
+    if path.is_dir():
+        found: list[tuple[str, int, int, Path]] = []
+        for p in path.iterdir():
+            m = NAME_PATTERN.match(p.name)
+            if m is None:
+                continue
+            try:
+                if p.is_file():
+                    found.append((m.group(1), p.stat().st_mtime_ns, int(m.group(2) or 1), p))
+            except OSError:  # vanished or unreadable: not a candidate
+                continue
+        if not found:
+            raise ReportError(
+                f"{path}: holds no run file (<YYYYmmddTHHMMSSZ>-<gpu>.json); write one with "
+                f"`fuseci run --results-dir {path}`, or pass a run file"
+            )
+        return max(found)[3]
+    if not path.exists():
+        raise ReportError(f"{path}: no such run file or results directory; {_WHAT_IS_A_RUN}")
+    return path
+
+
+def _kernel_row(raw: Any, suite: str) -> dict[str, Any]:
+    """One kernel object of a run file as a frame row; metrics missing or null read as NaN."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"a kernel entry must be an object, got {raw!r}")
+    row: dict[str, Any] = {}
+    for column in report.KERNEL_COLUMNS:
+        value = raw.get(column)
+        if column in names.NCU_METRICS:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise TypeError(f"kernel {column} must be a number or null, got {value!r}")
+            row[column] = math.nan if value is None else float(value)
+        elif column == names.KERNEL_INDEX:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"kernel {column} must be an integer, got {value!r}")
+            row[column] = value
+        else:
+            if not isinstance(value, str):
+                raise TypeError(f"kernel {column} must be a string, got {value!r}")
+            row[column] = value
+    if row[names.SUITE] != suite:
+        raise ValueError(f"a kernel of suite {row[names.SUITE]!r} is filed under suite {suite!r}")
+    return row
+
+
+def _suite_results(sid: str, data: Any, path: Path) -> tuple[SuiteResults, str]:
+    if not isinstance(data, dict):
+        raise TypeError(f"suite {sid!r} must be an object")
+    suite_path = data["suite_path"]
+    if not isinstance(suite_path, str):
+        raise TypeError(f"suite {sid!r}: suite_path must be a string, got {suite_path!r}")
+    try:
+        record = HarnessRecord.from_json(data["record"], path)
+    except ReportError as exc:
+        raise ReportError(f"{exc} (the record of suite {sid!r}); {_WHAT_IS_A_RUN}") from None
+    if record.suite != sid:
+        raise ValueError(f"the record filed under suite {sid!r} is of suite {record.suite!r}")
+    raw = data["kernels"]
+    if not isinstance(raw, list):
+        raise TypeError(f"suite {sid!r}: kernels must be a list")
+    rows = [_kernel_row(k, sid) for k in raw]
+    kernels = (
+        pd.DataFrame.from_records(rows, columns=list(report.KERNEL_COLUMNS)) if rows else report.read_report_empty()
+    )
+    return summarize(kernels, record), suite_path
+
+
+def _optional_str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{key} must be a string or null, got {value!r}")
+    return value
+
+
+def load_run(path: Path) -> Run:
+    """Read a run file back, rebuilding each suite's frames from its record and kernels.
+
+    Raises:
+        ReportError: the file is missing, unreadable, not JSON, not a run file, from a newer
+            fuseci, or malformed; the message names the file and says what to do.
+    """
+    try:
+        data = FORMAT.load(path)
+    except FileNotFoundError:
+        raise ReportError(f"{path}: run file not found; {_WHAT_IS_A_RUN}") from None
+    try:
+        suites_data = data["suites"]
+        if not isinstance(suites_data, dict):
+            raise TypeError("suites must be an object")
+        suites: dict[str, SuiteResults] = {}
+        suite_paths: dict[str, str] = {}
+        for sid, entry in suites_data.items():
+            suites[sid], suite_paths[sid] = _suite_results(sid, entry, path)
+        created = data["created"]
+        if not isinstance(created, str):
+            raise TypeError(f"created must be a string, got {created!r}")
+        return Run(
+            path=path,
+            fuseci_version=str(data.get("fuseci_version", "?")),
+            created=created,
+            git_commit=_optional_str(data, "git_commit"),
+            gpu_name=_optional_str(data, "gpu_name"),
+            suites=suites,
+            suite_paths=suite_paths,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReportError(
+            f"{path}: malformed run file ({type(exc).__name__}: {exc}); write a new one with "
+            "`fuseci run --results-dir DIR`"
+        ) from None

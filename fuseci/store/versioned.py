@@ -1,0 +1,182 @@
+"""What every versioned JSON document of fuseci shares: bounded reading, the format check,
+upgrades of older versions, and exact, reviewable writing.
+
+A document names its kind in ``format`` (baselines and results files, the oldest formats, have
+none) and its version in ``format_version``. :meth:`DocumentFormat.load` reads a file as hostile
+input: at most :attr:`DocumentFormat.max_bytes` bytes, never a hang on a device or a FIFO, at
+most :data:`MAX_DEPTH` levels of nesting, integers of at most :data:`MAX_INT_DIGITS` digits,
+``NaN``/``Infinity`` only where the format allows them, no lone surrogates; then the format
+and version are checked and older versions upgraded in turn. Every failure is one line naming
+the file and how to get a good one, raised as the format's error class.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuseci import __version__
+from fuseci.errors import FuseciError, ReportError
+
+#: Deepest nesting of arrays and objects read; fuseci's documents need about 8 levels.
+MAX_DEPTH = 32
+#: Longest integer literal read; no count, size or id fuseci writes comes near it.
+MAX_INT_DIGITS = 40
+
+Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class DocumentError(ValueError):
+    """The content of a document is not what its format allows; the message says where."""
+
+
+def _reject_constant(name: str) -> float:
+    raise DocumentError(f"{name} is not a number this document may hold")
+
+
+def _bounded_int(text: str) -> int:
+    digits = text.lstrip("-")
+    if len(digits) > MAX_INT_DIGITS:
+        raise DocumentError(f"an integer of {len(digits)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _check_tree(value: Any, depth: int = 0) -> None:
+    """Bounded nesting and strings that are valid Unicode (no lone surrogates)."""
+    if depth > MAX_DEPTH:
+        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DocumentError(f"a string holds a lone surrogate: {value[:40]!a}") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_tree(k, depth + 1)
+            _check_tree(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_tree(v, depth + 1)
+
+
+def read_bounded(path: Path, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of a regular file (a device, FIFO or directory is refused
+    before it is opened for reading, so ``/dev/zero`` or a pipe never hangs the reader).
+
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        OSError: not a regular file (``errno`` unset, message says what it is), or unreadable.
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise OSError(f"is {what}")
+    with open(path, "rb") as fh:
+        return fh.read(max_bytes + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFormat:
+    """One versioned JSON format: how to check, upgrade, read and write its documents."""
+
+    what: str
+    """What a document of this format is called in messages (``harness record``)."""
+    version: int
+    """The version this fuseci writes."""
+    fix: str
+    """How to get a good document, quoted in every error."""
+    name: str | None = None
+    """The ``format`` field's value; None for formats that never had one."""
+    error: type[FuseciError] = ReportError
+    """What reading raises."""
+    upgrades: Mapping[int, Upgrade] = field(default_factory=dict)
+    """``upgrades[n]`` turns a version-``n`` document into a version-``n+1`` one."""
+    allow_nan: bool = False
+    """Whether ``NaN`` and ``Infinity`` may appear (a harness record keeps the infinite error
+    of an output that held NaN)."""
+    max_bytes: int = 64 << 20
+    """Largest file read."""
+    lookalike: Callable[[Any], str] | None = None
+    """Says what a document that is not of this format looks like instead (or ``""``)."""
+
+    def fail(self, path: Path | str, problem: str) -> FuseciError:
+        """The one-line error for ``path``."""
+        return self.error(f"{path}: {problem}; {self.fix}")
+
+    def parse(self, text: str, path: Path | str) -> dict[str, Any]:
+        """Parse a document's text, check its format and version, and upgrade it.
+
+        Raises:
+            FuseciError: (:attr:`error`) not JSON, over a limit, not this format, or newer.
+        """
+        try:
+            data = json.loads(
+                text,
+                parse_int=_bounded_int,
+                parse_constant=(lambda c: float(c)) if self.allow_nan else _reject_constant,
+            )
+            _check_tree(data)
+        except json.JSONDecodeError as exc:
+            raise self.fail(f"{path}:{exc.lineno}:{exc.colno}", f"not JSON ({exc.msg}), so not a {self.what}") from None
+        except (DocumentError, ValueError, RecursionError) as exc:
+            raise self.fail(path, f"not a valid {self.what}: {exc}") from None
+        return self.check(data, path)
+
+    def check(self, data: Any, path: Path | str) -> dict[str, Any]:
+        """Check an already-parsed document's format and version, and upgrade it."""
+        if not isinstance(data, dict) or (self.name is not None and data.get("format") != self.name):
+            hint = self.lookalike(data) if self.lookalike else ""
+            raise self.fail(path, f"not a fuseci {self.what}{f' ({hint})' if hint else ''}")
+        version = data.get("format_version")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise self.fail(path, f"invalid {self.what} format_version {version!r}")
+        if version > self.version:
+            raise self.error(
+                f"{path}: {self.what} format {version} was written by a newer fuseci "
+                f"({str(data.get('fuseci_version', '?'))[:40]}); this is fuseci {__version__}, which reads format "
+                f"{self.version}: upgrade fuseci"
+            )
+        while version < self.version:
+            data = self.upgrades[version](data)
+            version += 1
+        return data
+
+    def load(self, path: Path) -> dict[str, Any]:
+        """Read ``path`` as a document of this format (see the module docstring).
+
+        Raises:
+            FileNotFoundError: nothing at ``path`` (callers say what a missing file means).
+            FuseciError: (:attr:`error`) unreadable, over a limit, malformed, or newer.
+        """
+        try:
+            raw = read_bounded(path, self.max_bytes)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise self.fail(path, f"cannot read the {self.what}: {exc.strerror or exc}") from None
+        if len(raw) > self.max_bytes:
+            raise self.fail(path, f"over {self.max_bytes >> 20} MiB, more than any {self.what}")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(path, f"not UTF-8 text (byte {exc.start}), so not a {self.what}") from None
+        return self.parse(text, path)
+
+    def dumps(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
+        """The exact text of a document: ``format`` and ``format_version`` added, keys sorted,
+        a trailing newline."""
+        doc: dict[str, Any] = {"format_version": self.version, **body}
+        if self.name is not None:
+            doc["format"] = self.name
+        return json.dumps(doc, indent=indent, sort_keys=True, allow_nan=self.allow_nan) + "\n"
+
+
+def finite(value: float) -> float | None:
+    """A number for a document that holds no NaN or infinity: those become null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
