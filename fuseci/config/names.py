@@ -95,6 +95,22 @@ EVENT_TIME_IQR = "event_time.iqr"
 """Interquartile range of the timed calls, ns."""
 EVENT_TIME_REPEATS = "event_time.repeats"
 """Timed calls behind the median."""
+EVENT_TIME_Q1 = "event_time.q1"
+"""25th percentile of the timed calls, ns."""
+EVENT_TIME_Q3 = "event_time.q3"
+"""75th percentile of the timed calls, ns."""
+EVENT_TIME_MIN = "event_time.min"
+"""Fastest timed call, ns."""
+EVENT_TIME_MAX = "event_time.max"
+"""Slowest timed call, ns."""
+HOST_TIME = "host_time"
+"""Median wall time, ns, from a call's start to its return on the host, while the GPU still works
+through the calls queued before it: small for a call that only launches, as long as the queue
+for a call that waits for the GPU."""
+HOST_BLOCKING = "host_blocking"
+"""Fraction of probe calls that returned only after earlier GPU work (a spin kernel queued
+first) had finished: 0 for a call that never waits for the GPU, 1 for one that synchronises
+every time (a device-to-host copy, a stream or device synchronisation)."""
 MIN_BYTES = "min_bytes"
 """Fewest DRAM bytes the case can move: every input read once, every output written once."""
 BYTES_RATIO = "dram_bytes_over_min"
@@ -125,6 +141,8 @@ LABELS: dict[str, str] = {
     OCC_THEORETICAL: "theoretical occupancy",
     L2_WRITE_BYTES: "L2 bytes written",
     EVENT_TIME: "CUDA-event time",
+    HOST_TIME: "host time per call",
+    HOST_BLOCKING: "host blocking",
     MIN_BYTES: "minimum DRAM bytes",
     BYTES_RATIO: "DRAM bytes ÷ minimum",
 }

@@ -33,6 +33,12 @@ RECORD_QUANTITIES: tuple[str, ...] = (
     names.EVENT_TIME,
     names.EVENT_TIME_IQR,
     names.EVENT_TIME_REPEATS,
+    names.EVENT_TIME_Q1,
+    names.EVENT_TIME_Q3,
+    names.EVENT_TIME_MIN,
+    names.EVENT_TIME_MAX,
+    names.HOST_TIME,
+    names.HOST_BLOCKING,
     names.MIN_BYTES,
     names.BYTES_RATIO,
 )
@@ -98,15 +104,32 @@ def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
     """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.measure.record.VariantTiming`,
     at least one).
 
-    One pass gives its median, IQR and count of calls. Several (a re-measured case) give the
-    median of the medians, the median IQR and the total count, so the standard error the gate
-    derives from them (:func:`fuseci.judge.checks.time_noise`) shrinks as passes are added.
+    One pass gives its median, IQR, quartiles and count of calls. Several (a re-measured case)
+    give the median of the medians (and of the IQRs and quartiles), the total count, so the
+    standard error the gate derives from them (:func:`fuseci.judge.checks.time_noise`) shrinks
+    as passes are added, the fastest and the slowest call of all, the median host time, and
+    the fraction of all blocking probes that blocked. What older records lack stays out.
     """
-    return {
+
+    out = {
         names.EVENT_TIME: float(statistics.median(t.median_ns for t in passes)),
         names.EVENT_TIME_IQR: float(statistics.median(t.iqr_ns for t in passes)),
         names.EVENT_TIME_REPEATS: float(sum(t.repeats for t in passes)),
+        names.EVENT_TIME_MIN: float(min(t.min_ns for t in passes)),
+        names.EVENT_TIME_MAX: float(max(t.max_ns for t in passes)),
     }
+    for q, values in (
+        (names.EVENT_TIME_Q1, [t.q1_ns for t in passes]),
+        (names.EVENT_TIME_Q3, [t.q3_ns for t in passes]),
+        (names.HOST_TIME, [t.host_ns for t in passes]),
+    ):
+        known = [v for v in values if v is not None]
+        if known:
+            out[q] = float(statistics.median(known))
+    trials = sum(t.block_trials or 0 for t in passes)
+    if trials:
+        out[names.HOST_BLOCKING] = sum(t.blocked_calls or 0 for t in passes) / trials
+    return out
 
 
 def with_record(variants: pd.DataFrame, record: HarnessRecord) -> pd.DataFrame:

@@ -136,7 +136,16 @@ def _judge_case(
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
             )
-            measurements.append(VariantMeasurement(v.id, ctx.values, ctx.gains or {}, ctx.kernels))
+            measurements.append(
+                VariantMeasurement(
+                    v.id,
+                    ctx.values,
+                    ctx.gains or {},
+                    ctx.kernels,
+                    baseline_values=ctx.baseline_values() or {},
+                    baseline_kernels=ctx.baseline_kernels(),
+                )
+            )
             checks += _variant_checks(ctx)
     for v in case.variants:
         if v.caught_by:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fuseci.config.model import Suite
@@ -109,6 +109,10 @@ class VariantMeasurement:
     """Fusion gains (empty for ``unfused``)."""
     kernels: tuple[KernelLaunch, ...]
     """Kernel inventory."""
+    baseline_values: Mapping[str, float] = field(default_factory=dict)
+    """The quantities of the baseline it is judged against (empty without one)."""
+    baseline_kernels: tuple[KernelLaunch, ...] = ()
+    """The kernel inventory of that baseline (empty without one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,16 @@ Format history (``fuseci-harness-record``):
        records too (the timed pass of ``fuseci run``); absent means none, as above.
     2: the ``profiler`` object holds exactly :class:`ProfilerInfo`'s fields; version 1's
        ``timing_repeats`` (each timing carries its own ``repeats``) is dropped on upgrade.
+       Timings may carry ``q1_ns``, ``q3_ns``, ``samples_ns`` (every timed call), ``host_ns``
+       (when calls return on the host) and ``blocked_calls`` of ``block_trials`` (calls that
+       waited for the GPU); absent means unknown.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +119,21 @@ class VariantTiming:
     """Independently generated input sets the calls rotated over, so that caches do not flatter."""
     min_bytes: int
     """Fewest DRAM bytes the variant must move: every input read once, every output written once."""
+    q1_ns: float | None = None
+    """25th percentile of the timed calls (None in records older than this field)."""
+    q3_ns: float | None = None
+    """75th percentile of the timed calls (None in records older than this field)."""
+    samples_ns: tuple[float, ...] = ()
+    """Every timed call, in the order run (empty in records older than this field)."""
+    host_ns: float | None = None
+    """Median wall time from a timed call's start to its return on the host, ns (None in older
+    records): a call that only launches returns in microseconds; one that waits for the GPU
+    returns when the work queued before it is done."""
+    blocked_calls: int | None = None
+    """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued
+    just before them had finished: the call waited for the GPU (None in older records)."""
+    block_trials: int | None = None
+    """Probe calls made to count :attr:`blocked_calls`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,14 +321,33 @@ def _case(cid: str, c: Any) -> CaseRecord:
         message=_str(c.get("message", ""), f"case {cid!r} message"),
         measured=tuple(_str(v, f"case {cid!r} measured") for v in c.get("measured", ())),
         checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
-        timings=tuple(VariantTiming(**t) for t in c.get("timings", ())),
-        retimings=tuple(tuple(VariantTiming(**t) for t in r) for r in c.get("retimings", ())),
+        timings=tuple(_timing(t) for t in c.get("timings", ())),
+        retimings=tuple(tuple(_timing(t) for t in r) for r in c.get("retimings", ())),
         min_bytes=_optional_int(c.get("min_bytes"), "min_bytes"),
     )
 
 
 def _plain(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+def _timing_json(t: VariantTiming) -> dict[str, Any]:
+    """A timing's object; fields still at their defaults (unknown: an older harness) are left out."""
+    doc: dict[str, Any] = {}
+    for f in fields(VariantTiming):
+        value = getattr(t, f.name)
+        if f.default is MISSING or value != f.default:
+            doc[f.name] = list(value) if isinstance(value, tuple) else value
+    return doc
+
+
+def _timing(data: Any) -> VariantTiming:
+    if not isinstance(data, dict):
+        raise TypeError(f"a timing must be an object, got {type(data).__name__}")
+    samples = data.get("samples_ns", ())
+    if not isinstance(samples, list | tuple):
+        raise TypeError(f"samples_ns must be a list, got {samples!r}")
+    return VariantTiming(**{**data, "samples_ns": tuple(float(s) for s in samples)})
 
 
 def _case_json(c: CaseRecord) -> dict[str, Any]:
@@ -322,9 +359,9 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
     }
     # Written only when present, so that records without them keep their old shape.
     if c.timings:
-        doc["timings"] = [_plain(t) for t in c.timings]
+        doc["timings"] = [_timing_json(t) for t in c.timings]
     if c.retimings:
-        doc["retimings"] = [[_plain(t) for t in r] for r in c.retimings]
+        doc["retimings"] = [[_timing_json(t) for t in r] for r in c.retimings]
     if c.min_bytes is not None:
         doc["min_bytes"] = c.min_bytes
     return doc

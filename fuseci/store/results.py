@@ -7,7 +7,8 @@ Numbers that are NaN or infinite are written as null and come back as None.
 Format history (no ``format`` field):
     1: first version.
     1 (still): optional per-check ``retry`` (a borderline speedup that was re-measured);
-       absent means false.
+       absent means false. Optional per-variant ``baseline_values`` and ``baseline_kernels``
+       (what the variant was judged against); absent means none.
 """
 
 from __future__ import annotations
@@ -56,6 +57,24 @@ def _check_json(k: MetricDelta) -> dict[str, Any]:
     return doc
 
 
+def _kernels_json(kernels: tuple[KernelLaunch, ...]) -> list[dict[str, Any]]:
+    return [{"name": k.name, "grid": k.grid, "block": k.block, "registers": k.registers} for k in kernels]
+
+
+def _variant_json(v: VariantMeasurement) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "variant": v.variant,
+        "values": {q: _num(x) for q, x in v.values.items()},
+        "gains": {q: _num(x) for q, x in v.gains.items()},
+        "kernels": _kernels_json(v.kernels),
+    }
+    if v.baseline_values:
+        doc["baseline_values"] = {q: _num(x) for q, x in v.baseline_values.items()}
+    if v.baseline_kernels:
+        doc["baseline_kernels"] = _kernels_json(v.baseline_kernels)
+    return doc
+
+
 def _suite_json(c: Comparison) -> dict[str, Any]:
     return {
         "suite": c.suite,
@@ -76,18 +95,7 @@ def _suite_json(c: Comparison) -> dict[str, Any]:
                 "verdict": case.verdict.value,
                 "notes": list(case.notes),
                 "checks": [_check_json(k) for k in case.checks],
-                "variants": [
-                    {
-                        "variant": v.variant,
-                        "values": {q: _num(x) for q, x in v.values.items()},
-                        "gains": {q: _num(x) for q, x in v.gains.items()},
-                        "kernels": [
-                            {"name": k.name, "grid": k.grid, "block": k.block, "registers": k.registers}
-                            for k in v.kernels
-                        ],
-                    }
-                    for v in case.variants
-                ],
+                "variants": [_variant_json(v) for v in case.variants],
             }
             for case in c.cases
         ],
@@ -101,6 +109,10 @@ def dumps(comparisons: list[Comparison]) -> str:
 
 def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
+
+
+def _kernels(data: Any) -> tuple[KernelLaunch, ...]:
+    return tuple(KernelLaunch(k["name"], k["grid"], k["block"], k["registers"]) for k in data)
 
 
 def _case(data: dict[str, Any]) -> CaseResult:
@@ -126,7 +138,9 @@ def _case(data: dict[str, Any]) -> CaseResult:
             variant=v["variant"],
             values={q: _float(x) for q, x in v["values"].items()},
             gains={q: _float(x) for q, x in v["gains"].items()},
-            kernels=tuple(KernelLaunch(k["name"], k["grid"], k["block"], k["registers"]) for k in v["kernels"]),
+            kernels=_kernels(v["kernels"]),
+            baseline_values={q: _float(x) for q, x in v.get("baseline_values", {}).items()},
+            baseline_kernels=_kernels(v.get("baseline_kernels", ())),
         )
         for v in data["variants"]
     )
