@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from types import ModuleType
 
 import cupy as cp
 
@@ -69,3 +70,9 @@ def require(array: object, dtype: object, name: str, ndim: int | None = None) ->
     if ndim is not None and array.ndim != ndim:
         raise TypeError(f"{name}: expected {ndim} dimensions, got shape {array.shape}")
     return cp.ascontiguousarray(array)
+
+
+def xp_of(*arrays: object) -> ModuleType:
+    """The array namespace of ``arrays``: CuPy for device arrays, NumPy otherwise. References
+    use it so that the harness can evaluate them on the GPU in float64, and tests on the host."""
+    return cp.get_array_module(*arrays)

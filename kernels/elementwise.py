@@ -11,7 +11,7 @@ import math
 import cupy as cp
 import numpy as np
 
-from kernels._cuda import ceil_div, compile_kernel, require, sm_count
+from kernels._cuda import ceil_div, compile_kernel, require, sm_count, xp_of
 from kernels._vector import VectorKernel
 
 # --- scale -> ReLU -> add --------------------------------------------------------------------
@@ -41,8 +41,8 @@ def scale_relu_add_fused(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarr
 
 
 def scale_relu_add_reference(x: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
-    """float64 reference."""
-    return np.maximum(alpha * x, 0.0) + y
+    """float64 reference (NumPy or CuPy arrays)."""
+    return xp_of(x).maximum(alpha * x, 0.0) + y
 
 
 # --- bias + GELU (tanh approximation) --------------------------------------------------------
@@ -111,9 +111,9 @@ def bias_gelu_fused(x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
 
 
 def bias_gelu_reference(x: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """float64 reference."""
+    """float64 reference (NumPy or CuPy arrays)."""
     h = x + bias
-    return 0.5 * h * (1.0 + np.tanh(_GELU_C * (h + 0.044715 * h**3)))
+    return 0.5 * h * (1.0 + xp_of(h).tanh(_GELU_C * (h + 0.044715 * h**3)))
 
 
 # --- ReLU -> BatchNorm (inference) -> residual add -> ReLU --------------------------------------
@@ -190,14 +190,15 @@ def relu_bn_add_relu_reference(
     beta: np.ndarray,
     eps: float,
 ) -> np.ndarray:
-    """float64 reference."""
+    """float64 reference (NumPy or CuPy arrays)."""
+    xp = xp_of(x)
 
     def ch(v: np.ndarray) -> np.ndarray:
         return v.reshape(1, -1, 1, 1)
 
-    h = np.maximum(x, 0.0)
-    h = (h - ch(mean)) / np.sqrt(ch(var) + eps) * ch(gamma) + ch(beta)
-    return np.maximum(h + residual, 0.0)
+    h = xp.maximum(x, 0.0)
+    h = (h - ch(mean)) / xp.sqrt(ch(var) + eps) * ch(gamma) + ch(beta)
+    return xp.maximum(h + residual, 0.0)
 
 
 # --- loop fusion: A = B + C, then D = A * E, A dead afterwards -------------------------------
@@ -226,7 +227,7 @@ def add_mul_fused(b: cp.ndarray, c: cp.ndarray, e: cp.ndarray) -> cp.ndarray:
 
 
 def add_mul_reference(b: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """float64 reference."""
+    """float64 reference (NumPy or CuPy arrays)."""
     return (b + c) * e
 
 
@@ -255,5 +256,5 @@ def relu_and_scale_fused(x1: cp.ndarray, x2: cp.ndarray, alpha: float) -> tuple[
 
 
 def relu_and_scale_reference(x1: np.ndarray, x2: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """float64 reference."""
-    return np.maximum(x1, 0.0), alpha * x2
+    """float64 reference (NumPy or CuPy arrays)."""
+    return xp_of(x1).maximum(x1, 0.0), alpha * x2

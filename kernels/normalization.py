@@ -12,7 +12,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from kernels._cuda import ceil_div, compile_kernel, require
+from kernels._cuda import ceil_div, compile_kernel, require, xp_of
 
 _THREADS = 256
 _ROWS_PER_BLOCK = _THREADS // 32
@@ -276,12 +276,12 @@ def relu_layernorm_fused(x: cp.ndarray, gamma: cp.ndarray, beta: cp.ndarray, eps
 def _layernorm_np(h: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
     mean = h.mean(axis=-1, keepdims=True)
     var = ((h - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (h - mean) / np.sqrt(var + eps) * gamma + beta
+    return (h - mean) / xp_of(h).sqrt(var + eps) * gamma + beta
 
 
 def relu_layernorm_reference(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
-    """float64 reference."""
-    return _layernorm_np(np.maximum(x, 0.0), gamma, beta, eps)
+    """float64 reference (NumPy or CuPy arrays)."""
+    return _layernorm_np(xp_of(x).maximum(x, 0.0), gamma, beta, eps)
 
 
 # --- residual add + LayerNorm (returns the normalised output and the sum) --------------------
@@ -313,7 +313,7 @@ def add_layernorm_fused(
 def add_layernorm_reference(
     x: np.ndarray, residual: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """float64 reference."""
+    """float64 reference (NumPy or CuPy arrays)."""
     h = x + residual
     return _layernorm_np(h, gamma, beta, eps), h
 
@@ -341,5 +341,5 @@ def rmsnorm_f16_fused(x: cp.ndarray, weight: cp.ndarray, eps: float) -> cp.ndarr
 
 
 def rmsnorm_f16_reference(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    """float64 reference (the harness compares the float16 outputs against it)."""
-    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight
+    """float64 reference, NumPy or CuPy arrays (the harness compares the float16 outputs against it)."""
+    return x / xp_of(x).sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight

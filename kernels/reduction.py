@@ -12,7 +12,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from kernels._cuda import ceil_div, compile_kernel, require, sm_count
+from kernels._cuda import ceil_div, compile_kernel, require, sm_count, xp_of
 
 _THREADS = 256
 
@@ -114,8 +114,9 @@ def l2_norm_fused(x: cp.ndarray) -> cp.ndarray:
 
 
 def l2_norm_reference(x: np.ndarray) -> np.ndarray:
-    """float64 reference."""
-    return np.asarray(np.sqrt(np.sum(x * x)))
+    """float64 reference (NumPy or CuPy arrays)."""
+    xp = xp_of(x)
+    return xp.asarray(xp.sqrt(xp.sum(x * x)))
 
 
 # --- sum and sum of squares ------------------------------------------------------------------
@@ -133,8 +134,9 @@ def sum_sumsq_fused(x: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
 
 
 def sum_sumsq_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 reference."""
-    return np.asarray(np.sum(x)), np.asarray(np.sum(x * x))
+    """float64 reference (NumPy or CuPy arrays)."""
+    xp = xp_of(x)
+    return xp.asarray(xp.sum(x)), xp.asarray(xp.sum(x * x))
 
 
 # --- row softmax -----------------------------------------------------------------------------
@@ -232,6 +234,6 @@ def softmax_fused(x: cp.ndarray) -> cp.ndarray:
 
 
 def softmax_reference(x: np.ndarray) -> np.ndarray:
-    """float64 reference."""
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    """float64 reference (NumPy or CuPy arrays)."""
+    e = xp_of(x).exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)

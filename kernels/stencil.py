@@ -15,7 +15,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from kernels._cuda import ceil_div, compile_kernel, require
+from kernels._cuda import ceil_div, compile_kernel, require, xp_of
 
 _TILE_W, _TILE_H = 32, 8
 _COUT_PER_BLOCK = 8
@@ -264,15 +264,19 @@ def conv_bias_relu_fused(x: cp.ndarray, weight: cp.ndarray, bias: cp.ndarray) ->
 
 
 def conv_bias_relu_reference(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """float64 reference: 3×3, stride 1, zero padding 1, cross-correlation as in deep learning."""
+    """float64 reference (NumPy or CuPy arrays): 3×3, stride 1, zero padding 1, cross-correlation
+    as in deep learning."""
+    xp = xp_of(x)
     n, _, height, width = x.shape
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    y = np.zeros((n, weight.shape[0], height, width))
+    padded = xp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = xp.zeros((n, weight.shape[0], height, width))
+    # NumPy's einsum sums two operands in a plain loop unless asked to use BLAS; CuPy's always does.
+    options = {"optimize": True} if xp is np else {}
     for dy in range(3):
         for dx in range(3):
             window = padded[:, :, dy : dy + height, dx : dx + width]
-            y += np.einsum("nchw,oc->nohw", window, weight[:, :, dy, dx], optimize=True)
-    return np.maximum(y + bias.reshape(1, -1, 1, 1), 0.0)
+            y += xp.einsum("nchw,oc->nohw", window, weight[:, :, dy, dx], **options)
+    return xp.maximum(y + bias.reshape(1, -1, 1, 1), 0.0)
 
 
 # --- depthwise 3x3 -> affine -> ReLU6 --------------------------------------------------------
@@ -316,11 +320,12 @@ def depthwise_affine_relu6_fused(x: cp.ndarray, weight: cp.ndarray, scale: cp.nd
 def depthwise_affine_relu6_reference(
     x: np.ndarray, weight: np.ndarray, scale: np.ndarray, shift: np.ndarray
 ) -> np.ndarray:
-    """float64 reference."""
+    """float64 reference (NumPy or CuPy arrays)."""
+    xp = xp_of(x)
     _, _, height, width = x.shape
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    y = np.zeros_like(x)
+    padded = xp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = xp.zeros_like(x)
     for dy in range(3):
         for dx in range(3):
             y += padded[:, :, dy : dy + height, dx : dx + width] * weight[:, dy, dx].reshape(1, -1, 1, 1)
-    return np.clip(y * scale.reshape(1, -1, 1, 1) + shift.reshape(1, -1, 1, 1), 0.0, 6.0)
+    return xp.clip(y * scale.reshape(1, -1, 1, 1) + shift.reshape(1, -1, 1, 1), 0.0, 6.0)

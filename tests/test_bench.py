@@ -15,6 +15,7 @@ from conftest import DATA, ELEMENTWISE, REPORTS, write
 from typer.testing import CliRunner
 
 from fuseci import api
+from fuseci.measure import process
 from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import BenchError
@@ -50,17 +51,19 @@ def _record(*, wrong: bool = False, suite: str = "tiny") -> HarnessRecord:
 
 
 def _fake_harness(monkeypatch: pytest.MonkeyPatch, record: HarnessRecord | None, rc: int = 0, log: str = "") -> list:
-    """Replace the subprocess runner: write ``log`` and ``record`` where the argv says, return ``rc``."""
+    """Replace the harness by a process that exits with ``rc``, after writing ``log`` and ``record``
+    where the argv says."""
     calls: list[list[str]] = []
+    start = process.start_logged
 
-    def run_logged(argv: list[str], log_path: Path, timeout_s: float, cwd: Path | None = None) -> int:
+    def start_logged(argv: list[str], log_path: Path, cwd: Path | None = None, env: object = None) -> object:
         calls.append(argv)
-        log_path.write_text(log)
         if record is not None:
             write_record(record, Path(argv[argv.index("--record") + 1]))
-        return rc
+        script = f"import sys; print({log!r}, end=''); sys.exit({rc})"
+        return start([sys.executable, "-c", script], log_path, cwd)
 
-    monkeypatch.setattr("fuseci.measure.process.run_logged", run_logged)
+    monkeypatch.setattr(process, "start_logged", start_logged)
     return calls
 
 
@@ -234,7 +237,7 @@ def test_harness_refuses_repeats_without_time(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert proc.returncode == 2 and "--repeats and --no-checks need --time" in proc.stderr
+    assert proc.returncode == 2 and "--repeats, --no-checks and --after need --time" in proc.stderr
 
 
 def test_bench_help_documents_exit_codes() -> None:

@@ -7,17 +7,39 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
 from fuseci.harness import __doc__ as _DOC
 from fuseci.harness.probe import probe
-from fuseci.harness.run import run
+from fuseci.harness.run import preload, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
 from fuseci.measure.command import DEFAULT_REPEATS
+from fuseci.store.atomic import LockTimeout, exclusive_lock
 
 log = logging.getLogger("fuseci.harness")
+
+
+@contextmanager
+def gpu_turn(lock: Path | None, timeout_s: float) -> Iterator[None]:
+    """Hold the GPU's lock file (when given) for the block.
+
+    Raises:
+        HarnessError: another fuseci process held the GPU for ``timeout_s``.
+    """
+    if lock is None:
+        yield
+        return
+    log.info("waiting for the GPU (%s)", lock)
+    try:
+        with exclusive_lock(lock, timeout_s):
+            log.info("GPU taken")
+            yield
+    except LockTimeout as exc:
+        raise HarnessError(f"the GPU stayed busy for {exc.waited_s:g} s (held by {exc.holder}); lock {lock}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +60,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --time: skip the correctness checks (the timed pass of `fuseci run`, whose profiled pass checked)",
     )
+    parser.add_argument(
+        "--after",
+        type=Path,
+        metavar="RECORD",
+        help="with --time: start up, then wait until the profiled run's RECORD is complete and time the cases it "
+        "checked right (so that this process's start overlaps the profiled run)",
+    )
+    parser.add_argument(
+        "--gpu-lock",
+        type=Path,
+        metavar="FILE",
+        help="hold an exclusive lock on FILE while using the GPU, so that fuseci's processes take turns on it",
+    )
     args = parser.parse_args(argv)
     if args.probe:
         if args.suite is not None or args.case or args.time or args.repeats is not None or args.no_checks:
@@ -45,15 +80,19 @@ def main(argv: list[str] | None = None) -> int:
         return probe(args.record)
     if args.suite is None:
         parser.error("a suite file is required (or --probe)")
-    if (args.repeats is not None or args.no_checks) and not args.time:
-        parser.error("--repeats and --no-checks need --time")
+    if (args.repeats is not None or args.no_checks or args.after) and not args.time:
+        parser.error("--repeats, --no-checks and --after need --time")
+    if args.after and args.case:
+        parser.error("--after times the cases the profiled record checked right: it takes no --case")
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"--repeats must be positive, got {args.repeats}")
     timing = None
     if args.time:
         timing = TimingOptions() if args.repeats is None else TimingOptions(repeats=args.repeats)
     logging.basicConfig(
-        level=os.environ.get("FUSECI_LOG", "INFO"), format="fuseci-harness: %(message)s", stream=sys.stderr
+        level=os.environ.get("FUSECI_LOG", "INFO"),
+        format="fuseci-harness: %(relativeCreated)7.0f ms %(message)s",
+        stream=sys.stderr,
     )
     try:
         suite = load_suite(args.suite)
@@ -63,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
             raise HarnessError(
                 f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
             ) from None
-        record = run(suite, args.record, set(args.case) if args.case else None, timing=timing, check=not args.no_checks)
+        preload(suite)
+        only = set(args.case) if args.case else None
+        if args.after is not None:
+            only = wait_for_ok_cases(args.after, suite.ncu.timeout_s)
+        with gpu_turn(args.gpu_lock, suite.ncu.timeout_s):
+            record = run(suite, args.record, only, timing=timing, check=not args.no_checks)
     except FuseciError as exc:
         print(f"fuseci-harness: error: {exc}", file=sys.stderr)
         return EXIT_SETUP

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,7 +19,7 @@ from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness.checks import check_case, make_input
 from fuseci.harness.env import collect_env
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
-from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, write_record
+from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
 log = logging.getLogger("fuseci.harness")
 
@@ -109,6 +110,41 @@ def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
 def search_path(suite: Suite) -> list[Path]:
     """Where ``module:function`` references are looked up besides installed packages."""
     return [Path.cwd(), suite.path.resolve().parent.parent]
+
+
+def preload(suite: Suite) -> None:
+    """Import every module the suite names, before the GPU is needed, so that a process that
+    waits for its turn on the GPU has done its slow start by then. A module that fails to
+    import is left for its case to report."""
+    for p in reversed(search_path(suite)):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    refs = {v.fn for c in suite.cases for v in c.variants} | {c.reference for c in suite.cases if c.reference}
+    for module in sorted({ref.split(":")[0] for ref in refs}):
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # reported by the case that needs it, with where it looked
+            log.info("preloading %s failed (%s: %s); its cases will say why", module, type(exc).__name__, exc)
+
+
+def wait_for_ok_cases(record_path: Path, timeout_s: float, poll_s: float = 0.02) -> set[str]:
+    """Wait until the profiled run's record is complete; the cases it checked right.
+
+    Raises:
+        HarnessError: the record did not complete within ``timeout_s`` (the profiled run died:
+            the parent stops this process first, so this is the last resort).
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if record_path.exists():
+            try:
+                record = read_record(record_path)
+            except FuseciError:
+                record = None  # being replaced right now: atomic, so the next read is whole
+            if record is not None and record.complete:
+                return set(record.ok_cases()) if not record.interrupted else set()
+        time.sleep(poll_s)
+    raise HarnessError(f"{record_path}: the profiled run's record did not complete within {timeout_s:g} s")
 
 
 def run(

@@ -1,10 +1,21 @@
 """CUDA-event timing outside ncu: every variant of a case interleaved, over rotating input
-sets, and the device-to-device copy bandwidth."""
+sets; whether a call waits for the GPU before it returns; the device-to-device copy bandwidth.
+
+A fused kernel is worth its gain only if the host can queue more work behind it: a call that
+reads a result back (``float(out[0, 0])``), synchronises a stream or the device, or copies to
+the host serialises the host with the GPU, and neither ncu nor CUDA events see it (no kernel,
+no bytes, hardly any GPU time). :func:`block_probes` asks the question directly: with a spin
+kernel queued just before the call, does the call return before the spin ends? A call that
+only launches returns in microseconds; one that waits for the GPU returns when the spin is
+over. Quiet calls (the GPU idle) give the time a call takes to return.
+"""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,6 +36,25 @@ MAX_INPUT_SETS = 1024
 COPY_BYTES = 1 << 30
 #: Timed copies of the copy bandwidth measurement, after warm-up.
 COPY_REPEATS = 20
+#: Calls per variant, each with a spin kernel queued first, that tell whether the call waits.
+BLOCK_TRIALS = 3
+#: Calls per variant with an idle GPU, whose median return time is :attr:`VariantTiming.host_ns`.
+QUIET_TRIALS = 5
+#: The spin kernel runs at least this long, and at least :data:`SPIN_OVER_CALL` times as long as a
+#: quiet call takes to return, so that a call that does not wait always returns well before it ends.
+MIN_SPIN_NS = 2_000_000
+SPIN_OVER_CALL = 20
+#: A call that returned after this fraction of the spin waited for the GPU.
+BLOCKED_AFTER = 0.8
+
+_SPIN_SOURCE = r"""
+extern "C" __global__ void fuseci_spin(const unsigned long long ns) {
+  // The GPU's nanosecond clock, not SM cycles: the spin lasts as long whatever the clocks do.
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +108,8 @@ def quantile_ns(times_ms: list[float], q: float) -> float:
 def time_case(
     case: Case, funcs: Mapping[str, Callable[..., Any]], inputs: Mapping[str, Any], options: TimingOptions
 ) -> tuple[VariantTiming, ...]:
-    """Time every variant of a case with CUDA events, interleaved, over a rotation of input sets.
+    """Time every variant of a case with CUDA events, interleaved, over a rotation of input sets,
+    then probe whether each call waits for the GPU (:func:`block_probes`).
 
     Each variant is warmed up; then ``options.repeats`` rounds each time one call of every
     variant in turn, so a drift of clocks or temperature during the case touches every variant
@@ -116,19 +147,67 @@ def time_case(
     timings = []
     for v in case.variants:
         times = [cp.cuda.get_elapsed_time(start, end) for start, end in events[v.id]]
+        host_ns, blocked = block_probes(functools.partial(funcs[v.id], **sets[0], **case.params))
+        q1, q3 = quantile_ns(times, 25), quantile_ns(times, 75)
         timings.append(
             VariantTiming(
                 variant=v.id,
                 median_ns=quantile_ns(times, 50),
                 min_ns=min(times) * 1e6,
                 max_ns=max(times) * 1e6,
-                iqr_ns=quantile_ns(times, 75) - quantile_ns(times, 25),
+                iqr_ns=q3 - q1,
                 repeats=options.repeats,
                 input_sets=len(sets),
                 min_bytes=in_bytes + out_bytes.get(v.id, 0),
+                q1_ns=q1,
+                q3_ns=q3,
+                samples_ns=tuple(round(ms * 1e6, 1) for ms in times),
+                host_ns=host_ns,
+                blocked_calls=blocked,
+                block_trials=BLOCK_TRIALS,
             )
         )
     return tuple(timings)
+
+
+def _spin_kernel() -> Any:
+    import cupy as cp
+
+    return cp.RawKernel(_SPIN_SOURCE, "fuseci_spin")
+
+
+def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
+    """How long one call takes to return with the GPU idle, and in how many of
+    :data:`BLOCK_TRIALS` calls, each queued behind a spin kernel, the call returned only after
+    most of the spin: it waited for the GPU.
+
+    Returns:
+        The median return time of :data:`QUIET_TRIALS` quiet calls (ns), and the blocked count.
+    """
+    import cupy as cp
+    import numpy as np
+
+    stream = cp.cuda.get_current_stream()
+    quiet = []
+    for _ in range(QUIET_TRIALS):
+        stream.synchronize()
+        t0 = time.perf_counter_ns()
+        call()
+        quiet.append(time.perf_counter_ns() - t0)
+    stream.synchronize()
+    host_ns = float(np.median(quiet))
+    spin_ns = max(MIN_SPIN_NS, SPIN_OVER_CALL * int(host_ns))
+    spin = _spin_kernel()
+    blocked = 0
+    for _ in range(BLOCK_TRIALS):
+        stream.synchronize()
+        spin((1,), (1,), (np.uint64(spin_ns),))
+        t0 = time.perf_counter_ns()
+        call()
+        waited = time.perf_counter_ns() - t0
+        stream.synchronize()
+        blocked += waited >= BLOCKED_AFTER * spin_ns
+    return host_ns, blocked
 
 
 def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS, warmup: int = 3) -> float:

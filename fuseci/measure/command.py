@@ -87,6 +87,8 @@ def harness_argv(
     *,
     repeats: int | None = None,
     cases: Sequence[str] = (),
+    after: Path | None = None,
+    gpu_lock: Path | None = None,
     python: str = sys.executable,
 ) -> list[str]:
     """The argv of one harness process. Pure: same inputs, same list.
@@ -97,6 +99,9 @@ def harness_argv(
         suite_path: The suite file (every mode but :attr:`Mode.PROBE`).
         repeats: Timed calls per variant (:attr:`Mode.TIME` and :attr:`Mode.BENCH`).
         cases: Only these cases (all when empty).
+        after: (:attr:`Mode.TIME`) Start up, wait for this profiled record to complete, and time
+            the cases it checked right.
+        gpu_lock: A lock file the process holds while it uses the GPU.
         python: The interpreter.
 
     Raises:
@@ -112,6 +117,10 @@ def harness_argv(
         argv += ["--time", "--repeats", str(DEFAULT_REPEATS if repeats is None else repeats)]
     if mode is Mode.TIME:
         argv.append("--no-checks")
+    if after is not None:
+        argv.append(f"--after={after}")
+    if gpu_lock is not None:
+        argv.append(f"--gpu-lock={gpu_lock}")
     for case in cases:
         argv.append(f"--case={case}")  # '=' so that an id starting with '-' stays a value
     return argv

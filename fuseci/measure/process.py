@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,53 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def run_logged(argv: list[str], log_path: Path, timeout_s: float, cwd: Path | None = None) -> int:
+def start_logged(
+    argv: list[str], log_path: Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` (an argument list, never a shell) in a session of its own, with stdout and
+    stderr in ``log_path`` and ``env`` added to this process's environment.
+
+    Raises:
+        FileNotFoundError: ``argv[0]`` does not exist.
+        PermissionError: ``argv[0]`` may not be executed.
+    """
+    log.info("running %s", " ".join(argv))
+    with log_path.open("w", encoding="utf-8") as out:
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+            env={**os.environ, **env} if env else None,
+        )
+
+
+def finish(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
+    """Wait for a child started by :func:`start_logged`.
+
+    Returns:
+        The exit status; negative when a signal killed the child.
+
+    Raises:
+        subprocess.TimeoutExpired: it ran past ``timeout_s``; it and its children were stopped.
+    """
+    try:
+        return proc.wait(timeout=timeout_s)
+    except BaseException:  # the timeout, or Ctrl-C: leave no child behind
+        _stop(proc)
+        raise
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a child and everything it started (a no-op when it has exited)."""
+    if proc.poll() is None:
+        _stop(proc)
+
+
+def run_logged(
+    argv: list[str], log_path: Path, timeout_s: float, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> int:
     """Run ``argv`` (an argument list, never a shell) with stdout and stderr in ``log_path``.
 
     Returns:
@@ -48,11 +95,4 @@ def run_logged(argv: list[str], log_path: Path, timeout_s: float, cwd: Path | No
         PermissionError: ``argv[0]`` may not be executed.
         subprocess.TimeoutExpired: it ran past ``timeout_s``; it and its children were stopped.
     """
-    log.info("running %s", " ".join(argv))
-    with log_path.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
-    try:
-        return proc.wait(timeout=timeout_s)
-    except BaseException:  # the timeout, or Ctrl-C: leave no child behind
-        _stop(proc)
-        raise
+    return finish(start_logged(argv, log_path, cwd, env), timeout_s)

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,11 +97,12 @@ def build_command(
     settings: NcuSettings,
     files: SuiteFiles,
     python: str = sys.executable,
+    gpu_lock: Path | None = None,
 ) -> list[str]:
     """The full argv of one profiled run of a suite (its id is ``files.suite``). Pure."""
     return [
         *profiler_argv(ncu, names.range_filter(files.suite), settings, files),
-        *harness_argv(Mode.PROFILE, files.record, suite_path, python=python),
+        *harness_argv(Mode.PROFILE, files.record, suite_path, gpu_lock=gpu_lock, python=python),
     ]
 
 
@@ -200,18 +202,25 @@ def finished(returncode: int, files: SuiteFiles) -> ProfileRun:
     return ProfileRun(outcome, returncode, problem, fix, tail)
 
 
-def run_ncu(argv: list[str], files: SuiteFiles, timeout_s: float, cwd: Path | None = None) -> ProfileRun:
+def remove_stale(files: SuiteFiles) -> None:
+    """Remove what an earlier profiled run of the suite left, so that nothing reads it for new."""
+    files.report.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (files.report, files.record, files.ncu_log):
+        stale.unlink(missing_ok=True)
+
+
+def run_ncu(
+    argv: list[str], files: SuiteFiles, timeout_s: float, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> ProfileRun:
     """Run ncu with its outputs at ``files`` (stale ones removed first) and explain how it ended.
 
     Raises:
         NcuError: ncu could not be started.
         subprocess.TimeoutExpired: it ran past ``timeout_s``; it and its children were stopped.
     """
-    files.report.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (files.report, files.record, files.ncu_log):
-        stale.unlink(missing_ok=True)
+    remove_stale(files)
     try:
-        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd)
+        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd, env)
     except FileNotFoundError:
         raise NcuError(f"cannot execute {argv[0]}: file not found") from None
     except PermissionError:

@@ -18,10 +18,11 @@ from fuseci.config.model import Suite
 from fuseci.errors import BenchError, NcuError, ReportError
 from fuseci.frames import report
 from fuseci.frames.metrics import SuiteResults, summarize
+from fuseci.measure import process
 from fuseci.measure import profile as ncu
-from fuseci.measure.command import Mode, SuiteFiles, harness_argv
+from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
-from fuseci.measure.timed import run_timed
+from fuseci.measure.timed import finish_timed, run_timed, start_timed
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band.
 RETIMES = 2
@@ -39,6 +40,17 @@ class MeasureOptions:
     """Re-analyse this ``.ncu-rep``/``.ncu-rep.xz`` (its record beside it) instead of profiling."""
     ncu: str | None = None
     """Explicit ncu executable."""
+    device: str | None = None
+    """The GPU to use, as ``CUDA_VISIBLE_DEVICES`` names it; None: as this process sees them."""
+    gpu_lock: Path | None = None
+    """A lock file every harness process holds while it uses the GPU, so that processes of one
+    run (the timed pass starting while the profiled run ends, suites in flight together) take
+    turns on it; None: no lock (one process at a time anyway)."""
+
+    @property
+    def env(self) -> dict[str, str] | None:
+        """What the harness processes' environment adds."""
+        return None if self.device is None else {"CUDA_VISIBLE_DEVICES": self.device}
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
@@ -50,9 +62,9 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
     """
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
-    argv = ncu.build_command(exe, suite.path, suite.ncu, files, python=sys.executable)
+    argv = ncu.build_command(exe, suite.path, suite.ncu, files, python=sys.executable, gpu_lock=options.gpu_lock)
     try:
-        run = ncu.run_ncu(argv, files, suite.ncu.timeout_s)
+        run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, env=options.env)
         outcome, why = run.outcome, run.message(files)
     except subprocess.TimeoutExpired:
         outcome = ncu.Outcome.APP_FAILED
@@ -78,12 +90,15 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
 
 
 def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path | None]:
-    """Profile the suite under ncu, then time it outside ncu when a case gates the speedup.
+    """Profile the suite under ncu, and time it outside ncu when a case gates the speedup.
 
-    When the profiled run dies part-way (a hang past ``ncu.timeout``, a crash) after the harness
-    recorded some cases, the record keeps them and says why the run stopped (``interrupted``,
-    and the case it was in): the comparison then shows every case's fate instead of one error.
-    The complete record is written beside the report.
+    The timed process starts together with the profiled one: it imports CuPy and the suite's
+    modules while ncu runs, then waits for the profiled record to complete and times the cases
+    that checked right (``--after``); with :attr:`MeasureOptions.gpu_lock` the two never use the
+    GPU at once. When the profiled run dies part-way (a hang past ``ncu.timeout``, a crash)
+    after the harness recorded some cases, the record keeps them and says why the run stopped
+    (``interrupted``, and the case it was in), and nothing is timed: the comparison then shows
+    every case's fate instead of one error. The complete record is written beside the report.
 
     Returns:
         The record, and the report path (None when ncu wrote none).
@@ -93,7 +108,18 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
         BenchError: the timed pass failed.
     """
     files = SuiteFiles(options.report_dir, suite.name)
-    record, version = _profiled(suite, options, files)
+    ncu.remove_stale(files)  # before the timed process looks for this run's record
+    timed_files = files.harness(Mode.TIME)
+    timer = None
+    if suite.timed:
+        argv = harness_argv(Mode.TIME, timed_files.record, suite.path, after=files.record, gpu_lock=options.gpu_lock)
+        timer = start_timed(argv, timed_files, options.env)
+    try:
+        record, version = _profiled(suite, options, files)
+    except BaseException:
+        if timer is not None:
+            process.stop(timer)
+        raise
     s = suite.ncu
     info = ProfilerInfo(
         ncu_version=version,
@@ -103,11 +129,38 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
         logs=f"{files.app_log}, {files.ncu_log}",
     )
     record = replace(record, profiler=info)
-    if suite.timed and not record.interrupted:
-        record = timed_pass(suite, options, record, record.ok_cases())
-        record = replace(record, profiler=replace(info, timed=True))
+    if timer is not None and not record.interrupted and record.ok_cases():
+        timed = finish_timed(timer, timed_files, s.timeout_s)
+        record = _with_timings(record, timed, record.ok_cases(), timed_files, again=False)
+        record = replace(record, profiler=replace(info, timed=True), copy_bandwidth=timed.copy_bandwidth)
+    elif timer is not None:
+        process.stop(timer)
     write_record(record, files.record)
     return record, (files.report if files.report.exists() else None)
+
+
+def _with_timings(
+    record: HarnessRecord, timed: HarnessRecord, cases: list[str], files: HarnessFiles, *, again: bool
+) -> HarnessRecord:
+    """``record`` with the timings ``timed`` holds for ``cases``: as each case's timings, or with
+    ``again`` as one more pass of a re-measured case.
+
+    Raises:
+        BenchError: a case checked right in the profiled run but not in the timed one.
+    """
+    updated = {}
+    for cid in cases:
+        got = timed.cases.get(cid)
+        if got is None or not got.ok:
+            raise BenchError(
+                f"case {cid!r} passed its profiled run but failed its timed run: "
+                f"{got.message if got else 'not recorded'}; see {files.log}"
+            )
+        case = record.cases[cid]
+        updated[cid] = (
+            replace(case, retimings=(*case.retimings, got.timings)) if again else replace(case, timings=got.timings)
+        )
+    return record.with_cases(updated)
 
 
 def timed_pass(
@@ -125,22 +178,10 @@ def timed_pass(
     if not cases:
         return record
     files = SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME)
-    argv = harness_argv(Mode.TIME, files.record, suite.path, cases=cases)
+    argv = harness_argv(Mode.TIME, files.record, suite.path, cases=cases, gpu_lock=options.gpu_lock)
     log.info("%s: timing %d case(s) without ncu%s", suite.name, len(cases), " again" if again else "")
-    timed = run_timed(argv, files, suite.ncu.timeout_s)
-    updated = {}
-    for cid in cases:
-        got = timed.cases.get(cid)
-        if got is None or not got.ok:
-            raise BenchError(
-                f"case {cid!r} passed its profiled run but failed its timed run: "
-                f"{got.message if got else 'not recorded'}; see {files.log}"
-            )
-        case = record.cases[cid]
-        updated[cid] = (
-            replace(case, retimings=(*case.retimings, got.timings)) if again else replace(case, timings=got.timings)
-        )
-    return record.with_cases(updated)
+    timed = run_timed(argv, files, suite.ncu.timeout_s, options.env)
+    return _with_timings(record, timed, cases, files, again=again)
 
 
 def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:

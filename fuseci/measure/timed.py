@@ -9,6 +9,7 @@ reads that record back.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from fuseci.errors import BenchError, ReportError
@@ -26,19 +27,29 @@ def _last_lines(path: Path) -> str:
     return " | ".join(lines) if lines else "(the log is empty)"
 
 
-def run_timed(argv: list[str], files: HarnessFiles, timeout_s: float) -> HarnessRecord:
-    """Run the timed harness and read back its complete record.
+def start_timed(argv: list[str], files: HarnessFiles, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start the timed harness (its stale record removed first).
 
     Raises:
-        BenchError: it could not start, timed out, exited non-zero or left no complete record;
-            the message names the log and quotes its last lines.
+        BenchError: it could not be started.
     """
     files.record.parent.mkdir(parents=True, exist_ok=True)
     files.record.unlink(missing_ok=True)
     try:
-        returncode = process.run_logged(argv, files.log, timeout_s)
+        return process.start_logged(argv, files.log, env=env)
     except (FileNotFoundError, PermissionError) as exc:
         raise BenchError(f"cannot execute {argv[0]} for the timed run: {exc.strerror or exc}") from None
+
+
+def finish_timed(proc: subprocess.Popen[bytes], files: HarnessFiles, timeout_s: float) -> HarnessRecord:
+    """Wait for a timed harness started by :func:`start_timed` and read back its complete record.
+
+    Raises:
+        BenchError: it timed out, exited non-zero or left no complete record; the message names
+            the log and quotes its last lines.
+    """
+    try:
+        returncode = process.finish(proc, timeout_s)
     except subprocess.TimeoutExpired:
         raise BenchError(
             f"the timed run did not finish within {timeout_s:g} s (suite key ncu.timeout); see {files.log}; "
@@ -57,3 +68,15 @@ def run_timed(argv: list[str], files: HarnessFiles, timeout_s: float) -> Harness
             f"last lines: {_last_lines(files.log)}"
         )
     return record
+
+
+def run_timed(
+    argv: list[str], files: HarnessFiles, timeout_s: float, env: Mapping[str, str] | None = None
+) -> HarnessRecord:
+    """Run the timed harness and read back its complete record.
+
+    Raises:
+        BenchError: it could not start, timed out, exited non-zero or left no complete record;
+            the message names the log and quotes its last lines.
+    """
+    return finish_timed(start_timed(argv, files, env), files, timeout_s)
