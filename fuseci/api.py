@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -20,11 +21,12 @@ from fuseci.config.names import ENV_FIELDS, gpu_slug
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError, UsageError
 from fuseci.frames.metrics import SuiteResults
-from fuseci.judge import baseline as jb
+from fuseci.judge import update
 from fuseci.judge.compare import compare
 from fuseci.judge.runs import compare_runs, recorded_suites
-from fuseci.judge.verdict import CheckKind, Comparison, Verdict, failed
+from fuseci.judge.verdict import Comparison, failed
 from fuseci.measure import bench as bench_figures
+from fuseci.measure import devices, process
 from fuseci.measure.command import DEFAULT_REPEATS, Mode, SuiteFiles, harness_argv
 from fuseci.measure.run import MeasureOptions, measure, remeasure
 from fuseci.measure.timed import run_timed
@@ -66,11 +68,25 @@ class RunOptions:
     """Explicit ncu executable."""
     accept_env: frozenset[str] = field(default_factory=frozenset)
     """Environment fields whose difference from the baseline is accepted."""
+    gpus: tuple[str | None, ...] = (None,)
+    """The GPUs to deal the suites out over (``CUDA_VISIBLE_DEVICES`` entries); ``(None,)``: the
+    one GPU this process sees (see :func:`fuseci.measure.devices.select`)."""
+    in_flight: int = 2
+    """Suites in flight at once per GPU: while one uses the GPU, the next one starts its
+    processes and the last one is judged. They take turns on the GPU through its lock file."""
+    device: str | None = None
+    """The GPU this suite runs on (set per suite by :func:`run`)."""
 
     @property
     def measuring(self) -> MeasureOptions:
         """The part of these options that says how to measure."""
-        return MeasureOptions(report_dir=self.report_dir, from_report=self.from_report, ncu=self.ncu)
+        return MeasureOptions(
+            report_dir=self.report_dir,
+            from_report=self.from_report,
+            ncu=self.ncu,
+            device=self.device,
+            gpu_lock=None if self.from_report is not None else devices.lock_path(self.device),
+        )
 
 
 def load_suites(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list[Suite]:
@@ -189,28 +205,48 @@ class RunOutcome:
 
 def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
     """Measure and judge every suite; a suite that fails stands as one ``ERROR`` and the others
-    still run. ``progress`` hears each suite start and end.
+    still run. ``progress`` hears each suite start and end (from worker threads).
+
+    The suites are dealt out over :attr:`RunOptions.gpus` like shards (:func:`shard`), and up to
+    :attr:`RunOptions.in_flight` of each GPU's suites are in flight at once; each harness process
+    holds its GPU's lock while it uses the GPU, so measurements never overlap on a GPU. The
+    outcome lists the suites in the order given, whatever order they finished in.
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.
     """
     if options.from_report is not None and len(suites) > 1:  # none: an empty shard
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
-    progress = progress or Silent()
-    comparisons: list[Comparison] = []
-    measured: list[SuiteResults] = []
-    for i, suite in enumerate(suites, 1):
-        progress.suite_started(suite, i, len(suites))
+    listener = progress or Silent()
+    order = {id(s): i for i, s in enumerate(suites, 1)}
+
+    def one(suite: Suite, device: str | None) -> tuple[Comparison, SuiteResults | None]:
+        listener.suite_started(suite, order[id(suite)], len(suites))
         try:
-            comparison, results = check_results(suite, options)
+            comparison, results = check_results(suite, replace(options, device=device))
         except FuseciError as exc:
-            progress.suite_failed(suite, exc)
-            comparison = failed(suite, str(exc))
-        else:
-            measured.append(results)
-        comparisons.append(comparison)
-        progress.suite_judged(comparison)
-    return RunOutcome(tuple(comparisons), tuple(measured))
+            listener.suite_failed(suite, exc)
+            comparison, results = failed(suite, str(exc)), None
+        listener.suite_judged(comparison)
+        return comparison, results
+
+    slots = options.gpus or (None,)
+    pools = [ThreadPoolExecutor(max_workers=max(1, options.in_flight)) for _ in slots]
+    futures = {}
+    try:
+        for k, (device, pool) in enumerate(zip(slots, pools, strict=True), 1):
+            for suite in shard(list(suites), k, len(slots)):
+                futures[id(suite)] = pool.submit(one, suite, device)
+        done = [futures[id(s)].result() for s in suites]
+    except BaseException:  # Ctrl-C or a bug: stop every child of every suite in flight
+        for f in futures.values():
+            f.cancel()
+        process.stop_all()
+        raise
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return RunOutcome(tuple(c for c, _ in done), tuple(r for _, r in done if r is not None))
 
 
 def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:
@@ -238,25 +274,12 @@ class BaselineUpdate:
     """Cases not updated because they are wrong or broken (old values kept)."""
     comparison: Comparison
     """The comparison against the old baseline, on which the update was based."""
-
-
-def _case_changes(old: jb.Baseline | None, new: jb.Baseline, comparison: Comparison) -> list[str]:
-    lines: list[str] = []
-    by_case = {c.case: c for c in comparison.cases}
-    for cid in sorted(set(new.cases) | set(old.cases if old else ())):
-        if old is None or cid not in old.cases:
-            lines.append(f"+ {cid}: new")
-        elif cid not in new.cases:
-            lines.append(f"- {cid}: removed (no longer in the suite)")
-        elif old.cases[cid] != new.cases[cid]:
-            moved = [
-                c.message
-                for c in by_case[cid].checks
-                if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.NEW, Verdict.INCOMPARABLE)
-                and c.check is CheckKind.GAIN
-            ]
-            lines.append(f"~ {cid}: " + ("; ".join(moved) if moved else "re-recorded"))
-    return lines
+    refused: tuple[update.Refusal, ...] = ()
+    """Cases not recorded because an expectation, the bytes allowance or correctness fails."""
+    overridden: tuple[update.Refusal, ...] = ()
+    """Cases recorded with ``force`` although such a check fails."""
+    empty: bool = False
+    """True when nothing could be recorded, so no file was written."""
 
 
 def update_baselines(
@@ -290,34 +313,21 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
     comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
-    env_changed = old is not None and not comparison.comparable
-    good = {c.case for c in comparison.cases if c.verdict not in (Verdict.WRONG, Verdict.ERROR, Verdict.MISSING)}
-    kept = tuple(sorted({c.id for c in suite.cases} - good))
-    # Only cases the harness ran ok are in it: a planted wrong result passes (it was caught) but
-    # has nothing measured to record.
-    fresh = bl.normalized(jb.from_results(results, good))
-    cases: dict[str, dict[str, jb.VariantBaseline]] = {}
-    for case in suite.cases:
-        cid = case.id
-        result = next(c for c in comparison.cases if c.case == cid)
-        unchanged = old is not None and cid in old.cases and result.verdict is Verdict.PASS
-        if cid in fresh.cases and (force or env_changed or not unchanged):
-            cases[cid] = dict(fresh.cases[cid])
-        elif old is not None and cid in old.cases:
-            cases[cid] = dict(old.cases[cid])
-    env = fresh.env if (old is None or env_changed or force) else old.env
-    new = bl.normalized(jb.Baseline(suite=suite.name, env=env, cases=cases))
-    changes = _case_changes(old, new, comparison)
-    if env_changed and old is not None:
-        changes.insert(
-            0,
-            "environment: "
-            + ", ".join(f"{d.field} {d.baseline_value!r} -> {d.current!r}" for d in comparison.env_differences),
-        )
-    written = old is None or bl.dumps(old) != bl.dumps(new)
-    if written:
+    decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
+    new = decided.baseline
+    written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
+    if written and new is not None:
         bl.save_baseline(new, path)
-    return BaselineUpdate(path=path, written=written, changes=tuple(changes), kept=kept, comparison=comparison)
+    return BaselineUpdate(
+        path=path,
+        written=written,
+        changes=decided.changes,
+        kept=decided.kept,
+        comparison=comparison,
+        refused=decided.refused,
+        overridden=decided.overridden,
+        empty=new is None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -311,6 +311,26 @@ def scale_relu_add_strided(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.nda
     return out.reshape(x.shape)
 
 
+def scale_relu_add_host_sync(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarray:
+    """The healthy fused kernel with a debug check left in: it reads one element back each call.
+
+    No kernel, no DRAM bytes and hardly any GPU time are added, so ncu and the CUDA-event
+    speedup barely see it; but the copy of one float to the host waits for the kernel, so the
+    call returns only when the GPU is done, and a pipeline that would queue its next work behind
+    the kernel stalls instead. The asynchrony check (``host_blocking``) must catch it.
+
+    Raises:
+        FloatingPointError: the first output is not finite (the check the debug line made).
+    """
+    from kernels.elementwise import scale_relu_add_fused
+
+    out = scale_relu_add_fused(x, y, alpha)
+    first = float(out.reshape(-1)[0])  # a device-to-host copy: waits for the kernel above
+    if first != first or abs(first) == float("inf"):
+        raise FloatingPointError(f"out[0] is {first}")
+    return out
+
+
 # --- faults: variants that break the way user code breaks ---------------------------------------
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT, ROOT
+from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT, ROOT
 
 from fuseci import api
 from fuseci.errors import BaselineError
@@ -101,20 +101,20 @@ def committed_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def after_regressed(tmp_path_factory: pytest.TempPathFactory, elementwise) -> bytes:
+def after_regressed(tmp_path_factory: pytest.TempPathFactory, elementwise, relaxed) -> bytes:
     """The file one update from the regressed report makes of the committed baseline, alone."""
     path = _copy_baselines(tmp_path_factory.mktemp("alone") / "baselines")
-    api.update_baselines(elementwise, api.RunOptions(baselines=path.parent.parent, from_report=REGRESSED_REPORT))
+    api.update_baselines(relaxed, api.RunOptions(baselines=path.parent.parent, from_report=REGRESSED_REPORT))
     return path.read_bytes()
 
 
-def _race(tmp_path: Path, root: Path, reports: list[str], dawdle_s: float) -> list[dict]:
+def _race(tmp_path: Path, root: Path, reports: list[str], dawdle_s: float, suite: Path) -> list[dict]:
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     procs = []
     for i, report in enumerate(reports):
         out = tmp_path / f"updater-{i}.json"
-        argv = [ELEMENTWISE, REPORTS[report], root, barrier, len(reports), f"{i}-{report}", dawdle_s, out]
+        argv = [suite, REPORTS[report], root, barrier, len(reports), f"{i}-{report}", dawdle_s, out]
         procs.append(
             (
                 out,
@@ -133,13 +133,13 @@ def _race(tmp_path: Path, root: Path, reports: list[str], dawdle_s: float) -> li
 
 @pytest.mark.parametrize("reports", [["clean", "regressed"], ["regressed", "clean", "regressed"]])
 def test_concurrent_updates_are_serialised_and_none_is_lost(
-    tmp_path: Path, elementwise, committed_copy: Path, after_regressed: bytes, reports: list[str]
+    tmp_path: Path, elementwise, relaxed, committed_copy: Path, after_regressed: bytes, reports: list[str]
 ) -> None:
     root = committed_copy.parent.parent
     original = committed_copy.read_bytes()
     others = {k: v for k, v in _snapshot(root).items() if k != "nvidia-h200/elementwise.json"}
     dawdle = 0.3
-    runs = _race(tmp_path, root, reports, dawdle)
+    runs = _race(tmp_path, root, reports, dawdle, relaxed.path)
 
     for first, second in itertools.pairwise(runs):  # one at a time, and each waited for the one before
         assert first["released"] <= second["acquired"]
@@ -165,7 +165,7 @@ def test_concurrent_updates_are_serialised_and_none_is_lost(
     # ... and none of it gets in the way of later runs and updates.
     options = api.RunOptions(baselines=root, from_report=CLEAN_REPORT)
     assert api.check(elementwise, options).verdict is (Verdict.PASS if state == "clean" else Verdict.IMPROVED)
-    assert api.update_baselines(elementwise, options, lock_timeout_s=1).written == (state != "clean")
+    assert api.update_baselines(relaxed, options, lock_timeout_s=1).written == (state != "clean")
     assert committed_copy.read_bytes() == original
 
 
@@ -181,14 +181,14 @@ def _hold(path: Path, hold: str) -> subprocess.Popen:
     return proc
 
 
-def test_held_lock_times_out_with_who_holds_it(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+def test_held_lock_times_out_with_who_holds_it(tmp_path: Path, elementwise, relaxed, committed_copy: Path) -> None:
     before = committed_copy.read_bytes()
     options = api.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
     holder = _hold(committed_copy, "stdin")
     try:
         started = time.monotonic()
         with pytest.raises(BaselineError) as info:
-            api.update_baselines(elementwise, options, lock_timeout_s=0.5)
+            api.update_baselines(relaxed, options, lock_timeout_s=0.5)
         assert time.monotonic() - started >= 0.5
         message = str(info.value)
         assert message.startswith(
@@ -203,16 +203,16 @@ def test_held_lock_times_out_with_who_holds_it(tmp_path: Path, elementwise, comm
         assert time.monotonic() - started < 5
     finally:
         holder.communicate("\n", timeout=30)
-    assert api.update_baselines(elementwise, options, lock_timeout_s=0.5).written
+    assert api.update_baselines(relaxed, options, lock_timeout_s=0.5).written
 
 
 def test_held_lock_makes_the_update_wait_then_proceed(
-    tmp_path: Path, elementwise, committed_copy: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, elementwise, relaxed, committed_copy: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     options = api.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
     holder = _hold(committed_copy, "0.8")
     started = time.monotonic()
-    update = api.update_baselines(elementwise, options, lock_timeout_s=30)
+    update = api.update_baselines(relaxed, options, lock_timeout_s=30)
     waited = time.monotonic() - started
     holder.communicate(timeout=30)
     assert update.written and waited >= 0.4
@@ -221,10 +221,10 @@ def test_held_lock_makes_the_update_wait_then_proceed(
     assert "waiting up to 30 s" in caplog.text
 
 
-def test_lock_of_a_killed_holder_does_not_block(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+def test_lock_of_a_killed_holder_does_not_block(tmp_path: Path, elementwise, relaxed, committed_copy: Path) -> None:
     holder = _hold(committed_copy, "stdin")
     holder.kill()
     holder.communicate(timeout=30)
     assert bl.lock_path(committed_copy).read_text().startswith(f"pid {holder.pid} on ")  # it had no time to tidy up
     options = api.RunOptions(baselines=committed_copy.parent.parent, from_report=REGRESSED_REPORT)
-    assert api.update_baselines(elementwise, options, lock_timeout_s=0.5).written
+    assert api.update_baselines(relaxed, options, lock_timeout_s=0.5).written

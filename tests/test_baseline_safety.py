@@ -58,25 +58,25 @@ def _full_disk_at(step: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("step", ["write", "fsync", "replace"])
 def test_full_disk_keeps_the_old_file_and_leaves_no_temporary(
-    committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch, step: str
+    committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     root = committed_copy.parent.parent
     before = _snapshot(root)
     with monkeypatch.context() as m:
         _full_disk_at(step, m)
         with pytest.raises(BaselineError) as info:
-            api.update_baselines(elementwise, _opts(committed_copy))
+            api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value).startswith(f"{committed_copy}: cannot write baseline: [Errno 28] No space left on device")
     assert "free some space" in str(info.value) and "the old file is unchanged" in str(info.value)
     assert _snapshot(root) == {**before, "nvidia-h200/.elementwise.json.lock": b""}  # byte for byte, no temporary
-    assert api.update_baselines(elementwise, _opts(committed_copy)).written  # once there is space again
+    assert api.update_baselines(relaxed, _opts(committed_copy)).written  # once there is space again
 
 
-def test_failure_before_the_write_keeps_the_old_file(committed_copy: Path, elementwise) -> None:
+def test_failure_before_the_write_keeps_the_old_file(committed_copy: Path, elementwise, relaxed) -> None:
     committed_copy.write_text(committed_copy.read_text().replace('"format_version": 1', '"format_version": 1,,'))
     before = committed_copy.read_bytes()
     with pytest.raises(BaselineError, match="not JSON"):
-        api.update_baselines(elementwise, _opts(committed_copy))
+        api.update_baselines(relaxed, _opts(committed_copy))
     assert committed_copy.read_bytes() == before
     assert [p.name for p in committed_copy.parent.glob(".*")] == [".elementwise.json.lock"]
 
@@ -115,11 +115,11 @@ def test_linked_baseline_is_read_through_the_link(linked: tuple[Path, Path], ele
     assert link.is_symlink() and target.read_bytes() == before
 
 
-def test_linked_baseline_is_not_written_through(linked: tuple[Path, Path], elementwise) -> None:
+def test_linked_baseline_is_not_written_through(linked: tuple[Path, Path], elementwise, relaxed) -> None:
     link, target = linked
     before = target.read_bytes()
     with pytest.raises(BaselineError) as info:
-        api.update_baselines(elementwise, _opts(link))
+        api.update_baselines(relaxed, _opts(link))
     message = str(info.value)
     assert message.startswith(f"{link}: is a symbolic link (to {target}); update-baselines replaces baseline files")
     assert f'with GNU cp: cp --remove-destination "$(readlink -f {link})" {link}) and run again' in message
@@ -128,19 +128,19 @@ def test_linked_baseline_is_not_written_through(linked: tuple[Path, Path], eleme
     assert sorted(p.name for p in link.parent.glob(".*")) == [".elementwise.json.lock"]
 
 
-def test_dangling_link_is_not_replaced(committed_copy: Path, tmp_path: Path, elementwise) -> None:
+def test_dangling_link_is_not_replaced(committed_copy: Path, tmp_path: Path, elementwise, relaxed) -> None:
     committed_copy.unlink()
     committed_copy.symlink_to(tmp_path / "gone.json")
     with pytest.raises(BaselineError, match="is a symbolic link"):
-        api.update_baselines(elementwise, _opts(committed_copy))
+        api.update_baselines(relaxed, _opts(committed_copy))
     assert committed_copy.is_symlink() and not (tmp_path / "gone.json").exists()
 
 
-def test_linked_gpu_directory_is_followed(committed_copy: Path, tmp_path: Path, elementwise) -> None:
+def test_linked_gpu_directory_is_followed(committed_copy: Path, tmp_path: Path, elementwise, relaxed) -> None:
     shared = tmp_path / "shared-h200"
     committed_copy.parent.rename(shared)
     committed_copy.parent.symlink_to(shared, target_is_directory=True)
-    assert api.update_baselines(elementwise, _opts(committed_copy)).written
+    assert api.update_baselines(relaxed, _opts(committed_copy)).written
     assert committed_copy.parent.is_symlink()
     assert bl.load_baseline(shared / "elementwise.json").cases["scale_relu_add"]["fused"].values["launches"] == 2
 
@@ -153,12 +153,12 @@ def _denied(*args, **kwargs):
 
 
 def test_unwritable_directory_for_the_temporary_file(
-    committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch
+    committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = committed_copy.read_bytes()
     monkeypatch.setattr("tempfile.mkstemp", _denied)
     with pytest.raises(BaselineError) as info:
-        api.update_baselines(elementwise, _opts(committed_copy))
+        api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value) == (
         f"{committed_copy}: cannot write baseline: the directory {committed_copy.parent} is not writable "
         "([Errno 13] Permission denied); update-baselines writes a temporary file and a lock file there: "
@@ -167,7 +167,9 @@ def test_unwritable_directory_for_the_temporary_file(
     assert committed_copy.read_bytes() == before
 
 
-def test_read_only_file_system_for_the_lock(committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_file_system_for_the_lock(
+    committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_open = os.open
 
     def read_only(path, flags, *args, **kwargs):
@@ -177,7 +179,7 @@ def test_read_only_file_system_for_the_lock(committed_copy: Path, elementwise, m
 
     monkeypatch.setattr(os, "open", read_only)
     with pytest.raises(BaselineError) as info:
-        api.update_baselines(elementwise, _opts(committed_copy))
+        api.update_baselines(relaxed, _opts(committed_copy))
     message = str(info.value)
     assert message.startswith(
         f"{committed_copy}: cannot lock for update ({bl.lock_path(committed_copy)}): the directory"
@@ -200,7 +202,7 @@ def _permissions_bind(tmp_path: Path) -> bool:
 
 
 @pytest.mark.parametrize("lock_exists", [False, True])
-def test_read_only_directory(committed_copy: Path, tmp_path: Path, elementwise, lock_exists: bool) -> None:
+def test_read_only_directory(committed_copy: Path, tmp_path: Path, elementwise, relaxed, lock_exists: bool) -> None:
     if not _permissions_bind(tmp_path):
         pytest.skip("a read-only directory is writable here (running as root?)")
     if lock_exists:  # an earlier update left its lock file; only the temporary file fails then
@@ -210,7 +212,7 @@ def test_read_only_directory(committed_copy: Path, tmp_path: Path, elementwise, 
     committed_copy.parent.chmod(0o555)
     try:
         with pytest.raises(BaselineError, match=f"the directory {committed_copy.parent} is not writable"):
-            api.update_baselines(elementwise, _opts(committed_copy))
+            api.update_baselines(relaxed, _opts(committed_copy))
         assert api.check(elementwise, _opts(committed_copy, CLEAN_REPORT)).verdict is Verdict.PASS
     finally:
         committed_copy.parent.chmod(0o755)

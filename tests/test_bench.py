@@ -15,12 +15,11 @@ from conftest import DATA, ELEMENTWISE, REPORTS, write
 from typer.testing import CliRunner
 
 from fuseci import api
-from fuseci.measure import process
 from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import BenchError
 from fuseci.harness.timing import MAX_INPUT_SETS, input_set_count, rotation_seed
-from fuseci.measure import bench
+from fuseci.measure import bench, process
 from fuseci.measure.command import Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
@@ -118,10 +117,17 @@ def test_cases_come_in_suite_order_although_the_file_sorts_them(tmp_path: Path) 
     assert [c.case for c in result.cases] == ["scale_relu_add", "relu_bn_add_relu"]
 
 
-def test_profiled_record_is_not_a_bench_record() -> None:
-    record = read_record(REPORTS / "elementwise.harness.json")
+def test_a_record_without_the_copy_bandwidth_is_not_a_bench_record() -> None:
+    """fuseci 0.1.0's profiled records kept the timed pass's timings but not its copy bandwidth."""
+    record = read_record(DATA / "legacy" / "elementwise-regressed.harness.json")
     with pytest.raises(BenchError, match="was not written by `python -m fuseci.harness --time`"):
         bench.result_from_record(record, load_suite(ELEMENTWISE), Path("x.json"))
+
+
+def test_a_profiled_record_of_fuseci_run_gives_the_figures_of_its_timed_pass() -> None:
+    record = read_record(REPORTS / "elementwise.harness.json")
+    result = bench.result_from_record(record, load_suite(ELEMENTWISE), Path("x.json"))
+    assert result.copy_bandwidth and next(c.case for c in result.cases) == "scale_relu_add"
 
 
 def test_record_of_another_suite_is_refused() -> None:

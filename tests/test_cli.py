@@ -36,7 +36,7 @@ def test_regressed_report_exits_1_and_says_which_gain_dropped(in_root, tmp_path:
     result = invoke("run", SUITE, "--from-report", str(REGRESSED_REPORT), "--junit", str(junit))
     assert result.exit_code == 1, result.output
     messages = [f.get("message") for f in ET.parse(junit).getroot().iter("failure")]
-    assert "DRAM bytes gain (unfused ÷ fused) fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in messages
+    assert "DRAM bytes gain (unfused ÷ fused) fell from 2.32x to 1.4x (-39.6%); tolerance ±1%" in messages
 
 
 def test_malformed_suite_exits_3_with_one_line(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ def _kernel(variant: str, index: int, value: float) -> dict:
     # Read and write halves so that their sum, the DRAM bytes, is `value` too.
     row.update({names.DRAM_READ: value / 2, names.DRAM_WRITE: value / 2, names.DURATION: value})
     row.update({names.GRID_SIZE: 1, names.BLOCK_SIZE: 32, names.REGISTERS: 16, names.REPLAY_PASSES: 1})
+    row.update({names.OCC_ACHIEVED: 90.0, names.OCC_THEORETICAL: 100.0})  # a healthy kernel's: no warning
     return row
 
 

@@ -211,7 +211,9 @@ def test_profile_command_exact_argv() -> None:
         "dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,"
         "sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct,"
         "lts__t_sectors_srcunit_tex_op_write.sum,launch__grid_size,launch__block_size,"
-        "launch__registers_per_thread,profiler__replayer_passes",
+        "launch__registers_per_thread,profiler__replayer_passes,launch__shared_mem_per_block_static,"
+        "launch__shared_mem_per_block_dynamic,launch__occupancy_limit_blocks,launch__occupancy_limit_registers,"
+        "launch__occupancy_limit_shared_mem,launch__occupancy_limit_warps",
         "--clock-control", "none",
         "--cache-control", "all",
         "--replay-mode", "kernel",

@@ -28,6 +28,7 @@ INTENDED = {
         ("bytes", "dram_bytes_over_min"),
         ("gain", "event_time"),
     },
+    ("scale_relu_add", "host_sync"): {("asynchrony", "host_blocking")},
     ("wrong_result", "fused"): {("correctness", "")},
 }
 
@@ -87,7 +88,8 @@ def test_planted_suite_passes_when_every_mutant_is_caught(suite, results, baseli
     planted = {(k.case, k.variant): k for c in comp.cases for k in c.checks if k.check is CheckKind.PLANTED}
     assert set(planted) == set(INTENDED)
     assert all(k.verdict is Verdict.PASS for k in planted.values())
-    assert comp.verdict is Verdict.PASS and exit_code([comp]) == 0
+    # register_heavy also keeps under half the warps busy: a warning, never a failure.
+    assert comp.verdict in (Verdict.PASS, Verdict.WARN) and exit_code([comp]) == 0
 
 
 def test_a_check_that_stops_catching_its_mutant_fails_the_run(suite, results, baseline) -> None:

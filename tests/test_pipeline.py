@@ -7,7 +7,7 @@ from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT
 from fuseci import api
 from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError
-from fuseci.judge.verdict import CheckKind
+from fuseci.judge.verdict import CheckKind, update_exit_code
 from fuseci.measure.record import CaseStatus, read_record
 from fuseci.store import baselines as bl
 
@@ -37,10 +37,33 @@ def test_update_without_real_change_rewrites_nothing(tmp_path: Path, elementwise
     assert committed_copy.read_bytes() == before and committed_copy.stat().st_mtime_ns == mtime
 
 
-def test_update_after_regression_changes_only_that_case(tmp_path: Path, elementwise, committed_copy: Path) -> None:
-    old = bl.load_baseline(committed_copy)
+def test_a_case_that_breaks_its_promises_is_refused(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    """The split kernel misses its expectations and its bytes allowance: recording it would
+    make the very next run fail, so it is refused, the file stays, and the update says why."""
+    before = committed_copy.read_bytes()
     update = api.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
-    assert update.written
+    assert not update.written and committed_copy.read_bytes() == before
+    (refusal,) = update.refused
+    assert refusal.case == "scale_relu_add"
+    assert {(k.variant, k.check.value, k.quantity) for k in refusal.checks} == {
+        ("fused", "bytes", "dram_bytes_over_min"),
+        ("fused", "expect", "dram__bytes.sum"),
+        ("fused", "expect", "launches"),
+    }
+    assert update_exit_code(update.comparison, update.kept, bool(update.refused)) == 1
+
+
+def test_force_records_what_it_was_refused_and_says_so(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    update = api.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT), force=True)
+    assert update.written and update.refused == ()
+    assert [r.case for r in update.overridden] == ["scale_relu_add"]
+    assert bl.load_baseline(committed_copy).cases["scale_relu_add"]["fused"].values["launches"] == 2
+
+
+def test_update_after_regression_changes_only_that_case(tmp_path: Path, relaxed, committed_copy: Path) -> None:
+    old = bl.load_baseline(committed_copy)
+    update = api.update_baselines(relaxed, _opts(tmp_path, REGRESSED_REPORT))
+    assert update.written and update.refused == () and update.overridden == ()
     assert len(update.changes) == 1 and update.changes[0].startswith("~ scale_relu_add: ")
     assert "fell from 3x to 1.5x" in update.changes[0]
     new = bl.load_baseline(committed_copy)
@@ -54,13 +77,13 @@ def test_force_rerecords_everything(tmp_path: Path, elementwise, committed_copy:
     assert not update.written  # the same report gives the same file, byte for byte
 
 
-def test_other_suites_and_gpus_are_untouched(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+def test_other_suites_and_gpus_are_untouched(tmp_path: Path, relaxed, committed_copy: Path) -> None:
     other_gpu = tmp_path / "baselines" / "nvidia-h100-80gb-hbm3" / "elementwise.json"
     other_suite = tmp_path / "baselines" / "nvidia-h200" / "reduction.json"
     for p in (other_gpu, other_suite):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("precious\n")
-    api.update_baselines(elementwise, _opts(tmp_path, REGRESSED_REPORT))
+    api.update_baselines(relaxed, _opts(tmp_path, REGRESSED_REPORT))
     assert other_gpu.read_text() == "precious\n" and other_suite.read_text() == "precious\n"
 
 

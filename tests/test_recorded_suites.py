@@ -9,6 +9,7 @@ from conftest import REPORTS, SUITES
 from typer.testing import CliRunner
 
 from fuseci.cli import app
+from fuseci.config import names
 from fuseci.config.parse import load_suite
 
 SUITE_NAMES = sorted(p.stem for p in SUITES.glob("*.yaml"))
@@ -31,9 +32,15 @@ def test_recorded_suite_passes_against_its_baseline(name: str, in_root, tmp_path
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     (suite,) = doc["suites"]
-    assert suite["verdict"] == "pass"
+    warnings = [
+        (k["variant"], k["quantity"]) for case in suite["cases"] for k in case["checks"] if k["verdict"] == "warn"
+    ]
+    assert suite["verdict"] == ("warn" if warnings else "pass")
     verdicts = {k["verdict"] for case in suite["cases"] for k in case["checks"]}
-    assert verdicts == {"pass"}
+    assert verdicts <= {"pass", "warn"}
+    # The only warnings: fused kernels that keep under half the warps an SM can hold (one warp
+    # per row with the row in registers: fast, but at low occupancy by design).
+    assert {q for _, q in warnings} <= {names.OCC_ACHIEVED}
     loaded = load_suite(SUITES / f"{name}.yaml")
     assert {c["case"] for c in suite["cases"]} == {c.id for c in loaded.cases}
     if loaded.planted:  # its variants are broken on purpose: tests/test_mutants.py judges them

@@ -25,11 +25,13 @@ def _error(tmp_path: Path, text: str) -> str:
     return str(info.value)
 
 
-def test_defaults_gate_the_speedup_and_occupancy_and_allow_ten_percent(tmp_path: Path) -> None:
+def test_defaults_gate_the_speedup_and_host_blocking_not_occupancy_and_allow_ten_percent(tmp_path: Path) -> None:
     suite = _load(tmp_path, MINIMAL_SUITE)
     (case,) = suite.cases
     assert str(case.gates[names.EVENT_TIME]) == "±10%"
-    assert str(case.gates[names.OCC_THEORETICAL]) == "±5%"
+    assert str(case.gates[names.HOST_BLOCKING]) == "exact"
+    assert str(case.gates[names.DRAM_BYTES]) == "±1%" and str(case.gates[names.DURATION]) == "±10%"
+    assert names.OCC_THEORETICAL not in case.gates and names.OCC_ACHIEVED not in case.gates  # a cause, not a gate
     assert case.bytes_allowance.relative == pytest.approx(0.10) and case.min_bytes is None
     assert suite.timed and not suite.planted
 

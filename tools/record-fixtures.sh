@@ -14,7 +14,8 @@
 #   every suite outside ncu with `fuseci bench`.
 # Packs reports (xz -9), records, baselines and logs into WORKDIR/fixtures.tar; a table last.
 # FUSECI_SUITES="normalization stencil" limits both phases to those suites; FUSECI_GPU_TESTS
-# names the gpu test files to run (default: all); FUSECI_SKIP_RERECORD=1 skips the re-record.
+# names the gpu test files to run (default: all), FUSECI_SKIP_GPU_TESTS=1 skips them;
+# FUSECI_SKIP_RERECORD=1 skips the re-record.
 set -u
 W=${1:-/tmp/fuseci-fixtures}
 PHASE=${2:-all}
@@ -41,7 +42,7 @@ ncu --version | tail -n 1
 if [[ $PHASE == record || $PHASE == all ]]; then
   rm -rf "$BL" "$W/clean" "$W/pass" "$W/rerecord" "$W/regressed"
   read -r -a GPU_TESTS <<< "${FUSECI_GPU_TESTS:-tests}"  # override to run some gpu tests only
-  step gpu_tests python3 -m pytest -q -m gpu "${GPU_TESTS[@]}"
+  [[ -z ${FUSECI_SKIP_GPU_TESTS:-} ]] && step gpu_tests python3 -m pytest -q -m gpu "${GPU_TESTS[@]}"
   for s in "${SUITES[@]}"; do
     step "new_$s" fuseci run "suites/$s.yaml" --baselines "$BL" --report-dir "$W/clean"
     step "record_$s" fuseci update-baselines "suites/$s.yaml" --baselines "$BL" --from-report "$W/clean/$s.ncu-rep"

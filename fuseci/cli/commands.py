@@ -56,6 +56,24 @@ def run(
         ),
     ] = None,
     results_dir: ResultsDirOpt = None,
+    gpus: Annotated[
+        str,
+        typer.Option(
+            "--gpus",
+            metavar="SPEC",
+            help="GPUs to deal the suites out over: all (every visible GPU), a number N (the first N), or a list like 0,1. Each suite is judged against its card model's baselines; one report.",
+        ),
+    ] = "all",
+    in_flight: Annotated[
+        int,
+        typer.Option(
+            "--in-flight",
+            min=1,
+            max=8,
+            metavar="N",
+            help="Suites in flight at once per GPU: while one measures, the next starts up and the last is judged (they take turns on the GPU).",
+        ),
+    ] = 2,
     ncu: NcuOpt = None,
     verbose: Verbose = False,
     outputs: dict[str, Path] | None = None,
@@ -70,6 +88,7 @@ def run(
     """
     from fuseci import api
     from fuseci.judge.verdict import exit_code
+    from fuseci.measure import devices
 
     setup_logging(verbose)
     loaded = api.load_suites(suites)
@@ -83,6 +102,8 @@ def run(
         from_report=from_report,
         ncu=ncu,
         accept_env=api.parse_accept_env(accept_env),
+        gpus=(None,) if from_report is not None else devices.select(gpus),
+        in_flight=in_flight,
     )
     outcome = api.run(loaded, options, ConsoleProgress())
     comparisons = list(outcome.comparisons)
@@ -195,7 +216,11 @@ def update_baselines(
     baselines: Baselines = Path("baselines"),
     report_dir: ReportDir = Path("fuseci-out"),
     force: Annotated[
-        bool, typer.Option("--force", help="Re-record every case, even those within tolerance of the old baseline.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Re-record every measured case: also those within tolerance of the old baseline, and those that miss an expectation or their bytes allowance.",
+        ),
     ] = False,
     ncu: NcuOpt = None,
     verbose: Verbose = False,
@@ -203,7 +228,11 @@ def update_baselines(
     """Re-record baselines after an intended change; prints what changed for review.
 
     Cases whose every check passes keep their old values, so the diff shows only real changes.
-    Wrong or broken cases are never recorded.
+    A case that misses an expectation, its bytes allowance or correctness is refused (exit 1):
+    the next run would fail on it; --force records it anyway and says what it overrode. Wrong
+    or broken cases are never recorded; a baseline with no case is never written.
+
+    Example: fuseci update-baselines suites/elementwise.yaml
     """
     from fuseci import api
     from fuseci.judge.verdict import update_exit_code
@@ -221,12 +250,20 @@ def update_baselines(
             error(str(exc))
             codes.append(exc.exit_code)
             continue
-        typer.echo(f"{update.path}: {'written' if update.written else 'unchanged'}")
+        state = "written" if update.written else "not written: nothing to record" if update.empty else "unchanged"
+        typer.echo(f"{update.path}: {state}")
         for line in update.changes:
             typer.echo(f"  {line}")
         for cid in update.kept:
             typer.echo(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
-        codes.append(update_exit_code(update.comparison, update.kept))
+        for r in update.refused:
+            typer.echo(
+                f"  ! {r.case}: not recorded: {r.describe()} (the next run would fail on it; fix the kernel or the "
+                "suite, or record it anyway with --force)"
+            )
+        for r in update.overridden:
+            typer.echo(f"  ! {r.case}: recorded with --force although {r.describe()}")
+        codes.append(update_exit_code(update.comparison, update.kept, bool(update.refused)))
     return max(codes, key=lambda c: (c == EXIT_REGRESSION, c), default=EXIT_PASS)
 
 

@@ -62,6 +62,20 @@ GRID_SIZE = "launch__grid_size"
 BLOCK_SIZE = "launch__block_size"
 REGISTERS = "launch__registers_per_thread"
 REPLAY_PASSES = "profiler__replayer_passes"
+SHARED_MEM_STATIC = "launch__shared_mem_per_block_static"
+SHARED_MEM_DYNAMIC = "launch__shared_mem_per_block_dynamic"
+#: Blocks per SM each resource allows the launch (the smallest is what limits occupancy).
+LIMIT_BLOCKS = "launch__occupancy_limit_blocks"
+LIMIT_REGISTERS = "launch__occupancy_limit_registers"
+LIMIT_SHARED_MEM = "launch__occupancy_limit_shared_mem"
+LIMIT_WARPS = "launch__occupancy_limit_warps"
+#: What each occupancy limit means for people, in the order they are named.
+OCCUPANCY_LIMITERS: dict[str, str] = {
+    LIMIT_REGISTERS: "registers",
+    LIMIT_SHARED_MEM: "shared memory",
+    LIMIT_WARPS: "block size",
+    LIMIT_BLOCKS: "blocks per SM",
+}
 
 #: Every metric fuseci asks ncu for, in the order given on the command line.
 NCU_METRICS: tuple[str, ...] = (
@@ -78,6 +92,12 @@ NCU_METRICS: tuple[str, ...] = (
     BLOCK_SIZE,
     REGISTERS,
     REPLAY_PASSES,
+    SHARED_MEM_STATIC,
+    SHARED_MEM_DYNAMIC,
+    LIMIT_BLOCKS,
+    LIMIT_REGISTERS,
+    LIMIT_SHARED_MEM,
+    LIMIT_WARPS,
 )
 
 #: Device attribute ncu stores with every kernel; used to cross-check the harness record.
@@ -124,8 +144,12 @@ GAIN_GATEABLE: tuple[str, ...] = (LAUNCHES, DRAM_BYTES, DURATION, DRAM_READ, DRA
 #: higher is better: occupancy is not a gain (unfused ÷ fused of it means nothing).
 VALUE_GATEABLE: tuple[str, ...] = (OCC_THEORETICAL, OCC_ACHIEVED)
 
+#: Quantities checked by a rule of their own: whether a fused call waits for the GPU is a
+#: yes-or-no against the baseline (``exact``), or not checked (``off``).
+RULE_GATEABLE: tuple[str, ...] = (HOST_BLOCKING,)
+
 #: Every gateable quantity.
-GATEABLE: tuple[str, ...] = GAIN_GATEABLE + VALUE_GATEABLE
+GATEABLE: tuple[str, ...] = GAIN_GATEABLE + VALUE_GATEABLE + RULE_GATEABLE
 
 #: Friendly labels for reporters.
 LABELS: dict[str, str] = {

@@ -18,3 +18,5 @@ class KernelLaunch:
     """Threads per block."""
     registers: int
     """Registers per thread."""
+    shared_mem: int = 0
+    """Shared memory per block, static and dynamic, bytes (0 where the report does not say)."""

@@ -42,6 +42,8 @@ RECORD_QUANTITIES: tuple[str, ...] = (
     names.MIN_BYTES,
     names.BYTES_RATIO,
 )
+#: The occupancy limits (blocks per SM each resource allows) of a variant's longest kernel.
+LIMIT_QUANTITIES: tuple[str, ...] = tuple(names.OCCUPANCY_LIMITERS)
 #: Quantities of the variants frame (besides suite, case, variant), by name.
 VARIANT_QUANTITIES: tuple[str, ...] = (
     names.LAUNCHES,
@@ -55,6 +57,7 @@ VARIANT_QUANTITIES: tuple[str, ...] = (
     names.OCC_THEORETICAL,
     names.L2_WRITE_BYTES,
     names.REPLAY_PASSES,
+    *LIMIT_QUANTITIES,
     *RECORD_QUANTITIES,
 )
 VARIANT_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *VARIANT_QUANTITIES)
@@ -68,6 +71,13 @@ def _weighted(values: pd.Series, weights: pd.Series) -> float:
     if total <= 0 or values.isna().all():
         return float(values.mean())
     return float((values * weights).sum() / total)
+
+
+def _limits(g: pd.DataFrame) -> dict[str, float]:
+    """The occupancy limits of the variant's longest kernel (NaN in reports without them)."""
+    durations = g[names.DURATION].fillna(-1.0).to_numpy()
+    longest = g.iloc[int(durations.argmax())]
+    return {q: float(longest[q]) if q in g else math.nan for q in LIMIT_QUANTITIES}
 
 
 def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -94,6 +104,7 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
                 names.OCC_THEORETICAL: _weighted(g[names.OCC_THEORETICAL], g[names.DURATION]),
                 names.L2_WRITE_BYTES: float(g[names.L2_WRITE_SECTORS].sum()) * _L2_SECTOR_BYTES,
                 names.REPLAY_PASSES: float(g[names.REPLAY_PASSES].max()),
+                **_limits(g),
                 **dict.fromkeys(RECORD_QUANTITIES, math.nan),
             }
         )
@@ -180,6 +191,7 @@ def inventory(kernels: pd.DataFrame, case: str, variant: str) -> tuple[KernelLau
             grid=_int(r[names.GRID_SIZE]),
             block=_int(r[names.BLOCK_SIZE]),
             registers=_int(r[names.REGISTERS]),
+            shared_mem=_int(r.get(names.SHARED_MEM_STATIC, math.nan)) + _int(r.get(names.SHARED_MEM_DYNAMIC, math.nan)),
         )
         for _, r in rows.iterrows()
     )

@@ -107,6 +107,9 @@ def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
     for q in names.VALUE_GATEABLE:
         if q in ctx.case.gates and (d := ck.value_check(ctx, q)):
             out.append(d)
+    out = ck.occupancy_checks(ctx, out)
+    if ctx.timed and (d := ck.asynchrony_check(ctx)) is not None:
+        out.append(d)
     if (d := ck.bytes_check(ctx)) is not None:
         out.append(d)
     return out + ck.expect_checks(ctx)
@@ -135,6 +138,7 @@ def _judge_case(
                 why_incomparable=_why_incomparable(blocking),
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
+                sm_count=_int(results.env.get("sm_count")),
             )
             measurements.append(
                 VariantMeasurement(
@@ -158,6 +162,10 @@ def _judge_case(
             "pass), so the speedup gate was not applied"
         )
     return CaseResult(case.id, case.line, case.description, tuple(checks), tuple(measurements), tuple(notes))
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _why_incomparable(blocking: Sequence[EnvDifference]) -> str:

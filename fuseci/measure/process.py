@@ -1,6 +1,8 @@
 """Run a child process (ncu, or the timed harness) with its output in a log file, under a limit.
 
 The child gets a session of its own, so that a timeout stops it and everything it started.
+Every live child is known here, so that Ctrl-C in a run with several suites in flight (other
+threads waiting on their children) stops them all (:func:`stop_all`).
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
 
 
 def tail(path: Path, lines: int = 15) -> str:
@@ -50,7 +56,7 @@ def start_logged(
     """
     log.info("running %s", " ".join(argv))
     with log_path.open("w", encoding="utf-8") as out:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             argv,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -58,6 +64,9 @@ def start_logged(
             start_new_session=True,
             env={**os.environ, **env} if env else None,
         )
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    return proc
 
 
 def finish(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
@@ -74,12 +83,25 @@ def finish(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
     except BaseException:  # the timeout, or Ctrl-C: leave no child behind
         _stop(proc)
         raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """Stop a child and everything it started (a no-op when it has exited)."""
     if proc.poll() is None:
         _stop(proc)
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+def stop_all() -> None:
+    """Stop every child still running (Ctrl-C, or a bug, in a run with suites in flight)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        stop(proc)
 
 
 def run_logged(

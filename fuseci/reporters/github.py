@@ -1,7 +1,7 @@
 """GitHub Actions workflow commands that annotate the suite file, one line per check.
 
-``WRONG``, ``REGRESSED``, ``ERROR`` and ``INCOMPARABLE`` checks are ``::error``, ``NEW`` and
-``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
+``WRONG``, ``REGRESSED``, ``ERROR`` and ``INCOMPARABLE`` checks are ``::error``, ``WARN``, ``NEW``
+and ``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
 update the baseline to keep it), ``PASS`` is nothing. Each annotation points at the case's line
 in the suite file, titled ``fuseci <suite>/<case>/<variant>``.
 
@@ -37,7 +37,7 @@ def _kind(verdict: Verdict) -> str | None:
     match verdict:
         case Verdict.WRONG | Verdict.REGRESSED | Verdict.ERROR | Verdict.INCOMPARABLE:
             return "error"
-        case Verdict.NEW | Verdict.MISSING:
+        case Verdict.WARN | Verdict.NEW | Verdict.MISSING:
             return "warning"
         case Verdict.IMPROVED:
             return "notice"

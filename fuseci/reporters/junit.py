@@ -1,7 +1,8 @@
 """JUnit XML through junit-xml: one testsuite per suite, one testcase per case and check.
 
 NEW and MISSING checks are skipped testcases (nothing to compare yet), REGRESSED and WRONG are
-failures, ERROR and INCOMPARABLE are errors. A failure's message gives the baseline, the
+failures, ERROR and INCOMPARABLE are errors, WARN passes with ``WARNING:`` and its message in
+the testcase's ``system-out``. A failure's message gives the baseline, the
 current value and the tolerance.
 """
 
@@ -30,6 +31,8 @@ def _testcase(c: Comparison, line: int, k: MetricDelta) -> TestCase:
             tc.add_error_info(message=k.message, error_type=k.verdict.value)
         case Verdict.NEW | Verdict.MISSING:
             tc.add_skipped_info(message=k.message)
+        case Verdict.WARN:
+            tc.stdout = f"WARNING: {k.message}"
         case Verdict.PASS | Verdict.IMPROVED:
             tc.stdout = k.message
     return tc

@@ -58,7 +58,7 @@ def _icon(verdict: Verdict) -> str:
     match verdict:
         case Verdict.WRONG | Verdict.REGRESSED:
             return "❌"
-        case Verdict.ERROR | Verdict.INCOMPARABLE:
+        case Verdict.ERROR | Verdict.INCOMPARABLE | Verdict.WARN:
             return "⚠️"
         case Verdict.MISSING | Verdict.NEW:
             return "ℹ️"

@@ -21,6 +21,8 @@ says so and leaves it alone. Linked *directories* are followed like any director
 
 Format history:
     1: first version.
+    1 (still): a kernel may carry a fifth number, its shared memory per block in bytes, when it
+       has any; four numbers mean none (or unknown).
 """
 
 from __future__ import annotations
@@ -59,13 +61,25 @@ def to_json(baseline: Baseline) -> dict[str, Any]:
             cid: {
                 vid: {
                     "values": {q: _round(v) for q, v in vb.values.items()},
-                    "kernels": [[k.name, k.grid, k.block, k.registers] for k in vb.kernels],
+                    "kernels": [_kernel_json(k) for k in vb.kernels],
                 }
                 for vid, vb in variants.items()
             }
             for cid, variants in baseline.cases.items()
         },
     }
+
+
+def _kernel_json(k: KernelLaunch) -> list[Any]:
+    """``[name, grid, block, registers]``, and the shared memory per block when there is any."""
+    row: list[Any] = [k.name, k.grid, k.block, k.registers]
+    return [*row, k.shared_mem] if k.shared_mem else row
+
+
+def _kernel(k: Any) -> KernelLaunch:
+    if not isinstance(k, list) or len(k) not in (4, 5):
+        raise ValueError(f"a kernel is [name, grid, block, registers(, shared memory)], got {k!r}")
+    return KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3]), int(k[4]) if len(k) == 5 else 0)
 
 
 def from_json(data: Any, path: Path | str) -> Baseline:
@@ -80,7 +94,7 @@ def from_json(data: Any, path: Path | str) -> Baseline:
             str(cid): {
                 str(vid): VariantBaseline(
                     values={str(q): math.nan if v is None else float(v) for q, v in vb["values"].items()},
-                    kernels=tuple(KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3])) for k in vb["kernels"]),
+                    kernels=tuple(_kernel(k) for k in vb["kernels"]),
                 )
                 for vid, vb in variants.items()
             }

@@ -58,7 +58,13 @@ def _check_json(k: MetricDelta) -> dict[str, Any]:
 
 
 def _kernels_json(kernels: tuple[KernelLaunch, ...]) -> list[dict[str, Any]]:
-    return [{"name": k.name, "grid": k.grid, "block": k.block, "registers": k.registers} for k in kernels]
+    out = []
+    for k in kernels:
+        doc: dict[str, Any] = {"name": k.name, "grid": k.grid, "block": k.block, "registers": k.registers}
+        if k.shared_mem:
+            doc["shared_mem"] = k.shared_mem
+        out.append(doc)
+    return out
 
 
 def _variant_json(v: VariantMeasurement) -> dict[str, Any]:
@@ -112,7 +118,7 @@ def _float(value: Any) -> float:
 
 
 def _kernels(data: Any) -> tuple[KernelLaunch, ...]:
-    return tuple(KernelLaunch(k["name"], k["grid"], k["block"], k["registers"]) for k in data)
+    return tuple(KernelLaunch(k["name"], k["grid"], k["block"], k["registers"], k.get("shared_mem", 0)) for k in data)
 
 
 def _case(data: dict[str, Any]) -> CaseResult:

@@ -1,0 +1,131 @@
+"""What ``update-baselines`` records: a pure decision over a comparison with the old baseline.
+
+A case whose every check passes (warnings that compare nothing with the baseline included)
+keeps its old values byte for byte, so a re-record after no real change produces no diff;
+``force`` re-records every measured case. A changed environment re-records everything.
+
+Re-recording accepts new *levels*, never broken promises: a case that misses an expectation,
+its bytes allowance or correctness would fail the very next run against the new baseline, so
+it is refused (its old values stay) unless ``force`` says to record it anyway, and the update
+says what it overrode. Wrong and broken cases have nothing measured and are never recorded. A
+baseline that would hold no case at all is not written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fuseci.config.model import Suite
+from fuseci.frames.metrics import SuiteResults
+from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+
+#: Checks that re-recording cannot make pass: they compare with the suite, not the baseline.
+PROMISES = (CheckKind.EXPECT, CheckKind.BYTES, CheckKind.CORRECTNESS)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A case ``update-baselines`` would not record, and why."""
+
+    case: str
+    """Case id."""
+    checks: tuple[MetricDelta, ...]
+    """The failing checks that recording cannot fix (expectations, bytes allowance, correctness)."""
+
+    def describe(self) -> str:
+        """One line per reason, joined: ``case: variant check: message``."""
+        return "; ".join(f"{k.variant} {k.check.value}: {k.message}" for k in self.checks)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePlan:
+    """The baseline to write and what changed, for one suite."""
+
+    baseline: Baseline | None
+    """The new baseline (values rounded as the file holds them); None when it would hold no case."""
+    changes: tuple[str, ...]
+    """One line per changed, added or removed case, or the environment."""
+    kept: tuple[str, ...]
+    """Cases not recorded because they are wrong or broken (old values kept)."""
+    refused: tuple[Refusal, ...]
+    """Cases not recorded because a check that recording cannot fix fails (old values kept)."""
+    overridden: tuple[Refusal, ...]
+    """Cases recorded although such a check fails (``force``)."""
+
+
+def broken_promises(result: CaseResult) -> tuple[MetricDelta, ...]:
+    """The case's failing expectation, bytes allowance and correctness checks."""
+    return tuple(k for k in result.checks if k.check in PROMISES and k.verdict in (Verdict.REGRESSED, Verdict.WRONG))
+
+
+def unchanged(result: CaseResult) -> bool:
+    """Every check passed, or warned without comparing anything with the baseline."""
+    return all(k.verdict is Verdict.PASS or (k.verdict is Verdict.WARN and k.change is None) for k in result.checks)
+
+
+def _case_changes(old: Baseline | None, new: Baseline, comparison: Comparison) -> list[str]:
+    lines: list[str] = []
+    by_case = {c.case: c for c in comparison.cases}
+    for cid in sorted(set(new.cases) | set(old.cases if old else ())):
+        if old is None or cid not in old.cases:
+            lines.append(f"+ {cid}: new")
+        elif cid not in new.cases:
+            lines.append(f"- {cid}: removed (no longer in the suite)")
+        elif old.cases[cid] != new.cases[cid]:
+            moved = [
+                c.message
+                for c in by_case[cid].checks
+                if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.NEW, Verdict.INCOMPARABLE, Verdict.WARN)
+                and c.check in (CheckKind.GAIN, CheckKind.VALUE, CheckKind.ASYNCHRONY, CheckKind.INVENTORY)
+            ]
+            lines.append(f"~ {cid}: " + ("; ".join(moved) if moved else "re-recorded"))
+    return lines
+
+
+def plan(
+    suite: Suite,
+    results: SuiteResults,
+    old: Baseline | None,
+    comparison: Comparison,
+    *,
+    force: bool,
+    normalize: Callable[[Baseline], Baseline] = lambda b: b,
+) -> UpdatePlan:
+    """Decide the new baseline of ``suite`` from ``results``, compared with ``old`` in
+    ``comparison``. ``normalize`` (the store's rounding, so that equal files compare equal) is
+    applied to the fresh values."""
+    env_changed = old is not None and not comparison.comparable
+    by_case = {c.case: c for c in comparison.cases}
+    good = {c.case for c in comparison.cases if c.verdict not in (Verdict.WRONG, Verdict.ERROR, Verdict.MISSING)}
+    kept = tuple(sorted({c.id for c in suite.cases} - good))
+    refusals = {
+        cid: Refusal(cid, promises)
+        for cid in sorted(good)
+        if cid in by_case and (promises := broken_promises(by_case[cid]))
+    }
+    recordable = good - (set() if force else set(refusals))
+    # Only cases the harness ran ok are in it: a planted wrong result passes (it was caught) but
+    # has nothing measured to record.
+    fresh: Baseline = normalize(from_results(results, recordable))
+    cases: dict[str, dict[str, VariantBaseline]] = {}
+    for case in suite.cases:
+        cid = case.id
+        same = old is not None and cid in old.cases and unchanged(by_case[cid])
+        if cid in fresh.cases and (force or env_changed or not same):
+            cases[cid] = dict(fresh.cases[cid])
+        elif old is not None and cid in old.cases:
+            cases[cid] = dict(old.cases[cid])
+    env = fresh.env if (old is None or env_changed or force) else old.env
+    new = normalize(Baseline(suite=suite.name, env=env, cases=cases)) if cases else None
+    changes = _case_changes(old, new, comparison) if new is not None else []
+    if env_changed and old is not None and new is not None:
+        changes.insert(
+            0,
+            "environment: "
+            + ", ".join(f"{d.field} {d.baseline_value!r} -> {d.current!r}" for d in comparison.env_differences),
+        )
+    refused = () if force else tuple(refusals.values())
+    overridden = tuple(refusals.values()) if force else ()
+    return UpdatePlan(new, tuple(changes), kept, refused, overridden)

@@ -1,0 +1,77 @@
+"""Which GPUs a run may use, without touching CUDA in this process.
+
+A run deals its suites out over the GPUs it is given (``fuseci run --gpus``); each harness
+process sees one of them through ``CUDA_VISIBLE_DEVICES`` and takes turns on it with the other
+processes of that GPU through a lock file (:func:`lock_path`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from fuseci.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries: that variable's own
+    entries when it is set, else nvidia-smi's indices; empty when neither says (no driver, no
+    nvidia-smi: the harness will say what is wrong)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [e.strip() for e in env.split(",") if e.strip() and not e.strip().startswith("-")]
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.info("cannot list the GPUs with nvidia-smi: %s", exc)
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if re.fullmatch(r"\d+", line.strip())]
+
+
+def select(spec: str, visible: list[str] | None = None) -> tuple[str | None, ...]:
+    """The GPUs ``--gpus SPEC`` asks for: ``all``; a count (the first N visible); or a
+    comma-separated list of visible entries (``0,1``). ``(None,)`` means one GPU as this process
+    sees them (nothing listed them, or a single one: no need to pin it).
+
+    Raises:
+        UsageError: the spec is malformed, or names more or other GPUs than are visible.
+    """
+    gpus = visible_gpus() if visible is None else visible
+    text = spec.strip().lower()
+    if text == "all":
+        chosen = gpus
+    elif re.fullmatch(r"[1-9][0-9]{0,3}", text):
+        if gpus and int(text) > len(gpus):
+            raise UsageError(f"--gpus {spec}: only {len(gpus)} GPU(s) are visible ({', '.join(gpus)})")
+        chosen = gpus[: int(text)]
+    elif re.fullmatch(r"[0-9A-Za-z-]+(,[0-9A-Za-z-]+)*", spec.strip()):
+        chosen = [g.strip() for g in spec.split(",")]
+        unknown = [g for g in chosen if gpus and g not in gpus]
+        if unknown or len(set(chosen)) != len(chosen):
+            raise UsageError(f"--gpus {spec}: name each visible GPU once; visible: {', '.join(gpus) or 'none listed'}")
+    else:
+        raise UsageError(f"--gpus {spec!r}: write all, a number of GPUs, or a list of GPU indices like 0,1")
+    if len(chosen) <= 1:
+        return (None,) if not chosen or chosen == gpus else (chosen[0],)
+    return tuple(chosen)
+
+
+def lock_path(device: str | None) -> Path:
+    """The lock file of one GPU, shared by every fuseci process on this machine, so that two runs
+    (two CI jobs on one runner) never measure on one GPU at once either."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    name = device if device is not None else (visible.replace(",", "_") or "all")
+    safe = re.sub(r"[^0-9A-Za-z_-]", "_", name)[:64]
+    return Path(tempfile.gettempdir()) / f"fuseci-gpu-{safe}.lock"

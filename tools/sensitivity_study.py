@@ -1,0 +1,162 @@
+"""The sensitivity card: how small a planted change each gate detects, and how often it cries wolf.
+
+Run on a GPU machine from the repository root, with fuseci installed and ncu on PATH::
+
+    python3 tools/sensitivity_study.py WORKDIR [--runs 10]
+
+It records a baseline of ``tools/sensitivity/suite.yaml`` (the healthy fused kernel and graded
+planted regressions of it: more DRAM bytes, more time, a host sync; see kernels/sensitivity.py),
+then runs the suite ``--runs`` times against it with ``fuseci run --json``, exactly as CI would
+(re-measurement of borderline speedups included). Every planted variant is judged against the
+healthy kernel's baseline; the healthy kernel and an identical ``control`` are the clean
+samples. It prints, per gate: each planted change (and the change actually measured), how many
+runs the gate caught it in, and the false alarms among the clean samples, at the default
+tolerance and at the other tolerances a suite could set (what the recorded changes would have
+given). ``--analyse`` re-prints the tables from WORKDIR's runs without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+SUITE = "tools/sensitivity/suite.yaml"
+CLEAN = ("fused", "control")
+PLANTED = {
+    "dram__bytes.sum": ("bytes_0_5", "bytes_1", "bytes_2", "bytes_5", "bytes_10"),
+    "bytes": ("bytes_0_5", "bytes_1", "bytes_2", "bytes_5", "bytes_10"),
+    "gpu__time_duration.sum": ("time_5", "time_10", "time_20", "time_40"),
+    "event_time": ("time_5", "time_10", "time_20", "time_40"),
+    "host_blocking": ("host_sync",),
+}
+#: The tolerances a suite could set, per gain, to show what a tighter or looser gate would do.
+WHAT_IF = {
+    "dram__bytes.sum": (0.005, 0.01, 0.02, 0.03),
+    "gpu__time_duration.sum": (0.05, 0.10, 0.15),
+    "event_time": (0.05, 0.10),
+}
+LABELS = {
+    "dram__bytes.sum": "DRAM bytes gain",
+    "bytes": "bytes over the minimum",
+    "gpu__time_duration.sum": "ncu duration gain",
+    "event_time": "CUDA-event speedup",
+    "host_blocking": "asynchrony (host blocking)",
+}
+
+
+def _fuseci(*args: str, log: Path) -> int:
+    with log.open("w") as out:
+        return subprocess.run(["fuseci", *args], stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+
+
+def measure(work: Path, runs: int) -> None:
+    """Record the baseline, then run the suite ``runs`` times, each writing its JSON results."""
+    (work / "runs").mkdir(parents=True, exist_ok=True)
+    rc = _fuseci(
+        "update-baselines", SUITE, "--force", "--baselines", str(work / "baselines"), "--report-dir",
+        str(work / "record"), log=work / "record.log",
+    )  # fmt: skip
+    print(f"baseline recorded (exit {rc})", flush=True)
+    for i in range(1, runs + 1):
+        rc = _fuseci(
+            "run", SUITE, "--baselines", str(work / "baselines"), "--report-dir", str(work / "out"), "--json",
+            str(work / "runs" / f"{i:02d}.json"), log=work / "runs" / f"{i:02d}.log",
+        )  # fmt: skip
+        print(f"run {i}/{runs}: exit {rc}", flush=True)
+
+
+def _checks(run: dict) -> dict[tuple[str, str], dict]:
+    """(variant, gate) → the check, for the one case of the suite."""
+    (suite,) = run["suites"]
+    (case,) = [c for c in suite["cases"] if c["case"] == "scale_relu_add"]
+    out = {}
+    for k in case["checks"]:
+        gate = k["check"] if k["check"] in ("bytes",) else k["quantity"]
+        if k["check"] in ("gain", "bytes", "asynchrony"):
+            out[(k["variant"], gate)] = k
+    values = {v["variant"]: v["values"] for v in case["variants"]}
+    out[("", "values")] = values
+    return out
+
+
+def _planted_size(runs: list[dict], variant: str, gate: str) -> str:
+    """The change the variant actually made, measured against the healthy kernel in each run."""
+    quantity = {"dram__bytes.sum": "dram__bytes.sum", "bytes": "dram__bytes.sum"}.get(gate, gate)
+    if gate == "host_blocking":
+        return "read-back of 1 float"
+    if gate == "gpu__time_duration.sum":
+        quantity = "gpu__time_duration.sum"
+    ratios = []
+    for r in runs:
+        values = r[("", "values")]
+        base, now = values.get("fused", {}).get(quantity), values.get(variant, {}).get(quantity)
+        if base and now:
+            ratios.append(now / base - 1)
+    return f"+{statistics.median(ratios):.1%}" if ratios else "?"
+
+
+def analyse(work: Path) -> str:
+    """The Markdown tables of the study in ``work``."""
+    runs = [_checks(json.loads(p.read_text())) for p in sorted((work / "runs").glob("*.json"))]
+    n = len(runs)
+    lines = [
+        f"{n} runs; clean samples: {', '.join(CLEAN)} in each run ({len(CLEAN) * n} in all).",
+        "",
+        "| gate | default | planted change (measured) | caught | false alarms (clean) |",
+        "|---|---|---|---|---|",
+    ]
+    for gate, variants in PLANTED.items():
+        tol = next((r[(v, gate)]["tolerance"] for r in runs for v in CLEAN if (v, gate) in r), "?")
+        clean = sum(r[(v, gate)]["verdict"] in ("regressed", "wrong") for r in runs for v in CLEAN if (v, gate) in r)
+        for i, variant in enumerate(variants):
+            caught = sum(r.get((variant, gate), {}).get("verdict") == "regressed" for r in runs)
+            size = _planted_size(runs, variant, gate)
+            lines.append(
+                f"| {LABELS[gate] if i == 0 else ''} | {tol if i == 0 else ''} | {variant} ({size}) | {caught}/{n} "
+                f"| {f'{clean}/{len(CLEAN) * n}' if i == 0 else ''} |"
+            )
+    lines += ["", "What the recorded changes give at other tolerances (caught / false alarms):", ""]
+    for gate, tolerances in WHAT_IF.items():
+        variants = PLANTED[gate]
+        lines += [f"| {LABELS[gate]} | " + " | ".join(variants) + " | clean |", "|---|" + "---|" * (len(variants) + 1)]
+        for tol in tolerances:
+            cells = []
+            for v in (*variants, *CLEAN):
+                changes = [
+                    r[(v, gate)]["change"] for r in runs if (v, gate) in r and r[(v, gate)]["change"] is not None
+                ]
+                cells.append(sum(c < -tol for c in changes))
+            clean = sum(cells[len(variants) :])
+            lines.append(
+                f"| ±{tol:.1%} | "
+                + " | ".join(f"{c}/{n}" for c in cells[: len(variants)])
+                + f" | {clean}/{len(CLEAN) * n} |"
+            )
+        lines.append("")
+    worst = {
+        gate: max((abs(r[(v, gate)]["change"] or 0) for r in runs for v in CLEAN if (v, gate) in r), default=0)
+        for gate in WHAT_IF
+    }
+    lines.append("Largest change of a clean sample: " + ", ".join(f"{LABELS[g]} {w:.2%}" for g, w in worst.items()))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("work", type=Path)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--analyse", action="store_true", help="only print the tables of an earlier study")
+    args = parser.parse_args()
+    if not args.analyse:
+        measure(args.work, args.runs)
+    table = analyse(args.work)
+    (args.work / "sensitivity.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
