@@ -109,7 +109,9 @@ def test_a_version_1_run_file_is_judged_as_before(monkeypatch: pytest.MonkeyPatc
     result = _invoke("compare", path, path, "suites/elementwise.yaml", "--json", out)
     assert result.exit_code == 1, result.output  # the regressed run misses its expectations, as it did
     expected = json.loads((LEGACY / "expected" / "compare-run-with-itself.json").read_text())
-    _same_measurements(_without_obsolete(expected), json.loads(out.read_text()))
+    got = json.loads(out.read_text())
+    assert got["suites"][0]["baseline_path"] == str(path)  # run A's path as given
+    _same_measurements(_without_obsolete(expected), got)
 
 
 def test_a_version_1_results_file_merges_unchanged(tmp_path: Path) -> None:

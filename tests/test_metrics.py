@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from fuseci.config import names
-from fuseci.frames.metrics import VARIANT_COLUMNS, aggregate, gains, inventory, ratio
+from fuseci.frames.metrics import VARIANT_COLUMNS, aggregate, dram_peak, gains, inventory, ratio
 from fuseci.frames.report import KERNEL_COLUMNS
 
 TENSOR = 2**28  # bytes in one 64 Mi-element float32 tensor
@@ -74,3 +74,10 @@ def test_recorded_gains_match_the_analytic_minimum(clean_kernels) -> None:
     assert g.loc["scale_relu_add", names.LAUNCHES] == 3
     assert g.loc["bias_gelu", names.LAUNCHES] == 10
     assert (g[names.DURATION] > 2).all()
+
+
+def test_the_cards_peak_dram_bandwidth_is_what_ncus_percentage_implies(clean_kernels) -> None:
+    # The H200's HBM3e: 4.8 TB/s; every busy kernel of the recorded run implies the same peak.
+    assert dram_peak(clean_kernels) == pytest.approx(4.81e12, rel=0.002)
+    idle = clean_kernels.assign(**{names.DRAM_PCT_PEAK: 0.5})
+    assert dram_peak(idle) is None

@@ -86,3 +86,54 @@ def test_report_job_merges_and_publishes_junit() -> None:
     assert job["needs"] == "profile"
     assert any("fuseci merge" in s.get("run", "") for s in job["steps"])
     assert any(s.get("uses", "").startswith("mikepenz/action-junit-report@") for s in job["steps"])
+
+
+def _steps(job: str) -> list[dict]:
+    return _gpu_workflow()["jobs"][job]["steps"]
+
+
+def test_report_job_uploads_the_html_report_and_links_it_from_the_summary() -> None:
+    job = _gpu_workflow()["jobs"]["report"]
+    merge = next(s for s in job["steps"] if "fuseci merge" in s.get("run", ""))
+    assert "--html report/fuseci-report.html" in merge["run"] and "--markdown report/summary.md" in merge["run"]
+    upload = next(s for s in job["steps"] if s.get("id") == "html")
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"] == "always()"
+    assert upload["with"]["path"] == "report"
+    link = next(s for s in job["steps"] if "REPORT_URL" in s.get("env", {}))
+    assert link["env"]["REPORT_URL"] == "${{ steps.html.outputs.artifact-url }}" and link["if"] == "always()"
+    assert '>> "$GITHUB_STEP_SUMMARY"' in link["run"]
+    assert job["outputs"]["html-url"] == "${{ steps.html.outputs.artifact-url }}"
+    assert job["permissions"] == {"contents": "read", "checks": "write"}
+
+
+def test_one_sticky_comment_from_a_job_that_runs_no_repository_code() -> None:
+    wf = _gpu_workflow()
+    job = wf["jobs"]["comment"]
+    assert job["permissions"] == {"pull-requests": "write"}
+    assert "github.event_name == 'pull_request'" in job["if"]
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in job["if"]
+    assert all("run" not in s and not s.get("uses", "").startswith("actions/checkout@") for s in job["steps"])
+    (script_step,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/github-script@")]
+    script = script_step["with"]["script"]
+    assert "${{" not in script, "expressions in a script are an injection risk: pass them through env"
+    assert "<!-- fuseci-summary -->" in script and "updateComment" in script and "createComment" in script
+    # Nothing else may write to pull requests or issues, and nothing asks for everything.
+    for name, other in wf["jobs"].items():
+        perms = other.get("permissions", {})
+        assert perms != "write-all", name
+        if name != "comment":
+            assert "pull-requests" not in perms and "issues" not in perms, name
+    assert wf["permissions"] == {"contents": "read"}
+
+
+def test_comment_script_is_valid_javascript(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI"):
+            pytest.fail("node is not installed")
+        pytest.skip("node is not installed")
+    (step,) = [s for s in _steps("comment") if s.get("uses", "").startswith("actions/github-script@")]
+    wrapped = tmp_path / "script.js"
+    wrapped.write_text(f"(async () => {{\n{step['with']['script']}\n}})();\n")
+    proc = subprocess.run([node, "--check", str(wrapped)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr

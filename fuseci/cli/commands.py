@@ -13,6 +13,7 @@ from fuseci import __version__
 from fuseci.cli.options import (
     BENCH_EXIT_CODES_HELP,
     EXIT_CODES_HELP,
+    HISTORY_EXIT_CODES_HELP,
     AcceptEnv,
     Baselines,
     FromReport,
@@ -206,6 +207,57 @@ def merge(
 
     comparisons = api.merge([c for path in results for c in read_results(path)])
     return report(comparisons, outputs or {}, exit_code(comparisons))
+
+
+@app.command("history", epilog=HISTORY_EXIT_CODES_HELP)
+@boundary
+def history_command(
+    results_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A results directory: the run files `fuseci run --results-dir DIR` wrote there.",
+            metavar="RESULTS_DIR",
+            show_default=False,
+        ),
+    ],
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a self-contained HTML page with a trend chart per gain here.",
+            dir_okay=False,
+            metavar="PATH",
+        ),
+    ] = None,
+    suite: Annotated[
+        list[str] | None,
+        typer.Option("--suite", help="Only this suite id (repeatable). Default: every suite of the runs.", metavar="S"),
+    ] = None,
+    last: Annotated[
+        int | None, typer.Option("--last", min=1, help="Only the newest N runs.", metavar="N", show_default=False)
+    ] = None,
+    verbose: Verbose = False,
+) -> int:
+    """Follow every fusion gain across the runs in RESULTS_DIR and say where each changed level.
+
+    Prints one line per change point (which gain stepped from what to what, at which commit),
+    found by a change-point search scaled by each gate's tolerance. Works on runs re-analysed
+    with --from-report, so anywhere. It reports; it gates nothing.
+    """
+    from fuseci import api
+    from fuseci.reporters import history as history_reporter
+    from fuseci.store.atomic import write_output
+
+    setup_logging(verbose)
+    found = api.history(results_dir, suite or (), last)
+    typer.echo(history_reporter.render_text(found, str(results_dir)), nl=False)
+    if html is not None:
+        try:
+            write_output(html, history_reporter.render_html(found, str(results_dir)))
+        except OSError as exc:
+            error(f"{html}: cannot write the html page: {exc.strerror or exc}")
+            return EXIT_SETUP
+    return EXIT_PASS
 
 
 @app.command("update-baselines", epilog=EXIT_CODES_HELP)

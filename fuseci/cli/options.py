@@ -20,6 +20,11 @@ BENCH_EXIT_CODES_HELP = (
     "A wrong result (1) wins over an error (3) when both occur."
 )
 
+HISTORY_EXIT_CODES_HELP = (
+    "Exit codes: 0 the history was read (whatever changed: it reports, it gates nothing); "
+    "2 usage error; 3 the directory is missing, holds no run file, or a run file is unreadable."
+)
+
 SuitesArg = Annotated[
     list[Path] | None,
     typer.Argument(

@@ -172,6 +172,12 @@ LABELS: dict[str, str] = {
 }
 
 
+DRAM_PEAK = "dram_peak_bytes_per_second"
+"""Informational environment field (never part of the fingerprint): the card's peak DRAM
+bandwidth in bytes/s as ncu's :data:`DRAM_PCT_PEAK` implies it (a kernel's DRAM bytes over its
+duration, divided by that percentage), the roof that reports draw achieved bandwidth against."""
+
+
 ENV_FIELDS: tuple[str, ...] = (
     "gpu_name",
     "compute_capability",

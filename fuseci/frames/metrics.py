@@ -64,6 +64,9 @@ VARIANT_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *VAR
 GAIN_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *names.GAIN_GATEABLE)
 
 _L2_SECTOR_BYTES = 32
+# Below 1% of peak (a kernel of a few microseconds) ncu's percentage has too few digits to
+# imply the peak; the busy kernels of every suite are far above it.
+_PEAK_MIN_PCT = 1.0
 
 
 def _weighted(values: pd.Series, weights: pd.Series) -> float:
@@ -235,10 +238,27 @@ class SuiteResults:
         return self._row(self.gains, case, variant, names.GAIN_GATEABLE)
 
 
+def dram_peak(kernels: pd.DataFrame) -> float | None:
+    """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies: the
+    median over the kernels of (DRAM bytes ÷ duration) ÷ percentage; None when no kernel moved
+    enough for it (or the report lacks the metric)."""
+    seconds = kernels[names.DURATION] * 1e-9
+    pct = kernels[names.DRAM_PCT_PEAK]
+    usable = (pct >= _PEAK_MIN_PCT) & (seconds > 0)
+    if not usable.any():
+        return None
+    achieved = (kernels[names.DRAM_READ] + kernels[names.DRAM_WRITE]) / seconds
+    return float((achieved / (pct / 100.0))[usable].median())
+
+
 def summarize(kernels: pd.DataFrame, record: HarnessRecord) -> SuiteResults:
-    """Aggregate the per-kernel frame and combine it with the harness record."""
+    """Aggregate the per-kernel frame and combine it with the harness record; the environment
+    gains the card's implied peak DRAM bandwidth (:data:`fuseci.config.names.DRAM_PEAK`)."""
     variants = with_record(aggregate(kernels), record)
     env: dict[str, Any] = {**record.env, **(record.profiler.to_json() if record.profiler else {})}
+    peak = dram_peak(kernels)
+    if peak is not None:
+        env[names.DRAM_PEAK] = peak
     return SuiteResults(
         suite=record.suite, env=env, record=record, kernels=kernels, variants=variants, gains=gains(variants)
     )

@@ -50,6 +50,12 @@ REPORTS: tuple[Format, ...] = (
     Format("junit", "junit", "--junit", "Write a JUnit XML report here (one test case per check)."),
     Format("json", "json", "--json", "Write every number and check as JSON here (read back by `fuseci merge`)."),
     Format("markdown", "markdown", "--markdown", "Write a Markdown summary here (GitHub's step summary format)."),
+    Format(
+        "html",
+        "html",
+        "--html",
+        "Write a self-contained HTML report here (charts inline; opens offline, e.g. as a CI artifact).",
+    ),
     Format("github", "github"),
 )
 

@@ -61,4 +61,4 @@ def test_console_table_and_attention_lines(in_root) -> None:
 
 
 def test_every_format_is_registered() -> None:
-    assert set(FORMATS) == {"console", "json", "junit", "markdown", "github"}
+    assert set(FORMATS) == {"console", "json", "junit", "markdown", "github", "html"}

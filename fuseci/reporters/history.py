@@ -1,0 +1,196 @@
+"""``fuseci history``'s output: a text summary of every change point for the console, and a
+self-contained HTML page with one trend chart per gain per case.
+
+The text says, per change point, which gain stepped from what to what at which commit; the page
+draws each gain across the runs (x: when each ran, labelled with its commit) with the gate's
+tolerance around each level and the change points marked. Both come from a
+:class:`~fuseci.judge.history.History`; the page is ``templates/history.html.j2``, autoescaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from fuseci.config import names
+
+if TYPE_CHECKING:
+    from fuseci.judge.history import ChangePoint, History, RunPoint, Series
+    from fuseci.reporters.charts import Chart
+
+#: At most this many runs get their own label on a chart's time axis (change points always do).
+_TICKS = 12
+
+
+def _gain(value: float) -> str:
+    return f"{value:.3g}x"
+
+
+def _when(run: RunPoint) -> str:
+    return run.created.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _label(s: Series) -> str:
+    return f"{s.case}/{s.variant} {names.LABELS.get(s.quantity, s.quantity)} gain"
+
+
+def sentence(s: Series, c: ChangePoint, with_gpu: bool = False) -> str:
+    """``elementwise: scale_relu_add/fused DRAM bytes gain stepped from 2.32x to 1.4x (-39.6%,
+    beyond its ±3% gate) at commit 1a2b3c4 (2026-11-22 10:00 UTC)``."""
+    where = f"{s.suite} on {s.gpu}" if with_gpu else s.suite
+    if s.tolerance is None:
+        gate = "not gated"
+    else:
+        gate = f"{'beyond' if c.beyond_tolerance else 'within'} its {s.tolerance_text} gate"
+    return (
+        f"{where}: {_label(s)} stepped from {_gain(c.before)} to {_gain(c.after)} ({c.change * 100:+.1f}%, {gate}) "
+        f"at commit {c.run.short_commit} ({_when(c.run)})"
+    )
+
+
+def _several_gpus(history: History) -> bool:
+    return len({s.gpu for s in history.series}) > 1
+
+
+def render_text(history: History, directory: str = "") -> str:
+    """The console summary: the runs, one line per change point, notes, a totals line."""
+    runs = history.runs
+    where = f" in {directory}" if directory else ""
+    lines = [
+        f"fuseci: history of {len(runs)} run{'s' if len(runs) != 1 else ''}{where}"
+        + (f", {_when(runs[0])} to {_when(runs[-1])}" if runs else "")
+    ]
+    gpus = _several_gpus(history)
+    changes = [(s, c) for s in history.series for c in s.changes]
+    lines += [f"  {sentence(s, c, gpus)}" for s, c in changes]
+    lines += [f"fuseci: note: {n}" for n in history.notes]
+    n = len(changes)
+    lines.append(
+        f"fuseci: {n or 'no'} change point{'s' if n != 1 else ''} in {len(history.series)} "
+        f"gain{'s' if len(history.series) != 1 else ''} over {len(runs)} run{'s' if len(runs) != 1 else ''}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeView:
+    """One change point, as the page lists it."""
+
+    anchor: str
+    """The id of the chart that shows it."""
+    text: str
+    """Its sentence."""
+    beyond: bool
+    """True when the step exceeds the gate's tolerance."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseHistory:
+    """The charts of one case on one GPU."""
+
+    anchor: str
+    """Its id in the page."""
+    title: str
+    """Suite, case (and GPU)."""
+    charts: tuple[Chart, ...]
+    """One per gain."""
+    changes: int
+    """Change points among its gains."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """One run in the page's list of runs."""
+
+    when: str
+    """When it was saved."""
+    commit: str
+    """Its commit."""
+    path: str
+    """Its run file."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    """Everything ``history.html.j2`` shows."""
+
+    title: str
+    """The page's title."""
+    summary: str
+    """The last line of the text summary."""
+    changes: tuple[ChangeView, ...]
+    """Every change point."""
+    notes: tuple[str, ...]
+    """What limited the history."""
+    runs: tuple[RunView, ...]
+    """The runs, oldest first."""
+    cases: tuple[CaseHistory, ...]
+    """Per case, its charts."""
+
+
+def _ticks(series: Sequence[Series]) -> list[tuple[datetime, str]]:
+    runs = {r.created: r for s in series for r in s.runs}
+    times = sorted(runs)
+    keep = set(times if len(times) <= _TICKS else times[:: -(-len(times) // _TICKS)])
+    keep |= {c.run.created for s in series for c in s.changes}
+    return [(t, f"{runs[t].short_commit}\n{t:%m-%d %H:%M}") for t in times if t in keep]
+
+
+def _chart(group: Sequence[Series], chart_id: str) -> Chart:
+    from fuseci.reporters import charts
+
+    lines = [
+        charts.TrendLine(
+            label=s.variant,
+            times=tuple(r.created for r in s.runs),
+            values=s.values,
+            segments=tuple((seg.start, seg.stop, seg.level) for seg in s.segments),
+            tolerance=s.tolerance,
+            changes=tuple(c.index for c in s.changes),
+        )
+        for s in group
+    ]
+    first = group[0]
+    gate = first.tolerance_text if first.tolerance is not None else "not gated"
+    title = f"{first.case}: {names.LABELS.get(first.quantity, first.quantity)} gain ({gate})"
+    return charts.trend_chart(lines, _ticks(group), chart_id, title)
+
+
+def page(history: History, directory: str = "") -> HistoryPage:
+    """The page model: per (GPU, suite, case), one chart per gain with a line per fused variant."""
+    gpus = _several_gpus(history)
+    groups: dict[tuple[str, str, str], dict[str, list[Series]]] = {}
+    for s in history.series:
+        groups.setdefault((s.gpu, s.suite, s.case), {}).setdefault(s.quantity, []).append(s)
+    cases: list[CaseHistory] = []
+    changes: list[ChangeView] = []
+    for n, ((gpu, suite, case), by_quantity) in enumerate(groups.items()):
+        anchor = f"case-{n}"
+        drawn = []
+        for m, group in enumerate(by_quantity.values()):
+            chart_id = f"{anchor}-{m}"
+            drawn.append(_chart(group, chart_id))
+            changes += [
+                ChangeView(chart_id, sentence(s, c, gpus), c.beyond_tolerance) for s in group for c in s.changes
+            ]
+        count = sum(len(s.changes) for group in by_quantity.values() for s in group)
+        title = f"{suite} / {case}" + (f" on {gpu}" if gpus else "")
+        cases.append(CaseHistory(anchor, title, tuple(drawn), count))
+    summary = render_text(history, directory).rstrip("\n").rsplit("\n", 1)[-1]
+    return HistoryPage(
+        title=f"fuseci history: {len(history.runs)} runs" + (f" in {directory}" if directory else ""),
+        summary=summary,
+        changes=tuple(changes),
+        notes=history.notes,
+        runs=tuple(RunView(_when(r), r.commit or "-", r.path) for r in history.runs),
+        cases=tuple(cases),
+    )
+
+
+def render_html(history: History, directory: str = "") -> str:
+    """The HTML page."""
+    from fuseci.reporters import templating
+
+    return templating.render("history.html.j2", page=page(history, directory))

@@ -1,0 +1,126 @@
+"""The HTML report as a person sees it: the recorded regressed run's report opened from a file in
+a real headless Chromium (Debian's, driven by Playwright): it loads without a console error or a
+request for anything outside the file, every chart drew, and the failing case (the split kernel
+of scale_relu_add and its fallen gains) is on the first screen. A screenshot of that screen is
+written to $FUSECI_SCREENSHOT_DIR (else the test's temporary directory) and its path printed,
+pass or fail.
+
+Skipped when Chromium or Playwright is missing, except in CI (``CI`` set), where that fails:
+`.ci/run` installs both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from html_doc import regressed_html
+
+#: Launch flags for a browser with no network to reach and nothing to set up.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: A laptop's first screen.
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def _chromium() -> str:
+    """The Chromium executable: $FUSECI_CHROMIUM, /usr/bin/chromium, or one on PATH."""
+    candidates = [os.environ.get("FUSECI_CHROMIUM", ""), "/usr/bin/chromium"]
+    candidates += [shutil.which(n) or "" for n in ("chromium", "chromium-browser", "google-chrome")]
+    found = next((c for c in candidates if c and Path(c).is_file()), None)
+    reason = None
+    if found is None:
+        reason = "Chromium is not installed (apt-get install chromium, or set FUSECI_CHROMIUM)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "Playwright is not installed (pip install -e '.[test]')"
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser test cannot run in CI: {reason}")
+        pytest.skip(reason)
+    assert found is not None
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("html") / "elementwise-regressed.html"
+    path.write_text(regressed_html(), encoding="utf-8")
+    return path
+
+
+def _screenshot_dir(tmp_path: Path) -> Path:
+    directory = Path(os.environ.get("FUSECI_SCREENSHOT_DIR") or tmp_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def test_report_loads_draws_and_shows_the_failure_first(
+    browser: Any, report: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport=VIEWPORT)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(f"request {r.url}"))
+    page.goto(report.as_uri(), wait_until="load")
+
+    charts = page.evaluate(
+        """() => [...document.querySelectorAll('figure.chart')].map(f => {
+            const svg = f.querySelector('svg'); const r = svg ? svg.getBoundingClientRect() : null;
+            return {id: f.id, width: r ? r.width : 0, height: r ? r.height : 0,
+                    marks: svg ? svg.querySelectorAll('path, use, rect').length : 0,
+                    texts: svg ? [...svg.querySelectorAll('text')].filter(t => t.getBBox().width > 0).length : 0};
+        })"""
+    )
+    assert len(charts) == 15
+    for chart in charts:
+        assert chart["width"] > 200 and chart["height"] > 60 and chart["marks"] > 5 and chart["texts"] > 2, chart
+
+    first_screen = page.evaluate(
+        """() => [...document.querySelectorAll('#failures li, #failures h3')].map(e => {
+            const r = e.getBoundingClientRect();
+            return {text: e.innerText, visible: r.top >= 0 && r.bottom <= window.innerHeight && r.width > 0};
+        })"""
+    )
+    visible = " ".join(" ".join(e["text"].split()) for e in first_screen if e["visible"])
+    assert "elementwise / scale_relu_add" in visible
+    assert "the fusion split: fuseci_scale_relu_add became fuseci_mutant_scale_relu + fuseci_mutant_add" in visible
+    for fallen in ("fell from 3x to 1.5x", "fell from 2.32x to 1.4x", "fell from 5.09x to 2.96x"):
+        assert fallen in visible
+    assert all(e["visible"] for e in first_screen), [e["text"] for e in first_screen if not e["visible"]]
+    assert page.evaluate("window.scrollY") == 0
+
+    shot = _screenshot_dir(tmp_path) / "elementwise-regressed-first-screen.png"
+    page.screenshot(path=str(shot))
+    with capsys.disabled():  # shown even when the test passes: CI keeps the file
+        print(f"\nscreenshot of the HTML report's first screen: {shot}")
+    page.close()
+    assert problems == []
