@@ -70,7 +70,7 @@ def test_history_prints_every_change_point_with_its_commit(in_root, runs_dir: Pa
         "at commit 3333333 (2026-11-22 09:00 UTC)"
     ) in lines
     assert (
-        "  elementwise: scale_relu_add/fused DRAM bytes gain stepped from 1.4x to 2.32x (+65.5%, beyond its ±1% gate) "
+        "  elementwise: scale_relu_add/fused DRAM bytes gain stepped from 1.4x to 2.32x (+65.6%, beyond its ±1% gate) "
         "at commit 5555555 (2026-11-24 09:00 UTC)"
     ) in lines
     changes = [line for line in lines if "stepped from" in line]
