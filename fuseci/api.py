@@ -10,16 +10,17 @@ keeps the whole command from running raises.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from fuseci.config.check import SuiteCheck, check_files
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS, gpu_slug
 from fuseci.config.parse import load_suite
-from fuseci.errors import FuseciError, ReportError, UsageError
+from fuseci.errors import FuseciError, NcuError, ReportError, SuiteError, UsageError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import history as judge_history
 from fuseci.judge import update
@@ -28,6 +29,7 @@ from fuseci.judge.runs import compare_runs, recorded_suites
 from fuseci.judge.verdict import Comparison, failed
 from fuseci.measure import bench as bench_figures
 from fuseci.measure import devices, process
+from fuseci.measure import profile as profiler
 from fuseci.measure.command import DEFAULT_REPEATS, Mode, SuiteFiles, harness_argv
 from fuseci.measure.run import MeasureOptions, measure, remeasure
 from fuseci.measure.timed import run_timed
@@ -78,6 +80,8 @@ class RunOptions:
     processes and the last one is judged. They take turns on the GPU through its lock file."""
     device: str | None = None
     """The GPU this suite runs on (set per suite by :func:`run`)."""
+    on_stage: Callable[[str, Path | None], None] | None = None
+    """Hears each stage of measuring and judging a suite (set per suite by :func:`run`)."""
 
     @property
     def measuring(self) -> MeasureOptions:
@@ -88,27 +92,64 @@ class RunOptions:
             ncu=self.ncu,
             device=self.device,
             gpu_lock=None if self.from_report is not None else devices.lock_path(self.device),
+            on_stage=self.on_stage,
         )
 
 
-def load_suites(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list[Suite]:
-    """The suites named, or every ``suites/*.yaml`` under ``root`` except planted-regression
-    suites (those run only when named).
+def suite_files(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list[Path]:
+    """The suite files named, or every ``suites/*.yaml`` under ``root``.
 
     Raises:
-        SuiteError: a suite file is missing or invalid.
         UsageError: none named and none found.
     """
     if paths:
-        return [load_suite(p) for p in paths]
+        return list(paths)
     found = sorted((root / "suites").glob("*.yaml"))
     if not found:
         raise UsageError("no suite given and no suites/*.yaml in the current directory; pass a suite file")
-    suites = [load_suite(p) for p in found]
-    planted = [s.name for s in suites if s.planted]
+    return found
+
+
+def check_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve: bool = True) -> SuiteCheck:
+    """Check the suite files named (default: every ``suites/*.yaml``, planted-regression suites
+    included) on their own and together: see :mod:`fuseci.config.check`.
+
+    Raises:
+        UsageError: none named and none found.
+    """
+    return check_files(suite_files(paths, root=root), resolve=resolve)
+
+
+def runnable(check: SuiteCheck, named: bool) -> list[Suite]:
+    """The suites a command runs: all that loaded, but planted-regression suites only when the
+    command line named them."""
+    if named:
+        return list(check.suites)
+    planted = [s.name for s in check.suites if s.planted]
     if planted:
         log.info("skipping planted-regression suite(s) %s; name the file to run one", ", ".join(planted))
-    return [s for s in suites if not s.planted]
+    return [s for s in check.suites if not s.planted]
+
+
+def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve: bool = False) -> list[Suite]:
+    """The suites named, or every ``suites/*.yaml`` under ``root`` except planted-regression
+    suites (those run only when named), checked as :func:`check_suites` checks them.
+
+    Raises:
+        SuiteError: a suite file is missing or invalid, two share an id, or (``resolve``) a
+            ``module:function`` does not exist; the message lists every problem.
+        UsageError: none named and none found.
+    """
+    check = check_suites(paths, root=root, resolve=resolve)
+    if check.problems:
+        first = check.problems[0]
+        more = (
+            f" (and {len(check.problems) - 1} more problems: `fuseci check` lists them)"
+            if len(check.problems) > 1
+            else ""
+        )
+        raise SuiteError(first.message + more, path=first.path, line=first.line)
+    return runnable(check, bool(paths))
 
 
 def parse_accept_env(items: Sequence[str] | None) -> frozenset[str]:
@@ -153,6 +194,7 @@ def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteR
     results = measure(suite, options.measuring)
     path = baseline_file(options, results)
     baseline = bl.load_baseline(path)
+    options.measuring.say("judging")
     comparison = compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env)
     retry = sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
     if not retry or options.from_report is not None:
@@ -169,8 +211,9 @@ class Progress(Protocol):
     def suite_started(self, suite: Suite, index: int, total: int) -> None:
         """Suite ``index`` (from 1) of ``total`` starts."""
 
-    def stage(self, suite: Suite, what: str) -> None:
-        """The suite entered a stage (``profiling``, ``timing``, ``judging``...)."""
+    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
+        """The suite entered a stage (``profiling under ncu``, ``judging``...); ``watch`` is the
+        harness record that names the case being worked on, when there is one."""
 
     def suite_judged(self, comparison: Comparison) -> None:
         """A suite was judged (or failed: its comparison is then one ``ERROR``)."""
@@ -185,7 +228,7 @@ class Silent:
     def suite_started(self, suite: Suite, index: int, total: int) -> None:
         """Ignored."""
 
-    def stage(self, suite: Suite, what: str) -> None:
+    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
         """Ignored."""
 
     def suite_judged(self, comparison: Comparison) -> None:
@@ -221,11 +264,34 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
     listener = progress or Silent()
     order = {id(s): i for i, s in enumerate(suites, 1)}
+    machine: list[str] = []  # the first suite's word that ncu cannot profile on this machine
+    if options.from_report is None and suites:  # ncu missing or broken: said once, for the first suite
+        try:
+            profiler.ncu_version(profiler.find_ncu(options.ncu))
+        except NcuError as exc:
+            listener.suite_failed(suites[0], exc)
+            first = failed(suites[0], str(exc))
+            rest = [failed(s, f"not run: ncu cannot profile here ({suites[0].name} says why)") for s in suites[1:]]
+            return RunOutcome((first, *rest), ())
 
     def one(suite: Suite, device: str | None) -> tuple[Comparison, SuiteResults | None]:
+        if machine:
+            return failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)"), None
         listener.suite_started(suite, order[id(suite)], len(suites))
+
+        def heard(what: str, watch: Path | None = None) -> None:
+            listener.stage(suite, what, watch)
+
         try:
-            comparison, results = check_results(suite, replace(options, device=device))
+            comparison, results = check_results(suite, replace(options, device=device, on_stage=heard))
+        except NcuError as exc:
+            if exc.machine_wide and machine:
+                comparison = failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)")
+            else:
+                machine.extend([suite.name] if exc.machine_wide else [])
+                listener.suite_failed(suite, exc)
+                comparison = failed(suite, str(exc))
+            results = None
         except FuseciError as exc:
             listener.suite_failed(suite, exc)
             comparison, results = failed(suite, str(exc)), None

@@ -23,6 +23,13 @@ class FuseciError(Exception):
 class SuiteError(FuseciError):
     """A suite file is missing, malformed or names things that do not exist."""
 
+    def __init__(self, message: str, *, path: object = None, line: int = 0) -> None:
+        super().__init__(message)
+        self.path = path
+        """The suite file, when known (for annotations that point at it)."""
+        self.line = line
+        """The line of the offending key (0 when unknown)."""
+
 
 class HarnessError(FuseciError):
     """The harness could not build inputs or run a variant."""
@@ -30,6 +37,12 @@ class HarnessError(FuseciError):
 
 class NcuError(FuseciError):
     """Nsight Compute is missing, refused to profile, or profiled nothing usable."""
+
+    def __init__(self, message: str, *, machine_wide: bool = False) -> None:
+        super().__init__(message)
+        self.machine_wide = machine_wide
+        """True when the cause is the machine's, not the suite's (ncu refused the counters, DCGM
+        holds them): every other suite would fail the same way."""
 
 
 class BenchError(FuseciError):

@@ -63,7 +63,7 @@ def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
 def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
     message = _error(tmp_path, GOOD.replace("    variants:", "    varaints: {}\n    variants:"))
     assert "did you mean 'variants'" in message
-    assert ":3:" in message  # the case's line
+    assert ":6:" in message  # the line of the misspelt key itself
 
 
 def test_slash_in_variant_id_is_rejected(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def _error(tmp_path: Path, text: str) -> str:
         # misspelt keys: the close match, then every allowed key
         (
             GOOD.replace("    variants:", "    varaints: {}\n    variants:"),
-            ":3: cases[0]: unknown key 'varaints'; did you mean 'variants'? allowed keys: id, description, inputs, params, reference, variants, correctness, gates, expect",
+            ":6: cases[0]: unknown key 'varaints'; did you mean 'variants'? allowed keys: id, description, inputs, params, reference, variants, correctness, gates, expect",
         ),
         (
             GOOD + "ncu: {timeuot: 5}\n",
@@ -106,23 +106,23 @@ def _error(tmp_path: Path, text: str) -> str:
         ),
         (GOOD.replace("suite: demo\n", ""), ":1: top level: missing required key 'suite' (e.g. suite: mylib)"),
         # wrong types say what was found and what is accepted
-        (GOOD + "description: [a, b]\n", ":1: description: expected a string, got list ['a', 'b']"),
+        (GOOD + "description: [a, b]\n", ":9: description: expected a string, got list ['a', 'b']"),
         (
             GOOD.replace("  - id: c1\n", "  - id: c1\n    description: 3\n"),
-            ":3: case 'c1'.description: expected a string, got integer 3; quote it",
+            ":4: case 'c1'.description: expected a string, got integer 3; quote it",
         ),
-        (GOOD + "defaults: [dtype]\n", ":1: defaults: expected a mapping, got list ['dtype']"),
+        (GOOD + "defaults: [dtype]\n", ":9: defaults: expected a mapping, got list ['dtype']"),
         (
             GOOD.replace("    variants:", "    params: {alpha: {a: 1}}\n    variants:"),
             ":3: case 'c1'.params.alpha: expected a scalar (number, string or boolean), got mapping {'a': 1}",
         ),
         (
             GOOD.replace("    variants:", "    params: [1]\n    variants:"),
-            ":3: case 'c1'.params: expected a mapping, got list [1]",
+            ":6: case 'c1'.params: expected a mapping, got list [1]",
         ),
         (
             GOOD.replace("fused: kernels.elementwise:scale_relu_add_fused", "fused: 3"),
-            ":7: case 'c1'.variants.fused: expected a 'module:function' string or a mapping {fn: ..., expect: ...}, got integer 3",
+            ":8: case 'c1'.variants.fused: expected a 'module:function' string or a mapping {fn: ..., expect: ...}, got integer 3",
         ),
         (
             GOOD.replace(X, "{shape: [1024], seed: -1}"),
@@ -171,7 +171,7 @@ def _error(tmp_path: Path, text: str) -> str:
             "case 'c1'.inputs.x.std: must be positive for a normal distribution, got 0",
         ),
         (GOOD + "cases: {}\n", "key 'cases' appears twice"),
-        ("suite: demo\ncases: {id: c1}\n", ":1: cases: expected a non-empty list of cases, got mapping {'id': 'c1'}"),
+        ("suite: demo\ncases: {id: c1}\n", ":2: cases: expected a non-empty list of cases, got mapping {'id': 'c1'}"),
         (
             GOOD.replace("id: c1", "id: 'c 1'"),
             ":3: cases[0].id: 'c 1' is not a valid id: use letters, digits, '_' and '-' only",
@@ -182,11 +182,11 @@ def _error(tmp_path: Path, text: str) -> str:
         ),
         (
             GOOD.replace("    variants:", "    params: {x: 1}\n    variants:"),
-            ":3: case 'c1'.params: ['x'] also named as inputs; rename the param or the input",
+            ":6: case 'c1'.params: ['x'] also named as inputs; rename the param or the input",
         ),
         (
             GOOD + "    reference: numpy.add\n",
-            ":3: case 'c1'.reference: 'numpy.add' is not a 'module:function' reference",
+            ":9: case 'c1'.reference: 'numpy.add' is not a 'module:function' reference",
         ),
         (GOOD + GOOD.split("cases:\n")[1], "case 'c1': duplicate case id (first defined on line 3); rename one"),
     ],

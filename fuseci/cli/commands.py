@@ -23,7 +23,7 @@ from fuseci.cli.options import (
     SuitesArg,
     Verbose,
 )
-from fuseci.cli.output import ConsoleProgress, boundary, error, report, setup_logging, with_report_options
+from fuseci.cli.output import boundary, error, report, setup_logging, with_report_options
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 from fuseci.measure.command import DEFAULT_REPEATS
 
@@ -76,6 +76,9 @@ def run(
         ),
     ] = 2,
     ncu: NcuOpt = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")
+    ] = False,
     verbose: Verbose = False,
     outputs: dict[str, Path] | None = None,
 ) -> int:
@@ -88,11 +91,18 @@ def run(
     error and warning annotations that point at the failing cases in the suite files.
     """
     from fuseci import api
+    from fuseci.cli.progress import RunDisplay, choose
     from fuseci.judge.verdict import exit_code
     from fuseci.measure import devices
+    from fuseci.reporters import console
 
     setup_logging(verbose)
-    loaded = api.load_suites(suites)
+    if from_report is not None and len(suites or ()) != 1:
+        raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    check = api.check_suites(suites, resolve=from_report is None)
+    if check.problems:  # nothing is measured: every problem is reported, where it is
+        return _suite_problems(check, outputs or {})
+    loaded = api.runnable(check, bool(suites))
     if shard is not None:
         k, n = api.parse_shard(shard)
         loaded = api.shard(loaded, k, n)
@@ -106,12 +116,24 @@ def run(
         gpus=(None,) if from_report is not None else devices.select(gpus),
         in_flight=in_flight,
     )
-    outcome = api.run(loaded, options, ConsoleProgress())
+    with RunDisplay(choose(quiet), console.render_suite) as display:
+        outcome = api.run(loaded, options, display)
     comparisons = list(outcome.comparisons)
-    code = report(comparisons, outputs or {}, exit_code(comparisons))
+    code = report(comparisons, outputs or {}, exit_code(comparisons), tables_shown=display.printed == len(comparisons))
     if results_dir is not None:
         code = _keep_run(outcome, loaded, results_dir, code)
     return code
+
+
+def _suite_problems(check: Any, outputs: dict[str, Path]) -> int:
+    """Every problem of the suite files, one ``fuseci: error:`` line each, and in the report
+    files and GitHub's annotations as an error at its file and line; exit 3."""
+    from fuseci.judge.verdict import failed_file
+
+    for p in check.problems:
+        error(p.message)
+    problems = [failed_file(p.suite, str(p.path), p.message, p.line) for p in check.problems]
+    return report(problems, outputs, EXIT_SETUP, console=False)
 
 
 def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> int:
@@ -128,6 +150,32 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
     else:
         typer.echo(f"fuseci: results saved to {path}", err=True)
     return code
+
+
+@app.command("check", epilog="Exit codes: 0 every suite file is valid; 2 usage error; 3 a suite file has a problem.")
+@boundary
+@with_report_options
+def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = None) -> int:
+    """Check suite files on any machine, without a GPU: the format and every value, one suite id
+    per file, and that every module:function exists (read from its source, not imported).
+
+    Errors point at the line of the offending key; with --junit they become failed test cases,
+    and under GitHub Actions annotations on the suite files. `fuseci run` makes the same checks
+    before it measures anything.
+
+    Example: fuseci check suites/*.yaml
+    """
+    from fuseci import api
+
+    check = api.check_suites(suites)
+    if check.problems:
+        return _suite_problems(check, outputs or {})
+    for s in check.suites:
+        variants = sum(len(c.variants) for c in s.cases)
+        planted = ", planted regressions" if s.planted else ""
+        typer.echo(f"{s.path}: suite {s.name}: {len(s.cases)} cases, {variants} variants{planted}: ok")
+    typer.echo(f"fuseci check: {len(check.suites)} suite file{'s' if len(check.suites) != 1 else ''}, all valid")
+    return EXIT_PASS
 
 
 @app.command("compare", epilog=EXIT_CODES_HELP)

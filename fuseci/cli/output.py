@@ -86,8 +86,16 @@ def with_report_options(fn: Callable[..., int]) -> Callable[..., int]:
     return command
 
 
-def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -> int:
-    """The console report, the files asked for, and GitHub's step summary and annotations.
+def report(
+    comparisons: list[Comparison],
+    outputs: dict[str, Path],
+    code: int,
+    *,
+    tables_shown: bool = False,
+    console: bool = True,
+) -> int:
+    """The console report (only its totals line when ``tables_shown``: each suite's table was
+    printed as it was judged), the files asked for, and GitHub's step summary and annotations.
 
     Returns:
         ``code``, or 3 when a file could not be written (a regression's 1 stays 1).
@@ -96,7 +104,12 @@ def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -
     from fuseci.reporters import markdown as markdown_reporter
     from fuseci.store.atomic import write_output
 
-    typer.echo(FORMATS["console"](comparisons), nl=False)
+    if tables_shown:
+        from fuseci.reporters.text import totals
+
+        typer.echo(totals(comparisons))
+    elif console:
+        typer.echo(FORMATS["console"](comparisons), nl=False)
     for name, path in outputs.items():
         try:
             write_output(path, FORMATS[name](comparisons))
@@ -121,19 +134,3 @@ def _append_summary(path: Path, comparisons: list[Comparison], limit: int, rende
                 fh.write(render(comparisons, limit=room))
     except OSError as exc:
         log.warning("cannot append to $GITHUB_STEP_SUMMARY (%s): %s", path, exc)
-
-
-class ConsoleProgress:
-    """What ``fuseci run`` says while it works: errors as they happen."""
-
-    def suite_started(self, suite: Any, index: int, total: int) -> None:
-        log.info("suite %s (%d/%d): %s", suite.name, index, total, suite.path)
-
-    def stage(self, suite: Any, what: str) -> None:
-        log.info("%s: %s", suite.name, what)
-
-    def suite_judged(self, comparison: Any) -> None:
-        pass
-
-    def suite_failed(self, suite: Any, failure: FuseciError) -> None:
-        error(str(failure))

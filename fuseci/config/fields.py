@@ -56,10 +56,22 @@ class Where:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def error(self, where: str, message: str, node: object = None) -> SuiteError:
-        line = getattr(node, "line", 0)
+    def error(self, where: str, message: str, node: object = None, key: object = None) -> SuiteError:
+        """The error at the line of ``key`` in the mapping ``node`` (by default the last field of
+        ``where``, when ``node`` holds it), else at the line the mapping starts on."""
+        line = _line(node, where, key)
         at = f"{self.path}:{line}" if line else str(self.path)
-        return SuiteError(f"{at}: {where}: {message}")
+        return SuiteError(f"{at}: {where}: {message}", path=self.path, line=line)
+
+
+def _line(node: object, where: str, key: object) -> int:
+    line_of = getattr(node, "line_of", None)
+    if line_of is None:
+        return int(getattr(node, "line", 0) or 0)
+    if key is None:
+        last = where.rsplit(".", 1)[-1] if "." in where else where
+        key = last if isinstance(node, dict) and last in node else None
+    return int(line_of(key) if key is not None else getattr(node, "line", 0) or 0)
 
 
 def check_keys(
@@ -68,7 +80,9 @@ def check_keys(
     for key in node:
         if key not in allowed:
             hint = did_you_mean(key, allowed)
-            raise w.error(where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node)
+            raise w.error(
+                where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node, key=key
+            )
     for key in required:
         if key not in node:
             example = f" (e.g. {_EXAMPLES[key]})" if key in _EXAMPLES else ""

@@ -105,6 +105,8 @@ class Variant:
     caught_by: tuple[str, ...] = ()
     """A planted regression: the checks that must catch it (gated quantities, ``correctness``,
     ``inventory``, ``bytes``). Its failures are expected; its verdict is whether they all came."""
+    line: int = 0
+    """Line of its ``module:function`` in the suite file (0 when unknown)."""
 
     @property
     def judged_as(self) -> str:
@@ -139,6 +141,8 @@ class Case:
     min_bytes: int | None = None
     """The case's minimum DRAM traffic in bytes when the suite states it; None: the harness
     derives it (every input read once, every ``unfused`` output written once)."""
+    reference_line: int = 0
+    """Line of its ``reference:`` in the suite file (0 when it has none or it is unknown)."""
 
     def variant(self, variant_id: str) -> Variant:
         """The variant with this id.
@@ -185,6 +189,8 @@ class Suite:
     """Cases in file order."""
     ncu: NcuSettings = field(default_factory=NcuSettings)
     """Profiler settings."""
+    line: int = 0
+    """Line of its ``suite:`` key in the file (0 when unknown)."""
     planted: bool = False
     """A suite of planted regressions (variants with ``caught_by``) that proves the gates catch
     them; ``fuseci run`` without suite arguments skips it."""

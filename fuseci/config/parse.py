@@ -162,7 +162,10 @@ def _parse_variants(
                 "the unfused variant is what every gain is measured against: it takes no baseline or caught_by",
                 node,
             )
-        variants.append(Variant(id=vid, fn=fn, expect=expect, candidate_for=judged_as, caught_by=caught_by))
+        fn_line = _line_of(spec, "fn") if isinstance(spec, dict) else _line_of(node, vid)
+        variants.append(
+            Variant(id=vid, fn=fn, expect=expect, candidate_for=judged_as, caught_by=caught_by, line=fn_line)
+        )
     if UNFUSED not in node:
         raise w.error(where, f"missing the {UNFUSED!r} variant that every fusion gain is measured against", node)
     if len(variants) < 2:
@@ -297,6 +300,7 @@ def _parse_case(w: fl.Where, index: int, raw: object, parent: object, defaults: 
         correctness=_parse_correctness(w, f"{where}.correctness", node.get("correctness"), node, defaults.correctness),
         gates=_parse_gates(w, f"{where}.gates", node.get("gates"), node, defaults.gates),
         line=getattr(node, "line", 0),
+        reference_line=_line_of(node, "reference"),
         bytes_allowance=_parse_allowance(w, f"{where}.bytes_allowance", node["bytes_allowance"], node)
         if "bytes_allowance" in node
         else defaults.bytes_allowance,
@@ -358,11 +362,18 @@ def parse_suite(data: object, path: Path) -> Suite:
     return Suite(
         name=name,
         path=path,
+        line=_line_of(root, "suite"),
         description=fl.text(w, "description", root.get("description"), root),
         cases=tuple(cases),
         ncu=_parse_ncu(w, root.get("ncu"), root),
         planted=fl.flag(w, "planted", root.get("planted", False), root),
     )
+
+
+def _line_of(node: object, key: str) -> int:
+    """The line of ``key`` in a mapping read from a file (0 when not known)."""
+    line_of = getattr(node, "line_of", None)
+    return int(line_of(key)) if line_of is not None and isinstance(node, dict) and key in node else 0
 
 
 def load_suite(path: str | Path) -> Suite:

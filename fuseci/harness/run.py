@@ -15,6 +15,7 @@ from typing import Any
 
 from fuseci.config import names
 from fuseci.config.model import Case, Suite
+from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness.checks import check_case, make_input
 from fuseci.harness.env import collect_env
@@ -105,11 +106,6 @@ def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
     if len(head) > chars:
         head = head[:chars] + "..."
     return head + (" ... (full text in the harness log)" if len(text.strip().splitlines()) > lines else "")
-
-
-def search_path(suite: Suite) -> list[Path]:
-    """Where ``module:function`` references are looked up besides installed packages."""
-    return [Path.cwd(), suite.path.resolve().parent.parent]
 
 
 def preload(suite: Suite) -> None:

@@ -211,15 +211,23 @@ def env_differences(
 
 def failed(suite: Suite, message: str) -> Comparison:
     """A comparison standing for a suite that could not be judged at all (an ERROR check)."""
+    return failed_file(suite.name, str(suite.path), message, description="the suite could not be profiled or read")
+
+
+def failed_file(
+    suite: str, path: str, message: str, line: int = 0, *, description: str = "the suite file has a problem"
+) -> Comparison:
+    """A comparison standing for a suite file that cannot be run, pointing at ``line`` of it (so
+    that JUnit and GitHub's annotations show where)."""
     check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.ERROR, message)
     return Comparison(
-        suite=suite.name,
-        suite_path=str(suite.path),
+        suite=suite,
+        suite_path=path,
         env={},
         baseline_path=None,
         has_baseline=False,
         env_differences=(),
-        cases=(CaseResult("(suite)", 0, "the suite could not be profiled or read", (check,), ()),),
+        cases=(CaseResult("(suite)", line, description, (check,), ()),),
     )
 
 

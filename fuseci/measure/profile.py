@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import glob
 import logging
 import os
@@ -56,6 +57,7 @@ def find_ncu(explicit: str | None = None) -> str:
     raise NcuError(f"ncu (Nsight Compute) not found on PATH or in {', '.join(_FALLBACK_GLOBS)}; {INSTALL_FIX}")
 
 
+@functools.cache
 def ncu_version(ncu: str) -> str:
     """The version ``ncu --version`` prints, e.g. ``2025.3.1.0``.
 

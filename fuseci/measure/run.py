@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,6 +47,14 @@ class MeasureOptions:
     """A lock file every harness process holds while it uses the GPU, so that processes of one
     run (the timed pass starting while the profiled run ends, suites in flight together) take
     turns on it; None: no lock (one process at a time anyway)."""
+    on_stage: Callable[[str, Path | None], None] | None = None
+    """Hears each stage as it starts (``profiling under ncu``...) and the harness record that
+    names the case being worked on, for progress displays."""
+
+    def say(self, stage: str, watch: Path | None = None) -> None:
+        """Tell :attr:`on_stage`, if anyone listens."""
+        if self.on_stage is not None:
+            self.on_stage(stage, watch)
 
     @property
     def env(self) -> dict[str, str] | None:
@@ -73,7 +82,7 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
             f"stopped; ncu log {files.ncu_log}, harness log {files.app_log}"
         )
     if outcome not in (ncu.Outcome.REPORT, ncu.Outcome.NOTHING_PROFILED, ncu.Outcome.APP_FAILED):
-        raise NcuError(why)
+        raise NcuError(why, machine_wide=outcome in (ncu.Outcome.NO_PERMISSION, ncu.Outcome.COUNTERS_BUSY))
     try:
         record = read_record(files.record)
     except ReportError as exc:
@@ -109,6 +118,7 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
     """
     files = SuiteFiles(options.report_dir, suite.name)
     ncu.remove_stale(files)  # before the timed process looks for this run's record
+    options.say("profiling under ncu", files.record)
     timed_files = files.harness(Mode.TIME)
     timer = None
     if suite.timed:
@@ -130,6 +140,7 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
     )
     record = replace(record, profiler=info)
     if timer is not None and not record.interrupted and record.ok_cases():
+        options.say("timing outside ncu", timed_files.record)
         timed = finish_timed(timer, timed_files, s.timeout_s)
         record = _with_timings(record, timed, record.ok_cases(), timed_files, again=False)
         record = replace(record, profiler=replace(info, timed=True), copy_bandwidth=timed.copy_bandwidth)
@@ -216,6 +227,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         record, report_path = profile(suite, options)
         record_path = SuiteFiles(options.report_dir, suite.name).record
     _check_record(record, suite, record_path)
+    options.say("reading the report")
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(
@@ -246,7 +258,10 @@ def remeasure(suite: Suite, options: MeasureOptions, results: SuiteResults, case
     Raises:
         BenchError: a timed pass failed.
     """
-    log.warning("%s: re-measuring borderline speedup(s) of %s", suite.name, ", ".join(cases))
+    log.info("%s: re-measuring borderline speedup(s) of %s", suite.name, ", ".join(cases))
+    options.say(
+        f"re-measuring {', '.join(cases)}", SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME).record
+    )
     record = results.record
     for _ in range(RETIMES):
         record = timed_pass(suite, options, record, cases, again=True)

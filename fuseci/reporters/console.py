@@ -88,3 +88,8 @@ def render(comparisons: list[Comparison]) -> str:
         lines += _suite(c)
     lines.append(totals(comparisons))
     return "\n".join(lines) + "\n"
+
+
+def render_suite(comparison: Comparison) -> str:
+    """One suite's part of the console report, printed as soon as the suite is judged."""
+    return "\n".join(_suite(comparison)) + "\n"

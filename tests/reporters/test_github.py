@@ -40,6 +40,7 @@ def test_verdicts_map_to_kinds_and_pass_to_nothing() -> None:
         "::error file=suites/s.yaml,line=12,title=fuseci s/cREGRESSED/fused::REGRESSED: m",
         "::error file=suites/s.yaml,line=12,title=fuseci s/cERROR/fused::ERROR: m",
         "::error file=suites/s.yaml,line=12,title=fuseci s/cINCOMPARABLE/fused::INCOMPARABLE: m",
+        "::warning file=suites/s.yaml,line=12,title=fuseci s/cWARN/fused::WARN: m",
         "::warning file=suites/s.yaml,line=12,title=fuseci s/cMISSING/fused::MISSING: m",
         "::warning file=suites/s.yaml,line=12,title=fuseci s/cNEW/fused::NEW: m",
         "::notice file=suites/s.yaml,line=12,title=fuseci s/cIMPROVED/fused::IMPROVED: m",

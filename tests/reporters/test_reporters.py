@@ -26,7 +26,7 @@ def test_junit_structure(in_root) -> None:
     assert suite.get("name") == "elementwise" and suite.get("tests") == "58" and suite.get("failures") == "8"
     failure = suite.find("testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
     assert failure is not None
-    assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±3%" in failure.get("message")
+    assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±1%" in failure.get("message")
 
 
 def test_suite_that_could_not_run_is_an_error_testcase(elementwise) -> None:

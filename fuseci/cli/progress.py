@@ -1,0 +1,183 @@
+"""What ``fuseci run`` says while it works, and each suite's table as soon as it is judged.
+
+Four ways, chosen once per run (:func:`choose`):
+
+* ``quiet`` (``--quiet``): nothing extra; the tables come at the end, as the report.
+* ``tty`` (stderr is a terminal): a live status line per suite in flight on stderr (which suite,
+  k of N, the stage, the case the harness is on, the time so far), drawn with Rich (typer's own
+  dependency); each suite's table is printed to stdout above it as soon as that suite is judged.
+* ``lines`` (piped, a log file): the same news as plain lines on stderr, one per change.
+* ``github`` (under GitHub Actions): plain lines, and each judged suite's table in a collapsible
+  ``::group::`` section of the log.
+
+The harness says which case it is on in its record (``running``), rewritten atomically before
+each case; a poller reads it for the suites in flight. Every method may be called from any
+thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from fuseci.config.model import Suite
+    from fuseci.errors import FuseciError
+    from fuseci.judge.verdict import Comparison
+
+#: Seconds between looks at the records of the suites in flight.
+POLL_S = 0.5
+
+
+def choose(quiet: bool) -> str:
+    """The display for this process's streams and environment."""
+    if quiet:
+        return "quiet"
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        return "github"
+    return "tty" if sys.stderr.isatty() else "lines"
+
+
+@dataclass(slots=True)
+class _Flight:
+    """One suite in flight."""
+
+    suite: Suite
+    index: int
+    total: int
+    started: float = field(default_factory=time.monotonic)
+    stage: str = "starting"
+    watch: Path | None = None
+    case: str = ""
+    done: int = 0
+
+    def line(self) -> str:
+        cases = len(self.suite.cases)
+        where = f" · case {self.case} ({min(self.done + 1, cases)}/{cases})" if self.case else ""
+        return f"{self.suite.name} ({self.index}/{self.total}): {self.stage}{where} · {time.monotonic() - self.started:.1f} s"
+
+
+class RunDisplay:
+    """A :class:`fuseci.api.Progress` for the command line (see the module docstring)."""
+
+    def __init__(self, mode: str, render: Callable[[Comparison], str]) -> None:
+        self.mode = mode
+        self.render = render
+        self.printed = 0
+        self._flights: dict[str, _Flight] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._live: Any = None
+        self._poller: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> RunDisplay:
+        if self.mode == "tty":
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live("", console=Console(stderr=True), refresh_per_second=4, transient=True)
+            self._live.start()
+        if self.mode != "quiet":
+            self._poller = threading.Thread(target=self._poll, name="fuseci-progress", daemon=True)
+            self._poller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=2)
+        if self._live is not None:
+            self._live.stop()
+
+    # --- what the run tells ----------------------------------------------------------------
+
+    def suite_started(self, suite: Suite, index: int, total: int) -> None:
+        with self._lock:
+            self._flights[suite.name] = _Flight(suite, index, total)
+        self._news(f"{suite.name} ({index}/{total}): started ({suite.path})")
+
+    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
+        with self._lock:
+            flight = self._flights.get(suite.name)
+            if flight is None:
+                return
+            flight.stage, flight.watch, flight.case, flight.done = what, watch, "", 0
+        self._news(f"{suite.name}: {what}")
+
+    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
+        from fuseci.cli.output import error as say_error
+
+        say_error(str(error))
+
+    def suite_judged(self, comparison: Comparison) -> None:
+        with self._lock:
+            flight = self._flights.pop(comparison.suite, None)
+        took = f" in {time.monotonic() - flight.started:.1f} s" if flight else ""
+        if self.mode == "quiet":
+            return
+        table = self.render(comparison)
+        with self._lock:
+            self.printed += 1
+            if self.mode == "github":
+                typer.echo(f"::group::{comparison.suite}: {comparison.verdict.value.upper()}{took}")
+                typer.echo(table, nl=False)
+                typer.echo("::endgroup::")
+            elif self._live is not None:
+                self._live.console.print(table, end="", markup=False, highlight=False, soft_wrap=True)
+            else:
+                typer.echo(table, nl=False)
+        self._news(f"{comparison.suite}: {comparison.verdict.value.upper()}{took}")
+        self._redraw()
+
+    # --- drawing ----------------------------------------------------------------------------
+
+    def _news(self, text: str) -> None:
+        if self.mode in ("lines", "github"):
+            typer.echo(f"fuseci: {text}", err=True)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        if self._live is None:
+            return
+        from rich.text import Text
+
+        with self._lock:
+            lines = [f.line() for f in sorted(self._flights.values(), key=lambda f: f.index)]
+        self._live.update(Text("\n".join(lines)))
+
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_S):
+            with self._lock:
+                flights = [f for f in self._flights.values() if f.watch is not None]
+            for f in flights:
+                running, done = _running(f.watch)
+                if running and running != f.case:
+                    f.case, f.done = running, done
+                    self._news(f"{f.suite.name}: {f.stage}, case {running} ({done + 1}/{len(f.suite.cases)})")
+            self._redraw()
+
+
+def _running(record: Path | None) -> tuple[str, int]:
+    """The case a harness record says is running, and how many cases it has finished."""
+    if record is None:
+        return "", 0
+    try:
+        doc = json.loads(record.read_text(encoding="utf-8")[: 8 << 20])
+    except (OSError, ValueError):
+        return "", 0
+    if not isinstance(doc, dict):
+        return "", 0
+    running = doc.get("running")
+    cases = doc.get("cases")
+    return (running if isinstance(running, str) else ""), (len(cases) if isinstance(cases, dict) else 0)
