@@ -9,7 +9,9 @@ keeps the whole command from running raises.
 
 from __future__ import annotations
 
+import heapq
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,6 +34,7 @@ from fuseci.store import baselines as bl
 from fuseci.store import runs as run_files
 
 __all__ = [
+    "MAX_SHARDS",
     "BaselineUpdate",
     "BenchOptions",
     "RunOptions",
@@ -345,16 +348,27 @@ def bench(suite: Suite, options: BenchOptions) -> bench_figures.BenchResult:
     return bench_figures.result_from_record(record, suite, files.record)
 
 
+#: Most shards ``--shard K/N`` may name: far more than any CI matrix, few enough to check at once.
+MAX_SHARDS = 10_000
+
+_SHARD = re.compile(r"\A([0-9]{1,6})/([0-9]{1,6})\Z")
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``"2/4"`` → (2, 4).
 
     Raises:
-        UsageError: not ``K/N`` with 1 <= K <= N.
+        UsageError: not ``K/N`` with 1 <= K <= N <= :data:`MAX_SHARDS`.
     """
-    try:
-        k, n = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard {text!r}: write K/N, e.g. 2/4 (shard K of N, counting from 1)") from None
+    m = _SHARD.fullmatch(text)
+    if m is None:
+        raise UsageError(
+            f"--shard {text[:40]!r}: write K/N with whole numbers, e.g. 2/4 (shard K of N, counting from 1; "
+            f"N at most {MAX_SHARDS})"
+        )
+    k, n = int(m.group(1)), int(m.group(2))
+    if n > MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: N is at most {MAX_SHARDS}; use fewer shards")
     if not 1 <= k <= n:
         raise UsageError(f"--shard {text!r}: K must be between 1 and N")
     return k, n
@@ -366,13 +380,15 @@ def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
 
     Deterministic: every shard computes the same assignment from the same suite files, sorted
     by name, the largest suite first to the lightest shard (ties to the lowest shard number).
+    Only the first ``len(suites)`` shards can receive a suite (a later one is picked only once
+    every earlier one holds a suite), so the work is O(suites · log suites) whatever ``n`` is.
     """
-    loads = [0] * n
+    heap = [(0, i) for i in range(min(n, len(suites)))]  # (load, shard index): already a heap
     owner: dict[str, int] = {}
     for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):
-        lightest = min(range(n), key=lambda i: (loads[i], i))
+        load, lightest = heapq.heappop(heap)
         owner[suite.name] = lightest
-        loads[lightest] += len(suite.cases)
+        heapq.heappush(heap, (load + len(suite.cases), lightest))
     return [s for s in suites if owner[s.name] == k - 1]
 
 

@@ -48,9 +48,9 @@ log = logging.getLogger(__name__)
 
 
 #: Names of run files as :func:`save_run` writes them; the timestamp orders a directory's runs.
-NAME_PATTERN = re.compile(r"^(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json$")
+NAME_PATTERN = re.compile(r"\A(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json\Z")
 
-_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
 _SHORT_SHA = 7
 _WHAT_IS_A_RUN = "a run file is written by `fuseci run --results-dir DIR`: pass one, or DIR itself for its newest run"
 
