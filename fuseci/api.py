@@ -28,6 +28,7 @@ from fuseci.judge.runs import compare_runs, recorded_suites
 from fuseci.judge.verdict import CheckKind, Comparison, Verdict, failed
 from fuseci.measure import bench as bench_figures
 from fuseci.measure.command import DEFAULT_REPEATS, Mode, SuiteFiles, harness_argv
+from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions, measure, remeasure
 from fuseci.measure.timed import run_timed
 from fuseci.store import baselines as bl
@@ -39,11 +40,13 @@ __all__ = [
     "BenchOptions",
     "RunOptions",
     "bench",
+    "bench_own_files",
     "check",
     "check_results",
     "compare_runs",
     "load_suites",
     "merge",
+    "own_files",
     "parse_accept_env",
     "parse_shard",
     "recorded_suites",
@@ -94,6 +97,39 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list
     if planted:
         log.info("skipping planted-regression suite(s) %s; name the file to run one", ", ".join(planted))
     return [s for s in suites if not s.planted]
+
+
+def own_files(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Path, str]]:
+    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite
+    files, each suite's baselines (on every card that has one), and the re-analysed report and
+    its record or, when profiling, the files of the report directory. A report the user asks for
+    must be none of these (:func:`fuseci.cli.output.check_outputs`)."""
+    found: list[tuple[Path, str]] = []
+    for suite in suites:
+        found.append((suite.path, f"the suite file of {suite.name!r}"))
+        for path in sorted(options.baselines.glob(f"*/{suite.name}.json")):  # ids hold no glob characters
+            found.append((path, f"a baseline of suite {suite.name!r}"))
+        if options.from_report is None:
+            files = SuiteFiles(options.report_dir, suite.name)
+            found.append((files.report, f"the report a profiled run of {suite.name!r} writes"))
+            found.append((files.ncu_log, "ncu's log"))
+            for mode in (Mode.PROFILE, Mode.TIME):
+                harness = files.harness(mode)
+                found += [(harness.record, f"a harness record of {suite.name!r}"), (harness.log, "a harness log")]
+    if options.from_report is not None:
+        found.append((options.from_report, "the report being re-analysed"))
+        found.append((record_path_for(options.from_report), "the harness record of the report being re-analysed"))
+    return found
+
+
+def bench_own_files(suites: Sequence[Suite], options: BenchOptions) -> list[tuple[Path, str]]:
+    """Every file ``fuseci bench`` reads or writes for itself (see :func:`own_files`)."""
+    found: list[tuple[Path, str]] = []
+    for suite in suites:
+        harness = SuiteFiles(options.report_dir, suite.name).harness(Mode.BENCH)
+        found += [(suite.path, f"the suite file of {suite.name!r}"), (harness.record, "a bench record")]
+        found.append((harness.log, "a bench log"))
+    return found
 
 
 def parse_accept_env(items: Sequence[str] | None) -> frozenset[str]:

@@ -44,6 +44,11 @@ class BaselineError(FuseciError):
     """A baseline file is corrupt, from a newer fuseci, or cannot be written."""
 
 
+class OutputError(FuseciError):
+    """A report file asked for would replace one of the command's inputs (a baseline, a suite
+    file, a report or its record, a results or run file being read)."""
+
+
 class UsageError(FuseciError):
     """The command line asks for something contradictory."""
 

@@ -33,12 +33,11 @@ def _no_space(*args, **kwargs):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
-class _FillsTheDisk(io.TextIOWrapper):
+class _FillsTheDisk(io.FileIO):
     """A temporary file on a disk that fills up half-way through the write."""
 
-    def write(self, text: str) -> int:
-        super().write(text[: len(text) // 2])
-        super().flush()
+    def write(self, data) -> int:
+        super().write(bytes(data[: len(data) // 2]))
         _no_space()
         return 0
 
@@ -47,9 +46,8 @@ def _full_disk_at(step: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if step == "write":
         real_fdopen = os.fdopen
 
-        def fdopen(fd: int, *args, **kwargs):
-            kwargs.pop("newline", None)
-            return _FillsTheDisk(real_fdopen(fd, "wb"), encoding="utf-8", newline="\n")
+        def fdopen(fd: int, mode: str = "r", *args, **kwargs):
+            return _FillsTheDisk(fd, "wb") if mode == "wb" else real_fdopen(fd, mode, *args, **kwargs)
 
         monkeypatch.setattr(os, "fdopen", fdopen)
     else:

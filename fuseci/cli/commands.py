@@ -22,7 +22,15 @@ from fuseci.cli.options import (
     SuitesArg,
     Verbose,
 )
-from fuseci.cli.output import ConsoleProgress, boundary, error, report, setup_logging, with_report_options
+from fuseci.cli.output import (
+    ConsoleProgress,
+    boundary,
+    check_outputs,
+    error,
+    report,
+    setup_logging,
+    with_report_options,
+)
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 from fuseci.measure.command import DEFAULT_REPEATS
 
@@ -84,6 +92,7 @@ def run(
         ncu=ncu,
         accept_env=api.parse_accept_env(accept_env),
     )
+    check_outputs(outputs or {}, api.own_files(loaded, options))
     outcome = api.run(loaded, options, ConsoleProgress())
     comparisons = list(outcome.comparisons)
     code = report(comparisons, outputs or {}, exit_code(comparisons))
@@ -158,6 +167,8 @@ def compare_command(
     loaded = [load_suite(p) for p in suites] if suites else api.recorded_suites(run_a, run_b)
     if not loaded:
         raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
+    suite_files = [(s.path, f"the suite file of {s.name!r}") for s in loaded]
+    check_outputs(outputs or {}, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files])
     comparisons = api.compare_runs(run_a, run_b, loaded, accepted)
     return report(comparisons, outputs or {}, exit_code(comparisons))
 
@@ -183,6 +194,7 @@ def merge(
     from fuseci.judge.verdict import exit_code
     from fuseci.store.results import read_results
 
+    check_outputs(outputs or {}, [(path, "a results file being merged") for path in results])
     comparisons = api.merge([c for path in results for c in read_results(path)])
     return report(comparisons, outputs or {}, exit_code(comparisons))
 
@@ -263,6 +275,7 @@ def bench_command(
     setup_logging(verbose)
     loaded = api.load_suites(suites)
     options = api.BenchOptions(report_dir=report_dir, repeats=repeats)
+    check_outputs({"json": json_out} if json_out else {}, api.bench_own_files(loaded, options))
     results: list[bench.BenchResult] = []
     for suite in loaded:
         try:

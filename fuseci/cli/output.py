@@ -9,13 +9,13 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from fuseci.judge.verdict import Comparison
@@ -86,8 +86,58 @@ def with_report_options(fn: Callable[..., int]) -> Callable[..., int]:
     return command
 
 
+def _option(name: str) -> str:
+    from fuseci.reporters import FILE_FORMATS
+
+    return next((f.option for f in FILE_FORMATS if f.name == name), f"--{name}")
+
+
+def check_outputs(outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]]) -> None:
+    """Refuse report files that would replace one of the command's inputs, or each other; call it
+    before any measuring, so that nothing is spent on a run whose reports would be refused.
+
+    Args:
+        outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
+        inputs: Every file the command reads (or writes for itself), with what it is for messages.
+
+    Raises:
+        UsageError: two options name one file.
+        OutputError: an output names an input (compared as files: links, hard links and ``..``
+            are seen through).
+    """
+    from fuseci.store.atomic import same_file
+
+    named = list(outputs.items())
+    for i, (name, path) in enumerate(named):
+        for other, other_path in named[:i]:
+            if same_file(path, other_path):
+                raise UsageError(
+                    f"{_option(other)} and {_option(name)} both name {path}: give each report its own file"
+                )
+        for source, what in inputs:
+            if same_file(path, source):
+                raise OutputError(
+                    f"{path}: is {what} ({source}); {_option(name)} would replace it: fuseci never writes a "
+                    "report over a file it reads or keeps, choose another path"
+                )
+
+
+def _judged_files(comparisons: list[Comparison]) -> list[tuple[str, str]]:
+    """The baseline and suite files the comparisons were judged from."""
+    found: list[tuple[str, str]] = []
+    for c in comparisons:
+        if c.baseline_path:
+            found.append((c.baseline_path, f"the baseline suite {c.suite!r} was judged against"))
+        if c.suite_path:
+            found.append((c.suite_path, f"the suite file of {c.suite!r}"))
+    return found
+
+
 def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -> int:
     """The console report, the files asked for, and GitHub's step summary and annotations.
+
+    A file asked for that is a baseline or suite file of the comparisons is refused, as one that
+    cannot be written (commands refuse their other inputs before measuring: :func:`check_outputs`).
 
     Returns:
         ``code``, or 3 when a file could not be written (a regression's 1 stays 1).
@@ -97,9 +147,14 @@ def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -
     from fuseci.store.atomic import write_output
 
     typer.echo(FORMATS["console"](comparisons), nl=False)
+    judged = _judged_files(comparisons)
     for name, path in outputs.items():
         try:
+            check_outputs({name: path}, judged)
             write_output(path, FORMATS[name](comparisons))
+        except OutputError as exc:
+            error(str(exc))
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
         except OSError as exc:
             error(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
             code = code if code == EXIT_REGRESSION else EXIT_SETUP

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import socket
 import stat
 import sys
@@ -39,6 +40,16 @@ def atomic_write_text(path: Path, text: str) -> None:
     Raises:
         OSError: the directory cannot be created or written, or the disk is full; the old file is
             left as it was and no temporary file remains.
+        UnicodeEncodeError: ``text`` holds a lone surrogate (nothing is written).
+    """
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """:func:`atomic_write_text` for bytes already encoded.
+
+    Raises:
+        OSError: as :func:`atomic_write_text`.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -49,10 +60,10 @@ def atomic_write_text(path: Path, text: str) -> None:
         mode = 0o666 & ~umask  # what open() would have given a new file
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:  # owns fd from here on
+        with os.fdopen(fd, "wb") as fh:  # owns fd from here on
             if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
                 os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
-            fh.write(text)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -155,27 +166,117 @@ def exclusive_lock(lock: Path, timeout_s: float, poll_s: float = 0.05) -> Iterat
         os.close(fd)
 
 
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """True when ``a`` and ``b`` are one file: the same inode when both exist (hard and symbolic
+    links, ``..`` and case-insensitive file systems included), else the same resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one is missing (or a path no file system takes)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+_FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z")
+
+
+def _descriptor_link(path: Path) -> tuple[bool, int | None]:
+    """Whether ``path`` reaches its file through a process's descriptor (``/dev/stdout``,
+    ``/dev/fd/N``, ``/proc/self/fd/N``), and the descriptor's number when it is one of this
+    process's own. Such a file is whatever the descriptor is open on (a terminal, a pipe, a file
+    the shell redirected stdout to): it must be written to, never replaced."""
+    p = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        parent = os.path.realpath(os.path.dirname(p))
+        m = _FD_DIRECTORY.match(parent)
+        if m:
+            name = os.path.basename(p)
+            own = re.fullmatch("[0-9]{1,9}", name) is not None and (m.group(1) in (None, str(os.getpid())))
+            return True, int(name) if own else None
+        if parent == "/proc" or parent.startswith("/proc/"):
+            return True, None
+        try:
+            link = os.readlink(p)
+        except OSError:  # not a link (or gone): the chain ends here
+            return False, None
+        p = os.path.join(parent, link)
+    return False, None
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
+        raise OSError(errno.EINVAL, "not a regular file, a character device, a pipe or a socket", str(path))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _stream(path: Path, data: bytes) -> None:
+    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never created,
+    never truncated (what was written to a redirected stdout before stays), never renamed over."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)  # no O_CREAT: if the path changed since it was looked at, this fails
+    try:
+        _write_all(fd, data, path)
+    finally:
+        os.close(fd)
+
+
+def _to_own_descriptor(fd: int, data: bytes, path: Path) -> None:
+    """Write through this process's own descriptor, at its offset, after what Python buffered
+    for it: ``--junit /dev/stdout > log`` then reads in the order it was printed."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing of ours is pending in it
+            pass
+    _write_all(fd, data, path)
+
+
 def write_output(path: Path, text: str) -> None:
     """Write a report the user asked for at ``path``, without replacing what is not ours to replace.
 
-    A regular file (or a new one) is replaced atomically, through any symbolic links to it (the
-    link stays a link); a character device or FIFO (``/dev/null``, ``/dev/stdout``, a pipe) is
-    written to as a stream, never renamed over. Anything else (a directory, a socket) is refused.
+    * A new path, or a regular file, is replaced atomically (a reader sees the old report or the
+      new one). A symbolic link is followed: its target is replaced and the link stays a link to
+      it (the user named the link; writing where it points is what ``>`` would do). A link whose
+      target's directory does not exist is an error: no directory is created through a link.
+    * A character device or a FIFO (``/dev/null``, a terminal, a named pipe), and any file reached
+      through a process's descriptor (``/dev/stdout``, ``/dev/fd/N``, even when the shell
+      redirected it to a regular file), is written to as a stream and never renamed over, so
+      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. Writing
+      to a FIFO waits for a reader, as a shell's redirection does.
+    * A directory, a socket or a block device is refused.
+
+    Text that is not valid Unicode (a lone surrogate) is written with backslash escapes, never
+    refused half-way.
 
     Raises:
-        OSError: the path cannot be written; nothing at it was changed.
+        OSError: the path cannot be written or is refused; nothing at it was changed.
     """
-    target = Path(os.path.realpath(path))
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        st = None
-    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        with open(target, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+    data = text.encode("utf-8", "backslashreplace")
+    through_descriptor, own = _descriptor_link(path)
+    if own is not None:
+        _to_own_descriptor(own, data, path)
         return
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None  # nothing there (or a link to nothing): a new file
+    if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        raise OSError(errno.EINVAL, "not a regular file, a device or a FIFO", str(path))
-    atomic_write_text(target, text)
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and through_descriptor):
+            _stream(path, data)
+            return
+        if not stat.S_ISREG(st.st_mode):
+            what = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket or another special file"
+            raise OSError(errno.EINVAL, f"is {what}, not a file fuseci writes reports to", str(path))
+    elif through_descriptor:
+        raise FileNotFoundError(errno.ENOENT, "no such open file descriptor", str(path))
+    linked = path.is_symlink()
+    target = Path(os.path.realpath(path))
+    if linked and not target.parent.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
+        )
+    atomic_write_bytes(target, data)

@@ -66,18 +66,26 @@ def _check_tree(value: Any, depth: int = 0) -> None:
 
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
-    """At most ``max_bytes + 1`` bytes of a regular file (a device, FIFO or directory is refused
-    before it is opened for reading, so ``/dev/zero`` or a pipe never hangs the reader).
+    """At most ``max_bytes + 1`` bytes of a regular file. A device, FIFO or directory is refused
+    before anything is read from it, so ``/dev/zero`` or a pipe never hangs the reader: the file
+    is opened without blocking (opening a FIFO that no one writes would wait) and checked by its
+    descriptor, so a path swapped for another kind of file after a look cannot get through.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
         OSError: not a regular file (``errno`` unset, message says what it is), or unreadable.
     """
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
-        raise OSError(f"is {what}")
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+            raise OSError(f"is {what}")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
         return fh.read(max_bytes + 1)
 
 
