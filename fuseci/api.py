@@ -20,12 +20,12 @@ from typing import Protocol
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS, gpu_slug
 from fuseci.config.parse import load_suite
-from fuseci.errors import FuseciError, UsageError
+from fuseci.errors import EXIT_REGRESSION, BaselineError, FuseciError, UsageError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import baseline as jb
 from fuseci.judge.compare import compare
 from fuseci.judge.runs import compare_runs, recorded_suites
-from fuseci.judge.verdict import CheckKind, Comparison, Verdict, failed
+from fuseci.judge.verdict import CheckKind, Comparison, Verdict, failed, update_exit_code
 from fuseci.measure import bench as bench_figures
 from fuseci.measure.command import DEFAULT_REPEATS, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import record_path_for
@@ -355,7 +355,11 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
         )
     written = old is None or bl.dumps(old) != bl.dumps(new)
     if written:
-        bl.save_baseline(new, path)
+        try:
+            bl.save_baseline(new, path)
+        except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
+            code = EXIT_REGRESSION if update_exit_code(comparison, kept) == EXIT_REGRESSION else exc.exit_code
+            raise BaselineError(str(exc), exit_code=code) from None
     return BaselineUpdate(path=path, written=written, changes=tuple(changes), kept=kept, comparison=comparison)
 
 

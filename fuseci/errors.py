@@ -19,6 +19,13 @@ class FuseciError(Exception):
 
     exit_code: int = EXIT_SETUP
 
+    def __init__(self, *args: object, exit_code: int | None = None) -> None:
+        """``exit_code`` overrides the class's (a failure to write after a wrong result found is
+        still exit 1)."""
+        super().__init__(*args)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
 
 class SuiteError(FuseciError):
     """A suite file is missing, malformed or names things that do not exist."""

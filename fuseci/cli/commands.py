@@ -24,6 +24,7 @@ from fuseci.cli.options import (
 )
 from fuseci.cli.output import (
     ConsoleProgress,
+    GuardedGroup,
     boundary,
     check_outputs,
     error,
@@ -43,6 +44,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=GuardedGroup,
 )
 
 

@@ -3,6 +3,7 @@ the reporter registry, GitHub's step summary and annotations, and what a run say
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import logging
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError, UsageError
 
@@ -33,8 +35,27 @@ def error(message: str) -> None:
     typer.echo(f"fuseci: error: {message}", err=True)
 
 
+def internal_error(exc: BaseException, verbose: bool) -> int:
+    """Report a bug: one line (the exception's first line), its traceback before it only when
+    ``verbose``; never the regression code.
+
+    Returns:
+        The exit code, 3.
+    """
+    if verbose:
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error(
+        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
+        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
+    )
+    return EXIT_SETUP
+
+
 def boundary(fn: Callable[..., int]) -> Callable[..., None]:
-    """The error boundary of a command whose body returns its exit code."""
+    """The error boundary of a command whose body returns its exit code: a
+    :class:`~fuseci.errors.FuseciError` is one line and its exit code, anything else a bug
+    (:func:`internal_error`; its traceback with the command's own ``-v``)."""
 
     @functools.wraps(fn)
     def command(*args: Any, **kwargs: Any) -> None:
@@ -44,17 +65,54 @@ def boundary(fn: Callable[..., int]) -> Callable[..., None]:
             error(str(exc))
             code = exc.exit_code
         except Exception as exc:  # a bug: one line, never the regression code; -v shows where
-            if log.isEnabledFor(logging.INFO):
-                traceback.print_exc()
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            error(
-                f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
-                f"{'the traceback is above' if log.isEnabledFor(logging.INFO) else 'run again with -v for its traceback'})"
-            )
-            code = EXIT_SETUP
+            code = internal_error(exc, verbose=bool(kwargs.get("verbose")))
         raise typer.Exit(code)
 
     return command
+
+
+def _stdout_is_gone() -> None:
+    """Point a closed pipe's stdout at /dev/null, so that the flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real descriptor behind stdout (a test runner's)
+        pass
+
+
+class GuardedGroup(TyperGroup):
+    """The command group, with the boundary around everything that is not a command's body:
+    option callbacks, argument conversion, the command-line machinery. A FuseciError there is one
+    line and its exit code; any other exception is a bug (:func:`internal_error`, traceback with
+    ``-v``/``--verbose`` on the command line), exit 3, never the 1 of a regression. A closed
+    stdout (``fuseci run | head``) is exit 3 as well, where click would exit 1.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; a broken stdout pipe is exit 3."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _stdout_is_gone()
+            raise typer.Exit(EXIT_SETUP) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's ``main``, inside the boundary."""
+        argv = kwargs.get("args", args[0] if args else None)
+        argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        try:
+            return super().main(*args, **kwargs)
+        except FuseciError as exc:
+            error(str(exc))
+            code = exc.exit_code
+        except Exception as exc:
+            code = internal_error(exc, verbose="-v" in argv or "--verbose" in argv)
+        if not kwargs.get("standalone_mode", True):
+            return code
+        sys.exit(code)
 
 
 def with_report_options(fn: Callable[..., int]) -> Callable[..., int]:
@@ -146,7 +204,8 @@ def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -
     from fuseci.reporters import markdown as markdown_reporter
     from fuseci.store.atomic import write_output
 
-    typer.echo(FORMATS["console"](comparisons), nl=False)
+    if not _echo(FORMATS["console"](comparisons)):
+        code = code if code == EXIT_REGRESSION else EXIT_SETUP
     judged = _judged_files(comparisons)
     for name, path in outputs.items():
         try:
@@ -161,9 +220,22 @@ def report(comparisons: list[Comparison], outputs: dict[str, Path], code: int) -
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         _append_summary(Path(summary), comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        typer.echo(FORMATS["github"](comparisons), nl=False)
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not _echo(FORMATS["github"](comparisons)):
+        code = code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
+
+
+def _echo(text: str) -> bool:
+    """Print to stdout; False when no one reads it any more (a closed pipe: ``fuseci run | head``),
+    so that the files asked for are still written and the exit code still says what was found."""
+    try:
+        typer.echo(text, nl=False)
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        _stdout_is_gone()
+        return False
+    return True
 
 
 def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:
