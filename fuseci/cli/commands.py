@@ -29,6 +29,7 @@ from fuseci.cli.output import (
     check_outputs,
     error,
     report,
+    say,
     setup_logging,
     with_report_options,
 )
@@ -113,9 +114,9 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
         error(str(exc))
         return code if code == EXIT_REGRESSION else exc.exit_code
     if path is None:
-        typer.echo(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
+        say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
     else:
-        typer.echo(f"fuseci: results saved to {path}", err=True)
+        say(f"fuseci: results saved to {path}", err=True)
     return code
 
 
@@ -165,7 +166,7 @@ def compare_command(
     setup_logging(verbose)
     accepted = api.parse_accept_env(accept_env)
     run_a, run_b = runs.load_run(runs.resolve_run(a)), runs.load_run(runs.resolve_run(b))
-    typer.echo(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
+    say(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
     loaded = [load_suite(p) for p in suites] if suites else api.recorded_suites(run_a, run_b)
     if not loaded:
         raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
@@ -235,9 +236,9 @@ def update_baselines(
             error(str(exc))
             codes.append(exc.exit_code)
             continue
-        typer.echo(f"{update.path}: {'written' if update.written else 'unchanged'}")
+        say(f"{update.path}: {'written' if update.written else 'unchanged'}")
         for line in update.changes:
-            typer.echo(f"  {line}")
+            say(f"  {line}")
         for cid in update.kept:
             typer.echo(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
         codes.append(update_exit_code(update.comparison, update.kept))

@@ -25,14 +25,31 @@ if TYPE_CHECKING:
 log = logging.getLogger("fuseci")
 
 
+class _OneLine(logging.Formatter):
+    """Log messages on one line each (paths and messages come from files: see ``clean``); a
+    traceback under ``-v`` keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        from fuseci.reporters.text import clean
+
+        return clean(super().formatMessage(record))
+
+
 def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="fuseci: %(message)s", stream=sys.stderr
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("fuseci: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+
+
+def say(message: str, err: bool = False) -> None:
+    """Print one line that may hold text from files (kernel names, messages, paths), made safe."""
+    from fuseci.reporters.text import clean
+
+    typer.echo(clean(message), err=err)
 
 
 def error(message: str) -> None:
-    typer.echo(f"fuseci: error: {message}", err=True)
+    say(f"fuseci: error: {message}", err=True)
 
 
 def internal_error(exc: BaseException, verbose: bool) -> int:
