@@ -20,7 +20,7 @@ from typing import Protocol
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS, gpu_slug
 from fuseci.config.parse import load_suite
-from fuseci.errors import EXIT_REGRESSION, BaselineError, FuseciError, UsageError
+from fuseci.errors import EXIT_REGRESSION, BaselineError, FuseciError, MismatchError, UsageError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import baseline as jb
 from fuseci.judge.compare import compare
@@ -232,6 +232,7 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.
+        MismatchError: a report and its record are not one run's (no suite is judged then).
     """
     if options.from_report is not None and len(suites) > 1:  # none: an empty shard
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
@@ -242,6 +243,8 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
         progress.suite_started(suite, i, len(suites))
         try:
             comparison, results = check_results(suite, options)
+        except MismatchError:  # inputs that are not one run's: judge nothing, write nothing
+            raise
         except FuseciError as exc:
             progress.suite_failed(suite, exc)
             comparison = failed(suite, str(exc))

@@ -47,6 +47,12 @@ class ReportError(FuseciError):
     """A ``.ncu-rep`` file (or its harness record) cannot be read or attributed."""
 
 
+class MismatchError(ReportError):
+    """A report and a harness record that are not one run's (another GPU, suite, cases or
+    variants). Nothing measured from them can be trusted, so the whole command stops: nothing is
+    judged and nothing (baselines, reports, run files) is written."""
+
+
 class BaselineError(FuseciError):
     """A baseline file is corrupt, from a newer fuseci, or cannot be written."""
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.config.model import Suite
-from fuseci.errors import BenchError, NcuError, ReportError
-from fuseci.frames import report
+from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
+from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.measure import profile as ncu
 from fuseci.measure.command import Mode, SuiteFiles, harness_argv
@@ -145,7 +145,10 @@ def timed_pass(
 
 def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
     if record.suite != suite.name:
-        raise ReportError(f"{path}: record of suite {record.suite!r}, not {suite.name!r}")
+        raise MismatchError(
+            f"{path}: record of suite {record.suite!r}, not {suite.name!r} ({suite.path}); pass the report of this "
+            "suite, or the suite file of this report"
+        )
     if record.profiler is None:
         raise ReportError(f"{path}: the record has no profiler section: it was not written by `fuseci run`")
 
@@ -165,7 +168,8 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     """Profile (or read ``options.from_report`` and its record) and aggregate.
 
     Raises:
-        FuseciError: profiling or reading failed, or the report belongs to another suite.
+        MismatchError: the report and its record are not one run's (:func:`fuseci.frames.pairing.mismatch`).
+        FuseciError: profiling or reading failed, or the record belongs to another suite.
     """
     if options.from_report is not None:
         report_path: Path | None = options.from_report
@@ -190,10 +194,11 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
                 kernels = report.read_report_empty()
             else:
                 raise _unreadable(exc, record) from None
-    other = set(kernels["suite"]) - {suite.name}
-    if other:
-        raise ReportError(
-            f"{report_path}: holds suite(s) {sorted(other)}, not {suite.name!r}; pass the report of this suite"
+    problem = pairing.mismatch(kernels, record)
+    if problem:
+        raise MismatchError(
+            f"{report_path} and {record_path} are not one run's: {problem}; judge a report only with the "
+            ".harness.json that `fuseci run` wrote beside it (copy the two together), or profile the suite again"
         )
     return summarize(kernels, record)
 

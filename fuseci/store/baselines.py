@@ -38,12 +38,31 @@ from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.baseline import Baseline, VariantBaseline
+from fuseci.store import schema as sc
 from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock
 from fuseci.store.versioned import DocumentFormat
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 
 FORMAT = DocumentFormat(what="baseline", version=1, fix=_FIX, error=BaselineError)
+
+_VARIANT = sc.Obj(
+    sc.members(
+        values=sc.Map(sc.Nullable(sc.AMOUNT), key=sc.QUANTITY, max_len=1000),  # null: not measured (NaN)
+        kernels=sc.List(
+            sc.Tuple((sc.NAME, sc.COUNT, sc.COUNT, sc.COUNT)), max_len=100_000
+        ),  # name, grid, block, registers
+    )
+)
+#: What a baseline holds (after ``format_version``, checked by :data:`FORMAT`).
+SCHEMA = sc.Obj(
+    sc.members(
+        suite=sc.ID,
+        env=sc.ENV,
+        cases=sc.Map(sc.Map(_VARIANT, key=sc.ID, max_len=1000), key=sc.ID, max_len=10_000),
+        fuseci_version=(sc.Str(max_len=100), False),
+    )
+)
 
 #: How long ``update-baselines`` waits for another update of the same file (seconds).
 LOCK_TIMEOUT_S = 600.0
@@ -76,28 +95,26 @@ def from_json(data: Any, path: Path | str) -> Baseline:
     """
     data = FORMAT.check(data, path)
     try:
-        cases = {
-            str(cid): {
-                str(vid): VariantBaseline(
-                    values={str(q): math.nan if v is None else float(v) for q, v in vb["values"].items()},
-                    kernels=tuple(KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3])) for k in vb["kernels"]),
-                )
-                for vid, vb in variants.items()
-            }
-            for cid, variants in data["cases"].items()
+        sc.validate(SCHEMA, data)
+    except sc.SchemaError as exc:
+        raise FORMAT.invalid(path, exc) from None
+    cases = {
+        cid: {
+            vid: VariantBaseline(
+                values={q: math.nan if v is None else float(v) for q, v in vb["values"].items()},
+                kernels=tuple(KernelLaunch(*k) for k in vb["kernels"]),
+            )
+            for vid, vb in variants.items()
         }
-        return Baseline(
-            suite=str(data["suite"]),
-            env=dict(data["env"]),
-            cases=cases,
-            fuseci_version=str(data.get("fuseci_version", "?")),
-        )
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise BaselineError(f"{path}: malformed baseline ({type(exc).__name__}: {exc}); {_FIX}") from None
+        for cid, variants in data["cases"].items()
+    }
+    return Baseline(
+        suite=data["suite"], env=dict(data["env"]), cases=cases, fuseci_version=data.get("fuseci_version", "?")
+    )
 
 
 def _round(value: float) -> float | int | None:
-    if math.isnan(value):
+    if not math.isfinite(value):  # not measured, or beyond measuring (a rate over a zero-length time)
         return None
     if value == int(value) and abs(value) < 2**53:
         return int(value)

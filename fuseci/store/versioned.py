@@ -23,6 +23,7 @@ from typing import Any
 
 from fuseci import __version__
 from fuseci.errors import FuseciError, ReportError
+from fuseci.store.schema import SchemaError
 
 #: Deepest nesting of arrays and objects read; fuseci's documents need about 8 levels.
 MAX_DEPTH = 32
@@ -116,6 +117,11 @@ class DocumentFormat:
     def fail(self, path: Path | str, problem: str) -> FuseciError:
         """The one-line error for ``path``."""
         return self.error(f"{path}: {problem}; {self.fix}")
+
+    def invalid(self, path: Path | str, exc: SchemaError) -> FuseciError:
+        """The one-line error for a value of ``path`` that its format does not allow: the file, the
+        value's JSON path, what is wrong, and the fix."""
+        return self.fail(path, f"{exc.where}: {exc.problem}" if exc.where else exc.problem)
 
     def parse(self, text: str, path: Path | str) -> dict[str, Any]:
         """Parse a document's text, check its format and version, and upgrade it.
