@@ -1,17 +1,21 @@
-"""Safe file updates: atomic replacement, and an advisory lock for read-modify-write.
+"""Safe file updates: atomic replacement, an advisory lock for read-modify-write, and report
+files written without replacing what is not fuseci's to replace.
 
 :func:`atomic_write_text` makes readers see the old file or the new one, never half of either,
-so readers need no lock. :func:`exclusive_lock` serialises writers that read a file, decide and
-write it back (two ``update-baselines`` of one suite), so that neither's result is lost.
+so readers need no lock; temporary files a killed writer left are swept (:func:`sweep_temporaries`).
+:func:`exclusive_lock` serialises writers that read a file, decide and write it back (two
+``update-baselines`` of one card), so that neither's result is lost; it locks the directory
+itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for.
 
-Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; NFS emulates it with POSIX
-record locks). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
+Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; on NFS a lock file stands in
+for the directory). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
 replacement stays atomic, but of two concurrent writers the last one wins.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import re
@@ -20,7 +24,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +33,10 @@ if sys.platform != "win32":
     import fcntl
 
 log = logging.getLogger(__name__)
+
+#: Age after which a temporary file of an atomic write has certainly lost its writer (a write
+#: takes milliseconds; an hour leaves room for a stalled network file system).
+STALE_TEMPORARY_S = 3600.0
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -52,6 +60,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         OSError: as :func:`atomic_write_text`.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(path, STALE_TEMPORARY_S)
     try:
         mode = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
     except FileNotFoundError:
@@ -78,11 +87,16 @@ class LockTimeout(TimeoutError):
     def __init__(self, lock: Path, waited_s: float, holder: str) -> None:
         super().__init__(f"{lock}: still locked after {waited_s:g} s by {holder}")
         self.lock = lock
-        """The lock file."""
+        """The locked directory (or, where directories cannot be locked, the lock file)."""
         self.waited_s = waited_s
         """How long the caller waited."""
         self.holder = holder
-        """Who holds it, as the holder wrote it into the lock file (or a placeholder)."""
+        """Who holds it, as far as can be told (or a placeholder)."""
+
+
+#: The lock file used where a directory cannot be locked itself (NFS): see :func:`exclusive_lock`.
+FALLBACK_LOCK = ".fuseci.lock"
+_UNKNOWN_HOLDER = "another process (which one cannot be told here)"
 
 
 def _holder_line() -> str:
@@ -109,6 +123,24 @@ def _write_holder(fd: int, line: str) -> None:
         log.debug("cannot record the lock holder: %s", exc)
 
 
+def _directory_holder(fd: int) -> str:
+    """Who holds the flock of a directory: Linux lists every lock in ``/proc/locks`` by device
+    and inode, with the holder's pid, whose command line ``/proc/<pid>/cmdline`` gives."""
+    try:
+        st = os.fstat(fd)
+        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            pids = [p[4] for p in (line.split() for line in fh) if len(p) > 5 and p[1] == "FLOCK" and p[5] == key]
+        if not pids or not pids[0].isdigit() or pids[0] == "0":
+            return _UNKNOWN_HOLDER
+        with open(f"/proc/{pids[0]}/cmdline", "rb") as fh:
+            argv = [a.decode("utf-8", "replace") for a in fh.read(2000).split(b"\0") if a]
+    except (OSError, ValueError):
+        return _UNKNOWN_HOLDER
+    command = " ".join([Path(argv[0]).name, *argv[1:]]) if argv else "?"
+    return f"pid {pids[0]} on {socket.gethostname()} ({command[:200]})"
+
+
 def _try_lock(fd: int) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -119,51 +151,138 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-@contextmanager
-def exclusive_lock(lock: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
-    """Hold an exclusive advisory lock on the file ``lock`` (created if missing) for the block.
+def _wait_for(fd: int, what: Path, holder: Callable[[], str], timeout_s: float, poll_s: float) -> None:
+    """Take the flock of ``fd``, polling, for at most ``timeout_s``.
 
-    The holder writes who it is into the lock file, so that a waiter that gives up can say what
-    it waited for. The file is left in place afterwards: deleting a lock file while another
-    process waits on it would let a third process lock a new file of the same name, and both
-    would think they held the lock. The kernel releases the lock when the holder exits, however
-    it exits, so a leftover file never blocks anyone.
+    Raises:
+        LockTimeout: still held by another after ``timeout_s``.
+        OSError: the file system cannot lock ``fd``.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = poll_s
+    waiting = False
+    while not _try_lock(fd):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LockTimeout(what, timeout_s, holder())
+        if not waiting:  # a warning, so that a silent wait does not look like a hang
+            log.warning("%s is held by %s; waiting up to %g s", what, holder(), timeout_s)
+            waiting = True
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 1.0)
+
+
+#: What flock on a directory gives where the file system cannot lock one (NFS emulates flock with
+#: POSIX record locks, which need a file open for writing).
+_NO_DIRECTORY_LOCKS = {errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)}
+
+
+@contextmanager
+def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``directory`` for the block: one holder at a time.
+
+    The directory itself is locked (``flock`` on its descriptor), so nothing is created and
+    nothing can be left behind in it, however the holder ends: the kernel releases the lock when
+    the holder exits, even when it is killed. A waiter that gives up names the holder (its pid
+    and command, where Linux's ``/proc/locks`` tells).
+
+    Where the file system cannot lock a directory (NFS), a lock file :data:`FALLBACK_LOCK` in it
+    is locked instead: the holder writes who it is into it and removes it before unlocking, so it
+    is there only while an update runs (or after a holder was killed, until the next one takes
+    and removes it). A waiter that finds the file it locked removed or replaced starts again on
+    the new one, so two holders never hold one name at once.
 
     Args:
-        lock: The lock file; its directory must exist.
+        directory: The directory to lock; it must exist.
         timeout_s: How long to wait for another holder before giving up.
         poll_s: First interval between attempts (it doubles up to one second).
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.
-        OSError: the lock file cannot be created or opened (read-only directory, for instance).
+        OSError: the directory (or, as a fallback, the lock file) cannot be opened or locked.
     """
     if sys.platform == "win32":
-        log.warning("%s: not locked: file locking is POSIX-only; concurrent updates are not serialised", lock)
+        log.warning("%s: not locked: locking is POSIX-only; concurrent updates are not serialised", directory)
         yield
         return
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        deadline = time.monotonic() + timeout_s
-        delay = poll_s
-        waiting = False
-        while not _try_lock(fd):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise LockTimeout(lock, timeout_s, _read_holder(fd))
-            if not waiting:  # a warning, so that a silent wait does not look like a hang
-                log.warning("%s is held by %s; waiting up to %g s", lock, _read_holder(fd), timeout_s)
-                waiting = True
-            time.sleep(min(delay, left))
-            delay = min(delay * 2, 1.0)
-        _write_holder(fd, _holder_line())
         try:
-            yield
-        finally:
-            _write_holder(fd, "")  # before unlocking, so that no one reads a stale holder
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            _wait_for(fd, directory, lambda: _directory_holder(fd), timeout_s, poll_s)
+        except OSError as exc:
+            if exc.errno not in _NO_DIRECTORY_LOCKS:
+                raise
+        else:
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            return
     finally:
         os.close(fd)
+    with _lock_file(directory / FALLBACK_LOCK, timeout_s, poll_s):
+        yield
+
+
+@contextmanager
+def _lock_file(lock: Path, timeout_s: float, poll_s: float) -> Iterator[None]:
+    """:func:`exclusive_lock` through a lock file that is removed on release (see there)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            _wait_for(fd, lock, functools.partial(_read_holder, fd), max(deadline - time.monotonic(), 0.0), poll_s)
+            try:  # still the file of that name? (its holder removes it on release)
+                current = os.stat(lock)
+            except FileNotFoundError:
+                current = None
+            mine = os.fstat(fd)
+            if current is None or (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
+                os.close(fd)
+                continue
+        except BaseException:
+            os.close(fd)
+            raise
+        break
+    try:
+        _write_holder(fd, _holder_line())
+        yield
+    finally:
+        try:
+            lock.unlink(missing_ok=True)  # while still holding it: a waiter on this file starts again
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def sweep_temporaries(path: Path, older_than_s: float) -> list[Path]:
+    """Remove the temporary files a killed writer of ``path`` left beside it
+    (``.<name>.XXXXXXXX.tmp``, see :func:`atomic_write_bytes`) that are older than
+    ``older_than_s`` seconds: no write takes that long, so their writer is gone. With 0, every one
+    goes (for a caller that holds the lock every writer of ``path`` takes). A file that cannot be
+    removed is left; nothing raises.
+
+    Returns:
+        What was removed.
+    """
+    pattern = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        candidates = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:  # no directory yet, or unreadable: nothing to sweep
+        return removed
+    for p in candidates:
+        try:
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= older_than_s:
+                p.unlink()
+                removed.append(p)
+        except OSError:
+            continue
+    if removed:
+        log.info("removed %d temporary file(s) a stopped writer left: %s", len(removed), ", ".join(map(str, removed)))
+    return removed
 
 
 def same_file(a: Path | str, b: Path | str) -> bool:
