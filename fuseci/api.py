@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Protocol
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS, gpu_slug
 from fuseci.config.parse import load_suite
-from fuseci.errors import EXIT_REGRESSION, BaselineError, FuseciError, MismatchError, UsageError
+from fuseci.errors import EXIT_REGRESSION, BaselineError, FuseciError, MismatchError, ReportError, UsageError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import baseline as jb
 from fuseci.judge.compare import compare
@@ -33,6 +34,8 @@ from fuseci.measure.run import MeasureOptions, measure, remeasure
 from fuseci.measure.timed import run_timed
 from fuseci.store import baselines as bl
 from fuseci.store import runs as run_files
+from fuseci.store.atomic import same_file
+from fuseci.store.results import read_results
 
 __all__ = [
     "MAX_SHARDS",
@@ -46,6 +49,7 @@ __all__ = [
     "compare_runs",
     "load_suites",
     "merge",
+    "merge_results",
     "own_files",
     "parse_accept_env",
     "parse_shard",
@@ -435,13 +439,62 @@ def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
     return [s for s in suites if owner[s.name] == k - 1]
 
 
+def _base_name(suite: str) -> str:
+    """A suite's id without the ``@gpu-slug`` an earlier merge gave it."""
+    return suite.split("@", 1)[0]
+
+
+def _card(c: Comparison) -> str:
+    return gpu_slug(str(c.env.get("gpu_name", "unknown")))
+
+
 def merge(comparisons: list[Comparison]) -> list[Comparison]:
     """Comparisons of several runs as one list; a suite met more than once (one per GPU model)
-    is renamed ``suite@gpu-slug`` so that reports keep them apart."""
-    counts: dict[str, int] = {}
+    is renamed ``suite@gpu-slug`` so that reports keep them apart. Suites that could not be run
+    know no card: two of those of one name are ``suite@unknown-gpu`` and ``suite@unknown-gpu-2``.
+    (:func:`merge_results` refuses two results of one suite on one card before this.)"""
+    counts = Counter(_base_name(c.suite) for c in comparisons)
+    used: set[str] = set()
+    out: list[Comparison] = []
     for c in comparisons:
-        counts[c.suite] = counts.get(c.suite, 0) + 1
-    return [
-        replace(c, suite=f"{c.suite}@{gpu_slug(str(c.env.get('gpu_name', 'unknown')))}") if counts[c.suite] > 1 else c
-        for c in comparisons
-    ]
+        base = _base_name(c.suite)
+        name = c.suite if counts[base] == 1 else f"{base}@{_card(c) if c.env else 'unknown-gpu'}"
+        n, unique = 1, name
+        while unique in used:
+            n += 1
+            unique = f"{name}-{n}"
+        used.add(unique)
+        out.append(c if unique == c.suite else replace(c, suite=unique))
+    return out
+
+
+def merge_results(paths: Sequence[Path]) -> list[Comparison]:
+    """Read results files (``fuseci run --json``) and merge them (:func:`merge`).
+
+    Two results of one suite on one card (the same file named twice, two runs of a suite on one
+    GPU model, or a merged file and one of its parts) are refused rather than merged silently or
+    one of them picked: which one counts is the user's decision.
+
+    Raises:
+        ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
+            that another file (or the same one) also holds.
+    """
+    for i, path in enumerate(paths):
+        for earlier in paths[:i]:
+            if same_file(path, earlier):
+                raise ReportError(f"{path}: named twice (also as {earlier}); pass each results file once")
+    seen: dict[tuple[str, str], Path] = {}
+    comparisons: list[Comparison] = []
+    for path in paths:
+        for c in read_results(path):
+            key = (_base_name(c.suite), _card(c))
+            if c.env and key in seen:
+                where = "earlier in the same file" if seen[key] == path else f"in {seen[key]}"
+                raise ReportError(
+                    f"{path}: suite {key[0]!r} on {key[1]} is also {where}: two results of one suite on one card "
+                    "cannot be merged (which should count?); pass one results file per suite and card, the run "
+                    "you want judged"
+                )
+            seen.setdefault(key, path)
+            comparisons.append(c)
+    return merge(comparisons)

@@ -191,14 +191,14 @@ def merge(
     """Combine the JSON results of several runs into one report, JUnit file and summary.
 
     The exit code is the one the runs would have had together. A suite that appears in several
-    results (one per GPU model) is named with its GPU in the merged reports.
+    results (one per GPU model) is named with its GPU in the merged reports; two results of one
+    suite on one card (or one file named twice) are refused.
     """
     from fuseci import api
     from fuseci.judge.verdict import exit_code
-    from fuseci.store.results import read_results
 
     check_outputs(outputs or {}, [(path, "a results file being merged") for path in results])
-    comparisons = api.merge([c for path in results for c in read_results(path)])
+    comparisons = api.merge_results(results)
     return report(comparisons, outputs or {}, exit_code(comparisons))
 
 
