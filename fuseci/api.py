@@ -9,7 +9,10 @@ keeps the whole command from running raises.
 
 from __future__ import annotations
 
+import heapq
 import logging
+import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -20,33 +23,49 @@ from fuseci.config.check import SuiteCheck, check_files
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS, gpu_slug
 from fuseci.config.parse import load_suite
-from fuseci.errors import FuseciError, NcuError, ReportError, SuiteError, UsageError
+from fuseci.errors import (
+    EXIT_REGRESSION,
+    BaselineError,
+    FuseciError,
+    MismatchError,
+    NcuError,
+    ReportError,
+    SuiteError,
+    UsageError,
+)
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import history as judge_history
 from fuseci.judge import update
 from fuseci.judge.compare import compare
 from fuseci.judge.runs import compare_runs, recorded_suites
-from fuseci.judge.verdict import Comparison, failed
+from fuseci.judge.verdict import Comparison, failed, update_exit_code
 from fuseci.measure import bench as bench_figures
 from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
 from fuseci.measure.command import DEFAULT_REPEATS, Mode, SuiteFiles, harness_argv
+from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions, measure, remeasure
 from fuseci.measure.timed import run_timed
 from fuseci.store import baselines as bl
 from fuseci.store import runs as run_files
+from fuseci.store.atomic import same_file
+from fuseci.store.results import read_results
 
 __all__ = [
+    "MAX_SHARDS",
     "BaselineUpdate",
     "BenchOptions",
     "RunOptions",
     "bench",
+    "bench_own_files",
     "check",
     "check_results",
     "compare_runs",
     "history",
     "load_suites",
     "merge",
+    "merge_results",
+    "own_files",
     "parse_accept_env",
     "parse_shard",
     "recorded_suites",
@@ -150,6 +169,39 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
         )
         raise SuiteError(first.message + more, path=first.path, line=first.line)
     return runnable(check, bool(paths))
+
+
+def own_files(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Path, str]]:
+    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite
+    files, each suite's baselines (on every card that has one), and the re-analysed report and
+    its record or, when profiling, the files of the report directory. A report the user asks for
+    must be none of these (:func:`fuseci.cli.output.check_outputs`)."""
+    found: list[tuple[Path, str]] = []
+    for suite in suites:
+        found.append((suite.path, f"the suite file of {suite.name!r}"))
+        for path in sorted(options.baselines.glob(f"*/{suite.name}.json")):  # ids hold no glob characters
+            found.append((path, f"a baseline of suite {suite.name!r}"))
+        if options.from_report is None:
+            files = SuiteFiles(options.report_dir, suite.name)
+            found.append((files.report, f"the report a profiled run of {suite.name!r} writes"))
+            found.append((files.ncu_log, "ncu's log"))
+            for mode in (Mode.PROFILE, Mode.TIME):
+                harness = files.harness(mode)
+                found += [(harness.record, f"a harness record of {suite.name!r}"), (harness.log, "a harness log")]
+    if options.from_report is not None:
+        found.append((options.from_report, "the report being re-analysed"))
+        found.append((record_path_for(options.from_report), "the harness record of the report being re-analysed"))
+    return found
+
+
+def bench_own_files(suites: Sequence[Suite], options: BenchOptions) -> list[tuple[Path, str]]:
+    """Every file ``fuseci bench`` reads or writes for itself (see :func:`own_files`)."""
+    found: list[tuple[Path, str]] = []
+    for suite in suites:
+        harness = SuiteFiles(options.report_dir, suite.name).harness(Mode.BENCH)
+        found += [(suite.path, f"the suite file of {suite.name!r}"), (harness.record, "a bench record")]
+        found.append((harness.log, "a bench log"))
+    return found
 
 
 def parse_accept_env(items: Sequence[str] | None) -> frozenset[str]:
@@ -259,6 +311,7 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.
+        MismatchError: a report and its record are not one run's (no suite is judged then).
     """
     if options.from_report is not None and len(suites) > 1:  # none: an empty shard
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
@@ -284,6 +337,8 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
 
         try:
             comparison, results = check_results(suite, replace(options, device=device, on_stage=heard))
+        except MismatchError:  # inputs that are not one run's: judge nothing, write nothing
+            raise
         except NcuError as exc:
             if exc.machine_wide and machine:
                 comparison = failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)")
@@ -385,7 +440,13 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     new = decided.baseline
     written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
     if written and new is not None:
-        bl.save_baseline(new, path)
+        try:
+            bl.save_baseline(new, path)
+        except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
+            code = update_exit_code(comparison, decided.kept, bool(decided.refused))
+            raise BaselineError(
+                str(exc), exit_code=EXIT_REGRESSION if code == EXIT_REGRESSION else exc.exit_code
+            ) from None
     return BaselineUpdate(
         path=path,
         written=written,
@@ -423,16 +484,27 @@ def bench(suite: Suite, options: BenchOptions) -> bench_figures.BenchResult:
     return bench_figures.result_from_record(record, suite, files.record)
 
 
+#: Most shards ``--shard K/N`` may name: far more than any CI matrix, few enough to check at once.
+MAX_SHARDS = 10_000
+
+_SHARD = re.compile(r"\A([0-9]{1,6})/([0-9]{1,6})\Z")
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """``"2/4"`` → (2, 4).
 
     Raises:
-        UsageError: not ``K/N`` with 1 <= K <= N.
+        UsageError: not ``K/N`` with 1 <= K <= N <= :data:`MAX_SHARDS`.
     """
-    try:
-        k, n = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard {text!r}: write K/N, e.g. 2/4 (shard K of N, counting from 1)") from None
+    m = _SHARD.fullmatch(text)
+    if m is None:
+        raise UsageError(
+            f"--shard {text[:40]!r}: write K/N with whole numbers, e.g. 2/4 (shard K of N, counting from 1; "
+            f"N at most {MAX_SHARDS})"
+        )
+    k, n = int(m.group(1)), int(m.group(2))
+    if n > MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: N is at most {MAX_SHARDS}; use fewer shards")
     if not 1 <= k <= n:
         raise UsageError(f"--shard {text!r}: K must be between 1 and N")
     return k, n
@@ -444,26 +516,77 @@ def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
 
     Deterministic: every shard computes the same assignment from the same suite files, sorted
     by name, the largest suite first to the lightest shard (ties to the lowest shard number).
+    Only the first ``len(suites)`` shards can receive a suite (a later one is picked only once
+    every earlier one holds a suite), so the work is O(suites · log suites) whatever ``n`` is.
     """
-    loads = [0] * n
+    heap = [(0, i) for i in range(min(n, len(suites)))]  # (load, shard index): already a heap
     owner: dict[str, int] = {}
     for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):
-        lightest = min(range(n), key=lambda i: (loads[i], i))
+        load, lightest = heapq.heappop(heap)
         owner[suite.name] = lightest
-        loads[lightest] += len(suite.cases)
+        heapq.heappush(heap, (load + len(suite.cases), lightest))
     return [s for s in suites if owner[s.name] == k - 1]
+
+
+def _base_name(suite: str) -> str:
+    """A suite's id without the ``@gpu-slug`` an earlier merge gave it."""
+    return suite.split("@", 1)[0]
+
+
+def _card(c: Comparison) -> str:
+    return gpu_slug(str(c.env.get("gpu_name", "unknown")))
 
 
 def merge(comparisons: list[Comparison]) -> list[Comparison]:
     """Comparisons of several runs as one list; a suite met more than once (one per GPU model)
-    is renamed ``suite@gpu-slug`` so that reports keep them apart."""
-    counts: dict[str, int] = {}
+    is renamed ``suite@gpu-slug`` so that reports keep them apart. Suites that could not be run
+    know no card: two of those of one name are ``suite@unknown-gpu`` and ``suite@unknown-gpu-2``.
+    (:func:`merge_results` refuses two results of one suite on one card before this.)"""
+    counts = Counter(_base_name(c.suite) for c in comparisons)
+    used: set[str] = set()
+    out: list[Comparison] = []
     for c in comparisons:
-        counts[c.suite] = counts.get(c.suite, 0) + 1
-    return [
-        replace(c, suite=f"{c.suite}@{gpu_slug(str(c.env.get('gpu_name', 'unknown')))}") if counts[c.suite] > 1 else c
-        for c in comparisons
-    ]
+        base = _base_name(c.suite)
+        name = c.suite if counts[base] == 1 else f"{base}@{_card(c) if c.env else 'unknown-gpu'}"
+        n, unique = 1, name
+        while unique in used:
+            n += 1
+            unique = f"{name}-{n}"
+        used.add(unique)
+        out.append(c if unique == c.suite else replace(c, suite=unique))
+    return out
+
+
+def merge_results(paths: Sequence[Path]) -> list[Comparison]:
+    """Read results files (``fuseci run --json``) and merge them (:func:`merge`).
+
+    Two results of one suite on one card (the same file named twice, two runs of a suite on one
+    GPU model, or a merged file and one of its parts) are refused rather than merged silently or
+    one of them picked: which one counts is the user's decision.
+
+    Raises:
+        ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
+            that another file (or the same one) also holds.
+    """
+    for i, path in enumerate(paths):
+        for earlier in paths[:i]:
+            if same_file(path, earlier):
+                raise ReportError(f"{path}: named twice (also as {earlier}); pass each results file once")
+    seen: dict[tuple[str, str], Path] = {}
+    comparisons: list[Comparison] = []
+    for path in paths:
+        for c in read_results(path):
+            key = (_base_name(c.suite), _card(c))
+            if c.env and key in seen:
+                where = "earlier in the same file" if seen[key] == path else f"in {seen[key]}"
+                raise ReportError(
+                    f"{path}: suite {key[0]!r} on {key[1]} is also {where}: two results of one suite on one card "
+                    "cannot be merged (which should count?); pass one results file per suite and card, the run "
+                    "you want judged"
+                )
+            seen.setdefault(key, path)
+            comparisons.append(c)
+    return merge(comparisons)
 
 
 def run_files_in(directory: Path, last: int | None = None) -> list[Path]:

@@ -19,6 +19,13 @@ class FuseciError(Exception):
 
     exit_code: int = EXIT_SETUP
 
+    def __init__(self, *args: object, exit_code: int | None = None) -> None:
+        """``exit_code`` overrides the class's (a failure to write after a wrong result found is
+        still exit 1)."""
+        super().__init__(*args)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
 
 class SuiteError(FuseciError):
     """A suite file is missing, malformed or names things that do not exist."""
@@ -52,9 +59,25 @@ class BenchError(FuseciError):
 class ReportError(FuseciError):
     """A ``.ncu-rep`` file (or its harness record) cannot be read or attributed."""
 
+    def __init__(self, *args: object, exit_code: int | None = None, by_reader: bool = False) -> None:
+        super().__init__(*args, exit_code=exit_code)
+        self.by_reader = by_reader
+        """True when NVIDIA's reader itself refused the file (a version mismatch may be why)."""
+
+
+class MismatchError(ReportError):
+    """A report and a harness record that are not one run's (another GPU, suite, cases or
+    variants). Nothing measured from them can be trusted, so the whole command stops: nothing is
+    judged and nothing (baselines, reports, run files) is written."""
+
 
 class BaselineError(FuseciError):
     """A baseline file is corrupt, from a newer fuseci, or cannot be written."""
+
+
+class OutputError(FuseciError):
+    """A report file asked for would replace one of the command's inputs (a baseline, a suite
+    file, a report or its record, a results or run file being read)."""
 
 
 class UsageError(FuseciError):

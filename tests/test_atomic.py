@@ -1,8 +1,16 @@
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from fuseci.store.atomic import atomic_write_text
+from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT, ROOT, write
+
+from fuseci import api
+from fuseci.config.parse import load_suite
+from fuseci.store.atomic import STALE_TEMPORARY_S, atomic_write_text
 
 
 def test_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
@@ -22,3 +30,61 @@ def test_replacement_keeps_the_old_mode_and_leaves_no_temporary(tmp_path: Path) 
     assert path.read_text() == "new\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+# --- leftovers: temporary files of killed writers, and no lock files ----------------------------
+
+KILLED_UPDATE = r"""
+import os, sys
+from pathlib import Path
+from fuseci import api
+from fuseci.config.parse import load_suite
+
+suite, report, root = sys.argv[1:]
+os.replace = lambda *a, **k: os._exit(9)  # killed between writing the temporary file and renaming it
+api.update_baselines(load_suite(Path(suite)), api.RunOptions(baselines=Path(root), from_report=Path(report)))
+"""
+
+
+def test_a_killed_update_leaves_a_temporary_file_that_the_next_one_removes(tmp_path: Path, relaxed) -> None:
+    root = tmp_path / "baselines"
+    shutil.copytree(H200_BASELINES, root)
+    baseline = root / "nvidia-h200" / "elementwise.json"
+    before = baseline.read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_UPDATE, str(relaxed.path), str(REGRESSED_REPORT), str(root)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 9, done.stderr
+    (left,) = [p.name for p in baseline.parent.iterdir() if p.name.startswith(".")]
+    assert left.startswith(".elementwise.json.") and left.endswith(".tmp") and baseline.read_bytes() == before
+    elsewhere = write(root / "nvidia-h200" / ".notes.txt.abcdefgh.tmp", "not ours")
+    update = api.update_baselines(relaxed, api.RunOptions(baselines=root, from_report=REGRESSED_REPORT))
+    assert update.written
+    assert sorted(p.name for p in baseline.parent.iterdir() if p.name.startswith(".")) == [elsewhere.name]
+
+
+def test_atomic_writes_sweep_only_stale_temporaries_of_their_file(tmp_path: Path) -> None:
+    path = tmp_path / "j.xml"
+    stale = write(tmp_path / ".j.xml.abcd1234.tmp", "old")
+    fresh = write(tmp_path / ".j.xml.efgh5678.tmp", "being written")
+    other = write(tmp_path / ".k.xml.abcd1234.tmp", "another file's")
+    hour_ago = time.time() - STALE_TEMPORARY_S - 60
+    os.utime(stale, (hour_ago, hour_ago))
+    os.utime(other, (hour_ago, hour_ago))
+    atomic_write_text(path, "x\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["j.xml", fresh.name, other.name])
+
+
+def test_no_update_leaves_anything_in_the_tree(tmp_path: Path) -> None:
+    root = tmp_path / "baselines"
+    shutil.copytree(H200_BASELINES, root)
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    for report in (REGRESSED_REPORT, CLEAN_REPORT):
+        api.update_baselines(load_suite(ELEMENTWISE), api.RunOptions(baselines=root, from_report=report))
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # no lock, no temporary file

@@ -33,12 +33,11 @@ def _no_space(*args, **kwargs):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
-class _FillsTheDisk(io.TextIOWrapper):
+class _FillsTheDisk(io.FileIO):
     """A temporary file on a disk that fills up half-way through the write."""
 
-    def write(self, text: str) -> int:
-        super().write(text[: len(text) // 2])
-        super().flush()
+    def write(self, data) -> int:
+        super().write(bytes(data[: len(data) // 2]))
         _no_space()
         return 0
 
@@ -47,9 +46,8 @@ def _full_disk_at(step: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if step == "write":
         real_fdopen = os.fdopen
 
-        def fdopen(fd: int, *args, **kwargs):
-            kwargs.pop("newline", None)
-            return _FillsTheDisk(real_fdopen(fd, "wb"), encoding="utf-8", newline="\n")
+        def fdopen(fd: int, mode: str = "r", *args, **kwargs):
+            return _FillsTheDisk(fd, "wb") if mode == "wb" else real_fdopen(fd, mode, *args, **kwargs)
 
         monkeypatch.setattr(os, "fdopen", fdopen)
     else:
@@ -68,7 +66,7 @@ def test_full_disk_keeps_the_old_file_and_leaves_no_temporary(
             api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value).startswith(f"{committed_copy}: cannot write baseline: [Errno 28] No space left on device")
     assert "free some space" in str(info.value) and "the old file is unchanged" in str(info.value)
-    assert _snapshot(root) == {**before, "nvidia-h200/.elementwise.json.lock": b""}  # byte for byte, no temporary
+    assert _snapshot(root) == before  # byte for byte, no temporary and no lock file
     assert api.update_baselines(relaxed, _opts(committed_copy)).written  # once there is space again
 
 
@@ -78,19 +76,17 @@ def test_failure_before_the_write_keeps_the_old_file(committed_copy: Path, eleme
     with pytest.raises(BaselineError, match="not JSON"):
         api.update_baselines(relaxed, _opts(committed_copy))
     assert committed_copy.read_bytes() == before
-    assert [p.name for p in committed_copy.parent.glob(".*")] == [".elementwise.json.lock"]
+    assert [p.name for p in committed_copy.parent.glob(".*")] == []
 
 
-def test_run_takes_no_lock(committed_copy: Path, elementwise) -> None:
+def test_run_takes_no_lock(committed_copy: Path, elementwise, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bl, "exclusive_lock", _denied)
     assert api.check(elementwise, _opts(committed_copy, CLEAN_REPORT)).verdict is Verdict.PASS
-    assert not bl.lock_path(committed_copy).exists()
+    assert not list(committed_copy.parent.glob(".*"))
 
 
-def test_lock_file_is_named_after_the_baseline(tmp_path: Path) -> None:
-    assert (
-        bl.lock_path(tmp_path / "nvidia-h200" / "elementwise.json")
-        == tmp_path / "nvidia-h200" / ".elementwise.json.lock"
-    )
+def test_the_lock_is_the_cards_directory(tmp_path: Path) -> None:
+    assert bl.lock_path(tmp_path / "nvidia-h200" / "elementwise.json") == tmp_path / "nvidia-h200"
 
 
 # --- symbolic links: read through, never written through ---------------------------------
@@ -125,7 +121,7 @@ def test_linked_baseline_is_not_written_through(linked: tuple[Path, Path], eleme
     assert f'with GNU cp: cp --remove-destination "$(readlink -f {link})" {link}) and run again' in message
     assert link.is_symlink() and os.readlink(link) == str(target) and target.read_bytes() == before
     assert sorted(p.name for p in target.parent.iterdir()) == ["elementwise.json"]
-    assert sorted(p.name for p in link.parent.glob(".*")) == [".elementwise.json.lock"]
+    assert sorted(p.name for p in link.parent.glob(".*")) == []
 
 
 def test_dangling_link_is_not_replaced(committed_copy: Path, tmp_path: Path, elementwise, relaxed) -> None:
@@ -161,15 +157,49 @@ def test_unwritable_directory_for_the_temporary_file(
         api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value) == (
         f"{committed_copy}: cannot write baseline: the directory {committed_copy.parent} is not writable "
-        "([Errno 13] Permission denied); update-baselines writes a temporary file and a lock file there: "
+        "([Errno 13] Permission denied); update-baselines writes a temporary file there: "
         "make it writable, or pass --baselines with a writable copy of the tree; the old file is unchanged"
     )
     assert committed_copy.read_bytes() == before
 
 
-def test_read_only_file_system_for_the_lock(
+def _no_directory_locks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """flock as NFS has it: a directory cannot be locked (EBADF), a file can."""
+    import fcntl
+    import stat
+
+    real_flock = fcntl.flock
+
+    def flock(fd: int, op: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+
+
+def test_where_a_directory_cannot_be_locked_a_lock_file_stands_in_and_goes(
     committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _no_directory_locks(monkeypatch)
+    root = committed_copy.parent.parent
+    seen: list[bool] = []
+    real_save = bl.save_baseline
+
+    def save(baseline, path):  # the lock file is there while the update holds it
+        seen.append((committed_copy.parent / ".fuseci.lock").read_text().startswith(f"pid {os.getpid()} on "))
+        real_save(baseline, path)
+
+    monkeypatch.setattr(bl, "save_baseline", save)
+    assert api.update_baselines(relaxed, _opts(committed_copy)).written and seen == [True]
+    assert not (committed_copy.parent / ".fuseci.lock").exists()
+    assert not [p for p in root.rglob(".*")]
+
+
+def test_read_only_file_system_for_the_fallback_lock(
+    committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_directory_locks(monkeypatch)
     real_open = os.open
 
     def read_only(path, flags, *args, **kwargs):
@@ -181,9 +211,7 @@ def test_read_only_file_system_for_the_lock(
     with pytest.raises(BaselineError) as info:
         api.update_baselines(relaxed, _opts(committed_copy))
     message = str(info.value)
-    assert message.startswith(
-        f"{committed_copy}: cannot lock for update ({bl.lock_path(committed_copy)}): the directory"
-    )
+    assert message.startswith(f"{committed_copy}: cannot lock {committed_copy.parent} for update: the directory")
     assert "Read-only file system" in message and "pass --baselines with a writable copy" in message
 
 

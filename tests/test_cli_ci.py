@@ -79,10 +79,54 @@ def test_merge_combines_results_and_keeps_the_worst_exit(in_root, tmp_path: Path
     assert ok.exit_code == 0, ok.output
     assert sorted(s.get("name") for s in ET.parse(junit).getroot().iter("testsuite")) == ["elementwise", "reduction"]
     regressed = _results(tmp_path, REGRESSED_REPORT, "regressed.json")
-    bad = invoke("merge", str(clean), str(regressed), "--json", str(tmp_path / "m.json"))
+    bad = invoke("merge", str(reg), str(regressed), "--json", str(tmp_path / "m.json"))
     assert bad.exit_code == 1
     names = [s["suite"] for s in json.loads((tmp_path / "m.json").read_text())["suites"]]
-    assert names == ["elementwise@nvidia-h200", "elementwise@nvidia-h200"]
+    assert names == ["reduction", "elementwise"]
+
+
+def test_merge_refuses_two_results_of_one_suite_on_one_card(in_root, tmp_path: Path) -> None:
+    clean = _results(tmp_path, CLEAN_REPORT, "clean.json")
+    regressed = _results(tmp_path, REGRESSED_REPORT, "regressed.json")
+    out = tmp_path / "m.json"
+    twice = invoke("merge", str(clean), str(regressed), "--json", str(out))
+    assert twice.exit_code == 3 and not out.exists()
+    assert twice.stderr == (
+        f"fuseci: error: {regressed}: suite 'elementwise' on nvidia-h200 is also in {clean}: two results of one "
+        "suite on one card cannot be merged (which should count?); pass one results file per suite and card, "
+        "the run you want judged\n"
+    )
+    same = invoke("merge", str(clean), str(tmp_path / "." / "clean.json"))
+    assert same.exit_code == 3 and f"named twice (also as {clean})" in same.stderr
+
+
+def test_merging_a_merged_file_with_one_of_its_parts_is_refused(in_root, tmp_path: Path) -> None:
+    h200 = _results(tmp_path, CLEAN_REPORT, "h200.json")
+    h100 = _results(tmp_path, REPORTS / "elementwise-h100.ncu-rep.xz", "h100.json")
+    merged = tmp_path / "merged.json"
+    assert invoke("merge", str(h200), str(h100), "--json", str(merged)).exit_code == 0
+    again = invoke("merge", str(merged), str(h100))
+    assert again.exit_code == 3 and "suite 'elementwise' on nvidia-h100-80gb-hbm3 is also in" in again.stderr
+    names = [s["suite"] for s in json.loads(merged.read_text())["suites"]]
+    assert names == ["elementwise@nvidia-h200", "elementwise@nvidia-h100-80gb-hbm3"]
+    # A merged file merges again unchanged, names and all.
+    assert invoke("merge", str(merged), "--json", str(tmp_path / "m2.json")).exit_code == 0
+    assert json.loads((tmp_path / "m2.json").read_text()) == json.loads(merged.read_text())
+
+
+def test_suites_that_could_not_run_are_all_kept(in_root, tmp_path: Path) -> None:
+    """A suite that failed on two runners knows no card: both errors are shown, numbered."""
+    outs = []
+    for name in ("a.json", "b.json"):
+        out = tmp_path / name
+        assert (
+            invoke("run", SUITE, "--from-report", str(tmp_path / "none.ncu-rep.xz"), "--json", str(out)).exit_code == 3
+        )
+        outs.append(str(out))
+    merged = tmp_path / "m.json"
+    assert invoke("merge", *outs, "--json", str(merged)).exit_code == 3
+    names = [s["suite"] for s in json.loads(merged.read_text())["suites"]]
+    assert names == ["elementwise@unknown-gpu", "elementwise@unknown-gpu-2"]
 
 
 def test_merge_names_each_gpu(in_root, tmp_path: Path) -> None:

@@ -369,7 +369,10 @@ def _malformed(tmp_path: Path, clean: SuiteResults) -> Path:
         (lambda tmp, _: write(tmp / "x.json", '{"format_version": 1, "suites": []}'), "`fuseci run --json`"),
         (lambda tmp, _: write(tmp / "x.json", '{"format": "fuseci-harness-record"}'), "not a fuseci run file"),
         (_newer, "run file format 2 was written by a newer fuseci (0.1.0); this is fuseci"),
-        (_malformed, "malformed run file (TypeError: kernel case must be a string, got 7)"),
+        (
+            _malformed,
+            "suites.elementwise.kernels[0].case: expected an id (letters, digits, '_' and '-'), got a number 7",
+        ),
     ],
     ids=["missing", "empty-dir", "not-json", "json-list", "verdicts-json", "other-format", "newer", "malformed"],
 )

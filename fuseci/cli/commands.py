@@ -23,7 +23,16 @@ from fuseci.cli.options import (
     SuitesArg,
     Verbose,
 )
-from fuseci.cli.output import boundary, error, report, setup_logging, with_report_options
+from fuseci.cli.output import (
+    GuardedGroup,
+    boundary,
+    check_outputs,
+    error,
+    report,
+    say,
+    setup_logging,
+    with_report_options,
+)
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 from fuseci.measure.command import DEFAULT_REPEATS
 
@@ -36,6 +45,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=GuardedGroup,
 )
 
 
@@ -116,6 +126,7 @@ def run(
         gpus=(None,) if from_report is not None else devices.select(gpus),
         in_flight=in_flight,
     )
+    check_outputs(outputs or {}, api.own_files(loaded, options))
     with RunDisplay(choose(quiet), console.render_suite) as display:
         outcome = api.run(loaded, options, display)
     comparisons = list(outcome.comparisons)
@@ -146,9 +157,9 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
         error(str(exc))
         return code if code == EXIT_REGRESSION else exc.exit_code
     if path is None:
-        typer.echo(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
+        say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
     else:
-        typer.echo(f"fuseci: results saved to {path}", err=True)
+        say(f"fuseci: results saved to {path}", err=True)
     return code
 
 
@@ -224,10 +235,12 @@ def compare_command(
     setup_logging(verbose)
     accepted = api.parse_accept_env(accept_env)
     run_a, run_b = runs.load_run(runs.resolve_run(a)), runs.load_run(runs.resolve_run(b))
-    typer.echo(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
+    say(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
     loaded = [load_suite(p) for p in suites] if suites else api.recorded_suites(run_a, run_b)
     if not loaded:
         raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
+    suite_files = [(s.path, f"the suite file of {s.name!r}") for s in loaded]
+    check_outputs(outputs or {}, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files])
     comparisons = api.compare_runs(run_a, run_b, loaded, accepted)
     return report(comparisons, outputs or {}, exit_code(comparisons))
 
@@ -247,13 +260,14 @@ def merge(
     """Combine the JSON results of several runs into one report, JUnit file and summary.
 
     The exit code is the one the runs would have had together. A suite that appears in several
-    results (one per GPU model) is named with its GPU in the merged reports.
+    results (one per GPU model) is named with its GPU in the merged reports; two results of one
+    suite on one card (or one file named twice) are refused.
     """
     from fuseci import api
     from fuseci.judge.verdict import exit_code
-    from fuseci.store.results import read_results
 
-    comparisons = api.merge([c for path in results for c in read_results(path)])
+    check_outputs(outputs or {}, [(path, "a results file being merged") for path in results])
+    comparisons = api.merge_results(results)
     return report(comparisons, outputs or {}, exit_code(comparisons))
 
 
@@ -351,9 +365,9 @@ def update_baselines(
             codes.append(exc.exit_code)
             continue
         state = "written" if update.written else "not written: nothing to record" if update.empty else "unchanged"
-        typer.echo(f"{update.path}: {state}")
+        say(f"{update.path}: {state}")
         for line in update.changes:
-            typer.echo(f"  {line}")
+            say(f"  {line}")
         for cid in update.kept:
             typer.echo(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
         for r in update.refused:
@@ -400,6 +414,7 @@ def bench_command(
     setup_logging(verbose)
     loaded = api.load_suites(suites)
     options = api.BenchOptions(report_dir=report_dir, repeats=repeats)
+    check_outputs({"json": json_out} if json_out else {}, api.bench_own_files(loaded, options))
     results: list[bench.BenchResult] = []
     for suite in loaded:
         try:

@@ -3,19 +3,21 @@ the reporter registry, GitHub's step summary and annotations, and what a run say
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from fuseci.judge.verdict import Comparison
@@ -23,18 +25,54 @@ if TYPE_CHECKING:
 log = logging.getLogger("fuseci")
 
 
+class _OneLine(logging.Formatter):
+    """Log messages on one line each (paths and messages come from files: see ``clean``); a
+    traceback under ``-v`` keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        from fuseci.reporters.text import clean
+
+        return clean(super().formatMessage(record))
+
+
 def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="fuseci: %(message)s", stream=sys.stderr
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("fuseci: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+
+
+def say(message: str, err: bool = False) -> None:
+    """Print one line that may hold text from files (kernel names, messages, paths), made safe."""
+    from fuseci.reporters.text import clean
+
+    typer.echo(clean(message), err=err)
 
 
 def error(message: str) -> None:
-    typer.echo(f"fuseci: error: {message}", err=True)
+    say(f"fuseci: error: {message}", err=True)
+
+
+def internal_error(exc: BaseException, verbose: bool) -> int:
+    """Report a bug: one line (the exception's first line), its traceback before it only when
+    ``verbose``; never the regression code.
+
+    Returns:
+        The exit code, 3.
+    """
+    if verbose:
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error(
+        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
+        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
+    )
+    return EXIT_SETUP
 
 
 def boundary(fn: Callable[..., int]) -> Callable[..., None]:
-    """The error boundary of a command whose body returns its exit code."""
+    """The error boundary of a command whose body returns its exit code: a
+    :class:`~fuseci.errors.FuseciError` is one line and its exit code, anything else a bug
+    (:func:`internal_error`; its traceback with the command's own ``-v``)."""
 
     @functools.wraps(fn)
     def command(*args: Any, **kwargs: Any) -> None:
@@ -44,17 +82,54 @@ def boundary(fn: Callable[..., int]) -> Callable[..., None]:
             error(str(exc))
             code = exc.exit_code
         except Exception as exc:  # a bug: one line, never the regression code; -v shows where
-            if log.isEnabledFor(logging.INFO):
-                traceback.print_exc()
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            error(
-                f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
-                f"{'the traceback is above' if log.isEnabledFor(logging.INFO) else 'run again with -v for its traceback'})"
-            )
-            code = EXIT_SETUP
+            code = internal_error(exc, verbose=bool(kwargs.get("verbose")))
         raise typer.Exit(code)
 
     return command
+
+
+def _stdout_is_gone() -> None:
+    """Point a closed pipe's stdout at /dev/null, so that the flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real descriptor behind stdout (a test runner's)
+        pass
+
+
+class GuardedGroup(TyperGroup):
+    """The command group, with the boundary around everything that is not a command's body:
+    option callbacks, argument conversion, the command-line machinery. A FuseciError there is one
+    line and its exit code; any other exception is a bug (:func:`internal_error`, traceback with
+    ``-v``/``--verbose`` on the command line), exit 3, never the 1 of a regression. A closed
+    stdout (``fuseci run | head``) is exit 3 as well, where click would exit 1.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; a broken stdout pipe is exit 3."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _stdout_is_gone()
+            raise typer.Exit(EXIT_SETUP) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's ``main``, inside the boundary."""
+        argv = kwargs.get("args", args[0] if args else None)
+        argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        try:
+            return super().main(*args, **kwargs)
+        except FuseciError as exc:
+            error(str(exc))
+            code = exc.exit_code
+        except Exception as exc:
+            code = internal_error(exc, verbose="-v" in argv or "--verbose" in argv)
+        if not kwargs.get("standalone_mode", True):
+            return code
+        sys.exit(code)
 
 
 def with_report_options(fn: Callable[..., int]) -> Callable[..., int]:
@@ -86,6 +161,53 @@ def with_report_options(fn: Callable[..., int]) -> Callable[..., int]:
     return command
 
 
+def _option(name: str) -> str:
+    from fuseci.reporters import FILE_FORMATS
+
+    return next((f.option for f in FILE_FORMATS if f.name == name), f"--{name}")
+
+
+def check_outputs(outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]]) -> None:
+    """Refuse report files that would replace one of the command's inputs, or each other; call it
+    before any measuring, so that nothing is spent on a run whose reports would be refused.
+
+    Args:
+        outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
+        inputs: Every file the command reads (or writes for itself), with what it is for messages.
+
+    Raises:
+        UsageError: two options name one file.
+        OutputError: an output names an input (compared as files: links, hard links and ``..``
+            are seen through).
+    """
+    from fuseci.store.atomic import same_file
+
+    named = list(outputs.items())
+    for i, (name, path) in enumerate(named):
+        for other, other_path in named[:i]:
+            if same_file(path, other_path):
+                raise UsageError(
+                    f"{_option(other)} and {_option(name)} both name {path}: give each report its own file"
+                )
+        for source, what in inputs:
+            if same_file(path, source):
+                raise OutputError(
+                    f"{path}: is {what} ({source}); {_option(name)} would replace it: fuseci never writes a "
+                    "report over a file it reads or keeps, choose another path"
+                )
+
+
+def _judged_files(comparisons: list[Comparison]) -> list[tuple[str, str]]:
+    """The baseline and suite files the comparisons were judged from."""
+    found: list[tuple[str, str]] = []
+    for c in comparisons:
+        if c.baseline_path:
+            found.append((c.baseline_path, f"the baseline suite {c.suite!r} was judged against"))
+        if c.suite_path:
+            found.append((c.suite_path, f"the suite file of {c.suite!r}"))
+    return found
+
+
 def report(
     comparisons: list[Comparison],
     outputs: dict[str, Path],
@@ -97,6 +219,9 @@ def report(
     """The console report (only its totals line when ``tables_shown``: each suite's table was
     printed as it was judged), the files asked for, and GitHub's step summary and annotations.
 
+    A file asked for that is a baseline or suite file of the comparisons is refused, as one that
+    cannot be written (commands refuse their other inputs before measuring: :func:`check_outputs`).
+
     Returns:
         ``code``, or 3 when a file could not be written (a regression's 1 stays 1).
     """
@@ -107,21 +232,48 @@ def report(
     if tables_shown:
         from fuseci.reporters.text import totals
 
-        typer.echo(totals(comparisons))
-    elif console:
-        typer.echo(FORMATS["console"](comparisons), nl=False)
+        shown = echo(totals(comparisons) + "\n")
+    else:
+        shown = not console or echo(FORMATS["console"](comparisons))
+    if not shown or _LOST:  # a table printed as its suite was judged may have gone nowhere as well
+        code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    _LOST.clear()
+    judged = _judged_files(comparisons)
     for name, path in outputs.items():
         try:
+            check_outputs({name: path}, judged)
             write_output(path, FORMATS[name](comparisons))
+        except OutputError as exc:
+            error(str(exc))
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
         except OSError as exc:
             error(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         _append_summary(Path(summary), comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        typer.echo(FORMATS["github"](comparisons), nl=False)
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not echo(FORMATS["github"](comparisons)):
+        code = code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
+
+
+#: Set once stdout was found closed: what was printed after went nowhere (:func:`report`).
+_LOST: list[bool] = []
+
+
+def echo(text: str, err: bool = False) -> bool:
+    """Print to stdout; False when no one reads it any more (a closed pipe: ``fuseci run | head``),
+    so that the files asked for are still written and the exit code still says what was found."""
+    try:
+        typer.echo(text, nl=False, err=err)
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        if not err:
+            _stdout_is_gone()
+            _LOST.append(True)
+        return False
+    return True
 
 
 def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
+from fuseci.cli.output import echo
+from fuseci.reporters.text import clean
 
 if TYPE_CHECKING:
     from fuseci.config.model import Suite
@@ -86,7 +87,14 @@ class RunDisplay:
             from rich.console import Console
             from rich.live import Live
 
-            self._live = Live("", console=Console(stderr=True), refresh_per_second=4, transient=True)
+            self._live = Live(
+                "",
+                console=Console(stderr=True),
+                refresh_per_second=4,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self._live.start()
         if self.mode != "quiet":
             self._poller = threading.Thread(target=self._poll, name="fuseci-progress", daemon=True)
@@ -130,13 +138,13 @@ class RunDisplay:
         with self._lock:
             self.printed += 1
             if self.mode == "github":
-                typer.echo(f"::group::{comparison.suite}: {comparison.verdict.value.upper()}{took}")
-                typer.echo(table, nl=False)
-                typer.echo("::endgroup::")
-            elif self._live is not None:
-                self._live.console.print(table, end="", markup=False, highlight=False, soft_wrap=True)
+                echo(f"::group::{comparison.suite}: {comparison.verdict.value.upper()}{took}\n{table}::endgroup::\n")
+            elif self._live is not None and sys.stdout.isatty():  # one terminal: above the live lines
+                from rich.text import Text
+
+                self._live.console.print(Text.from_ansi(table), end="", soft_wrap=True)
             else:
-                typer.echo(table, nl=False)
+                echo(table)
         self._news(f"{comparison.suite}: {comparison.verdict.value.upper()}{took}")
         self._redraw()
 
@@ -144,7 +152,7 @@ class RunDisplay:
 
     def _news(self, text: str) -> None:
         if self.mode in ("lines", "github"):
-            typer.echo(f"fuseci: {text}", err=True)
+            echo(f"fuseci: {clean(text)}\n", err=True)
         self._redraw()
 
     def _redraw(self) -> None:

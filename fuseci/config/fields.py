@@ -22,7 +22,7 @@ MAX_DIMS = 32
 _MAX_ELEMENTS = 2**34
 
 
-_SIMPLE_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,80}$")
+_SIMPLE_KEY = re.compile(r"\A[A-Za-z0-9_.\-]{1,80}\Z")
 
 #: What each required key looks like, for "missing required key" messages.
 _EXAMPLES = {
@@ -120,7 +120,7 @@ def choice(w: Where, where: str, value: object, choices: tuple[str, ...], node: 
 
 
 def check_id(w: Where, where: str, value: object, node: object) -> str:
-    if not isinstance(value, str) or not names.ID_PATTERN.match(value):
+    if not names.is_id(value):
         raise w.error(
             where,
             f"{brief_repr(value)} is not a valid id: use letters, digits, '_' and '-' only "

@@ -8,10 +8,19 @@ which runs under ncu, starts fast.
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 #: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. ``/`` separates
 #: nested ranges there and ``:`` separates the fields of our range names, so neither is allowed.
+#: Written as the suite's JSON Schema writes it; match it only with :func:`is_id` (``fullmatch``):
+#: ``re.match`` lets ``$`` match before a trailing newline, and an id names files and NVTX ranges.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def is_id(value: object) -> TypeGuard[str]:
+    """True when ``value`` is a string that is wholly a valid id (see :data:`ID_PATTERN`)."""
+    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
+
 
 RANGE_PREFIX = "fuseci"
 
@@ -36,7 +45,7 @@ def parse_range_name(name: str) -> tuple[str, str, str] | None:
     if len(parts) != 4 or parts[0] != RANGE_PREFIX:
         return None
     suite, case, variant = parts[1:]
-    if not all(ID_PATTERN.match(p) for p in (suite, case, variant)):
+    if not all(is_id(p) for p in (suite, case, variant)):
         return None
     return suite, case, variant
 

@@ -184,7 +184,7 @@ def _parse_variants(
 
 
 def _parse_judged_as(w: fl.Where, where: str, raw: object, parent: object, vid: str, variants: object) -> str:
-    if not isinstance(raw, str) or not names.ID_PATTERN.match(raw) or raw in (vid, UNFUSED):
+    if not names.is_id(raw) or raw in (vid, UNFUSED):
         raise w.error(
             where,
             f"expected the id of another fused variant of this case, got {_kind(raw)} {brief_repr(raw)}",

@@ -11,10 +11,12 @@ the line of each of its keys, so that a validation error can point at the offend
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 import yaml.composer
@@ -275,9 +277,27 @@ def kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _open_without_waiting(path: Path) -> BinaryIO:
+    """Open for reading; a FIFO that no one writes to reads as empty instead of hanging ``open``
+    (a pipe that someone writes to, as from a shell's ``<(...)``, still reads whole).
+
+    Raises:
+        OSError: as ``open`` (IsADirectoryError for a directory).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_text(path: Path) -> str:
     try:
-        with path.open("rb") as f:
+        with _open_without_waiting(path) as f:
             raw = f.read(MAX_FILE_BYTES + 1)
             size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:

@@ -7,7 +7,8 @@ import importlib.metadata
 import logging
 import lzma
 import math
-import shutil
+import os
+import stat
 import sys
 import tempfile
 from collections import Counter
@@ -23,6 +24,9 @@ from fuseci.config import names
 from fuseci.errors import FuseciError, ReportError
 
 log = logging.getLogger(__name__)
+
+#: Largest report read once decompressed; the shipped suites' reports are under 16 MiB.
+MAX_REPORT_BYTES = 1 << 30
 
 #: Columns of the per-kernel frame, in order. Metric columns carry ncu's names verbatim.
 KERNEL_COLUMNS: tuple[str, ...] = (
@@ -76,9 +80,20 @@ def reader_version() -> str:
 
 @contextmanager
 def _plain_report(path: Path) -> Iterator[Path]:
-    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file."""
-    if not path.exists():
-        raise ReportError(f"{path}: report not found")
+    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file.
+
+    Only a regular file is read (``/dev/zero`` or a FIFO would never end), and decompression stops
+    at :data:`MAX_REPORT_BYTES` (a small ``.xz`` can expand without bound).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ReportError(f"{path}: report not found") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read the report: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+        raise ReportError(f"{path}: is {what}; pass the .ncu-rep (or .ncu-rep.xz) file `fuseci run` wrote")
     if path.suffix != ".xz":
         yield path
         return
@@ -86,9 +101,17 @@ def _plain_report(path: Path) -> Iterator[Path]:
         plain = Path(tmp) / path.name.removesuffix(".xz")
         try:
             with lzma.open(path, "rb") as src, plain.open("wb") as dst:
-                shutil.copyfileobj(src, dst, length=1 << 20)
+                left = MAX_REPORT_BYTES + 1
+                while left > 0 and (chunk := src.read(min(1 << 20, left))):
+                    dst.write(chunk)
+                    left -= len(chunk)
         except (lzma.LZMAError, EOFError, OSError) as exc:
             raise ReportError(f"{path}: cannot decompress ({exc}); is it a complete .xz file?") from None
+        if left <= 0:
+            raise ReportError(
+                f"{path}: decompresses to over {MAX_REPORT_BYTES >> 30} GiB, more than any report of fuseci's; "
+                "is it a report `fuseci run` wrote?"
+            )
         yield plain
 
 
@@ -139,9 +162,11 @@ def read_report(path: Path) -> pd.DataFrame:
         try:
             ctx = reader.load_report(str(plain))
         except Exception as exc:  # the reader raises bare RuntimeErrors with its own text
-            raise ReportError(f"{path}: ncu_report cannot read it ({exc}); is it a complete .ncu-rep?") from None
+            raise ReportError(
+                f"{path}: ncu_report cannot read it ({exc}); is it a complete .ncu-rep?", by_reader=True
+            ) from None
         if ctx is None:
-            raise ReportError(f"{path}: ncu_report cannot read it; is it a complete .ncu-rep?")
+            raise ReportError(f"{path}: ncu_report cannot read it; is it a complete .ncu-rep?", by_reader=True)
         for r in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(r)
             for a in range(rng.num_actions()):
@@ -162,7 +187,9 @@ def read_report(path: Path) -> pd.DataFrame:
                 order[ids] += 1
                 rows.append(row)
     if not rows and not skipped:
-        raise ReportError(f"{path}: it holds no profiled kernel; is it a complete report written by `fuseci run`?")
+        raise ReportError(
+            f"{path}: it holds no profiled kernel; is it a complete report written by `fuseci run`?", by_reader=True
+        )
     if skipped:
         # fuseci's NVTX filter profiles only kernels inside its ranges: an unattributed kernel
         # means a truncated file or a report fuseci did not write.

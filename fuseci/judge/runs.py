@@ -22,12 +22,33 @@ from fuseci.store.runs import Run
 log = logging.getLogger(__name__)
 
 
+#: Suffixes of the suite files a run file may name.
+SUITE_SUFFIXES = (".yaml", ".yml")
+
+
+def _opened_as_recorded(p: str) -> bool:
+    """True when fuseci may open the suite file a run file names: a relative path without ``..``
+    to a ``.yaml``/``.yml`` file that lies, links resolved, inside the current directory. A run
+    file is data: a path in it must not make ``fuseci compare`` read (and print part of) any other
+    file, such as ``../../../../etc/passwd``."""
+    path = Path(p)
+    if path.is_absolute() or ".." in path.parts or path.suffix not in SUITE_SUFFIXES or not p.isprintable():
+        return False
+    here = Path.cwd().resolve()
+    return path.resolve() == here or here in path.resolve().parents
+
+
 def recorded_suites(a: Run, b: Run) -> list[Suite]:
     """The suite files the two runs recorded, loaded from paths relative to the current
     directory: B's suites first (B's path wins when both recorded one), then those only A has.
 
+    Only a relative path to a ``.yaml``/``.yml`` regular file inside the current directory is
+    opened (:func:`_opened_as_recorded`); any other is refused with a request to pass the suite
+    files.
+
     Raises:
-        ReportError: a recorded suite file is not there, or now defines another suite.
+        ReportError: a recorded suite path is not one fuseci opens, its file is not there, or it
+            now defines another suite.
         SuiteError: a suite file is malformed.
     """
     paths = {sid: (b, p) for sid, p in b.suite_paths.items()}
@@ -35,6 +56,12 @@ def recorded_suites(a: Run, b: Run) -> list[Suite]:
         paths.setdefault(sid, (a, p))
     loaded: list[Suite] = []
     for sid, (run, p) in paths.items():
+        if not _opened_as_recorded(p):
+            raise ReportError(
+                f"{run.path}: suite {sid!r} was recorded from {p[:200]!r}, which fuseci does not open: it opens only "
+                "a relative path without '..' to a .yaml or .yml file inside the current directory; pass the suite "
+                "files after A and B"
+            )
         if not Path(p).is_file():
             raise ReportError(
                 f"{run.path}: suite {sid!r} was run from {p}, which is not in the current directory "

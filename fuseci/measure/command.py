@@ -11,6 +11,7 @@ profiled run, ``timing`` for the timed pass of ``fuseci run``, ``bench`` for ``f
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,6 +81,14 @@ class SuiteFiles:
         return self.harness(Mode.PROFILE).log
 
 
+def operand(path: Path) -> str:
+    """A path as a command-line argument that no option parser takes for an option: a relative
+    path starting with ``-`` (a suite file named ``-x.yaml``, a ``--report-dir`` of ``-out``)
+    gets a leading ``./``."""
+    text = str(path)
+    return f".{os.sep}{text}" if text.startswith("-") else text
+
+
 def harness_argv(
     mode: Mode,
     record: Path,
@@ -110,9 +119,9 @@ def harness_argv(
     if (mode is Mode.PROBE) != (suite_path is None):
         raise ValueError("the probe takes no suite; every other mode needs one")
     argv = [python, "-m", "fuseci.harness"]
-    if mode is Mode.PROBE:
-        return [*argv, "--probe", "--record", str(record)]
-    argv += [str(suite_path), "--record", str(record)]
+    if suite_path is None:
+        return [*argv, "--probe", "--record", operand(record)]
+    argv += [operand(suite_path), "--record", operand(record)]
     if mode in (Mode.TIME, Mode.BENCH):
         argv += ["--time", "--repeats", str(DEFAULT_REPEATS if repeats is None else repeats)]
     if mode is Mode.TIME:

@@ -19,7 +19,7 @@ from fuseci.config import names
 from fuseci.config.model import NcuSettings
 from fuseci.errors import NcuError
 from fuseci.measure import process
-from fuseci.measure.command import Mode, SuiteFiles, harness_argv
+from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +87,9 @@ def profiler_argv(ncu: str, nvtx_filter: str, settings: NcuSettings, files: Suit
         "--clock-control", settings.clock_control,
         "--cache-control", settings.cache_control,
         "--replay-mode", settings.replay_mode,
-        "--export", str(files.report),
+        "--export", operand(files.report),
         "--force-overwrite",
-        "--log-file", str(files.ncu_log),
+        "--log-file", operand(files.ncu_log),
     ]  # fmt: skip
 
 

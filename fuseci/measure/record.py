@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fuseci.errors import ReportError
+from fuseci.store import schema as sc
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 
@@ -189,24 +190,13 @@ class ProfilerInfo:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, data: Any) -> ProfilerInfo | None:
-        """None for an empty object (a record the harness wrote, before ncu finished).
-
-        Raises:
-            TypeError: a field has the wrong type.
-        """
-        if not isinstance(data, dict):
-            raise TypeError(f"profiler must be an object, got {type(data).__name__}")
+    def from_json(cls, data: Mapping[str, Any]) -> ProfilerInfo | None:
+        """None for an empty object (a record the harness wrote, before ncu finished); ``data``
+        has been checked against :data:`SCHEMA` (members of older records that this class no
+        longer has are left out)."""
         if not data:
             return None
-        text = {k: data.get(k, "") for k in ("ncu_version", "clock_control", "cache_control", "replay_mode", "logs")}
-        for key, value in text.items():
-            if not isinstance(value, str):
-                raise TypeError(f"profiler.{key} must be a string, got {value!r}")
-        timed = data.get("timed", False)
-        if not isinstance(timed, bool):
-            raise TypeError(f"profiler.timed must be true or false, got {timed!r}")
-        return cls(**text, timed=timed)
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,63 +257,61 @@ class HarnessRecord:
 
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> HarnessRecord:
-        """Parse a record's object (checked, upgraded) as read from a file or a run file.
+        """Parse a record's object as read from a file: its format checked and upgraded, then
+        every value checked against :data:`SCHEMA`.
 
         Raises:
-            ReportError: not a harness record, from a newer fuseci, or malformed.
+            ReportError: not a harness record, from a newer fuseci, or a value its format does not
+                allow (the message names the file and the value's JSON path).
         """
         data = FORMAT.check(data, path)
         try:
-            cases_data = data["cases"]
-            if not isinstance(cases_data, dict):
-                raise TypeError("cases must be an object")
-            env = data.get("env", {})
-            if not isinstance(env, dict):
-                raise TypeError("env must be an object")
-            return cls(
-                suite=_str(data["suite"], "suite"),
-                env=env,
-                cases={str(cid): _case(str(cid), c) for cid, c in cases_data.items()},
-                complete=_bool(data.get("complete", False), "complete"),
-                profiler=ProfilerInfo.from_json(data.get("profiler", {})),
-                copy_bandwidth=_optional_float(data.get("copy_bandwidth"), "copy_bandwidth"),
-                running=None if data.get("running") is None else _str(data["running"], "running"),
-                interrupted=_str(data.get("interrupted", ""), "interrupted"),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise FORMAT.fail(path, f"malformed harness record ({type(exc).__name__}: {exc})") from None
+            return cls.build(data)
+        except sc.SchemaError as exc:
+            raise FORMAT.invalid(path, exc) from None
+
+    @staticmethod
+    def check_format(data: Any, path: Path | str) -> dict[str, Any]:
+        """A record document's format and version checked, and upgraded to the current version.
+
+        Raises:
+            ReportError: not a harness record, or from a newer fuseci.
+        """
+        return FORMAT.check(data, path)
+
+    @classmethod
+    def build(cls, data: dict[str, Any], where: str = "") -> HarnessRecord:
+        """A record from a document of the current version (:meth:`DocumentFormat.check` done),
+        checked against :data:`SCHEMA`; ``where`` is its JSON path inside an enclosing document
+        (a run file's ``suites.elementwise.record``).
+
+        Raises:
+            SchemaError: a value the format does not allow; the enclosing reader names the file.
+        """
+        sc.validate(SCHEMA, data, where)
+        return cls(
+            suite=data["suite"],
+            env=data.get("env", {}),
+            cases={cid: _case(cid, c) for cid, c in data["cases"].items()},
+            complete=data.get("complete", False),
+            profiler=ProfilerInfo.from_json(data.get("profiler", {})),
+            copy_bandwidth=None if data.get("copy_bandwidth") is None else float(data["copy_bandwidth"]),
+            running=data.get("running"),
+            interrupted=data.get("interrupted", ""),
+        )
 
 
-def _str(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {value!r}")
-    return value
-
-
-def _bool(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{what} must be true or false, got {value!r}")
-    return value
-
-
-def _case(cid: str, c: Any) -> CaseRecord:
-    if not isinstance(c, dict):
-        raise TypeError(f"case {cid!r} must be an object")
-    try:
-        status = CaseStatus(c["status"])
-    except (ValueError, TypeError):
-        raise ValueError(
-            f"case {cid!r} has status {c['status']!r}; a record holds {', '.join(s.value for s in CaseStatus)}"
-        ) from None
+def _case(cid: str, c: dict[str, Any]) -> CaseRecord:
+    """A case of a record checked against :data:`SCHEMA`."""
     return CaseRecord(
         case=cid,
-        status=status,
-        message=_str(c.get("message", ""), f"case {cid!r} message"),
-        measured=tuple(_str(v, f"case {cid!r} measured") for v in c.get("measured", ())),
+        status=CaseStatus(c["status"]),
+        message=c.get("message", ""),
+        measured=tuple(c.get("measured", ())),
         checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
         timings=tuple(_timing(t) for t in c.get("timings", ())),
         retimings=tuple(tuple(_timing(t) for t in r) for r in c.get("retimings", ())),
-        min_bytes=_optional_int(c.get("min_bytes"), "min_bytes"),
+        min_bytes=c.get("min_bytes"),
     )
 
 
@@ -341,13 +329,10 @@ def _timing_json(t: VariantTiming) -> dict[str, Any]:
     return doc
 
 
-def _timing(data: Any) -> VariantTiming:
-    if not isinstance(data, dict):
-        raise TypeError(f"a timing must be an object, got {type(data).__name__}")
-    samples = data.get("samples_ns", ())
-    if not isinstance(samples, list | tuple):
-        raise TypeError(f"samples_ns must be a list, got {samples!r}")
-    return VariantTiming(**{**data, "samples_ns": tuple(float(s) for s in samples)})
+def _timing(data: dict[str, Any]) -> VariantTiming:
+    """A timing checked against :data:`SCHEMA`: lists become the dataclass's tuples of floats."""
+    members: dict[str, Any] = {k: tuple(map(float, v)) if isinstance(v, list) else v for k, v in data.items()}
+    return VariantTiming(**members)
 
 
 def _case_json(c: CaseRecord) -> dict[str, Any]:
@@ -367,20 +352,52 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
     return doc
 
 
-def _optional_int(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an integer, got {value!r}")
-    return value
-
-
-def _optional_float(value: Any, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number, got {value!r}")
-    return float(value)
+#: A correctness check as the harness writes it: the errors of an output that held NaN are
+#: infinite (and so written), the only non-finite numbers a record holds.
+_CHECK = sc.dataclass_spec(
+    CheckRecord,
+    {
+        "variant": sc.ID,
+        "against": sc.Str(max_len=200),
+        "max_abs_err": sc.Num(minimum=0, finite=False),
+        "rel_l2_err": sc.Num(minimum=0, finite=False),
+    },
+)
+#: A timing; its members follow :class:`VariantTiming`'s fields, so a new optional field of a
+#: plain type needs nothing here (one of another type is one line of overrides).
+_TIMING = sc.dataclass_spec(VariantTiming, {"variant": sc.ID})
+_CASE = sc.Obj(
+    sc.members(
+        status=sc.Str(max_len=20, choices=tuple(s.value for s in CaseStatus), what="a case status"),
+        message=(sc.TEXT, False),
+        checks=(sc.List(_CHECK, max_len=100_000), False),
+        measured=(sc.List(sc.ID, max_len=1000), False),
+        timings=(sc.List(_TIMING, max_len=1000), False),
+        retimings=(sc.List(sc.List(_TIMING, max_len=1000), max_len=100), False),
+        min_bytes=(sc.Nullable(sc.COUNT), False),
+    )
+)
+_PROFILER = sc.Obj(
+    {
+        **{name: sc.Field(sc.Str(max_len=200), required=False) for name in ("ncu_version", "clock_control")},
+        **{name: sc.Field(sc.Str(max_len=200), required=False) for name in ("cache_control", "replay_mode")},
+        "logs": sc.Field(sc.Str(max_len=16384), required=False),
+        "timed": sc.Field(sc.Bool(), required=False),
+    }
+)
+#: What a record holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`).
+SCHEMA = sc.Obj(
+    sc.members(
+        suite=sc.ID,
+        cases=sc.Map(_CASE, key=sc.ID, max_len=10_000),
+        complete=(sc.Bool(), False),
+        env=(sc.ENV, False),
+        profiler=(_PROFILER, False),
+        copy_bandwidth=(sc.Nullable(sc.AMOUNT), False),
+        running=(sc.Nullable(sc.ID), False),
+        interrupted=(sc.TEXT, False),
+    )
+)
 
 
 def record_path_for(report: Path) -> Path:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.config.model import Suite
-from fuseci.errors import BenchError, NcuError, ReportError
-from fuseci.frames import report
+from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
+from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.measure import process
 from fuseci.measure import profile as ncu
@@ -197,7 +197,10 @@ def timed_pass(
 
 def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
     if record.suite != suite.name:
-        raise ReportError(f"{path}: record of suite {record.suite!r}, not {suite.name!r}")
+        raise MismatchError(
+            f"{path}: record of suite {record.suite!r}, not {suite.name!r} ({suite.path}); pass the report of this "
+            "suite, or the suite file of this report"
+        )
     if record.profiler is None:
         raise ReportError(f"{path}: the record has no profiler section: it was not written by `fuseci run`")
 
@@ -205,7 +208,7 @@ def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
 def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
     """The reader's error, with the versions of the ncu that wrote the report and of the reader."""
     writer = record.profiler.ncu_version if record.profiler else ""
-    if not writer:
+    if not writer or not exc.by_reader:
         return exc
     return ReportError(
         f"{exc}; it was written by ncu {writer} and the reader is ncu_report {report.reader_version()}: "
@@ -217,7 +220,8 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     """Profile (or read ``options.from_report`` and its record) and aggregate.
 
     Raises:
-        FuseciError: profiling or reading failed, or the report belongs to another suite.
+        MismatchError: the report and its record are not one run's (:func:`fuseci.frames.pairing.mismatch`).
+        FuseciError: profiling or reading failed, or the record belongs to another suite.
     """
     if options.from_report is not None:
         report_path: Path | None = options.from_report
@@ -243,10 +247,11 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
                 kernels = report.read_report_empty()
             else:
                 raise _unreadable(exc, record) from None
-    other = set(kernels["suite"]) - {suite.name}
-    if other:
-        raise ReportError(
-            f"{report_path}: holds suite(s) {sorted(other)}, not {suite.name!r}; pass the report of this suite"
+    problem = pairing.mismatch(kernels, record)
+    if problem:
+        raise MismatchError(
+            f"{report_path} and {record_path} are not one run's: {problem}; judge a report only with the "
+            ".harness.json that `fuseci run` wrote beside it (copy the two together), or profile the suite again"
         )
     return summarize(kernels, record)
 

@@ -7,6 +7,7 @@ import math
 
 from fuseci.measure.bench import BenchResult, BenchRow, exit_code
 from fuseci.measure.record import CaseStatus
+from fuseci.reporters.text import clean
 
 _HEAD = ("case", "variant", "median us", "IQR %", "min MB", "GB/s", "% copy", "speedup")
 
@@ -106,4 +107,4 @@ def render(results: list[BenchResult]) -> str:
     if broken:
         parts.append(f"{broken} error{'s' if broken > 1 else ''}")
     lines.append(f"fuseci bench: {', '.join(parts)}; exit {exit_code(results)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(clean, lines)) + "\n"  # one string, one line: see clean()

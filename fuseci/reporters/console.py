@@ -7,7 +7,7 @@ import math
 
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, env_line, totals
+from fuseci.reporters.text import GAIN_COLUMNS, clean, env_line, totals
 
 
 def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
@@ -87,9 +87,9 @@ def render(comparisons: list[Comparison]) -> str:
     for c in comparisons:
         lines += _suite(c)
     lines.append(totals(comparisons))
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(clean, lines)) + "\n"  # one string, one line: see clean()
 
 
 def render_suite(comparison: Comparison) -> str:
     """One suite's part of the console report, printed as soon as the suite is judged."""
-    return "\n".join(_suite(comparison)) + "\n"
+    return "\n".join(map(clean, _suite(comparison))) + "\n"

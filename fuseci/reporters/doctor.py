@@ -7,6 +7,7 @@ import textwrap
 
 from fuseci import __version__
 from fuseci.doctor import FORMAT, FORMAT_VERSION, Diagnosis, Status
+from fuseci.reporters.text import clean
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
@@ -45,7 +46,7 @@ def render_table(diagnosis: Diagnosis, width: int = 96) -> str:
         if (n := sum(c.status is status for c in diagnosis.checks))
     ]
     lines += ["", f"fuseci doctor: {', '.join(counts)}; exit {diagnosis.exit_code}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(clean, lines)) + "\n"  # one string, one line: see clean()
 
 
 def render_json(diagnosis: Diagnosis) -> str:

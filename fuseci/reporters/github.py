@@ -14,6 +14,7 @@ check is (the step log, the JUnit report).
 from __future__ import annotations
 
 from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
+from fuseci.reporters.text import clean
 
 #: Annotations of one kind (error, warning, notice) GitHub shows per step.
 ANNOTATIONS_PER_STEP = 10
@@ -24,8 +25,10 @@ _LIMITS = {"error": ANNOTATIONS_PER_STEP, "warning": ANNOTATIONS_PER_STEP, "noti
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message: ``%``, CR and LF percent-encoded."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: ``%``, CR and LF percent-encoded (GitHub shows them as line
+    breaks inside the annotation), every other control character made visible
+    (:func:`~fuseci.reporters.text.clean`): nothing can end the command and start another."""
+    return clean(text, keep="\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

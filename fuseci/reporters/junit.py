@@ -11,6 +11,7 @@ from __future__ import annotations
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
+from fuseci.reporters.text import clean
 
 
 def _name(k: MetricDelta) -> str:
@@ -23,18 +24,20 @@ def _name(k: MetricDelta) -> str:
 
 
 def _testcase(c: Comparison, line: int, k: MetricDelta) -> TestCase:
-    tc = TestCase(_name(k), classname=f"{c.suite}.{k.case}", file=c.suite_path, line=line or None)
+    # Every string through clean(): tools that turn JUnit into CI annotations print them raw.
+    tc = TestCase(clean(_name(k)), classname=clean(f"{c.suite}.{k.case}"), file=clean(c.suite_path), line=line or None)
+    message = clean(k.message)
     match k.verdict:
         case Verdict.WRONG | Verdict.REGRESSED:
-            tc.add_failure_info(message=k.message, failure_type=k.verdict.value)
+            tc.add_failure_info(message=message, failure_type=k.verdict.value)
         case Verdict.ERROR | Verdict.INCOMPARABLE:
-            tc.add_error_info(message=k.message, error_type=k.verdict.value)
+            tc.add_error_info(message=message, error_type=k.verdict.value)
         case Verdict.NEW | Verdict.MISSING:
-            tc.add_skipped_info(message=k.message)
+            tc.add_skipped_info(message=message)
         case Verdict.WARN:
-            tc.stdout = f"WARNING: {k.message}"
+            tc.stdout = f"WARNING: {message}"
         case Verdict.PASS | Verdict.IMPROVED:
-            tc.stdout = k.message
+            tc.stdout = message
     return tc
 
 
@@ -42,10 +45,10 @@ def render(comparisons: list[Comparison]) -> str:
     """The XML document."""
     suites = [
         TestSuite(
-            c.suite,
+            clean(c.suite),
             [_testcase(c, case.line, k) for case in c.cases for k in case.checks],
-            file=c.suite_path,
-            stdout="\n".join(f"{case.case}: {n}" for case in c.cases for n in case.notes) or None,
+            file=clean(c.suite_path),
+            stdout="\n".join(clean(f"{case.case}: {n}") for case in c.cases for n in case.notes) or None,
         )
         for c in comparisons
     ]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fuseci.config import names
 from fuseci.config.model import UNFUSED
 from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, env_line, totals
+from fuseci.reporters.text import GAIN_COLUMNS, clean, env_line, totals
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -39,16 +39,17 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
 def escape(text: str) -> str:
-    """``text`` as literal Markdown inline text, safe in a table cell; newlines become ``<br>``."""
+    """``text`` as literal Markdown inline text, safe in a table cell; newlines become ``<br>``,
+    other control characters escapes (:func:`~fuseci.reporters.text.clean`)."""
     text = _BACKSLASHED.sub(r"\\\1", text)
     text = _EDGE_UNDERSCORE.sub(r"\\_", text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _NEWLINE.sub("<br>", text)
+    return clean(_NEWLINE.sub("<br>", text))
 
 
 def code(text: str) -> str:
     """``text`` as a Markdown code span, outside tables (where ``|`` would still end a cell)."""
-    text = _NEWLINE.sub(" ", text)
+    text = clean(_NEWLINE.sub(" ", text))
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"

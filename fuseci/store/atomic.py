@@ -1,25 +1,30 @@
-"""Safe file updates: atomic replacement, and an advisory lock for read-modify-write.
+"""Safe file updates: atomic replacement, an advisory lock for read-modify-write, and report
+files written without replacing what is not fuseci's to replace.
 
 :func:`atomic_write_text` makes readers see the old file or the new one, never half of either,
-so readers need no lock. :func:`exclusive_lock` serialises writers that read a file, decide and
-write it back (two ``update-baselines`` of one suite), so that neither's result is lost.
+so readers need no lock; temporary files a killed writer left are swept (:func:`sweep_temporaries`).
+:func:`exclusive_lock` serialises writers that read a file, decide and write it back (two
+``update-baselines`` of one card), so that neither's result is lost; it locks the directory
+itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for.
 
-Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; NFS emulates it with POSIX
-record locks). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
+Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; on NFS a lock file stands in
+for the directory). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
 replacement stays atomic, but of two concurrent writers the last one wins.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
+import re
 import socket
 import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +33,10 @@ if sys.platform != "win32":
     import fcntl
 
 log = logging.getLogger(__name__)
+
+#: Age after which a temporary file of an atomic write has certainly lost its writer (a write
+#: takes milliseconds; an hour leaves room for a stalled network file system).
+STALE_TEMPORARY_S = 3600.0
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -39,8 +48,19 @@ def atomic_write_text(path: Path, text: str) -> None:
     Raises:
         OSError: the directory cannot be created or written, or the disk is full; the old file is
             left as it was and no temporary file remains.
+        UnicodeEncodeError: ``text`` holds a lone surrogate (nothing is written).
+    """
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """:func:`atomic_write_text` for bytes already encoded.
+
+    Raises:
+        OSError: as :func:`atomic_write_text`.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(path, STALE_TEMPORARY_S)
     try:
         mode = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
     except FileNotFoundError:
@@ -49,10 +69,10 @@ def atomic_write_text(path: Path, text: str) -> None:
         mode = 0o666 & ~umask  # what open() would have given a new file
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:  # owns fd from here on
+        with os.fdopen(fd, "wb") as fh:  # owns fd from here on
             if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
                 os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
-            fh.write(text)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -67,11 +87,16 @@ class LockTimeout(TimeoutError):
     def __init__(self, lock: Path, waited_s: float, holder: str) -> None:
         super().__init__(f"{lock}: still locked after {waited_s:g} s by {holder}")
         self.lock = lock
-        """The lock file."""
+        """The locked directory (or, where directories cannot be locked, the lock file)."""
         self.waited_s = waited_s
         """How long the caller waited."""
         self.holder = holder
-        """Who holds it, as the holder wrote it into the lock file (or a placeholder)."""
+        """Who holds it, as far as can be told (or a placeholder)."""
+
+
+#: The lock file used where a directory cannot be locked itself (NFS): see :func:`exclusive_lock`.
+FALLBACK_LOCK = ".fuseci.lock"
+_UNKNOWN_HOLDER = "another process (which one cannot be told here)"
 
 
 def _holder_line() -> str:
@@ -98,6 +123,24 @@ def _write_holder(fd: int, line: str) -> None:
         log.debug("cannot record the lock holder: %s", exc)
 
 
+def _directory_holder(fd: int) -> str:
+    """Who holds the flock of a directory: Linux lists every lock in ``/proc/locks`` by device
+    and inode, with the holder's pid, whose command line ``/proc/<pid>/cmdline`` gives."""
+    try:
+        st = os.fstat(fd)
+        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            pids = [p[4] for p in (line.split() for line in fh) if len(p) > 5 and p[1] == "FLOCK" and p[5] == key]
+        if not pids or not pids[0].isdigit() or pids[0] == "0":
+            return _UNKNOWN_HOLDER
+        with open(f"/proc/{pids[0]}/cmdline", "rb") as fh:
+            argv = [a.decode("utf-8", "replace") for a in fh.read(2000).split(b"\0") if a]
+    except (OSError, ValueError):
+        return _UNKNOWN_HOLDER
+    command = " ".join([Path(argv[0]).name, *argv[1:]]) if argv else "?"
+    return f"pid {pids[0]} on {socket.gethostname()} ({command[:200]})"
+
+
 def _try_lock(fd: int) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -108,74 +151,251 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-@contextmanager
-def exclusive_lock(lock: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
-    """Hold an exclusive advisory lock on the file ``lock`` (created if missing) for the block.
+def _wait_for(fd: int, what: Path, holder: Callable[[], str], timeout_s: float, poll_s: float) -> None:
+    """Take the flock of ``fd``, polling, for at most ``timeout_s``.
 
-    The holder writes who it is into the lock file, so that a waiter that gives up can say what
-    it waited for. The file is left in place afterwards: deleting a lock file while another
-    process waits on it would let a third process lock a new file of the same name, and both
-    would think they held the lock. The kernel releases the lock when the holder exits, however
-    it exits, so a leftover file never blocks anyone.
+    Raises:
+        LockTimeout: still held by another after ``timeout_s``.
+        OSError: the file system cannot lock ``fd``.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = poll_s
+    waiting = False
+    while not _try_lock(fd):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LockTimeout(what, timeout_s, holder())
+        if not waiting:  # a warning, so that a silent wait does not look like a hang
+            log.warning("%s is held by %s; waiting up to %g s", what, holder(), timeout_s)
+            waiting = True
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 1.0)
+
+
+#: What flock on a directory gives where the file system cannot lock one (NFS emulates flock with
+#: POSIX record locks, which need a file open for writing).
+_NO_DIRECTORY_LOCKS = {errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", -1)}
+
+
+@contextmanager
+def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``directory`` for the block: one holder at a time.
+
+    The directory itself is locked (``flock`` on its descriptor), so nothing is created and
+    nothing can be left behind in it, however the holder ends: the kernel releases the lock when
+    the holder exits, even when it is killed. A waiter that gives up names the holder (its pid
+    and command, where Linux's ``/proc/locks`` tells).
+
+    Where the file system cannot lock a directory (NFS), a lock file :data:`FALLBACK_LOCK` in it
+    is locked instead: the holder writes who it is into it and removes it before unlocking, so it
+    is there only while an update runs (or after a holder was killed, until the next one takes
+    and removes it). A waiter that finds the file it locked removed or replaced starts again on
+    the new one, so two holders never hold one name at once.
 
     Args:
-        lock: The lock file; its directory must exist.
+        directory: The directory to lock; it must exist.
         timeout_s: How long to wait for another holder before giving up.
         poll_s: First interval between attempts (it doubles up to one second).
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.
-        OSError: the lock file cannot be created or opened (read-only directory, for instance).
+        OSError: the directory (or, as a fallback, the lock file) cannot be opened or locked.
     """
     if sys.platform == "win32":
-        log.warning("%s: not locked: file locking is POSIX-only; concurrent updates are not serialised", lock)
+        log.warning("%s: not locked: locking is POSIX-only; concurrent updates are not serialised", directory)
         yield
         return
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        deadline = time.monotonic() + timeout_s
-        delay = poll_s
-        waiting = False
-        while not _try_lock(fd):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise LockTimeout(lock, timeout_s, _read_holder(fd))
-            if not waiting:  # a warning, so that a silent wait does not look like a hang
-                log.warning("%s is held by %s; waiting up to %g s", lock, _read_holder(fd), timeout_s)
-                waiting = True
-            time.sleep(min(delay, left))
-            delay = min(delay * 2, 1.0)
-        _write_holder(fd, _holder_line())
         try:
-            yield
-        finally:
-            _write_holder(fd, "")  # before unlocking, so that no one reads a stale holder
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            _wait_for(fd, directory, lambda: _directory_holder(fd), timeout_s, poll_s)
+        except OSError as exc:
+            if exc.errno not in _NO_DIRECTORY_LOCKS:
+                raise
+        else:
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            return
     finally:
         os.close(fd)
+    with _lock_file(directory / FALLBACK_LOCK, timeout_s, poll_s):
+        yield
+
+
+@contextmanager
+def _lock_file(lock: Path, timeout_s: float, poll_s: float) -> Iterator[None]:
+    """:func:`exclusive_lock` through a lock file that is removed on release (see there)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            _wait_for(fd, lock, functools.partial(_read_holder, fd), max(deadline - time.monotonic(), 0.0), poll_s)
+            try:  # still the file of that name? (its holder removes it on release)
+                current = os.stat(lock)
+            except FileNotFoundError:
+                current = None
+            mine = os.fstat(fd)
+            if current is None or (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
+                os.close(fd)
+                continue
+        except BaseException:
+            os.close(fd)
+            raise
+        break
+    try:
+        _write_holder(fd, _holder_line())
+        yield
+    finally:
+        try:
+            lock.unlink(missing_ok=True)  # while still holding it: a waiter on this file starts again
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def sweep_temporaries(path: Path, older_than_s: float) -> list[Path]:
+    """Remove the temporary files a killed writer of ``path`` left beside it
+    (``.<name>.XXXXXXXX.tmp``, see :func:`atomic_write_bytes`) that are older than
+    ``older_than_s`` seconds: no write takes that long, so their writer is gone. With 0, every one
+    goes (for a caller that holds the lock every writer of ``path`` takes). A file that cannot be
+    removed is left; nothing raises.
+
+    Returns:
+        What was removed.
+    """
+    pattern = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        candidates = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:  # no directory yet, or unreadable: nothing to sweep
+        return removed
+    for p in candidates:
+        try:
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= older_than_s:
+                p.unlink()
+                removed.append(p)
+        except OSError:
+            continue
+    if removed:
+        log.info("removed %d temporary file(s) a stopped writer left: %s", len(removed), ", ".join(map(str, removed)))
+    return removed
+
+
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """True when ``a`` and ``b`` are one file: the same inode when both exist (hard and symbolic
+    links, ``..`` and case-insensitive file systems included), else the same resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one is missing (or a path no file system takes)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+_FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z")
+
+
+def _descriptor_link(path: Path) -> tuple[bool, int | None]:
+    """Whether ``path`` reaches its file through a process's descriptor (``/dev/stdout``,
+    ``/dev/fd/N``, ``/proc/self/fd/N``), and the descriptor's number when it is one of this
+    process's own. Such a file is whatever the descriptor is open on (a terminal, a pipe, a file
+    the shell redirected stdout to): it must be written to, never replaced."""
+    p = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        parent = os.path.realpath(os.path.dirname(p))
+        m = _FD_DIRECTORY.match(parent)
+        if m:
+            name = os.path.basename(p)
+            own = re.fullmatch("[0-9]{1,9}", name) is not None and (m.group(1) in (None, str(os.getpid())))
+            return True, int(name) if own else None
+        if parent == "/proc" or parent.startswith("/proc/"):
+            return True, None
+        try:
+            link = os.readlink(p)
+        except OSError:  # not a link (or gone): the chain ends here
+            return False, None
+        p = os.path.join(parent, link)
+    return False, None
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
+        raise OSError(errno.EINVAL, "not a regular file, a character device, a pipe or a socket", str(path))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _stream(path: Path, data: bytes) -> None:
+    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never created,
+    never truncated (what was written to a redirected stdout before stays), never renamed over."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)  # no O_CREAT: if the path changed since it was looked at, this fails
+    try:
+        _write_all(fd, data, path)
+    finally:
+        os.close(fd)
+
+
+def _to_own_descriptor(fd: int, data: bytes, path: Path) -> None:
+    """Write through this process's own descriptor, at its offset, after what Python buffered
+    for it: ``--junit /dev/stdout > log`` then reads in the order it was printed."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing of ours is pending in it
+            pass
+    _write_all(fd, data, path)
 
 
 def write_output(path: Path, text: str) -> None:
     """Write a report the user asked for at ``path``, without replacing what is not ours to replace.
 
-    A regular file (or a new one) is replaced atomically, through any symbolic links to it (the
-    link stays a link); a character device or FIFO (``/dev/null``, ``/dev/stdout``, a pipe) is
-    written to as a stream, never renamed over. Anything else (a directory, a socket) is refused.
+    * A new path, or a regular file, is replaced atomically (a reader sees the old report or the
+      new one). A symbolic link is followed: its target is replaced and the link stays a link to
+      it (the user named the link; writing where it points is what ``>`` would do). A link whose
+      target's directory does not exist is an error: no directory is created through a link.
+    * A character device or a FIFO (``/dev/null``, a terminal, a named pipe), and any file reached
+      through a process's descriptor (``/dev/stdout``, ``/dev/fd/N``, even when the shell
+      redirected it to a regular file), is written to as a stream and never renamed over, so
+      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. Writing
+      to a FIFO waits for a reader, as a shell's redirection does.
+    * A directory, a socket or a block device is refused.
+
+    Text that is not valid Unicode (a lone surrogate) is written with backslash escapes, never
+    refused half-way.
 
     Raises:
-        OSError: the path cannot be written; nothing at it was changed.
+        OSError: the path cannot be written or is refused; nothing at it was changed.
     """
-    target = Path(os.path.realpath(path))
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        st = None
-    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        with open(target, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+    data = text.encode("utf-8", "backslashreplace")
+    through_descriptor, own = _descriptor_link(path)
+    if own is not None:
+        _to_own_descriptor(own, data, path)
         return
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None  # nothing there (or a link to nothing): a new file
+    if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        raise OSError(errno.EINVAL, "not a regular file, a device or a FIFO", str(path))
-    atomic_write_text(target, text)
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and through_descriptor):
+            _stream(path, data)
+            return
+        if not stat.S_ISREG(st.st_mode):
+            what = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket or another special file"
+            raise OSError(errno.EINVAL, f"is {what}, not a file fuseci writes reports to", str(path))
+    elif through_descriptor:
+        raise FileNotFoundError(errno.ENOENT, "no such open file descriptor", str(path))
+    linked = path.is_symlink()
+    target = Path(os.path.realpath(path))
+    if linked and not target.parent.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
+        )
+    atomic_write_bytes(target, data)

@@ -7,12 +7,14 @@ written with sorted keys, fixed rounding and a trailing newline so that diffs re
 only by ``fuseci update-baselines``, atomically.
 
 Two updates of one file (two CI jobs, or a person and CI on a shared checkout) are serialised
-by :func:`locked`: an advisory lock on ``<gpu-slug>/.<suite>.json.lock`` held from reading the
-old baseline to renaming the new one into place, so the second update compares with, and
-builds on, what the first wrote. It waits at most :data:`LOCK_TIMEOUT_S`. The lock file stays
-behind (it is ignored by git) and never blocks once its holder has exited. Readers (``fuseci
-run``) take no lock: the atomic rename shows them the old file or the new one. Locking is
-POSIX-only (see :mod:`fuseci.store.atomic`).
+by :func:`locked`: an advisory lock on the card's directory ``<gpu-slug>/`` itself, held from
+reading the old baseline to renaming the new one into place (milliseconds; measuring happens
+before), so the second update compares with, and builds on, what the first wrote. It waits at
+most :data:`LOCK_TIMEOUT_S`. Locking the directory creates no file, so nothing is left in the
+user's tree, however an update ends; the temporary file of an update that was killed between
+writing and renaming (``.<suite>.json.XXXXXXXX.tmp``) is removed by the next update of that
+file, under the lock. Readers (``fuseci run``) take no lock: the atomic rename shows them the
+old file or the new one. Locking is POSIX-only (see :mod:`fuseci.store.atomic`).
 
 A baseline file that is a symbolic link is read through the link but never written: replacing
 it atomically would turn the link into a file, and writing through it could change a file
@@ -40,12 +42,33 @@ from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.baseline import Baseline, VariantBaseline
-from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock
+from fuseci.store import schema as sc
+from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock, sweep_temporaries
 from fuseci.store.versioned import DocumentFormat
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 
 FORMAT = DocumentFormat(what="baseline", version=1, fix=_FIX, error=BaselineError)
+
+_VARIANT = sc.Obj(
+    sc.members(
+        values=sc.Map(sc.Nullable(sc.AMOUNT), key=sc.QUANTITY, max_len=1000),  # null: not measured (NaN)
+        # name, grid, block, registers (, shared memory per block when there is any)
+        kernels=sc.List(
+            sc.Tuple((sc.NAME, sc.COUNT, sc.COUNT, sc.COUNT, sc.COUNT), optional=1),
+            max_len=100_000,
+        ),
+    )
+)
+#: What a baseline holds (after ``format_version``, checked by :data:`FORMAT`).
+SCHEMA = sc.Obj(
+    sc.members(
+        suite=sc.ID,
+        env=sc.ENV,
+        cases=sc.Map(sc.Map(_VARIANT, key=sc.ID, max_len=1000), key=sc.ID, max_len=10_000),
+        fuseci_version=(sc.Str(max_len=100), False),
+    )
+)
 
 #: How long ``update-baselines`` waits for another update of the same file (seconds).
 LOCK_TIMEOUT_S = 600.0
@@ -76,12 +99,6 @@ def _kernel_json(k: KernelLaunch) -> list[Any]:
     return [*row, k.shared_mem] if k.shared_mem else row
 
 
-def _kernel(k: Any) -> KernelLaunch:
-    if not isinstance(k, list) or len(k) not in (4, 5):
-        raise ValueError(f"a kernel is [name, grid, block, registers(, shared memory)], got {k!r}")
-    return KernelLaunch(str(k[0]), int(k[1]), int(k[2]), int(k[3]), int(k[4]) if len(k) == 5 else 0)
-
-
 def from_json(data: Any, path: Path | str) -> Baseline:
     """Parse (and upgrade) a baseline file's contents.
 
@@ -90,28 +107,26 @@ def from_json(data: Any, path: Path | str) -> Baseline:
     """
     data = FORMAT.check(data, path)
     try:
-        cases = {
-            str(cid): {
-                str(vid): VariantBaseline(
-                    values={str(q): math.nan if v is None else float(v) for q, v in vb["values"].items()},
-                    kernels=tuple(_kernel(k) for k in vb["kernels"]),
-                )
-                for vid, vb in variants.items()
-            }
-            for cid, variants in data["cases"].items()
+        sc.validate(SCHEMA, data)
+    except sc.SchemaError as exc:
+        raise FORMAT.invalid(path, exc) from None
+    cases = {
+        cid: {
+            vid: VariantBaseline(
+                values={q: math.nan if v is None else float(v) for q, v in vb["values"].items()},
+                kernels=tuple(KernelLaunch(*k) for k in vb["kernels"]),
+            )
+            for vid, vb in variants.items()
         }
-        return Baseline(
-            suite=str(data["suite"]),
-            env=dict(data["env"]),
-            cases=cases,
-            fuseci_version=str(data.get("fuseci_version", "?")),
-        )
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise BaselineError(f"{path}: malformed baseline ({type(exc).__name__}: {exc}); {_FIX}") from None
+        for cid, variants in data["cases"].items()
+    }
+    return Baseline(
+        suite=data["suite"], env=dict(data["env"]), cases=cases, fuseci_version=data.get("fuseci_version", "?")
+    )
 
 
 def _round(value: float) -> float | int | None:
-    if math.isnan(value):
+    if not math.isfinite(value):  # not measured, or beyond measuring (a rate over a zero-length time)
         return None
     if value == int(value) and abs(value) < 2**53:
         return int(value)
@@ -165,19 +180,20 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
 
 
 def lock_path(path: Path) -> Path:
-    """The lock file of a baseline: ``<gpu-slug>/.<suite>.json.lock``."""
-    return path.with_name(f".{path.name}.lock")
+    """What the update lock of a baseline locks: its card's directory, ``<root>/<gpu-slug>/``."""
+    return path.parent
 
 
 @contextmanager
 def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the update lock of the baseline file ``path`` for the block (see the module docstring).
+    """Hold the update lock of the baseline file ``path`` for the block (see the module docstring),
+    and remove the temporary files an update that was killed left beside it.
 
     Creates the baseline's directory if needed.
 
     Raises:
-        BaselineError: another update held the lock for ``timeout_s``, or the lock file cannot be
-            created (read-only baseline directory).
+        BaselineError: another update held the lock for ``timeout_s``, or the directory cannot be
+            created or locked.
     """
     lock = lock_path(path)
     stack = ExitStack()
@@ -186,13 +202,14 @@ def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         stack.enter_context(exclusive_lock(lock, timeout_s))
     except LockTimeout as exc:
         raise BaselineError(
-            f"{path}: gave up after {exc.waited_s:g} s waiting for the lock {lock}, held by {exc.holder}: "
-            "another `fuseci update-baselines` is updating this baseline; let it finish and run again "
-            "(the lock goes when that process exits; the lock file itself can stay)"
+            f"{path}: gave up after {exc.waited_s:g} s waiting for the update lock of {exc.lock}, held by "
+            f"{exc.holder}: another `fuseci update-baselines` is updating this card's baselines; let it finish "
+            "and run again (the lock goes when that process exits)"
         ) from None
     except OSError as exc:
-        raise BaselineError(f"{path}: cannot lock for update ({lock}): {_why(exc, path.parent)}") from None
+        raise BaselineError(f"{path}: cannot lock {lock} for update: {_why(exc, path.parent)}") from None
     with stack:
+        sweep_temporaries(path, 0)  # every writer of this file holds this lock: none is writing now
         yield
 
 
@@ -201,7 +218,7 @@ def _why(exc: OSError, directory: Path) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (
             f"the directory {directory} is not writable ({exc}); update-baselines writes a temporary file "
-            "and a lock file there: make it writable, or pass --baselines with a writable copy of the tree"
+            "there: make it writable, or pass --baselines with a writable copy of the tree"
         )
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return f"{exc}; free some space on that file system and run again"

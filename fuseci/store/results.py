@@ -14,6 +14,7 @@ Format history (no ``format`` field):
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,71 @@ from fuseci.judge.verdict import (
     Verdict,
     exit_code,
 )
+from fuseci.store import schema as sc
 from fuseci.store.versioned import DocumentFormat
 
 FORMAT = DocumentFormat(what="results file", version=1, fix="results files are written by `fuseci run --json FILE`")
+
+#: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
+SUITE_NAME = sc.Str(max_len=300, pattern=re.compile(r"[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?"), what="a suite id")
+_CASE_ID = sc.Str(max_len=200, pattern=re.compile(r"[A-Za-z0-9_-]+|\(suite\)"), what="a case id")
+_VERDICT = sc.Str(max_len=20, choices=tuple(v.value for v in Verdict), what="a verdict")
+_VALUES = sc.Map(sc.Nullable(sc.Num()), key=sc.QUANTITY, max_len=1000)  # null: NaN or infinite
+_KERNEL = sc.Obj(
+    sc.members(name=sc.NAME, grid=sc.COUNT, block=sc.COUNT, registers=sc.COUNT, shared_mem=(sc.COUNT, False))
+)
+_CHECK = sc.Obj(
+    sc.members(
+        variant=sc.Str(max_len=200, pattern=re.compile(r"[A-Za-z0-9_-]*"), what="a variant id (or empty)"),
+        check=sc.Str(max_len=20, choices=tuple(k.value for k in CheckKind), what="a check kind"),
+        quantity=sc.Str(max_len=200),
+        verdict=_VERDICT,
+        message=sc.TEXT,
+        current=sc.Nullable(sc.Num()),
+        baseline=sc.Nullable(sc.Num()),
+        change=sc.Nullable(sc.Num()),
+        tolerance=sc.Str(max_len=1000),
+        retry=(sc.Bool(), False),
+    )
+)
+_VARIANT = sc.Obj(
+    sc.members(
+        variant=sc.ID,
+        values=_VALUES,
+        gains=_VALUES,
+        kernels=sc.List(_KERNEL, max_len=100_000),
+        baseline_values=(_VALUES, False),
+        baseline_kernels=(sc.List(_KERNEL, max_len=100_000), False),
+    )
+)
+_CASE = sc.Obj(
+    sc.members(
+        case=_CASE_ID,
+        line=sc.Int(0, 10**9),
+        description=sc.TEXT,
+        verdict=(_VERDICT, False),  # derived from the checks when read back
+        notes=(sc.List(sc.TEXT, max_len=1000), False),
+        checks=sc.List(_CHECK, max_len=100_000),
+        variants=sc.List(_VARIANT, max_len=1000),
+    )
+)
+_SUITE = sc.Obj(
+    sc.members(
+        suite=SUITE_NAME,
+        suite_path=sc.PATH,
+        verdict=(_VERDICT, False),  # derived from the cases when read back
+        baseline_path=sc.Nullable(sc.PATH),
+        has_baseline=sc.Bool(),
+        env=sc.ENV,
+        env_differences=sc.List(
+            sc.Obj(sc.members(field=sc.Str(max_len=200), baseline=sc.SCALAR, current=sc.SCALAR, accepted=sc.Bool())),
+            max_len=1000,
+        ),
+        cases=sc.List(_CASE, max_len=10_000),
+    )
+)
+#: What a results file holds (after ``format_version``, checked by :data:`FORMAT`).
+SCHEMA = sc.Obj(sc.members(suites=sc.List(_SUITE, max_len=10_000), exit_code=(sc.Int(0, 4), False)))
 
 
 def _num(value: float | None) -> float | None:
@@ -135,7 +198,7 @@ def _case(data: dict[str, Any]) -> CaseResult:
             baseline_value=k["baseline"],
             change=k["change"],
             tolerance=k["tolerance"],
-            retry=bool(k.get("retry", False)),
+            retry=k.get("retry", False),
         )
         for k in data["checks"]
     )
@@ -150,8 +213,8 @@ def _case(data: dict[str, Any]) -> CaseResult:
         )
         for v in data["variants"]
     )
-    notes = tuple(str(n) for n in data.get("notes", ()))
-    return CaseResult(cid, int(data["line"]), data["description"], checks, variants, notes)
+    notes = tuple(data.get("notes", ()))
+    return CaseResult(cid, data["line"], data["description"], checks, variants, notes)
 
 
 def _comparison(data: dict[str, Any]) -> Comparison:
@@ -160,9 +223,9 @@ def _comparison(data: dict[str, Any]) -> Comparison:
         suite_path=data["suite_path"],
         env=data["env"],
         baseline_path=data["baseline_path"],
-        has_baseline=bool(data["has_baseline"]),
+        has_baseline=data["has_baseline"],
         env_differences=tuple(
-            EnvDifference(d["field"], d["baseline"], d["current"], bool(d["accepted"])) for d in data["env_differences"]
+            EnvDifference(d["field"], d["baseline"], d["current"], d["accepted"]) for d in data["env_differences"]
         ),
         cases=tuple(_case(c) for c in data["cases"]),
     )
@@ -179,9 +242,11 @@ def read_results(path: Path) -> list[Comparison]:
         data = FORMAT.load(path)
     except FileNotFoundError:
         raise ReportError(f"{path}: results file not found (written by `fuseci run --json`)") from None
-    if "suites" not in data:
-        raise FORMAT.fail(path, "not a fuseci results file")
+    if "format" in data or "suites" not in data:
+        other = f" (it is a {str(data['format'])[:40]!r} document)" if "format" in data else ""
+        raise FORMAT.fail(path, f"not a fuseci results file{other}")
     try:
-        return [_comparison(s) for s in data["suites"]]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReportError(f"{path}: malformed results ({type(exc).__name__}: {exc})") from None
+        sc.validate(SCHEMA, data)
+    except sc.SchemaError as exc:
+        raise FORMAT.invalid(path, exc) from None
+    return [_comparison(s) for s in data["suites"]]

@@ -38,9 +38,10 @@ import pandas as pd
 from fuseci import __version__
 from fuseci.config import names
 from fuseci.errors import ReportError
-from fuseci.frames import report
+from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.measure.record import HarnessRecord
+from fuseci.store import schema as sc
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 
@@ -48,9 +49,9 @@ log = logging.getLogger(__name__)
 
 
 #: Names of run files as :func:`save_run` writes them; the timestamp orders a directory's runs.
-NAME_PATTERN = re.compile(r"^(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json$")
+NAME_PATTERN = re.compile(r"\A(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json\Z")
 
-_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
 _SHORT_SHA = 7
 _WHAT_IS_A_RUN = "a run file is written by `fuseci run --results-dir DIR`: pass one, or DIR itself for its newest run"
 
@@ -229,57 +230,69 @@ def resolve_run(path: Path) -> Path:
     return path
 
 
-def _kernel_row(raw: Any, suite: str) -> dict[str, Any]:
-    """One kernel object of a run file as a frame row; metrics missing or null read as NaN."""
-    if not isinstance(raw, dict):
-        raise TypeError(f"a kernel entry must be an object, got {raw!r}")
-    row: dict[str, Any] = {}
-    for column in report.KERNEL_COLUMNS:
-        value = raw.get(column)
-        if column in names.NCU_METRICS:
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise TypeError(f"kernel {column} must be a number or null, got {value!r}")
-            row[column] = math.nan if value is None else float(value)
-        elif column == names.KERNEL_INDEX:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"kernel {column} must be an integer, got {value!r}")
-            row[column] = value
-        else:
-            if not isinstance(value, str):
-                raise TypeError(f"kernel {column} must be a string, got {value!r}")
-            row[column] = value
-    if row[names.SUITE] != suite:
-        raise ValueError(f"a kernel of suite {row[names.SUITE]!r} is filed under suite {suite!r}")
-    return row
+#: A kernel as a run file keeps it: one row of the per-kernel frame (metrics null when not measured).
+_KERNEL = sc.Obj(
+    {
+        **sc.members(suite=sc.ID, case=sc.ID, variant=sc.ID, kernel_index=sc.COUNT, kernel=sc.NAME),
+        names.DEVICE_NAME: sc.Field(sc.Str(max_len=1000)),
+        **{metric: sc.Field(sc.Nullable(sc.AMOUNT), required=False) for metric in names.NCU_METRICS},
+    }
+)
+_SUITE = sc.Obj(
+    sc.members(
+        suite_path=sc.PATH,
+        record=sc.Custom(lambda value, where: None),  # a harness record: HarnessRecord.build checks it
+        kernels=sc.List(_KERNEL, max_len=1_000_000),
+    )
+)
+#: What a run file holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`).
+SCHEMA = sc.Obj(
+    sc.members(
+        created=sc.Str(
+            max_len=20,
+            pattern=re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"),
+            what="a UTC time (YYYY-mm-ddTHH:MM:SSZ)",
+        ),
+        suites=sc.Map(_SUITE, key=sc.ID, max_len=10_000),
+        fuseci_version=(sc.Str(max_len=100), False),
+        git_commit=(sc.Nullable(sc.Str(max_len=64, pattern=_SHA, what="a commit hash")), False),
+        gpu_name=(sc.Nullable(sc.Str(max_len=4096)), False),
+    )
+)
 
 
-def _suite_results(sid: str, data: Any, path: Path) -> tuple[SuiteResults, str]:
-    if not isinstance(data, dict):
-        raise TypeError(f"suite {sid!r} must be an object")
-    suite_path = data["suite_path"]
-    if not isinstance(suite_path, str):
-        raise TypeError(f"suite {sid!r}: suite_path must be a string, got {suite_path!r}")
+def _suite_results(sid: str, data: dict[str, Any], path: Path) -> SuiteResults:
+    """One suite of a run file checked against :data:`SCHEMA`: its record checked and built, its
+    kernels as the per-kernel frame, and the two checked to be one run's.
+
+    Raises:
+        ReportError: the record is not a harness record or is from a newer fuseci.
+        SchemaError: a value of the record is not allowed, or the record and kernels disagree.
+    """
+    where = sc.sub(sc.sub("suites", sid), "record")
     try:
-        record = HarnessRecord.from_json(data["record"], path)
+        document = HarnessRecord.check_format(data["record"], f"{path}: {where}")
     except ReportError as exc:
         raise ReportError(f"{exc} (the record of suite {sid!r}); {_WHAT_IS_A_RUN}") from None
+    record = HarnessRecord.build(document, where)
     if record.suite != sid:
-        raise ValueError(f"the record filed under suite {sid!r} is of suite {record.suite!r}")
-    raw = data["kernels"]
-    if not isinstance(raw, list):
-        raise TypeError(f"suite {sid!r}: kernels must be a list")
-    rows = [_kernel_row(k, sid) for k in raw]
+        raise sc.SchemaError(
+            sc.sub(where, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}"
+        )
+    rows = [
+        {
+            c: (math.nan if k.get(c) is None else float(k[c])) if c in names.NCU_METRICS else k[c]
+            for c in report.KERNEL_COLUMNS
+        }
+        for k in data["kernels"]
+    ]
     kernels = (
         pd.DataFrame.from_records(rows, columns=list(report.KERNEL_COLUMNS)) if rows else report.read_report_empty()
     )
-    return summarize(kernels, record), suite_path
-
-
-def _optional_str(data: dict[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{key} must be a string or null, got {value!r}")
-    return value
+    problem = pairing.mismatch(kernels, record)
+    if problem:
+        raise sc.SchemaError(sc.sub("suites", sid), f"its kernels and its record are not one run's: {problem}")
+    return summarize(kernels, record)
 
 
 def load_run(path: Path) -> Run:
@@ -287,34 +300,24 @@ def load_run(path: Path) -> Run:
 
     Raises:
         ReportError: the file is missing, unreadable, not JSON, not a run file, from a newer
-            fuseci, or malformed; the message names the file and says what to do.
+            fuseci, or holds a value its format does not allow; the message names the file, the
+            value's place and what to do.
     """
     try:
         data = FORMAT.load(path)
     except FileNotFoundError:
         raise ReportError(f"{path}: run file not found; {_WHAT_IS_A_RUN}") from None
     try:
-        suites_data = data["suites"]
-        if not isinstance(suites_data, dict):
-            raise TypeError("suites must be an object")
-        suites: dict[str, SuiteResults] = {}
-        suite_paths: dict[str, str] = {}
-        for sid, entry in suites_data.items():
-            suites[sid], suite_paths[sid] = _suite_results(sid, entry, path)
-        created = data["created"]
-        if not isinstance(created, str):
-            raise TypeError(f"created must be a string, got {created!r}")
-        return Run(
-            path=path,
-            fuseci_version=str(data.get("fuseci_version", "?")),
-            created=created,
-            git_commit=_optional_str(data, "git_commit"),
-            gpu_name=_optional_str(data, "gpu_name"),
-            suites=suites,
-            suite_paths=suite_paths,
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReportError(
-            f"{path}: malformed run file ({type(exc).__name__}: {exc}); write a new one with "
-            "`fuseci run --results-dir DIR`"
-        ) from None
+        sc.validate(SCHEMA, data)
+        suites = {sid: _suite_results(sid, entry, path) for sid, entry in data["suites"].items()}
+    except sc.SchemaError as exc:
+        raise FORMAT.invalid(path, exc) from None
+    return Run(
+        path=path,
+        fuseci_version=data.get("fuseci_version", "?"),
+        created=data["created"],
+        git_commit=data.get("git_commit"),
+        gpu_name=data.get("gpu_name"),
+        suites=suites,
+        suite_paths={sid: entry["suite_path"] for sid, entry in data["suites"].items()},
+    )

@@ -23,6 +23,7 @@ from typing import Any
 
 from fuseci import __version__
 from fuseci.errors import FuseciError, ReportError
+from fuseci.store.schema import SchemaError
 
 #: Deepest nesting of arrays and objects read; fuseci's documents need about 8 levels.
 MAX_DEPTH = 32
@@ -66,18 +67,26 @@ def _check_tree(value: Any, depth: int = 0) -> None:
 
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
-    """At most ``max_bytes + 1`` bytes of a regular file (a device, FIFO or directory is refused
-    before it is opened for reading, so ``/dev/zero`` or a pipe never hangs the reader).
+    """At most ``max_bytes + 1`` bytes of a regular file. A device, FIFO or directory is refused
+    before anything is read from it, so ``/dev/zero`` or a pipe never hangs the reader: the file
+    is opened without blocking (opening a FIFO that no one writes would wait) and checked by its
+    descriptor, so a path swapped for another kind of file after a look cannot get through.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
         OSError: not a regular file (``errno`` unset, message says what it is), or unreadable.
     """
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
-        raise OSError(f"is {what}")
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
+            raise OSError(f"is {what}")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
         return fh.read(max_bytes + 1)
 
 
@@ -108,6 +117,11 @@ class DocumentFormat:
     def fail(self, path: Path | str, problem: str) -> FuseciError:
         """The one-line error for ``path``."""
         return self.error(f"{path}: {problem}; {self.fix}")
+
+    def invalid(self, path: Path | str, exc: SchemaError) -> FuseciError:
+        """The one-line error for a value of ``path`` that its format does not allow: the file, the
+        value's JSON path, what is wrong, and the fix."""
+        return self.fail(path, f"{exc.where}: {exc.problem}" if exc.where else exc.problem)
 
     def parse(self, text: str, path: Path | str) -> dict[str, Any]:
         """Parse a document's text, check its format and version, and upgrade it.

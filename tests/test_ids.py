@@ -1,0 +1,111 @@
+"""Ids and command-line operands: an id is the whole string, an id or a path that starts with
+``-`` is never taken for an option, and ``--shard`` is bounded and fast."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from conftest import MINIMAL_SUITE, SUITES, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fuseci import api
+from fuseci.config import names
+from fuseci.config.model import Suite
+from fuseci.config.parse import load_suite
+from fuseci.errors import SuiteError, UsageError
+from fuseci.harness.__main__ import main as harness_main
+from fuseci.measure import profile as ncu
+from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand
+
+
+@pytest.mark.parametrize("text", ["elementwise\n", "elementwise\r\n", "a\nb", "\nelementwise", "", "a b", "a/b", "a:b"])
+def test_an_id_is_the_whole_string(text: str) -> None:
+    assert not names.is_id(text)
+    assert names.parse_range_name(f"fuseci:{text}:c:v") is None
+    assert names.parse_range_name(f"fuseci:s:c:{text}") is None
+
+
+def test_a_suite_id_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.yaml", MINIMAL_SUITE.replace("suite: demo", 'suite: "demo\\n"'))
+    with pytest.raises(SuiteError, match="is not a valid id"):
+        load_suite(path)
+    path = write(tmp_path / "c.yaml", MINIMAL_SUITE.replace("id: c1", 'id: "c1\\n"'))
+    with pytest.raises(SuiteError, match="is not a valid id"):
+        load_suite(path)
+
+
+@pytest.mark.parametrize("path", ["-x.yaml", "--help", "-", "a/-b.yaml"])
+def test_operands_are_never_options(path: str) -> None:
+    text = operand(Path(path))
+    assert not text.startswith("-") and Path(text) == Path(path)
+
+
+def test_the_harness_takes_paths_and_case_ids_that_start_with_a_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    files = SuiteFiles(Path("-out"), "s").harness(Mode.TIME)
+    argv = harness_argv(Mode.TIME, files.record, Path("-x.yaml"), cases=["-c", "--help"], python="py")
+    assert argv[:4] == ["py", "-m", "fuseci.harness", "./-x.yaml"]
+    assert argv[4:6] == ["--record", "./-out/s.timing.json"]
+    assert argv[-2:] == ["--case=-c", "--case=--help"]
+    # Parsing succeeds; the missing suite file is what stops it (not an argparse error, exit 2).
+    assert harness_main(argv[3:]) == 3
+    assert "-x.yaml: suite file not found" in capsys.readouterr().err
+
+
+def test_ncu_gets_operands_for_its_files() -> None:
+    argv = ncu.build_command(
+        "ncu", Path("-s.yaml"), load_suite(SUITES / "elementwise.yaml").ncu, SuiteFiles(Path("-o"), "s")
+    )
+    assert argv[argv.index("--export") + 1] == "./-o/s.ncu-rep"
+    assert argv[argv.index("--log-file") + 1] == "./-o/s.ncu.log"
+    assert "./-s.yaml" in argv
+
+
+# --- --shard --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["1/99999999999999999999", "1/10001", "99999999999999999999/99999999999999999999", "1/1e3", "+1/2", "1/ 2"]
+)
+def test_shard_count_is_bounded(text: str) -> None:
+    with pytest.raises(UsageError, match="--shard"):
+        api.parse_shard(text)
+
+
+def test_the_largest_shard_count_is_fast() -> None:
+    suites = [load_suite(p) for p in sorted(SUITES.glob("*.yaml"))]
+    assert api.parse_shard(f"{api.MAX_SHARDS}/{api.MAX_SHARDS}") == (api.MAX_SHARDS, api.MAX_SHARDS)
+    started = time.monotonic()
+    for k in (1, 2, api.MAX_SHARDS):
+        api.shard(suites, k, api.MAX_SHARDS)
+    assert time.monotonic() - started < 0.5
+
+
+def _dealt(sizes: list[int], n: int) -> list[int]:
+    """Which shard each suite goes to, the way sharding has always dealt them (one pass over
+    every shard per suite): the reference the faster dealing must agree with."""
+    loads = [0] * n
+    owner = [0] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        lightest = min(range(n), key=lambda s: (loads[s], s))
+        owner[i] = lightest
+        loads[lightest] += sizes[i]
+    return owner
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.integers(1, 20), max_size=12), st.integers(1, 30))
+def test_sharding_deals_as_it_always_did(sizes: list[int], n: int) -> None:
+    base = load_suite(SUITES / "elementwise.yaml")
+    suites = [
+        Suite(name=f"s{i:02d}", path=base.path, description="", cases=base.cases[:1] * size)
+        for i, size in enumerate(sizes)
+    ]
+    expected = _dealt(sizes, n)
+    for k in range(1, n + 1):
+        assert [s.name for s in api.shard(suites, k, n)] == [f"s{i:02d}" for i, o in enumerate(expected) if o == k - 1]

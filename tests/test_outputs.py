@@ -1,0 +1,270 @@
+"""Report files (``--junit``, ``--json``, ``--markdown``, ``bench --json``, ``doctor --json``):
+written atomically over regular files only, streamed to devices and pipes, never over an input."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, write
+from typer.testing import CliRunner
+
+from fuseci.cli import app
+from fuseci.store.atomic import same_file, write_output
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and links are POSIX")
+
+SUITE = "suites/elementwise.yaml"
+
+
+def invoke(*args: object, env: dict[str, str] | None = None):
+    return CliRunner().invoke(app, [str(a) for a in args], env=env)
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+# --- write_output -----------------------------------------------------------------------------
+
+
+def test_a_new_file_and_a_replaced_one(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "j.xml"
+    write_output(path, "first\n")
+    path.chmod(0o640)
+    write_output(path, "second\n")
+    assert path.read_text() == "second\n" and stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert _files(path.parent) == ["j.xml"]  # no temporary file left
+
+
+def test_dev_null_stays_a_device() -> None:
+    write_output(Path("/dev/null"), "<testsuites/>\n")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_fifo_is_written_to_and_stays_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_output(fifo, "report ü\n")
+    reader.join(timeout=10)
+    assert got == ["report ü\n".encode()]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and _files(tmp_path) == ["pipe"]
+
+
+def test_a_link_is_followed_and_stays_a_link(tmp_path: Path) -> None:
+    target = write(tmp_path / "real" / "j.xml", "old\n")
+    link = tmp_path / "j.xml"
+    link.symlink_to(target)
+    write_output(link, "new\n")
+    assert link.is_symlink() and os.readlink(link) == str(target) and target.read_text() == "new\n"
+    assert _files(target.parent) == ["j.xml"]
+
+
+def test_a_dangling_link_creates_its_target_but_no_directory(tmp_path: Path) -> None:
+    link = tmp_path / "j.xml"
+    link.symlink_to(tmp_path / "made.xml")
+    write_output(link, "x\n")
+    assert link.is_symlink() and (tmp_path / "made.xml").read_text() == "x\n"
+    far = tmp_path / "far.xml"
+    far.symlink_to(tmp_path / "no" / "such" / "dir" / "f.xml")
+    with pytest.raises(FileNotFoundError, match="whose directory does not exist"):
+        write_output(far, "x\n")
+    assert not (tmp_path / "no").exists() and far.is_symlink()
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "d" / "keep", "k")
+    with pytest.raises(IsADirectoryError):
+        write_output(tmp_path / "d", "x")
+    assert _files(tmp_path / "d") == ["keep"]
+
+
+def test_a_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        with pytest.raises(OSError, match="a socket"):
+            write_output(path, "x")
+        assert stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
+def test_an_unwritable_directory_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path / "j.xml", "old\n")
+
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr("tempfile.mkstemp", denied)  # as a read-only directory does (root ignores modes)
+    with pytest.raises(PermissionError):
+        write_output(path, "new\n")
+    assert path.read_text() == "old\n" and _files(tmp_path) == ["j.xml"]
+
+
+def test_text_that_is_not_unicode_is_written_escaped(tmp_path: Path) -> None:
+    write_output(tmp_path / "j.xml", "a\udc80b")
+    assert (tmp_path / "j.xml").read_text() == "a\\udc80b"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(tmp_path: Path) -> None:
+    """``fuseci run --junit /dev/stdout > log``: the log keeps what was printed before and after,
+    and stays the file the shell opened."""
+    log = tmp_path / "log"
+    script = (
+        "import sys; from pathlib import Path; from fuseci.store.atomic import write_output\n"
+        "print('before', flush=True); write_output(Path('/dev/stdout'), 'report\\n'); print('after')\n"
+    )
+    with log.open("w") as out:
+        inode = os.fstat(out.fileno()).st_ino
+        subprocess.run([sys.executable, "-c", script], stdout=out, check=True, cwd=ROOT)
+    assert log.read_text() == "before\nreport\nafter\n" and log.stat().st_ino == inode
+    assert _files(tmp_path) == ["log"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_dev_stdout_as_a_pipe() -> None:
+    script = "from pathlib import Path; from fuseci.store.atomic import write_output; write_output(Path('/dev/stdout'), 'r\\n')"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "r\n", "")
+
+
+def test_same_file_sees_through_links_and_dots(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.json", "{}")
+    (tmp_path / "l.json").symlink_to(a)
+    os.link(a, tmp_path / "h.json")
+    assert same_file(tmp_path / "l.json", a) and same_file(tmp_path / "h.json", a)
+    assert same_file(tmp_path / "x" / ".." / "a.json", a)
+    assert same_file(tmp_path / "new.json", tmp_path / "." / "new.json")  # neither exists yet
+    assert not same_file(tmp_path / "new.json", a)
+
+
+# --- outputs that are inputs ------------------------------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the suites, baselines and the regressed report (with its record) to run in."""
+    shutil.copytree(ROOT / "suites", tmp_path / "suites")
+    shutil.copytree(ROOT / "baselines", tmp_path / "baselines")
+    (tmp_path / "r").mkdir()
+    shutil.copy(REGRESSED_REPORT, tmp_path / "r" / "elementwise.ncu-rep.xz")
+    shutil.copy(
+        REGRESSED_REPORT.with_name("elementwise-regressed.harness.json"), tmp_path / "r" / "elementwise.harness.json"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))  # the kernels package the suites name
+    return tmp_path
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("option", "target", "what"),
+    [
+        ("--junit", "baselines/nvidia-h200/elementwise.json", "a baseline of suite 'elementwise'"),
+        ("--json", "baselines/nvidia-h100-80gb-hbm3/elementwise.json", "a baseline of suite 'elementwise'"),
+        ("--markdown", "suites/elementwise.yaml", "the suite file of 'elementwise'"),
+        ("--json", "r/elementwise.harness.json", "the harness record of the report being re-analysed"),
+        ("--junit", "r/elementwise.ncu-rep.xz", "the report being re-analysed"),
+        ("--junit", "baselines/../suites/./elementwise.yaml", "the suite file of 'elementwise'"),
+    ],
+)
+def test_run_refuses_an_output_that_is_an_input(tree: Path, option: str, target: str, what: str) -> None:
+    before = _snapshot(tree)
+    result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", option, target)
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""  # refused before anything was measured
+    assert result.stderr == (
+        f"fuseci: error: {_shown(target)}: is {what} ({target if 'baselines' in what else _given(target)}); {option} would "
+        "replace it: fuseci never writes a report over a file it reads or keeps, choose another path\n"
+    )
+    assert _snapshot(tree) == before
+
+
+def _given(target: str) -> str:
+    return {"baselines/../suites/./elementwise.yaml": SUITE}.get(target, target)
+
+
+def _shown(target: str) -> str:
+    return str(Path(target))
+
+
+def test_run_refuses_an_output_linked_to_an_input(tree: Path) -> None:
+    (tree / "j.xml").symlink_to(tree / "baselines" / "nvidia-h200" / "elementwise.json")
+    os.link(tree / "suites" / "elementwise.yaml", tree / "hard.xml")
+    before = _snapshot(tree)
+    for out in ("j.xml", "hard.xml"):
+        result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--junit", out)
+        assert result.exit_code == 3 and "--junit would replace it" in result.stderr
+    assert _snapshot(tree) == before and (tree / "j.xml").is_symlink()
+
+
+def test_profiled_runs_refuse_the_report_directory_files(tree: Path) -> None:
+    result = invoke("run", SUITE, "--report-dir", "out", "--json", "out/elementwise.harness.json")
+    assert result.exit_code == 3 and "a harness record of 'elementwise'" in result.stderr
+    assert not (tree / "out").exists()  # nothing was profiled
+
+
+def test_two_options_naming_one_file_is_a_usage_error(tree: Path) -> None:
+    result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--junit", "x", "--json", "./x")
+    assert result.exit_code == 2 and "--junit and --json both name x: give each report its own file" in result.stderr
+    assert not (tree / "x").exists()
+
+
+def test_merge_and_compare_refuse_their_inputs(tree: Path) -> None:
+    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", "res.json").exit_code == 1
+    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--results-dir", "runs").exit_code == 1
+    (run,) = (tree / "runs").iterdir()
+    before = _snapshot(tree)
+    merged = invoke("merge", "res.json", "--markdown", "res.json")
+    assert merged.exit_code == 3 and "is a results file being merged" in merged.stderr
+    compared = invoke("compare", "runs", run, "--json", f"runs/{run.name}")
+    assert compared.exit_code == 3 and "is run A" in compared.stderr
+    suites = invoke("compare", run, run, SUITE, "--junit", SUITE)
+    assert suites.exit_code == 3 and "the suite file of 'elementwise'" in suites.stderr
+    assert _snapshot(tree) == before
+
+
+def test_bench_refuses_its_suite(tree: Path) -> None:
+    result = invoke("bench", SUITE, "--json", SUITE)
+    assert result.exit_code == 3 and "the suite file of 'elementwise'" in result.stderr
+
+
+def test_a_merged_report_never_replaces_a_baseline_it_names(tree: Path) -> None:
+    """merge reads results files only, but the baselines they were judged against are kept files."""
+    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", "res.json").exit_code == 1
+    before = _snapshot(tree)
+    result = invoke("merge", "res.json", "--junit", "baselines/nvidia-h200/elementwise.json")
+    assert result.exit_code == 1, result.output  # the regression stays the exit code
+    assert "the baseline suite 'elementwise' was judged against" in result.stderr
+    assert _snapshot(tree) == before
+
+
+@pytest.mark.parametrize("out", ["/dev/null", "/dev/stdout"])
+def test_run_writes_to_devices(in_root, out: str) -> None:
+    result = invoke("run", SUITE, "--from-report", CLEAN_REPORT, "--junit", out)
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_doctor_json_to_dev_null(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuseci.doctor import Check, Diagnosis, Status
+
+    diagnosis = Diagnosis(checks=(Check("fuseci", Status.OK, "fuseci 0.1.0"),))
+    monkeypatch.setattr("fuseci.doctor.diagnose", lambda options: diagnosis)
+    result = invoke("doctor", "--json", "/dev/null")
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
