@@ -144,11 +144,11 @@ def pinned(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
-def recorded_comparison(report: Path):
+def recorded_comparison(report: Path, baselines: Path = Path("baselines")):
     """The elementwise suite re-analysed from a recorded report against the committed baselines
-    (call from the repository root: the ``in_root`` fixture)."""
+    (or those under ``baselines``; call from the repository root: the ``in_root`` fixture)."""
     from fuseci import api
     from fuseci.config.parse import load_suite
 
     suite = load_suite("suites/elementwise.yaml")
-    return api.check(suite, api.RunOptions(baselines=Path("baselines"), from_report=report))
+    return api.check(suite, api.RunOptions(baselines=baselines, from_report=report))

@@ -29,7 +29,7 @@ INTENDED = {
         ("gain", "event_time"),
     },
     ("scale_relu_add", "host_sync"): {("asynchrony", "host_blocking")},
-    ("wrong_result", "fused"): {("correctness", "")},
+    ("wrong_result", "fused"): {("correctness", "reference.output0"), ("correctness", "unfused.output0")},
 }
 
 

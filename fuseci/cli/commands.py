@@ -27,6 +27,7 @@ from fuseci.cli.output import (
     GuardedGroup,
     boundary,
     check_outputs,
+    console_style,
     error,
     report,
     say,
@@ -99,6 +100,13 @@ def run(
 
     Under GitHub Actions it also appends a Markdown summary to $GITHUB_STEP_SUMMARY and prints
     error and warning annotations that point at the failing cases in the suite files.
+
+    \b
+    Examples:
+      fuseci run                                   # every suites/*.yaml
+      fuseci run suites/elementwise.yaml --junit out/junit.xml --html out/report.html
+      fuseci run --gpus 0,1 --results-dir runs/   # two GPUs; keep the run for compare/history
+      fuseci run suites/elementwise.yaml --from-report fuseci-out/elementwise.ncu-rep  # no GPU
     """
     from fuseci import api
     from fuseci.cli.progress import RunDisplay, choose
@@ -127,10 +135,17 @@ def run(
         in_flight=in_flight,
     )
     check_outputs(outputs or {}, api.own_files(loaded, options))
-    with RunDisplay(choose(quiet), console.render_suite) as display:
+    style = console_style(verbose)
+    with RunDisplay(choose(quiet), lambda c: console.render_suite(c, **style)) as display:
         outcome = api.run(loaded, options, display)
     comparisons = list(outcome.comparisons)
-    code = report(comparisons, outputs or {}, exit_code(comparisons), tables_shown=display.printed == len(comparisons))
+    code = report(
+        comparisons,
+        outputs or {},
+        exit_code(comparisons),
+        tables_shown=display.printed == len(comparisons),
+        verbose=verbose,
+    )
     if results_dir is not None:
         code = _keep_run(outcome, loaded, results_dir, code)
     return code
@@ -174,7 +189,10 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
     and under GitHub Actions annotations on the suite files. `fuseci run` makes the same checks
     before it measures anything.
 
-    Example: fuseci check suites/*.yaml
+    \b
+    Examples:
+      fuseci check                     # every suites/*.yaml
+      fuseci check suites/mine.yaml --junit check.xml
     """
     from fuseci import api
 
@@ -213,7 +231,7 @@ def compare_command(
         list[Path] | None,
         typer.Argument(
             help="Suite YAML files whose gates, tolerances and expectations judge B. Default: the suite files the runs recorded, relative to the current directory.",
-            metavar="[SUITE]...",
+            metavar="SUITE",
             show_default=False,
         ),
     ] = None,
@@ -226,6 +244,11 @@ def compare_command(
     A and B are run files that `fuseci run --results-dir DIR` wrote, or such directories (their
     newest run file). A's measurements stand in for the baselines; the verdicts, reports and
     exit code are those `fuseci run` would give B. A suite in only one of the runs is an error.
+
+    \b
+    Examples:
+      fuseci compare runs/20261101T120000Z-nvidia-h200.json runs/
+      fuseci compare main-runs/ branch-runs/ suites/elementwise.yaml --markdown diff.md
     """
     from fuseci import api
     from fuseci.config.parse import load_suite
@@ -242,7 +265,7 @@ def compare_command(
     suite_files = [(s.path, f"the suite file of {s.name!r}") for s in loaded]
     check_outputs(outputs or {}, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files])
     comparisons = api.compare_runs(run_a, run_b, loaded, accepted)
-    return report(comparisons, outputs or {}, exit_code(comparisons))
+    return report(comparisons, outputs or {}, exit_code(comparisons), verbose=verbose)
 
 
 @app.command(epilog=EXIT_CODES_HELP)
@@ -252,7 +275,7 @@ def merge(
     results: Annotated[
         list[Path],
         typer.Argument(
-            help="JSON results of `fuseci run --json` (shards, GPU models).", show_default=False, metavar="RESULTS..."
+            help="JSON results of `fuseci run --json` (shards, GPU models).", show_default=False, metavar="RESULTS"
         ),
     ],
     outputs: dict[str, Path] | None = None,
@@ -262,6 +285,10 @@ def merge(
     The exit code is the one the runs would have had together. A suite that appears in several
     results (one per GPU model) is named with its GPU in the merged reports; two results of one
     suite on one card (or one file named twice) are refused.
+
+    \b
+    Examples:
+      fuseci merge shard-*/results.json --junit junit.xml --html report.html
     """
     from fuseci import api
     from fuseci.judge.verdict import exit_code
@@ -305,6 +332,11 @@ def history_command(
     Prints one line per change point (which gain stepped from what to what, at which commit),
     found by a change-point search scaled by each gate's tolerance. Works on runs re-analysed
     with --from-report, so anywhere. It reports; it gates nothing.
+
+    \b
+    Examples:
+      fuseci history runs/
+      fuseci history runs/ --suite elementwise --last 30 --html history.html
     """
     from fuseci import api
     from fuseci.reporters import history as history_reporter
@@ -346,7 +378,11 @@ def update_baselines(
     the next run would fail on it; --force records it anyway and says what it overrode. Wrong
     or broken cases are never recorded; a baseline with no case is never written.
 
-    Example: fuseci update-baselines suites/elementwise.yaml
+    \b
+    Examples:
+      fuseci update-baselines suites/elementwise.yaml   # then review: git diff baselines/
+      fuseci update-baselines                           # every suites/*.yaml
+      fuseci update-baselines suites/elementwise.yaml --force
     """
     from fuseci import api
     from fuseci.judge.verdict import update_exit_code
@@ -398,13 +434,21 @@ def bench_command(
         Path | None, typer.Option("--json", help="Write every number as JSON here.", dir_okay=False, metavar="PATH")
     ] = None,
     repeats: Annotated[
-        int, typer.Option("--repeats", min=5, help="Timed calls per variant after warm-up; the median is shown.")
+        int,
+        typer.Option(
+            "--repeats", min=5, metavar="N", help="Timed calls per variant after warm-up; the median is shown."
+        ),
     ] = DEFAULT_REPEATS,
     verbose: Verbose = False,
 ) -> int:
     """Time every variant outside ncu with CUDA events: median time, bandwidth, speedup over unfused.
 
     Figures only: nothing is compared with a baseline. Needs a GPU and CuPy, not ncu.
+
+    \b
+    Examples:
+      fuseci bench suites/elementwise.yaml
+      fuseci bench --repeats 200 --json bench.json
     """
     from fuseci import api
     from fuseci.measure import bench
@@ -454,6 +498,11 @@ def doctor(
     In order: fuseci and Python; ncu; the report reader; GPU and driver; GPU clocks; CuPy and
     CUDA (a tiny kernel in a child process); profiling that kernel under ncu (counter access);
     reading its report back. A check whose prerequisite failed is skipped.
+
+    \b
+    Examples:
+      fuseci doctor
+      fuseci doctor --json doctor.json
     """
     from fuseci.doctor import DoctorOptions, diagnose
     from fuseci.reporters.doctor import render_json, render_table

@@ -30,7 +30,7 @@ SuitesArg = Annotated[
     typer.Argument(
         help="Suite YAML files. Default: every suites/*.yaml under the current directory.",
         show_default=False,
-        metavar="[SUITE]...",
+        metavar="SUITE",
     ),
 ]
 FromReport = Annotated[

@@ -41,6 +41,30 @@ def setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
 
 
+def colour(stream: Any = None) -> bool:
+    """Whether to colour what goes to ``stream`` (default stdout): never with ``NO_COLOR`` set
+    (no-color.org) or ``TERM=dumb``; always with ``FORCE_COLOR``; else on a terminal, and in a
+    GitHub Actions log (which shows colour)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        return True
+    isatty = getattr(stream if stream is not None else sys.stdout, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def console_style(verbose: bool = False) -> dict[str, bool]:
+    """How the console report is drawn: colour (:func:`colour`), and every note with ``-v``."""
+    return {"color": colour(), "verbose": verbose}
+
+
 def say(message: str, err: bool = False) -> None:
     """Print one line that may hold text from files (kernel names, messages, paths), made safe."""
     from fuseci.reporters.text import clean
@@ -98,6 +122,10 @@ def _stdout_is_gone() -> None:
         pass
 
 
+def _no_type(ctx: Any = None) -> None:
+    return None
+
+
 class GuardedGroup(TyperGroup):
     """The command group, with the boundary around everything that is not a command's body:
     option callbacks, argument conversion, the command-line machinery. A FuseciError there is one
@@ -105,6 +133,13 @@ class GuardedGroup(TyperGroup):
     ``-v``/``--verbose`` on the command line), exit 3, never the 1 of a regression. A closed
     stdout (``fuseci run | head``) is exit 3 as well, where click would exit 1.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in self.commands.values():  # help shows an argument's name, not its Python type
+            for param in command.params:
+                if param.param_type_name == "argument" and hasattr(param, "display_type_rich"):
+                    setattr(param, "display_type_rich", _no_type)  # noqa: B010 (typer's own method, per instance)
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; a broken stdout pipe is exit 3."""
@@ -215,6 +250,7 @@ def report(
     *,
     tables_shown: bool = False,
     console: bool = True,
+    verbose: bool = False,
 ) -> int:
     """The console report (only its totals line when ``tables_shown``: each suite's table was
     printed as it was judged), the files asked for, and GitHub's step summary and annotations.
@@ -234,7 +270,7 @@ def report(
 
         shown = echo(totals(comparisons) + "\n")
     else:
-        shown = not console or echo(FORMATS["console"](comparisons))
+        shown = not console or echo(FORMATS["console"](comparisons, **console_style(verbose)))
     if not shown or _LOST:  # a table printed as its suite was judged may have gone nowhere as well
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
     _LOST.clear()
@@ -265,7 +301,7 @@ def echo(text: str, err: bool = False) -> bool:
     """Print to stdout; False when no one reads it any more (a closed pipe: ``fuseci run | head``),
     so that the files asked for are still written and the exit code still says what was found."""
     try:
-        typer.echo(text, nl=False, err=err)
+        typer.echo(text, nl=False, err=err, color=True)  # colour is decided by colour(), not by click
     except OSError as exc:
         if exc.errno != errno.EPIPE:
             raise

@@ -339,9 +339,9 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
     return replace(d, message=f"{said}; as many launches as before (the gains judge the rest)")
 
 
-def mib(value: float) -> str:
-    """Bytes as MiB for messages."""
-    return f"{value / 2**20:,.1f} MiB"
+def megabytes(value: float) -> str:
+    """Bytes as decimal megabytes, the unit of every table and message (ncu's own)."""
+    return f"{value / 1e6:,.1f} MB"
 
 
 def bytes_check(ctx: VariantContext) -> MetricDelta | None:
@@ -354,7 +354,7 @@ def bytes_check(ctx: VariantContext) -> MetricDelta | None:
     over = moved / minimum
     allowed = 1.0 + (tol.relative or 0.0)
     seen = (
-        f"{ctx.variant.id} moved {over:.2f}x the minimum DRAM bytes ({mib(moved)} for a minimum of {mib(minimum)}: "
+        f"{ctx.variant.id} moved {over:.2f}x the minimum DRAM bytes ({megabytes(moved)} for a minimum of {megabytes(minimum)}: "
         f"every input read once, every output written once); allowance +{(tol.relative or 0.0):.0%}"
     )
     d = ctx.delta(CheckKind.BYTES, names.BYTES_RATIO, Verdict.PASS, seen, current=over, tolerance=f"<= {allowed:.2f}x")
@@ -390,8 +390,8 @@ def undercount_note(measurements: Sequence[VariantMeasurement]) -> str | None:
     for m in measurements:
         l2 = m.values.get(names.L2_WRITE_BYTES, math.nan)
         dram = m.values.get(names.DRAM_WRITE, math.nan)
-        if l2 > 0 and l2 - dram > max(L2_UNDERCOUNT * l2, 2**20):
-            parts.append(f"{m.variant} {mib(l2 - dram)} of {mib(l2)} ({(l2 - dram) / l2:.0%})")
+        if l2 > 0 and l2 - dram > max(L2_UNDERCOUNT * l2, 1e6):
+            parts.append(f"{m.variant} {megabytes(l2 - dram)} of {megabytes(l2)} ({(l2 - dram) / l2:.0%})")
     if not parts:
         return None
     return (

@@ -9,6 +9,7 @@ occupancy, bytes over the minimum, expectations); ``planted`` for planted regres
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fuseci.config import names
@@ -41,12 +42,19 @@ def _missing_record_reason(case: Case, results: SuiteResults) -> str:
     return "the harness never reached this case (did it crash? see the harness log)"
 
 
+def _compared(against: str, output: int) -> str:
+    """A failed output comparison as a check's quantity: what it was compared with, and which output."""
+    what = "first_call" if against == "its first call" else re.sub(r"[^A-Za-z0-9_]+", "_", against)[:60] or "output"
+    return f"{what}.output{output}"
+
+
 def _correctness(case: Case, rec: CaseRecord | None) -> list[MetricDelta]:
-    """A WRONG check per failed output comparison, then a PASS per variant checked right."""
+    """A WRONG check per failed output comparison (its quantity says which: ``reference.output0``,
+    ``first_call.output1``), then a PASS per variant checked right."""
     out = [
         MetricDelta(
-            case.id, k.variant, CheckKind.CORRECTNESS, "", Verdict.WRONG, f"wrong result: {k.describe()}",
-            current=k.max_abs_err,
+            case.id, k.variant, CheckKind.CORRECTNESS, _compared(k.against, k.output), Verdict.WRONG,
+            f"wrong result: {k.describe()}", current=k.max_abs_err,
         )
         for k in (rec.checks if rec else ())
         if not k.passed

@@ -334,8 +334,8 @@ def _gain_text(row: GainRow) -> str:
     return f"{text}; expected {row.bound_text}" if row.bound_text else text
 
 
-def _mib(value: float) -> str:
-    return f"{value / 2**20:,.0f} MiB"
+def _mb(value: float) -> str:
+    return f"{value / 1e6:,.0f} MB"
 
 
 def _gbs(value: float) -> str:
@@ -359,18 +359,18 @@ def fusion_chart(
         fig = _figure(0.75 + 0.34 * len(bars), margins, wspace=0.08)
         left, right = fig.subplots(1, 2, sharey=True)
         ys = range(len(bars))
-        _fusion_panel(left, bars, [b.dram_bytes for b in bars], [b.baseline_bytes for b in bars], 2**20)
+        _fusion_panel(left, bars, [b.dram_bytes for b in bars], [b.baseline_bytes for b in bars], 1e6)
         if _positive(min_bytes):
-            left.axvline(min_bytes / 2**20, color=_REFERENCE, linestyle="--", linewidth=1)
-            left.text(min_bytes / 2**20, -0.62, f" minimum {_mib(min_bytes)}", color=_REFERENCE, va="bottom")
+            left.axvline(min_bytes / 1e6, color=_REFERENCE, linestyle="--", linewidth=1)
+            left.text(min_bytes / 1e6, -0.62, f" minimum {_mb(min_bytes)}", color=_REFERENCE, va="bottom")
             if _positive(allowance):
-                left.axvline(min_bytes * allowance / 2**20, color=_REFERENCE, linestyle=":", linewidth=1)
+                left.axvline(min_bytes * allowance / 1e6, color=_REFERENCE, linestyle=":", linewidth=1)
         for y, b in zip(ys, bars, strict=True):
             if _positive(b.dram_bytes):
                 over = f" · {b.dram_bytes / min_bytes:.2f}× min" if _positive(min_bytes) and min_bytes else ""
-                at = _after(b.dram_bytes, b.baseline_bytes) / 2**20
-                left.text(at, y, f"  {_mib(b.dram_bytes)}{over}", va="center", fontsize=7)
-        left.set_xlabel("DRAM bytes (MiB)")
+                at = _after(b.dram_bytes, b.baseline_bytes) / 1e6
+                left.text(at, y, f"  {_mb(b.dram_bytes)}{over}", va="center", fontsize=7)
+        left.set_xlabel("DRAM bytes (MB)")
         _fusion_panel(right, bars, [b.bandwidth for b in bars], [b.baseline_bandwidth for b in bars], 1e9)
         if _positive(peak):
             right.axvline(peak / 1e9, color=_REFERENCE, linestyle="--", linewidth=1)

@@ -1,13 +1,53 @@
-"""A readable table for people: per case and variant the measurements and gains, then the
-checks that need attention, then a one-line summary."""
+"""The report people read in a terminal or a CI log.
+
+Per suite: a heading with its verdict, the environment and baseline, a table of every (case,
+variant) with its measurements and gains, then one block per variant that needs attention,
+headed by its worst verdict, with the messages of its checks that did not pass (a split kernel
+reads as one story: the inventory, then each gain it cost), then the notes. A totals line ends
+the report.
+
+Without a baseline the NEW checks are one line, not one per check. The notes that DRAM writes
+read low (output still in L2) are one line per suite; ``verbose`` gives each case's. Colour only
+when asked (:func:`fuseci.cli.output.colour`: a terminal, no ``NO_COLOR``); every string from a
+file passes :func:`~fuseci.reporters.text.clean` before colour is added.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from fuseci.config import names
-from fuseci.judge.verdict import CaseResult, Comparison, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, clean, env_line, totals
+from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
+from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, clean, env_line, totals, undercount_summary
+
+#: SGR colour per verdict: red for what fails the build, yellow for what needs a look, cyan for
+#: what has nothing to compare with, green for what is fine.
+_SGR = {
+    Verdict.WRONG: "1;31",
+    Verdict.REGRESSED: "1;31",
+    Verdict.ERROR: "1;31",
+    Verdict.INCOMPARABLE: "1;31",
+    Verdict.WARN: "1;33",
+    Verdict.MISSING: "36",
+    Verdict.NEW: "36",
+    Verdict.IMPROVED: "32",
+    Verdict.PASS: "32",
+}
+_DIM = "2"
+
+
+class _Paint:
+    """ANSI colour, or none."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, sgr: str) -> str:
+        return f"\x1b[{sgr}m{text}\x1b[0m" if self.on and text else text
+
+    def verdict(self, v: Verdict, width: int = 0) -> str:
+        return self(v.value.upper().ljust(width), _SGR[v])
 
 
 def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
@@ -23,7 +63,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
         "launches",
         "DRAM MB",
         "x min",
-        "time us",
+        "time µs",
         "DRAM GB/s",
         "occ %",
         *(f"gain {n}" for _, n in GAIN_COLUMNS),
@@ -48,6 +88,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))
+    rows = [tuple(clean(cell) for cell in r) for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
 
     def line(cells: tuple[str, ...]) -> str:
@@ -58,38 +99,98 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
     return [line(head), *(line(r) for r in rows)]
 
 
-def _suite(c: Comparison) -> list[str]:
-    out = [f"fuseci: suite {c.suite} ({c.suite_path}): {c.verdict.value.upper()}"]
+def _worst(checks: Iterable[MetricDelta]) -> Verdict:
+    return min((k.verdict for k in checks), key=lambda v: v.rank, default=Verdict.PASS)
+
+
+def _blocks(c: Comparison, paint: _Paint, line_of: dict[str, int]) -> list[str]:
+    """One block per (case, variant) with a check that did not pass, the worst first."""
+    groups: dict[tuple[str, str], list[MetricDelta]] = {}
+    for case in c.cases:
+        for k in case.checks:
+            groups.setdefault((case.case, k.variant), []).append(k)
+    shown: list[tuple[int, int, str, str, list[MetricDelta], int]] = []
+    for (case_id, variant), checks in groups.items():
+        attention = [k for k in checks if k.verdict is not Verdict.PASS]
+        if not c.has_baseline:  # the one line under the heading says why everything is new
+            attention = [k for k in attention if k.verdict is not Verdict.NEW]
+        if attention:
+            shown.append(
+                (_worst(attention).rank, len(shown), case_id, variant, attention, len(checks) - len(attention))
+            )
+    out: list[str] = []
+    for _, _, case_id, variant, attention, passing in sorted(shown, key=lambda s: (s[0], s[1])):
+        where = clean(f"{case_id}/{variant}" if variant else case_id)
+        line = line_of.get(case_id, 0)
+        place = paint(clean(f"{c.suite_path}:{line}" if line else c.suite_path), _DIM)
+        out.append(f"  {paint.verdict(_worst(attention), 10)} {where}  {place}")
+        new = [k for k in attention if k.verdict is Verdict.NEW]
+        for k in sorted((k for k in attention if k.verdict is not Verdict.NEW), key=lambda k: k.verdict.rank):
+            out.append(f"    {paint('-', _SGR[k.verdict])} {clean(k.message)}")
+        if len(new) == 1:
+            out.append(f"    {paint('-', _SGR[Verdict.NEW])} {clean(new[0].message)}")
+        elif new:
+            out.append(
+                f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have no baseline value yet: "
+                f"record them with `fuseci update-baselines {clean(c.suite_path)}`"
+            )
+        if passing:
+            out.append(paint(f"    ({passing} more check{'s' if passing != 1 else ''} pass)", _DIM))
+    return out
+
+
+def _notes(c: Comparison, verbose: bool) -> list[str]:
+    notes = []
+    for case in c.cases:
+        for n in case.notes:
+            if verbose or not n.startswith(UNDERCOUNT):
+                notes.append(f"  note: {clean(case.case)}: {clean(n)}")
+    summary = undercount_summary(c)
+    if summary and not verbose:
+        notes.append(f"  note: {summary}; -v shows each case")
+    return notes
+
+
+def _suite(c: Comparison, paint: _Paint, verbose: bool) -> list[str]:
+    out = [f"suite {clean(c.suite)}: {paint.verdict(c.verdict)}  {paint(clean(c.suite_path), _DIM)}"]
     if not c.env:  # the suite could not be profiled or read: its error check says why
-        return [*out, *(f"  {k.verdict.value.upper():<12} {k.message}" for case in c.cases for k in case.checks), ""]
-    out.append("  " + env_line(c))
+        for case in c.cases:
+            out += [f"  {paint.verdict(k.verdict, 10)} {clean(k.message)}" for k in case.checks]
+        return [*out, ""]
+    out.append("  " + clean(env_line(c)))
     if not c.has_baseline:
-        out.append(f"  no baseline at {c.baseline_path}: record one with `fuseci update-baselines {c.suite_path}`")
+        checks = sum(1 for case in c.cases for k in case.checks if k.verdict is Verdict.NEW)
+        out.append(
+            f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so {checks} checks "
+            f"have nothing to compare with; record one with `fuseci update-baselines {clean(c.suite_path)}`"
+        )
     else:
-        out.append(f"  baseline {c.baseline_path}")
+        out.append(f"  baseline {clean(str(c.baseline_path))}")
     for d in c.env_differences:
-        state = "accepted" if d.accepted else "NOT COMPARED"
-        out.append(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ({state})")
+        state = "accepted" if d.accepted else paint("NOT COMPARED", _SGR[Verdict.INCOMPARABLE])
+        out.append(
+            clean(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ") + f"({state})"
+        )
     out += ["", *("  " + r for r in _table(c.cases)), ""]
-    attention = [k for case in c.cases for k in case.checks if k.verdict not in (Verdict.PASS,)]
-    for k in attention:
-        where = f"{k.case}/{k.variant}" if k.variant else k.case
-        out.append(f"  {k.verdict.value.upper():<12} {where}: {k.message}")
-    notes = [f"  {'note':<12} {case.case}: {n}" for case in c.cases for n in case.notes]
-    if attention or notes:
+    attention = _blocks(c, paint, {case.case: case.line for case in c.cases})
+    notes = _notes(c, verbose)
+    if attention:
+        out += [*attention, ""]
+    if notes:
         out += [*notes, ""]
     return out
 
 
-def render(comparisons: list[Comparison]) -> str:
+def render(comparisons: list[Comparison], *, color: bool = False, verbose: bool = False) -> str:
     """The whole console report."""
+    paint = _Paint(color)
     lines: list[str] = []
     for c in comparisons:
-        lines += _suite(c)
-    lines.append(totals(comparisons))
-    return "\n".join(map(clean, lines)) + "\n"  # one string, one line: see clean()
+        lines += _suite(c, paint, verbose)
+    lines.append(clean(totals(comparisons)))
+    return "\n".join(lines) + "\n"
 
 
-def render_suite(comparison: Comparison) -> str:
+def render_suite(comparison: Comparison, *, color: bool = False, verbose: bool = False) -> str:
     """One suite's part of the console report, printed as soon as the suite is judged."""
-    return "\n".join(map(clean, _suite(comparison))) + "\n"
+    return "\n".join(_suite(comparison, _Paint(color), verbose)) + "\n"

@@ -1,17 +1,22 @@
-"""JUnit XML through junit-xml: one testsuite per suite, one testcase per case and check.
+"""JUnit XML through junit-xml: one testsuite per suite, one testcase per check.
+
+A testcase is named ``case.variant.check[quantity]`` (a failed output comparison's quantity says
+which output against what: ``correctness[reference.output0]``); a name met twice in one suite
+gets ``#2``, so that every check is its own test in a CI's test view.
 
 NEW and MISSING checks are skipped testcases (nothing to compare yet), REGRESSED and WRONG are
 failures, ERROR and INCOMPARABLE are errors, WARN passes with ``WARNING:`` and its message in
-the testcase's ``system-out``. A failure's message gives the baseline, the
-current value and the tolerance.
+the testcase's ``system-out``. A failure's message is the check's one sentence; its body carries
+the detail: the check's numbers, the variant's measurements and kernels now and at baseline (and
+unfused's, for a gain), and where the case is in the suite file.
 """
 
 from __future__ import annotations
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
-from fuseci.reporters.text import clean
+from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
+from fuseci.reporters.text import check_detail, clean, env_line, variant_detail
 
 
 def _name(k: MetricDelta) -> str:
@@ -23,22 +28,47 @@ def _name(k: MetricDelta) -> str:
     return f"{name}[{k.quantity}]" if k.quantity else name
 
 
-def _testcase(c: Comparison, line: int, k: MetricDelta) -> TestCase:
+def _body(c: Comparison, case: CaseResult, k: MetricDelta) -> str:
+    lines = [f"{k.verdict.value.upper()}: {k.message}"]
+    numbers = check_detail(k)
+    if numbers:
+        lines.append(numbers)
+    lines += variant_detail(case, k.variant)
+    lines.append(f"suite {c.suite_path}" + (f", line {case.line}" if case.line else ""))
+    if c.env:
+        lines.append(env_line(c))
+    if c.baseline_path:
+        lines.append(f"baseline {c.baseline_path}" if c.has_baseline else f"no baseline at {c.baseline_path}")
+    return "\n".join(clean(line) for line in lines)
+
+
+def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str) -> TestCase:
     # Every string through clean(): tools that turn JUnit into CI annotations print them raw.
-    tc = TestCase(clean(_name(k)), classname=clean(f"{c.suite}.{k.case}"), file=clean(c.suite_path), line=line or None)
+    tc = TestCase(name, classname=clean(f"{c.suite}.{k.case}"), file=clean(c.suite_path), line=case.line or None)
     message = clean(k.message)
     match k.verdict:
         case Verdict.WRONG | Verdict.REGRESSED:
-            tc.add_failure_info(message=message, failure_type=k.verdict.value)
+            tc.add_failure_info(message=message, output=_body(c, case, k), failure_type=k.verdict.value)
         case Verdict.ERROR | Verdict.INCOMPARABLE:
-            tc.add_error_info(message=message, error_type=k.verdict.value)
+            tc.add_error_info(message=message, output=_body(c, case, k), error_type=k.verdict.value)
         case Verdict.NEW | Verdict.MISSING:
             tc.add_skipped_info(message=message)
         case Verdict.WARN:
-            tc.stdout = f"WARNING: {message}"
+            tc.stdout = f"WARNING: {_body(c, case, k)}"
         case Verdict.PASS | Verdict.IMPROVED:
             tc.stdout = message
     return tc
+
+
+def _testcases(c: Comparison) -> list[TestCase]:
+    seen: dict[str, int] = {}
+    out = []
+    for case in c.cases:
+        for k in case.checks:
+            name = clean(_name(k))
+            seen[name] = seen.get(name, 0) + 1
+            out.append(_testcase(c, case, k, name if seen[name] == 1 else f"{name}#{seen[name]}"))
+    return out
 
 
 def render(comparisons: list[Comparison]) -> str:
@@ -46,7 +76,7 @@ def render(comparisons: list[Comparison]) -> str:
     suites = [
         TestSuite(
             clean(c.suite),
-            [_testcase(c, case.line, k) for case in c.cases for k in case.checks],
+            _testcases(c),
             file=clean(c.suite_path),
             stdout="\n".join(clean(f"{case.case}: {n}") for case in c.cases for n in case.notes) or None,
         )

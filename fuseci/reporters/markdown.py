@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fuseci.config import names
 from fuseci.config.model import UNFUSED
 from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, clean, env_line, totals
+from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, clean, env_line, totals, undercount_summary
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -53,6 +53,14 @@ def code(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def inline(text: str) -> str:
+    """A message as Markdown: what it quotes in backticks (a command) as code, the rest escaped."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: all of it is text
+        return escape(text)
+    return "".join(code(p) if i % 2 else escape(p) for i, p in enumerate(parts) if p or not i % 2)
 
 
 def _icon(verdict: Verdict) -> str:
@@ -99,13 +107,36 @@ def _rows(case: CaseResult) -> list[str]:
     return rows
 
 
-def _bullet(k: MetricDelta) -> str:
-    where = f"{k.case}/{k.variant}" if k.variant else k.case
-    return f"- {_icon(k.verdict)} **{k.verdict.value.upper()}** {escape(where)}: {escape(k.message)}"
+def _bullets(c: Comparison) -> tuple[str, ...]:
+    """One bullet per (case, variant) with a check that did not pass, headed by its worst
+    verdict, its checks' messages nested under it; without a baseline, NEW checks are left to
+    the line that says so."""
+    groups: dict[tuple[str, str], list[MetricDelta]] = {}
+    for case in c.cases:
+        for k in case.checks:
+            if k.verdict is not Verdict.PASS and (c.has_baseline or k.verdict is not Verdict.NEW):
+                groups.setdefault((case.case, k.variant), []).append(k)
+    out: list[str] = []
+    order = sorted(groups.items(), key=lambda item: _worst(item[1]).rank)  # stable: suite order within a verdict
+    for (case_id, variant), checks in order:
+        where = f"{case_id}/{variant}" if variant else case_id
+        worst = _worst(checks)
+        out.append(f"- {_icon(worst)} **{worst.value.upper()}** {escape(where)}")
+        out += [f"  - {inline(k.message)}" for k in sorted(checks, key=lambda k: k.verdict.rank)]
+    return tuple(out)
 
 
-def _case_note(case: CaseResult, note: str) -> str:
-    return f"- note {escape(case.case)}: {escape(note)}"
+def _notes(c: Comparison) -> tuple[str, ...]:
+    notes = [
+        f"- note {escape(case.case)}: {inline(n)}"
+        for case in c.cases
+        for n in case.notes
+        if not n.startswith(UNDERCOUNT)
+    ]
+    summary = undercount_summary(c)
+    if summary:
+        notes.append(f"- note: {escape(summary)}")
+    return tuple(notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +162,7 @@ class _Section:
 
 def _section(c: Comparison) -> _Section:
     head = [f"## {_icon(c.verdict)} {escape(c.suite)}: **{c.verdict.value.upper()}**", ""]
-    bullets = tuple(_bullet(k) for case in c.cases for k in case.checks if k.verdict != Verdict.PASS)
-    bullets += tuple(_case_note(case, n) for case in c.cases for n in case.notes)
+    bullets = _bullets(c) + _notes(c)
     if not c.env:  # the suite could not be profiled or read: its error check says why
         head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
         return _Section(tuple(head), (), ())
@@ -142,7 +172,11 @@ def _section(c: Comparison) -> _Section:
         head.append(f"Baseline {code(c.baseline_path)}")
     else:
         where = f" at {code(c.baseline_path)}" if c.baseline_path else ""
-        head.append(f"No baseline{where}: record one with {code('fuseci update-baselines ' + c.suite_path)}")
+        new = sum(1 for case in c.cases for k in case.checks if k.verdict is Verdict.NEW)
+        head.append(
+            f"No baseline{where} yet, so {new} checks have nothing to compare with: record one with "
+            f"{code('fuseci update-baselines ' + c.suite_path)}"
+        )
     if c.env_differences:
         head += ["", "Environment differs from the baseline's:", ""]
         for d in c.env_differences:
@@ -174,7 +208,7 @@ def _document(sections: list[_Section], dropped: int, totals: str, limit: int) -
 
 
 def _note(limit: int, bullets: int, rows: int, cut: bool = False) -> str:
-    parts = [f"{bullets} check message{'s' if bullets != 1 else ''}"]
+    parts = [f"{bullets} line{'s' if bullets != 1 else ''} of check messages"]
     if rows:
         parts.append(f"{rows} table row{'s' if rows != 1 else ''}")
     if cut:
@@ -182,7 +216,7 @@ def _note(limit: int, bullets: int, rows: int, cut: bool = False) -> str:
     left_out = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
     return (
         f"*Truncated to the {limit}-byte limit of a step summary: left out {left_out}. "
-        "The JSON report (fuseci run --json FILE) has everything.*"
+        "The JSON report (`fuseci run --json FILE`) has everything.*"
     )
 
 

@@ -3,11 +3,16 @@ one sanitiser of every string fuseci prints or writes into a report."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from fuseci.config import names
-from fuseci.judge.verdict import Comparison, Verdict, exit_code
+from fuseci.config.model import UNFUSED
+from fuseci.frames.inventory import KernelLaunch
+from fuseci.judge.checks import megabytes
+from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict, exit_code
 
 #: The gains shown in tables, with their column names.
 GAIN_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -61,3 +66,89 @@ def totals(comparisons: list[Comparison]) -> str:
     counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
     summary = ", ".join(f"{counts[v]} {v.value}" for v in reversed(Verdict) if counts[v])
     return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons)}"
+
+
+def _num(values: Mapping[str, float], name: str) -> float | None:
+    v = values.get(name)
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def measured(values: Mapping[str, float]) -> str:
+    """One variant's measurements in one line: ``2 launches, DRAM 1,301.1 MB (1.62x the minimum),
+    322.9 µs in ncu, 87% achieved occupancy``; empty when nothing was measured."""
+    parts = []
+    launches = _num(values, names.LAUNCHES)
+    if launches is not None:
+        parts.append(f"{launches:.0f} launch{'es' if launches != 1 else ''}")
+    dram = _num(values, names.DRAM_BYTES)
+    if dram is not None:
+        over = _num(values, names.BYTES_RATIO)
+        parts.append(f"DRAM {megabytes(dram)}" + (f" ({over:.2f}x the minimum)" if over is not None else ""))
+    duration = _num(values, names.DURATION)
+    if duration is not None:
+        parts.append(f"{duration / 1e3:,.1f} µs in ncu")
+    event = _num(values, names.EVENT_TIME)
+    if event is not None:
+        parts.append(f"{event / 1e3:,.1f} µs by CUDA events")
+    occupancy = _num(values, names.OCC_ACHIEVED)
+    if occupancy is not None:
+        parts.append(f"{occupancy:.0f}% achieved occupancy")
+    return ", ".join(parts)
+
+
+def kernels_line(kernels: Sequence[KernelLaunch]) -> str:
+    """``fuseci_add (grid 1056 x 256 threads, 16 registers) + ...``."""
+    return " + ".join(f"{k.name} ({k.grid} blocks of {k.block} threads, {k.registers} registers)" for k in kernels)
+
+
+def variant_detail(case: CaseResult, variant: str) -> list[str]:
+    """What a report's reader needs beside a check's message: the variant's measurements and
+    kernels now and at baseline, and unfused's for the gains (unfused ÷ variant)."""
+    out = []
+    for v in case.variants:
+        if v.variant != variant and not (v.variant == UNFUSED and variant):
+            continue
+        now = measured(v.values)
+        if now:
+            out.append(f"{v.variant} now: {now}")
+        if v.kernels:
+            out.append(f"{v.variant} kernels now: {kernels_line(v.kernels)}")
+        before = measured(v.baseline_values)
+        if before:
+            out.append(f"{v.variant} at baseline: {before}")
+        if v.baseline_kernels and v.baseline_kernels != v.kernels:
+            out.append(f"{v.variant} kernels at baseline: {kernels_line(v.baseline_kernels)}")
+    return out
+
+
+def check_detail(k: MetricDelta) -> str:
+    """The numbers of one check in one line: ``now 1.40x, baseline 2.32x (-39.6%), tolerance ±1%``."""
+    parts = []
+    if k.current is not None and math.isfinite(k.current):
+        parts.append(f"now {k.current:.4g}")
+    if k.baseline_value is not None and math.isfinite(k.baseline_value):
+        parts.append(f"baseline {k.baseline_value:.4g}")
+    if k.change is not None and math.isfinite(k.change):
+        parts.append(f"change {k.change:+.1%}")
+    if k.tolerance:
+        parts.append(f"tolerance {k.tolerance}")
+    return ", ".join(parts)
+
+
+#: The start of the note that DRAM writes read low (:func:`fuseci.judge.checks.undercount_note`).
+UNDERCOUNT = "DRAM writes undercount"
+_PERCENT = re.compile(r"\((\d+)%\)")
+
+
+def undercount_summary(comparison: Comparison) -> str | None:
+    """The undercount notes of a suite in one line (each case's is under ``-v``), or None."""
+    notes = [n for case in comparison.cases for n in case.notes if n.startswith(UNDERCOUNT)]
+    if not notes:
+        return None
+    worst = max((int(p) for n in notes for p in _PERCENT.findall(n)), default=0)
+    by = f" up to {worst}%" if worst else ""
+    cases = f"{len(notes)} case{'s' if len(notes) != 1 else ''}"
+    return (
+        f"DRAM writes read{by} low in {cases} (output still in L2 when a kernel ended, which ncu does not "
+        "count; DRAM bytes and their gains read low alike)"
+    )

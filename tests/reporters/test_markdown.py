@@ -74,8 +74,12 @@ def test_regressed_summary_says_what_fell(in_root) -> None:
     assert "| bias_gelu | fused | 12.23x | 23.48x | 23.22x | 10.00x | ✅ PASS |" in text
     assert "Baseline `baselines/nvidia-h200/elementwise.json`" in text
     assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±1%" in text
-    assert sum(line.startswith("- ❌ **REGRESSED** scale_relu_add/fused: ") for line in text.splitlines()) == 8
-    assert "- note scale_relu_add: DRAM writes undercount (bytes written to L2 and still there" in text
+    lines = text.splitlines()
+    (head,) = [i for i, line in enumerate(lines) if line.startswith("- ❌ **REGRESSED** scale_relu_add/fused")]
+    assert lines[head] == "- ❌ **REGRESSED** scale_relu_add/fused"  # one block: the split, then what it cost
+    assert [line.startswith("  - ") for line in lines[head + 1 : head + 10]] == [True] * 8 + [False]
+    assert "the fusion split" in lines[head + 1] and "record it with `fuseci update-baselines`" in lines[head + 1]
+    assert "- note: DRAM writes read up to 9% low in 5 cases" in text  # one line, not one per case
     assert text.endswith("**fuseci: 50 pass, 8 regressed; exit 1**\n")
 
 
@@ -110,8 +114,8 @@ def test_no_baseline_and_environment_differences() -> None:
     )
     text = markdown.render([_synthetic([], has_baseline=False, env_differences=diffs)])
     assert (
-        "No baseline at `baselines/nvidia-h200/synthetic.json`: record one with `fuseci update-baselines suites/synthetic.yaml`"
-        in text
+        "No baseline at `baselines/nvidia-h200/synthetic.json` yet, so 0 checks have nothing to compare with: "
+        "record one with `fuseci update-baselines suites/synthetic.yaml`" in text
     )
     assert "- cupy\\_version: baseline '14.1.0', now '14.2.0' (**not compared**)" not in text  # intraword _ stays
     assert "- cupy_version: baseline '14.1.0', now '14.2.0' (**not compared**)" in text
@@ -128,9 +132,10 @@ def test_untrusted_text_cannot_break_the_table_or_inject_html() -> None:
     assert len(re.findall(r"(?<!\\)\|", row)) == 8  # 7 cells, the id's own | escaped
     assert row.startswith("| c\\|1 | fused |")
     (bullet,) = [line for line in text.splitlines() if line.startswith("- ")]
-    assert bullet == (
-        "- ❌ **REGRESSED** c\\|1/fused: a\\|b &lt;script&gt;alert(1)&lt;/script&gt; \\`x\\` \\*y\\* \\[z\\](http://e) 100%"
-        "<br>second line<br>third"
+    assert bullet == "- ❌ **REGRESSED** c\\|1/fused"
+    (message,) = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert message == (  # what it quotes in backticks is a code span, where nothing is markup
+        "  - a\\|b &lt;script&gt;alert(1)&lt;/script&gt; `x` \\*y\\* \\[z\\](http://e) 100%<br>second line<br>third"
     )
 
 
@@ -153,7 +158,7 @@ def test_a_document_over_the_limit_is_cut_to_it(limit: int) -> None:
     text = markdown.render([_big(8000)], limit=limit)
     assert len(text.encode("utf-8")) <= limit
     if limit >= 300:
-        assert "Truncated to the" in text and "The JSON report (fuseci run --json FILE) has everything." in text
+        assert "Truncated to the" in text and "The JSON report (`fuseci run --json FILE`) has everything." in text
         assert "**fuseci: 8000 regressed; exit 1**" in text
 
 
@@ -163,17 +168,18 @@ def test_check_messages_go_before_table_rows_and_from_the_end() -> None:
     assert len(full.encode()) > markdown.STEP_SUMMARY_LIMIT  # the default limit is what cuts here
     text = markdown.render([comp])
     assert len(text.encode()) <= markdown.STEP_SUMMARY_LIMIT
-    rows, bullets = _table_rows(text), [line for line in text.splitlines() if line.startswith("- ")]
-    assert len(rows) == 8000 and 0 < len(bullets) < 8000
-    assert bullets[-1].startswith(f"- ❌ **REGRESSED** case{len(bullets) - 1:05d}/fused:")
+    rows, bullets = _table_rows(text), [line for line in text.splitlines() if line.startswith(("- ", "  - "))]
+    assert len(rows) == 8000 and 0 < len(bullets) < 16000  # a heading and a message per case
+    heads = [line for line in bullets if line.startswith("- ")]
+    assert heads == [f"- ❌ **REGRESSED** case{i:05d}/fused" for i in range(len(heads))]  # kept from the start
     assert text.splitlines()[-1].startswith(
-        f"*Truncated to the 1048576-byte limit of a step summary: left out {8000 - len(bullets)} check messages."
+        f"*Truncated to the 1048576-byte limit of a step summary: left out {16000 - len(bullets)} lines of check messages."
     )
     tight = markdown.render([comp], limit=20_000)
     rows = _table_rows(tight)
     assert 0 < len(rows) < 8000 and rows[-1].startswith(f"| case{len(rows) - 1:05d} |")
-    assert not any(line.startswith("- ") for line in tight.splitlines())
-    assert f"left out 8000 check messages and {8000 - len(rows)} table rows." in tight
+    assert not any(line.startswith(("- ", "  - ")) for line in tight.splitlines())
+    assert f"left out 16000 lines of check messages and {8000 - len(rows)} table rows." in tight
 
 
 def test_a_document_within_the_limit_is_untouched(in_root) -> None:

@@ -2,6 +2,7 @@
 ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters`` and review the diff."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -52,12 +53,74 @@ def test_json_holds_every_number(in_root) -> None:
 
 def test_console_table_and_attention_lines(in_root) -> None:
     text = console.render([recorded_comparison(REGRESSED_REPORT)])
-    assert "fuseci: suite elementwise (suites/elementwise.yaml): REGRESSED" in text
-    assert "GPU NVIDIA H200 (sm_90)" in text
-    assert "REGRESSED    scale_relu_add/fused: launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%)" in text
-    assert "REGRESSED    scale_relu_add/fused: fused launches 2 kernels, the baseline 1: the fusion split:" in text
-    assert "note         scale_relu_add: DRAM writes undercount (bytes written to L2 and still there" in text
+    lines = text.splitlines()
+    assert lines[0] == "suite elementwise: REGRESSED  suites/elementwise.yaml"
+    assert "GPU NVIDIA H200 (sm_90)" in text and "\x1b[" not in text  # no colour unless asked
+    # One block for the variant, headed by its verdict and where the case is: the split, then each
+    # gain it cost, then how many of its checks still pass.
+    (head,) = [i for i, line in enumerate(lines) if line.startswith("  REGRESSED  scale_relu_add/fused")]
+    assert lines[head] == "  REGRESSED  scale_relu_add/fused  suites/elementwise.yaml:17"
+    block = lines[head + 1 : lines.index("", head)]
+    assert block[0].startswith("    - fused launches 2 kernels, the baseline 1: the fusion split:")
+    assert "    - launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%); tolerance exact" in block
+    assert len(block) == 9 and block[-1] == "    (2 more checks pass)"
+    assert "1,301.1 MB for a minimum of 805.3 MB" in text  # the table's unit: 1301.1 in the DRAM MB column
+    assert "MiB" not in text
+    # The L2 undercount notes: one line; each case's with -v.
+    (note,) = [line for line in lines if "DRAM writes" in line]
+    assert note.startswith("  note: DRAM writes read up to 9% low in 5 cases") and note.endswith("-v shows each case")
+    verbose = console.render([recorded_comparison(REGRESSED_REPORT)], verbose=True)
+    assert sum("DRAM writes undercount" in line for line in verbose.splitlines()) == 5
     assert text.rstrip().endswith("fuseci: 50 pass, 8 regressed; exit 1")
+
+
+def test_console_colour_only_when_asked(in_root) -> None:
+    coloured = console.render([recorded_comparison(REGRESSED_REPORT)], color=True)
+    assert "\x1b[1;31mREGRESSED\x1b[0m" in coloured
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", coloured)
+    assert plain == console.render([recorded_comparison(REGRESSED_REPORT)])
+
+
+def test_first_run_without_baseline_is_one_line(in_root, tmp_path: Path) -> None:
+    comparison = recorded_comparison(CLEAN_REPORT, baselines=tmp_path)
+    text = console.render([comparison])
+    assert not comparison.has_baseline
+    (line,) = [line for line in text.splitlines() if "baseline" in line]
+    assert line.startswith(f"  NEW: no baseline at {tmp_path}/nvidia-h200/elementwise.json yet, so ")
+    assert line.endswith("record one with `fuseci update-baselines suites/elementwise.yaml`")
+    assert "  NEW  " not in text  # no line per check
+
+
+def test_junit_names_are_unique_and_failures_carry_the_detail(in_root) -> None:
+    root = ET.fromstring(junit.render([recorded_comparison(REGRESSED_REPORT)]).encode())
+    names = [tc.get("name") for tc in root.iter("testcase")]
+    assert len(names) == len(set(names))
+    failure = root.find(".//testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
+    body = failure.text.splitlines()
+    assert body[0] == "REGRESSED: " + failure.get("message")
+    assert body[1] == "now 1.402, baseline 2.322, change -39.6%, tolerance ±1%"
+    assert any(
+        line.startswith("fused kernels now: fuseci_mutant_scale_relu (1056 blocks of 256 threads") for line in body
+    )
+    assert "fused kernels at baseline: fuseci_scale_relu_add (1056 blocks of 256 threads, 32 registers)" in body
+    assert "suite suites/elementwise.yaml, line 17" in body
+
+
+def test_junit_two_wrong_outputs_of_one_variant_are_two_tests(elementwise) -> None:
+    from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+
+    checks = tuple(
+        MetricDelta("c", "fused", CheckKind.CORRECTNESS, q, Verdict.WRONG, f"wrong result: {q}")
+        for q in ("reference.output0", "first_call.output0", "", "")
+    )
+    comp = Comparison("s", "suites/s.yaml", {}, None, False, (), (CaseResult("c", 3, "", checks, ()),))
+    names = [tc.get("name") for tc in ET.fromstring(junit.render([comp]).encode()).iter("testcase")]
+    assert names == [
+        "c.fused.correctness[reference.output0]",
+        "c.fused.correctness[first_call.output0]",
+        "c.fused.correctness",
+        "c.fused.correctness#2",
+    ]
 
 
 def test_every_format_is_registered() -> None:
