@@ -149,7 +149,7 @@ def test_exit_codes() -> None:
 def test_timeout_stops_the_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     suite = load_suite(write(tmp_path / "s.yaml", TINY.read_text() + "ncu: {timeout: 1}\n"))
     script = "import time; print('started', flush=True); time.sleep(60)"
-    monkeypatch.setattr(api, "harness_argv", lambda *a, **k: [sys.executable, "-c", script])
+    monkeypatch.setattr("fuseci.api.timing.harness_argv", lambda *a, **k: [sys.executable, "-c", script])
     with pytest.raises(BenchError) as info:
         api.bench(suite, api.BenchOptions(report_dir=tmp_path / "out"))
     message = str(info.value)
@@ -161,7 +161,7 @@ def test_crash_quotes_the_log_on_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     script = (
         "import sys; print('Traceback (most recent call last):'); print('RuntimeError: kernel exploded'); sys.exit(134)"
     )
-    monkeypatch.setattr(api, "harness_argv", lambda *a, **k: [sys.executable, "-c", script])
+    monkeypatch.setattr("fuseci.api.timing.harness_argv", lambda *a, **k: [sys.executable, "-c", script])
     with pytest.raises(BenchError) as info:
         api.bench(load_suite(TINY), api.BenchOptions(report_dir=tmp_path))
     message = str(info.value)
@@ -177,7 +177,7 @@ def test_incomplete_record_is_an_error(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_missing_python_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(api, "harness_argv", lambda *a, **k: [str(tmp_path / "no-python")])
+    monkeypatch.setattr("fuseci.api.timing.harness_argv", lambda *a, **k: [str(tmp_path / "no-python")])
     with pytest.raises(BenchError, match="cannot execute .*no-python"):
         api.bench(load_suite(TINY), api.BenchOptions(report_dir=tmp_path))
 

@@ -16,7 +16,6 @@ import typer.core
 from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, write
 from typer.testing import CliRunner
 
-from fuseci import api
 from fuseci.cli import app, commands
 from fuseci.config.parse import load_suite
 from fuseci.errors import UsageError
@@ -54,7 +53,7 @@ def _assert_bug(result: Any, verbose: bool = False) -> None:
 BODIES = [
     ("run", "fuseci.api.run", ["run", SUITE, "--from-report", CLEAN_REPORT]),
     ("compare", "fuseci.store.runs.load_run", ["compare", CLEAN_REPORT, CLEAN_REPORT]),
-    ("merge", "fuseci.api.merge", ["merge", ROOT / "tests/data/legacy/results-elementwise-regressed.json"]),
+    ("merge", "fuseci.api.merge_results", ["merge", ROOT / "tests/data/legacy/results-elementwise-regressed.json"]),
     ("update-baselines", "fuseci.api.update_baselines", ["update-baselines", SUITE, "--from-report", CLEAN_REPORT]),
     ("bench", "fuseci.api.bench", ["bench", SUITE]),
     ("doctor", "fuseci.doctor.diagnose", ["doctor"]),
@@ -124,7 +123,7 @@ def test_an_unwritable_baseline_keeps_a_wrong_result(in_root, tmp_path: Path, mo
     wrong = replace(case, status=CaseStatus.WRONG, message="fused is wrong", measured=(), checks=(bad,))
     kernels = clean.kernels[clean.kernels["case"] != "bias_gelu"].reset_index(drop=True)
     results = summarize(kernels, replace(clean.record, cases={**clean.record.cases, "bias_gelu": wrong}))
-    monkeypatch.setattr(api, "measure", lambda suite, options: results)
+    monkeypatch.setattr("fuseci.api.baselines.measure", lambda suite, options: results)
     root = tmp_path / "b"
     (root / "nvidia-h200").mkdir(parents=True)  # no baseline yet: every right case would be recorded
 

@@ -189,9 +189,9 @@ def test_a_profiled_run_keeps_what_check_judged(
     tmp_path: Path, clean: SuiteResults, monkeypatch: pytest.MonkeyPatch, in_root
 ) -> None:
     """The run file holds the results the verdicts were made on."""
-    monkeypatch.setattr(api, "measure", lambda suite, options: clean)  # profiling needs a GPU
-    monkeypatch.setattr(api.profiler, "find_ncu", lambda explicit=None: "ncu")  # ... and ncu
-    monkeypatch.setattr(api.profiler, "ncu_version", lambda exe: "2025.3.1.0")
+    monkeypatch.setattr("fuseci.api.running.measure", lambda suite, options: clean)  # profiling needs a GPU
+    monkeypatch.setattr("fuseci.measure.profile.find_ncu", lambda explicit=None: "ncu")  # ... and ncu
+    monkeypatch.setattr("fuseci.measure.profile.ncu_version", lambda exe: "2025.3.1.0")
     out = tmp_path / "runs"
     result = invoke("run", SUITE, "--report-dir", tmp_path / "o", "--results-dir", out)
     assert result.exit_code == 0, result.output

@@ -104,8 +104,10 @@ def test_check_remeasures_only_borderline_cases(clean, elementwise, tmp_path, mo
     root = tmp_path / "baselines"
     bl.save_baseline(_with_fused_time(BASELINE, 0.87), root / "nvidia-h200" / "elementwise.json")
     seen = []
-    monkeypatch.setattr(api, "measure", lambda suite, options: clean)
-    monkeypatch.setattr(api, "remeasure", lambda suite, options, results, cases: seen.append(cases) or results)
+    monkeypatch.setattr("fuseci.api.running.measure", lambda suite, options: clean)
+    monkeypatch.setattr(
+        "fuseci.api.running.remeasure", lambda suite, options, results, cases: seen.append(cases) or results
+    )
     api.check(elementwise, api.RunOptions(baselines=root, report_dir=tmp_path))
     assert seen == [["scale_relu_add"]]
     seen.clear()  # a re-analysed report cannot be re-measured: its verdict stands

@@ -1,0 +1,61 @@
+"""The programmatic API: every ``fuseci`` command is one call here. Plain functions.
+
+Everything the CLI does can be scripted (and tested) without the argument parser: load suites,
+measure and judge them (:func:`run`), re-record baselines (:func:`update_baselines`), judge one
+run against another (:func:`compare_runs`), merge results (:func:`merge`), time suites
+(:func:`bench`), follow gains across runs (:func:`history`). A suite that cannot be measured becomes an ``ERROR`` comparison; only what
+keeps the whole command from running raises.
+"""
+
+from __future__ import annotations
+
+from fuseci.api.baselines import BaselineUpdate, update_baselines
+from fuseci.api.running import (
+    Progress,
+    RunOptions,
+    RunOutcome,
+    Silent,
+    baseline_file,
+    check,
+    check_results,
+    keep_run,
+    own_files,
+    run,
+)
+from fuseci.api.sharding import MAX_SHARDS, merge, merge_results, parse_shard, shard
+from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
+from fuseci.api.timing import BenchOptions, bench, bench_own_files
+from fuseci.api.trends import history, run_files_in
+from fuseci.judge.runs import compare_runs, recorded_suites
+
+__all__ = [
+    "MAX_SHARDS",
+    "BaselineUpdate",
+    "BenchOptions",
+    "Progress",
+    "RunOptions",
+    "RunOutcome",
+    "Silent",
+    "baseline_file",
+    "bench",
+    "bench_own_files",
+    "check",
+    "check_results",
+    "check_suites",
+    "compare_runs",
+    "history",
+    "keep_run",
+    "load_suites",
+    "merge",
+    "merge_results",
+    "own_files",
+    "parse_accept_env",
+    "parse_shard",
+    "recorded_suites",
+    "run",
+    "run_files_in",
+    "runnable",
+    "shard",
+    "suite_files",
+    "update_baselines",
+]

@@ -1,0 +1,92 @@
+"""``fuseci update-baselines``: re-record a suite's baseline, only what changed, never what fails."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fuseci.api.running import RunOptions, baseline_file
+from fuseci.config.model import Suite
+from fuseci.errors import EXIT_REGRESSION, BaselineError
+from fuseci.frames.metrics import SuiteResults
+from fuseci.judge import update
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import Comparison, update_exit_code
+from fuseci.measure.run import measure
+from fuseci.store import baselines as bl
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineUpdate:
+    """What ``update-baselines`` did to one suite's baseline file."""
+
+    path: Path
+    """The baseline file."""
+    written: bool
+    """True when the file was (re)written."""
+    changes: tuple[str, ...]
+    """One line per changed, added or removed case, or env field."""
+    kept: tuple[str, ...]
+    """Cases not updated because they are wrong or broken (old values kept)."""
+    comparison: Comparison
+    """The comparison against the old baseline, on which the update was based."""
+    refused: tuple[update.Refusal, ...] = ()
+    """Cases not recorded because an expectation, the bytes allowance or correctness fails."""
+    overridden: tuple[update.Refusal, ...] = ()
+    """Cases recorded with ``force`` although such a check fails."""
+    empty: bool = False
+    """True when nothing could be recorded, so no file was written."""
+
+
+def update_baselines(
+    suite: Suite, options: RunOptions, *, force: bool = False, lock_timeout_s: float = bl.LOCK_TIMEOUT_S
+) -> BaselineUpdate:
+    """Re-record one suite's baseline, changing only cases whose checks did not pass.
+
+    A case whose every check passes keeps its old values byte for byte, so a re-record after no
+    real change produces no diff; ``force`` re-records every measured case. Wrong or broken cases
+    are never recorded: their old values stay. A changed environment re-records everything.
+
+    Measuring runs unlocked; reading the old baseline, comparing and writing the new one hold the
+    file's update lock (:func:`fuseci.store.baselines.locked`), so a concurrent update of the same
+    suite and GPU waits up to ``lock_timeout_s`` and then builds on this one's result. Nothing but
+    ``<gpu-slug>/<suite>.json`` and its lock file is written; when anything fails, the old file
+    stays byte for byte and no temporary file remains. A baseline file that is a symbolic link is
+    read through the link, but an update that would change it is refused, not written through.
+
+    Raises:
+        FuseciError: the suite could not be measured or the old baseline is corrupt.
+        BaselineError: the lock was held by another update for ``lock_timeout_s``, the baseline
+            directory is not writable, the disk is full, or the file is a symbolic link.
+    """
+    results = measure(suite, options.measuring)
+    path = baseline_file(options, results)
+    with bl.locked(path, lock_timeout_s):
+        return _rerecord(suite, results, path, force)
+
+
+def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
+    """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
+    old = bl.load_baseline(path)
+    comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
+    decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
+    new = decided.baseline
+    written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
+    if written and new is not None:
+        try:
+            bl.save_baseline(new, path)
+        except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
+            code = update_exit_code(comparison, decided.kept, bool(decided.refused))
+            raise BaselineError(
+                str(exc), exit_code=EXIT_REGRESSION if code == EXIT_REGRESSION else exc.exit_code
+            ) from None
+    return BaselineUpdate(
+        path=path,
+        written=written,
+        changes=decided.changes,
+        kept=decided.kept,
+        comparison=comparison,
+        refused=decided.refused,
+        overridden=decided.overridden,
+        empty=new is None,
+    )

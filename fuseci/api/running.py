@@ -1,0 +1,248 @@
+"""``fuseci run``: measure and judge suites, over every GPU asked for, and keep the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from fuseci.api.sharding import shard
+from fuseci.config.model import Suite
+from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
+from fuseci.frames.metrics import SuiteResults
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import Comparison, failed
+from fuseci.measure import devices, process
+from fuseci.measure import profile as profiler
+from fuseci.measure.command import Mode, SuiteFiles
+from fuseci.measure.record import record_path_for
+from fuseci.measure.run import MeasureOptions, measure, remeasure
+from fuseci.store import baselines as bl
+from fuseci.store import runs as run_files
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How to obtain results and what to judge them against."""
+
+    baselines: Path = Path("baselines")
+    """Root of the baseline tree (``<root>/<gpu-slug>/<suite>.json``)."""
+    report_dir: Path = Path("fuseci-out")
+    """Where profiled runs write their report, record and logs."""
+    from_report: Path | None = None
+    """Re-analyse this ``.ncu-rep``/``.ncu-rep.xz`` instead of profiling."""
+    ncu: str | None = None
+    """Explicit ncu executable."""
+    accept_env: frozenset[str] = field(default_factory=frozenset)
+    """Environment fields whose difference from the baseline is accepted."""
+    gpus: tuple[str | None, ...] = (None,)
+    """The GPUs to deal the suites out over (``CUDA_VISIBLE_DEVICES`` entries); ``(None,)``: the
+    one GPU this process sees (see :func:`fuseci.measure.devices.select`)."""
+    in_flight: int = 2
+    """Suites in flight at once per GPU: while one uses the GPU, the next one starts its
+    processes and the last one is judged. They take turns on the GPU through its lock file."""
+    device: str | None = None
+    """The GPU this suite runs on (set per suite by :func:`run`)."""
+    on_stage: Callable[[str, Path | None], None] | None = None
+    """Hears each stage of measuring and judging a suite (set per suite by :func:`run`)."""
+
+    @property
+    def measuring(self) -> MeasureOptions:
+        """The part of these options that says how to measure."""
+        return MeasureOptions(
+            report_dir=self.report_dir,
+            from_report=self.from_report,
+            ncu=self.ncu,
+            device=self.device,
+            gpu_lock=None if self.from_report is not None else devices.lock_path(self.device),
+            on_stage=self.on_stage,
+        )
+
+
+def own_files(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Path, str]]:
+    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite
+    files, each suite's baselines (on every card that has one), and the re-analysed report and
+    its record or, when profiling, the files of the report directory. A report the user asks for
+    must be none of these (:func:`fuseci.cli.output.check_outputs`)."""
+    found: list[tuple[Path, str]] = []
+    for suite in suites:
+        found.append((suite.path, f"the suite file of {suite.name!r}"))
+        for path in sorted(options.baselines.glob(f"*/{suite.name}.json")):  # ids hold no glob characters
+            found.append((path, f"a baseline of suite {suite.name!r}"))
+        if options.from_report is None:
+            files = SuiteFiles(options.report_dir, suite.name)
+            found.append((files.report, f"the report a profiled run of {suite.name!r} writes"))
+            found.append((files.ncu_log, "ncu's log"))
+            for mode in (Mode.PROFILE, Mode.TIME):
+                harness = files.harness(mode)
+                found += [(harness.record, f"a harness record of {suite.name!r}"), (harness.log, "a harness log")]
+    if options.from_report is not None:
+        found.append((options.from_report, "the report being re-analysed"))
+        found.append((record_path_for(options.from_report), "the harness record of the report being re-analysed"))
+    return found
+
+
+def baseline_file(options: RunOptions, results: SuiteResults) -> Path:
+    """Where this run's baseline lives."""
+    return bl.baseline_path(options.baselines, str(results.env.get("gpu_name", "unknown")), results.suite)
+
+
+def check(suite: Suite, options: RunOptions) -> Comparison:
+    """Measure (or re-analyse) one suite and compare it with its baseline.
+
+    Raises:
+        FuseciError: anything that keeps the suite from being judged at all.
+    """
+    return check_results(suite, options)[0]
+
+
+def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteResults]:
+    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them.
+
+    A CUDA-event speedup that fell borderline outside its band
+    (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) is re-measured and the suite judged again
+    on all passes; a re-analysed report cannot be re-measured, so its first verdict stands.
+
+    Raises:
+        FuseciError: anything that keeps the suite from being judged at all.
+    """
+    results = measure(suite, options.measuring)
+    path = baseline_file(options, results)
+    baseline = bl.load_baseline(path)
+    options.measuring.say("judging")
+    comparison = compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env)
+    retry = sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
+    if not retry or options.from_report is not None:
+        return comparison, results
+    results = remeasure(suite, options.measuring, results, retry)
+    return compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env), results
+
+
+class Progress(Protocol):
+    """Hears what a long command is doing, as it does it (the CLI shows it; :class:`Silent` is
+    the default). Its methods are called from the thread that runs the command.
+    """
+
+    def suite_started(self, suite: Suite, index: int, total: int) -> None:
+        """Suite ``index`` (from 1) of ``total`` starts."""
+
+    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
+        """The suite entered a stage (``profiling under ncu``, ``judging``...); ``watch`` is the
+        harness record that names the case being worked on, when there is one."""
+
+    def suite_judged(self, comparison: Comparison) -> None:
+        """A suite was judged (or failed: its comparison is then one ``ERROR``)."""
+
+    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
+        """A suite could not be judged at all."""
+
+
+class Silent:
+    """A :class:`Progress` that hears nothing."""
+
+    def suite_started(self, suite: Suite, index: int, total: int) -> None:
+        """Ignored."""
+
+    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
+        """Ignored."""
+
+    def suite_judged(self, comparison: Comparison) -> None:
+        """Ignored."""
+
+    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
+        """Ignored."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What ``fuseci run`` concluded for its suites."""
+
+    comparisons: tuple[Comparison, ...]
+    """One per suite, in order; a suite that could not be judged is one ``ERROR``."""
+    measured: tuple[SuiteResults, ...]
+    """The results of the suites that were measured, to keep in a run file."""
+
+
+def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
+    """Measure and judge every suite; a suite that fails stands as one ``ERROR`` and the others
+    still run. ``progress`` hears each suite start and end (from worker threads).
+
+    The suites are dealt out over :attr:`RunOptions.gpus` like shards (:func:`shard`), and up to
+    :attr:`RunOptions.in_flight` of each GPU's suites are in flight at once; each harness process
+    holds its GPU's lock while it uses the GPU, so measurements never overlap on a GPU. The
+    outcome lists the suites in the order given, whatever order they finished in.
+
+    Raises:
+        UsageError: ``--from-report`` with more than one suite.
+        MismatchError: a report and its record are not one run's (no suite is judged then).
+    """
+    if options.from_report is not None and len(suites) > 1:  # none: an empty shard
+        raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    listener = progress or Silent()
+    order = {id(s): i for i, s in enumerate(suites, 1)}
+    machine: list[str] = []  # the first suite's word that ncu cannot profile on this machine
+    if options.from_report is None and suites:  # ncu missing or broken: said once, for the first suite
+        try:
+            profiler.ncu_version(profiler.find_ncu(options.ncu))
+        except NcuError as exc:
+            listener.suite_failed(suites[0], exc)
+            first = failed(suites[0], str(exc))
+            rest = [failed(s, f"not run: ncu cannot profile here ({suites[0].name} says why)") for s in suites[1:]]
+            return RunOutcome((first, *rest), ())
+
+    def one(suite: Suite, device: str | None) -> tuple[Comparison, SuiteResults | None]:
+        if machine:
+            return failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)"), None
+        listener.suite_started(suite, order[id(suite)], len(suites))
+
+        def heard(what: str, watch: Path | None = None) -> None:
+            listener.stage(suite, what, watch)
+
+        try:
+            comparison, results = check_results(suite, replace(options, device=device, on_stage=heard))
+        except MismatchError:  # inputs that are not one run's: judge nothing, write nothing
+            raise
+        except NcuError as exc:
+            if exc.machine_wide and machine:
+                comparison = failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)")
+            else:
+                machine.extend([suite.name] if exc.machine_wide else [])
+                listener.suite_failed(suite, exc)
+                comparison = failed(suite, str(exc))
+            results = None
+        except FuseciError as exc:
+            listener.suite_failed(suite, exc)
+            comparison, results = failed(suite, str(exc)), None
+        listener.suite_judged(comparison)
+        return comparison, results
+
+    slots = options.gpus or (None,)
+    pools = [ThreadPoolExecutor(max_workers=max(1, options.in_flight)) for _ in slots]
+    futures = {}
+    try:
+        for k, (device, pool) in enumerate(zip(slots, pools, strict=True), 1):
+            for suite in shard(list(suites), k, len(slots)):
+                futures[id(suite)] = pool.submit(one, suite, device)
+        done = [futures[id(s)].result() for s in suites]
+    except BaseException:  # Ctrl-C or a bug: stop every child of every suite in flight
+        for f in futures.values():
+            f.cancel()
+        process.stop_all()
+        raise
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return RunOutcome(tuple(c for c, _ in done), tuple(r for _, r in done if r is not None))
+
+
+def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:
+    """Save the measured suites as a new run file in ``directory``; None when none was measured.
+
+    Raises:
+        ReportError: the run file cannot be written.
+    """
+    if not outcome.measured:
+        return None
+    return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory)

@@ -1,0 +1,121 @@
+"""Suites dealt out to shards (and GPUs), and the results of several runs merged into one."""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from fuseci.config.model import Suite
+from fuseci.config.names import gpu_slug
+from fuseci.errors import ReportError, UsageError
+from fuseci.judge.verdict import Comparison
+from fuseci.store.atomic import same_file
+from fuseci.store.results import read_results
+
+#: Most shards ``--shard K/N`` may name: far more than any CI matrix, few enough to check at once.
+MAX_SHARDS = 10_000
+
+_SHARD = re.compile(r"\A([0-9]{1,6})/([0-9]{1,6})\Z")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` → (2, 4).
+
+    Raises:
+        UsageError: not ``K/N`` with 1 <= K <= N <= :data:`MAX_SHARDS`.
+    """
+    m = _SHARD.fullmatch(text)
+    if m is None:
+        raise UsageError(
+            f"--shard {text[:40]!r}: write K/N with whole numbers, e.g. 2/4 (shard K of N, counting from 1; "
+            f"N at most {MAX_SHARDS})"
+        )
+    k, n = int(m.group(1)), int(m.group(2))
+    if n > MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: N is at most {MAX_SHARDS}; use fewer shards")
+    if not 1 <= k <= n:
+        raise UsageError(f"--shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
+    """The suites that shard ``k`` of ``n`` runs: whole suites (one ncu process each), dealt out
+    by weight so that shards get similar numbers of cases.
+
+    Deterministic: every shard computes the same assignment from the same suite files, sorted
+    by name, the largest suite first to the lightest shard (ties to the lowest shard number).
+    Only the first ``len(suites)`` shards can receive a suite (a later one is picked only once
+    every earlier one holds a suite), so the work is O(suites · log suites) whatever ``n`` is.
+    """
+    heap = [(0, i) for i in range(min(n, len(suites)))]  # (load, shard index): already a heap
+    owner: dict[str, int] = {}
+    for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):
+        load, lightest = heapq.heappop(heap)
+        owner[suite.name] = lightest
+        heapq.heappush(heap, (load + len(suite.cases), lightest))
+    return [s for s in suites if owner[s.name] == k - 1]
+
+
+def _base_name(suite: str) -> str:
+    """A suite's id without the ``@gpu-slug`` an earlier merge gave it."""
+    return suite.split("@", 1)[0]
+
+
+def _card(c: Comparison) -> str:
+    return gpu_slug(str(c.env.get("gpu_name", "unknown")))
+
+
+def merge(comparisons: list[Comparison]) -> list[Comparison]:
+    """Comparisons of several runs as one list; a suite met more than once (one per GPU model)
+    is renamed ``suite@gpu-slug`` so that reports keep them apart. Suites that could not be run
+    know no card: two of those of one name are ``suite@unknown-gpu`` and ``suite@unknown-gpu-2``.
+    (:func:`merge_results` refuses two results of one suite on one card before this.)"""
+    counts = Counter(_base_name(c.suite) for c in comparisons)
+    used: set[str] = set()
+    out: list[Comparison] = []
+    for c in comparisons:
+        base = _base_name(c.suite)
+        name = c.suite if counts[base] == 1 else f"{base}@{_card(c) if c.env else 'unknown-gpu'}"
+        n, unique = 1, name
+        while unique in used:
+            n += 1
+            unique = f"{name}-{n}"
+        used.add(unique)
+        out.append(c if unique == c.suite else replace(c, suite=unique))
+    return out
+
+
+def merge_results(paths: Sequence[Path]) -> list[Comparison]:
+    """Read results files (``fuseci run --json``) and merge them (:func:`merge`).
+
+    Two results of one suite on one card (the same file named twice, two runs of a suite on one
+    GPU model, or a merged file and one of its parts) are refused rather than merged silently or
+    one of them picked: which one counts is the user's decision.
+
+    Raises:
+        ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
+            that another file (or the same one) also holds.
+    """
+    for i, path in enumerate(paths):
+        for earlier in paths[:i]:
+            if same_file(path, earlier):
+                raise ReportError(f"{path}: named twice (also as {earlier}); pass each results file once")
+    seen: dict[tuple[str, str], Path] = {}
+    comparisons: list[Comparison] = []
+    for path in paths:
+        for c in read_results(path):
+            key = (_base_name(c.suite), _card(c))
+            if c.env and key in seen:
+                where = "earlier in the same file" if seen[key] == path else f"in {seen[key]}"
+                raise ReportError(
+                    f"{path}: suite {key[0]!r} on {key[1]} is also {where}: two results of one suite on one card "
+                    "cannot be merged (which should count?); pass one results file per suite and card, the run "
+                    "you want judged"
+                )
+            seen.setdefault(key, path)
+            comparisons.append(c)
+    return merge(comparisons)

@@ -1,0 +1,86 @@
+"""Which suites a command runs: the files named (or every ``suites/*.yaml``), checked on
+their own and together, and the ``--accept-env`` fields."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from fuseci.config.check import SuiteCheck, check_files
+from fuseci.config.model import Suite
+from fuseci.config.names import ENV_FIELDS
+from fuseci.errors import SuiteError, UsageError
+
+log = logging.getLogger("fuseci.api")
+
+
+def suite_files(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list[Path]:
+    """The suite files named, or every ``suites/*.yaml`` under ``root``.
+
+    Raises:
+        UsageError: none named and none found.
+    """
+    if paths:
+        return list(paths)
+    found = sorted((root / "suites").glob("*.yaml"))
+    if not found:
+        raise UsageError("no suite given and no suites/*.yaml in the current directory; pass a suite file")
+    return found
+
+
+def check_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve: bool = True) -> SuiteCheck:
+    """Check the suite files named (default: every ``suites/*.yaml``, planted-regression suites
+    included) on their own and together: see :mod:`fuseci.config.check`.
+
+    Raises:
+        UsageError: none named and none found.
+    """
+    return check_files(suite_files(paths, root=root), resolve=resolve)
+
+
+def runnable(check: SuiteCheck, named: bool) -> list[Suite]:
+    """The suites a command runs: all that loaded, but planted-regression suites only when the
+    command line named them."""
+    if named:
+        return list(check.suites)
+    planted = [s.name for s in check.suites if s.planted]
+    if planted:
+        log.info("skipping planted-regression suite(s) %s; name the file to run one", ", ".join(planted))
+    return [s for s in check.suites if not s.planted]
+
+
+def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve: bool = False) -> list[Suite]:
+    """The suites named, or every ``suites/*.yaml`` under ``root`` except planted-regression
+    suites (those run only when named), checked as :func:`check_suites` checks them.
+
+    Raises:
+        SuiteError: a suite file is missing or invalid, two share an id, or (``resolve``) a
+            ``module:function`` does not exist; the message lists every problem.
+        UsageError: none named and none found.
+    """
+    check = check_suites(paths, root=root, resolve=resolve)
+    if check.problems:
+        first = check.problems[0]
+        more = (
+            f" (and {len(check.problems) - 1} more problems: `fuseci check` lists them)"
+            if len(check.problems) > 1
+            else ""
+        )
+        raise SuiteError(first.message + more, path=first.path, line=first.line)
+    return runnable(check, bool(paths))
+
+
+def parse_accept_env(items: Sequence[str] | None) -> frozenset[str]:
+    """The ``--accept-env`` fields (comma-separated or repeated).
+
+    Raises:
+        UsageError: a field is not an environment fingerprint field or ``all``.
+    """
+    accepted = frozenset(f.strip() for item in items or () for f in item.split(",") if f.strip())
+    unknown = accepted - set(ENV_FIELDS) - {"all"}
+    if unknown:
+        raise UsageError(
+            f"--accept-env: unknown field(s) {sorted(unknown)}; choose from {', '.join(ENV_FIELDS)} or all"
+        )
+    return accepted
