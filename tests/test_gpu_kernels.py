@@ -90,3 +90,22 @@ def test_variants_match_float64_reference(suite: str, case: Case, root) -> None:
                 g64 = cp.asnumpy(g).astype(np.float64)
                 assert g64.shape == np.shape(e), (vid, shapes)
                 np.testing.assert_allclose(g64, e, rtol=tol.rtol, atol=tol.atol, err_msg=f"{case.id}/{vid} at {shapes}")
+
+
+@pytest.mark.parametrize(("suite", "case"), _cases(), ids=lambda v: v if isinstance(v, str) else v.id)
+def test_reference_on_the_gpu_is_the_host_reference(suite: str, case: Case, root) -> None:
+    """The harness evaluates references on the GPU in float64 (fuseci.harness.checks): the same
+    values as NumPy's float64 on the host, to far within any correctness tolerance."""
+    import cupy as cp
+
+    from fuseci.harness.checks import reference_outputs
+
+    rng = np.random.default_rng()
+    reference = resolve(case.reference, [root])
+    host = {spec.name: _random(spec, spec.shape, rng) for spec in case.inputs}
+    on_gpu = reference_outputs(case, reference, {k: cp.asarray(v) for k, v in host.items()})
+    assert all(isinstance(o, cp.ndarray) and o.dtype == cp.float64 for o in on_gpu), case.id  # ran on the GPU
+    expected = reference(**{k: v.astype(np.float64) for k, v in host.items()}, **case.params)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for g, e in zip(on_gpu, expected, strict=True):
+        np.testing.assert_allclose(cp.asnumpy(g), e, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(e)) or 1.0))
