@@ -7,7 +7,7 @@ line and exits with their ``exit_code``; anything else is a bug and keeps its tr
 
 from __future__ import annotations
 
-#: Exit codes, documented in README and ``fuseci --help``.
+#: Exit codes, documented in docs/SUITES.md (summed up in README.md) and ``fuseci --help``.
 EXIT_PASS = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2

@@ -235,12 +235,15 @@ def test_one_document_with_explicit_markers_is_fine(tmp_path: Path, loader: str)
 )
 def test_a_top_level_that_is_not_a_mapping(tmp_path: Path, text: str, got: str) -> None:
     message = _text_error(tmp_path, text)
-    assert f"top level: expected a mapping with the keys 'suite' and 'cases', {got}; see README.md" in message
+    assert (
+        f"top level: expected a mapping with the keys 'suite' and 'cases', {got}; see docs/SUITES.md, 'Writing a suite'"
+        in message
+    )
 
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n", "null\n"])
 def test_an_empty_document(tmp_path: Path, text: str) -> None:
-    assert "the suite file is empty" in _text_error(tmp_path, text)
+    assert "the suite file is empty; see docs/SUITES.md for the format" in _text_error(tmp_path, text)
 
 
 def test_an_unhashable_key(tmp_path: Path, loader: str) -> None:

@@ -69,11 +69,17 @@ def test_every_shipped_suite_validates(path: Path) -> None:
     assert _schema_errors(yaml.safe_load(path.read_text(encoding="utf-8"))) == []
 
 
-def test_the_readme_example_validates_and_loads(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Writing a suite", 1)[1]
+#: The documented suite examples: the first ```yaml block after each heading.
+DOC_EXAMPLES = [("docs/SUITES.md", "## Writing a suite"), ("README.md", "## Your first suite")]
+
+
+@pytest.mark.parametrize(("doc", "heading"), DOC_EXAMPLES, ids=[d for d, _ in DOC_EXAMPLES])
+def test_the_documented_examples_validate_and_load(tmp_path: Path, doc: str, heading: str) -> None:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    assert heading in text, f"{doc} has no {heading!r} section"
+    section = text.split(heading, 1)[1]
     example = re.search(r"```yaml\n(.*?)```", section, re.S)
-    assert example, "README.md's 'Writing a suite' has no yaml example"
+    assert example, f"{doc}'s {heading!r} has no yaml example"
     assert _schema_errors(yaml.safe_load(example.group(1))) == []
     assert load_suite(write(tmp_path / "example.yaml", example.group(1))).cases
 

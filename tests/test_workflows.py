@@ -1,4 +1,4 @@
-"""The GitHub Actions workflows: actionlint-clean, fork-safe, and doing what README says."""
+"""The GitHub Actions workflows: actionlint-clean, fork-safe, and doing what docs/CI.md says."""
 
 from __future__ import annotations
 

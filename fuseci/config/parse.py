@@ -1,7 +1,7 @@
 """Suite validation: a loaded YAML document → the frozen :mod:`fuseci.config.model`, or a
 one-line :class:`~fuseci.errors.SuiteError` naming the file, the line and the field path.
 
-README.md and docs/SUITES.md document the format with a complete example.
+docs/SUITES.md ("Writing a suite") documents the format with a complete example.
 """
 
 from __future__ import annotations
@@ -340,7 +340,7 @@ def parse_suite(data: object, path: Path) -> Suite:
         raise w.error(
             "top level",
             f"expected a mapping with the keys 'suite' and 'cases', got {_kind(data)} {brief_repr(data)}; "
-            "see README.md, 'Writing a suite'",
+            "see docs/SUITES.md, 'Writing a suite'",
         )
     root: Mapping[str, Any] = data
     fl.check_keys(w, "top level", root, _TOP_KEYS, ("suite", "cases"))
@@ -389,5 +389,5 @@ def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     data = load_yaml(path)
     if data is None:
-        raise SuiteError(f"{path}: the suite file is empty; see README.md for the format")
+        raise SuiteError(f"{path}: the suite file is empty; see docs/SUITES.md for the format")
     return parse_suite(data, path)
