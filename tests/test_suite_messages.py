@@ -99,6 +99,19 @@ def _error(tmp_path: Path, text: str) -> str:
             GOOD + "    expect: {time: '>= 2x'}\n",
             "case 'c1'.expect: no gain named 'time'; expectations apply to: launches, dram__bytes.sum",
         ),
+        # a misspelt key in a block mapping: the key's own line, not the block's
+        (
+            GOOD + "    gates:\n      launches: exact\n      dram_bytes: 1%\n",
+            ":11: case 'c1'.gates: cannot gate 'dram_bytes'",
+        ),
+        (
+            GOOD + "    expect:\n      launches: '== 2x'\n      time: '>= 2x'\n",
+            ":11: case 'c1'.expect: no gain named 'time'",
+        ),
+        (
+            GOOD + "    params:\n      alpha: 1\n      2beta: 2\n",
+            ":11: case 'c1'.params: param name '2beta' must be a Python identifier",
+        ),
         # missing keys say what they look like
         (
             GOOD.replace(X, "{dtype: float32}"),
@@ -114,7 +127,7 @@ def _error(tmp_path: Path, text: str) -> str:
         (GOOD + "defaults: [dtype]\n", ":9: defaults: expected a mapping, got list ['dtype']"),
         (
             GOOD.replace("    variants:", "    params: {alpha: {a: 1}}\n    variants:"),
-            ":3: case 'c1'.params.alpha: expected a scalar (number, string or boolean), got mapping {'a': 1}",
+            ":6: case 'c1'.params.alpha: expected a scalar (number, string or boolean), got mapping {'a': 1}",
         ),
         (
             GOOD.replace("    variants:", "    params: [1]\n    variants:"),

@@ -202,7 +202,8 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
     for s in check.suites:
         variants = sum(len(c.variants) for c in s.cases)
         planted = ", planted regressions" if s.planted else ""
-        typer.echo(f"{s.path}: suite {s.name}: {len(s.cases)} cases, {variants} variants{planted}: ok")
+        cases = f"{len(s.cases)} case{'s' if len(s.cases) != 1 else ''}"
+        say(f"{s.path}: suite {s.name}: {cases}, {variants} variant{'s' if variants != 1 else ''}{planted}: ok")
     typer.echo(f"fuseci check: {len(check.suites)} suite file{'s' if len(check.suites) != 1 else ''}, all valid")
     return EXIT_PASS
 

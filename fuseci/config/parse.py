@@ -85,7 +85,9 @@ def _parse_gates(
     for key, text in node.items():
         if key not in names.GATEABLE:
             hint = fl.did_you_mean(key, names.GATEABLE)
-            raise w.error(where, f"cannot gate {brief_repr(key)}; {hint}gateable: {', '.join(names.GATEABLE)}", node)
+            raise w.error(
+                where, f"cannot gate {brief_repr(key)}; {hint}gateable: {', '.join(names.GATEABLE)}", node, key=key
+            )
         try:
             gates[key] = parse_tolerance(text)
         except ValueError as exc:
@@ -105,6 +107,7 @@ def _parse_expect(w: fl.Where, where: str, raw: object, parent: object) -> dict[
                 where,
                 f"no gain named {brief_repr(key)}; {hint}expectations apply to: {', '.join(names.GAIN_GATEABLE)}",
                 node,
+                key=key,
             )
         try:
             out[key] = parse_expectation(text)
@@ -206,15 +209,17 @@ def _parse_caught_by(w: fl.Where, where: str, raw: object, parent: object) -> tu
 
 
 def _parse_params(w: fl.Where, where: str, raw: object, node: object, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    params = dict(fl.optional_mapping(w, where, raw, node))
+    block = fl.optional_mapping(w, where, raw, node)
+    params = dict(block)
     for key, value in params.items():
         if not isinstance(key, str) or not key.isidentifier():
-            raise w.error(where, f"param name {brief_repr(key)} must be a Python identifier", node)
+            raise w.error(where, f"param name {brief_repr(key)} must be a Python identifier", block, key=key)
         if not isinstance(value, (int, float, str, bool)):
             raise w.error(
                 fl.sub(where, key),
                 f"expected a scalar (number, string or boolean), got {_kind(value)} {brief_repr(value)}",
-                node,
+                block,
+                key=key,
             )
     clash = sorted(set(params) & set(inputs))
     if clash:

@@ -10,9 +10,9 @@ They are found by `ruptures <https://centre-borelli.github.io/ruptures-docs/>`_'
 the gain divided by ``log(1 + tolerance)``, the gate's tolerance of the quantity: one unit is
 one tolerance, whatever the gain's magnitude and whether it rose or fell. The penalty per change
 point is :data:`PENALTY` units squared: a lasting shift of about a tolerance (or a single run a
-tolerance and a half away) is a change; noise well inside the gate is not. The gates were set at
-5–10× the largest change seen in repeated runs (docs/BENCHMARKS.md), so the same scale keeps
-noise out here. ``exact`` gates (launch counts) use a scale of :data:`MIN_SCALE`; ungated gains
+tolerance and a half away) is a change; noise well inside the gate is not. The default gates sit
+at 2–9× the largest change seen in repeated runs (docs/BENCHMARKS.md, "Noise study" and
+"Sensitivity"), so the same scale keeps noise out here. ``exact`` gates (launch counts) use a scale of :data:`MIN_SCALE`; ungated gains
 :data:`UNGATED_SCALE`.
 """
 
