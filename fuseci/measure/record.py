@@ -193,10 +193,10 @@ class ProfilerInfo:
     def from_json(cls, data: Mapping[str, Any]) -> ProfilerInfo | None:
         """None for an empty object (a record the harness wrote, before ncu finished); ``data``
         has been checked against :data:`SCHEMA` (members of older records that this class no
-        longer has are left out)."""
+        longer has are left out; a missing setting reads as unknown, ``""``)."""
         if not data:
             return None
-        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+        return cls(**{f.name: data.get(f.name, "" if f.default is MISSING else f.default) for f in fields(cls)})
 
 
 @dataclass(frozen=True, slots=True)
