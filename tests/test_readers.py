@@ -361,3 +361,34 @@ def test_compare_still_opens_suites_in_the_directory(tree: Path, recorded: Calla
     run = recorded(SUITE)
     assert invoke("compare", run, run).exit_code == 1
     assert invoke("compare", recorded("./suites/elementwise.yaml"), run).exit_code == 1
+
+
+# --- the schema follows the dataclasses ---------------------------------------------------------
+
+
+def test_a_new_optional_timing_field_is_checked_without_a_line_of_schema() -> None:
+    from dataclasses import dataclass
+
+    from fuseci.store import schema as sc
+
+    @dataclass(frozen=True)
+    class Timing:
+        variant: str
+        median_ns: float
+        spread_ns: float | None = None
+        calls: tuple[float, ...] = ()
+
+    spec = sc.dataclass_spec(Timing)
+    sc.validate(spec, {"variant": "fused", "median_ns": 1.0})
+    sc.validate(spec, {"variant": "fused", "median_ns": 1.0, "spread_ns": None, "calls": [1, 2.5]})
+    for bad, where in (({"variant": "f", "median_ns": 1, "spread_ns": "x"}, "t.spread_ns"), ({"variant": "f"}, "t")):
+        with pytest.raises(sc.SchemaError) as info:
+            sc.validate(spec, bad, "t")
+        assert info.value.where == where
+
+    @dataclass(frozen=True)
+    class Odd:
+        when: complex
+
+    with pytest.raises(TypeError, match="Odd.when: no spec for 'complex'; add an override"):
+        sc.dataclass_spec(Odd)
