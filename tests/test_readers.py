@@ -392,3 +392,11 @@ def test_a_new_optional_timing_field_is_checked_without_a_line_of_schema() -> No
 
     with pytest.raises(TypeError, match="Odd.when: no spec for 'complex'; add an override"):
         sc.dataclass_spec(Odd)
+
+
+def test_a_place_in_a_message_stays_short() -> None:
+    from fuseci.store import schema as sc
+
+    assert sc.sub("cases", "a" * 70_000) == 'cases["' + "a" * 60 + '"...]'
+    assert sc.sub("cases", "bias_gelu") == "cases.bias_gelu"
+    assert sc.sub("", "x\ny") == '["x\\ny"]'

@@ -46,7 +46,7 @@ def sub(where: str, key: str | int) -> str:
     """The JSON path of ``key`` under ``where``: ``a.b``, ``a[0]``, or ``a["dram__bytes.sum"]``."""
     if isinstance(key, int):
         return f"{where}[{key}]"
-    if _KEY.match(key):
+    if _KEY.match(key) and len(key) <= 60:
         return f"{where}.{key}" if where else key
     return f"{where}[{json.dumps(key[:60])}{'...' if len(key) > 60 else ''}]"
 
