@@ -150,6 +150,7 @@ def test_same_file_sees_through_links_and_dots(tmp_path: Path) -> None:
     assert same_file(tmp_path / "x" / ".." / "a.json", a)
     assert same_file(tmp_path / "new.json", tmp_path / "." / "new.json")  # neither exists yet
     assert not same_file(tmp_path / "new.json", a)
+    assert not same_file(a, f"{a}\0") and not same_file(tmp_path / "n\0.json", tmp_path / "n\0.json")
 
 
 # --- outputs that are inputs ------------------------------------------------------------------

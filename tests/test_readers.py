@@ -400,3 +400,15 @@ def test_a_place_in_a_message_stays_short() -> None:
     assert sc.sub("cases", "a" * 70_000) == 'cases["' + "a" * 60 + '"...]'
     assert sc.sub("cases", "bias_gelu") == "cases.bias_gelu"
     assert sc.sub("", "x\ny") == '["x\\ny"]'
+
+
+def test_a_nul_in_a_path_a_results_file_names(tmp_path: Path) -> None:
+    """Paths inside documents are labels: one that no file system takes is still just shown
+    (found by the CLI fuzz run: a NUL made the output check crash)."""
+    doc = _results_doc()
+    doc["suites"][0]["baseline_path"] = "baselines/\x00.json"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    result = invoke("merge", path, "--json", tmp_path / "m.json", "--junit", tmp_path / "m.xml")
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output and "\x00" not in result.output
