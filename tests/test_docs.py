@@ -24,9 +24,6 @@ from fuseci.config.check import check_files
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-#: Pages written on another branch and linked before they land: a link to one of them may dangle
-#: until it exists; from then on it is checked like any other. Remove an entry once it has landed.
-PENDING = {"docs/SECURITY.md"}
 
 _FENCE = re.compile(r"^(```|~~~)")
 _LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -80,8 +77,7 @@ def test_every_relative_link_resolves(doc: Path) -> None:
         dest = (doc.parent / file).resolve() if file else doc
         rel = dest.relative_to(ROOT).as_posix() if dest.is_relative_to(ROOT) else str(dest)
         if not dest.exists():
-            if rel not in PENDING:
-                broken.append(f"{target}: no such file")
+            broken.append(f"{target}: no such file")
             continue
         if anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             broken.append(f"{target}: no heading with the anchor #{anchor} in {rel}")

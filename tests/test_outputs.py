@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, write
+from fuzzing import fuzz_settings
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fuseci.cli import app
@@ -147,6 +150,7 @@ def test_same_file_sees_through_links_and_dots(tmp_path: Path) -> None:
     assert same_file(tmp_path / "x" / ".." / "a.json", a)
     assert same_file(tmp_path / "new.json", tmp_path / "." / "new.json")  # neither exists yet
     assert not same_file(tmp_path / "new.json", a)
+    assert not same_file(a, f"{a}\0") and not same_file(tmp_path / "n\0.json", tmp_path / "n\0.json")
 
 
 # --- outputs that are inputs ------------------------------------------------------------------
@@ -268,3 +272,58 @@ def test_doctor_json_to_dev_null(monkeypatch: pytest.MonkeyPatch) -> None:
     result = invoke("doctor", "--json", "/dev/null")
     assert result.exit_code == 0, result.output
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+# --- property: whatever the text and whatever is at the path ----------------------------------------
+
+KINDS = ["new", "regular", "link", "dangling link", "dev null", "fifo"]
+
+
+@pytest.fixture(scope="module")
+def playground(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("outputs")
+
+
+def _prepare(root: Path, kind: str) -> tuple[Path, Path | None]:
+    """A fresh directory with ``kind`` at ``out``; the file a write must land in (None: a device)."""
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    out = root / "out.xml"
+    if kind == "regular":
+        out.write_text("old")
+    elif kind == "link":
+        (root / "target.xml").write_text("old")
+        out.symlink_to(root / "target.xml")
+        return out, root / "target.xml"
+    elif kind == "dangling link":
+        out.symlink_to(root / "made.xml")
+        return out, root / "made.xml"
+    elif kind == "dev null":
+        return Path("/dev/null"), None
+    elif kind == "fifo":
+        os.mkfifo(out)
+        return out, None
+    return out, out
+
+
+@fuzz_settings(300)
+@given(text=st.text(st.characters(codec=None, exclude_categories=())), kind=st.sampled_from(KINDS))
+def test_write_output_writes_the_text_and_replaces_nothing_else(playground: Path, text: str, kind: str) -> None:
+    root = playground / "p"
+    out, lands = _prepare(root, kind)
+    expected = text.encode("utf-8", "backslashreplace")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(out.read_bytes())) if kind == "fifo" else None
+    if reader:
+        reader.start()
+    write_output(out, text)
+    if reader:
+        reader.join(10)
+        assert got == [expected] and stat.S_ISFIFO(os.lstat(out).st_mode)
+    if lands is not None:
+        assert lands.read_bytes() == expected
+    if kind in ("link", "dangling link"):
+        assert out.is_symlink()
+    if kind == "dev null":
+        assert stat.S_ISCHR(os.stat(out).st_mode)
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]  # no temporary file left

@@ -361,3 +361,54 @@ def test_compare_still_opens_suites_in_the_directory(tree: Path, recorded: Calla
     run = recorded(SUITE)
     assert invoke("compare", run, run).exit_code == 1
     assert invoke("compare", recorded("./suites/elementwise.yaml"), run).exit_code == 1
+
+
+# --- the schema follows the dataclasses ---------------------------------------------------------
+
+
+def test_a_new_optional_timing_field_is_checked_without_a_line_of_schema() -> None:
+    from dataclasses import dataclass
+
+    from fuseci.store import schema as sc
+
+    @dataclass(frozen=True)
+    class Timing:
+        variant: str
+        median_ns: float
+        spread_ns: float | None = None
+        calls: tuple[float, ...] = ()
+
+    spec = sc.dataclass_spec(Timing)
+    sc.validate(spec, {"variant": "fused", "median_ns": 1.0})
+    sc.validate(spec, {"variant": "fused", "median_ns": 1.0, "spread_ns": None, "calls": [1, 2.5]})
+    for bad, where in (({"variant": "f", "median_ns": 1, "spread_ns": "x"}, "t.spread_ns"), ({"variant": "f"}, "t")):
+        with pytest.raises(sc.SchemaError) as info:
+            sc.validate(spec, bad, "t")
+        assert info.value.where == where
+
+    @dataclass(frozen=True)
+    class Odd:
+        when: complex
+
+    with pytest.raises(TypeError, match="Odd.when: no spec for 'complex'; add an override"):
+        sc.dataclass_spec(Odd)
+
+
+def test_a_place_in_a_message_stays_short() -> None:
+    from fuseci.store import schema as sc
+
+    assert sc.sub("cases", "a" * 70_000) == 'cases["' + "a" * 60 + '"...]'
+    assert sc.sub("cases", "bias_gelu") == "cases.bias_gelu"
+    assert sc.sub("", "x\ny") == '["x\\ny"]'
+
+
+def test_a_nul_in_a_path_a_results_file_names(tmp_path: Path) -> None:
+    """Paths inside documents are labels: one that no file system takes is still just shown
+    (found by the CLI fuzz run: a NUL made the output check crash)."""
+    doc = _results_doc()
+    doc["suites"][0]["baseline_path"] = "baselines/\x00.json"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    result = invoke("merge", path, "--json", tmp_path / "m.json", "--junit", tmp_path / "m.xml")
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output and "\x00" not in result.output

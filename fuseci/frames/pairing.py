@@ -37,10 +37,10 @@ def mismatch(kernels: pd.DataFrame, record: HarnessRecord) -> str:
         return f"the report holds suite(s) {_listed(suites)}, the record suite {record.suite!r}"
     devices = sorted({d for d in kernels[names.DEVICE_NAME] if isinstance(d, str) and d})
     if len(devices) > 1:
-        return f"the report holds kernels of several GPUs ({_listed(devices)})"
+        return f"the report holds kernels of several GPUs ({_listed([repr(d[:100]) for d in devices])})"
     gpu = record.env.get("gpu_name")
     if devices and gpu != devices[0]:
-        return f"the report was recorded on {devices[0]!r}, the record on {gpu!r}"
+        return f"the report was recorded on {devices[0][:100]!r}, the record on {str(gpu)[:100]!r}"
     ran = {(cid, vid) for cid, case in record.cases.items() for vid in case.measured}
     seen = set(zip(kernels[names.CASE], kernels[names.VARIANT], strict=True))
     stray = sorted(f"{c}/{v}" for c, v in seen - ran)

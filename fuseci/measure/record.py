@@ -193,10 +193,10 @@ class ProfilerInfo:
     def from_json(cls, data: Mapping[str, Any]) -> ProfilerInfo | None:
         """None for an empty object (a record the harness wrote, before ncu finished); ``data``
         has been checked against :data:`SCHEMA` (members of older records that this class no
-        longer has are left out)."""
+        longer has are left out; a missing setting reads as unknown, ``""``)."""
         if not data:
             return None
-        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+        return cls(**{f.name: data.get(f.name, "" if f.default is MISSING else f.default) for f in fields(cls)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,14 +377,9 @@ _CASE = sc.Obj(
         min_bytes=(sc.Nullable(sc.COUNT), False),
     )
 )
-_PROFILER = sc.Obj(
-    {
-        **{name: sc.Field(sc.Str(max_len=200), required=False) for name in ("ncu_version", "clock_control")},
-        **{name: sc.Field(sc.Str(max_len=200), required=False) for name in ("cache_control", "replay_mode")},
-        "logs": sc.Field(sc.Str(max_len=16384), required=False),
-        "timed": sc.Field(sc.Bool(), required=False),
-    }
-)
+#: The profiler section: :class:`ProfilerInfo`'s fields, each optional (a record the harness wrote
+#: before ncu finished has none), members of older versions ignored.
+_PROFILER = sc.dataclass_spec(ProfilerInfo, closed=False, optional=True)
 #: What a record holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`).
 SCHEMA = sc.Obj(
     sc.members(

@@ -290,8 +290,14 @@ def same_file(a: Path | str, b: Path | str) -> bool:
     links, ``..`` and case-insensitive file systems included), else the same resolved path."""
     try:
         return os.path.samefile(a, b)
-    except (OSError, ValueError):  # one is missing (or a path no file system takes)
+    except ValueError:  # a path no file system takes (a NUL in it, from a document): no file at all
+        return False
+    except OSError:  # one is missing
+        pass
+    try:
         return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
 
 
 _FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z")

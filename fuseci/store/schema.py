@@ -46,7 +46,7 @@ def sub(where: str, key: str | int) -> str:
     """The JSON path of ``key`` under ``where``: ``a.b``, ``a[0]``, or ``a["dram__bytes.sum"]``."""
     if isinstance(key, int):
         return f"{where}[{key}]"
-    if _KEY.match(key):
+    if _KEY.match(key) and len(key) <= 60:
         return f"{where}.{key}" if where else key
     return f"{where}[{json.dumps(key[:60])}{'...' if len(key) > 60 else ''}]"
 
@@ -78,8 +78,10 @@ class Spec(Protocol):
     """What every spec does: accept a value or raise :class:`SchemaError` naming ``where``."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises:
-        SchemaError: the value does not fit.
+        """Check ``value``, found at the JSON path ``where``.
+
+        Raises:
+            SchemaError: the value does not fit.
         """
 
 
@@ -97,7 +99,7 @@ class Str:
     """When set, the string must be one of these."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if not isinstance(value, str):
             raise SchemaError(where, f"expected {self.what}, got {shown(value)}")
         if len(value) > self.max_len:
@@ -118,7 +120,7 @@ class Int:
     """First value refused."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaError(where, f"expected an integer, got {shown(value)}")
         if not self.minimum <= value < self.maximum:
@@ -135,7 +137,7 @@ class Num:
     """False where the format keeps ``Infinity`` or ``NaN`` (the error of a NaN output)."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SchemaError(where, f"expected a number, got {shown(value)}")
         if isinstance(value, float) and not math.isfinite(value):
@@ -152,7 +154,7 @@ class Bool:
     """``true`` or ``false``."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if not isinstance(value, bool):
             raise SchemaError(where, f"expected true or false, got {shown(value)}")
 
@@ -165,7 +167,7 @@ class Nullable:
     """What a non-null value must be."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if value is not None:
             self.spec.check(value, where)
 
@@ -178,7 +180,7 @@ class OneOf:
     """The alternatives, tried in order."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         last: SchemaError | None = None
         for spec in self.specs:
             try:
@@ -200,7 +202,7 @@ class List:
     """Longest list taken."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if not isinstance(value, list):
             raise SchemaError(where, f"expected a list, got {shown(value)}")
         if len(value) > self.max_len:
@@ -220,7 +222,7 @@ class Tuple:
     """How many of the last positions may be missing."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         least = len(self.items) - self.optional
         if not isinstance(value, list) or not least <= len(value) <= len(self.items):
             sizes = f"{least} to {len(self.items)}" if self.optional else str(len(self.items))
@@ -241,13 +243,13 @@ class Map:
     """Most entries taken."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if not isinstance(value, dict):
             raise SchemaError(where, f"expected an object, got {shown(value)}")
         if len(value) > self.max_len:
             raise SchemaError(where, f"an object of {len(value)} entries, more than the {self.max_len} allowed")
         for k, v in value.items():
-            self.key.check(k, sub(where, k) if isinstance(k, str) and len(k) <= 200 else where)
+            self.key.check(k, sub(where, k))
             self.value.check(v, sub(where, k))
 
 
@@ -272,7 +274,7 @@ class Obj:
     so that an unknown member (a misspelt key) is an error rather than a crash or a silent loss."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         if not isinstance(value, dict):
             raise SchemaError(where, f"expected an object, got {shown(value)}")
         for name, member in self.members.items():
@@ -298,7 +300,7 @@ class Custom:
     """The check."""
 
     def check(self, value: Any, where: str) -> None:
-        """Raises: SchemaError."""
+        """See :meth:`Spec.check`."""
         self.fn(value, where)
 
 
@@ -333,10 +335,13 @@ ENV = Map(SCALAR, key=Str(max_len=200), max_len=1000)
 """An environment fingerprint and the facts beside it."""
 
 
-def dataclass_spec(cls: type, overrides: Mapping[str, Spec] | None = None, *, closed: bool = True) -> Obj:
+def dataclass_spec(
+    cls: type, overrides: Mapping[str, Spec] | None = None, *, closed: bool = True, optional: bool = False
+) -> Obj:
     """The :class:`Obj` of a dataclass whose members a document holds as they are: each field's
-    spec from its annotation (``int`` counts, ``float`` amounts, ``X | None``, ``tuple[float,
-    ...]``, ``str`` text, ``bool``), or from ``overrides``; required when it has no default.
+    spec from its annotation (``int`` counts, ``float`` amounts, ``X | None``, ``tuple[X, ...]``,
+    ``str`` text, ``bool``; see :data:`BY_ANNOTATION`), or from ``overrides``; required when it
+    has no default (or never, with ``optional``: documents that may leave any member out).
 
     A new optional field of a plain type needs no change here; one of another type, or with a
     range of its own, is one line of ``overrides``.
@@ -347,21 +352,27 @@ def dataclass_spec(cls: type, overrides: Mapping[str, Spec] | None = None, *, cl
     overrides = overrides or {}
     members: dict[str, Field] = {}
     for f in fields(cls):
-        spec = overrides.get(f.name) or _BY_ANNOTATION.get(str(f.type))
+        spec = overrides.get(f.name) or BY_ANNOTATION.get(str(f.type))
         if spec is None:
             raise TypeError(f"{cls.__name__}.{f.name}: no spec for {f.type!r}; add an override")
-        required = f.default is MISSING and f.default_factory is MISSING
+        required = not optional and f.default is MISSING and f.default_factory is MISSING
         members[f.name] = Field(spec, required=required)
     return Obj(members, closed=closed)
 
 
-_BY_ANNOTATION: dict[str, Spec] = {
+#: The spec of each annotation :func:`dataclass_spec` knows, as ``from __future__ import
+#: annotations`` leaves it (a string).
+BY_ANNOTATION: dict[str, Spec] = {
     "str": TEXT,
     "bool": Bool(),
     "int": COUNT,
     "float": AMOUNT,
+    "str | None": Nullable(TEXT),
+    "bool | None": Nullable(Bool()),
     "int | None": Nullable(COUNT),
     "float | None": Nullable(AMOUNT),
+    "tuple[str, ...]": List(TEXT, max_len=1_000_000),
+    "tuple[int, ...]": List(COUNT, max_len=10_000_000),
     "tuple[float, ...]": List(AMOUNT, max_len=10_000_000),
 }
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from fuseci import __version__
 from fuseci.errors import FuseciError, ReportError
-from fuseci.store.schema import SchemaError
+from fuseci.store.schema import SchemaError, shown
 
 #: Deepest nesting of arrays and objects read; fuseci's documents need about 8 levels.
 MAX_DEPTH = 32
@@ -149,12 +149,14 @@ class DocumentFormat:
             raise self.fail(path, f"not a fuseci {self.what}{f' ({hint})' if hint else ''}")
         version = data.get("format_version")
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise self.fail(path, f"invalid {self.what} format_version {version!r}")
+            raise self.fail(path, f"invalid {self.what} format_version: {shown(version)}")
         if version > self.version:
+            writer = data.get("fuseci_version", "?")
+            if not (isinstance(writer, str) and writer.isprintable() and len(writer) <= 40):
+                writer = shown(writer)
             raise self.error(
-                f"{path}: {self.what} format {version} was written by a newer fuseci "
-                f"({str(data.get('fuseci_version', '?'))[:40]}); this is fuseci {__version__}, which reads format "
-                f"{self.version}: upgrade fuseci"
+                f"{path}: {self.what} format {version} was written by a newer fuseci ({writer}); this is fuseci "
+                f"{__version__}, which reads format {self.version}: upgrade fuseci"
             )
         while version < self.version:
             data = self.upgrades[version](data)
