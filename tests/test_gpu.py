@@ -140,9 +140,12 @@ def test_wrong_results_fail_their_case_and_say_by_how_much(
         ],
     )
     assert result.exit_code == 1, result.output
-    assert "WRONG        forgets_relu/fused: wrong result: fused output 0 vs reference:" in result.output
+    lines = result.output.splitlines()
+    # One block per wrong variant, headed by its verdict, each failed comparison under it.
+    head = next(i for i, line in enumerate(lines) if line.startswith("  WRONG      forgets_relu/fused  "))
+    assert lines[head + 1].startswith("    - wrong result: fused output 0 vs reference:"), lines[head : head + 3]
     # The unwritten tail holds the allocator's NaN poison: 3 elements, an infinite error.
-    assert "skips_tail/fused: wrong result: fused output 0 vs unfused: 3 of 1000003 elements" in result.output
+    assert "    - wrong result: fused output 0 vs unfused: 3 of 1000003 elements" in result.output
     assert "max abs err inf" in result.output
     assert "fine" in result.output
     record = json.loads((tmp_path / "out" / "tiny-wrong.harness.json").read_text())

@@ -211,3 +211,37 @@ def test_timings_reach_the_baseline(clean) -> None:
     assert values[names.EVENT_TIME] > 0 and values[names.EVENT_TIME_REPEATS] == 30
     assert values[names.MIN_BYTES] == 3 * 64 * 2**20 * 4
     assert isinstance(clean.record.cases["scale_relu_add"].timings[0], VariantTiming)
+
+
+NORMALIZATION_REPORT = CLEAN_REPORT.with_name("normalization.ncu-rep.xz")
+
+
+def _low_occupancy_warnings(comparison) -> dict[str, str]:
+    return {
+        k.case: k.message
+        for c in comparison.cases
+        for k in c.checks
+        if k.check is CheckKind.VALUE and k.quantity == names.OCC_ACHIEVED and k.verdict is Verdict.WARN
+    }
+
+
+def test_low_occupancy_at_the_memory_roof_is_no_warning(in_root) -> None:
+    """The LayerNorm kernels keep whole rows in registers: 32-41% achieved occupancy, at 79-82% of
+    the card's DRAM peak. More warps could not make them faster: nothing to warn about."""
+    from fuseci.config.parse import load_suite
+
+    suite = load_suite("suites/normalization.yaml")
+    results = measure_run.measure(suite, MeasureOptions(from_report=NORMALIZATION_REPORT))
+    baseline = bl.load_baseline(H200_BASELINES / "nvidia-h200" / "normalization.json")
+    assert results.variant_values("add_layernorm", "fused")[names.OCC_ACHIEVED] < 35
+    assert _low_occupancy_warnings(compare(results, suite, baseline)) == {}
+    # The same kernel at half the bandwidth: latency-bound, and too few warps is the likely why.
+    variants = results.variants.copy()
+    slow = (variants[names.CASE] == "add_layernorm") & (variants[names.VARIANT] == "fused")
+    for rate in (names.DRAM_READ_RATE, names.DRAM_WRITE_RATE):
+        variants.loc[slow, rate] = variants.loc[slow, rate] / 2
+    warned = _low_occupancy_warnings(compare(replace(results, variants=variants), suite, baseline))
+    assert list(warned) == ["add_layernorm"]
+    assert (
+        "keeps only 31.9% of the warps" in warned["add_layernorm"] and "limited by registers" in warned["add_layernorm"]
+    )

@@ -18,7 +18,7 @@ from fuseci.harness.probe import probe
 from fuseci.harness.run import preload, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
 from fuseci.measure.command import DEFAULT_REPEATS
-from fuseci.store.atomic import LockTimeout, exclusive_lock
+from fuseci.store.atomic import LockTimeout, file_lock
 
 log = logging.getLogger("fuseci.harness")
 
@@ -35,11 +35,22 @@ def gpu_turn(lock: Path | None, timeout_s: float) -> Iterator[None]:
         return
     log.info("waiting for the GPU (%s)", lock)
     try:
-        with exclusive_lock(lock, timeout_s):
-            log.info("GPU taken")
-            yield
+        turn = file_lock(lock, timeout_s)
+        turn.__enter__()
     except LockTimeout as exc:
-        raise HarnessError(f"the GPU stayed busy for {exc.waited_s:g} s (held by {exc.holder}); lock {lock}") from None
+        raise HarnessError(
+            f"the GPU stayed busy for {exc.waited_s:.1f} s (held by {exc.holder}); lock {lock}"
+        ) from None
+    except OSError as exc:
+        raise HarnessError(
+            f"cannot take the GPU's lock {lock}: {exc.strerror or exc}; another user's fuseci may own it: "
+            "set TMPDIR to a directory of your own"
+        ) from None
+    log.info("GPU taken")
+    try:
+        yield
+    finally:
+        turn.__exit__(None, None, None)
 
 
 def main(argv: list[str] | None = None) -> int:

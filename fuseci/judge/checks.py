@@ -69,6 +69,8 @@ class VariantContext:
     """False when this run has no CUDA-event timings: the speedup is not judged."""
     sm_count: int = 0
     """Multiprocessors of the GPU the run measured on (0: unknown)."""
+    dram_peak: float = 0.0
+    """The card's peak DRAM bandwidth in bytes/s, as ncu's percentages imply it (0: unknown)."""
 
     def baseline_values(self, variant: str | None = None) -> Mapping[str, float] | None:
         """The baseline's quantities of ``variant`` (default: the one this variant is judged as)."""
@@ -432,8 +434,12 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
 
 #: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
 OCCUPANCY_DROP = 0.05
-#: A fused kernel under this achieved occupancy (percent) gets a warning.
+#: A fused kernel under this achieved occupancy (percent) gets a warning...
 LOW_ACHIEVED_OCCUPANCY = 50.0
+#: ... unless it moves DRAM at this fraction of the card's peak or more: then it is at the memory
+#: roof, and more warps could not make it faster (the normalization kernels keep whole rows in
+#: registers at 32-41% occupancy and run at 93-98% of copy bandwidth).
+AT_THE_ROOF = 0.75
 #: A variant whose probe calls waited for the GPU in at least this fraction of tries blocks.
 BLOCKS_AT = 0.5
 
@@ -491,6 +497,13 @@ def _fills_the_gpu(ctx: VariantContext) -> bool:
     return longest.grid * longest.block >= resident
 
 
+def _at_the_roof(ctx: VariantContext) -> bool:
+    """Whether the variant moved DRAM at :data:`AT_THE_ROOF` of the card's peak or more (unknown:
+    no)."""
+    rate = ctx.values.get(names.DRAM_READ_RATE, math.nan) + ctx.values.get(names.DRAM_WRITE_RATE, math.nan)
+    return ctx.dram_peak > 0 and math.isfinite(rate) and rate >= AT_THE_ROOF * ctx.dram_peak
+
+
 def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[MetricDelta]:
     """Occupancy as a cause: ``checks`` (the variant's others) with a fall in theoretical
     occupancy named as the likely why of each time gain that regressed, plus warnings.
@@ -498,7 +511,8 @@ def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[Met
     An occupancy the suite gates (``gates:``) is judged by :func:`value_check`, a hard gate, and
     left alone here. Otherwise a fall is a warning when no time regressed (never for a candidate
     judged against another variant's baseline: it is judged on outcomes), and a fused kernel
-    under :data:`LOW_ACHIEVED_OCCUPANCY` percent achieved occupancy is a warning.
+    under :data:`LOW_ACHIEVED_OCCUPANCY` percent achieved occupancy that fills the GPU and is not
+    at the memory roof (:data:`AT_THE_ROOF`) is a warning.
     """
     out = list(checks)
     drop = "" if names.OCC_THEORETICAL in ctx.case.gates else occupancy_drop(ctx)
@@ -526,7 +540,12 @@ def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[Met
             )
         )
     achieved = ctx.values.get(names.OCC_ACHIEVED, math.nan)
-    if names.OCC_ACHIEVED not in ctx.case.gates and achieved < LOW_ACHIEVED_OCCUPANCY and _fills_the_gpu(ctx):
+    if (
+        names.OCC_ACHIEVED not in ctx.case.gates
+        and achieved < LOW_ACHIEVED_OCCUPANCY
+        and _fills_the_gpu(ctx)
+        and not _at_the_roof(ctx)
+    ):
         limiter = occupancy_limiter(ctx.values)
         out.append(
             ctx.delta(

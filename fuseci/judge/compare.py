@@ -9,6 +9,7 @@ occupancy, bytes over the minimum, expectations); ``planted`` for planted regres
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -147,6 +148,7 @@ def _judge_case(
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
                 sm_count=_int(results.env.get("sm_count")),
+                dram_peak=_positive(results.env.get(names.DRAM_PEAK)),
             )
             measurements.append(
                 VariantMeasurement(
@@ -174,6 +176,11 @@ def _judge_case(
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _positive(value: object) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return float(value) if ok else 0.0  # type: ignore[arg-type]
 
 
 def _why_incomparable(blocking: Sequence[EnvDifference]) -> str:

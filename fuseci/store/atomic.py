@@ -14,6 +14,7 @@ replacement stays atomic, but of two concurrent writers the last one wins.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
@@ -222,6 +223,18 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
         os.close(fd)
     with _lock_file(directory / FALLBACK_LOCK, timeout_s, poll_s):
         yield
+
+
+def file_lock(lock: Path, timeout_s: float, poll_s: float = 0.05) -> contextlib.AbstractContextManager[None]:
+    """Hold an exclusive advisory lock through the file ``lock`` (created in an existing
+    directory, removed on release) for the block: one holder at a time, across processes. For a
+    lock that is not a directory's, such as a GPU's turn (:mod:`fuseci.harness`).
+
+    Raises:
+        LockTimeout: another process held the lock for ``timeout_s``.
+        OSError: the lock file cannot be created, opened or locked.
+    """
+    return _lock_file(lock, timeout_s, poll_s)
 
 
 @contextmanager
