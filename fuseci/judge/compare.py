@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from fuseci.config import names
 from fuseci.config.model import UNFUSED, Case, Suite
 from fuseci.frames.metrics import SuiteResults, inventory
+from fuseci.judge import causes
 from fuseci.judge import checks as ck
 from fuseci.judge.baseline import Baseline
 from fuseci.judge.verdict import (
@@ -116,8 +117,8 @@ def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
     for q in names.VALUE_GATEABLE:
         if q in ctx.case.gates and (d := ck.value_check(ctx, q)):
             out.append(d)
-    out = ck.occupancy_checks(ctx, out)
-    if ctx.timed and (d := ck.asynchrony_check(ctx)) is not None:
+    out = causes.occupancy_checks(ctx, out)
+    if ctx.timed and (d := causes.asynchrony_check(ctx)) is not None:
         out.append(d)
     if (d := ck.bytes_check(ctx)) is not None:
         out.append(d)
