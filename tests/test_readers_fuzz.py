@@ -149,7 +149,7 @@ def run_texts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return [*_texts(RUNS), path.read_text()]
 
 
-@fuzz_settings(600)
+@fuzz_settings(1000)
 @given(data=st.data())
 def test_run_files(
     target: Path, run_texts: list[str], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
