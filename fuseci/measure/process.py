@@ -21,10 +21,18 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+#: The most of a log's end that :func:`tail` reads (a kernel that prints in a loop can leave gigabytes).
+TAIL_BYTES = 64 * 1024
+
+
 def tail(path: Path, lines: int = 15) -> str:
-    """The last ``lines`` lines of a log file; empty when it cannot be read."""
+    """The last ``lines`` lines of a log file (of its last :data:`TAIL_BYTES`); empty when it
+    cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(size - TAIL_BYTES, 0))
+            text = fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return ""
     return "\n".join(text.rstrip().splitlines()[-lines:])
