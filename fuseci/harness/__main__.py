@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from fuseci.config.parse import load_suite
@@ -34,23 +34,20 @@ def gpu_turn(lock: Path | None, timeout_s: float) -> Iterator[None]:
         yield
         return
     log.info("waiting for the GPU (%s)", lock)
-    try:
-        turn = file_lock(lock, timeout_s)
-        turn.__enter__()
-    except LockTimeout as exc:
-        raise HarnessError(
-            f"the GPU stayed busy for {exc.waited_s:.1f} s (held by {exc.holder}); lock {lock}"
-        ) from None
-    except OSError as exc:
-        raise HarnessError(
-            f"cannot take the GPU's lock {lock}: {exc.strerror or exc}; another user's fuseci may own it: "
-            "set TMPDIR to a directory of your own"
-        ) from None
-    log.info("GPU taken")
-    try:
+    with ExitStack() as held:
+        try:  # only taking the lock is the lock's failure; what the block raises passes through
+            held.enter_context(file_lock(lock, timeout_s))
+        except LockTimeout as exc:
+            raise HarnessError(
+                f"the GPU stayed busy for {exc.waited_s:.1f} s (held by {exc.holder}); lock {lock}"
+            ) from None
+        except OSError as exc:
+            raise HarnessError(
+                f"cannot take the GPU's lock {lock}: {exc.strerror or exc}; another user's fuseci may own it: "
+                "set TMPDIR to a directory of your own"
+            ) from None
+        log.info("GPU taken")
         yield
-    finally:
-        turn.__exit__(None, None, None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,11 +15,10 @@ file passes :func:`~fuseci.reporters.text.clean` before colour is added.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 from fuseci.config import names
-from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, clean, env_line, totals, undercount_summary
+from fuseci.judge.verdict import CaseResult, Comparison, Verdict
+from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, attention, clean, env_line, totals, undercount_summary
 
 #: SGR colour per verdict: red for what fails the build, yellow for what needs a look, cyan for
 #: what has nothing to compare with, green for what is fine.
@@ -99,34 +98,16 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
     return [line(head), *(line(r) for r in rows)]
 
 
-def _worst(checks: Iterable[MetricDelta]) -> Verdict:
-    return min((k.verdict for k in checks), key=lambda v: v.rank, default=Verdict.PASS)
-
-
-def _blocks(c: Comparison, paint: _Paint, line_of: dict[str, int]) -> list[str]:
+def _blocks(c: Comparison, paint: _Paint) -> list[str]:
     """One block per (case, variant) with a check that did not pass, the worst first."""
-    groups: dict[tuple[str, str], list[MetricDelta]] = {}
-    for case in c.cases:
-        for k in case.checks:
-            groups.setdefault((case.case, k.variant), []).append(k)
-    shown: list[tuple[int, int, str, str, list[MetricDelta], int]] = []
-    for (case_id, variant), checks in groups.items():
-        attention = [k for k in checks if k.verdict is not Verdict.PASS]
-        if not c.has_baseline:  # the one line under the heading says why everything is new
-            attention = [k for k in attention if k.verdict is not Verdict.NEW]
-        if attention:
-            shown.append(
-                (_worst(attention).rank, len(shown), case_id, variant, attention, len(checks) - len(attention))
-            )
     out: list[str] = []
-    for _, _, case_id, variant, attention, passing in sorted(shown, key=lambda s: (s[0], s[1])):
-        where = clean(f"{case_id}/{variant}" if variant else case_id)
-        line = line_of.get(case_id, 0)
-        place = paint(clean(f"{c.suite_path}:{line}" if line else c.suite_path), _DIM)
-        out.append(f"  {paint.verdict(_worst(attention), 10)} {where}  {place}")
-        new = [k for k in attention if k.verdict is Verdict.NEW]
-        for k in sorted((k for k in attention if k.verdict is not Verdict.NEW), key=lambda k: k.verdict.rank):
-            out.append(f"    {paint('-', _SGR[k.verdict])} {clean(k.message)}")
+    for a in attention(c):
+        place = paint(clean(f"{c.suite_path}:{a.line}" if a.line else c.suite_path), _DIM)
+        out.append(f"  {paint.verdict(a.verdict, 10)} {clean(a.where)}  {place}")
+        new = [k for k in a.checks if k.verdict is Verdict.NEW]
+        for k in a.checks:
+            if k.verdict is not Verdict.NEW:
+                out.append(f"    {paint('-', _SGR[k.verdict])} {clean(k.message)}")
         if len(new) == 1:
             out.append(f"    {paint('-', _SGR[Verdict.NEW])} {clean(new[0].message)}")
         elif new:
@@ -134,8 +115,8 @@ def _blocks(c: Comparison, paint: _Paint, line_of: dict[str, int]) -> list[str]:
                 f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have no baseline value yet: "
                 f"record them with `fuseci update-baselines {clean(c.suite_path)}`"
             )
-        if passing:
-            out.append(paint(f"    ({passing} more check{'s' if passing != 1 else ''} pass)", _DIM))
+        if a.passing:
+            out.append(paint(f"    ({a.passing} more check{'s' if a.passing != 1 else ''} pass)", _DIM))
     return out
 
 
@@ -172,10 +153,10 @@ def _suite(c: Comparison, paint: _Paint, verbose: bool) -> list[str]:
             clean(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ") + f"({state})"
         )
     out += ["", *("  " + r for r in _table(c.cases)), ""]
-    attention = _blocks(c, paint, {case.case: case.line for case in c.cases})
+    blocks = _blocks(c, paint)
     notes = _notes(c, verbose)
-    if attention:
-        out += [*attention, ""]
+    if blocks:
+        out += [*blocks, ""]
     if notes:
         out += [*notes, ""]
     return out

@@ -19,8 +19,17 @@ from dataclasses import dataclass
 
 from fuseci.config import names
 from fuseci.config.model import UNFUSED
-from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, clean, env_line, totals, undercount_summary
+from fuseci.judge.verdict import CaseResult, Comparison, Verdict
+from fuseci.reporters.text import (
+    GAIN_COLUMNS,
+    UNDERCOUNT,
+    attention,
+    clean,
+    env_line,
+    totals,
+    undercount_summary,
+    worst,
+)
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -79,10 +88,6 @@ def _verdict(verdict: Verdict) -> str:
     return f"{_icon(verdict)} {verdict.value.upper()}"
 
 
-def _worst(checks: list[MetricDelta]) -> Verdict:
-    return min((k.verdict for k in checks), key=lambda v: v.rank, default=Verdict.PASS)
-
-
 def _gain(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
 
@@ -101,7 +106,7 @@ def _rows(case: CaseResult) -> list[str]:
             escape(case.case),
             escape(variant) or "-",
             *(_gain(g.get(q)) for q, _ in GAIN_COLUMNS),
-            _verdict(_worst(checks)),
+            _verdict(worst(checks)),
         )
         rows.append("| " + " | ".join(cells) + " |")
     return rows
@@ -109,20 +114,11 @@ def _rows(case: CaseResult) -> list[str]:
 
 def _bullets(c: Comparison) -> tuple[str, ...]:
     """One bullet per (case, variant) with a check that did not pass, headed by its worst
-    verdict, its checks' messages nested under it; without a baseline, NEW checks are left to
-    the line that says so."""
-    groups: dict[tuple[str, str], list[MetricDelta]] = {}
-    for case in c.cases:
-        for k in case.checks:
-            if k.verdict is not Verdict.PASS and (c.has_baseline or k.verdict is not Verdict.NEW):
-                groups.setdefault((case.case, k.variant), []).append(k)
+    verdict, its checks' messages nested under it (:func:`~fuseci.reporters.text.attention`)."""
     out: list[str] = []
-    order = sorted(groups.items(), key=lambda item: _worst(item[1]).rank)  # stable: suite order within a verdict
-    for (case_id, variant), checks in order:
-        where = f"{case_id}/{variant}" if variant else case_id
-        worst = _worst(checks)
-        out.append(f"- {_icon(worst)} **{worst.value.upper()}** {escape(where)}")
-        out += [f"  - {inline(k.message)}" for k in sorted(checks, key=lambda k: k.verdict.rank)]
+    for a in attention(c):
+        out.append(f"- {_icon(a.verdict)} **{a.verdict.value.upper()}** {escape(a.where)}")
+        out += [f"  - {inline(k.message)}" for k in a.checks]
     return tuple(out)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from fuseci.config import names
 from fuseci.config.model import UNFUSED
@@ -152,3 +153,53 @@ def undercount_summary(comparison: Comparison) -> str | None:
         f"DRAM writes read{by} low in {cases} (output still in L2 when a kernel ended, which ncu does not "
         "count; DRAM bytes and their gains read low alike)"
     )
+
+
+def worst(checks: Iterable[MetricDelta]) -> Verdict:
+    """The worst verdict among ``checks`` (PASS for none)."""
+    return min((k.verdict for k in checks), key=lambda v: v.rank, default=Verdict.PASS)
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """The checks of one variant (or of a whole case) that did not pass: one block of a report."""
+
+    case: str
+    """Case id."""
+    variant: str
+    """Variant id; empty for the case's own checks."""
+    line: int
+    """The case's line in the suite file (0 when unknown)."""
+    checks: tuple[MetricDelta, ...]
+    """Its checks that did not pass, worst first."""
+    passing: int
+    """How many of its checks passed."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """The block's verdict: its worst check's."""
+        return self.checks[0].verdict
+
+    @property
+    def where(self) -> str:
+        """``case/variant``, or the case alone."""
+        return f"{self.case}/{self.variant}" if self.variant else self.case
+
+
+def attention(c: Comparison) -> list[Attention]:
+    """One :class:`Attention` per (case, variant) with a check that did not pass, the worst
+    first (suite order among equals). Without a baseline the NEW checks are left out: one line
+    of the report says that everything is new."""
+    groups: dict[tuple[str, str], tuple[int, list[MetricDelta]]] = {}
+    for case in c.cases:
+        for k in case.checks:
+            groups.setdefault((case.case, k.variant), (case.line, []))[1].append(k)
+    out = []
+    for (case_id, variant), (line, checks) in groups.items():
+        failing = [k for k in checks if k.verdict is not Verdict.PASS]
+        if not c.has_baseline:
+            failing = [k for k in failing if k.verdict is not Verdict.NEW]
+        if failing:
+            ordered = tuple(sorted(failing, key=lambda k: k.verdict.rank))
+            out.append(Attention(case_id, variant, line, ordered, len(checks) - len(failing)))
+    return sorted(out, key=lambda a: a.verdict.rank)
