@@ -84,6 +84,47 @@ def test_relu_bn_add_relu_matches_float64(shape: tuple[int, ...]) -> None:
         _close(out, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("distribution", "dtype", "shape", "seed"),
+    [
+        ("normal", "float32", (1000003,), 7),
+        ("normal", "float64", (257, 33), 2**40 + 5),
+        ("normal", "float16", (4099,), 2**64 - 1),
+        ("uniform", "float32", (1 << 20,), 0),
+        ("uniform", "float64", (3, 5, 7), 123456789),
+        ("uniform", "float16", (1000,), 99),
+        ("randint", "int8", (100003,), 1),
+        ("randint", "uint8", (5000,), 2),
+        ("randint", "int32", (70000,), 3),
+        ("randint", "int64", (70000,), 2**63 - 1),
+        ("randint", "float32", (9999,), 4),
+    ],
+)
+def test_inputs_on_the_gpu_are_the_host_reference_values(distribution: str, dtype: str, shape, seed: int) -> None:
+    """The input kernel gives the values of its NumPy reference (fuseci.harness.inputs)."""
+    import cupy as cp
+
+    from fuseci.config.model import INT_RANGES, InputSpec
+    from fuseci.harness.inputs import host_values, make_input
+
+    bounds = {"low": -1.5, "high": 2.5}
+    if distribution == "randint":
+        first, last = INT_RANGES.get(dtype, (-1000, 1000))
+        bounds = {"low": max(first, -(2**62)), "high": min(last, 2**62) + 1}
+    spec = InputSpec("x", shape, dtype, distribution, seed, mean=0.5, std=2.0, **bounds)
+    got = make_input(spec)
+    assert got.shape == shape and got.dtype == np.dtype(dtype) and got.flags.c_contiguous
+    host = host_values(spec)
+    flat = cp.asnumpy(got).reshape(-1)
+    if distribution == "randint":
+        assert np.array_equal(flat, host)
+    else:  # the same float64 value, to the last bits of the device's log/cos against NumPy's
+        tol = {"float64": 1e-12, "float32": 2e-7, "float16": 1e-3}[dtype]
+        np.testing.assert_allclose(flat.astype(np.float64), host.astype(np.float64), rtol=tol, atol=tol)
+        if dtype != "float64":  # rounded to fewer bits, nearly every element is identical
+            assert np.mean(flat == host) > 0.99
+
+
 def test_poisoned_allocations_expose_unwritten_output() -> None:
     import cupy as cp
 

@@ -57,3 +57,20 @@ def test_hang_is_stopped_and_named(tmp_path: Path, root: Path, monkeypatch: pyte
     # hang keeps its measurements.
     assert cases["fine"]["verdict"] == "new"
     assert "hang.harness.log" in result.output
+
+
+def test_a_harness_that_sees_no_gpu_says_so_in_one_line(tmp_path: Path, root: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # CuPy is there, no device is
+    done = subprocess.run(
+        [sys.executable, "-m", "fuseci.harness", str(root / "suites" / "elementwise.yaml"),
+         "--record", str(tmp_path / "r.json"), "--time"],
+        env=env, capture_output=True, text=True, timeout=120, cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    line = next(x for x in done.stderr.splitlines() if x.startswith("fuseci-harness: error:"))
+    assert "CUDA" in line and "fuseci doctor" in line

@@ -180,6 +180,22 @@ def _error(tmp_path: Path, text: str) -> str:
             "case 'c1'.inputs.x: low (2) must be below high (1) for uniform",
         ),
         (
+            GOOD.replace(X, "{shape: [1024], distribution: randint, low: 0.2, high: 0.7}"),
+            "case 'c1'.inputs.x: randint draws whole numbers in [low, high): [0, 0) holds none",
+        ),
+        (
+            GOOD.replace(X, "{shape: [1024], dtype: int8, distribution: randint, low: 0, high: 1000}"),
+            "case 'c1'.inputs.x: randint range [0, 1000) leaves what int8 holds (-128..127); narrow low/high",
+        ),
+        (
+            GOOD.replace(X, "{shape: [1024], dtype: uint8, distribution: randint, low: -1, high: 10}"),
+            "case 'c1'.inputs.x: randint range [-1, 10) leaves what uint8 holds (0..255)",
+        ),
+        (
+            GOOD.replace(X, "{shape: [1024], distribution: randint, low: 0, high: 1.0e+30}"),
+            "leaves what float32 holds (-9223372036854775808..9223372036854775807)",
+        ),
+        (
             GOOD.replace(X, "{shape: [1024], std: 0}"),
             "case 'c1'.inputs.x.std: must be positive for a normal distribution, got 0",
         ),

@@ -22,6 +22,14 @@ UNFUSED = "unfused"
 
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
 DISTRIBUTIONS = ("normal", "uniform", "randint")
+#: The values a ``randint`` input may take in each integer dtype (a float dtype takes any in int64's).
+INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+}
 CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
 REPLAY_MODES = ("kernel", "application")

@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -14,18 +15,31 @@ from pathlib import Path
 from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
 from fuseci.harness import __doc__ as _DOC
+from fuseci.harness.env import open_context, start_driver
 from fuseci.harness.probe import probe
 from fuseci.harness.run import preload, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
 from fuseci.measure.command import DEFAULT_REPEATS
-from fuseci.store.atomic import LockTimeout, file_lock
+from fuseci.store.atomic import LockTimeout, file_lock, is_held
 
 log = logging.getLogger("fuseci.harness")
 
+#: How often a process waiting for the GPU tries its lock: the GPU is handed on within this,
+#: which, between the ten or so turns of a run, adds up (a flock try costs microseconds).
+GPU_POLL_S = 0.01
+
+
+def next_turn_file(lock: Path) -> Path:
+    """The file whose holder has the next turn on the GPU of ``lock``, before anyone waiting."""
+    return lock.with_name(lock.name + ".next")
+
 
 @contextmanager
-def gpu_turn(lock: Path | None, timeout_s: float) -> Iterator[None]:
+def gpu_turn(lock: Path | None, timeout_s: float, *, claimed: bool = False) -> Iterator[None]:
     """Hold the GPU's lock file (when given) for the block.
+
+    A process that holds the next turn (``claimed``, see :func:`claim_next_turn`) takes the GPU
+    as soon as it is free; any other waits while someone holds the next turn.
 
     Raises:
         HarnessError: another fuseci process held the GPU for ``timeout_s``.
@@ -34,12 +48,22 @@ def gpu_turn(lock: Path | None, timeout_s: float) -> Iterator[None]:
         yield
         return
     log.info("waiting for the GPU (%s)", lock)
+    claim = next_turn_file(lock)
     with ExitStack() as held:
         try:  # only taking the lock is the lock's failure; what the block raises passes through
-            held.enter_context(file_lock(lock, timeout_s))
+            held.enter_context(
+                file_lock(
+                    lock,
+                    timeout_s,
+                    poll_s=GPU_POLL_S,
+                    max_poll_s=GPU_POLL_S,
+                    may_try=None if claimed else lambda: not is_held(claim),
+                )
+            )
         except LockTimeout as exc:
+            holder = exc.holder if not is_held(claim) else f"the timed pass that claimed the next turn, {claim}"
             raise HarnessError(
-                f"the GPU stayed busy for {exc.waited_s:.1f} s (held by {exc.holder}); lock {lock}"
+                f"the GPU stayed busy for {exc.waited_s:.1f} s (held by {holder}); lock {lock}"
             ) from None
         except OSError as exc:
             raise HarnessError(
@@ -48,6 +72,38 @@ def gpu_turn(lock: Path | None, timeout_s: float) -> Iterator[None]:
             ) from None
         log.info("GPU taken")
         yield
+    log.debug("GPU given back")
+
+
+@contextmanager
+def claim_next_turn(lock: Path, record: Path, timeout_s: float) -> Iterator[None]:
+    """Hold the next turn on the GPU of ``lock`` for the block, from the moment the profiled run
+    whose ``record`` this process (the timed pass) waits for holds the GPU: its record appears
+    only then. So the timed pass follows its profiled run at once, no other suite's process
+    slipping in between; the suite is then judged, and the next suite starts while the one in
+    flight beside it uses the GPU, instead of both ending together and the GPU waiting for the
+    start of the next two. Release it once the GPU is held (:func:`gpu_turn` with ``claimed``).
+
+    Raises:
+        HarnessError: the record did not appear, or the claim was not had, within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not record.exists():
+        if time.monotonic() > deadline:
+            raise HarnessError(f"{record}: the profiled run wrote no record within {timeout_s:g} s")
+        time.sleep(GPU_POLL_S)
+    try:
+        with file_lock(next_turn_file(lock), max(deadline - time.monotonic(), 0.0), GPU_POLL_S, GPU_POLL_S):
+            log.debug("next turn on the GPU claimed")
+            yield
+    except LockTimeout as exc:
+        raise HarnessError(
+            f"the next turn on the GPU stayed claimed for {exc.waited_s:.1f} s (by {exc.holder})"
+        ) from None
+    except OSError as exc:
+        raise HarnessError(
+            f"cannot claim the next turn on the GPU ({next_turn_file(lock)}): {exc.strerror or exc}"
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         format="fuseci-harness: %(relativeCreated)7.0f ms %(message)s",
         stream=sys.stderr,
     )
+    log.debug("clock: %.3f s since the epoch", time.time())  # lines up the logs of one run's processes
     try:
         suite = load_suite(args.suite)
         try:
@@ -111,11 +168,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
             ) from None
         preload(suite)
+        start_driver()  # before the GPU's turn, while another process may be measuring: no context yet
+        log.debug("CUDA driver ready")
         only = set(args.case) if args.case else None
-        if args.after is not None:
-            only = wait_for_ok_cases(args.after, suite.ncu.timeout_s)
-        with gpu_turn(args.gpu_lock, suite.ncu.timeout_s):
-            record = run(suite, args.record, only, timing=timing, check=not args.no_checks)
+        with ExitStack() as next_turn:
+            if args.after is not None:
+                if args.gpu_lock is not None:
+                    next_turn.enter_context(claim_next_turn(args.gpu_lock, args.after, suite.ncu.timeout_s))
+                only = wait_for_ok_cases(args.after, suite.ncu.timeout_s)
+            with gpu_turn(args.gpu_lock, suite.ncu.timeout_s, claimed=args.after is not None):
+                next_turn.close()  # the GPU is held: the claim has done its work
+                open_context()
+                log.debug("CUDA context ready")
+                record = run(suite, args.record, only, timing=timing, check=not args.no_checks)
     except FuseciError as exc:
         print(f"fuseci-harness: error: {exc}", file=sys.stderr)
         return EXIT_SETUP

@@ -20,27 +20,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from fuseci.config.model import UNFUSED, Case, Correctness, InputSpec
+from fuseci.config.model import UNFUSED, Case, Correctness
 from fuseci.errors import HarnessError
 from fuseci.measure.record import CheckRecord
 
 _POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
 
 log = logging.getLogger(__name__)
-
-
-def make_input(spec: InputSpec) -> Any:
-    """Build one input tensor on the GPU, deterministically from its seed."""
-    import cupy as cp
-
-    rng = cp.random.default_rng(spec.seed)
-    if spec.distribution == "randint":
-        return rng.integers(int(spec.low), int(spec.high), size=spec.shape, dtype=spec.dtype)
-    if spec.distribution == "uniform":
-        values = rng.random(spec.shape, dtype=cp.float32) * (spec.high - spec.low) + spec.low
-    else:
-        values = rng.standard_normal(spec.shape, dtype=cp.float32) * spec.std + spec.mean
-    return values.astype(spec.dtype, copy=False)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fuseci import __version__
+from fuseci.errors import HarnessError
 
 
 def collect_env() -> dict[str, Any]:
@@ -32,6 +33,42 @@ def collect_env() -> dict[str, Any]:
         "python_version": platform.python_version(),
         "fuseci_version": __version__,
     }
+
+
+def start_driver() -> None:
+    """Start the CUDA driver and read the device, before this process's turn on the GPU: no
+    context is created, so nothing runs on the GPU, and the driver's start (ncu sets itself up
+    in it) costs no other process a wait.
+
+    Raises:
+        HarnessError: CUDA cannot start (no device, a driver too old for this CuPy, a lost GPU).
+    """
+    import cupy as cp
+
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            raise HarnessError("CUDA sees no GPU; `fuseci doctor` checks the set-up")
+        cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        raise HarnessError(f"CUDA cannot start: {exc}; `fuseci doctor` checks the set-up") from None
+
+
+def open_context() -> None:
+    """Create this process's CUDA context, in its turn on the GPU: the context's set-up moves
+    data on the device (under ncu, a few megabytes), which the DRAM counters of another
+    process's profiled kernel would count.
+
+    Raises:
+        HarnessError: the context cannot be created.
+    """
+    import cupy as cp
+
+    try:
+        cp.cuda.runtime.free(0)  # cudaFree(0): the customary way to create the context, and no more
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        raise HarnessError(
+            f"CUDA cannot create a context on this GPU: {exc}; `fuseci doctor` checks the set-up"
+        ) from None
 
 
 def _cuda_version(v: int) -> str:

@@ -17,8 +17,9 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.harness.checks import check_case, make_input
+from fuseci.harness.checks import check_case
 from fuseci.harness.env import collect_env
+from fuseci.harness.inputs import make_input
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
@@ -57,10 +58,12 @@ def run_case(
         funcs = {v.id: resolve(v.fn, search) for v in case.variants}
         reference = resolve(case.reference, search) if case.reference else None
         inputs = {spec.name: make_input(spec) for spec in case.inputs}
+        log.debug("case %s: inputs made", case.id)
         checks: list[CheckRecord] = []
         min_bytes = None
         if check or timing is None:
             checks, min_bytes = check_case(case, funcs, reference, inputs)
+            log.debug("case %s: checked", case.id)
         if case.min_bytes is not None:
             min_bytes = case.min_bytes
         failed = [k for k in checks if not k.passed]
@@ -71,10 +74,12 @@ def run_case(
             )
         if timing is not None:
             timings = time_case(case, funcs, inputs, timing)
+            log.debug("case %s: timed", case.id)
             return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings, min_bytes=min_bytes)
         for v in case.variants:  # warm-up, outside every range
             funcs[v.id](**inputs, **case.params)
         cp.cuda.get_current_stream().synchronize()
+        log.debug("case %s: warmed up", case.id)
         for v in case.variants:
             cp.cuda.nvtx.RangePush(names.range_name(suite.name, case.id, v.id))
             try:
@@ -82,6 +87,7 @@ def run_case(
                 cp.cuda.get_current_stream().synchronize()
             finally:
                 cp.cuda.nvtx.RangePop()
+        log.debug("case %s: measured", case.id)
         return CaseRecord(
             case.id, CaseStatus.OK, "", tuple(checks), tuple(v.id for v in case.variants), min_bytes=min_bytes
         )
@@ -108,14 +114,25 @@ def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
     return head + (" ... (full text in the harness log)" if len(text.strip().splitlines()) > lines else "")
 
 
+#: Modules that CuPy and NumPy import on first use, in the middle of a case: CuPy's first ufunc
+#: call imports ``cupyx`` (and with it SciPy, about 0.2 s), NumPy's first percentile
+#: ``numpy.ma``. :func:`preload` imports them before the GPU's turn.
+LAZY_IMPORTS = ("cupyx", "cupyx.scipy.special", "numpy.ma")
+
+
 def preload(suite: Suite) -> None:
     """Import every module the suite names, before the GPU is needed, so that a process that
-    waits for its turn on the GPU has done its slow start by then. A module that fails to
-    import is left for its case to report."""
+    waits for its turn on the GPU has done its slow start by then, :data:`LAZY_IMPORTS` too. A
+    module that fails to import is left for its case to report."""
     for p in reversed(search_path(suite)):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     refs = {v.fn for c in suite.cases for v in c.variants} | {c.reference for c in suite.cases if c.reference}
+    for module in LAZY_IMPORTS:
+        try:
+            importlib.import_module(module)
+        except ImportError:  # optional parts: whoever needs one says so
+            log.debug("%s is not installed", module)
     for module in sorted({ref.split(":")[0] for ref in refs}):
         try:
             importlib.import_module(module)

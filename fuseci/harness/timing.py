@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fuseci.config.model import Case
+from fuseci.config.model import Case, InputSpec
 from fuseci.errors import HarnessError
-from fuseci.harness.checks import as_outputs, make_input
+from fuseci.harness.checks import as_outputs
+from fuseci.harness.inputs import make_input
 from fuseci.measure.command import DEFAULT_REPEATS
 from fuseci.measure.record import VariantTiming
 
@@ -219,7 +220,7 @@ def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS, warmup
     import cupy as cp
 
     try:
-        src = cp.random.default_rng(0).random(nbytes // 4, dtype=cp.float32)  # never time zeros
+        src = make_input(InputSpec("copy", (nbytes // 4,), "float32", "uniform", seed=0))  # never time zeros
         dst = cp.empty_like(src)
     except cp.cuda.memory.OutOfMemoryError as exc:
         raise HarnessError(

@@ -152,8 +152,17 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _wait_for(fd: int, what: Path, holder: Callable[[], str], timeout_s: float, poll_s: float) -> None:
-    """Take the flock of ``fd``, polling, for at most ``timeout_s``.
+def _wait_for(
+    fd: int,
+    what: Path,
+    holder: Callable[[], str],
+    timeout_s: float,
+    poll_s: float,
+    max_poll_s: float = 1.0,
+    may_try: Callable[[], bool] | None = None,
+) -> None:
+    """Take the flock of ``fd``, polling (every ``poll_s``, doubling up to ``max_poll_s``), for at
+    most ``timeout_s``; with ``may_try``, only at a poll where it says yes.
 
     Raises:
         LockTimeout: still held by another after ``timeout_s``.
@@ -162,7 +171,7 @@ def _wait_for(fd: int, what: Path, holder: Callable[[], str], timeout_s: float, 
     deadline = time.monotonic() + timeout_s
     delay = poll_s
     waiting = False
-    while not _try_lock(fd):
+    while not ((may_try is None or may_try()) and _try_lock(fd)):
         left = deadline - time.monotonic()
         if left <= 0:
             raise LockTimeout(what, timeout_s, holder())
@@ -170,7 +179,7 @@ def _wait_for(fd: int, what: Path, holder: Callable[[], str], timeout_s: float, 
             log.warning("%s is held by %s; waiting up to %g s", what, holder(), timeout_s)
             waiting = True
         time.sleep(min(delay, left))
-        delay = min(delay * 2, 1.0)
+        delay = min(delay * 2, max(max_poll_s, poll_s))
 
 
 #: What flock on a directory gives where the file system cannot lock one (NFS emulates flock with
@@ -225,26 +234,56 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
         yield
 
 
-def file_lock(lock: Path, timeout_s: float, poll_s: float = 0.05) -> contextlib.AbstractContextManager[None]:
+def file_lock(
+    lock: Path,
+    timeout_s: float,
+    poll_s: float = 0.05,
+    max_poll_s: float = 1.0,
+    may_try: Callable[[], bool] | None = None,
+) -> contextlib.AbstractContextManager[None]:
     """Hold an exclusive advisory lock through the file ``lock`` (created in an existing
     directory, removed on release) for the block: one holder at a time, across processes. For a
-    lock that is not a directory's, such as a GPU's turn (:mod:`fuseci.harness`).
+    lock that is not a directory's, such as a GPU's turn (:mod:`fuseci.harness`). A waiter
+    tries every ``poll_s``, the interval doubling up to ``max_poll_s``: a lock whose waiter
+    should start the moment it is free keeps both small. With ``may_try``, a waiter tries only
+    when it says yes (another process may have a better claim to the next turn).
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.
         OSError: the lock file cannot be created, opened or locked.
     """
-    return _lock_file(lock, timeout_s, poll_s)
+    return _lock_file(lock, timeout_s, poll_s, max_poll_s, may_try)
+
+
+def is_held(lock: Path) -> bool:
+    """Whether another process holds the lock file ``lock`` (:func:`file_lock`) right now. A
+    file that is missing or cannot be locked counts as not held."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        if not _try_lock(fd):
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 @contextmanager
-def _lock_file(lock: Path, timeout_s: float, poll_s: float) -> Iterator[None]:
+def _lock_file(
+    lock: Path, timeout_s: float, poll_s: float, max_poll_s: float = 1.0, may_try: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """:func:`exclusive_lock` through a lock file that is removed on release (see there)."""
     deadline = time.monotonic() + timeout_s
     while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
         try:
-            _wait_for(fd, lock, functools.partial(_read_holder, fd), max(deadline - time.monotonic(), 0.0), poll_s)
+            left = max(deadline - time.monotonic(), 0.0)
+            _wait_for(fd, lock, functools.partial(_read_holder, fd), left, poll_s, max_poll_s, may_try)
             try:  # still the file of that name? (its holder removes it on release)
                 current = os.stat(lock)
             except FileNotFoundError:
