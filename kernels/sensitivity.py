@@ -12,13 +12,23 @@ arithmetic, so each computes ``relu(alpha * x) + y`` bit for bit and changes one
   kernel parameters, so nothing is folded), as long as it takes to make the kernel P% slower
   than with no chain: calibrated on the first call by the kernel's own clock (the GPU's
   ``%globaltimer``, first block start to last block end, so that a profiler's per-launch
-  overhead does not count), then fixed;
+  overhead does not count), then fixed and kept in a calibration file (:func:`spins_file`), so
+  that every process measures the same kernel: the profiled run and the timed pass of one run,
+  and every run of a study. Calibrated in each process, the chains differed between them (near
+  the point where the kernel stops being memory-bound, a few more fmas add much time), and ncu
+  and CUDA events measured different kernels;
 * ``host_sync``: the unchanged kernel and a read-back of one element, which waits for it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
 from functools import cache
+from pathlib import Path
 
 import cupy as cp
 import numpy as np
@@ -128,10 +138,45 @@ def _median_ns(x: cp.ndarray, y: cp.ndarray, alpha: float, spin: int, repeats: i
     return float(np.median(times))
 
 
+def spins_file() -> Path:
+    """Where calibrated chains are kept: ``$FUSECI_SENSITIVITY_SPINS``, else a file in the
+    temporary directory."""
+    named = os.environ.get("FUSECI_SENSITIVITY_SPINS")
+    return Path(named) if named else Path(tempfile.gettempdir()) / "fuseci-sensitivity-spins.json"
+
+
+def _spin_key(size: int, percent: int) -> str:
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    source = hashlib.sha256(_SOURCE.encode()).hexdigest()[:12]
+    return f"{name}|{size}|{percent}|{source}"
+
+
 @cache
 def _spin_for(size: int, percent: int) -> int:
-    """The fma chain that makes the kernel ``percent``% slower on ``size`` elements (calibrated
-    once per process on fresh random data, by bisection on CUDA-event medians)."""
+    """The fma chain that makes the kernel ``percent``% slower on ``size`` elements: from
+    :func:`spins_file` when calibrated before on this card, else calibrated now and kept there."""
+    path, key = spins_file(), _spin_key(size, percent)
+    with path.with_name(path.name + ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one calibration per key, whoever asks first
+        try:
+            known = json.loads(path.read_text())
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+        if isinstance(known.get(key), int) and known[key] > 0:
+            return known[key]
+        known[key] = spin = _calibrate(size, percent)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+        os.replace(temp, path)
+        return spin
+
+
+def _calibrate(size: int, percent: int) -> int:
+    """The fma chain that makes the kernel ``percent``% slower on ``size`` elements, on fresh
+    random data, by bisection on the kernel's own clock."""
     rng = cp.random.default_rng()
     x, y = rng.standard_normal(size, dtype=cp.float32), rng.standard_normal(size, dtype=cp.float32)
     _launch(x, y, 0.75, spin=0)  # compile and warm up

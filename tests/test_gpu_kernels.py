@@ -109,3 +109,26 @@ def test_reference_on_the_gpu_is_the_host_reference(suite: str, case: Case, root
     expected = expected if isinstance(expected, tuple) else (expected,)
     for g, e in zip(on_gpu, expected, strict=True):
         np.testing.assert_allclose(cp.asnumpy(g), e, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(e)) or 1.0))
+
+
+def test_sensitivity_chains_are_calibrated_once_for_every_process(tmp_path, root, monkeypatch) -> None:
+    """The profiled run and the timed pass (two processes) must measure the same time_P kernel."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    spins = tmp_path / "spins.json"
+    code = "import sys; from kernels.sensitivity import _spin_for; print(_spin_for(1 << 22, 10))"
+    env = {**os.environ, "FUSECI_SENSITIVITY_SPINS": str(spins), "PYTHONPATH": str(root)}
+    got = [
+        int(
+            subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=root
+            ).stdout
+        )
+        for _ in range(2)
+    ]
+    kept = json.loads(spins.read_text())
+    assert got[0] == got[1] > 0
+    assert list(kept.values()) == [got[0]] and "|4194304|10|" in next(iter(kept))

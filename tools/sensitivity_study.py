@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,12 @@ PLANTED = {
     "event_time": ("time_5", "time_10", "time_20", "time_40"),
     "host_blocking": ("host_sync",),
 }
+#: Calibrates the chains of every time_P variant for the suite's tensor size (64 Mi floats).
+CALIBRATE = (
+    "from kernels.sensitivity import _spin_for\n"
+    "for percent in (5, 10, 20, 40):\n"
+    "    print(f'time_{percent}: a chain of', _spin_for(1 << 26, percent), 'fmas', flush=True)\n"
+)
 #: The tolerances a suite could set, per gain, to show what a tighter or looser gate would do.
 WHAT_IF = {
     "dram__bytes.sum": (0.005, 0.01, 0.02, 0.03),
@@ -54,8 +61,16 @@ def _fuseci(*args: str, log: Path) -> int:
 
 
 def measure(work: Path, runs: int) -> None:
-    """Record the baseline, then run the suite ``runs`` times, each writing its JSON results."""
+    """Record the baseline, then run the suite ``runs`` times, each writing its JSON results.
+    The fma chains of the ``time_P`` variants are calibrated once, by the first process that
+    needs them, into WORKDIR/spins.json, and every process of the study uses them."""
     (work / "runs").mkdir(parents=True, exist_ok=True)
+    spins = work / "spins.json"
+    spins.unlink(missing_ok=True)
+    os.environ["FUSECI_SENSITIVITY_SPINS"] = str(spins.resolve())
+    # Calibrated first, in a process of their own, so that the baseline's run is like every other
+    # (no calibration in any of them).
+    subprocess.run([sys.executable, "-c", CALIBRATE], check=True)
     rc = _fuseci(
         "update-baselines", SUITE, "--force", "--baselines", str(work / "baselines"), "--report-dir",
         str(work / "record"), log=work / "record.log",
@@ -67,6 +82,7 @@ def measure(work: Path, runs: int) -> None:
             str(work / "runs" / f"{i:02d}.json"), log=work / "runs" / f"{i:02d}.log",
         )  # fmt: skip
         print(f"run {i}/{runs}: exit {rc}", flush=True)
+    print(f"fma chains: {spins.read_text().strip() if spins.exists() else 'none calibrated'}", flush=True)
 
 
 def _checks(run: dict) -> dict[tuple[str, str], dict]:
