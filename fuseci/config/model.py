@@ -30,6 +30,27 @@ INT_RANGES = {
     "int64": (-(2**63), 2**63 - 1),
     "uint8": (0, 2**8 - 1),
 }
+
+
+def randint_range(dtype: str, low: float, high: float) -> tuple[int, int]:
+    """The first value and the count of values of a ``randint`` input of ``dtype``: the whole
+    numbers in [low, high), both bounds truncated to integers.
+
+    Raises:
+        ValueError: the range is empty, or holds a value ``dtype`` cannot; says which.
+    """
+    lo, hi = int(low), int(high)
+    first, last = INT_RANGES.get(dtype, INT_RANGES["int64"])
+    if not lo < hi:
+        raise ValueError(f"randint draws whole numbers in [low, high): [{lo}, {hi}) holds none")
+    if lo < first or hi - 1 > last:
+        raise ValueError(
+            f"randint range [{lo}, {hi}) leaves what {dtype} holds ({first}..{last}); narrow low/high or "
+            "choose a wider dtype"
+        )
+    return lo, hi - lo
+
+
 CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
 REPLAY_MODES = ("kernel", "application")

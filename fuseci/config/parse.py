@@ -23,7 +23,6 @@ from fuseci.config.model import (
     DEFAULT_GATES,
     DISTRIBUTIONS,
     DTYPES,
-    INT_RANGES,
     REPLAY_MODES,
     UNFUSED,
     Case,
@@ -32,6 +31,7 @@ from fuseci.config.model import (
     NcuSettings,
     Suite,
     Variant,
+    randint_range,
 )
 from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_expectation, parse_tolerance
 from fuseci.config.yaml_loader import kind as _kind
@@ -72,17 +72,10 @@ def _parse_input(
     if dist in ("uniform", "randint") and not spec.low < spec.high:
         raise w.error(where, f"low ({spec.low:g}) must be below high ({spec.high:g}) for {dist}", node)
     if dist == "randint":
-        first, last = INT_RANGES.get(dtype, INT_RANGES["int64"])
-        lo, hi = int(spec.low), int(spec.high)
-        if not lo < hi:
-            raise w.error(where, f"randint draws whole numbers in [low, high): [{lo}, {hi}) holds none", node)
-        if lo < first or hi - 1 > last:
-            raise w.error(
-                where,
-                f"randint range [{lo}, {hi}) leaves what {dtype} holds ({first}..{last}); narrow low/high or "
-                "choose a wider dtype",
-                node,
-            )
+        try:
+            randint_range(dtype, spec.low, spec.high)
+        except ValueError as exc:
+            raise w.error(where, str(exc), node) from None
     if dist == "normal" and spec.std <= 0:
         raise w.error(f"{where}.std", f"must be positive for a normal distribution, got {spec.std:g}", node)
     return spec

@@ -25,7 +25,7 @@ import functools
 import math
 from typing import Any
 
-from fuseci.config.model import INT_RANGES, InputSpec
+from fuseci.config.model import InputSpec, randint_range
 from fuseci.errors import HarnessError
 
 #: The Philox4x32 round multipliers and key increments (Random123's constants).
@@ -87,27 +87,23 @@ def _store(distribution: str, dtype: str) -> str:
 
 
 def randint_bounds(spec: InputSpec) -> tuple[int, int]:
-    """The first value and the count of values of a ``randint`` input: ``[low, high)`` with both
-    bounds truncated to integers.
+    """The first value and the count of values of a ``randint`` input (:func:`randint_range`).
 
     Raises:
         HarnessError: the range is empty or holds a value its dtype cannot (the suite parser
             refuses both; this guards a spec built another way).
     """
-    lo, hi = int(spec.low), int(spec.high)
-    first, last = INT_RANGES.get(spec.dtype, INT_RANGES["int64"])
-    if not lo < hi or lo < first or hi - 1 > last:
-        raise HarnessError(
-            f"input {spec.name!r}: randint range [{lo}, {hi}) is empty or leaves {spec.dtype} ({first}..{last})"
-        )
-    return lo, hi - lo
+    try:
+        return randint_range(spec.dtype, spec.low, spec.high)
+    except ValueError as exc:
+        raise HarnessError(f"input {spec.name!r}: {exc}") from None
 
 
 def make_input(spec: InputSpec) -> Any:
     """Build one input tensor on the GPU, deterministically from its seed (see the module docstring).
 
     Raises:
-        HarnessError: a ``randint`` range that is empty or does not fit in 64 bits.
+        HarnessError: a ``randint`` range that is empty or leaves the input's dtype.
     """
     import cupy as cp
     import numpy as np
