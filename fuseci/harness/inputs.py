@@ -161,22 +161,25 @@ def host_values(spec: InputSpec, count: int | None = None) -> Any:
         # the high 64 bits of w0 * span, exactly, in Python integers
         off = [int(w) if span == 2**64 else (int(w) * span) >> 64 for w in w0]
         values = np.array([lo + o for o in off], dtype=object)
-        return values.astype(spec.dtype) if not spec.dtype.startswith("float") else _as_float(values, spec.dtype)
+        if not spec.dtype.startswith("float"):
+            return values.astype(spec.dtype)
+        return _rounded(values.astype(np.float64), spec.dtype)
     unit0 = (w0 >> np.uint64(11)).astype(np.float64) * _2_POW_53
     if spec.distribution == "uniform":
         v = spec.low + unit0 * (spec.high - spec.low)
     else:
         unit1 = (w1 >> np.uint64(11)).astype(np.float64) * _2_POW_53
         v = spec.mean + spec.std * np.sqrt(-2.0 * np.log(1.0 - unit0)) * np.cos(2.0 * np.pi * unit1)
-    if spec.dtype == "float64":
-        return v
-    if spec.dtype.startswith("float"):
-        return v.astype(np.float32).astype(spec.dtype)
-    return v.astype(np.int64).astype(spec.dtype)  # truncated, then wrapped, as the kernel's casts do
+    return _rounded(v, spec.dtype)
 
 
-def _as_float(values: Any, dtype: str) -> Any:
+def _rounded(v: Any, dtype: str) -> Any:
+    """Float64 values as the kernel's casts (:func:`_store`) make them elements of ``dtype``:
+    kept, rounded through float32, or truncated to int64 and then wrapped."""
     import numpy as np
 
-    as_double = values.astype(np.float64)
-    return as_double if dtype == "float64" else as_double.astype(np.float32).astype(dtype)
+    if dtype == "float64":
+        return v
+    if dtype.startswith("float"):
+        return v.astype(np.float32).astype(dtype)
+    return v.astype(np.int64).astype(dtype)
