@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from fuseci.config import names
+from fuseci.config.dtypes import FRAMEWORKS, dtype
 from fuseci.config.model import DISTRIBUTIONS, DTYPES, Suite
 from fuseci.config.parse import SCHEMA_FILE, load_suite
 from fuseci.errors import SuiteError
@@ -207,6 +208,7 @@ valid_cases = st.fixed_dictionaries(
         "gates": st.dictionaries(st.sampled_from(names.GATEABLE), st.sampled_from(["exact", "off", "2%", "±5%"])),
         "expect": st.dictionaries(st.sampled_from(names.GAIN_GATEABLE), st.sampled_from([">= 1x", "== 2", "< 3.5x"])),
         "correctness": st.fixed_dictionaries({}, optional={"rtol": st.floats(0, 1), "atol": st.floats(0, 1)}),
+        "framework": st.sampled_from(FRAMEWORKS),
     },
 )
 
@@ -220,6 +222,8 @@ def test_every_valid_suite_loads_and_satisfies_the_schema(target: Path, name: st
     doc = {"suite": name, "cases": cases}
     for case in cases:
         assume(not set(case.get("params", {})) & set(case["inputs"]))
+        if any("cupy" not in dtype(i.get("dtype", "float32")).frameworks for i in case["inputs"].values()):
+            case["framework"] = "torch"  # bfloat16 and float8 need a framework that has them
     result = outcome(target, dump(doc))
     assert isinstance(result, Suite), result
     assert [c.id for c in result.cases] == [c["id"] for c in cases]

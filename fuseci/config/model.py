@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from fuseci.config import names
+from fuseci.config.dtypes import DEFAULT_FRAMEWORK, DTYPE_NAMES, dtype
 from fuseci.config.policy import Expectation, Tolerance, parse_tolerance
 
 #: The variant every gain is measured against (a gain is unfused ÷ variant).
 UNFUSED = "unfused"
 
-DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+DTYPES = DTYPE_NAMES
 DISTRIBUTIONS = ("normal", "uniform", "randint")
 #: The values a ``randint`` input may take in each integer dtype (a float dtype takes any in int64's).
 INT_RANGES = {
@@ -71,8 +72,10 @@ DEFAULT_GATES: dict[str, str] = {
 #: Default allowance of a fused variant's DRAM bytes over the case's minimum.
 DEFAULT_BYTES_ALLOWANCE = "10%"
 
-#: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`).
-CHECK_NAMES = ("correctness", "inventory", "bytes")
+#: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`):
+#: ``kernels`` is the variant's declared kernels (:class:`KernelRule`), ``compile`` a compilation
+#: or autotuning inside its measured range.
+CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile")
 
 _OFF = parse_tolerance("off")
 
@@ -86,7 +89,7 @@ class InputSpec:
     shape: tuple[int, ...]
     """Tensor shape."""
     dtype: str
-    """NumPy dtype name, one of :data:`DTYPES`."""
+    """Element type, one of :data:`DTYPES` (:mod:`fuseci.config.dtypes`)."""
     distribution: str
     """``normal`` (mean, std), ``uniform`` (low, high) or ``randint`` (low, high exclusive)."""
     seed: int
@@ -103,9 +106,7 @@ class InputSpec:
     @property
     def nbytes(self) -> int:
         """Size of the tensor in bytes."""
-        import numpy as np
-
-        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * dtype(self.dtype).itemsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,37 @@ class Correctness:
     """Relative tolerance, elementwise: ``|out - ref| <= atol + rtol * |ref|``."""
     atol: float = 1e-6
     """Absolute tolerance."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRule:
+    """Kernels a variant declares it must launch: how many of its kernels a name pattern matches.
+
+    ``triton_.*fused.*: 1`` says "exactly one kernel whose name matches": a ``torch.compile``
+    that splits the kernel at a graph break launches two, one that falls back to eager launches
+    none, and either fails on the first run, with or without a baseline.
+    """
+
+    pattern: str
+    """A regular expression, matched against the whole kernel name as ncu reports it."""
+    low: int
+    """Fewest matching launches allowed."""
+    high: int | None
+    """Most matching launches allowed (None: no upper bound)."""
+    text: str = ""
+    """The count as the suite wrote it, for messages (``1``, ``">= 2"``)."""
+
+    def holds(self, count: int) -> bool:
+        """True when ``count`` matching launches satisfy the rule."""
+        return self.low <= count and (self.high is None or count <= self.high)
+
+    def describe(self) -> str:
+        """The rule for people: ``exactly 1``, ``at least 2``, ``1 to 3``."""
+        if self.high == self.low:
+            return f"exactly {self.low}"
+        if self.high is None:
+            return f"at least {self.low}"
+        return f"at most {self.high}" if self.low == 0 else f"{self.low} to {self.high}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +168,11 @@ class Variant:
     ``inventory``, ``bytes``). Its failures are expected; its verdict is whether they all came."""
     line: int = 0
     """Line of its ``module:function`` in the suite file (0 when unknown)."""
+    framework: str = DEFAULT_FRAMEWORK
+    """The array framework its function takes its inputs in (:data:`fuseci.config.dtypes.FRAMEWORKS`):
+    ``cupy`` arrays, or ``torch`` tensors on the same memory."""
+    kernels: tuple[KernelRule, ...] = ()
+    """Kernels it must launch (empty: none declared)."""
 
     @property
     def judged_as(self) -> str:
@@ -159,8 +196,9 @@ class Case:
     """``unfused`` first, then the fused variants in file order."""
     reference: str | None
     """Optional ``module:function`` float64 reference (NumPy in, NumPy out)."""
-    correctness: Correctness
-    """Output tolerances."""
+    correctness: Correctness | None
+    """Output tolerances the suite states; None: each output's dtype sets them
+    (:attr:`fuseci.config.dtypes.DType.correctness`)."""
     gates: Mapping[str, Tolerance]
     """Tolerance of each gated fusion gain against its baseline, by quantity."""
     line: int
@@ -172,6 +210,9 @@ class Case:
     derives it (every input read once, every ``unfused`` output written once)."""
     reference_line: int = 0
     """Line of its ``reference:`` in the suite file (0 when it has none or it is unknown)."""
+    framework: str = DEFAULT_FRAMEWORK
+    """The array framework the reference takes its float64 inputs in (the case's, or the
+    suite's default); each variant may name its own."""
 
     def variant(self, variant_id: str) -> Variant:
         """The variant with this id.
@@ -188,6 +229,12 @@ class Case:
     def fused_variants(self) -> tuple[Variant, ...]:
         """Every variant except ``unfused``."""
         return tuple(v for v in self.variants if v.id != UNFUSED)
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """The array frameworks its variants and reference take inputs in, in first use order."""
+        used = ([self.framework] if self.reference else []) + [v.framework for v in self.variants]
+        return tuple(dict.fromkeys(used))
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +270,11 @@ class Suite:
     planted: bool = False
     """A suite of planted regressions (variants with ``caught_by``) that proves the gates catch
     them; ``fuseci run`` without suite arguments skips it."""
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """Every array framework its cases take inputs in, in first use order."""
+        return tuple(dict.fromkeys(f for c in self.cases for f in c.frameworks))
 
     @property
     def timed(self) -> bool:

@@ -187,6 +187,10 @@ bandwidth in bytes/s as ncu's :data:`DRAM_PCT_PEAK` implies it (a kernel's DRAM 
 duration, divided by that percentage), the roof that reports draw achieved bandwidth against."""
 
 
+#: Fingerprint fields of the array frameworks a suite's functions use, present only where a suite
+#: uses them: a suite of CuPy kernels is not made incomparable by a PyTorch upgrade.
+FRAMEWORK_ENV_FIELDS: tuple[str, ...] = ("torch_version", "triton_version")
+
 ENV_FIELDS: tuple[str, ...] = (
     "gpu_name",
     "compute_capability",
@@ -197,6 +201,7 @@ ENV_FIELDS: tuple[str, ...] = (
     "clock_control",
     "cache_control",
     "replay_mode",
+    *FRAMEWORK_ENV_FIELDS,
 )
 """Environment fingerprint: a baseline recorded under different values is not compared silently."""
 

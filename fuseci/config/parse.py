@@ -6,6 +6,7 @@ docs/SUITES.md ("Writing a suite") documents the format with a complete example.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import fuseci
 from fuseci.config import fields as fl
 from fuseci.config import names
+from fuseci.config.dtypes import DEFAULT_FRAMEWORK, FRAMEWORKS, dtype
 from fuseci.config.fields import MAX_DIMS  # noqa: F401  (re-exported: the schema test reads it here)
 from fuseci.config.model import (
     CACHE_CONTROLS,
@@ -28,6 +30,7 @@ from fuseci.config.model import (
     Case,
     Correctness,
     InputSpec,
+    KernelRule,
     NcuSettings,
     Suite,
     Variant,
@@ -122,20 +125,28 @@ def _parse_expect(w: fl.Where, where: str, raw: object, parent: object) -> dict[
     return out
 
 
-def _parse_correctness(w: fl.Where, where: str, raw: object, parent: object, base: Correctness) -> Correctness:
+def _parse_correctness(
+    w: fl.Where, where: str, raw: object, parent: object, base: Correctness | None
+) -> Correctness | None:
+    """The stated tolerances (a key left out keeps ``base``'s, or the float32 default); None when
+    neither this block nor ``base`` states any: each output's dtype sets them."""
     if raw is None:
         return base
     node = fl.mapping(w, where, raw, parent)
     fl.check_keys(w, where, node, ("rtol", "atol"))
-    tols = {k: fl.number(w, f"{where}.{k}", node.get(k, getattr(base, k)), node) for k in ("rtol", "atol")}
+    start = base or Correctness()
+    tols = {k: fl.number(w, f"{where}.{k}", node.get(k, getattr(start, k)), node) for k in ("rtol", "atol")}
     for key, value in tols.items():
         if value < 0:
             raise w.error(f"{where}.{key}", f"must be a non-negative number, got {value:g}", node)
     return Correctness(**tols)
 
 
+_VARIANT_KEYS = ("fn", "expect", "baseline", "caught_by", "framework", "kernels")
+
+
 def _parse_variants(
-    w: fl.Where, where: str, raw: object, parent: object, case_expect: Mapping[str, Expectation]
+    w: fl.Where, where: str, raw: object, parent: object, case_expect: Mapping[str, Expectation], framework: str
 ) -> tuple[Variant, ...]:
     node = fl.mapping(w, where, raw, parent)
     variants: list[Variant] = []
@@ -144,16 +155,29 @@ def _parse_variants(
         fl.check_id(w, vwhere, vid, node)
         judged_as: str | None = None
         caught_by: tuple[str, ...] = ()
+        kernels: tuple[KernelRule, ...] = ()
+        own_framework = framework
         if isinstance(spec, str):
             fn, expect = fl.check_ref(w, vwhere, spec, node), {}
         elif isinstance(spec, dict):
-            fl.check_keys(w, vwhere, spec, ("fn", "expect", "baseline", "caught_by"), ("fn",))
+            fl.check_keys(w, vwhere, spec, _VARIANT_KEYS, ("fn",))
             fn = fl.check_ref(w, f"{vwhere}.fn", spec["fn"], spec)
             expect = _parse_expect(w, f"{vwhere}.expect", spec.get("expect"), spec)
             if "baseline" in spec:
                 judged_as = _parse_judged_as(w, f"{vwhere}.baseline", spec["baseline"], spec, vid, node)
             if "caught_by" in spec:
                 caught_by = _parse_caught_by(w, f"{vwhere}.caught_by", spec["caught_by"], spec)
+            if "framework" in spec:
+                own_framework = _parse_framework(w, f"{vwhere}.framework", spec["framework"], spec)
+            if "kernels" in spec:
+                kernels = _parse_kernels(w, f"{vwhere}.kernels", spec["kernels"], spec)
+        elif spec is None:
+            raise w.error(
+                vwhere,
+                "has no function: write `module:function` after the colon (e.g. "
+                f"`{vid}: mylib.fused:f`), or remove the variant",
+                node,
+            )
         else:
             raise w.error(
                 vwhere,
@@ -173,7 +197,16 @@ def _parse_variants(
             )
         fn_line = _line_of(spec, "fn") if isinstance(spec, dict) else _line_of(node, vid)
         variants.append(
-            Variant(id=vid, fn=fn, expect=expect, candidate_for=judged_as, caught_by=caught_by, line=fn_line)
+            Variant(
+                id=vid,
+                fn=fn,
+                expect=expect,
+                candidate_for=judged_as,
+                caught_by=caught_by,
+                line=fn_line,
+                framework=own_framework,
+                kernels=kernels,
+            )
         )
     if UNFUSED not in node:
         raise w.error(where, f"missing the {UNFUSED!r} variant that every fusion gain is measured against", node)
@@ -190,6 +223,53 @@ def _parse_variants(
             )
     variants.sort(key=lambda v: v.id != UNFUSED)
     return tuple(variants)
+
+
+def _parse_framework(w: fl.Where, where: str, raw: object, parent: object) -> str:
+    return fl.choice(w, where, raw, FRAMEWORKS, parent, "unknown array framework")
+
+
+#: A kernel count: a whole number (exactly), or ``>= n``, ``<= n``, ``n..m``.
+_COUNT = re.compile(r"\A\s*(?:(?P<op>>=|<=|==)?\s*(?P<n>\d{1,6})|(?P<lo>\d{1,6})\s*\.\.\s*(?P<hi>\d{1,6}))\s*\Z")
+
+
+def _parse_count(w: fl.Where, where: str, raw: object, parent: object, pattern: str) -> tuple[int, int | None]:
+    text = str(raw) if isinstance(raw, (int, str)) and not isinstance(raw, bool) else None
+    m = _COUNT.match(text) if text is not None else None
+    if m is None:
+        raise w.error(
+            where,
+            f"expected a kernel count for {brief_repr(pattern)}: a whole number (exactly that many), '>= n', "
+            f"'<= n' or 'n..m', got {_kind(raw)} {brief_repr(raw)}",
+            parent,
+            key=pattern,
+        )
+    if m["lo"] is not None:
+        low, high = int(m["lo"]), int(m["hi"])
+        if low > high:
+            raise w.error(where, f"count {text!r} of {brief_repr(pattern)}: {low} is above {high}", parent, key=pattern)
+        return low, high
+    n = int(m["n"])
+    return {">=": (n, None), "<=": (0, n)}.get(m["op"] or "==", (n, n))
+
+
+def _parse_kernels(w: fl.Where, where: str, raw: object, parent: object) -> tuple[KernelRule, ...]:
+    node = fl.mapping(w, where, raw, parent)
+    if not node:
+        raise w.error(where, "names no kernel; e.g. `kernels: {'triton_.*fused.*': 1}`", parent)
+    rules = []
+    for pattern, count in node.items():
+        if not isinstance(pattern, str) or not pattern or len(pattern) > 500:
+            raise w.error(where, f"expected a regular expression of a kernel name, got {brief_repr(pattern)}", node)
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise w.error(
+                where, f"{brief_repr(pattern)} is not a regular expression ({exc}); quote it in YAML", node, key=pattern
+            ) from None
+        low, high = _parse_count(w, where, count, node, pattern)
+        rules.append(KernelRule(pattern, low, high, text=str(count)))
+    return tuple(rules)
 
 
 def _parse_judged_as(w: fl.Where, where: str, raw: object, parent: object, vid: str, variants: object) -> str:
@@ -235,7 +315,7 @@ def _parse_params(w: fl.Where, where: str, raw: object, node: object, inputs: Ma
 
 _CASE_KEYS = (
     "id", "description", "inputs", "params", "reference", "variants", "correctness", "gates", "expect",
-    "bytes_allowance", "min_bytes",
+    "bytes_allowance", "min_bytes", "framework",
 )  # fmt: skip
 
 
@@ -245,9 +325,10 @@ class _Defaults:
 
     inputs: Mapping[str, Any]
     gates: Mapping[str, Tolerance]
-    correctness: Correctness
+    correctness: Correctness | None
     expect: Mapping[str, Expectation]
     bytes_allowance: Tolerance
+    framework: str
 
 
 def _parse_allowance(w: fl.Where, where: str, raw: object, parent: object) -> Tolerance:
@@ -262,7 +343,10 @@ def _parse_allowance(w: fl.Where, where: str, raw: object, parent: object) -> To
 def _parse_defaults(w: fl.Where, raw: object, parent: object) -> _Defaults:
     node = fl.optional_mapping(w, "defaults", raw, parent)
     fl.check_keys(
-        w, "defaults", node, ("dtype", "distribution", "seed", "correctness", "gates", "expect", "bytes_allowance")
+        w,
+        "defaults",
+        node,
+        ("dtype", "distribution", "seed", "correctness", "gates", "expect", "bytes_allowance", "framework"),
     )
     inputs = {
         "dtype": fl.choice(w, "defaults.dtype", node.get("dtype", "float32"), DTYPES, node, "unsupported dtype"),
@@ -275,11 +359,14 @@ def _parse_defaults(w: fl.Where, raw: object, parent: object) -> _Defaults:
     return _Defaults(
         inputs=inputs,
         gates=_parse_gates(w, "defaults.gates", node.get("gates"), node, builtin_gates),
-        correctness=_parse_correctness(w, "defaults.correctness", node.get("correctness"), node, Correctness()),
+        correctness=_parse_correctness(w, "defaults.correctness", node.get("correctness"), node, None),
         expect=_parse_expect(w, "defaults.expect", node.get("expect"), node),
         bytes_allowance=_parse_allowance(
             w, "defaults.bytes_allowance", node.get("bytes_allowance", DEFAULT_BYTES_ALLOWANCE), node
         ),
+        framework=_parse_framework(w, "defaults.framework", node["framework"], node)
+        if "framework" in node
+        else DEFAULT_FRAMEWORK,
     )
 
 
@@ -301,13 +388,21 @@ def _parse_case(w: fl.Where, index: int, raw: object, parent: object, defaults: 
     if reference is not None:
         reference = fl.check_ref(w, f"{where}.reference", reference, node)
     expect = {**defaults.expect, **_parse_expect(w, f"{where}.expect", node.get("expect"), node)}
+    framework = (
+        _parse_framework(w, f"{where}.framework", node["framework"], node)
+        if "framework" in node
+        else defaults.framework
+    )
+    variants = _parse_variants(w, f"{where}.variants", node["variants"], node, expect, framework)
+    _check_frameworks(w, where, inputs, inputs_node, variants, framework if reference is not None else None)
     return Case(
         id=case_id,
         description=fl.text(w, f"{where}.description", node.get("description"), node),
         inputs=inputs,
         params=params,
-        variants=_parse_variants(w, f"{where}.variants", node["variants"], node, expect),
+        variants=variants,
         reference=reference,
+        framework=framework,
         correctness=_parse_correctness(w, f"{where}.correctness", node.get("correctness"), node, defaults.correctness),
         gates=_parse_gates(w, f"{where}.gates", node.get("gates"), node, defaults.gates),
         line=getattr(node, "line", 0),
@@ -317,6 +412,32 @@ def _parse_case(w: fl.Where, index: int, raw: object, parent: object, defaults: 
         else defaults.bytes_allowance,
         min_bytes=fl.seed(w, f"{where}.min_bytes", node["min_bytes"], node) if "min_bytes" in node else None,
     )
+
+
+def _check_frameworks(
+    w: fl.Where,
+    where: str,
+    inputs: tuple[InputSpec, ...],
+    inputs_node: Mapping[str, Any],
+    variants: tuple[Variant, ...],
+    reference_framework: str | None,
+) -> None:
+    """Every function must get its inputs in a framework that has their dtype (CuPy has no
+    bfloat16 or float8)."""
+    takers = [(f"variant {v.id!r}", v.framework) for v in variants]
+    if reference_framework is not None:
+        takers.append(("the reference", reference_framework))
+    for spec in inputs:
+        kind = dtype(spec.dtype)
+        for who, fw in takers:
+            if fw not in kind.frameworks:
+                raise w.error(
+                    fl.sub(f"{where}.inputs", spec.name),
+                    f"{spec.dtype} input, but {who} takes {fw} arrays, which cannot hold {spec.dtype}; "
+                    f"set `framework: {kind.frameworks[0]}` (in defaults, the case or the variant)",
+                    inputs_node,
+                    key=spec.name,
+                )
 
 
 def _parse_ncu(w: fl.Where, raw: object, parent: object) -> NcuSettings:

@@ -15,7 +15,7 @@ from pathlib import Path
 from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
 from fuseci.harness import __doc__ as _DOC
-from fuseci.harness.env import open_context, start_driver
+from fuseci.harness import arrays
 from fuseci.harness.probe import probe
 from fuseci.harness.run import preload, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
@@ -161,14 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     log.debug("clock: %.3f s since the epoch", time.time())  # lines up the logs of one run's processes
     try:
         suite = load_suite(args.suite)
-        try:
-            import cupy  # noqa: F401
-        except ImportError as exc:
-            raise HarnessError(
-                f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra"
-            ) from None
+        arrays.cupy()  # fuseci's own device work needs CuPy whatever the suite's functions take
         preload(suite)
-        start_driver()  # before the GPU's turn, while another process may be measuring: no context yet
+        arrays.start_driver()  # before the GPU's turn, while another process may be measuring: no context yet
         log.debug("CUDA driver ready")
         only = set(args.case) if args.case else None
         with ExitStack() as next_turn:
@@ -178,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 only = wait_for_ok_cases(args.after, suite.ncu.timeout_s)
             with gpu_turn(args.gpu_lock, suite.ncu.timeout_s, claimed=args.after is not None):
                 next_turn.close()  # the GPU is held: the claim has done its work
-                open_context()
+                arrays.open_context()
                 log.debug("CUDA context ready")
                 record = run(suite, args.record, only, timing=timing, check=not args.no_checks)
     except FuseciError as exc:

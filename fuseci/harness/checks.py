@@ -1,153 +1,191 @@
-"""Inputs and correctness: build each input from its seed, run every variant twice with
-NaN-poisoned allocations, and compare each output with the variant's first call, ``unfused`` and
-the float64 reference.
+"""Correctness: every variant called on the case's inputs in its own framework, its outputs
+compared with its own earlier call, ``unfused`` and the float64 reference.
 
-The reference runs on the GPU: it is called with float64 CuPy copies of the inputs, so NumPy
-code runs there through CuPy's implementation of NumPy's functions (``np.tanh(x)`` on a CuPy
-array is ``cupy.tanh``) and code written with the array's namespace
-(``xp = cupy.get_array_module(x)``) does too. Both compute in IEEE double precision, as NumPy
-on the CPU does, so a reference checks exactly as strictly on either (the tolerances, 1e-5 and
-up, are ten orders of magnitude above float64 rounding). A reference that cannot take CuPy
-arrays (it converts them to NumPy, or fills a NumPy array) or returns NumPy arrays runs again on
-the host, in NumPy, as before: slower, never weaker; the harness log says which ran where.
+Each variant is called three times. The first call compiles, autotunes and fills caches (its
+wall time is the variant's first-call cost, recorded); the next two run with new memory filled
+with NaN bytes (:meth:`fuseci.harness.arrays.Framework.poisoned`: CuPy's pool, and for PyTorch
+the caching allocator's free memory and a reserve the size of the first call's peak), so an
+output element a kernel forgot to write cannot pass by holding an old result; a result that
+changes from the second call to the third is wrong. Outputs are copied into memory fuseci owns
+as soon as a call is done (a framework may reuse or overwrite its output buffers).
+
+The reference runs on the GPU: it is called with float64 copies of the inputs in the case's
+framework (CuPy arrays, or torch tensors), so NumPy code runs there through CuPy's
+implementation of NumPy's functions (``np.tanh(x)`` on a CuPy array is ``cupy.tanh``), code
+written with the array's namespace does too, and PyTorch code computes in float64 on the GPU.
+All compute in IEEE double precision, as NumPy on the CPU does, so a reference checks exactly
+as strictly on either. A reference that cannot take device arrays (it converts them to NumPy,
+or fills a NumPy array) runs again on the host, in NumPy: slower, never weaker; the harness log
+says which ran where.
+
+Tolerances: the case's ``correctness`` when the suite states one, else each output's dtype's
+(:attr:`fuseci.config.dtypes.DType.correctness`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fuseci.config.model import UNFUSED, Case, Correctness
 from fuseci.errors import HarnessError
+from fuseci.harness import arrays
+from fuseci.harness.arrays import Tensor
 from fuseci.measure.record import CheckRecord
-
-_POISON_BYTE = 0xFF  # NaN in every float format, -1 in signed integers
 
 log = logging.getLogger(__name__)
 
 
-@contextmanager
-def poisoned_allocations() -> Iterator[None]:
-    """Fill every new allocation with NaN bytes while the block runs."""
-    import cupy as cp
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One variant (or the reference) bound to its framework: called with fuseci's tensors."""
 
-    pool = cp.get_default_memory_pool()
+    fn: Callable[..., Any]
+    """The suite's function."""
+    framework: arrays.Framework
+    """The framework it takes its inputs in."""
+    params: Mapping[str, Any]
+    """The case's scalar parameters."""
+    who: str
+    """How messages name it."""
 
-    def alloc(size: int) -> Any:
-        mem = pool.malloc(size)
-        if size:
-            mem.memset_async(_POISON_BYTE, size)
-        return mem
+    def handed(self, inputs: Mapping[str, Tensor]) -> dict[str, Any]:
+        """The inputs as its framework's arrays, on the same memory."""
+        return {name: self.framework.hand(t) for name, t in inputs.items()}
 
-    pool.free_all_blocks()
-    cp.cuda.set_allocator(alloc)
-    try:
-        yield
-    finally:
-        cp.cuda.set_allocator(pool.malloc)
+    def raw(self, handed: Mapping[str, Any]) -> Any:
+        """Call it with already handed-over inputs; what it returned, as it returned it."""
+        self.framework.before_call()
+        return self.fn(**handed, **self.params)
+
+    def __call__(self, inputs: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
+        """Call it; its outputs as tensors (views of what it returned).
+
+        Raises:
+            HarnessError: it returned something that is not an array.
+        """
+        return arrays.take(self.raw(self.handed(inputs)), self.who)
 
 
-def as_outputs(value: Any, who: str) -> tuple[Any, ...]:
-    import cupy as cp
-    import numpy as np
-
-    outs = value if isinstance(value, tuple) else (value,)
-    for i, o in enumerate(outs):
-        if not isinstance(o, (cp.ndarray, np.ndarray)):
-            raise HarnessError(f"{who} returned {type(o).__name__} as output {i}; return an array or a tuple of arrays")
-    return outs
+def tolerances(corr: Correctness | None, out: Tensor) -> tuple[float, float]:
+    """(rtol, atol) for one output: the suite's, or its dtype's default."""
+    return (corr.rtol, corr.atol) if corr is not None else out.dtype.correctness
 
 
 def compare_output(
-    out: Any, expected: Any, corr: Correctness, *, variant: str, against: str, index: int
+    out: Tensor, expected: Tensor, corr: Correctness | None, *, variant: str, against: str, index: int
 ) -> CheckRecord:
-    """Elementwise ``|out - expected| <= atol + rtol * |expected|`` in float64 on the GPU."""
-    import cupy as cp
+    """Elementwise ``|out - expected| <= atol + rtol * |expected|`` in float64 on the GPU.
 
-    if tuple(out.shape) != tuple(expected.shape):
-        raise HarnessError(
-            f"{variant} output {index} has shape {tuple(out.shape)}, {against} has {tuple(expected.shape)}"
-        )
-    o = cp.asarray(out).astype(cp.float64, copy=False).ravel()
-    e = cp.asarray(expected).astype(cp.float64, copy=False).ravel()
-    diff = cp.abs(o - e)
-    diff = cp.where(cp.isfinite(diff), diff, cp.inf)  # NaN compares as the worst possible error
-    bad = ~(diff <= corr.atol + corr.rtol * cp.abs(e))
-    worst = int(cp.argmax(diff))
-    ref_norm = float(cp.linalg.norm(e))
-    err_norm = float(cp.linalg.norm(cp.where(cp.isinf(diff), cp.inf, o - e)))
-    mismatches = int(bad.sum())
+    Raises:
+        HarnessError: the shapes differ.
+    """
+    if out.shape != expected.shape:
+        raise HarnessError(f"{variant} output {index} has shape {out.shape}, {against} has {expected.shape}")
+    rtol, atol = tolerances(corr, out)
+    d = arrays.compare(out, expected, rtol, atol)
     return CheckRecord(
         variant=variant,
         against=against,
         output=index,
-        passed=mismatches == 0,
-        mismatches=mismatches,
-        elements=int(o.size),
-        max_abs_err=float(diff[worst]),
-        rel_l2_err=err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf),
-        worst_index=worst,
-        rtol=corr.rtol,
-        atol=corr.atol,
+        passed=d.mismatches == 0,
+        mismatches=d.mismatches,
+        elements=d.elements,
+        max_abs_err=d.max_abs_err,
+        rel_l2_err=d.rel_l2_err,
+        worst_index=d.worst_index,
+        rtol=rtol,
+        atol=atol,
+        nan_count=d.nan_count,
+        dtype=out.dtype.name,
     )
 
 
-def reference_outputs(case: Case, reference: Callable[..., Any], inputs: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The reference's float64 outputs: computed on the GPU when the reference takes CuPy arrays
-    and returns them, else on the host in NumPy (see the module docstring).
+def reference_outputs(case: Case, reference: Call, inputs: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
+    """The reference's float64 outputs: computed on the GPU when the reference takes device
+    arrays and returns device arrays, else on the host in NumPy (see the module docstring).
 
     Raises:
         HarnessError: the reference returned something other than arrays.
     """
-    import cupy as cp
-    import numpy as np
-
     who = f"reference {case.reference}"
-    device = {k: cp.asarray(v).astype(cp.float64) for k, v in inputs.items()}
+    doubles = {k: arrays.float64_tensor(v) for k, v in inputs.items()}
     try:
-        value = reference(**device, **case.params)
-        outs = value if isinstance(value, tuple) else (value,)
-        if outs and all(isinstance(o, cp.ndarray) for o in outs):
-            log.info("case %s: %s ran on the GPU", case.id, who)
+        outs = reference(doubles)
+        if all(not o.on_host for o in outs):
+            log.info("case %s: %s ran on the GPU (%s)", case.id, who, reference.framework.arrays)
             return outs
-        why = "it returned " + ", ".join(sorted({type(o).__name__ for o in outs})) if outs else "it returned nothing"
-    except Exception as exc:  # NumPy-only code meets a CuPy array: TypeError, ValueError, ...
+        why = "it returned NumPy arrays"
+    except Exception as exc:  # NumPy-only code meets a device array: TypeError, ValueError, ...
         why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-    del device
+    del doubles
     log.info(
         "case %s: %s runs on the host in NumPy (%s); write it with the array's namespace "
-        "(xp = cupy.get_array_module(x)) to run it on the GPU",
+        "(xp = cupy.get_array_module(x)) or in PyTorch to run it on the GPU",
         case.id,
         who,
         why,
     )
-    host = {k: cp.asnumpy(v).astype(np.float64) for k, v in inputs.items()}
-    return as_outputs(reference(**host, **case.params), who)
+    host = {k: arrays.host_float64(v) for k, v in inputs.items()}
+    return arrays.take(reference.fn(**host, **reference.params), who)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseCheck:
+    """What checking a case found."""
+
+    checks: list[CheckRecord]
+    """Every comparison, in the order made."""
+    min_bytes: int
+    """Inputs plus the ``unfused`` outputs, each counted once."""
+    first_call_ns: dict[str, float]
+    """Wall time of each variant's first call (compilation, autotuning, caches), ns."""
+    notes: list[str]
+    """What the NaN-filling could not cover, per variant."""
+
+
+def _first_call(call: Call, inputs: Mapping[str, Tensor]) -> tuple[float, int]:
+    """Call once, outside any check: its wall time (ns) and the most device memory it held at once."""
+    peak = call.framework.track_peak()
+    start = time.perf_counter_ns()
+    outs = call(inputs)
+    arrays.synchronize()
+    elapsed = time.perf_counter_ns() - start
+    held = sum(o.nbytes for o in outs)
+    del outs
+    return float(elapsed), max(peak(), held)
 
 
 def check_case(
-    case: Case, funcs: Mapping[str, Callable[..., Any]], reference: Callable[..., Any] | None, inputs: Mapping[str, Any]
-) -> tuple[list[CheckRecord], int]:
-    """Check every variant; also returns the case's minimum DRAM bytes (inputs plus the
-    ``unfused`` outputs, each counted once)."""
-    import cupy as cp
+    case: Case, calls: Mapping[str, Call], reference: Call | None, inputs: Mapping[str, Tensor]
+) -> CaseCheck:
+    """Check every variant (see the module docstring).
 
+    Raises:
+        HarnessError: a function returned something other than arrays, or outputs of another
+            number or shape than ``unfused`` or the reference.
+    """
     expected_ref = reference_outputs(case, reference, inputs) if reference is not None else None
     checks: list[CheckRecord] = []
-    unfused: tuple[Any, ...] | None = None
+    unfused: tuple[Tensor, ...] | None = None
     min_bytes = 0
+    first: dict[str, float] = {}
+    notes: list[str] = []
     for variant in case.variants:
-        who = f"variant {variant.id!r} ({variant.fn})"
-        with poisoned_allocations():
-            outs = as_outputs(funcs[variant.id](**inputs, **case.params), who)
-            cp.cuda.get_current_stream().synchronize()
+        call = calls[variant.id]
+        first[variant.id], peak = _first_call(call, inputs)
+        with call.framework.poisoned(peak) as missed:
+            outs = tuple(arrays.own_copy(o) for o in call(inputs))
+            arrays.synchronize()
+        notes += [f"{variant.id}: {m}; an unwritten output element there may read as a number" for m in missed]
+        with call.framework.poisoned(peak) as missed:
             # The same inputs again: a result that changes from call to call (a race, a read of
             # memory nothing wrote) fails here rather than passing by luck once.
-            again = as_outputs(funcs[variant.id](**inputs, **case.params), who)
-            cp.cuda.get_current_stream().synchronize()
+            again = tuple(arrays.own_copy(o) for o in call(inputs))
+            arrays.synchronize()
         checks += [
             compare_output(o, e, case.correctness, variant=variant.id, against="its first call", index=i)
             for i, (o, e) in enumerate(zip(again, outs, strict=True))
@@ -164,7 +202,7 @@ def check_case(
             ]
         if unfused is None:
             unfused = outs
-            min_bytes = sum(int(a.nbytes) for a in inputs.values()) + sum(int(o.nbytes) for o in outs)
+            min_bytes = sum(t.nbytes for t in inputs.values()) + sum(o.nbytes for o in outs)
         else:
             if len(outs) != len(unfused):
                 raise HarnessError(f"variant {variant.id!r} returned {len(outs)} outputs, {UNFUSED!r} {len(unfused)}")
@@ -172,4 +210,5 @@ def check_case(
                 compare_output(o, e, case.correctness, variant=variant.id, against=UNFUSED, index=i)
                 for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
             ]
-    return checks, min_bytes
+        call.framework.free()
+    return CaseCheck(checks, min_bytes, first, notes)

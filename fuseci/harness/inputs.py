@@ -16,7 +16,9 @@ the kernel is tested against, bit for bit where the arithmetic is exact.
   (a bias under ``(high - low) / 2**64``), in any dtype.
 
 The value is computed in float64; a float input of another dtype gets it rounded to float32 and
-then to its own dtype (float16 through float32, as NumPy's ``astype`` would).
+then to its own dtype (float16 through float32, as NumPy's ``astype`` would; bfloat16 and
+float8 to nearest even, clamped to the format's largest finite value, kept as raw bits: see
+:mod:`fuseci.config.dtypes`).
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ import functools
 import math
 from typing import Any
 
+from fuseci.config.dtypes import dtype
 from fuseci.config.model import InputSpec, randint_range
 from fuseci.errors import HarnessError
+from fuseci.harness import arrays
+from fuseci.harness.arrays import minifloat
 
 #: The Philox4x32 round multipliers and key increments (Random123's constants).
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57
@@ -64,25 +69,32 @@ _RANDINT = (
 
 
 @functools.cache
-def _kernel(distribution: str, store: str) -> Any:
-    """The elementwise kernel that writes one input of ``distribution``; ``store`` converts the
-    float64 or int64 value ``v`` for the output ``y``."""
-    import cupy as cp
-
+def _kernel(distribution: str, dtype_name: str) -> Any:
+    """The elementwise kernel that writes one input of ``distribution`` and ``dtype_name``: the
+    float64 or int64 value ``v`` converted for the output ``y`` (:func:`_store`)."""
     if distribution == "randint":
         params, body = "uint64 seed, int64 lo, uint64 span_m1", _RANDINT
     else:
         params, body = "uint64 seed, float64 a, float64 b", _UNIFORM if distribution == "uniform" else _NORMAL
-    operation = f"unsigned long long w0, w1; fuseci_philox((unsigned long long)i, seed, &w0, &w1);{body} y = {store};"
-    return cp.ElementwiseKernel(params, "T y", operation, f"fuseci_input_{distribution}", preamble=_PREAMBLE)
+    fmt = dtype(dtype_name).minifloat
+    preamble = _PREAMBLE + (minifloat.cuda_source(fmt) if fmt is not None else "")
+    operation = (
+        "unsigned long long w0, w1; fuseci_philox((unsigned long long)i, seed, &w0, &w1);"
+        f"{body} y = {_store(distribution, dtype_name)};"
+    )
+    return arrays.elementwise_kernel(params, "T y", operation, f"fuseci_input_{distribution}", preamble)
 
 
-def _store(distribution: str, dtype: str) -> str:
-    """How the value ``v`` becomes an element of ``dtype`` (see the module docstring)."""
-    if dtype == "float64":
-        return "(T)v" if distribution != "randint" else "(T)(double)v"
-    if dtype.startswith("float"):
-        return "(T)(float)v" if distribution != "randint" else "(T)(float)(double)v"
+def _store(distribution: str, dtype_name: str) -> str:
+    """How the value ``v`` becomes an element of ``dtype_name`` (see the module docstring)."""
+    as_double = "v" if distribution != "randint" else "(double)v"
+    fmt = dtype(dtype_name).minifloat
+    if fmt is not None:
+        return f"(T){minifloat.encode_name(fmt)}((float){as_double})"
+    if dtype_name == "float64":
+        return f"(T){as_double}"
+    if dtype(dtype_name).is_float:
+        return f"(T)(float){as_double}"
     return "(T)v" if distribution == "randint" else "(T)(long long)v"
 
 
@@ -99,17 +111,18 @@ def randint_bounds(spec: InputSpec) -> tuple[int, int]:
         raise HarnessError(f"input {spec.name!r}: {exc}") from None
 
 
-def make_input(spec: InputSpec) -> Any:
+def make_input(spec: InputSpec) -> arrays.Tensor:
     """Build one input tensor on the GPU, deterministically from its seed (see the module docstring).
 
     Raises:
-        HarnessError: a ``randint`` range that is empty or leaves the input's dtype.
+        HarnessError: a ``randint`` range that is empty or leaves the input's dtype, or no room
+            on the device.
     """
-    import cupy as cp
     import numpy as np
 
-    out = cp.empty(spec.shape, dtype=spec.dtype)
-    kernel = _kernel(spec.distribution, _store(spec.distribution, spec.dtype))
+    kind = dtype(spec.dtype)
+    out = arrays.empty(spec.shape, kind.storage, f"input {spec.name!r} ({spec.nbytes / 1e6:,.1f} MB)")
+    kernel = _kernel(spec.distribution, spec.dtype)
     seed = np.uint64(spec.seed % 2**64)
     if spec.distribution == "randint":
         lo, count = randint_bounds(spec)
@@ -118,7 +131,7 @@ def make_input(spec: InputSpec) -> Any:
         kernel(seed, np.float64(spec.low), np.float64(spec.high), out)
     else:
         kernel(seed, np.float64(spec.mean), np.float64(spec.std), out)
-    return out
+    return arrays.Tensor(out, kind)
 
 
 def philox4x32(counter: Any, key: tuple[int, int]) -> Any:
@@ -140,7 +153,8 @@ def philox4x32(counter: Any, key: tuple[int, int]) -> Any:
 
 def host_values(spec: InputSpec, count: int | None = None) -> Any:
     """The first ``count`` elements (all by default) of the input ``spec``, flattened, computed
-    on the host with NumPy: the reference :func:`make_input` is tested against.
+    on the host with NumPy, in the dtype's storage (raw bits for bfloat16 and float8): the
+    reference :func:`make_input` is tested against.
 
     Raises:
         HarnessError: as :func:`make_input`.
@@ -173,13 +187,17 @@ def host_values(spec: InputSpec, count: int | None = None) -> Any:
     return _rounded(v, spec.dtype)
 
 
-def _rounded(v: Any, dtype: str) -> Any:
-    """Float64 values as the kernel's casts (:func:`_store`) make them elements of ``dtype``:
-    kept, rounded through float32, or truncated to int64 and then wrapped."""
+def _rounded(v: Any, dtype_name: str) -> Any:
+    """Float64 values as the kernel's casts (:func:`_store`) make them elements of ``dtype_name``:
+    kept, rounded through float32 (to a format kept as raw bits: those bits), or truncated to
+    int64 and then wrapped."""
     import numpy as np
 
-    if dtype == "float64":
+    kind = dtype(dtype_name)
+    if kind.minifloat is not None:
+        return minifloat.encode_host(v.astype(np.float32), kind.minifloat, kind.storage)
+    if dtype_name == "float64":
         return v
-    if dtype.startswith("float"):
-        return v.astype(np.float32).astype(dtype)
-    return v.astype(np.int64).astype(dtype)
+    if kind.is_float:
+        return v.astype(np.float32).astype(dtype_name)
+    return v.astype(np.int64).astype(dtype_name)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from fuseci.config import names
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, HarnessError
+from fuseci.harness import arrays
 from fuseci.harness.env import collect_env
 from fuseci.harness.run import first_lines
 from fuseci.store.atomic import atomic_write_text
@@ -65,11 +66,11 @@ def probe(record_path: Path) -> int:
         return code
 
     try:
-        import cupy as cp
-    except ImportError as exc:
+        arrays.cupy()
+    except HarnessError as exc:
         return finish(EXIT_SETUP, ProbeFailure.NO_CUPY, str(exc))
     try:
-        doc["device_count"] = count = cp.cuda.runtime.getDeviceCount()
+        doc["device_count"] = count = arrays.device_count()
     except Exception as exc:  # CUDARuntimeError: no driver, or a driver older than CuPy's CUDA
         return finish(EXIT_SETUP, ProbeFailure.NO_DEVICE, f"{type(exc).__name__}: {exc}")
     if count < 1:
@@ -79,16 +80,15 @@ def probe(record_path: Path) -> int:
         doc["seed"] = seed = int.from_bytes(os.urandom(8), "little") >> 1
         host = np.random.default_rng(seed).standard_normal(PROBE_ELEMENTS, dtype=np.float32)
         a, b = np.float32(0.75), np.float32(-0.5)
-        kernel = cp.ElementwiseKernel("float32 x, float32 a, float32 b", "float32 y", "y = a * x + b", "fuseci_probe")
-        x = cp.asarray(host)  # a copy, not a kernel: the range below holds the probe's kernel only
-        cp.cuda.get_current_stream().synchronize()
-        cp.cuda.nvtx.RangePush(doc["range"])
-        try:
+        kernel = arrays.elementwise_kernel(
+            "float32 x, float32 a, float32 b", "float32 y", "y = a * x + b", "fuseci_probe"
+        )
+        x = arrays.upload(host)  # a copy, not a kernel: the range below holds the probe's kernel only
+        arrays.synchronize()
+        with arrays.nvtx_range(doc["range"]):
             y = kernel(x, a, b)
-            cp.cuda.get_current_stream().synchronize()
-        finally:
-            cp.cuda.nvtx.RangePop()
-        err = np.abs(cp.asnumpy(y).astype(np.float64) - (a * host.astype(np.float64) + b))
+            arrays.synchronize()
+        err = np.abs(arrays.host_float64(arrays.from_array(y)) - (a * host.astype(np.float64) + b))
         doc["max_abs_err"] = max_err = float(err.max())
     except Exception as exc:  # CuPy raises CUDA, NVRTC and driver errors of many types
         return finish(EXIT_SETUP, ProbeFailure.CUDA, f"{type(exc).__name__}: {first_lines(str(exc))}")

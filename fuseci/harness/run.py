@@ -17,7 +17,8 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.harness.checks import check_case
+from fuseci.harness import arrays
+from fuseci.harness.checks import Call, check_case
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
@@ -46,23 +47,65 @@ def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
     return func
 
 
+def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None]:
+    """Each variant, and the reference, bound to its framework.
+
+    Raises:
+        HarnessError: a function cannot be imported, or its framework is not installed.
+    """
+    calls = {
+        v.id: Call(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
+        for v in case.variants
+    }
+    reference = (
+        Call(resolve(case.reference, search), arrays.get(case.framework), case.params, f"reference {case.reference}")
+        if case.reference
+        else None
+    )
+    return calls, reference
+
+
+def _measure(
+    suite: Suite, case: Case, calls: dict[str, Call], inputs: dict[str, arrays.Tensor]
+) -> dict[str, tuple[str, ...]]:
+    """Warm every variant up outside any range, then run each once inside its NVTX range (all
+    ncu profiles); what each compiled or autotuned inside its range, by variant."""
+    handed = {v.id: calls[v.id].handed(inputs) for v in case.variants}
+    for v in case.variants:  # warm-up, outside every range
+        calls[v.id].raw(handed[v.id])
+    arrays.synchronize()
+    log.debug("case %s: warmed up", case.id)
+    compiled: dict[str, tuple[str, ...]] = {}
+    for v in case.variants:
+        call = calls[v.id]
+        with call.framework.compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id)):
+            call.raw(handed[v.id])
+            arrays.synchronize()
+        if seen:
+            compiled[v.id] = tuple(dict.fromkeys(seen))
+            log.warning("case %s: %s compiled inside its measured range: %s", case.id, v.id, "; ".join(seen))
+    log.debug("case %s: measured", case.id)
+    return compiled
+
+
 def run_case(
     suite: Suite, case: Case, search: list[Path], timing: TimingOptions | None = None, *, check: bool = True
 ) -> CaseRecord:
     """Check, warm up and measure one case, or time it with ``timing``; ``check=False`` (timing
     only) skips the correctness checks that the profiled run made. Foreign exceptions become an
     error record."""
-    import cupy as cp
-
+    frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get("cupy")}
     try:
-        funcs = {v.id: resolve(v.fn, search) for v in case.variants}
-        reference = resolve(case.reference, search) if case.reference else None
+        calls, reference = _calls(case, search)
         inputs = {spec.name: make_input(spec) for spec in case.inputs}
         log.debug("case %s: inputs made", case.id)
         checks: list[CheckRecord] = []
         min_bytes = None
+        first_calls: dict[str, float] = {}
+        notes: list[str] = []
         if check or timing is None:
-            checks, min_bytes = check_case(case, funcs, reference, inputs)
+            found = check_case(case, calls, reference, inputs)
+            checks, min_bytes, first_calls, notes = found.checks, found.min_bytes, found.first_call_ns, found.notes
             log.debug("case %s: checked", case.id)
         if case.min_bytes is not None:
             min_bytes = case.min_bytes
@@ -70,26 +113,29 @@ def run_case(
         if failed:
             worst = max(failed, key=lambda k: k.max_abs_err)
             return CaseRecord(
-                case.id, CaseStatus.WRONG, f"wrong result: {worst.describe()}", tuple(checks), min_bytes=min_bytes
+                case.id,
+                CaseStatus.WRONG,
+                f"wrong result: {worst.describe()}",
+                tuple(checks),
+                min_bytes=min_bytes,
+                first_call_ns=first_calls,
+                notes=tuple(notes),
             )
         if timing is not None:
-            timings = time_case(case, funcs, inputs, timing)
+            timings = time_case(case, calls, inputs, timing)
             log.debug("case %s: timed", case.id)
             return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings, min_bytes=min_bytes)
-        for v in case.variants:  # warm-up, outside every range
-            funcs[v.id](**inputs, **case.params)
-        cp.cuda.get_current_stream().synchronize()
-        log.debug("case %s: warmed up", case.id)
-        for v in case.variants:
-            cp.cuda.nvtx.RangePush(names.range_name(suite.name, case.id, v.id))
-            try:
-                funcs[v.id](**inputs, **case.params)
-                cp.cuda.get_current_stream().synchronize()
-            finally:
-                cp.cuda.nvtx.RangePop()
-        log.debug("case %s: measured", case.id)
+        compiled = _measure(suite, case, calls, inputs)
         return CaseRecord(
-            case.id, CaseStatus.OK, "", tuple(checks), tuple(v.id for v in case.variants), min_bytes=min_bytes
+            case.id,
+            CaseStatus.OK,
+            "",
+            tuple(checks),
+            tuple(v.id for v in case.variants),
+            min_bytes=min_bytes,
+            first_call_ns=first_calls,
+            compiled=compiled,
+            notes=tuple(notes),
         )
     except FuseciError as exc:
         return CaseRecord(case.id, CaseStatus.ERROR, str(exc))
@@ -100,7 +146,8 @@ def run_case(
         return CaseRecord(case.id, CaseStatus.ERROR, f"{type(exc).__name__}: {first_lines(str(exc))}{where}")
     finally:
         try:
-            cp.get_default_memory_pool().free_all_blocks()
+            for framework in frameworks:
+                framework.free()
         except Exception:  # a lost CUDA context cannot free; run() notices and stops
             log.warning("case %s: could not free device memory", case.id)
 
@@ -133,6 +180,11 @@ def preload(suite: Suite) -> None:
             importlib.import_module(module)
         except ImportError:  # optional parts: whoever needs one says so
             log.debug("%s is not installed", module)
+    for name in suite.frameworks:  # `import torch` takes seconds: while another process measures
+        try:
+            arrays.get(name).load()
+        except FuseciError as exc:  # reported by each case that needs it
+            log.info("framework %s: %s", name, exc)
     for module in sorted({ref.split(":")[0] for ref in refs}):
         try:
             importlib.import_module(module)
@@ -181,7 +233,8 @@ def run(
     for p in reversed(search):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
-    record = HarnessRecord(suite=suite.name, env=collect_env(), cases={})
+    usable = start_frameworks(suite)
+    record = HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
     if timing is not None:
         timing = replace(timing, l2_bytes=int(record.env["l2_bytes"]))
         log.info("copy bandwidth")
@@ -210,12 +263,22 @@ def run(
     return record
 
 
+def start_frameworks(suite: Suite) -> list[arrays.Framework]:
+    """Set up, in the GPU's turn, the frameworks the suite's functions take inputs in; those that
+    failed to load or start are left for their cases to report."""
+    usable = []
+    for name in suite.frameworks:
+        framework = arrays.get(name)
+        try:
+            framework.load()
+            framework.start()
+        except FuseciError as exc:
+            log.warning("framework %s: %s", name, exc)
+            continue
+        usable.append(framework)
+    return usable
+
+
 def cuda_context_alive() -> bool:
     """False after a sticky CUDA error (illegal address, kernel fault): nothing works after one."""
-    import cupy as cp
-
-    try:
-        cp.cuda.runtime.deviceSynchronize()  # returns the sticky error, if there is one
-    except cp.cuda.runtime.CUDARuntimeError:
-        return False
-    return True
+    return arrays.context_alive()

@@ -22,7 +22,9 @@ from typing import Any
 
 from fuseci.config.model import Case, InputSpec
 from fuseci.errors import HarnessError
-from fuseci.harness.checks import as_outputs
+from fuseci.harness import arrays
+from fuseci.harness.arrays import Tensor
+from fuseci.harness.checks import Call
 from fuseci.harness.inputs import make_input
 from fuseci.measure.command import DEFAULT_REPEATS
 from fuseci.measure.record import VariantTiming
@@ -81,8 +83,8 @@ def input_set_count(set_bytes: int, l2_bytes: int) -> int:
     return max(2, min(needed, MAX_INPUT_SETS))
 
 
-def input_sets(case: Case, first: Mapping[str, Any], l2_bytes: int) -> list[Mapping[str, Any]]:
-    set_bytes = sum(int(a.nbytes) for a in first.values())
+def input_sets(case: Case, first: Mapping[str, Tensor], l2_bytes: int) -> list[Mapping[str, Tensor]]:
+    set_bytes = sum(t.nbytes for t in first.values())
     count = input_set_count(set_bytes, l2_bytes)
     if count * set_bytes < L2_SPAN * l2_bytes:
         log.warning(
@@ -107,7 +109,7 @@ def quantile_ns(times_ms: list[float], q: float) -> float:
 
 
 def time_case(
-    case: Case, funcs: Mapping[str, Callable[..., Any]], inputs: Mapping[str, Any], options: TimingOptions
+    case: Case, calls: Mapping[str, Call], inputs: Mapping[str, Tensor], options: TimingOptions
 ) -> tuple[VariantTiming, ...]:
     """Time every variant of a case with CUDA events, interleaved, over a rotation of input sets,
     then probe whether each call waits for the GPU (:func:`block_probes`).
@@ -115,40 +117,41 @@ def time_case(
     Each variant is warmed up; then ``options.repeats`` rounds each time one call of every
     variant in turn, so a drift of clocks or temperature during the case touches every variant
     alike and cancels in the speedups. Every call is bracketed by its own pair of events on the
-    current stream and takes the next input set of the rotation, which continues across
-    variants: consecutive calls never share inputs, and no call finds them in the L2.
+    stream fuseci times, where every framework launches, and takes the next input set of the
+    rotation, which continues across variants: consecutive calls never share inputs, and no call
+    finds them in the L2. The inputs are handed over to each variant's framework before the
+    timing starts, so a call's time holds its own work only.
 
     Raises:
         HarnessError: a variant returned something other than arrays.
     """
-    import cupy as cp
-
     sets = input_sets(case, inputs, options.l2_bytes)
-    stream = cp.cuda.get_current_stream()
-    in_bytes = sum(int(a.nbytes) for a in sets[0].values())
+    handed = {v.id: [calls[v.id].handed(s) for s in sets] for v in case.variants}
+    in_bytes = sum(t.nbytes for t in sets[0].values())
     out_bytes: dict[str, int] = {}
     turn = 0
     for v in case.variants:
+        call = calls[v.id]
         for _ in range(options.warmup):
-            outs = as_outputs(funcs[v.id](**sets[turn % len(sets)], **case.params), f"variant {v.id!r}")
-            out_bytes[v.id] = sum(int(o.nbytes) for o in outs)
+            outs = arrays.take(call.raw(handed[v.id][turn % len(sets)]), call.who)
+            out_bytes[v.id] = sum(o.nbytes for o in outs)
             del outs
             turn += 1
-    stream.synchronize()
-    events = {v.id: [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(options.repeats)] for v in case.variants}
+    arrays.synchronize()
+    events = {v.id: [(arrays.Event(), arrays.Event()) for _ in range(options.repeats)] for v in case.variants}
     for i in range(options.repeats):
         for v in case.variants:
             start, end = events[v.id][i]
-            args = sets[turn % len(sets)]
+            args = handed[v.id][turn % len(sets)]
             turn += 1
-            start.record(stream)
-            funcs[v.id](**args, **case.params)
-            end.record(stream)
-    stream.synchronize()
+            start.record()
+            calls[v.id].raw(args)
+            end.record()
+    arrays.synchronize()
     timings = []
     for v in case.variants:
-        times = [cp.cuda.get_elapsed_time(start, end) for start, end in events[v.id]]
-        host_ns, blocked = block_probes(functools.partial(funcs[v.id], **sets[0], **case.params))
+        times = [end.ms_since(start) for start, end in events[v.id]]
+        host_ns, blocked = block_probes(functools.partial(calls[v.id].raw, handed[v.id][0]))
         q1, q3 = quantile_ns(times, 25), quantile_ns(times, 75)
         timings.append(
             VariantTiming(
@@ -171,12 +174,6 @@ def time_case(
     return tuple(timings)
 
 
-def _spin_kernel() -> Any:
-    import cupy as cp
-
-    return cp.RawKernel(_SPIN_SOURCE, "fuseci_spin")
-
-
 def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
     """How long one call takes to return with the GPU idle, and in how many of
     :data:`BLOCK_TRIALS` calls, each queued behind a spin kernel, the call returned only after
@@ -185,28 +182,26 @@ def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
     Returns:
         The median return time of :data:`QUIET_TRIALS` quiet calls (ns), and the blocked count.
     """
-    import cupy as cp
     import numpy as np
 
-    stream = cp.cuda.get_current_stream()
     quiet = []
     for _ in range(QUIET_TRIALS):
-        stream.synchronize()
+        arrays.synchronize()
         t0 = time.perf_counter_ns()
         call()
         quiet.append(time.perf_counter_ns() - t0)
-    stream.synchronize()
+    arrays.synchronize()
     host_ns = float(np.median(quiet))
     spin_ns = max(MIN_SPIN_NS, SPIN_OVER_CALL * int(host_ns))
-    spin = _spin_kernel()
+    spin = arrays.raw_kernel(_SPIN_SOURCE, "fuseci_spin")
     blocked = 0
     for _ in range(BLOCK_TRIALS):
-        stream.synchronize()
+        arrays.synchronize()
         spin((1,), (1,), (np.uint64(spin_ns),))
         t0 = time.perf_counter_ns()
         call()
         waited = time.perf_counter_ns() - t0
-        stream.synchronize()
+        arrays.synchronize()
         blocked += waited >= BLOCKED_AFTER * spin_ns
     return host_ns, blocked
 
@@ -217,29 +212,26 @@ def copy_bandwidth(nbytes: int = COPY_BYTES, repeats: int = COPY_REPEATS, warmup
     Raises:
         HarnessError: the two buffers do not fit in device memory.
     """
-    import cupy as cp
-
     try:
-        src = make_input(InputSpec("copy", (nbytes // 4,), "float32", "uniform", seed=0))  # never time zeros
-        dst = cp.empty_like(src)
-    except cp.cuda.memory.OutOfMemoryError as exc:
+        src = make_input(InputSpec("copy", (nbytes // 4,), "float32", "uniform", seed=0)).data  # never time zeros
+        dst = arrays.empty(src.shape, "float32")
+    except arrays.DeviceMemoryError as exc:
         raise HarnessError(
             f"cannot allocate two {nbytes / 2**30:g} GiB buffers for the copy bandwidth measurement ({exc}); "
             "free device memory or run on a larger card"
         ) from None
     try:
-        stream = cp.cuda.get_current_stream()
         for _ in range(warmup):
-            cp.copyto(dst, src)
-        stream.synchronize()
-        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+            arrays.copy(dst, src)
+        arrays.synchronize()
+        events = [(arrays.Event(), arrays.Event()) for _ in range(repeats)]
         for start, end in events:
-            start.record(stream)
-            cp.copyto(dst, src)
-            end.record(stream)
-        stream.synchronize()
-        median_ms = quantile_ns([cp.cuda.get_elapsed_time(s, e) for s, e in events], 50) / 1e6
+            start.record()
+            arrays.copy(dst, src)
+            end.record()
+        arrays.synchronize()
+        median_ms = quantile_ns([end.ms_since(start) for start, end in events], 50) / 1e6
         return 2 * src.nbytes / (median_ms * 1e-3)
     finally:
         del src, dst
-        cp.get_default_memory_pool().free_all_blocks()
+        arrays.free_pool()

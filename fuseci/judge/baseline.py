@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuseci import __version__
-from fuseci.config.names import CASE, ENV_FIELDS, VARIANT
+from fuseci.config.names import CASE, ENV_FIELDS, FRAMEWORK_ENV_FIELDS, VARIANT
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
 
@@ -56,5 +56,5 @@ def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
                 known = {q: v for q, v in values.items() if not math.isnan(v)}
                 variants[vid] = VariantBaseline(values=known, kernels=inventory(results.kernels, case, vid))
         out[case] = variants
-    env = {k: results.env.get(k) for k in ENV_FIELDS}
+    env = {k: results.env.get(k) for k in ENV_FIELDS if k in results.env or k not in FRAMEWORK_ENV_FIELDS}
     return Baseline(suite=results.suite, env=env, cases=out)

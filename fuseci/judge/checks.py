@@ -8,6 +8,9 @@
 * :func:`value_check` per gated occupancy: the fused variant's own value against its baseline.
 * :func:`inventory_check` while launches are gated: the ordered kernel names against the
   baseline's; a split, a new kernel or a vanished one is named as such (:func:`inventory_diff`).
+* :func:`kernels_check`: the kernels a variant launched against those the suite declares it
+  must launch, with or without a baseline.
+* :func:`compile_check`: a compilation or autotuning inside the variant's measured range.
 * :func:`bytes_check`: DRAM bytes over the case's minimum, within its allowance.
 * :func:`expect_checks`: each gain against the suite's absolute bounds.
 * :func:`planted`: whether every check meant to catch a planted regression did.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -341,6 +345,46 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
     return replace(d, message=f"{said}; as many launches as before (the gains judge the rest)")
 
 
+def kernels_check(ctx: VariantContext) -> MetricDelta | None:
+    """The variant's kernels against the patterns it declares (``kernels:``); None when it
+    declares none. Each pattern is matched against whole kernel names."""
+    rules = ctx.variant.kernels
+    if not rules or not ctx.kernels:
+        return None
+    launched = [k.name for k in ctx.kernels]
+    broken = []
+    for rule in rules:
+        pattern = re.compile(rule.pattern)
+        matched = [n for n in launched if pattern.fullmatch(n)]
+        if not rule.holds(len(matched)):
+            got = f"{len(matched)}: {', '.join(matched)}" if matched else "none"
+            broken.append(f"{rule.describe()} matching {rule.pattern!r} declared, {got}")
+    seen = f"{ctx.variant.id} launched {len(launched)} kernel{'s' if len(launched) != 1 else ''}: {_kernel_names(ctx.kernels)}"
+    d = ctx.delta(CheckKind.KERNELS, "kernels", Verdict.PASS, current=len(launched))
+    if not broken:
+        return replace(d, message=f"{seen}; as declared ({'; '.join(f'{r.describe()} {r.pattern!r}' for r in rules)})")
+    return replace(
+        d,
+        verdict=Verdict.REGRESSED,
+        message=f"{seen}; {'; '.join(broken)}: the fusion the suite declares did not happen (a graph break splits a "
+        "compiled function; an op that fell back to eager launches library kernels instead)",
+    )
+
+
+def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> MetricDelta:
+    """A variant that compiled or autotuned inside its measured range: an error, naming what."""
+    return MetricDelta(
+        case.id,
+        variant.id,
+        CheckKind.COMPILE,
+        "",
+        Verdict.ERROR,
+        f"{variant.id} compiled inside its measured range ({'; '.join(compiled)}): its launches there include "
+        "compilation or autotuning, not only its kernel's; the warm-up calls before the range should have done "
+        "it: does each call compile anew (a new torch.compile, a changing constexpr or autotuning key)?",
+    )
+
+
 def megabytes(value: float) -> str:
     """Bytes as decimal megabytes, the unit of every table and message (ncu's own)."""
     return f"{value / 1e6:,.1f} MB"
@@ -407,7 +451,15 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
     says whether every check in ``caught_by`` caught it."""
     if any(c.check is CheckKind.CASE and c.verdict is Verdict.ERROR for c in checks):
         return checks  # not measured: nothing was caught or missed, and the error says why
-    failing = [c for c in checks if c.variant == variant.id and c.verdict in (Verdict.REGRESSED, Verdict.WRONG)]
+    failing = [
+        c
+        for c in checks
+        if c.variant == variant.id
+        and (
+            c.verdict in (Verdict.REGRESSED, Verdict.WRONG)
+            or (c.check is CheckKind.COMPILE and c.verdict is Verdict.ERROR)
+        )
+    ]
 
     def catches(name: str, c: MetricDelta) -> bool:
         return name in (c.check.value, c.quantity)

@@ -108,7 +108,7 @@ def _not_measured(case: Case, rec: CaseRecord | None, results: SuiteResults) -> 
 
 def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
     """Every check of one measured variant, in report order."""
-    out = [d for d in (ck.inventory_check(ctx),) if d]
+    out = [d for d in (ck.inventory_check(ctx), ck.kernels_check(ctx)) if d]
     if ctx.gains is None or ctx.variant.id == UNFUSED:
         return out
     for q in names.GAIN_GATEABLE:
@@ -125,6 +125,20 @@ def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
     return out + ck.expect_checks(ctx)
 
 
+def _first_calls(case: Case, rec: CaseRecord) -> str | None:
+    """A note of each variant's first call when one took long enough to matter (compilation,
+    autotuning: a cold start); None when all were quick."""
+    times = {v.id: rec.first_call_ns[v.id] for v in case.variants if v.id in rec.first_call_ns}
+    if not times or max(times.values()) < FIRST_CALL_NOTE_NS:
+        return None
+    said = ", ".join(f"{vid} {ns / 1e9:.2f} s" for vid, ns in times.items())
+    return f"first calls (compilation, autotuning, caches; the cold start, under ncu): {said}"
+
+
+#: A case whose slowest first call takes this long gets a note of every variant's first call.
+FIRST_CALL_NOTE_NS = 0.5e9
+
+
 def _judge_case(
     case: Case, results: SuiteResults, baseline: Baseline | None, blocking: Sequence[EnvDifference]
 ) -> CaseResult:
@@ -136,6 +150,8 @@ def _judge_case(
     if rec is not None and rec.ok:
         unfused = results.variant_values(case.id, UNFUSED) or {}
         for v in case.variants:
+            if rec.compiled.get(v.id):
+                checks.append(ck.compile_check(case, v, rec.compiled[v.id]))
             ctx = ck.VariantContext(
                 case=case,
                 variant=v,
@@ -166,6 +182,8 @@ def _judge_case(
         if v.caught_by:
             checks = ck.planted(case, v, checks)
     notes = [n for n in (ck.undercount_note(measurements),) if n]
+    if rec is not None:
+        notes += [*rec.notes, *(n for n in (_first_calls(case, rec),) if n)]
     timing_gate = case.gates.get(names.EVENT_TIME)
     if timing_gate and timing_gate.enabled and not results.record.timed and measurements:
         notes.append(

@@ -38,6 +38,10 @@ class CheckKind(enum.Enum):
     """Whether every check meant to catch a planted regression caught it."""
     ASYNCHRONY = "asynchrony"
     """Whether a fused variant's call returns before its GPU work ends, as at baseline."""
+    KERNELS = "kernels"
+    """The kernels a variant launched against those the suite declares it must launch."""
+    COMPILE = "compile"
+    """Whether a variant compiled or autotuned inside its measured range (``ERROR`` when it did)."""
     CASE = "case"
     """The case as a whole: could not be measured (``ERROR``) or vanished (``MISSING``)."""
 

@@ -18,13 +18,17 @@ Format history (``fuseci-harness-record``):
        Timings may carry ``q1_ns``, ``q3_ns``, ``samples_ns`` (every timed call), ``host_ns``
        (when calls return on the host) and ``blocked_calls`` of ``block_trials`` (calls that
        waited for the GPU); absent means unknown.
+    2 (still): checks may carry ``nan_count`` (output elements NaN where the expected value is
+       not) and ``dtype`` (the output's element type); cases ``first_call_ns`` (each variant's
+       first call, by variant), ``compiled`` (what a variant compiled or autotuned inside its
+       measured range, by variant) and ``notes``; absent means unknown or none.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +94,25 @@ class CheckRecord:
     """Relative tolerance applied."""
     atol: float
     """Absolute tolerance applied."""
+    nan_count: int | None = None
+    """Elements NaN in the output where the expected value is not (None in older records): never
+    written, since the harness fills new memory with NaN bytes before each checked call."""
+    dtype: str = ""
+    """The output's element type (empty in older records)."""
 
     def describe(self) -> str:
         """One line: which output, against what, by how much."""
+        of = f" ({self.dtype})" if self.dtype else ""
+        nan = (
+            f"; {self.nan_count} elements NaN where the expected value is not: never written (the harness fills "
+            "new memory with NaN bytes before each checked call)"
+            if self.nan_count
+            else ""
+        )
         return (
-            f"{self.variant} output {self.output} vs {self.against}: {self.mismatches} of {self.elements} "
+            f"{self.variant} output {self.output}{of} vs {self.against}: {self.mismatches} of {self.elements} "
             f"elements outside rtol={self.rtol:g}, atol={self.atol:g}; max abs err {self.max_abs_err:.3g}, "
-            f"relative L2 error {self.rel_l2_err:.3g} (worst at flat index {self.worst_index})"
+            f"relative L2 error {self.rel_l2_err:.3g} (worst at flat index {self.worst_index}){nan}"
         )
 
 
@@ -160,6 +176,14 @@ class CaseRecord:
     min_bytes: int | None = None
     """Fewest DRAM bytes the case can move: every input read once plus every output of the
     ``unfused`` variant written once (None in records older than this field)."""
+    first_call_ns: Mapping[str, float] = field(default_factory=dict)
+    """Wall time of each variant's first call in the process, ns, by variant: compilation
+    (``torch.compile``, Triton, CuPy), autotuning and library caches, the variant's cold start."""
+    compiled: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """What each variant compiled or autotuned inside its measured range, by variant (only
+    variants that did): its launches there are not all the kernel's own."""
+    notes: tuple[str, ...] = ()
+    """What a reader of the checks should know (memory the NaN-filling could not cover)."""
 
     @property
     def ok(self) -> bool:
@@ -312,18 +336,18 @@ def _case(cid: str, c: dict[str, Any]) -> CaseRecord:
         timings=tuple(_timing(t) for t in c.get("timings", ())),
         retimings=tuple(tuple(_timing(t) for t in r) for r in c.get("retimings", ())),
         min_bytes=c.get("min_bytes"),
+        first_call_ns={v: float(ns) for v, ns in c.get("first_call_ns", {}).items()},
+        compiled={v: tuple(what) for v, what in c.get("compiled", {}).items()},
+        notes=tuple(c.get("notes", ())),
     )
 
 
-def _plain(obj: Any) -> dict[str, Any]:
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
-
-
-def _timing_json(t: VariantTiming) -> dict[str, Any]:
-    """A timing's object; fields still at their defaults (unknown: an older harness) are left out."""
+def _known_json(obj: Any) -> dict[str, Any]:
+    """A timing's or a check's object; fields still at their defaults (unknown: an older
+    harness) are left out."""
     doc: dict[str, Any] = {}
-    for f in fields(VariantTiming):
-        value = getattr(t, f.name)
+    for f in fields(obj):
+        value = getattr(obj, f.name)
         if f.default is MISSING or value != f.default:
             doc[f.name] = list(value) if isinstance(value, tuple) else value
     return doc
@@ -340,15 +364,21 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
         "status": c.status.value,
         "message": c.message,
         "measured": list(c.measured),
-        "checks": [_plain(k) for k in c.checks],
+        "checks": [_known_json(k) for k in c.checks],
     }
     # Written only when present, so that records without them keep their old shape.
     if c.timings:
-        doc["timings"] = [_timing_json(t) for t in c.timings]
+        doc["timings"] = [_known_json(t) for t in c.timings]
     if c.retimings:
-        doc["retimings"] = [[_timing_json(t) for t in r] for r in c.retimings]
+        doc["retimings"] = [[_known_json(t) for t in r] for r in c.retimings]
     if c.min_bytes is not None:
         doc["min_bytes"] = c.min_bytes
+    if c.first_call_ns:
+        doc["first_call_ns"] = dict(c.first_call_ns)
+    if c.compiled:
+        doc["compiled"] = {v: list(what) for v, what in c.compiled.items()}
+    if c.notes:
+        doc["notes"] = list(c.notes)
     return doc
 
 
@@ -359,6 +389,7 @@ _CHECK = sc.dataclass_spec(
     {
         "variant": sc.ID,
         "against": sc.Str(max_len=200),
+        "dtype": sc.Str(max_len=100),
         "max_abs_err": sc.Num(minimum=0, finite=False),
         "rel_l2_err": sc.Num(minimum=0, finite=False),
     },
@@ -375,6 +406,9 @@ _CASE = sc.Obj(
         timings=(sc.List(_TIMING, max_len=1000), False),
         retimings=(sc.List(sc.List(_TIMING, max_len=1000), max_len=100), False),
         min_bytes=(sc.Nullable(sc.COUNT), False),
+        first_call_ns=(sc.Map(sc.AMOUNT, key=sc.ID, max_len=1000), False),
+        compiled=(sc.Map(sc.List(sc.TEXT, max_len=100), key=sc.ID, max_len=1000), False),
+        notes=(sc.List(sc.TEXT, max_len=1000), False),
     )
 )
 #: The profiler section: :class:`ProfilerInfo`'s fields, each optional (a record the harness wrote

@@ -49,6 +49,8 @@ _ENV_LABELS: tuple[tuple[str, str], ...] = (
     ("driver_version", "driver"),
     ("cuda_runtime", "CUDA runtime"),
     ("cupy_version", "CuPy"),
+    ("torch_version", "PyTorch"),
+    ("triton_version", "Triton"),
     ("ncu_version", "ncu"),
     ("clock_control", "clock control"),
     ("cache_control", "cache control"),
@@ -255,9 +257,9 @@ def _value(k: MetricDelta, value: float | None) -> str:
             return f"{value:.0%} of calls wait"
         case CheckKind.BYTES:
             return f"{value:.2f}× min"
-        case CheckKind.INVENTORY:
+        case CheckKind.INVENTORY | CheckKind.KERNELS:
             return f"{value:.0f} kernel{'s' if value != 1 else ''}"
-        case CheckKind.CORRECTNESS | CheckKind.PLANTED | CheckKind.CASE:
+        case CheckKind.CORRECTNESS | CheckKind.PLANTED | CheckKind.CASE | CheckKind.COMPILE:
             return f"{value:.4g}"
 
 
@@ -493,7 +495,11 @@ def _suite_view(c: Comparison) -> SuiteView:
 
 
 def _env_fields(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    fields = [(label, _text(env.get(key))) for key, label in _ENV_LABELS]
+    fields = [
+        (label, _text(env.get(key)))
+        for key, label in _ENV_LABELS
+        if key not in names.FRAMEWORK_ENV_FIELDS or env.get(key)  # a framework only where the suite used it
+    ]
     peak = env.get(names.DRAM_PEAK)
     if isinstance(peak, (int, float)) and math.isfinite(peak):
         fields.append(("peak DRAM bandwidth (from ncu's % of peak)", f"{peak / 1e9:,.0f} GB/s"))

@@ -52,13 +52,20 @@ def clean(text: str, keep: str = "") -> str:
     return _CONTROL.sub(_visible, text)
 
 
+#: The array frameworks' fingerprint fields, as :func:`env_line` names them (where a suite uses them).
+FRAMEWORK_LABELS: dict[str, str] = {"torch_version": "PyTorch", "triton_version": "Triton"}
+
+
 def env_line(c: Comparison) -> str:
-    """One line naming the GPU, driver, CUDA, CuPy, ncu and its clock and cache control."""
+    """One line naming the GPU, driver, CUDA, CuPy (and PyTorch and Triton, where the suite uses
+    them), ncu and its clock and cache control."""
     e = c.env
+    frameworks = "".join(f"{label} {e[k]}, " for k, label in FRAMEWORK_LABELS.items() if e.get(k))
     return (
         f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
         f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}, "
-        f"ncu {e.get('ncu_version', '?')}, clock-control {e.get('clock_control', '?')}, cache-control {e.get('cache_control', '?')}"
+        f"{frameworks}ncu {e.get('ncu_version', '?')}, clock-control {e.get('clock_control', '?')}, "
+        f"cache-control {e.get('cache_control', '?')}"
     )
 
 

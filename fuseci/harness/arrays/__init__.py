@@ -1,0 +1,71 @@
+"""Array frameworks and the device, in one place: the only part of the harness that imports
+CuPy, PyTorch or any other array library.
+
+- :mod:`.device`: CuPy as fuseci's own device runtime (inputs, comparisons, probes, events,
+  NVTX ranges, the memory pool, the device's facts);
+- :mod:`.frameworks`: the frameworks a suite's functions take their inputs in (CuPy, PyTorch),
+  and outputs taken back from any DLPack or CUDA Array Interface producer;
+- :mod:`.tensor`: a tensor as fuseci holds it, its float64 values and comparisons;
+- :mod:`.minifloat`: bfloat16 and float8 as raw bits.
+"""
+
+from fuseci.harness.arrays.device import (
+    DeviceMemoryError,
+    Event,
+    context_alive,
+    copy,
+    cupy,
+    device_count,
+    device_facts,
+    elementwise_kernel,
+    empty,
+    free_pool,
+    nvtx_range,
+    open_context,
+    raw_kernel,
+    start_driver,
+    stream_handle,
+    synchronize,
+    upload,
+)
+from fuseci.harness.arrays.frameworks import POISON_BYTE, Framework, get, take
+from fuseci.harness.arrays.tensor import (
+    Difference,
+    Tensor,
+    compare,
+    float64_tensor,
+    from_array,
+    host_float64,
+    own_copy,
+)
+
+__all__ = [
+    "POISON_BYTE",
+    "DeviceMemoryError",
+    "Difference",
+    "Event",
+    "Framework",
+    "Tensor",
+    "compare",
+    "context_alive",
+    "copy",
+    "cupy",
+    "device_count",
+    "device_facts",
+    "elementwise_kernel",
+    "empty",
+    "float64_tensor",
+    "free_pool",
+    "from_array",
+    "get",
+    "host_float64",
+    "nvtx_range",
+    "open_context",
+    "own_copy",
+    "raw_kernel",
+    "start_driver",
+    "stream_handle",
+    "synchronize",
+    "take",
+    "upload",
+]
