@@ -35,12 +35,43 @@ log = logging.getLogger(__name__)
 # --- 1. fuseci and Python ----------------------------------------------------------------------
 
 
+#: The array frameworks doctor reports, by their distributions (the first one installed counts):
+#: a suite's functions take CuPy arrays or torch tensors; torch.compile generates Triton.
+FRAMEWORK_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "CuPy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
+    "PyTorch": ("torch",),
+    "Triton": ("triton",),
+}
+
+
+def framework_versions() -> dict[str, str]:
+    """The installed version of each array framework fuseci knows (absent: not installed), read
+    from the package metadata: nothing is imported."""
+    from importlib import metadata
+
+    found = {}
+    for label, dists in FRAMEWORK_DISTRIBUTIONS.items():
+        for dist in dists:
+            try:
+                found[label] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return found
+
+
 def check_fuseci(python: str = sys.executable) -> Check:
-    """fuseci's and Python's versions and where they live; always OK."""
+    """fuseci's and Python's versions and where they live, and the array frameworks installed
+    (suites may take CuPy arrays or torch tensors); always OK."""
     where = Path(fuseci.__file__).resolve().parent
     detail = f"fuseci {__version__} ({where}), Python {platform.python_version()} ({sys.executable})"
     if python != sys.executable:
         detail += f"; the probe runs under {python}"
+    frameworks = framework_versions()
+    missing = [label for label in FRAMEWORK_DISTRIBUTIONS if label not in frameworks]
+    detail += "\narray frameworks: " + (", ".join(f"{k} {v}" for k, v in frameworks.items()) or "none")
+    if missing:
+        detail += f" ({', '.join(missing)} not installed{': suites with framework: torch need it' if 'PyTorch' in missing else ''})"
     return _check(
         "fuseci",
         Status.OK,
@@ -51,6 +82,7 @@ def check_fuseci(python: str = sys.executable) -> Check:
         python=sys.executable,
         probe_python=python,
         platform=platform.platform(),
+        frameworks=frameworks,
     )
 
 

@@ -177,6 +177,7 @@ def check_case(
     for variant in case.variants:
         call = calls[variant.id]
         first[variant.id], peak = _first_call(call, inputs)
+        log.debug("case %s: %s first call %.3f s, peak %d bytes", case.id, variant.id, first[variant.id] / 1e9, peak)
         with call.framework.poisoned(peak) as missed:
             outs = tuple(arrays.own_copy(o) for o in call(inputs))
             arrays.synchronize()

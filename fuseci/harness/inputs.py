@@ -175,7 +175,7 @@ def host_values(spec: InputSpec, count: int | None = None) -> Any:
         # the high 64 bits of w0 * span, exactly, in Python integers
         off = [int(w) if span == 2**64 else (int(w) * span) >> 64 for w in w0]
         values = np.array([lo + o for o in off], dtype=object)
-        if not spec.dtype.startswith("float"):
+        if not dtype(spec.dtype).is_float:
             return values.astype(spec.dtype)
         return _rounded(values.astype(np.float64), spec.dtype)
     unit0 = (w0 >> np.uint64(11)).astype(np.float64) * _2_POW_53

@@ -181,15 +181,19 @@ def preload(suite: Suite) -> None:
         except ImportError:  # optional parts: whoever needs one says so
             log.debug("%s is not installed", module)
     for name in suite.frameworks:  # `import torch` takes seconds: while another process measures
+        started = time.perf_counter()
         try:
             arrays.get(name).load()
         except FuseciError as exc:  # reported by each case that needs it
             log.info("framework %s: %s", name, exc)
+        log.debug("framework %s loaded in %.2f s", name, time.perf_counter() - started)
     for module in sorted({ref.split(":")[0] for ref in refs}):
+        started = time.perf_counter()
         try:
             importlib.import_module(module)
         except Exception as exc:  # reported by the case that needs it, with where it looked
             log.info("preloading %s failed (%s: %s); its cases will say why", module, type(exc).__name__, exc)
+        log.debug("module %s imported in %.2f s", module, time.perf_counter() - started)
 
 
 def wait_for_ok_cases(record_path: Path, timeout_s: float, poll_s: float = 0.02) -> set[str]:

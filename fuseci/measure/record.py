@@ -102,7 +102,7 @@ class CheckRecord:
 
     def describe(self) -> str:
         """One line: which output, against what, by how much."""
-        of = f" ({self.dtype})" if self.dtype else ""
+        of = f" for {self.dtype}" if self.dtype else ""
         nan = (
             f"; {self.nan_count} elements NaN where the expected value is not: never written (the harness fills "
             "new memory with NaN bytes before each checked call)"
@@ -110,8 +110,8 @@ class CheckRecord:
             else ""
         )
         return (
-            f"{self.variant} output {self.output}{of} vs {self.against}: {self.mismatches} of {self.elements} "
-            f"elements outside rtol={self.rtol:g}, atol={self.atol:g}; max abs err {self.max_abs_err:.3g}, "
+            f"{self.variant} output {self.output} vs {self.against}: {self.mismatches} of {self.elements} "
+            f"elements outside rtol={self.rtol:g}, atol={self.atol:g}{of}; max abs err {self.max_abs_err:.3g}, "
             f"relative L2 error {self.rel_l2_err:.3g} (worst at flat index {self.worst_index}){nan}"
         )
 

@@ -9,6 +9,7 @@ beside the report for the user and for ``--from-report``.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,6 +28,14 @@ from fuseci.measure.timed import finish_timed, run_timed, start_timed
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band.
 RETIMES = 2
+
+#: The compilers' cache directories, by environment variable, under :attr:`MeasureOptions.compile_cache`.
+COMPILE_CACHES: dict[str, str] = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
+#: What else the harness processes' environment holds unless the user's sets it: Inductor compiles
+#: in the process itself, without a pool of worker processes that each import PyTorch again (and
+#: run under ncu in the profiled run): with its cache warm there is little to compile, and a one-case
+#: torch.compile suite took 17-21 s instead of 25 s on an H200 (docs/BENCHMARKS.md).
+HARNESS_ENV_DEFAULTS: dict[str, str] = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +66,23 @@ class MeasureOptions:
             self.on_stage(stage, watch)
 
     @property
-    def env(self) -> dict[str, str] | None:
+    def compile_cache(self) -> Path:
+        """Where the harness processes keep ``torch.compile``'s (Inductor's) and Triton's caches:
+        the timed process finds what the profiled one compiled, and a CI cache of this directory
+        keeps it across runs (a ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
+        return self.report_dir / "compile-cache"
+
+    @property
+    def env(self) -> dict[str, str]:
         """What the harness processes' environment adds."""
-        return None if self.device is None else {"CUDA_VISIBLE_DEVICES": self.device}
+        extra = {} if self.device is None else {"CUDA_VISIBLE_DEVICES": self.device}
+        for var, sub in COMPILE_CACHES.items():
+            if not os.environ.get(var):
+                extra[var] = str((self.compile_cache / sub).absolute())
+        for var, value in HARNESS_ENV_DEFAULTS.items():
+            if not os.environ.get(var):
+                extra[var] = value
+        return extra
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:

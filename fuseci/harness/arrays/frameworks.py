@@ -224,11 +224,12 @@ def _dynamo_frames() -> int:
 
 
 def _kernel_name(kwargs: dict[str, Any]) -> str:
+    """The kernel's name as ncu shows it: the function's own name, not its qualified one."""
     fn = kwargs.get("fn")
     for attr in ("name", "__name__"):
         name = getattr(fn, attr, None)
         if isinstance(name, str):
-            return name
+            return name.rsplit(".", 1)[-1]
     return str(kwargs.get("repr", "a Triton kernel"))[:200]
 
 

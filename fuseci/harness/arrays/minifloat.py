@@ -48,10 +48,11 @@ def cuda_source(fmt: MiniFloat) -> str:
     makes, to nearest even)."""
     m, bias, width = fmt.mantissa_bits, fmt.bias, fmt.exponent_bits + fmt.mantissa_bits
     top = (1 << fmt.exponent_bits) - 1
+    nan, inf = "__longlong_as_double(0x7ff8000000000000LL)", "__longlong_as_double(0x7ff0000000000000LL)"
     special = (
-        f'if (e == {top}u) v = m ? nan("") : HUGE_VAL; else'
+        f"if (e == {top}u) v = m ? {nan} : {inf}; else"
         if fmt.has_inf
-        else f'if (e == {top}u && m == {(1 << m) - 1}u) v = nan(""); else'
+        else f"if (e == {top}u && m == {(1 << m) - 1}u) v = {nan}; else"
     )
     return f"""
 __device__ __forceinline__ unsigned int {encode_name(fmt)}(float f) {{
