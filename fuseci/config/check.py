@@ -1,11 +1,11 @@
 """Checking suite files as a whole, on any machine, before a GPU is involved (``fuseci check``,
 and ``fuseci run`` before it measures anything).
 
-Each file is loaded and validated (:func:`fuseci.config.parse.load_suite`); then the files are
-checked together: two files with one ``suite:`` id would share, and delete each other's cases
-from, one baseline file; and every ``module:function`` must resolve
-(:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of the
-offending key, so that one pass shows them all.
+Each file is read and validated, every problem of it found in one pass
+(:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files with
+one ``suite:`` id would share, and delete each other's cases from, one baseline file; and every
+``module:function`` must resolve (:mod:`fuseci.config.resolve`). Every problem is kept, with the
+file and the line of the offending key, so that one pass shows them all.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.config.model import Suite
-from fuseci.config.parse import load_suite
+from fuseci.config.parse import check_suite
 from fuseci.config.resolve import unresolved
-from fuseci.errors import SuiteError
+
+#: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
+#: what to fix first.
+MAX_LISTED = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,57 +38,156 @@ class SuiteProblem:
 
 
 @dataclass(frozen=True, slots=True)
-class SuiteCheck:
-    """The suites that loaded, and every problem found in the files."""
+class FileCheck:
+    """What checking one suite file found."""
 
-    suites: tuple[Suite, ...]
-    """Suites that loaded and validated (possibly with problems found across files)."""
+    path: Path
+    """The suite file, as given."""
+    suite: Suite | None
+    """The suite, when the file is valid on its own (it may still clash with another file)."""
     problems: tuple[SuiteProblem, ...]
-    """Every problem, file by file."""
+    """The problems listed, in file order: at most :data:`MAX_LISTED`."""
+    unlisted: int = 0
+    """Problems found beyond those listed."""
+
+    @property
+    def problem_count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + self.unlisted
+
+    @property
+    def name(self) -> str:
+        """The suite's id, or the file's stem when it could not be read."""
+        return self.suite.name if self.suite is not None else self.path.stem
+
+    @property
+    def reported(self) -> tuple[SuiteProblem, ...]:
+        """The problems to show: those listed, and one that says how many more there are."""
+        if not self.unlisted:
+            return self.problems
+        more = SuiteProblem(
+            self.path,
+            0,
+            f"{self.path}: {_count(self.unlisted, 'more problem')} not listed; fix those above and check again",
+            self.name,
+        )
+        return (*self.problems, more)
+
+    def summary(self) -> str:
+        """One line for a file: ``ok``, or how many problems it has."""
+        if self.suite is None:
+            return f"{self.path}: {_count(self.problem_count, 'problem')}"
+        s = self.suite
+        variants = sum(len(c.variants) for c in s.cases)
+        line = f"{s.path}: suite {s.name}: {_count(len(s.cases), 'case')}, {_count(variants, 'variant')}"
+        line += ", planted regressions" if s.planted else ""
+        if self.problem_count:
+            return f"{line}: {_count(self.problem_count, 'problem')}"
+        return f"{line}: ok"
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteCheck:
+    """Every file checked, in the order given."""
+
+    files: tuple[FileCheck, ...]
+    """One per file."""
+
+    @property
+    def suites(self) -> tuple[Suite, ...]:
+        """Suites that loaded and validated on their own (a file may still have problems found
+        across files, such as a shared suite id or a missing function)."""
+        return tuple(f.suite for f in self.files if f.suite is not None)
+
+    @property
+    def problems(self) -> tuple[SuiteProblem, ...]:
+        """Every problem to show, file by file (:attr:`FileCheck.reported`)."""
+        return tuple(p for f in self.files for p in f.reported)
+
+    @property
+    def problem_count(self) -> int:
+        """Every problem found, listed or not."""
+        return sum(f.problem_count for f in self.files)
 
     @property
     def ok(self) -> bool:
         """True when nothing is wrong."""
-        return not self.problems
+        return not self.problem_count
+
+    def summary(self) -> str:
+        """The last line of ``fuseci check``: how many files, how many valid and with problems
+        (and how many problems)."""
+        files = f"fuseci check: {_count(len(self.files), 'suite file')}"
+        bad = [f for f in self.files if f.problem_count]
+        valid = len(self.files) - len(bad)
+        if valid == len(self.files):
+            return f"{files}, all valid"
+        parts = [f"{valid} valid"] if valid else []
+        if bad:
+            parts.append(f"{len(bad)} with {_count(self.problem_count, 'problem')}")
+        return f"{files}, {', '.join(parts)}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _read(path: Path) -> FileCheck:
+    read = check_suite(path)
+    problems = tuple(SuiteProblem(path, e.line, str(e), path.stem) for e in read.problems)
+    return FileCheck(path, read.suite, problems[:MAX_LISTED], max(0, len(problems) - MAX_LISTED))
+
+
+def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
+    """Suites of one id, by index of the file."""
+    by_id: dict[str, list[int]] = {}
+    for i, f in enumerate(files):
+        if f.suite is not None:
+            by_id.setdefault(f.suite.name, []).append(i)
+    found: dict[int, list[SuiteProblem]] = {}
+    for same in by_id.values():
+        suites = [s for s in (files[i].suite for i in same) if s is not None]
+        for i, suite in zip(same, suites, strict=True) if len(same) > 1 else ():
+            others = ", ".join(f"{o.path}:{o.line}" for o in suites if o is not suite)
+            message = (
+                f"{suite.path}:{suite.line}: suite: duplicate suite id {suite.name!r} (also {others}); suites of one "
+                "id share one baseline file and would delete each other's cases from it: give each file its own id"
+            )
+            found.setdefault(i, []).append(SuiteProblem(suite.path, suite.line, message, suite.name))
+    return found
+
+
+def _unresolved(suite: Suite, resolve: bool) -> list[SuiteProblem]:
+    """The suite's references that do not resolve."""
+    return [
+        SuiteProblem(
+            suite.path,
+            line,
+            f"{suite.path}:{line}: {field}: {why}; fix the reference (module:function) or the module",
+            suite.name,
+        )
+        for line, field, why in (unresolved(suite) if resolve else ())
+    ]
 
 
 def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
-    """Load every file and check them together (see the module docstring); ``resolve`` also
-    checks that every ``module:function`` exists (skip it when nothing will be imported, as in
-    re-analysing a report)."""
-    suites: list[Suite] = []
-    problems: list[SuiteProblem] = []
-    for path in paths:
-        try:
-            suites.append(load_suite(path))
-        except SuiteError as exc:
-            problems.append(SuiteProblem(Path(path), exc.line, str(exc), Path(path).stem))
-    by_id: dict[str, list[Suite]] = {}
-    for suite in suites:
-        by_id.setdefault(suite.name, []).append(suite)
-    for sid, same in by_id.items():
-        if len(same) < 2:
+    """Check every file on its own and all of them together (see the module docstring);
+    ``resolve`` also checks that every ``module:function`` exists (skip it when nothing will be
+    imported, as in re-analysing a report)."""
+    files = [_read(Path(p)) for p in paths]
+    clashes = _clashing_ids(files)
+    out: list[FileCheck] = []
+    for i, f in enumerate(files):
+        if f.suite is None:
+            out.append(f)
             continue
-        for suite in same:
-            others = ", ".join(f"{o.path}:{o.line}" for o in same if o is not suite)
-            problems.append(
-                SuiteProblem(
-                    suite.path,
-                    suite.line,
-                    f"{suite.path}:{suite.line}: suite: duplicate suite id {sid!r} (also {others}); suites of one id "
-                    "share one baseline file and would delete each other's cases from it: give each file its own id",
-                    sid,
-                )
+        problems = [*f.problems, *clashes.get(i, []), *_unresolved(f.suite, resolve)]
+        out.append(
+            FileCheck(
+                f.path,
+                f.suite,
+                tuple(problems[:MAX_LISTED]),
+                f.unlisted + max(0, len(problems) - MAX_LISTED),
             )
-    if resolve:
-        for suite in suites:
-            for line, field, why in unresolved(suite):
-                problems.append(
-                    SuiteProblem(
-                        suite.path,
-                        line,
-                        f"{suite.path}:{line}: {field}: {why}; fix the reference (module:function) or the module",
-                        suite.name,
-                    )
-                )
-    return SuiteCheck(tuple(suites), tuple(problems))
+        )
+    return SuiteCheck(tuple(out))

@@ -7,9 +7,9 @@ import difflib
 import math
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from fuseci.config import names
 from fuseci.config.policy import brief_repr
@@ -50,11 +50,28 @@ def did_you_mean(value: object, options: tuple[str, ...]) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_F = TypeVar("_F")
+
+
 class Where:
-    """Builds messages that name the file, the line and the field path."""
+    """Builds messages that name the file, the line and the field path, and keeps the problems
+    found on the way (:meth:`attempt`), so that one pass over a file finds all of them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.problems: list[SuiteError] = []
+        """Every problem found so far, in the order the file was read."""
+
+    def attempt(self, fallback: _F, parse: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T | _F:
+        """``parse(*args, **kwargs)``; when it finds a problem, the problem is kept and
+        ``fallback`` returned, so that the fields after it are checked too."""
+        try:
+            return parse(*args, **kwargs)
+        except SuiteError as exc:
+            self.problems.append(exc.with_traceback(None))  # kept for its message: not its frames
+            return fallback
 
     def error(self, where: str, message: str, node: object = None, key: object = None) -> SuiteError:
         """The error at the line of ``key`` in the mapping ``node`` (by default the last field of
@@ -77,11 +94,15 @@ def _line(node: object, where: str, key: object) -> int:
 def check_keys(
     w: Where, where: str, node: Mapping[str, Any], allowed: tuple[str, ...], required: tuple[str, ...] = ()
 ) -> None:
+    """Every unknown key is kept as a problem (the known ones can still be checked); a missing
+    required key is raised (what needs it cannot be checked)."""
     for key in node:
         if key not in allowed:
             hint = did_you_mean(key, allowed)
-            raise w.error(
-                where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node, key=key
+            w.problems.append(
+                w.error(
+                    where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node, key=key
+                )
             )
     for key in required:
         if key not in node:
@@ -128,6 +149,26 @@ def check_id(w: Where, where: str, value: object, node: object) -> str:
             node,
         )
     return value
+
+
+def unique_ids(w: Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
+    """Keep a problem for every id that repeats an earlier one.
+
+    Args:
+        w: Where the problems are kept.
+        kind: What the ids name (``case``, ``variant``), for the message.
+        ids: Each id with its field path and its line, in file order.
+    """
+    first: dict[str, tuple[str, int]] = {}
+    for value, where, line in ids:
+        key = value
+        if key not in first:
+            first[key] = (value, line)
+            continue
+        _, other_line = first[key]
+        at = f"{w.path}:{line}" if line else str(w.path)
+        why = f"duplicate {kind} id (first defined on line {other_line}); rename one"
+        w.problems.append(SuiteError(f"{at}: {where}: {why}", path=w.path, line=line))
 
 
 def check_ref(w: Where, where: str, value: object, node: object) -> str:
