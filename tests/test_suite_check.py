@@ -3,6 +3,8 @@ what it says about every file and which report files it writes."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,135 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def check(*args: str):
     return runner.invoke(app, ["check", *args])
+
+
+# --- 1. a module that does not exist is an error ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "nosuchpkg.mod:f",  # no such top-level package
+        "nosuchpkg:f",
+        "yaml.nosuchmodule:f",  # an installed package without that submodule
+        "json.nosuchmodule:f",  # a standard-library package without it
+        "fuseci.config.nosuchmodule:f",
+    ],
+)
+def test_a_module_that_does_not_exist_is_an_error(project: Path, ref: str) -> None:
+    write(project / "mykern" / "ops.py", "def f(x):\n    return x\n")
+    path = write(project / "suites" / "s.yaml", _suite("mykern.ops:f", ref))
+    result = check(str(path))
+    assert result.exit_code == 3, result.output
+    module = ref.partition(":")[0]
+    missing = "nosuchpkg" if module.startswith("nosuchpkg") else module.split(".")[-1]
+    assert f"no module {missing!r}" in result.stderr
+    assert f"{path}:8: case 'c1'.variants.fused: {ref!r}" in result.stderr
+    assert "valid" not in result.stdout.replace("0 valid", "")
+
+
+def test_a_module_that_is_a_file_has_no_submodules(project: Path) -> None:
+    write(project / "mykern" / "ops.py", "def f(x):\n    return x\n")
+    path = write(project / "suites" / "s.yaml", _suite("mykern.ops:f", "mykern.ops.more:f"))
+    result = check(str(path))
+    assert result.exit_code == 3
+    assert "'mykern.ops' (" in result.stderr and "is a module, not a package" in result.stderr
+
+
+def test_modules_are_found_on_the_search_path_and_in_namespace_packages(project: Path) -> None:
+    write(project / "mykern" / "__init__.py", "")
+    write(project / "mykern" / "ops.py", "def f(x):\n    return x\n")
+    write(project / "nspkg" / "inner" / "ops.py", "def g(x):\n    return x\n")  # no __init__.py anywhere
+    path = write(project / "suites" / "s.yaml", _suite("mykern.ops:f", "nspkg.inner.ops:g"))
+    result = check(str(path))
+    assert result.exit_code == 0, result.output
+    assert f"{path}: suite demo: 1 case, 2 variants: ok" in result.stdout
+
+
+def test_an_installed_module_is_read_from_its_source(project: Path) -> None:
+    path = write(project / "suites" / "s.yaml", _suite("fuseci.config.names:is_id", "fuseci.config.names:is_idd"))
+    result = check(str(path))
+    assert result.exit_code == 3
+    assert "defines no 'is_idd'; did you mean 'is_id'?" in result.stderr
+
+
+def test_an_editable_install_is_found_from_its_finder_read_as_source(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fuseci.config import resolve
+
+    site_dir = project / "site-packages"
+    write(project / "src" / "edpkg" / "__init__.py", "")
+    write(project / "src" / "edpkg" / "ops.py", "def f(x):\n    return x\n")
+    write(project / "other" / "edmod.py", "def g(x):\n    return x\n")
+    # setuptools' finder and the editables package's, never imported: importing them would raise
+    write(
+        site_dir / "__editable___edpkg_1_0_finder.py",
+        f"raise SystemExit(9)\nMAPPING = {{'edpkg': {str(project / 'src' / 'edpkg')!r}}}\n",
+    )
+    write(
+        site_dir / "_editable_impl_edmod.py",
+        f"raise SystemExit(9)\nF.map_module('edmod', {str(project / 'other' / 'edmod.py')!r})\n",
+    )
+    monkeypatch.setattr(resolve.site, "getsitepackages", lambda: [str(site_dir)])
+    resolve._editable_map.cache_clear()
+    try:
+        path = write(project / "suites" / "s.yaml", _suite("edpkg.ops:f", "edmod:g"))
+        result = check(str(path))
+        assert result.exit_code == 0, result.output
+        bad = write(project / "suites" / "s.yaml", _suite("edpkg.ops:f", "edpkg.nosuch:g"))
+        result = check(str(bad))
+        assert result.exit_code == 3 and "has no module 'nosuch'" in result.stderr
+    finally:
+        resolve._editable_map.cache_clear()
+
+
+# --- 2. check never imports or runs the code it reads --------------------------------------------
+
+SIDE_EFFECTS = """\
+import pathlib
+print("IMPORTED")
+pathlib.Path(__file__).with_name("ran").write_text("ran")
+raise SystemExit(7)
+"""
+
+
+@pytest.mark.parametrize("ref", ["sidefx.ops:f", "sidefx.nosuch:f", "sidefx.ops.deeper:f", "sidefx:f"])
+def test_check_runs_no_package_init(project: Path, ref: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(project / "site" / "sidefx" / "__init__.py", SIDE_EFFECTS)
+    write(project / "site" / "sidefx" / "ops.py", SIDE_EFFECTS + "def f(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(project / "site"))  # importable, as an installed package is
+    path = write(project / "suites" / "s.yaml", _suite("sidefx.ops:f", ref))
+    before = set(sys.modules)
+    result = check(str(path))
+    assert result.exit_code in (0, 3), result.output  # never the SystemExit's 7
+    assert "IMPORTED" not in result.output
+    assert not (project / "site" / "sidefx" / "ran").exists()
+    assert not {m for m in set(sys.modules) - before if m.startswith("sidefx")}
+    if ref == "sidefx.ops:f":
+        assert result.exit_code == 0 and ": ok" in result.stdout
+    if ref == "sidefx:f":  # the package's __init__ defines no f: read, not run
+        assert "defines no 'f'" in result.stderr
+
+
+# --- what exists but cannot be read is "not verified", never "valid" ------------------------------
+
+
+def test_a_compiled_extension_or_a_star_import_is_not_verified(project: Path) -> None:
+    write(project / "mykern" / "ops.py", "def f(x):\n    return x\n")
+    write(project / "mykern" / "star.py", "from os.path import *\n")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    write(project / "mykern" / f"fast{suffix}", "not really compiled: it is never loaded")
+    path = write(project / "suites" / "s.yaml", _suite("mykern.fast:f", "mykern.star:f"))
+    result = check(str(path))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{path}: suite demo: 1 case, 2 variants: 2 references not verified: ")
+    assert "'mykern.fast:f'" in lines[0] and "no Python source" in lines[0]
+    assert "'mykern.star:f'" in lines[0] and "from ... import *" in lines[0]
+    assert "valid" not in lines[0] and ": ok" not in lines[0]
+    assert lines[1] == "fuseci check: 1 suite file, 1 not verified"
 
 
 # --- 3. the report files are written whether or not every suite is valid --------------------------

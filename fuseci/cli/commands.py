@@ -180,13 +180,14 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
 @with_report_options
 def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = None) -> int:
     """Check suite files on any machine, without a GPU: the format and every value, one suite id
-    per file, and that every module:function exists (read from its source, not imported).
+    per file, and that every module:function exists (read from its source, never imported or
+    run).
 
     Every problem of every file is listed, each at the line of the offending key; each file
-    without problems gets one line, and a summary ends the output. The report files (--junit
-    and the others) are written either way: problems as failed test cases, and under GitHub
-    Actions annotations on the suite files. `fuseci run` makes the same checks before it
-    measures anything.
+    without problems gets one line (ok, or which references exist but could not be read and so
+    are not verified), and a summary ends the output. The report files (--junit and the others)
+    are written either way: problems as failed test cases, and under GitHub Actions annotations
+    on the suite files. `fuseci run` makes the same checks before it measures anything.
 
     \b
     Examples:

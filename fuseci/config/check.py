@@ -4,8 +4,12 @@ and ``fuseci run`` before it measures anything).
 Each file is read and validated, every problem of it found in one pass
 (:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files with
 one ``suite:`` id would share, and delete each other's cases from, one baseline file; and every
-``module:function`` must resolve (:mod:`fuseci.config.resolve`). Every problem is kept, with the
-file and the line of the offending key, so that one pass shows them all.
+``module:function`` must resolve, read from source and never imported
+(:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of the
+offending key, so that one pass shows them all.
+
+Besides problems, a file may carry a note: a reference that exists but whose names could not be
+read from source is *not verified* (never called valid), which does not fail the check.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 
 from fuseci.config.model import Suite
 from fuseci.config.parse import check_suite
-from fuseci.config.resolve import unresolved
+from fuseci.config.resolve import Finding, resolve_suite
 
 #: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
 #: what to fix first.
@@ -25,7 +29,7 @@ MAX_LISTED = 50
 
 @dataclass(frozen=True, slots=True)
 class SuiteProblem:
-    """One thing wrong with a suite file."""
+    """One thing wrong with (or, as a note, worth saying about) a suite file."""
 
     path: Path
     """The suite file."""
@@ -49,6 +53,8 @@ class FileCheck:
     """The problems listed, in file order: at most :data:`MAX_LISTED`."""
     unlisted: int = 0
     """Problems found beyond those listed."""
+    unverified: tuple[Finding, ...] = ()
+    """References that exist but whose names could not be read from source."""
 
     @property
     def problem_count(self) -> int:
@@ -73,8 +79,22 @@ class FileCheck:
         )
         return (*self.problems, more)
 
+    @property
+    def unverified_notes(self) -> tuple[SuiteProblem, ...]:
+        """Each unverified reference as a note at its line."""
+        return tuple(
+            SuiteProblem(
+                self.path,
+                f.line,
+                f"{self.path}:{f.line}: {f.field}: {f.ref!r} not verified: {f.resolution.unverified}; the run imports "
+                "it and says if it is missing",
+                self.name,
+            )
+            for f in self.unverified
+        )
+
     def summary(self) -> str:
-        """One line for a file: ``ok``, or how many problems it has."""
+        """One line for a file without problems: ``ok``, or which references are not verified."""
         if self.suite is None:
             return f"{self.path}: {_count(self.problem_count, 'problem')}"
         s = self.suite
@@ -83,6 +103,12 @@ class FileCheck:
         line += ", planted regressions" if s.planted else ""
         if self.problem_count:
             return f"{line}: {_count(self.problem_count, 'problem')}"
+        if self.unverified:
+            why = "; ".join(f"{f.ref!r} (line {f.line}): {f.resolution.unverified}" for f in self.unverified)
+            return (
+                f"{line}: {_count(len(self.unverified), 'reference')} not verified: {why}; the run imports "
+                f"{'them' if len(self.unverified) > 1 else 'it'} and says if one is missing"
+            )
         return f"{line}: ok"
 
 
@@ -115,14 +141,17 @@ class SuiteCheck:
         return not self.problem_count
 
     def summary(self) -> str:
-        """The last line of ``fuseci check``: how many files, how many valid and with problems
-        (and how many problems)."""
+        """The last line of ``fuseci check``: how many files, how many valid, not verified and
+        with problems (and how many problems)."""
         files = f"fuseci check: {_count(len(self.files), 'suite file')}"
         bad = [f for f in self.files if f.problem_count]
-        valid = len(self.files) - len(bad)
+        unverified = [f for f in self.files if not f.problem_count and f.unverified]
+        valid = len(self.files) - len(bad) - len(unverified)
         if valid == len(self.files):
             return f"{files}, all valid"
         parts = [f"{valid} valid"] if valid else []
+        if unverified:
+            parts.append(f"{len(unverified)} not verified")
         if bad:
             parts.append(f"{len(bad)} with {_count(self.problem_count, 'problem')}")
         return f"{files}, {', '.join(parts)}"
@@ -157,17 +186,20 @@ def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
     return found
 
 
-def _unresolved(suite: Suite, resolve: bool) -> list[SuiteProblem]:
-    """The suite's references that do not resolve."""
-    return [
-        SuiteProblem(
-            suite.path,
-            line,
-            f"{suite.path}:{line}: {field}: {why}; fix the reference (module:function) or the module",
-            suite.name,
-        )
-        for line, field, why in (unresolved(suite) if resolve else ())
-    ]
+def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Finding]]:
+    """The suite's unresolved references (problems), and those not verified."""
+    problems: list[SuiteProblem] = []
+    unverified: list[Finding] = []
+    for f in resolve_suite(suite) if resolve else ():
+        if f.resolution.problem:
+            message = (
+                f"{suite.path}:{f.line}: {f.field}: {f.ref!r}: {f.resolution.problem}; "
+                "fix the reference (module:function) or the module"
+            )
+            problems.append(SuiteProblem(suite.path, f.line, message, suite.name))
+        else:
+            unverified.append(f)
+    return problems, unverified
 
 
 def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
@@ -181,13 +213,15 @@ def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
         if f.suite is None:
             out.append(f)
             continue
-        problems = [*f.problems, *clashes.get(i, []), *_unresolved(f.suite, resolve)]
+        problems, unverified = _notes(f.suite, resolve)
+        problems = [*f.problems, *clashes.get(i, []), *problems]
         out.append(
             FileCheck(
                 f.path,
                 f.suite,
                 tuple(problems[:MAX_LISTED]),
                 f.unlisted + max(0, len(problems) - MAX_LISTED),
+                tuple(unverified),
             )
         )
     return SuiteCheck(tuple(out))
