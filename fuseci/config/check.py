@@ -2,11 +2,11 @@
 and ``fuseci run`` before it measures anything).
 
 Each file is read and validated, every problem of it found in one pass
-(:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files with
-one ``suite:`` id would share, and delete each other's cases from, one baseline file; and every
-``module:function`` must resolve, read from source and never imported
-(:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of the
-offending key, so that one pass shows them all.
+(:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files whose
+``suite:`` ids differ at most in letter case would share, and delete each other's cases from,
+one baseline file; and every ``module:function`` must resolve, read from source and never
+imported (:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of
+the offending key, so that one pass shows them all.
 
 Besides problems, a file may carry a note: a reference that exists but whose names could not be
 read from source is *not verified* (never called valid), which does not fail the check.
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fuseci.config import names
 from fuseci.config.model import Suite
 from fuseci.config.parse import check_suite
 from fuseci.config.resolve import Finding, resolve_suite
@@ -168,19 +169,27 @@ def _read(path: Path) -> FileCheck:
 
 
 def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
-    """Suites of one id, by index of the file."""
-    by_id: dict[str, list[int]] = {}
+    """Suites whose ids are equal, letter case ignored (on macOS and Windows they would share one
+    baseline file), by index of the file."""
+    by_key: dict[str, list[int]] = {}
     for i, f in enumerate(files):
         if f.suite is not None:
-            by_id.setdefault(f.suite.name, []).append(i)
+            by_key.setdefault(names.id_key(f.suite.name), []).append(i)
     found: dict[int, list[SuiteProblem]] = {}
-    for same in by_id.values():
+    for same in by_key.values():
         suites = [s for s in (files[i].suite for i in same) if s is not None]
         for i, suite in zip(same, suites, strict=True) if len(same) > 1 else ():
             others = ", ".join(f"{o.path}:{o.line}" for o in suites if o is not suite)
+            alike = {o.name for o in suites} == {suite.name}
+            what = (
+                f"duplicate suite id {suite.name!r}"
+                if alike
+                else f"suite id {suite.name!r} differs only in letter case"
+            )
             message = (
-                f"{suite.path}:{suite.line}: suite: duplicate suite id {suite.name!r} (also {others}); suites of one "
-                "id share one baseline file and would delete each other's cases from it: give each file its own id"
+                f"{suite.path}:{suite.line}: suite: {what} (also {others}); suites of one id share one baseline "
+                "file (ids are compared ignoring case, as macOS and Windows compare file names) and would delete "
+                "each other's cases from it: give each file its own id"
             )
             found.setdefault(i, []).append(SuiteProblem(suite.path, suite.line, message, suite.name))
     return found

@@ -141,6 +141,13 @@ def choice(w: Where, where: str, value: object, choices: tuple[str, ...], node: 
 
 
 def check_id(w: Where, where: str, value: object, node: object) -> str:
+    if isinstance(value, str) and len(value) > names.MAX_ID_CHARS and names.ID_PATTERN.fullmatch(value):
+        raise w.error(
+            where,
+            f"{brief_repr(value)} is {len(value)} characters long; an id has at most {names.MAX_ID_CHARS} "
+            "(it names files and NVTX ranges): shorten it",
+            node,
+        )
     if not names.is_id(value):
         raise w.error(
             where,
@@ -152,7 +159,8 @@ def check_id(w: Where, where: str, value: object, node: object) -> str:
 
 
 def unique_ids(w: Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
-    """Keep a problem for every id that repeats an earlier one.
+    """Keep a problem for every id that repeats an earlier one, letter case ignored
+    (:func:`~fuseci.config.names.id_key`).
 
     Args:
         w: Where the problems are kept.
@@ -161,13 +169,19 @@ def unique_ids(w: Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
     """
     first: dict[str, tuple[str, int]] = {}
     for value, where, line in ids:
-        key = value
+        key = names.id_key(value)
         if key not in first:
             first[key] = (value, line)
             continue
-        _, other_line = first[key]
+        other, other_line = first[key]
         at = f"{w.path}:{line}" if line else str(w.path)
-        why = f"duplicate {kind} id (first defined on line {other_line}); rename one"
+        if other == value:
+            why = f"duplicate {kind} id (first defined on line {other_line}); rename one"
+        else:
+            why = (
+                f"{kind} id {value!r} differs from {other!r} (line {other_line}) only in letter case; ids are "
+                f"compared ignoring case, as macOS and Windows compare file names: rename one"
+            )
         w.problems.append(SuiteError(f"{at}: {where}: {why}", path=w.path, line=line))
 
 

@@ -228,6 +228,7 @@ def _parse_variants(
                     node,
                 )
             )
+    fl.unique_ids(w, "variant", [(v.id, fl.sub(where, v.id), _line_of(node, v.id)) for v in variants])
     variants.sort(key=lambda v: v.id != UNFUSED)
     return tuple(variants)
 
