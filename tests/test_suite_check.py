@@ -281,3 +281,67 @@ def test_a_hostile_file_lists_its_first_problems_and_counts_the_rest(project: Pa
         == f"fuseci: error: {path}: {found - MAX_LISTED} more problems not listed; fix those above and check again"
     )
     assert result.stdout.splitlines() == [f"fuseci check: 1 suite file, 1 with {found} problems"]
+
+
+# --- 16. the YAML mistakes a newcomer makes get the fix -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            _suite("mykern.ops:f", "mykern.ops:g") + "    expect:\n      launches: >= 2x\n",
+            """invalid YAML: did not find expected comment or line break (while scanning a block scalar that starts on line 10); YAML reads a value that starts with '>' or '|' as a block of text: quote it, e.g. launches: ">= 2x\"""",
+        ),
+        (
+            _suite("mykern.ops:f", "mykern.ops:g") + "    expect:\n      launches: >2\n",
+            """case 'c1'.expect.launches: cannot parse expectation '': write an operator (>=, >, <=, <, ==) and a number, like '>= 2.5x' (YAML reads a value that starts with '>' or '|' as a block of the lines below it: quote it, e.g. ">= 2x")""",
+        ),
+        (
+            _suite("mykern.ops:f", "mykern.ops:g", shape="(8192, 8192)").replace(
+                "{shape: (8192, 8192)}", "\n        shape: (8192, 8192)"
+            ),
+            "case 'c1'.inputs.x.shape: expected a list of positive integers (or one), got string '(8192, 8192)'; YAML has no tuples: write the shape as a list in brackets, e.g. shape: [8192, 8192]",
+        ),
+        (
+            _suite("mykern.ops:f", "mykern.ops:g", shape="(8192, 8192)"),  # inside {...} the comma splits it
+            "case 'c1'.inputs.x.shape: expected a list of positive integers (or one), got string '(8192'; YAML has no tuples: write the shape as a list in brackets, e.g. shape: [8192, 8192]",
+        ),
+        (
+            _suite("mykern.ops:f", ""),
+            "case 'c1'.variants.fused: has no function: write its 'module:function' after the colon on the same line (e.g. fused: mylib.ops:f); YAML reads an empty value as null",
+        ),
+    ],
+    ids=["unquoted >=", "unquoted >2", "shape tuple", "shape tuple in braces", "empty variant"],
+)
+def test_yaml_mistakes_get_the_fix(project: Path, text: str, expected: str) -> None:
+    path = write(project / "suites" / "s.yaml", text)
+    result = check(str(path))
+    assert result.exit_code == 3
+    assert any(line.endswith(expected) for line in result.stderr.splitlines()), result.stderr
+
+
+def test_inputs_smaller_than_the_l2_span_get_a_warning_not_an_error(project: Path) -> None:
+    from fuseci.config.check import KNOWN_L2_BYTES, L2_SPAN
+    from fuseci.harness.timing import L2_SPAN as HARNESS_L2_SPAN
+
+    assert L2_SPAN == HARNESS_L2_SPAN
+    assert max(KNOWN_L2_BYTES.values()) == 60 << 20
+    write(project / "mykern" / "ops.py", "def f(x):\n    return x\n\ndef g(x):\n    return x\n")
+    # 240 MiB exactly is enough; one float32 fewer is not
+    enough = write(project / "suites" / "enough.yaml", _suite("mykern.ops:f", "mykern.ops:g", shape="[62914560]"))
+    small = write(
+        project / "suites" / "small.yaml", _suite("mykern.ops:f", "mykern.ops:g", suite="small", shape="[62914559]")
+    )
+    result = check(str(enough), str(small), "--junit", str(project / "check.xml"))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"fuseci: warning: {small}:3: case 'c1'.inputs: 240 MiB in all, under 4x the largest L2 of the cards fuseci "
+        "knows (60 MiB, H200), so writes may stay in L2 and DRAM bytes undercount; make the inputs at least 240 MiB "
+        "in all (shape: [67108864] of float32 is 256 MiB)"
+    ]
+    assert result.stdout.splitlines() == [
+        f"{enough}: suite demo: 1 case, 2 variants: ok",
+        f"{small}: suite small: 1 case, 2 variants: ok (1 warning)",
+        "fuseci check: 2 suite files, all valid",
+    ]

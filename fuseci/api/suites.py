@@ -74,7 +74,7 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
 
 def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
     """A file without problems (its ``suite``), for the report files: a passing check at its
-    ``suite:`` line, and each unverified reference at its own line."""
+    ``suite:`` line, and each unverified reference and warning at its own line."""
     results = [
         CaseResult(
             "(suite)",
@@ -84,7 +84,7 @@ def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
             (),
         )
     ]
-    for note in f.unverified_notes:
+    for note in (*f.unverified_notes, *f.warnings):
         check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.WARN, note.message)
         results.append(CaseResult("(suite)", note.line, "the suite file", (check,), ()))
     return Comparison(
@@ -101,7 +101,8 @@ def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
 def check_report(check: SuiteCheck, *, every_file: bool = True) -> list[Comparison]:
     """What the report files say about a check: each problem as an error at its file and line
     (:func:`~fuseci.judge.verdict.failed_file`); with ``every_file``, each file without problems
-    as a pass, with its unverified references. So a check always has a report, valid or not."""
+    as a pass, with its unverified references and warnings. So a check always has a report,
+    valid or not."""
     out: list[Comparison] = []
     for f in check.files:
         if f.problem_count:

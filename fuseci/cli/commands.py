@@ -201,6 +201,8 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
     for f in check.files:
         for p in f.reported:
             error(p.message)
+        for w in f.warnings:
+            say(f"fuseci: warning: {w.message}", err=True)
         if not f.problem_count:
             say(f.summary())
     code = report(check_report(check), outputs or {}, EXIT_PASS if check.ok else EXIT_SETUP, console=False)

@@ -8,8 +8,10 @@ one baseline file; and every ``module:function`` must resolve, read from source 
 imported (:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of
 the offending key, so that one pass shows them all.
 
-Besides problems, a file may carry a note: a reference that exists but whose names could not be
-read from source is *not verified* (never called valid), which does not fail the check.
+Besides problems, a file may carry *notes*: a reference that exists but whose names could not be
+read from source is *not verified* (never called valid), and a case whose inputs are smaller
+than :data:`L2_SPAN` times the largest L2 of the cards fuseci knows gets a warning. Neither
+fails the check.
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.config import names
-from fuseci.config.model import Suite
+from fuseci.config.model import Case, Suite
 from fuseci.config.parse import check_suite
 from fuseci.config.resolve import Finding, resolve_suite
 
 #: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
 #: what to fix first.
 MAX_LISTED = 50
+
+#: The L2 cache of the data-centre cards fuseci knows, in bytes, as the CUDA driver reports it.
+KNOWN_L2_BYTES: dict[str, int] = {"H100": 50 << 20, "H200": 60 << 20}
+#: A case's inputs should span this many times the L2, so that DRAM traffic is real: the writes
+#: of a smaller case stay in L2 and ncu's DRAM byte counts miss them. The timed run's input
+#: rotation uses the same factor (``fuseci.harness.timing.L2_SPAN``).
+L2_SPAN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +65,8 @@ class FileCheck:
     """Problems found beyond those listed."""
     unverified: tuple[Finding, ...] = ()
     """References that exist but whose names could not be read from source."""
+    warnings: tuple[SuiteProblem, ...] = ()
+    """What is worth a look but fails nothing (inputs smaller than the L2 span)."""
 
     @property
     def problem_count(self) -> int:
@@ -110,7 +121,8 @@ class FileCheck:
                 f"{line}: {_count(len(self.unverified), 'reference')} not verified: {why}; the run imports "
                 f"{'them' if len(self.unverified) > 1 else 'it'} and says if one is missing"
             )
-        return f"{line}: ok"
+        warned = f" ({_count(len(self.warnings), 'warning')})" if self.warnings else ""
+        return f"{line}: ok{warned}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +207,27 @@ def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
     return found
 
 
-def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Finding]]:
-    """The suite's unresolved references (problems), and those not verified."""
+def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
+    """A warning when the case's inputs are under :data:`L2_SPAN` times the largest L2 of
+    :data:`KNOWN_L2_BYTES`. The runner's card is unknown here, so the largest L2 decides: inputs
+    that span it span every known card's; a run notes when DRAM writes did read low
+    (:func:`fuseci.judge.checks.undercount_note`). A warning, not an error: small cases have
+    their uses (quick tests, small shapes that matter); they measure the cache as well as DRAM."""
+    total = sum(spec.nbytes for spec in case.inputs)
+    card, l2 = max(KNOWN_L2_BYTES.items(), key=lambda item: item[1])
+    least = L2_SPAN * l2
+    if total >= least:
+        return None
+    message = (
+        f"{suite.path}:{case.line}: case {case.id!r}.inputs: {total / 2**20:.4g} MiB in all, under {L2_SPAN}x the "
+        f"largest L2 of the cards fuseci knows ({l2 >> 20} MiB, {card}), so writes may stay in L2 and DRAM bytes "
+        f"undercount; make the inputs at least {least >> 20} MiB in all (shape: [67108864] of float32 is 256 MiB)"
+    )
+    return SuiteProblem(suite.path, case.line, message, suite.name)
+
+
+def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Finding], list[SuiteProblem]]:
+    """The suite's unresolved references (problems), unverified ones and warnings."""
     problems: list[SuiteProblem] = []
     unverified: list[Finding] = []
     for f in resolve_suite(suite) if resolve else ():
@@ -208,7 +239,8 @@ def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Findin
             problems.append(SuiteProblem(suite.path, f.line, message, suite.name))
         else:
             unverified.append(f)
-    return problems, unverified
+    warnings = [w for w in (input_bytes_warning(suite, c) for c in suite.cases) if w is not None]
+    return problems, unverified, warnings
 
 
 def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
@@ -222,7 +254,7 @@ def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
         if f.suite is None:
             out.append(f)
             continue
-        problems, unverified = _notes(f.suite, resolve)
+        problems, unverified, warnings = _notes(f.suite, resolve)
         problems = [*f.problems, *clashes.get(i, []), *problems]
         out.append(
             FileCheck(
@@ -231,6 +263,7 @@ def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
                 tuple(problems[:MAX_LISTED]),
                 f.unlisted + max(0, len(problems) - MAX_LISTED),
                 tuple(unverified),
+                tuple(warnings),
             )
         )
     return SuiteCheck(tuple(out))

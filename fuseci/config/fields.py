@@ -218,6 +218,17 @@ def seed_for(base: int, case_id: str, name: str) -> int:
     return (base * 1_000_003 + zlib.crc32(f"{case_id}/{name}".encode())) % 2**63
 
 
+def _shape_hint(raw: object) -> str:
+    """The fix for a shape written as text: YAML has no tuples, so ``(8192, 8192)`` is a string
+    (and inside ``{...}`` its comma even splits it into two keys)."""
+    if not isinstance(raw, str) or not re.fullmatch(r"[\s(\[]*[0-9][0-9\s,]*[)\]]?\s*", raw):
+        return ""
+    dims = re.findall(r"[0-9]+", raw)
+    whole = raw.strip().startswith(("(", "[")) == raw.strip().endswith((")", "]"))  # not cut by a {...} comma
+    example = ", ".join(dims) if whole and len(dims) <= MAX_DIMS else "8192, 8192"
+    return f"; YAML has no tuples: write the shape as a list in brackets, e.g. shape: [{example}]"
+
+
 def shape(w: Where, where: str, raw: object, node: object) -> tuple[int, ...]:
     dims = [raw] if isinstance(raw, int) and not isinstance(raw, bool) else raw
     if (
@@ -225,7 +236,11 @@ def shape(w: Where, where: str, raw: object, node: object) -> tuple[int, ...]:
         or not dims
         or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
     ):
-        raise w.error(where, f"expected a list of positive integers (or one), got {_kind(raw)} {brief_repr(raw)}", node)
+        raise w.error(
+            where,
+            f"expected a list of positive integers (or one), got {_kind(raw)} {brief_repr(raw)}{_shape_hint(raw)}",
+            node,
+        )
     if len(dims) > MAX_DIMS:
         raise w.error(where, f"{len(dims)} dimensions; a tensor has at most {MAX_DIMS}", node)
     elements = 1

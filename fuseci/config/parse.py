@@ -97,6 +97,16 @@ def _parse_input(
     return spec
 
 
+def _policy_message(exc: ValueError, text: object) -> str:
+    """A tolerance's or expectation's parse error, with the YAML mistake behind an empty one."""
+    if isinstance(text, str) and not text.strip():
+        return (
+            f"{exc} (YAML reads a value that starts with '>' or '|' as a block of the lines below it: "
+            'quote it, e.g. ">= 2x")'
+        )
+    return str(exc)
+
+
 def _parse_gates(
     w: fl.Where, where: str, raw: object, parent: object, base: Mapping[str, Tolerance]
 ) -> dict[str, Tolerance]:
@@ -116,7 +126,7 @@ def _parse_gates(
         try:
             gates[key] = parse_tolerance(text)
         except ValueError as exc:
-            w.problems.append(w.error(f"{where}.{key}", str(exc), node))
+            w.problems.append(w.error(f"{where}.{key}", _policy_message(exc, text), node))
     return gates
 
 
@@ -140,7 +150,7 @@ def _parse_expect(w: fl.Where, where: str, raw: object, parent: object) -> dict[
         try:
             out[key] = parse_expectation(text)
         except ValueError as exc:
-            w.problems.append(w.error(f"{where}.{key}", str(exc), node))
+            w.problems.append(w.error(f"{where}.{key}", _policy_message(exc, text), node))
     return out
 
 
@@ -168,6 +178,7 @@ def _parse_variant(
     """
     found = len(w.problems)
     vwhere = fl.sub(where, vid)
+    example = vid if names.is_id(vid) else "fused"
     vid = w.attempt("", fl.check_id, w, vwhere, vid, node)
     judged_as: str | None = None
     caught_by: tuple[str, ...] = ()
@@ -181,6 +192,13 @@ def _parse_variant(
             judged_as = w.attempt(None, _parse_judged_as, w, f"{vwhere}.baseline", spec["baseline"], spec, vid, node)
         if "caught_by" in spec:
             caught_by = w.attempt((), _parse_caught_by, w, f"{vwhere}.caught_by", spec["caught_by"], spec)
+    elif spec is None:
+        raise w.error(
+            vwhere,
+            f"has no function: write its 'module:function' after the colon on the same line "
+            f"(e.g. {example}: mylib.ops:f); YAML reads an empty value as null",
+            node,
+        )
     else:
         raise w.error(
             vwhere,
