@@ -37,6 +37,54 @@ def test_a_suite_id_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
         load_suite(path)
 
 
+# --- one length limit, and ids compared ignoring letter case ---------------------------------
+
+
+def test_one_id_length_limit_for_the_loader_and_the_readers(tmp_path: Path) -> None:
+    from fuseci.store import results, schema
+
+    longest, longer = "i" * names.MAX_ID_CHARS, "i" * (names.MAX_ID_CHARS + 1)
+    assert names.is_id(longest) and not names.is_id(longer)
+    for reader in (schema.ID, results._CASE_ID):  # baselines, run and record files; results files
+        reader.check(longest, "id")
+        with pytest.raises(schema.SchemaError):
+            reader.check(longer, "id")
+    assert (
+        load_suite(write(tmp_path / "ok.yaml", MINIMAL_SUITE.replace("suite: demo", f"suite: {longest}"))).name
+        == longest
+    )
+    for old, new, length in (
+        ("suite: demo", f"suite: {'s' * 1000}", 1000),
+        ("id: c1", f"id: {longer}", 201),
+        ("      fused:", f"      {longer}:", 201),
+    ):
+        with pytest.raises(SuiteError, match=f"is {length} characters long; an id has at most 200"):
+            load_suite(write(tmp_path / "long.yaml", MINIMAL_SUITE.replace(old, new)))
+
+
+def test_ids_that_differ_only_in_case_are_refused_within_a_suite(tmp_path: Path) -> None:
+    cases = MINIMAL_SUITE + MINIMAL_SUITE.split("cases:\n")[1].replace("id: c1", "id: C1")
+    with pytest.raises(
+        SuiteError, match=r":9: case 'C1': case id 'C1' differs from 'c1' \(line 3\) only in letter case"
+    ):
+        load_suite(write(tmp_path / "cases.yaml", cases))
+    variants = MINIMAL_SUITE + "      Fused: kernels.elementwise:scale_relu_add_fused\n"
+    with pytest.raises(
+        SuiteError, match=r":9: case 'c1'.variants.Fused: variant id 'Fused' differs from 'fused' \(line 8\)"
+    ):
+        load_suite(write(tmp_path / "variants.yaml", variants))
+
+
+def test_suite_ids_that_differ_only_in_case_are_refused_across_files(tmp_path: Path) -> None:
+    a = write(tmp_path / "suites" / "a.yaml", MINIMAL_SUITE.replace("suite: demo", "suite: Demo"))
+    b = write(tmp_path / "suites" / "b.yaml", MINIMAL_SUITE)
+    c = write(tmp_path / "suites" / "c.yaml", MINIMAL_SUITE.replace("suite: demo", "suite: other"))
+    check = api.check_suites([a, b, c], resolve=False)
+    assert [(p.path, p.line) for p in check.problems] == [(a, 1), (b, 1)]
+    assert f"suite id 'Demo' differs only in letter case (also {b}:1)" in check.problems[0].message
+    assert "share one baseline file" in check.problems[0].message
+
+
 @pytest.mark.parametrize("path", ["-x.yaml", "--help", "-", "a/-b.yaml"])
 def test_operands_are_never_options(path: str) -> None:
     text = operand(Path(path))

@@ -49,6 +49,9 @@ def test_the_schema_ships_with_the_package() -> None:
 
 def test_the_schema_names_what_the_loader_takes() -> None:
     assert DEFS["id"]["pattern"] == names.ID_PATTERN.pattern
+    assert DEFS["id"]["maxLength"] == names.MAX_ID_CHARS
+    baseline = DEFS["variant"]["anyOf"][1]["properties"]["baseline"]
+    assert (baseline["pattern"], baseline["maxLength"]) == (names.ID_PATTERN.pattern, names.MAX_ID_CHARS)
     assert DEFS["dtype"]["enum"] == list(DTYPES)
     assert DEFS["distribution"]["enum"] == list(DISTRIBUTIONS)
     assert DEFS["gates"]["propertyNames"]["enum"] == list(names.GATEABLE)
@@ -95,6 +98,8 @@ BROKEN = {
     "description list": GOOD + "description: [a]\n",
     "no case id": GOOD.replace("  - id: c1\n    inputs:", "  - inputs:"),
     "bad case id": GOOD.replace("id: c1", "id: 'c:1'"),
+    "case id too long": GOOD.replace("id: c1", f"id: {'c' * (names.MAX_ID_CHARS + 1)}"),
+    "suite id too long": GOOD.replace("suite: demo", f"suite: {'s' * 1000}"),
     "unknown case key": GOOD + "    timeout: 3\n",
     "no inputs": GOOD.replace("    inputs:\n      x: {shape: [1024]}\n", ""),
     "empty inputs": GOOD.replace("    inputs:\n      x: {shape: [1024]}\n", "    inputs: {}\n"),

@@ -7,10 +7,11 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from fuseci.config.check import SuiteCheck, check_files
+from fuseci.config.check import FileCheck, SuiteCheck, check_files
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS
 from fuseci.errors import SuiteError, UsageError
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, failed_file
 
 log = logging.getLogger("fuseci.api")
 
@@ -63,12 +64,52 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
     if check.problems:
         first = check.problems[0]
         more = (
-            f" (and {len(check.problems) - 1} more problems: `fuseci check` lists them)"
-            if len(check.problems) > 1
+            f" (and {check.problem_count - 1} more problems: `fuseci check` lists them)"
+            if check.problem_count > 1
             else ""
         )
         raise SuiteError(first.message + more, path=first.path, line=first.line)
     return runnable(check, bool(paths))
+
+
+def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
+    """A file without problems (its ``suite``), for the report files: a passing check at its
+    ``suite:`` line, and each unverified reference and warning at its own line."""
+    results = [
+        CaseResult(
+            "(suite)",
+            suite.line,
+            "the suite file",
+            (MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.PASS, f.summary()),),
+            (),
+        )
+    ]
+    for note in (*f.unverified_notes, *f.warnings):
+        check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.WARN, note.message)
+        results.append(CaseResult("(suite)", note.line, "the suite file", (check,), ()))
+    return Comparison(
+        suite=suite.name,
+        suite_path=str(f.path),
+        env={},
+        baseline_path=None,
+        has_baseline=False,
+        env_differences=(),
+        cases=tuple(results),
+    )
+
+
+def check_report(check: SuiteCheck, *, every_file: bool = True) -> list[Comparison]:
+    """What the report files say about a check: each problem as an error at its file and line
+    (:func:`~fuseci.judge.verdict.failed_file`); with ``every_file``, each file without problems
+    as a pass, with its unverified references and warnings. So a check always has a report,
+    valid or not."""
+    out: list[Comparison] = []
+    for f in check.files:
+        if f.problem_count:
+            out += [failed_file(p.suite, str(p.path), p.message, p.line) for p in f.reported]
+        elif every_file and f.suite is not None:
+            out.append(_checked_file(f, f.suite))
+    return out
 
 
 def parse_accept_env(items: Sequence[str] | None) -> frozenset[str]:

@@ -152,12 +152,11 @@ def run(
 def _suite_problems(check: Any, outputs: dict[str, Path]) -> int:
     """Every problem of the suite files, one ``fuseci: error:`` line each, and in the report
     files and GitHub's annotations as an error at its file and line; exit 3."""
-    from fuseci.judge.verdict import failed_file
+    from fuseci.api.suites import check_report
 
     for p in check.problems:
         error(p.message)
-    problems = [failed_file(p.suite, str(p.path), p.message, p.line) for p in check.problems]
-    return report(problems, outputs, EXIT_SETUP, console=False)
+    return report(check_report(check, every_file=False), outputs, EXIT_SETUP, console=False)
 
 
 def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> int:
@@ -181,11 +180,14 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
 @with_report_options
 def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = None) -> int:
     """Check suite files on any machine, without a GPU: the format and every value, one suite id
-    per file, and that every module:function exists (read from its source, not imported).
+    per file, and that every module:function exists (read from its source, never imported or
+    run).
 
-    Errors point at the line of the offending key; with --junit they become failed test cases,
-    and under GitHub Actions annotations on the suite files. `fuseci run` makes the same checks
-    before it measures anything.
+    Every problem of every file is listed, each at the line of the offending key; each file
+    without problems gets one line (ok, or which references exist but could not be read and so
+    are not verified), and a summary ends the output. The report files (--junit and the others)
+    are written either way: problems as failed test cases, and under GitHub Actions annotations
+    on the suite files. `fuseci run` makes the same checks before it measures anything.
 
     \b
     Examples:
@@ -193,17 +195,19 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
       fuseci check suites/mine.yaml --junit check.xml
     """
     from fuseci import api
+    from fuseci.api.suites import check_report
 
     check = api.check_suites(suites)
-    if check.problems:
-        return _suite_problems(check, outputs or {})
-    for s in check.suites:
-        variants = sum(len(c.variants) for c in s.cases)
-        planted = ", planted regressions" if s.planted else ""
-        cases = f"{len(s.cases)} case{'s' if len(s.cases) != 1 else ''}"
-        say(f"{s.path}: suite {s.name}: {cases}, {variants} variant{'s' if variants != 1 else ''}{planted}: ok")
-    typer.echo(f"fuseci check: {len(check.suites)} suite file{'s' if len(check.suites) != 1 else ''}, all valid")
-    return EXIT_PASS
+    for f in check.files:
+        for p in f.reported:
+            error(p.message)
+        for w in f.warnings:
+            say(f"fuseci: warning: {w.message}", err=True)
+        if not f.problem_count:
+            say(f.summary())
+    code = report(check_report(check), outputs or {}, EXIT_PASS if check.ok else EXIT_SETUP, console=False)
+    say(check.summary())
+    return code
 
 
 @app.command("compare", epilog=EXIT_CODES_HELP)

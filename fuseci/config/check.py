@@ -1,11 +1,17 @@
 """Checking suite files as a whole, on any machine, before a GPU is involved (``fuseci check``,
 and ``fuseci run`` before it measures anything).
 
-Each file is loaded and validated (:func:`fuseci.config.parse.load_suite`); then the files are
-checked together: two files with one ``suite:`` id would share, and delete each other's cases
-from, one baseline file; and every ``module:function`` must resolve
-(:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of the
-offending key, so that one pass shows them all.
+Each file is read and validated, every problem of it found in one pass
+(:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files whose
+``suite:`` ids differ at most in letter case would share, and delete each other's cases from,
+one baseline file; and every ``module:function`` must resolve, read from source and never
+imported (:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of
+the offending key, so that one pass shows them all.
+
+Besides problems, a file may carry *notes*: a reference that exists but whose names could not be
+read from source is *not verified* (never called valid), and a case whose inputs are smaller
+than :data:`L2_SPAN` times the largest L2 of the cards fuseci knows gets a warning. Neither
+fails the check.
 """
 
 from __future__ import annotations
@@ -14,15 +20,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuseci.config.model import Suite
-from fuseci.config.parse import load_suite
-from fuseci.config.resolve import unresolved
-from fuseci.errors import SuiteError
+from fuseci.config import names
+from fuseci.config.model import Case, Suite
+from fuseci.config.parse import check_suite
+from fuseci.config.resolve import Finding, resolve_suite
+
+#: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
+#: what to fix first.
+MAX_LISTED = 50
+
+#: The L2 cache of the data-centre cards fuseci knows, in bytes, as the CUDA driver reports it.
+KNOWN_L2_BYTES: dict[str, int] = {"H100": 50 << 20, "H200": 60 << 20}
+#: A case's inputs should span this many times the L2, so that DRAM traffic is real: the writes
+#: of a smaller case stay in L2 and ncu's DRAM byte counts miss them. The timed run's input
+#: rotation uses the same factor (``fuseci.harness.timing.L2_SPAN``).
+L2_SPAN = 4
 
 
 @dataclass(frozen=True, slots=True)
 class SuiteProblem:
-    """One thing wrong with a suite file."""
+    """One thing wrong with (or, as a note, worth saying about) a suite file."""
 
     path: Path
     """The suite file."""
@@ -35,57 +52,218 @@ class SuiteProblem:
 
 
 @dataclass(frozen=True, slots=True)
-class SuiteCheck:
-    """The suites that loaded, and every problem found in the files."""
+class FileCheck:
+    """What checking one suite file found."""
 
-    suites: tuple[Suite, ...]
-    """Suites that loaded and validated (possibly with problems found across files)."""
+    path: Path
+    """The suite file, as given."""
+    suite: Suite | None
+    """The suite, when the file is valid on its own (it may still clash with another file)."""
     problems: tuple[SuiteProblem, ...]
-    """Every problem, file by file."""
+    """The problems listed, in file order: at most :data:`MAX_LISTED`."""
+    unlisted: int = 0
+    """Problems found beyond those listed."""
+    unverified: tuple[Finding, ...] = ()
+    """References that exist but whose names could not be read from source."""
+    warnings: tuple[SuiteProblem, ...] = ()
+    """What is worth a look but fails nothing (inputs smaller than the L2 span)."""
+
+    @property
+    def problem_count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + self.unlisted
+
+    @property
+    def name(self) -> str:
+        """The suite's id, or the file's stem when it could not be read."""
+        return self.suite.name if self.suite is not None else self.path.stem
+
+    @property
+    def reported(self) -> tuple[SuiteProblem, ...]:
+        """The problems to show: those listed, and one that says how many more there are."""
+        if not self.unlisted:
+            return self.problems
+        more = SuiteProblem(
+            self.path,
+            0,
+            f"{self.path}: {_count(self.unlisted, 'more problem')} not listed; fix those above and check again",
+            self.name,
+        )
+        return (*self.problems, more)
+
+    @property
+    def unverified_notes(self) -> tuple[SuiteProblem, ...]:
+        """Each unverified reference as a note at its line."""
+        return tuple(
+            SuiteProblem(
+                self.path,
+                f.line,
+                f"{self.path}:{f.line}: {f.field}: {f.ref!r} not verified: {f.resolution.unverified}; the run imports "
+                "it and says if it is missing",
+                self.name,
+            )
+            for f in self.unverified
+        )
+
+    def summary(self) -> str:
+        """One line for a file without problems: ``ok``, or which references are not verified."""
+        if self.suite is None:
+            return f"{self.path}: {_count(self.problem_count, 'problem')}"
+        s = self.suite
+        variants = sum(len(c.variants) for c in s.cases)
+        line = f"{s.path}: suite {s.name}: {_count(len(s.cases), 'case')}, {_count(variants, 'variant')}"
+        line += ", planted regressions" if s.planted else ""
+        if self.problem_count:
+            return f"{line}: {_count(self.problem_count, 'problem')}"
+        if self.unverified:
+            why = "; ".join(f"{f.ref!r} (line {f.line}): {f.resolution.unverified}" for f in self.unverified)
+            return (
+                f"{line}: {_count(len(self.unverified), 'reference')} not verified: {why}; the run imports "
+                f"{'them' if len(self.unverified) > 1 else 'it'} and says if one is missing"
+            )
+        warned = f" ({_count(len(self.warnings), 'warning')})" if self.warnings else ""
+        return f"{line}: ok{warned}"
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteCheck:
+    """Every file checked, in the order given."""
+
+    files: tuple[FileCheck, ...]
+    """One per file."""
+
+    @property
+    def suites(self) -> tuple[Suite, ...]:
+        """Suites that loaded and validated on their own (a file may still have problems found
+        across files, such as a shared suite id or a missing function)."""
+        return tuple(f.suite for f in self.files if f.suite is not None)
+
+    @property
+    def problems(self) -> tuple[SuiteProblem, ...]:
+        """Every problem to show, file by file (:attr:`FileCheck.reported`)."""
+        return tuple(p for f in self.files for p in f.reported)
+
+    @property
+    def problem_count(self) -> int:
+        """Every problem found, listed or not."""
+        return sum(f.problem_count for f in self.files)
 
     @property
     def ok(self) -> bool:
         """True when nothing is wrong."""
-        return not self.problems
+        return not self.problem_count
+
+    def summary(self) -> str:
+        """The last line of ``fuseci check``: how many files, how many valid, not verified and
+        with problems (and how many problems)."""
+        files = f"fuseci check: {_count(len(self.files), 'suite file')}"
+        bad = [f for f in self.files if f.problem_count]
+        unverified = [f for f in self.files if not f.problem_count and f.unverified]
+        valid = len(self.files) - len(bad) - len(unverified)
+        if valid == len(self.files):
+            return f"{files}, all valid"
+        parts = [f"{valid} valid"] if valid else []
+        if unverified:
+            parts.append(f"{len(unverified)} not verified")
+        if bad:
+            parts.append(f"{len(bad)} with {_count(self.problem_count, 'problem')}")
+        return f"{files}, {', '.join(parts)}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _read(path: Path) -> FileCheck:
+    read = check_suite(path)
+    problems = tuple(SuiteProblem(path, e.line, str(e), path.stem) for e in read.problems)
+    return FileCheck(path, read.suite, problems[:MAX_LISTED], max(0, len(problems) - MAX_LISTED))
+
+
+def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
+    """Suites whose ids are equal, letter case ignored (on macOS and Windows they would share one
+    baseline file), by index of the file."""
+    by_key: dict[str, list[int]] = {}
+    for i, f in enumerate(files):
+        if f.suite is not None:
+            by_key.setdefault(names.id_key(f.suite.name), []).append(i)
+    found: dict[int, list[SuiteProblem]] = {}
+    for same in by_key.values():
+        suites = [s for s in (files[i].suite for i in same) if s is not None]
+        for i, suite in zip(same, suites, strict=True) if len(same) > 1 else ():
+            others = ", ".join(f"{o.path}:{o.line}" for o in suites if o is not suite)
+            alike = {o.name for o in suites} == {suite.name}
+            what = (
+                f"duplicate suite id {suite.name!r}"
+                if alike
+                else f"suite id {suite.name!r} differs only in letter case"
+            )
+            message = (
+                f"{suite.path}:{suite.line}: suite: {what} (also {others}); suites of one id share one baseline "
+                "file (ids are compared ignoring case, as macOS and Windows compare file names) and would delete "
+                "each other's cases from it: give each file its own id"
+            )
+            found.setdefault(i, []).append(SuiteProblem(suite.path, suite.line, message, suite.name))
+    return found
+
+
+def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
+    """A warning when the case's inputs are under :data:`L2_SPAN` times the largest L2 of
+    :data:`KNOWN_L2_BYTES`. The runner's card is unknown here, so the largest L2 decides: inputs
+    that span it span every known card's; a run notes when DRAM writes did read low
+    (:func:`fuseci.judge.checks.undercount_note`). A warning, not an error: small cases have
+    their uses (quick tests, small shapes that matter); they measure the cache as well as DRAM."""
+    total = sum(spec.nbytes for spec in case.inputs)
+    card, l2 = max(KNOWN_L2_BYTES.items(), key=lambda item: item[1])
+    least = L2_SPAN * l2
+    if total >= least:
+        return None
+    message = (
+        f"{suite.path}:{case.line}: case {case.id!r}.inputs: {total / 2**20:.4g} MiB in all, under {L2_SPAN}x the "
+        f"largest L2 of the cards fuseci knows ({l2 >> 20} MiB, {card}), so writes may stay in L2 and DRAM bytes "
+        f"undercount; make the inputs at least {least >> 20} MiB in all (shape: [67108864] of float32 is 256 MiB)"
+    )
+    return SuiteProblem(suite.path, case.line, message, suite.name)
+
+
+def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Finding], list[SuiteProblem]]:
+    """The suite's unresolved references (problems), unverified ones and warnings."""
+    problems: list[SuiteProblem] = []
+    unverified: list[Finding] = []
+    for f in resolve_suite(suite) if resolve else ():
+        if f.resolution.problem:
+            message = (
+                f"{suite.path}:{f.line}: {f.field}: {f.ref!r}: {f.resolution.problem}; "
+                "fix the reference (module:function) or the module"
+            )
+            problems.append(SuiteProblem(suite.path, f.line, message, suite.name))
+        else:
+            unverified.append(f)
+    warnings = [w for w in (input_bytes_warning(suite, c) for c in suite.cases) if w is not None]
+    return problems, unverified, warnings
 
 
 def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
-    """Load every file and check them together (see the module docstring); ``resolve`` also
-    checks that every ``module:function`` exists (skip it when nothing will be imported, as in
-    re-analysing a report)."""
-    suites: list[Suite] = []
-    problems: list[SuiteProblem] = []
-    for path in paths:
-        try:
-            suites.append(load_suite(path))
-        except SuiteError as exc:
-            problems.append(SuiteProblem(Path(path), exc.line, str(exc), Path(path).stem))
-    by_id: dict[str, list[Suite]] = {}
-    for suite in suites:
-        by_id.setdefault(suite.name, []).append(suite)
-    for sid, same in by_id.items():
-        if len(same) < 2:
+    """Check every file on its own and all of them together (see the module docstring);
+    ``resolve`` also checks that every ``module:function`` exists (skip it when nothing will be
+    imported, as in re-analysing a report)."""
+    files = [_read(Path(p)) for p in paths]
+    clashes = _clashing_ids(files)
+    out: list[FileCheck] = []
+    for i, f in enumerate(files):
+        if f.suite is None:
+            out.append(f)
             continue
-        for suite in same:
-            others = ", ".join(f"{o.path}:{o.line}" for o in same if o is not suite)
-            problems.append(
-                SuiteProblem(
-                    suite.path,
-                    suite.line,
-                    f"{suite.path}:{suite.line}: suite: duplicate suite id {sid!r} (also {others}); suites of one id "
-                    "share one baseline file and would delete each other's cases from it: give each file its own id",
-                    sid,
-                )
+        problems, unverified, warnings = _notes(f.suite, resolve)
+        problems = [*f.problems, *clashes.get(i, []), *problems]
+        out.append(
+            FileCheck(
+                f.path,
+                f.suite,
+                tuple(problems[:MAX_LISTED]),
+                f.unlisted + max(0, len(problems) - MAX_LISTED),
+                tuple(unverified),
+                tuple(warnings),
             )
-    if resolve:
-        for suite in suites:
-            for line, field, why in unresolved(suite):
-                problems.append(
-                    SuiteProblem(
-                        suite.path,
-                        line,
-                        f"{suite.path}:{line}: {field}: {why}; fix the reference (module:function) or the module",
-                        suite.name,
-                    )
-                )
-    return SuiteCheck(tuple(suites), tuple(problems))
+        )
+    return SuiteCheck(tuple(out))

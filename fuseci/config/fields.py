@@ -7,9 +7,9 @@ import difflib
 import math
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from fuseci.config import names
 from fuseci.config.policy import brief_repr
@@ -50,11 +50,28 @@ def did_you_mean(value: object, options: tuple[str, ...]) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_F = TypeVar("_F")
+
+
 class Where:
-    """Builds messages that name the file, the line and the field path."""
+    """Builds messages that name the file, the line and the field path, and keeps the problems
+    found on the way (:meth:`attempt`), so that one pass over a file finds all of them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.problems: list[SuiteError] = []
+        """Every problem found so far, in the order the file was read."""
+
+    def attempt(self, fallback: _F, parse: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T | _F:
+        """``parse(*args, **kwargs)``; when it finds a problem, the problem is kept and
+        ``fallback`` returned, so that the fields after it are checked too."""
+        try:
+            return parse(*args, **kwargs)
+        except SuiteError as exc:
+            self.problems.append(exc.with_traceback(None))  # kept for its message: not its frames
+            return fallback
 
     def error(self, where: str, message: str, node: object = None, key: object = None) -> SuiteError:
         """The error at the line of ``key`` in the mapping ``node`` (by default the last field of
@@ -77,11 +94,15 @@ def _line(node: object, where: str, key: object) -> int:
 def check_keys(
     w: Where, where: str, node: Mapping[str, Any], allowed: tuple[str, ...], required: tuple[str, ...] = ()
 ) -> None:
+    """Every unknown key is kept as a problem (the known ones can still be checked); a missing
+    required key is raised (what needs it cannot be checked)."""
     for key in node:
         if key not in allowed:
             hint = did_you_mean(key, allowed)
-            raise w.error(
-                where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node, key=key
+            w.problems.append(
+                w.error(
+                    where, f"unknown key {brief_repr(key)}; {hint}allowed keys: {', '.join(allowed)}", node, key=key
+                )
             )
     for key in required:
         if key not in node:
@@ -120,6 +141,13 @@ def choice(w: Where, where: str, value: object, choices: tuple[str, ...], node: 
 
 
 def check_id(w: Where, where: str, value: object, node: object) -> str:
+    if isinstance(value, str) and len(value) > names.MAX_ID_CHARS and names.ID_PATTERN.fullmatch(value):
+        raise w.error(
+            where,
+            f"{brief_repr(value)} is {len(value)} characters long; an id has at most {names.MAX_ID_CHARS} "
+            "(it names files and NVTX ranges): shorten it",
+            node,
+        )
     if not names.is_id(value):
         raise w.error(
             where,
@@ -128,6 +156,33 @@ def check_id(w: Where, where: str, value: object, node: object) -> str:
             node,
         )
     return value
+
+
+def unique_ids(w: Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
+    """Keep a problem for every id that repeats an earlier one, letter case ignored
+    (:func:`~fuseci.config.names.id_key`).
+
+    Args:
+        w: Where the problems are kept.
+        kind: What the ids name (``case``, ``variant``), for the message.
+        ids: Each id with its field path and its line, in file order.
+    """
+    first: dict[str, tuple[str, int]] = {}
+    for value, where, line in ids:
+        key = names.id_key(value)
+        if key not in first:
+            first[key] = (value, line)
+            continue
+        other, other_line = first[key]
+        at = f"{w.path}:{line}" if line else str(w.path)
+        if other == value:
+            why = f"duplicate {kind} id (first defined on line {other_line}); rename one"
+        else:
+            why = (
+                f"{kind} id {value!r} differs from {other!r} (line {other_line}) only in letter case; ids are "
+                f"compared ignoring case, as macOS and Windows compare file names: rename one"
+            )
+        w.problems.append(SuiteError(f"{at}: {where}: {why}", path=w.path, line=line))
 
 
 def check_ref(w: Where, where: str, value: object, node: object) -> str:
@@ -163,6 +218,17 @@ def seed_for(base: int, case_id: str, name: str) -> int:
     return (base * 1_000_003 + zlib.crc32(f"{case_id}/{name}".encode())) % 2**63
 
 
+def _shape_hint(raw: object) -> str:
+    """The fix for a shape written as text: YAML has no tuples, so ``(8192, 8192)`` is a string
+    (and inside ``{...}`` its comma even splits it into two keys)."""
+    if not isinstance(raw, str) or not re.fullmatch(r"[\s(\[]*[0-9][0-9\s,]*[)\]]?\s*", raw):
+        return ""
+    dims = re.findall(r"[0-9]+", raw)
+    whole = raw.strip().startswith(("(", "[")) == raw.strip().endswith((")", "]"))  # not cut by a {...} comma
+    example = ", ".join(dims) if whole and len(dims) <= MAX_DIMS else "8192, 8192"
+    return f"; YAML has no tuples: write the shape as a list in brackets, e.g. shape: [{example}]"
+
+
 def shape(w: Where, where: str, raw: object, node: object) -> tuple[int, ...]:
     dims = [raw] if isinstance(raw, int) and not isinstance(raw, bool) else raw
     if (
@@ -170,7 +236,11 @@ def shape(w: Where, where: str, raw: object, node: object) -> tuple[int, ...]:
         or not dims
         or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
     ):
-        raise w.error(where, f"expected a list of positive integers (or one), got {_kind(raw)} {brief_repr(raw)}", node)
+        raise w.error(
+            where,
+            f"expected a list of positive integers (or one), got {_kind(raw)} {brief_repr(raw)}{_shape_hint(raw)}",
+            node,
+        )
     if len(dims) > MAX_DIMS:
         raise w.error(where, f"{len(dims)} dimensions; a tensor has at most {MAX_DIMS}", node)
     elements = 1

@@ -15,11 +15,22 @@ from typing import TypeGuard
 #: Written as the suite's JSON Schema writes it; match it only with :func:`is_id` (``fullmatch``):
 #: ``re.match`` lets ``$`` match before a trailing newline, and an id names files and NVTX ranges.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+#: Longest id: one limit for the suite loader, its JSON Schema and the readers of baselines,
+#: results and run files (:data:`fuseci.store.schema.ID`); an id names files, and file names
+#: end at 255 bytes.
+MAX_ID_CHARS = 200
 
 
 def is_id(value: object) -> TypeGuard[str]:
-    """True when ``value`` is a string that is wholly a valid id (see :data:`ID_PATTERN`)."""
-    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
+    """True when ``value`` is a string that is wholly a valid id (see :data:`ID_PATTERN`) of at
+    most :data:`MAX_ID_CHARS` characters."""
+    return isinstance(value, str) and len(value) <= MAX_ID_CHARS and ID_PATTERN.fullmatch(value) is not None
+
+
+def id_key(value: str) -> str:
+    """The form in which two ids are compared: ignoring letter case, since an id names files
+    (a suite's baseline file) and macOS and Windows file systems ignore case in file names."""
+    return value.lower()
 
 
 RANGE_PREFIX = "fuseci"

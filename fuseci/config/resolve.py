@@ -1,21 +1,34 @@
-"""Whether a suite's ``module:function`` references resolve, decided without importing them.
+"""Whether a suite's ``module:function`` references resolve, decided without importing or
+running anything.
 
-``fuseci check`` runs on any machine, before a GPU is involved: importing a kernel module
-would import CuPy (absent on a CPU machine) and run the module's top level. Instead the module
-is found on the same search path the harness uses (the current directory, the directory above
-the suite file, then Python's path) and its source is parsed: a function defined, a class, a
-name assigned or imported at top level all count. A module whose names cannot be known from
-its source (a compiled extension, ``from x import *``, a module ``__getattr__``) is taken on
-trust; the harness still checks it when it runs.
+``fuseci check`` runs on any machine, before a GPU is involved, and reads code rather than
+running it: importing a kernel module would import CuPy (absent on a CPU machine) and run the
+module's top level, and even ``importlib.util.find_spec("pkg.mod")`` imports ``pkg`` first (its
+``__init__`` runs, and may print, write files or exit). So a module is found as the import
+system would find it, from the file system alone: its top-level name among Python's built-in and
+frozen modules, then on the harness's search path (the current directory, the directory above
+the suite file, then Python's path) as :class:`importlib.machinery.PathFinder` would, then in the
+maps of the editable installs (read as source, never imported); each submodule by the same
+search in its parent package's directories. The module's source is then parsed: a function defined, a class, a name assigned or imported at top level all count.
+
+A module that cannot be found is an error. One that exists but whose names its source cannot
+show (a compiled extension, a built-in module, ``from x import *``, a module ``__getattr__``, a
+package that computes its own ``__path__``) is *not verified*: reported as such, never called
+valid; the harness checks it when it runs.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import importlib.util
+import site
 import sys
+from dataclasses import dataclass
+from importlib.machinery import BuiltinImporter, FrozenImporter, ModuleSpec, SourceFileLoader
 from pathlib import Path
+from typing import Any, cast
 
 from fuseci.config.model import Suite
 
@@ -29,29 +42,180 @@ def search_path(suite: Suite) -> list[Path]:
     return [Path.cwd(), suite.path.resolve().parent.parent]
 
 
-def _module_file(module: str, roots: list[Path]) -> Path | None:
-    parts = module.split(".")
-    for root in roots:
-        for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")):
-            if candidate.is_file():
-                return candidate
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What reading a reference's module told about it."""
+
+    problem: str = ""
+    """Why the reference cannot be called (empty when nothing is wrong as far as can be told)."""
+    unverified: str = ""
+    """Why its module exists but its names could not be read (empty when they were)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reference of a suite that does not resolve, or that could not be verified."""
+
+    line: int
+    """Line of the reference in the suite file (0 when unknown)."""
+    field: str
+    """Where it is, as messages name fields: ``case 'c1'.variants.fused``."""
+    ref: str
+    """The ``module:function`` reference."""
+    resolution: Resolution
+    """What was found."""
+
+
+def _read_source(path: Path) -> bytes | None:
+    """A source file's bytes, or None when it is larger than :data:`MAX_SOURCE_BYTES`.
+
+    Raises:
+        OSError: it cannot be read.
+    """
+    with path.open("rb") as f:
+        raw = f.read(MAX_SOURCE_BYTES + 1)
+    return raw if len(raw) <= MAX_SOURCE_BYTES else None
+
+
+def _literal_str(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _editable_entries(source: Path) -> dict[str, Path]:
+    """The top-level names an editable install's finder maps to source locations, read from its
+    source: setuptools' ``MAPPING = {name: path}`` and the editables package's
+    ``F.map_module(name, path)`` calls."""
+    try:
+        raw = _read_source(source)
+        tree = ast.parse(raw or b"", filename=str(source))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[str, Path] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            if any(isinstance(t, ast.Name) and t.id == "MAPPING" for t in node.targets):
+                for key, value in zip(node.value.keys, node.value.values, strict=False):
+                    name, where = (_literal_str(key) if key else None), _literal_str(value)
+                    if name and where:
+                        found.setdefault(name, Path(where))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "map_module":
+            args = [_literal_str(a) for a in node.args[:2]]
+            if len(args) == 2 and args[0] and args[1]:
+                found.setdefault(args[0], Path(args[1]))
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _editable_map() -> dict[str, Path]:
+    """Top-level name → location of every editable install: their finders live in the site
+    directories (installed there by a ``.pth`` file) and map names that are on no search path."""
+    dirs = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
+    found: dict[str, Path] = {}
+    for directory in dict.fromkeys(Path(d) for d in dirs):
+        if not directory.is_dir():
+            continue
+        for finder in sorted([*directory.glob("__editable__*finder.py"), *directory.glob("_editable_impl_*.py")]):
+            for name, where in _editable_entries(finder).items():
+                found.setdefault(name, where)
+    return found
+
+
+def _spec_at(name: str, location: Path) -> ModuleSpec | None:
+    """The spec of module ``name`` whose source is at ``location`` (a package directory or a
+    module file), built without importing it."""
+    if location.is_dir():
+        init = location / "__init__.py"
+        if init.is_file():
+            return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(location)])
+        namespace = ModuleSpec(name, None, is_package=True)
+        namespace.submodule_search_locations = [str(location)]
+        return namespace
+    return importlib.util.spec_from_file_location(name, location) if location.is_file() else None
+
+
+def _finder(entry: str) -> Any:
+    """The path entry finder of one directory (or zip file) of a search path, as the import
+    system gets it: from its cache, else from the path hooks (which read, never import)."""
+    cached = sys.path_importer_cache.get(entry)
+    if cached is not None:
+        return cached
+    for hook in sys.path_hooks:
+        try:
+            return hook(entry)
+        except ImportError:  # this hook does not handle such an entry (not a directory, not a zip)
+            continue
     return None
 
 
-def _installed(module: str) -> Path | str | None:
-    """The source of an installed module; ``"trusted"`` when it exists without Python source;
-    None when it cannot be found. Finding a submodule imports its parents: a parent that fails to
-    import (it needs CuPy, say) counts as found, on trust."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except Exception:  # a parent package failed to import (it needs CuPy, say): cannot be judged here
-        return "trusted"
-    if spec is None:
+def _find_in(name: str, entries: list[str]) -> ModuleSpec | None:
+    """Module ``name`` in the first of ``entries`` that holds it, as ``PathFinder`` finds it
+    (a namespace package gathers its directories from every entry). Done here rather than by
+    ``PathFinder.find_spec``, whose namespace packages look their parent up in ``sys.modules``,
+    which holds only what was imported."""
+    portions: list[str] = []
+    for entry in entries:
+        finder = _finder(entry)
+        spec = finder.find_spec(name) if finder is not None and hasattr(finder, "find_spec") else None
+        if spec is None:
+            continue
+        if spec.loader is not None:
+            return cast(ModuleSpec, spec)
+        portions += list(spec.submodule_search_locations or ())
+    if not portions:
         return None
+    namespace = ModuleSpec(name, None, is_package=True)
+    namespace.submodule_search_locations = portions
+    return namespace
+
+
+def _find_top(name: str, roots: list[str]) -> ModuleSpec | None:
+    """A top-level module's spec, looked for where the harness's import will look for it."""
+    spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or _find_in(name, roots)
+    if spec is None and name in _editable_map():
+        spec = _spec_at(name, _editable_map()[name])
+    return spec
+
+
+def _package_sets_path(spec: ModuleSpec) -> bool:
+    """Whether a package's ``__init__`` may extend its ``__path__`` when imported
+    (``pkgutil.extend_path``, ``declare_namespace``): its submodules can then be anywhere."""
     origin = spec.origin
-    if origin and origin.endswith(".py") and Path(origin).is_file():
-        return Path(origin)
-    return "trusted"
+    if not origin or not origin.endswith(".py"):
+        return False
+    try:
+        raw = _read_source(Path(origin))
+    except OSError:
+        return False
+    return raw is None or b"__path__" in raw
+
+
+def find_module(module: str, roots: list[Path]) -> ModuleSpec | Resolution:
+    """The spec of ``module`` found from the file system alone (nothing is imported or run), or
+    the :class:`Resolution` that says why it cannot be found or judged."""
+    parts = module.split(".")
+    search = [str(r) for r in roots]
+    spec = _find_top(parts[0], search)
+    if spec is None:
+        where = ", ".join(dict.fromkeys(str(r) for r in roots[:2]))
+        return Resolution(problem=f"no module {parts[0]!r} in {where} or the installed packages")
+    for i in range(1, len(parts)):
+        parent = spec
+        if parent.submodule_search_locations is None:
+            return Resolution(
+                problem=f"{parent.name!r} ({parent.origin}) is a module, not a package: it has no submodule {parts[i]!r}"
+            )
+        inside = list(parent.submodule_search_locations)
+        found = _find_in(".".join(parts[: i + 1]), inside)
+        if found is None:
+            if _package_sets_path(parent):
+                return Resolution(
+                    unverified=f"package {parent.name!r} ({parent.origin}) sets its own __path__ when imported, "
+                    f"so where {parts[i]!r} is cannot be read from the file system"
+                )
+            where = ", ".join(inside[:2]) or "no directory"
+            return Resolution(problem=f"package {parent.name!r} ({where}) has no module {parts[i]!r}")
+        spec = found
+    return spec
 
 
 def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
@@ -88,43 +252,67 @@ def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
     return found, open_ended
 
 
-def problem(ref: str, roots: list[Path]) -> str:
-    """Why ``module:function`` cannot be called, or ``""`` when it can (as far as the source
-    tells)."""
+def _source_of(spec: ModuleSpec) -> Path | Resolution:
+    """The Python source file of a module that was found, or why its names cannot be read."""
+    origin = spec.origin
+    if spec.loader is None or origin is None:  # a namespace package: a directory, no module of its own
+        where = ", ".join(spec.submodule_search_locations or [])
+        return Resolution(
+            problem=f"{spec.name!r} is a namespace package ({where}, no __init__.py): it defines no functions"
+        )
+    if isinstance(spec.loader, SourceFileLoader) and Path(origin).is_file():
+        return Path(origin)
+    if origin in ("built-in", "frozen"):
+        return Resolution(unverified=f"module {spec.name!r} is built into Python: its names cannot be read from source")
+    return Resolution(
+        unverified=f"module {spec.name!r} ({origin}) has no Python source to read (a compiled extension?)"
+    )
+
+
+def resolve(ref: str, roots: list[Path]) -> Resolution:
+    """Whether ``module:function`` can be called, as far as the module's source tells, read
+    without importing it."""
     module, _, func = ref.partition(":")
-    found = _module_file(module, roots) or _installed(module)
-    if found is None:
-        where = ", ".join(str(r) for r in roots[:2])
-        return f"no module {module!r} in {where} or the installed packages"
-    if not isinstance(found, Path):
-        return ""
-    source = found
+    spec = find_module(module, roots)
+    if isinstance(spec, Resolution):
+        return spec
+    source = _source_of(spec)
+    if isinstance(source, Resolution):
+        return source
     try:
-        raw = source.read_bytes()[: MAX_SOURCE_BYTES + 1]
-        if len(raw) > MAX_SOURCE_BYTES:
-            return ""
+        raw = _read_source(source)
+        if raw is None:
+            return Resolution(unverified=f"module {module!r} ({source}) is over {MAX_SOURCE_BYTES >> 20} MiB: not read")
         tree = ast.parse(raw, filename=str(source))
     except (OSError, SyntaxError, ValueError) as exc:
-        return f"module {module!r} ({source}) cannot be read: {type(exc).__name__}: {exc}"
+        return Resolution(problem=f"module {module!r} ({source}) cannot be read: {type(exc).__name__}: {exc}")
     names, open_ended = _top_level_names(tree.body)
-    if func in names or open_ended:
-        return ""
+    if func in names:
+        return Resolution()
+    if open_ended:
+        return Resolution(
+            unverified=f"module {module!r} ({source}) does not define {func!r} in its source, but may at run time "
+            "(from ... import *, or a module __getattr__)"
+        )
     close = difflib.get_close_matches(func, sorted(n for n in names if not n.startswith("_")), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"module {module!r} ({source}) defines no {func!r}{hint}"
+    return Resolution(problem=f"module {module!r} ({source}) defines no {func!r}{hint}")
 
 
-def unresolved(suite: Suite) -> list[tuple[int, str, str]]:
-    """Every reference of the suite that does not resolve: (line, field, why), in file order."""
+def resolve_suite(suite: Suite) -> list[Finding]:
+    """Every reference of the suite that does not resolve or could not be verified, in file
+    order."""
     roots = [*search_path(suite), *(Path(p) for p in sys.path if p)]
-    out: list[tuple[int, str, str]] = []
-    seen: dict[str, str] = {}
+    out: list[Finding] = []
+    seen: dict[str, Resolution] = {}
     for case in suite.cases:
         refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn) for v in case.variants]
         if case.reference:
             refs.append((case.reference_line, f"case {case.id!r}.reference", case.reference))
         for line, field, ref in refs:
-            why = seen.setdefault(ref, problem(ref, roots))
-            if why:
-                out.append((line, field, f"{ref!r}: {why}"))
-    return sorted(out, key=lambda item: item[0])
+            found = seen.get(ref)
+            if found is None:
+                found = seen[ref] = resolve(ref, roots)
+            if found.problem or found.unverified:
+                out.append(Finding(line, field, ref, found))
+    return sorted(out, key=lambda f: f.line)

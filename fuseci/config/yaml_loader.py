@@ -358,6 +358,11 @@ def parse_yaml(text: str, path: Path) -> object:
             message += "; a suite file is one YAML document: look for a stray '...' line or text after the suite"
         if "maximum nesting depth" in message:
             message += "; a suite needs about 7 levels: check the brackets"
+        if exc.context == "while scanning a block scalar":
+            message += (
+                "; YAML reads a value that starts with '>' or '|' as a block of text: quote it, "
+                'e.g. launches: ">= 2x"'
+            )
         if "could not determine a constructor" in message:
             message += "; a suite is plain data: tags that build objects (!!python/...) or custom tags are refused"
         raise SuiteError(f"{path}{at}: invalid YAML: {message}") from None

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fuseci.config import names
 from fuseci.errors import ReportError
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import (
@@ -37,7 +38,7 @@ FORMAT = DocumentFormat(what="results file", version=1, fix="results files are w
 
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SUITE_NAME = sc.Str(max_len=300, pattern=re.compile(r"[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?"), what="a suite id")
-_CASE_ID = sc.Str(max_len=200, pattern=re.compile(r"[A-Za-z0-9_-]+|\(suite\)"), what="a case id")
+_CASE_ID = sc.Str(max_len=names.MAX_ID_CHARS, pattern=re.compile(r"[A-Za-z0-9_-]+|\(suite\)"), what="a case id")
 _VERDICT = sc.Str(max_len=20, choices=tuple(v.value for v in Verdict), what="a verdict")
 _VALUES = sc.Map(sc.Nullable(sc.Num()), key=sc.QUANTITY, max_len=1000)  # null: NaN or infinite
 _KERNEL = sc.Obj(
@@ -45,7 +46,9 @@ _KERNEL = sc.Obj(
 )
 _CHECK = sc.Obj(
     sc.members(
-        variant=sc.Str(max_len=200, pattern=re.compile(r"[A-Za-z0-9_-]*"), what="a variant id (or empty)"),
+        variant=sc.Str(
+            max_len=names.MAX_ID_CHARS, pattern=re.compile(r"[A-Za-z0-9_-]*"), what="a variant id (or empty)"
+        ),
         check=sc.Str(max_len=20, choices=tuple(k.value for k in CheckKind), what="a check kind"),
         quantity=sc.Str(max_len=200),
         verdict=_VERDICT,

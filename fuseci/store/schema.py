@@ -315,7 +315,11 @@ def validate(spec: Spec, document: Any, where: str = "") -> None:
 
 # --- specs shared by several formats -------------------------------------------------------
 
-ID = Str(max_len=200, pattern=re.compile(names.ID_PATTERN.pattern), what="an id (letters, digits, '_' and '-')")
+ID = Str(
+    max_len=names.MAX_ID_CHARS,
+    pattern=re.compile(names.ID_PATTERN.pattern),
+    what="an id (letters, digits, '_' and '-')",
+)
 """A suite, case or variant id, as the suite loader takes them (:func:`fuseci.config.names.is_id`)."""
 QUANTITY = Str(max_len=200, pattern=re.compile(r"[A-Za-z0-9_.]+"), what="a quantity name")
 """A quantity's name: an ncu metric, verbatim, or one of fuseci's (``launches``, ``event_time.iqr``)."""
