@@ -109,7 +109,7 @@ def test_annotations_are_one_command_a_line() -> None:
 def test_markdown_has_no_control_characters() -> None:
     text = markdown.render([_hostile_comparison()])
     assert not CONTROLS.search(text) and not COMMAND.search(text)
-    assert "fell<br>::add-mask::hunter2<br>::stop-commands::tok\\x1b\\[2J" in text
+    assert "fell\\\\n::add-mask::hunter2\\\\r\\\\n::stop-commands::tok\\\\x1b\\[2J" in text  # one line
 
 
 def test_junit_strings_are_clean_and_the_document_parses() -> None:
