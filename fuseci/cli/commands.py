@@ -308,6 +308,14 @@ def history_command(
             show_default=False,
         ),
     ],
+    suites: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Suite YAML files whose gates give each gain's tolerance. Default: none (every gain ungated); the suite paths run files record are never opened.",
+            metavar="SUITE",
+            show_default=False,
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -329,20 +337,23 @@ def history_command(
     """Follow every fusion gain across the runs in RESULTS_DIR and say where each changed level.
 
     Prints one line per change point (which gain stepped from what to what, at which commit),
-    found by a change-point search scaled by each gate's tolerance. Works on runs re-analysed
-    with --from-report, so anywhere. It reports; it gates nothing.
+    found by a change-point search scaled by each gate's tolerance, from the SUITE files given
+    (without them every gain is ungated). Works on runs re-analysed with --from-report, so
+    anywhere. It reports; it gates nothing.
 
     \b
     Examples:
-      fuseci history runs/
-      fuseci history runs/ --suite elementwise --last 30 --html history.html
+      fuseci history runs/ suites/*.yaml
+      fuseci history runs/ suites/elementwise.yaml --suite elementwise --last 30 --html history.html
     """
     from fuseci import api
+    from fuseci.config.parse import load_suite
     from fuseci.reporters import history as history_reporter
     from fuseci.store.atomic import write_output
 
     setup_logging(verbose)
-    found = api.history(results_dir, suite or (), last)
+    gates = [load_suite(p) for p in suites or ()]
+    found = api.history(results_dir, suite or (), last, gates)
     typer.echo(history_reporter.render_text(found, str(results_dir)), nl=False)
     if html is not None:
         try:
