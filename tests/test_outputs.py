@@ -4,7 +4,9 @@ written atomically over regular files only, streamed to devices and pipes, never
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -14,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, write
 from fuzzing import fuzz_settings
 from hypothesis import given
@@ -327,3 +330,97 @@ def test_write_output_writes_the_text_and_replaces_nothing_else(playground: Path
     if kind == "dev null":
         assert stat.S_ISCHR(os.stat(out).st_mode)
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
+
+
+# --- every command checks every output against every input ---------------------------------------
+
+
+def _runs(tree: Path) -> list[Path]:
+    for report in ("r/elementwise.ncu-rep.xz", CLEAN_REPORT):
+        assert invoke("run", SUITE, "--from-report", report, "--results-dir", "runs").exit_code in (0, 1)
+    return sorted((tree / "runs").iterdir())
+
+
+def test_history_never_writes_its_page_over_a_file_it_reads(tree: Path) -> None:
+    older, newer = _runs(tree)
+    before = _snapshot(tree)
+    for args, what in (
+        (("runs", "--html", newer), "a run file of the results directory"),
+        (("runs", "--last", "1", "--html", f"runs/../runs/{older.name}"), "a run file of the results directory"),
+        (("runs", SUITE, "--html", SUITE), "the suite file of 'elementwise'"),
+    ):
+        result = invoke("history", *args)
+        assert result.exit_code == 3, result.output
+        assert result.stdout == ""  # refused before anything was read or printed
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"fuseci: error: {args[-1]}: is {what} (")
+        assert line.endswith(
+            "--html would replace it: fuseci never writes a report over a file it reads or keeps, choose another path"
+        )
+    assert _snapshot(tree) == before
+
+
+def test_check_refuses_a_report_over_any_suite_file_it_reads(tree: Path) -> None:
+    (tree / "suites" / "broken.yaml").write_text("suite: broken\ncases: [\n")
+    before = _snapshot(tree)
+    result = invoke("check", "suites/broken.yaml", SUITE, "--junit", SUITE)  # the valid one of the two
+    assert result.exit_code == 3, result.output
+    assert "fuseci: error: suites/elementwise.yaml: is the suite file of 'elementwise'" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def test_the_step_summary_is_an_output_like_any_other(tree: Path) -> None:
+    before = _snapshot(tree)
+    env = {"GITHUB_STEP_SUMMARY": str(tree / SUITE)}
+    result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", env=env)
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""  # refused before anything was measured
+    assert result.stderr.startswith(f"fuseci: error: {tree / SUITE}: is the suite file of 'elementwise' ({SUITE}); ")
+    assert "$GITHUB_STEP_SUMMARY would replace it" in result.stderr
+    merged = invoke("merge", "x.json", "--markdown", "summary.md", env={"GITHUB_STEP_SUMMARY": "./summary.md"})
+    assert merged.exit_code == 2 and "--markdown and $GITHUB_STEP_SUMMARY both name" in merged.stderr
+    assert _snapshot(tree) == before
+
+
+def test_compare_protects_every_run_file_of_a_directory_it_is_given(tree: Path) -> None:
+    older, _ = _runs(tree)
+    before = _snapshot(tree)
+    result = invoke("compare", "runs", "runs", SUITE, "--json", older)  # only the newest is judged
+    assert result.exit_code == 3 and f"{older}: is a run file of the results directory" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def test_update_baselines_checks_the_baseline_against_its_inputs(tree: Path) -> None:
+    """A suite file where the baseline would go (here a suite in JSON, which YAML reads) is
+    refused as an input, before the old baseline is read."""
+    suite = tree / "b" / "nvidia-h200" / "elementwise.json"
+    suite.parent.mkdir(parents=True)
+    text = json.dumps(_numbers(yaml.safe_load((tree / SUITE).read_text())))
+    suite.write_text(re.sub(r"([0-9])e", r"\1.0e", text))  # YAML 1.1 reads 1e-05 as a string, 1.0e-05 as a number
+    before = _snapshot(tree)
+    result = invoke(
+        "update-baselines",
+        "b/nvidia-h200/elementwise.json",
+        "--baselines",
+        "b",
+        "--from-report",
+        "r/elementwise.ncu-rep.xz",
+        "--force",
+    )
+    assert result.exit_code == 3, result.output
+    assert (
+        f"fuseci: error: {Path('b/nvidia-h200/elementwise.json')}: is the suite file of 'elementwise'" in result.stderr
+    )
+    assert "update-baselines would replace it" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def _numbers(value):
+    """A YAML document as JSON keeps it: ``1e-05``, a string to YAML 1.1, is a number."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9.]+e[-+]?[0-9]+", value):
+        return float(value)
+    return value

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError, UsageError
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError
 
 if TYPE_CHECKING:
     from fuseci.judge.verdict import Comparison
@@ -202,34 +202,42 @@ def _option(name: str) -> str:
     return next((f.option for f in FILE_FORMATS if f.name == name), f"--{name}")
 
 
-def check_outputs(outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]]) -> None:
-    """Refuse report files that would replace one of the command's inputs, or each other; call it
-    before any measuring, so that nothing is spent on a run whose reports would be refused.
+#: What names the step summary in messages.
+SUMMARY = "$GITHUB_STEP_SUMMARY"
+
+
+def step_summary() -> Path | None:
+    """GitHub's step summary file, when the command runs in a step that has one."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(summary) if summary else None
+
+
+def check_outputs(
+    outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
+) -> None:
+    """Refuse report files that would replace one of the command's inputs, or each other
+    (:func:`fuseci.store.atomic.check_outputs`); call it before any measuring, so that nothing
+    is spent on a run whose reports would be refused.
 
     Args:
         outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
         inputs: Every file the command reads (or writes for itself), with what it is for messages.
+        summary: Whether the command appends to the step summary (:func:`step_summary`), which is
+            then an output like the others.
 
     Raises:
-        UsageError: two options name one file.
+        UsageError: two outputs name one file.
         OutputError: an output names an input (compared as files: links, hard links and ``..``
             are seen through).
     """
-    from fuseci.store.atomic import same_file
+    from fuseci.store.atomic import Output
+    from fuseci.store.atomic import check_outputs as check
 
-    named = list(outputs.items())
-    for i, (name, path) in enumerate(named):
-        for other, other_path in named[:i]:
-            if same_file(path, other_path):
-                raise UsageError(
-                    f"{_option(other)} and {_option(name)} both name {path}: give each report its own file"
-                )
-        for source, what in inputs:
-            if same_file(path, source):
-                raise OutputError(
-                    f"{path}: is {what} ({source}); {_option(name)} would replace it: fuseci never writes a "
-                    "report over a file it reads or keeps, choose another path"
-                )
+    named = [Output(path, _option(name)) for name, path in outputs.items()]
+    github = step_summary() if summary else None
+    if github is not None:
+        named.append(Output(github, SUMMARY))
+    check(named, inputs)
 
 
 def _judged_files(comparisons: list[Comparison]) -> list[tuple[str, str]]:
@@ -277,7 +285,7 @@ def report(
     judged = _judged_files(comparisons)
     for name, path in outputs.items():
         try:
-            check_outputs({name: path}, judged)
+            check_outputs({name: path}, judged, summary=False)
             write_output(path, FORMATS[name](comparisons))
         except OutputError as exc:
             error(str(exc))
@@ -285,9 +293,15 @@ def report(
         except OSError as exc:
             error(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        _append_summary(Path(summary), comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
+    summary = step_summary()
+    if summary is not None:
+        try:
+            check_outputs({}, judged)
+        except OutputError as exc:
+            error(str(exc))
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+        else:
+            _append_summary(summary, comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
     if os.environ.get("GITHUB_ACTIONS") == "true" and not echo(FORMATS["github"](comparisons)):
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
     return code

@@ -5,7 +5,8 @@ files written without replacing what is not fuseci's to replace.
 so readers need no lock; temporary files a killed writer left are swept (:func:`sweep_temporaries`).
 :func:`exclusive_lock` serialises writers that read a file, decide and write it back (two
 ``update-baselines`` of one card), so that neither's result is lost; it locks the directory
-itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for.
+itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for, and
+:func:`check_outputs` is every command's check that none of its outputs is one of its inputs.
 
 Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; on NFS a lock file stands in
 for the directory). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
@@ -25,10 +26,13 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from fuseci.errors import OutputError, UsageError
 
 if sys.platform != "win32":
     import fcntl
@@ -350,6 +354,51 @@ def same_file(a: Path | str, b: Path | str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
     except (OSError, ValueError):
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A file a command writes, as the user named it."""
+
+    path: Path
+    """Where."""
+    by: str
+    """What named it, for messages: an option (``--junit``), ``$GITHUB_STEP_SUMMARY``, a command."""
+    kind: str = "report"
+    """What fuseci writes there (``report``, ``baseline``)."""
+
+
+def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[Path | str, str]]) -> None:
+    """Refuse outputs that would replace one of the command's inputs, or one another: the one
+    check of every command, called before anything is written (and, where it can be, before
+    anything is measured).
+
+    Files are compared as files (:func:`same_file`: the inode when both exist, so symbolic and
+    hard links and ``..`` are seen through; else the resolved path). An atomic replacement would
+    only break a hard link, but an append or a stream (the step summary, a FIFO) writes into the
+    file itself, and a report over a suite, a baseline or a run file loses what the user had.
+
+    Args:
+        outputs: Every file the command will write.
+        inputs: Every file it reads or keeps, with what it is for messages; for a directory it
+            was given, every file of it the command reads or keeps (every run file of a results
+            directory), not just the ones it happens to read this time.
+
+    Raises:
+        UsageError: two outputs name one file.
+        OutputError: an output is one of the inputs.
+    """
+    sources = list(inputs)
+    for i, out in enumerate(outputs):
+        for other in outputs[:i]:
+            if same_file(out.path, other.path):
+                raise UsageError(f"{other.by} and {out.by} both name {out.path}: give each {out.kind} its own file")
+        for source, what in sources:
+            if same_file(out.path, source):
+                raise OutputError(
+                    f"{out.path}: is {what} ({source}); {out.by} would replace it: fuseci never writes a "
+                    f"{out.kind} over a file it reads or keeps, choose another path"
+                )
 
 
 _FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z")
