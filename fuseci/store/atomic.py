@@ -44,21 +44,32 @@ log = logging.getLogger(__name__)
 STALE_TEMPORARY_S = 3600.0
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, links: bool = True) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
 
     ``path`` itself is replaced: if it is a symbolic link, the link is replaced by a regular
-    file and its target is left alone (callers that care refuse links first).
+    file and its target is left alone (callers that care refuse links first). With
+    ``links=False`` nothing is written through a link at all: neither ``path`` nor its directory
+    may be one, and the file is written into the directory that was opened (without following a
+    link) and renamed there, so a link put in the directory's place during the write changes
+    nothing it points to (where the platform cannot do so, the checks are made by path).
 
     Raises:
-        OSError: the directory cannot be created or written, or the disk is full; the old file is
-            left as it was and no temporary file remains.
+        OSError: the directory cannot be created or written, or the disk is full; with
+            ``links=False`` (``errno.ELOOP``), ``path`` or its directory is a symbolic link. The
+            old file is left as it was and no temporary file remains.
         UnicodeEncodeError: ``text`` holds a lone surrogate (nothing is written).
     """
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), links=links)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask  # what open() would have given a new file
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
     """:func:`atomic_write_text` for bytes already encoded.
 
     Raises:
@@ -66,24 +77,88 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_temporaries(path, STALE_TEMPORARY_S)
+    if not links and _AT_FUNCTIONS:
+        _write_in_directory(path, data)
+        return
+    if not links and (path.parent.is_symlink() or path.is_symlink()):
+        raise OSError(errno.ELOOP, "is a symbolic link (or its directory is one)", str(path))
     try:
         mode = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask  # what open() would have given a new file
+        mode = _default_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:  # owns fd from here on
-            if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
-                os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _fill(fd, data, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: Whether files can be opened, looked at and renamed relative to a directory's descriptor here.
+_AT_FUNCTIONS = (
+    {os.open, os.stat, os.rename, os.unlink} <= os.supports_dir_fd  # os.replace goes with os.rename
+    and os.stat in os.supports_follow_symlinks
+    and hasattr(os, "O_NOFOLLOW")
+    and hasattr(os, "O_DIRECTORY")
+)
+
+
+def _fill(fd: int, data: bytes, mode: int) -> None:
+    """Write the temporary file ``fd`` (closing it): its mode, its bytes, on disk."""
+    with os.fdopen(fd, "wb") as fh:  # owns fd from here on
+        if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
+            os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_in_directory(path: Path, data: bytes) -> None:
+    """:func:`atomic_write_bytes` with ``links=False``: everything relative to the directory's
+    descriptor, opened without following a link (``ELOOP`` when it is one)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        directory = os.open(path.parent, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.parent.is_symlink():
+            raise OSError(errno.ELOOP, "its directory is a symbolic link", str(path.parent)) from None
+        raise
+    try:
+        try:
+            st = os.stat(path.name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            mode = _default_mode()
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                raise OSError(errno.ELOOP, "is a symbolic link", str(path))
+            mode = st.st_mode & 0o777
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        name = os.path.basename(tmp)
+        ours = handed = False
+        try:
+            made = os.fstat(fd)
+            try:
+                here = os.stat(name, dir_fd=directory, follow_symlinks=False)
+                ours = (here.st_dev, here.st_ino) == (made.st_dev, made.st_ino)
+            except FileNotFoundError:
+                pass
+            if not ours:  # made through a link put in the directory's place: not ours to finish
+                raise OSError(errno.ELOOP, "its directory was replaced by a symbolic link", str(path.parent))
+            handed = True
+            _fill(fd, data, mode)
+            os.replace(name, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            if not handed:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                if ours:
+                    os.unlink(name, dir_fd=directory)
+                else:
+                    os.unlink(tmp)
+            raise
+    finally:
+        os.close(directory)
 
 
 class LockTimeout(TimeoutError):
@@ -207,7 +282,7 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
     the new one, so two holders never hold one name at once.
 
     Args:
-        directory: The directory to lock; it must exist.
+        directory: The directory to lock; it must exist and not be a symbolic link.
         timeout_s: How long to wait for another holder before giving up.
         poll_s: First interval between attempts (it doubles up to one second).
 
@@ -219,7 +294,9 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
         log.warning("%s: not locked: locking is POSIX-only; concurrent updates are not serialised", directory)
         yield
         return
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    # Never through a link: the lock is this directory's, not the one a link points to.
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(directory, flags)
     try:
         try:
             _wait_for(fd, directory, lambda: _directory_holder(fd), timeout_s, poll_s)
