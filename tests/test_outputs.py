@@ -3,6 +3,7 @@ written atomically over regular files only, streamed to devices and pipes, never
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -424,3 +425,112 @@ def _numbers(value):
     if isinstance(value, str) and re.fullmatch(r"-?[0-9.]+e[-+]?[0-9]+", value):
         return float(value)
     return value
+
+
+# --- outputs that cannot be written: an error, never a hang, never a pass --------------------------
+
+
+def _within(seconds: float, fn, *args):
+    """``fn(*args)``, failing the test (instead of hanging it) when it takes longer."""
+    out: list = []
+
+    def call() -> None:
+        try:
+            out.append(fn(*args))
+        except BaseException as exc:  # handed to the test's thread
+            out.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"{getattr(fn, '__name__', fn)} still running after {seconds} s"
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
+
+
+def _release(fifo: Path) -> None:
+    """Open a FIFO for reading and close it, so that a writer a test left waiting on it goes on."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+
+@pytest.fixture
+def short_fifo_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("fuseci.store.atomic.FIFO_WAIT_S", 0.3)
+
+
+def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path: Path, short_fifo_wait) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    try:
+        with pytest.raises(OSError, match="no process reads it"):
+            _within(10, write_output, fifo, "report\n")
+    finally:
+        _release(fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_fifo_whose_reader_stops_reading_is_an_error_not_a_hang(tmp_path: Path, short_fifo_wait) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open, never read: the pipe fills up
+    try:
+        with pytest.raises(OSError, match="stopped reading"):
+            _within(10, write_output, fifo, "x" * (4 << 20))
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("regressed", [False, True])
+def test_html_to_a_fifo_nobody_reads(in_root, tmp_path: Path, short_fifo_wait, regressed: bool) -> None:
+    fifo = tmp_path / "page.html"
+    os.mkfifo(fifo)
+    report = REGRESSED_REPORT if regressed else CLEAN_REPORT
+    try:
+        result = _within(60, invoke, "run", SUITE, "--from-report", report, "--html", fifo)
+    finally:
+        _release(fifo)
+    assert result.exit_code == (1 if regressed else 3), result.output
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
+    assert line.startswith(f"fuseci: error: {fifo}: cannot write the html report: ")
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/full", "directory"])
+@pytest.mark.parametrize("regressed", [False, True])
+def test_a_step_summary_that_cannot_be_written(
+    in_root, tmp_path: Path, short_fifo_wait, target: str, regressed: bool
+) -> None:
+    """An error line naming the file and an error annotation that carries the verdict; exit 3
+    for a run that passed, and a regression's 1 stays 1."""
+    path = {"fifo": tmp_path / "summary", "/dev/full": Path("/dev/full"), "directory": tmp_path}[target]
+    if target == "fifo":
+        os.mkfifo(path)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(path), "NO_COLOR": "1"}
+    report = REGRESSED_REPORT if regressed else CLEAN_REPORT
+    try:
+        result = _within(60, lambda: invoke("run", SUITE, "--from-report", report, env=env))
+    finally:
+        if target == "fifo":
+            _release(path)
+    assert result.exit_code == (1 if regressed else 3), result.output
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
+    assert line.startswith(f"fuseci: error: {path}: cannot append the step summary ($GITHUB_STEP_SUMMARY): ")
+    verdict = "50 pass, 8 regressed; exit 1" if regressed else "58 pass; exit 3"
+    (annotation,) = [a for a in result.stdout.splitlines() if a.startswith("::error title=fuseci")]
+    assert "cannot append the step summary" in annotation and annotation.endswith(verdict)
+    errors = [a for a in result.stdout.splitlines() if a.startswith("::error")]
+    assert errors[0] == annotation and len(errors) <= 10  # first, within what GitHub shows
+
+
+def test_a_full_disk_under_a_report_is_an_error(in_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    result = invoke("run", SUITE, "--from-report", CLEAN_REPORT, "-q", "--html", tmp_path / "r.html")
+    assert result.exit_code == 3, result.output
+    assert result.stderr == (
+        f"fuseci: error: {tmp_path / 'r.html'}: cannot write the html report: No space left on device\n"
+    )
+    assert _files(tmp_path) == []

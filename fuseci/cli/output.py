@@ -8,6 +8,7 @@ import functools
 import inspect
 import logging
 import os
+import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -270,6 +271,7 @@ def report(
         ``code``, or 3 when a file could not be written (a regression's 1 stays 1).
     """
     from fuseci.reporters import FORMATS
+    from fuseci.reporters import github as github_reporter
     from fuseci.reporters import markdown as markdown_reporter
     from fuseci.store.atomic import write_output
 
@@ -283,28 +285,45 @@ def report(
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
     _LOST.clear()
     judged = _judged_files(comparisons)
+    failures: list[str] = []  # outputs that could not be written, for the annotations
     for name, path in outputs.items():
         try:
             check_outputs({name: path}, judged, summary=False)
             write_output(path, FORMATS[name](comparisons))
         except OutputError as exc:
-            error(str(exc))
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+            failures.append(str(exc))
         except OSError as exc:
-            error(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+            failures.append(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
     summary = step_summary()
     if summary is not None:
         try:
             check_outputs({}, judged)
-        except OutputError as exc:
-            error(str(exc))
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
-        else:
             _append_summary(summary, comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
-    if os.environ.get("GITHUB_ACTIONS") == "true" and not echo(FORMATS["github"](comparisons)):
+        except OutputError as exc:
+            failures.append(str(exc))
+        except OSError as exc:
+            failures.append(f"{summary}: cannot append the step summary ({SUMMARY}): {exc.strerror or exc}")
+    for message in failures:
+        error(message)
+    if failures:
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        # An output that could not be written is an error annotation of its own, first, with the
+        # verdict in it: a step summary that is missing must not hide what was found.
+        verdict = totals_line(comparisons, code)
+        annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
+        if not echo(annotations):
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
+
+
+def totals_line(comparisons: list[Comparison], code: int) -> str:
+    """``fuseci: 58 pass; exit 3``: every verdict counted, and the exit code the command ends with
+    (which a report that could not be written may have raised from the verdicts' own)."""
+    from fuseci.reporters.text import totals
+
+    counted = totals(comparisons)
+    return counted[: counted.rfind("; exit ")] + f"; exit {code}"
 
 
 #: Set once stdout was found closed: what was printed after went nowhere (:func:`report`).
@@ -327,12 +346,21 @@ def echo(text: str, err: bool = False) -> bool:
 
 
 def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:
-    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left)."""
+    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left).
+
+    Raises:
+        OSError: it cannot be written (a full disk, ``/dev/full``, a FIFO no process reads, a
+            directory): the caller makes that an error, never a warning.
+    """
+    from fuseci.store.atomic import append_output
+
     try:
-        used = path.stat().st_size if path.exists() else 0
-        room = limit - used
-        if room > 0:
-            with path.open("a", encoding="utf-8") as fh:
-                fh.write(render(comparisons, limit=room))
-    except OSError as exc:
-        log.warning("cannot append to $GITHUB_STEP_SUMMARY (%s): %s", path, exc)
+        st = path.stat()
+        used = st.st_size if stat.S_ISREG(st.st_mode) else 0
+    except FileNotFoundError:
+        used = 0
+    room = limit - used
+    if room <= 0:
+        log.warning("%s: the step summary holds %d bytes already, GitHub's limit: nothing appended", path, used)
+        return
+    append_output(path, render(comparisons, limit=room))

@@ -21,6 +21,7 @@ import functools
 import logging
 import os
 import re
+import select
 import socket
 import stat
 import sys
@@ -504,20 +505,85 @@ def _descriptor_link(path: Path) -> tuple[bool, int | None]:
     return False, None
 
 
+#: How long writing to a FIFO waits for a process to open it for reading, and then for the reader
+#: to take more (a FIFO nobody reads would otherwise hang fuseci for ever).
+FIFO_WAIT_S = 10.0
+
+
+def _room(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` can take more bytes within ``timeout_s``."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return bool(poller.poll(timeout_s * 1000))
+    return bool(select.select([], [fd], [], timeout_s)[1])
+
+
 def _write_all(fd: int, data: bytes, path: Path) -> None:
+    """Write every byte to ``fd``; through a non-blocking FIFO, waiting at most
+    :data:`FIFO_WAIT_S` each time its reader leaves no room.
+
+    Raises:
+        OSError: ``fd`` is not a file fuseci writes to, a write failed (a full disk,
+            ``/dev/full``, a reader that went away), or the reader stopped reading.
+    """
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
         raise OSError(errno.EINVAL, "not a regular file, a character device, a pipe or a socket", str(path))
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            if not _room(fd, FIFO_WAIT_S):
+                raise OSError(
+                    errno.ETIMEDOUT,
+                    f"the process reading it stopped reading (nothing taken for {FIFO_WAIT_S:g} s)",
+                    str(path),
+                ) from None
 
 
-def _stream(path: Path, data: bytes) -> None:
-    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never created,
-    never truncated (what was written to a redirected stdout before stays), never renamed over."""
+def _open_for_writing(path: Path, flags: int) -> int:
+    """Open ``path`` for writing without ever blocking: a FIFO is opened non-blocking, which
+    fails at once when no process has it open for reading; that is tried again for at most
+    :data:`FIFO_WAIT_S` (a reader started just before may not have opened it yet). Anything but a
+    FIFO gets a blocking descriptor, as an ordinary open would.
+
+    Raises:
+        OSError: ``path`` cannot be opened, or it is a FIFO no process reads.
+    """
+    deadline = time.monotonic() + FIFO_WAIT_S
+    delay = 0.01
+    while True:
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+            break
+        except OSError as exc:
+            left = deadline - time.monotonic()
+            if exc.errno != errno.ENXIO:
+                raise
+            if left <= 0:
+                raise OSError(
+                    errno.ENXIO, f"is a FIFO and no process reads it (waited {FIFO_WAIT_S:g} s for a reader)", str(path)
+                ) from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.25)
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _stream(path: Path, data: bytes, *, create: bool = False) -> None:
+    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never
+    truncated (what was written to a redirected stdout before stays), never renamed over, created
+    only with ``create``, and never waiting for ever on a FIFO (:func:`_open_for_writing`)."""
     flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)  # no O_CREAT: if the path changed since it was looked at, this fails
+    # Without O_CREAT, a path that changed since it was looked at fails rather than becoming a file.
+    fd = _open_for_writing(path, flags | (os.O_CREAT if create else 0))
     try:
         _write_all(fd, data, path)
     finally:
@@ -546,15 +612,17 @@ def write_output(path: Path, text: str) -> None:
     * A character device or a FIFO (``/dev/null``, a terminal, a named pipe), and any file reached
       through a process's descriptor (``/dev/stdout``, ``/dev/fd/N``, even when the shell
       redirected it to a regular file), is written to as a stream and never renamed over, so
-      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. Writing
-      to a FIFO waits for a reader, as a shell's redirection does.
+      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. A FIFO
+      that no process reads, or whose reader stops reading, is an error after
+      :data:`FIFO_WAIT_S`, never a hang.
     * A directory, a socket or a block device is refused.
 
     Text that is not valid Unicode (a lone surrogate) is written with backslash escapes, never
     refused half-way.
 
     Raises:
-        OSError: the path cannot be written or is refused; nothing at it was changed.
+        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
+            is refused; a file replaced atomically is unchanged.
     """
     data = text.encode("utf-8", "backslashreplace")
     through_descriptor, own = _descriptor_link(path)
@@ -583,3 +651,28 @@ def write_output(path: Path, text: str) -> None:
             errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
         )
     atomic_write_bytes(target, data)
+
+
+def append_output(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary): a regular
+    file (followed through a link) is appended to, or created; a device, a FIFO or a process's
+    descriptor is written to as a stream, never waiting for ever on a FIFO; a directory, a socket
+    or a block device is refused.
+
+    Raises:
+        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
+            is refused.
+    """
+    data = text.encode("utf-8", "backslashreplace")
+    _, own = _descriptor_link(path)
+    if own is not None:
+        _to_own_descriptor(own, data, path)
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, a block device or another special file"
+        raise OSError(errno.EINVAL, f"is {what}, not a file fuseci appends to", str(path))
+    _stream(path, data, create=st is None)
