@@ -273,11 +273,10 @@ def report(
     from fuseci.reporters import FORMATS
     from fuseci.reporters import github as github_reporter
     from fuseci.reporters import markdown as markdown_reporter
+    from fuseci.reporters.text import totals
     from fuseci.store.atomic import write_output
 
     if tables_shown:
-        from fuseci.reporters.text import totals
-
         shown = echo(totals(comparisons) + "\n")
     else:
         shown = not console or echo(FORMATS["console"](comparisons, **console_style(verbose)))
@@ -310,20 +309,11 @@ def report(
     if os.environ.get("GITHUB_ACTIONS") == "true":
         # An output that could not be written is an error annotation of its own, first, with the
         # verdict in it: a step summary that is missing must not hide what was found.
-        verdict = totals_line(comparisons, code)
+        verdict = totals(comparisons, code)
         annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
         if not echo(annotations):
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
-
-
-def totals_line(comparisons: list[Comparison], code: int) -> str:
-    """``fuseci: 58 pass; exit 3``: every verdict counted, and the exit code the command ends with
-    (which a report that could not be written may have raised from the verdicts' own)."""
-    from fuseci.reporters.text import totals
-
-    counted = totals(comparisons)
-    return counted[: counted.rfind("; exit ")] + f"; exit {code}"
 
 
 #: Set once stdout was found closed: what was printed after went nowhere (:func:`report`).

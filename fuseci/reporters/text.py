@@ -82,11 +82,12 @@ def env_line(c: Comparison) -> str:
     )
 
 
-def totals(comparisons: list[Comparison]) -> str:
-    """``fuseci: 28 pass, 5 regressed; exit 1``: every verdict counted, and the exit code."""
+def totals(comparisons: list[Comparison], code: int | None = None) -> str:
+    """``fuseci: 28 pass, 5 regressed; exit 1``: every verdict counted, and the exit code (the
+    verdicts', unless the command ends with another ``code``: a report it could not write)."""
     counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
     summary = ", ".join(f"{counts[v]} {v.value}" for v in reversed(Verdict) if counts[v])
-    return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons)}"
+    return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons) if code is None else code}"
 
 
 def _num(values: Mapping[str, float], name: str) -> float | None:
