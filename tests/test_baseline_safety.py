@@ -132,13 +132,73 @@ def test_dangling_link_is_not_replaced(committed_copy: Path, tmp_path: Path, ele
     assert committed_copy.is_symlink() and not (tmp_path / "gone.json").exists()
 
 
-def test_linked_gpu_directory_is_followed(committed_copy: Path, tmp_path: Path, elementwise, relaxed) -> None:
-    shared = tmp_path / "shared-h200"
-    committed_copy.parent.rename(shared)
-    committed_copy.parent.symlink_to(shared, target_is_directory=True)
-    assert api.update_baselines(relaxed, _opts(committed_copy)).written
-    assert committed_copy.parent.is_symlink()
-    assert bl.load_baseline(shared / "elementwise.json").cases["scale_relu_add"]["fused"].values["launches"] == 2
+def test_a_linked_card_directory_is_read_through_but_never_written_through(
+    committed_copy: Path, tmp_path: Path, elementwise, relaxed
+) -> None:
+    """``nvidia-h200 -> nvidia-h100-80gb-hbm3``: an H200 update would replace the H100's
+    baseline. It is refused, in one line, exit 3, before anything is read or written."""
+    root = committed_copy.parent.parent
+    h200 = committed_copy.parent
+    shutil.rmtree(h200)
+    h200.symlink_to("nvidia-h100-80gb-hbm3", target_is_directory=True)
+    before = _snapshot(root)
+    assert api.check(elementwise, _opts(committed_copy, CLEAN_REPORT)).baseline_path == str(committed_copy)  # read
+    with pytest.raises(BaselineError) as info:
+        api.update_baselines(relaxed, _opts(committed_copy), force=True)
+    assert info.value.exit_code == 3
+    assert str(info.value) == (
+        f"{h200}: is a symbolic link (to nvidia-h100-80gb-hbm3); update-baselines writes a card's baselines only "
+        "into its own directory, never through a link, which could replace another card's baseline: replace the "
+        f"link with a copy of its target (rm {h200} && cp -r {root / 'nvidia-h100-80gb-hbm3'} {h200}) and run again"
+    )
+    assert _snapshot(root) == before and h200.is_symlink()
+    assert sorted(p.name for p in root.rglob(".*")) == []
+
+
+def test_update_baselines_refuses_a_linked_card_directory_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    from conftest import ROOT
+    from typer.testing import CliRunner
+
+    from fuseci.cli import app
+
+    shutil.copytree(ROOT / "suites", tmp_path / "suites")
+    shutil.copytree(H200_BASELINES, tmp_path / "baselines")
+    shutil.rmtree(tmp_path / "baselines" / "nvidia-h200")
+    (tmp_path / "baselines" / "nvidia-h200").symlink_to("nvidia-h100-80gb-hbm3", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    before = _snapshot(tmp_path / "baselines")
+    args = ["update-baselines", "suites/elementwise.yaml", "--from-report", str(REGRESSED_REPORT), "--force"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 3, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("fuseci: error: baselines/nvidia-h200: is a symbolic link (to nvidia-h100-80gb-hbm3);")
+    assert _snapshot(tmp_path / "baselines") == before
+
+
+def test_a_card_directory_swapped_for_a_link_while_writing_is_not_written_through(
+    committed_copy: Path, tmp_path: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write goes through the directory it opened (without following a link), not through
+    the path again: a link put in the directory's place half-way through the write changes
+    nothing of the card it points to."""
+    root = committed_copy.parent.parent
+    other = root / "nvidia-h100-80gb-hbm3" / "elementwise.json"
+    before = other.read_bytes()
+    moved = tmp_path / "moved"
+    real_fsync = os.fsync
+
+    def swap_then_fsync(fd: int) -> None:
+        if not moved.exists():
+            committed_copy.parent.rename(moved)
+            committed_copy.parent.symlink_to("nvidia-h100-80gb-hbm3", target_is_directory=True)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", swap_then_fsync)
+    api.update_baselines(relaxed, _opts(committed_copy), force=True)
+    assert other.read_bytes() == before  # the H100's baseline is untouched
+    assert bl.load_baseline(moved / "elementwise.json").cases["scale_relu_add"]["fused"].values["launches"] == 2
+    assert not [p.name for p in moved.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 # --- read-only baseline directory ---------------------------------------------------------

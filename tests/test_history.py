@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,11 +18,13 @@ from typer.testing import CliRunner
 import fuseci.store.runs as run_files
 from fuseci import api
 from fuseci.cli import app
+from fuseci.config.parse import load_suite
 from fuseci.judge import history
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
 #: The recorded report behind each run, oldest first.
 SEQUENCE = [CLEAN_REPORT, CLEAN_REPORT, REGRESSED_REPORT, REGRESSED_REPORT, CLEAN_REPORT]
+SUITE = "suites/elementwise.yaml"
 
 
 def _sha(i: int) -> str:
@@ -61,7 +64,7 @@ def test_noise_inside_the_gate_is_no_change_but_a_lasting_step_is() -> None:
 
 
 def test_history_prints_every_change_point_with_its_commit(in_root, runs_dir: Path) -> None:
-    result = invoke("history", runs_dir)
+    result = invoke("history", runs_dir, SUITE)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"fuseci: history of 5 runs in {runs_dir}, 2026-11-20 09:00 UTC to 2026-11-24 09:00 UTC")
@@ -80,7 +83,7 @@ def test_history_prints_every_change_point_with_its_commit(in_root, runs_dir: Pa
 
 
 def test_history_model_has_each_gain_per_run(in_root, runs_dir: Path) -> None:
-    found = api.history(runs_dir)
+    found = api.history(runs_dir, gates=[load_suite(SUITE)])
     assert [r.commit for r in found.runs] == [_sha(i) for i in range(5)]
     dram = next(s for s in found.series if (s.case, s.quantity) == ("scale_relu_add", "dram__bytes.sum"))
     assert dram.gpu == "NVIDIA H200" and dram.variant == "fused" and dram.tolerance == pytest.approx(0.01)
@@ -93,7 +96,7 @@ def test_history_model_has_each_gain_per_run(in_root, runs_dir: Path) -> None:
 
 def test_history_html_draws_a_trend_per_gain_and_marks_the_changes(in_root, runs_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "history.html"
-    result = invoke("history", runs_dir, "--html", out)
+    result = invoke("history", runs_dir, SUITE, "--html", out)
     assert result.exit_code == 0, result.output
     text = out.read_text()
     root, ids = parse(text)
@@ -113,7 +116,7 @@ def test_history_html_draws_a_trend_per_gain_and_marks_the_changes(in_root, runs
 
 
 def test_last_and_suite_narrow_the_history(in_root, runs_dir: Path) -> None:
-    result = invoke("history", runs_dir, "--last", 2, "--suite", "elementwise")
+    result = invoke("history", runs_dir, SUITE, "--last", 2, "--suite", "elementwise")
     assert result.exit_code == 0, result.output
     assert "history of 2 runs" in result.stdout
     assert "stepped from 1.4x to 2.32x" in result.stdout and "stepped from 2.32x to 1.4x" not in result.stdout
@@ -125,11 +128,15 @@ def test_unknown_suite_is_a_usage_error(in_root, runs_dir: Path) -> None:
     assert "--suite nope: no run in" in result.stderr and "the runs measured elementwise" in result.stderr
 
 
-def test_without_the_suite_file_gains_are_followed_ungated(runs_dir: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)  # suites/elementwise.yaml is not found from here
-    result = invoke("history", runs_dir)
+def test_without_the_suite_file_gains_are_followed_ungated(in_root, runs_dir: Path) -> None:
+    result = invoke("history", runs_dir)  # suites/elementwise.yaml, which the runs recorded, is right here
     assert result.exit_code == 0, result.output
-    assert "fuseci: note: suite elementwise:" in result.stdout
+    (note,) = [line for line in result.stdout.splitlines() if line.startswith("fuseci: note: ")]
+    assert note == (
+        "fuseci: note: no suite file given, so every gain is followed without its gate's tolerance; fuseci history "
+        "opens no path a run file names: pass the suite files after the results directory "
+        f"(fuseci history {runs_dir} suites/*.yaml)"
+    )
     assert "(-39.6%, not gated)" in result.stdout
 
 
@@ -155,3 +162,79 @@ def test_history_needs_no_gpu_and_says_where_its_runs_came_from(in_root, runs_di
     assert "GITHUB_SHA" not in os.environ or os.environ["GITHUB_SHA"] not in {_sha(i) for i in range(5)}
     found = api.history(runs_dir)
     assert [Path(r.path).name for r in found.runs] == names
+
+
+def test_the_gates_come_from_the_suite_file_named_and_it_says_so(in_root, runs_dir: Path) -> None:
+    result = invoke("history", runs_dir, SUITE)
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.stdout.splitlines() if line.startswith("fuseci: note: ")]
+    assert note == f"fuseci: note: gates from the suite files given: elementwise ({SUITE})"
+    assert "beyond its ±1% gate" in result.stdout
+
+
+def test_a_suite_file_of_no_run_is_a_usage_error(in_root, runs_dir: Path) -> None:
+    result = invoke("history", runs_dir, "suites/reduction.yaml")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("fuseci: error: suites/reduction.yaml: suite 'reduction' is in no run in ")
+
+
+def _copy_runs(runs_dir: Path, target: Path, edit) -> Path:
+    target.mkdir()
+    for path in sorted(runs_dir.glob("*.json")):
+        doc = json.loads(path.read_text())
+        edit(doc)
+        (target / path.name).write_text(json.dumps(doc))
+    return target
+
+
+@pytest.mark.parametrize("where", ["secret", "relative", "fifo", "dev zero"])
+def test_history_opens_no_path_a_run_file_names(runs_dir: Path, tmp_path: Path, monkeypatch, where: str) -> None:
+    """A run file's ``suite_path`` is a label: a token file, ``.netrc`` or ``/etc/passwd`` it
+    names is never opened, so nothing of it can be printed (``compare`` refuses such paths)."""
+    secret = tmp_path / ".netrc"
+    secret.write_text("machine github.com login ci password ghp_SECRETTOKEN123\n")
+    if where == "fifo":
+        os.mkfifo(tmp_path / "pipe.yaml")
+    named = {"secret": str(secret), "relative": ".netrc", "fifo": "pipe.yaml", "dev zero": "/dev/zero"}[where]
+
+    def edit(doc: dict) -> None:
+        doc["suites"]["elementwise"]["suite_path"] = named
+
+    runs = _copy_runs(runs_dir, tmp_path / "runs", edit)
+    monkeypatch.chdir(tmp_path)
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path, *args, **kwargs):  # every file the command opens, by descriptor or by open()
+        opened.append(os.path.realpath(path) if isinstance(path, (str, Path)) else str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    result = invoke("history", runs)
+    assert result.exit_code == 0, result.output
+    assert "ghp_" not in result.output and "SECRET" not in result.output
+    assert "(-39.6%, not gated)" in result.stdout
+    assert not {os.path.realpath(tmp_path / p) for p in (".netrc", "pipe.yaml")} & set(opened)
+    assert "/dev/zero" not in opened
+
+
+def test_names_from_run_files_print_as_one_line_each(runs_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """A GPU name is data: with several GPUs it is in every change line, shown, never a line (or a
+    workflow command) of its own."""
+    hostile = "GPU\n::add-mask::hunter2\x1b[2J\u202e"
+
+    def edit(doc: dict) -> None:
+        doc["gpu_name"] = hostile
+        for entry in doc["suites"].values():
+            entry["record"]["env"]["gpu_name"] = hostile
+            for k in entry["kernels"]:
+                k["device__attribute_display_name"] = hostile
+
+    runs = _copy_runs(runs_dir, tmp_path / "runs", edit)
+    newest = max(runs_dir.glob("*.json"))
+    (runs / newest.name.replace("2026", "2027")).write_bytes(newest.read_bytes())  # a second GPU, a year on
+    monkeypatch.chdir(tmp_path)
+    result = invoke("history", runs)
+    assert result.exit_code == 0, result.output
+    assert "GPU\\n::add-mask::hunter2\\x1b[2J\\u202e" in result.stdout
+    assert not re.search(r"^\s*::add-mask", result.stdout, re.MULTILINE) and "\x1b" not in result.stdout

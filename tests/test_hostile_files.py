@@ -148,3 +148,57 @@ def test_dev_zero_itself(tmp_path: Path) -> None:
         _one_error_line(_within(20, _invoke, *args), Path("/dev/zero"))
     result = _within(20, _invoke, "run", "/dev/zero")
     assert result.exit_code == 3 and result.stderr.startswith("fuseci: error: /dev/zero: ")
+
+
+# --- a key written twice ----------------------------------------------------------------------------
+
+
+def _second_key(text: str, before: str, key: str, value: str) -> str:
+    """``text`` with ``"key": value`` added again right after the first ``before`` (an object's
+    opening), so that the object names ``key`` twice and a lenient reader keeps the second."""
+    at = text.index(before) + len(before)
+    return f'{text[:at]}"{key}": {value}, {text[at:]}'
+
+
+def test_every_reader_refuses_a_key_written_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tampered second ``"cases"`` would otherwise win silently; each reader names the file, the
+    object's JSON path and the key."""
+    from fuseci.errors import FuseciError
+    from fuseci.measure import record as record_format
+    from fuseci.store import baselines as bl
+    from fuseci.store import results, runs
+
+    monkeypatch.chdir(ROOT)
+    baseline = ROOT / "baselines" / "nvidia-h200" / "elementwise.json"
+    text = baseline.read_text(encoding="utf-8")
+    doubled = tmp_path / "baseline.json"
+    doubled.write_text(text.rstrip()[:-1] + ', "cases": {}}\n', encoding="utf-8")  # last one would win
+    with pytest.raises(FuseciError) as info:
+        bl.load_baseline(doubled)
+    assert str(info.value).startswith(f"{doubled}: not a valid baseline: ")
+    assert 'the key "cases" appears twice in the top-level object' in str(info.value)
+
+    record = tmp_path / "record.json"
+    record.write_text(_second_key(RECORD.read_text(), '"bias_gelu": {', "status", '"ok"'), encoding="utf-8")
+    with pytest.raises(FuseciError, match=r'cases\.bias_gelu: the key "status" appears twice'):
+        record_format.read_record(record)
+
+    assert _invoke("run", SUITE, "--from-report", REGRESSED_REPORT, "--json", tmp_path / "r.json").exit_code == 1
+    assert _invoke("run", SUITE, "--from-report", REGRESSED_REPORT, "--results-dir", tmp_path / "runs").exit_code == 1
+    (run,) = (tmp_path / "runs").iterdir()
+    readers = ((tmp_path / "r.json", results.read_results, "results file"), (run, runs.load_run, "run file"))
+    for path, reader, kind in readers:
+        path.write_text(_second_key(path.read_text(), "{", "format_version", "1"), encoding="utf-8")
+        with pytest.raises(FuseciError) as info:
+            reader(path)
+        assert str(info.value).startswith(f"{path}: not a valid {kind}: ")
+        assert 'the key "format_version" appears twice in the top-level object' in str(info.value)
+    line = _one_line_of(_invoke("merge", tmp_path / "r.json"))
+    assert line.startswith(f"fuseci: error: {tmp_path / 'r.json'}: ") and "appears twice" in line
+
+
+def _one_line_of(result: Any) -> str:
+    assert result.exit_code == 3, result.output
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
+    assert "Traceback" not in result.output
+    return line

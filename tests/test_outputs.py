@@ -3,8 +3,11 @@ written atomically over regular files only, streamed to devices and pipes, never
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -14,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, write
 from fuzzing import fuzz_settings
 from hypothesis import given
@@ -327,3 +331,206 @@ def test_write_output_writes_the_text_and_replaces_nothing_else(playground: Path
     if kind == "dev null":
         assert stat.S_ISCHR(os.stat(out).st_mode)
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
+
+
+# --- every command checks every output against every input ---------------------------------------
+
+
+def _runs(tree: Path) -> list[Path]:
+    for report in ("r/elementwise.ncu-rep.xz", CLEAN_REPORT):
+        assert invoke("run", SUITE, "--from-report", report, "--results-dir", "runs").exit_code in (0, 1)
+    return sorted((tree / "runs").iterdir())
+
+
+def test_history_never_writes_its_page_over_a_file_it_reads(tree: Path) -> None:
+    older, newer = _runs(tree)
+    before = _snapshot(tree)
+    for args, what in (
+        (("runs", "--html", newer), "a run file of the results directory"),
+        (("runs", "--last", "1", "--html", f"runs/../runs/{older.name}"), "a run file of the results directory"),
+        (("runs", SUITE, "--html", SUITE), "the suite file of 'elementwise'"),
+    ):
+        result = invoke("history", *args)
+        assert result.exit_code == 3, result.output
+        assert result.stdout == ""  # refused before anything was read or printed
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"fuseci: error: {args[-1]}: is {what} (")
+        assert line.endswith(
+            "--html would replace it: fuseci never writes a report over a file it reads or keeps, choose another path"
+        )
+    assert _snapshot(tree) == before
+
+
+def test_check_refuses_a_report_over_any_suite_file_it_reads(tree: Path) -> None:
+    (tree / "suites" / "broken.yaml").write_text("suite: broken\ncases: [\n")
+    before = _snapshot(tree)
+    result = invoke("check", "suites/broken.yaml", SUITE, "--junit", SUITE)  # the valid one of the two
+    assert result.exit_code == 3, result.output
+    assert "fuseci: error: suites/elementwise.yaml: is the suite file of 'elementwise'" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def test_the_step_summary_is_an_output_like_any_other(tree: Path) -> None:
+    before = _snapshot(tree)
+    env = {"GITHUB_STEP_SUMMARY": str(tree / SUITE)}
+    result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", env=env)
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""  # refused before anything was measured
+    assert result.stderr.startswith(f"fuseci: error: {tree / SUITE}: is the suite file of 'elementwise' ({SUITE}); ")
+    assert "$GITHUB_STEP_SUMMARY would replace it" in result.stderr
+    merged = invoke("merge", "x.json", "--markdown", "summary.md", env={"GITHUB_STEP_SUMMARY": "./summary.md"})
+    assert merged.exit_code == 2 and "--markdown and $GITHUB_STEP_SUMMARY both name" in merged.stderr
+    assert _snapshot(tree) == before
+
+
+def test_compare_protects_every_run_file_of_a_directory_it_is_given(tree: Path) -> None:
+    older, _ = _runs(tree)
+    before = _snapshot(tree)
+    result = invoke("compare", "runs", "runs", SUITE, "--json", older)  # only the newest is judged
+    assert result.exit_code == 3 and f"{older}: is a run file of the results directory" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def test_update_baselines_checks_the_baseline_against_its_inputs(tree: Path) -> None:
+    """A suite file where the baseline would go (here a suite in JSON, which YAML reads) is
+    refused as an input, before the old baseline is read."""
+    suite = tree / "b" / "nvidia-h200" / "elementwise.json"
+    suite.parent.mkdir(parents=True)
+    text = json.dumps(_numbers(yaml.safe_load((tree / SUITE).read_text())))
+    suite.write_text(re.sub(r"([0-9])e", r"\1.0e", text))  # YAML 1.1 reads 1e-05 as a string, 1.0e-05 as a number
+    before = _snapshot(tree)
+    result = invoke(
+        "update-baselines",
+        "b/nvidia-h200/elementwise.json",
+        "--baselines",
+        "b",
+        "--from-report",
+        "r/elementwise.ncu-rep.xz",
+        "--force",
+    )
+    assert result.exit_code == 3, result.output
+    assert (
+        f"fuseci: error: {Path('b/nvidia-h200/elementwise.json')}: is the suite file of 'elementwise'" in result.stderr
+    )
+    assert "update-baselines would replace it" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def _numbers(value):
+    """A YAML document as JSON keeps it: ``1e-05``, a string to YAML 1.1, is a number."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9.]+e[-+]?[0-9]+", value):
+        return float(value)
+    return value
+
+
+# --- outputs that cannot be written: an error, never a hang, never a pass --------------------------
+
+
+def _within(seconds: float, fn, *args):
+    """``fn(*args)``, failing the test (instead of hanging it) when it takes longer."""
+    out: list = []
+
+    def call() -> None:
+        try:
+            out.append(fn(*args))
+        except BaseException as exc:  # handed to the test's thread
+            out.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"{getattr(fn, '__name__', fn)} still running after {seconds} s"
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
+
+
+def _release(fifo: Path) -> None:
+    """Open a FIFO for reading and close it, so that a writer a test left waiting on it goes on."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+
+@pytest.fixture
+def short_fifo_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("fuseci.store.atomic.FIFO_WAIT_S", 0.3)
+
+
+def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path: Path, short_fifo_wait) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    try:
+        with pytest.raises(OSError, match="no process reads it"):
+            _within(10, write_output, fifo, "report\n")
+    finally:
+        _release(fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_fifo_whose_reader_stops_reading_is_an_error_not_a_hang(tmp_path: Path, short_fifo_wait) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open, never read: the pipe fills up
+    try:
+        with pytest.raises(OSError, match="stopped reading"):
+            _within(10, write_output, fifo, "x" * (4 << 20))
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("regressed", [False, True])
+def test_html_to_a_fifo_nobody_reads(in_root, tmp_path: Path, short_fifo_wait, regressed: bool) -> None:
+    fifo = tmp_path / "page.html"
+    os.mkfifo(fifo)
+    report = REGRESSED_REPORT if regressed else CLEAN_REPORT
+    try:
+        result = _within(60, invoke, "run", SUITE, "--from-report", report, "--html", fifo)
+    finally:
+        _release(fifo)
+    assert result.exit_code == (1 if regressed else 3), result.output
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
+    assert line.startswith(f"fuseci: error: {fifo}: cannot write the html report: ")
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/full", "directory"])
+@pytest.mark.parametrize("regressed", [False, True])
+def test_a_step_summary_that_cannot_be_written(
+    in_root, tmp_path: Path, short_fifo_wait, target: str, regressed: bool
+) -> None:
+    """An error line naming the file and an error annotation that carries the verdict; exit 3
+    for a run that passed, and a regression's 1 stays 1."""
+    path = {"fifo": tmp_path / "summary", "/dev/full": Path("/dev/full"), "directory": tmp_path}[target]
+    if target == "fifo":
+        os.mkfifo(path)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(path), "NO_COLOR": "1"}
+    report = REGRESSED_REPORT if regressed else CLEAN_REPORT
+    try:
+        result = _within(60, lambda: invoke("run", SUITE, "--from-report", report, env=env))
+    finally:
+        if target == "fifo":
+            _release(path)
+    assert result.exit_code == (1 if regressed else 3), result.output
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
+    assert line.startswith(f"fuseci: error: {path}: cannot append the step summary ($GITHUB_STEP_SUMMARY): ")
+    verdict = "50 pass, 8 regressed; exit 1" if regressed else "58 pass; exit 3"
+    (annotation,) = [a for a in result.stdout.splitlines() if a.startswith("::error title=fuseci")]
+    assert "cannot append the step summary" in annotation and annotation.endswith(verdict)
+    errors = [a for a in result.stdout.splitlines() if a.startswith("::error")]
+    assert errors[0] == annotation and len(errors) <= 10  # first, within what GitHub shows
+
+
+def test_a_full_disk_under_a_report_is_an_error(in_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    result = invoke("run", SUITE, "--from-report", CLEAN_REPORT, "-q", "--html", tmp_path / "r.html")
+    assert result.exit_code == 3, result.output
+    assert result.stderr == (
+        f"fuseci: error: {tmp_path / 'r.html'}: cannot write the html report: No space left on device\n"
+    )
+    assert _files(tmp_path) == []

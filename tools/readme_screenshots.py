@@ -60,7 +60,7 @@ def _pages(root: Path, tmp: Path) -> tuple[Path, Path]:
         recorded = reports / f"elementwise{kind}.ncu-rep.xz"
         _invoke("run", "suites/elementwise.yaml", "--from-report", recorded, "--results-dir", runs)
     history = tmp / "history.html"
-    _invoke("history", runs, "--html", history)
+    _invoke("history", runs, "suites/elementwise.yaml", "--html", history)
     return report, history
 
 

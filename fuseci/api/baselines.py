@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuseci.api.running import RunOptions, baseline_file
+from fuseci.api.running import RunOptions, baseline_file, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
 from fuseci.frames.metrics import SuiteResults
@@ -14,6 +14,7 @@ from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, update_exit_code
 from fuseci.measure.run import measure
 from fuseci.store import baselines as bl
+from fuseci.store.atomic import Output, check_outputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +59,12 @@ def update_baselines(
         FuseciError: the suite could not be measured or the old baseline is corrupt.
         BaselineError: the lock was held by another update for ``lock_timeout_s``, the baseline
             directory is not writable, the disk is full, or the file is a symbolic link.
+        OutputError: the baseline file is one of the update's inputs (the suite file, the
+            report or its record); nothing is read from it or written.
     """
     results = measure(suite, options.measuring)
     path = baseline_file(options, results)
+    check_outputs([Output(path, "update-baselines", "baseline")], own_files([suite], options, baselines=False))
     with bl.locked(path, lock_timeout_s):
         return _rerecord(suite, results, path, force)
 

@@ -61,16 +61,17 @@ class RunOptions:
         )
 
 
-def own_files(suites: Sequence[Suite], options: RunOptions) -> list[tuple[Path, str]]:
+def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool = True) -> list[tuple[Path, str]]:
     """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite
-    files, each suite's baselines (on every card that has one), and the re-analysed report and
-    its record or, when profiling, the files of the report directory. A report the user asks for
-    must be none of these (:func:`fuseci.cli.output.check_outputs`)."""
+    files, each suite's baselines (on every card that has one; not with ``baselines=False``, for
+    the update that writes one), and the re-analysed report and its record or, when profiling,
+    the files of the report directory. A report the user asks for must be none of these
+    (:func:`fuseci.store.atomic.check_outputs`)."""
     found: list[tuple[Path, str]] = []
     for suite in suites:
         found.append((suite.path, f"the suite file of {suite.name!r}"))
-        for path in sorted(options.baselines.glob(f"*/{suite.name}.json")):  # ids hold no glob characters
-            found.append((path, f"a baseline of suite {suite.name!r}"))
+        for path in sorted(options.baselines.glob(f"*/{suite.name}.json")) if baselines else ():
+            found.append((path, f"a baseline of suite {suite.name!r}"))  # ids hold no glob characters
         if options.from_report is None:
             files = SuiteFiles(options.report_dir, suite.name)
             found.append((files.report, f"the report a profiled run of {suite.name!r} writes"))

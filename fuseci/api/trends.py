@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 from fuseci.config.model import Suite
-from fuseci.config.parse import load_suite
-from fuseci.errors import FuseciError, ReportError, UsageError
+from fuseci.errors import ReportError, UsageError
 from fuseci.judge import history as judge_history
 from fuseci.store import runs as run_files
-
-log = logging.getLogger("fuseci.api")
 
 
 def run_files_in(directory: Path, last: int | None = None) -> list[Path]:
@@ -41,42 +37,63 @@ def run_files_in(directory: Path, last: int | None = None) -> list[Path]:
     return paths[-last:] if last else paths
 
 
-def history(directory: Path, suites: Sequence[str] = (), last: int | None = None) -> judge_history.History:
+def history(
+    directory: Path, suites: Sequence[str] = (), last: int | None = None, gates: Sequence[Suite] = ()
+) -> judge_history.History:
     """Every gain of the runs in ``directory`` across them, with the runs where it changed level
     (:mod:`fuseci.judge.history`).
 
-    The tolerances come from the suite files the newest run of each suite recorded, relative to
-    the current directory; a suite file that cannot be read leaves its gains without tolerance
-    (said in the history's notes).
+    The tolerances come from ``gates``, the suite files the user named, and from nothing else:
+    the suite path a run file records is a label, never opened (a run file is data and may name
+    any file: a token, ``~/.netrc``, ``/dev/zero``). The gains of a suite without one are followed
+    ungated. One note says which.
 
     Args:
         directory: A results directory of ``fuseci run --results-dir``.
         suites: Only these suite ids (default: every suite of the runs).
         last: Only the newest ``last`` runs.
+        gates: Suite files whose gates give the tolerances of their suites' gains.
 
     Raises:
         ReportError: the directory is missing or holds no run file, or a run file is unreadable.
-        UsageError: a suite of ``suites`` is in none of the runs.
+        UsageError: a suite of ``suites`` or ``gates`` is in none of the runs, or two of
+            ``gates`` are one suite's.
     """
     loaded = [run_files.load_run(p) for p in run_files_in(directory, last)]
-    measured = {sid: run for run in loaded for sid in run.suites}  # the newest run of each suite wins
-    unknown = sorted(set(suites) - set(measured))
+    measured = {sid for run in loaded for sid in run.suites}
+    unknown = sorted(set(suites) - measured)
     if unknown:
         raise UsageError(
             f"--suite {', '.join(unknown)}: no run in {directory} measured it; "
             f"the runs measured {', '.join(sorted(measured)) or 'no suite'}"
         )
-    gates: dict[str, Suite | None] = {}
-    notes: list[str] = []
-    for sid in suites or sorted(measured):
-        path = Path(measured[sid].suite_paths[sid])
-        try:
-            gates[sid] = load_suite(path)
-        except FuseciError as exc:
-            log.info("suite %s: %s", sid, exc)
-            notes.append(
-                f"suite {sid}: {exc}; its gains are followed without their gates' tolerances "
-                "(run fuseci history from the directory the runs were made in)"
+    given: dict[str, Suite] = {}
+    for suite in gates:
+        if suite.name not in measured:
+            raise UsageError(
+                f"{suite.path}: suite {suite.name!r} is in no run in {directory}; the runs measured "
+                f"{', '.join(sorted(measured)) or 'no suite'}: pass their suite files"
             )
-            gates[sid] = None
-    return judge_history.build(loaded, gates, notes)
+        if suite.name in given:
+            raise UsageError(
+                f"{suite.path}: suite {suite.name!r} is also {given[suite.name].path}: pass one suite file per suite"
+            )
+        given[suite.name] = suite
+    chosen = {sid: given.get(sid) for sid in (suites or sorted(measured))}
+    return judge_history.build(loaded, chosen, [_gates_note(chosen, directory)])
+
+
+def _gates_note(chosen: dict[str, Suite | None], directory: Path) -> str:
+    """One line: where the tolerances came from, and which suites have none."""
+    gated = [f"{sid} ({suite.path})" for sid, suite in chosen.items() if suite is not None]
+    ungated = [sid for sid, suite in chosen.items() if suite is None]
+    why = (
+        "fuseci history opens no path a run file names: pass the suite files after the results directory "
+        f"(fuseci history {directory} suites/*.yaml)"
+    )
+    if not gated:
+        return f"no suite file given, so every gain is followed without its gate's tolerance; {why}"
+    note = f"gates from the suite files given: {', '.join(gated)}"
+    if ungated:
+        note += f"; {', '.join(ungated)} followed without gates (no suite file given; {why})"
+    return note

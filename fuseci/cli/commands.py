@@ -116,7 +116,9 @@ def run(
     if from_report is not None and len(suites or ()) != 1:
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
     check = api.check_suites(suites, resolve=from_report is None)
+    read = _suite_inputs(check)
     if check.problems:  # nothing is measured: every problem is reported, where it is
+        check_outputs(outputs or {}, read)
         return _suite_problems(check, outputs or {})
     loaded = api.runnable(check, bool(suites))
     if shard is not None:
@@ -132,7 +134,7 @@ def run(
         gpus=(None,) if from_report is not None else devices.select(gpus),
         in_flight=in_flight,
     )
-    check_outputs(outputs or {}, api.own_files(loaded, options))
+    check_outputs(outputs or {}, [*read, *api.own_files(loaded, options)])
     style = console_style(verbose)
     with RunDisplay(choose(quiet), lambda c: console.render_suite(c, **style)) as display:
         outcome = api.run(loaded, options, display)
@@ -147,6 +149,12 @@ def run(
     if results_dir is not None:
         code = _keep_run(outcome, loaded, results_dir, code)
     return code
+
+
+def _suite_inputs(check: Any) -> list[tuple[Path, str]]:
+    """Every suite file a command read, valid or not, as inputs no report may replace."""
+    found = [(s.path, f"the suite file of {s.name!r}") for s in check.suites]
+    return found + [(p.path, "a suite file") for p in check.problems]
 
 
 def _suite_problems(check: Any, outputs: dict[str, Path]) -> int:
@@ -198,6 +206,7 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
     from fuseci.api.suites import check_report
 
     check = api.check_suites(suites)
+    check_outputs(outputs or {}, _suite_inputs(check))
     for f in check.files:
         for p in f.reported:
             error(p.message)
@@ -266,7 +275,8 @@ def compare_command(
     if not loaded:
         raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
     suite_files = [(s.path, f"the suite file of {s.name!r}") for s in loaded]
-    check_outputs(outputs or {}, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files])
+    kept = [(p, "a run file of the results directory") for given in (a, b) for p in runs.kept_in(given)]
+    check_outputs(outputs or {}, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files, *kept])
     comparisons = api.compare_runs(run_a, run_b, loaded, accepted)
     return report(comparisons, outputs or {}, exit_code(comparisons), verbose=verbose)
 
@@ -312,6 +322,14 @@ def history_command(
             show_default=False,
         ),
     ],
+    suites: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Suite YAML files whose gates give each gain's tolerance. Default: none (every gain ungated); the suite paths run files record are never opened.",
+            metavar="SUITE",
+            show_default=False,
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -333,20 +351,29 @@ def history_command(
     """Follow every fusion gain across the runs in RESULTS_DIR and say where each changed level.
 
     Prints one line per change point (which gain stepped from what to what, at which commit),
-    found by a change-point search scaled by each gate's tolerance. Works on runs re-analysed
-    with --from-report, so anywhere. It reports; it gates nothing.
+    found by a change-point search scaled by each gate's tolerance, from the SUITE files given
+    (without them every gain is ungated). Works on runs re-analysed with --from-report, so
+    anywhere. It reports; it gates nothing.
 
     \b
     Examples:
-      fuseci history runs/
-      fuseci history runs/ --suite elementwise --last 30 --html history.html
+      fuseci history runs/ suites/*.yaml
+      fuseci history runs/ suites/elementwise.yaml --suite elementwise --last 30 --html history.html
     """
     from fuseci import api
+    from fuseci.config.parse import load_suite
     from fuseci.reporters import history as history_reporter
+    from fuseci.store import runs
     from fuseci.store.atomic import write_output
 
     setup_logging(verbose)
-    found = api.history(results_dir, suite or (), last)
+    gates = [load_suite(p) for p in suites or ()]
+    if html is not None:
+        kept = [(p, "a run file of the results directory") for p in runs.kept_in(results_dir)]
+        check_outputs(
+            {"html": html}, [*kept, *((s.path, f"the suite file of {s.name!r}") for s in gates)], summary=False
+        )
+    found = api.history(results_dir, suite or (), last, gates)
     typer.echo(history_reporter.render_text(found, str(results_dir)), nl=False)
     if html is not None:
         try:

@@ -67,7 +67,7 @@ def bench_command(
     setup_logging(verbose)
     loaded = api.load_suites(suites)
     options = api.BenchOptions(report_dir=report_dir, repeats=repeats)
-    check_outputs({"json": json_out} if json_out else {}, api.bench_own_files(loaded, options))
+    check_outputs({"json": json_out} if json_out else {}, api.bench_own_files(loaded, options), summary=False)
     results: list[bench.BenchResult] = []
     for suite in loaded:
         try:

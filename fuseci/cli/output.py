@@ -8,6 +8,7 @@ import functools
 import inspect
 import logging
 import os
+import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError, UsageError
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError
 
 if TYPE_CHECKING:
     from fuseci.judge.verdict import Comparison
@@ -202,34 +203,42 @@ def _option(name: str) -> str:
     return next((f.option for f in FILE_FORMATS if f.name == name), f"--{name}")
 
 
-def check_outputs(outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]]) -> None:
-    """Refuse report files that would replace one of the command's inputs, or each other; call it
-    before any measuring, so that nothing is spent on a run whose reports would be refused.
+#: What names the step summary in messages.
+SUMMARY = "$GITHUB_STEP_SUMMARY"
+
+
+def step_summary() -> Path | None:
+    """GitHub's step summary file, when the command runs in a step that has one."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(summary) if summary else None
+
+
+def check_outputs(
+    outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
+) -> None:
+    """Refuse report files that would replace one of the command's inputs, or each other
+    (:func:`fuseci.store.atomic.check_outputs`); call it before any measuring, so that nothing
+    is spent on a run whose reports would be refused.
 
     Args:
         outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
         inputs: Every file the command reads (or writes for itself), with what it is for messages.
+        summary: Whether the command appends to the step summary (:func:`step_summary`), which is
+            then an output like the others.
 
     Raises:
-        UsageError: two options name one file.
+        UsageError: two outputs name one file.
         OutputError: an output names an input (compared as files: links, hard links and ``..``
             are seen through).
     """
-    from fuseci.store.atomic import same_file
+    from fuseci.store.atomic import Output
+    from fuseci.store.atomic import check_outputs as check
 
-    named = list(outputs.items())
-    for i, (name, path) in enumerate(named):
-        for other, other_path in named[:i]:
-            if same_file(path, other_path):
-                raise UsageError(
-                    f"{_option(other)} and {_option(name)} both name {path}: give each report its own file"
-                )
-        for source, what in inputs:
-            if same_file(path, source):
-                raise OutputError(
-                    f"{path}: is {what} ({source}); {_option(name)} would replace it: fuseci never writes a "
-                    "report over a file it reads or keeps, choose another path"
-                )
+    named = [Output(path, _option(name)) for name, path in outputs.items()]
+    github = step_summary() if summary else None
+    if github is not None:
+        named.append(Output(github, SUMMARY))
+    check(named, inputs)
 
 
 def _judged_files(comparisons: list[Comparison]) -> list[tuple[str, str]]:
@@ -262,12 +271,12 @@ def report(
         ``code``, or 3 when a file could not be written (a regression's 1 stays 1).
     """
     from fuseci.reporters import FORMATS
+    from fuseci.reporters import github as github_reporter
     from fuseci.reporters import markdown as markdown_reporter
+    from fuseci.reporters.text import totals
     from fuseci.store.atomic import write_output
 
     if tables_shown:
-        from fuseci.reporters.text import totals
-
         shown = echo(totals(comparisons) + "\n")
     else:
         shown = not console or echo(FORMATS["console"](comparisons, **console_style(verbose)))
@@ -275,21 +284,35 @@ def report(
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
     _LOST.clear()
     judged = _judged_files(comparisons)
+    failures: list[str] = []  # outputs that could not be written, for the annotations
     for name, path in outputs.items():
         try:
-            check_outputs({name: path}, judged)
+            check_outputs({name: path}, judged, summary=False)
             write_output(path, FORMATS[name](comparisons))
         except OutputError as exc:
-            error(str(exc))
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+            failures.append(str(exc))
         except OSError as exc:
-            error(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        _append_summary(Path(summary), comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
-    if os.environ.get("GITHUB_ACTIONS") == "true" and not echo(FORMATS["github"](comparisons)):
+            failures.append(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
+    summary = step_summary()
+    if summary is not None:
+        try:
+            check_outputs({}, judged)
+            _append_summary(summary, comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
+        except OutputError as exc:
+            failures.append(str(exc))
+        except OSError as exc:
+            failures.append(f"{summary}: cannot append the step summary ({SUMMARY}): {exc.strerror or exc}")
+    for message in failures:
+        error(message)
+    if failures:
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        # An output that could not be written is an error annotation of its own, first, with the
+        # verdict in it: a step summary that is missing must not hide what was found.
+        verdict = totals(comparisons, code)
+        annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
+        if not echo(annotations):
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
 
 
@@ -313,12 +336,21 @@ def echo(text: str, err: bool = False) -> bool:
 
 
 def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:
-    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left)."""
+    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left).
+
+    Raises:
+        OSError: it cannot be written (a full disk, ``/dev/full``, a FIFO no process reads, a
+            directory): the caller makes that an error, never a warning.
+    """
+    from fuseci.store.atomic import append_output
+
     try:
-        used = path.stat().st_size if path.exists() else 0
-        room = limit - used
-        if room > 0:
-            with path.open("a", encoding="utf-8") as fh:
-                fh.write(render(comparisons, limit=room))
-    except OSError as exc:
-        log.warning("cannot append to $GITHUB_STEP_SUMMARY (%s): %s", path, exc)
+        st = path.stat()
+        used = st.st_size if stat.S_ISREG(st.st_mode) else 0
+    except FileNotFoundError:
+        used = 0
+    room = limit - used
+    if room <= 0:
+        log.warning("%s: the step summary holds %d bytes already, GitHub's limit: nothing appended", path, used)
+        return
+    append_output(path, render(comparisons, limit=room))

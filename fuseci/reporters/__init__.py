@@ -49,7 +49,12 @@ REPORTS: tuple[Format, ...] = (
     Format("console", "console"),
     Format("junit", "junit", "--junit", "Write a JUnit XML report here (one test case per check)."),
     Format("json", "json", "--json", "Write every number and check as JSON here (read back by `fuseci merge`)."),
-    Format("markdown", "markdown", "--markdown", "Write a Markdown summary here (GitHub's step summary format)."),
+    Format(
+        "markdown",
+        "markdown",
+        "--markdown",
+        "Write a Markdown summary here (GitHub's step summary format, at most 60,000 bytes: a pull-request comment shows it whole).",
+    ),
     Format(
         "html",
         "html",

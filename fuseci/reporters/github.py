@@ -13,6 +13,8 @@ check is (the step log, the JUnit report).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
 from fuseci.reporters.text import clean
 
@@ -62,11 +64,19 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def render(comparisons: list[Comparison]) -> str:
-    """The workflow commands, one per line (empty when every check passed)."""
+def render(comparisons: list[Comparison], failures: Sequence[str] = ()) -> str:
+    """The workflow commands, one per line (empty when every check passed and nothing failed).
+
+    Args:
+        comparisons: The suites judged.
+        failures: What fuseci itself could not do (a report or the step summary that could not
+            be written), each an error annotation before every other, counted among the errors
+            GitHub shows.
+    """
     found = [(k, c, case.line) for c in comparisons for case in c.cases for k in case.checks]
     found.sort(key=lambda item: item[0].verdict.rank)  # stable: suite order within a verdict
     lines: dict[str, list[str]] = {kind: [] for kind in _KINDS}
+    lines["error"] = [f"::error title=fuseci::{escape_data(message)}" for message in failures[: _LIMITS["error"]]]
     left_out = dict.fromkeys(_KINDS, 0)
     for k, c, line in found:
         kind = _kind(k.verdict)

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from fuseci.config import names
+from fuseci.reporters.text import clean
 
 if TYPE_CHECKING:
     from fuseci.judge.history import ChangePoint, History, RunPoint, Series
@@ -71,7 +72,7 @@ def render_text(history: History, directory: str = "") -> str:
         f"fuseci: {n or 'no'} change point{'s' if n != 1 else ''} in {len(history.series)} "
         f"gain{'s' if len(history.series) != 1 else ''} over {len(runs)} run{'s' if len(runs) != 1 else ''}"
     )
-    return "\n".join(lines) + "\n"
+    return "".join(clean(line) + "\n" for line in lines)  # GPU names and notes come from run files
 
 
 @dataclass(frozen=True, slots=True)

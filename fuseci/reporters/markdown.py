@@ -1,14 +1,22 @@
-"""GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``).
+"""GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``) and a pull-request
+comment (``--markdown``).
 
-Per suite: a heading with its verdict, the environment, the baseline, any environment
-differences, a table of the fusion gains of every (case, fused variant) with the worst verdict
-of its checks, and a list of every check that did not pass with its message. A totals line
-ends the document.
+The document opens and ends with the totals line (every verdict counted, and the exit code), so
+whatever cuts it keeps the verdict. Then one section per suite, the worst suite first: a heading
+with its verdict, the environment, the baseline, any environment differences, a table of the
+fusion gains of every (case, fused variant) that did not pass, worst first, the checks that did
+not pass with their messages, and the rows that pass collapsed in a ``<details>`` block.
 
-Everything that comes from outside this module (ids, paths, messages, environment values) is
-escaped so that it can neither break the table nor inject HTML. GitHub refuses a step summary
-over 1 MiB; a document over ``limit`` bytes loses its check lists first, then table rows, both
-from the end, and says so in its last line.
+Everything that comes from outside this module (ids, paths, messages, kernel names, environment
+values) is only text: it can neither break the table nor inject HTML, start a line of its own
+(a newline shows as ``\\n``), mention anyone, reference an issue or make a link (a zero-width
+space is put after ``@``, before the digits of ``#123`` and ``GH-123``, and into ``www.`` and
+``://``), and it is cut at :data:`MAX_TEXT` characters.
+
+Every document fits its limit by construction: :data:`COMMENT_LIMIT` for the file ``--markdown``
+writes (what the pull-request comment shows), what is left of GitHub's 1 MiB for a step summary.
+A document over it loses, from the end (the least severe first), the rows that pass, then the
+check lists, then the other rows, and says so in its last line.
 """
 
 from __future__ import annotations
@@ -26,13 +34,18 @@ from fuseci.reporters.text import (
     attention,
     clean,
     env_line,
-    totals,
     undercount_summary,
     worst,
 )
+from fuseci.reporters.text import totals as text_totals
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
+#: The most bytes of the file ``--markdown`` writes: GitHub takes a comment of up to 65,536
+#: characters (never more than its UTF-8 bytes), and the comment job adds a marker and a link.
+COMMENT_LIMIT = 60_000
+#: The most characters of one string from data (a message, a path, a kernel name) a document shows.
+MAX_TEXT = 1000
 
 _TABLE_HEAD = (
     "| case | variant | " + " | ".join(f"{names.LABELS[q]} gain" for q, _ in GAIN_COLUMNS) + " | verdict |",
@@ -44,28 +57,46 @@ _TABLE_HEAD = (
 # others would start code, emphasis, links or strikethrough.
 _BACKSLASHED = re.compile(r"([\\`*\[\]|~])")
 _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # intraword `_` is literal in GFM
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+# What GitHub makes live in a comment's text, whether written as Markdown or found in the
+# rendered text afterwards (escapes and entities do not stop the second): a mention (`@user`,
+# `@org/team`, an email), a reference (`#123`, `owner/repo#123`, `GH-123`), a link (`www.`,
+# `https://`). A zero-width space breaks each where it starts.
+_LIVE = re.compile(r"@|#(?=[0-9])|(?i:gh-)(?=[0-9])|(?i:www)(?=\.)|(?<=[A-Za-z0-9])(?=://)")
+_ZERO_WIDTH_SPACE = "&#8203;"
+
+
+def _cut(text: str) -> str:
+    """At most :data:`MAX_TEXT` characters of ``text``, saying how many more there were."""
+    if len(text) <= MAX_TEXT:
+        return text
+    keep = MAX_TEXT - 40  # room for the count, whatever its length
+    return f"{text[:keep]}… ({len(text) - keep:,} more characters)"
 
 
 def escape(text: str) -> str:
-    """``text`` as literal Markdown inline text, safe in a table cell; newlines become ``<br>``,
-    other control characters escapes (:func:`~fuseci.reporters.text.clean`)."""
-    text = _BACKSLASHED.sub(r"\\\1", text)
+    """``text`` as literal Markdown inline text, safe in a table cell and inert: no markup, HTML,
+    mention, reference or link; newlines and other control characters shown as escapes
+    (:func:`~fuseci.reporters.text.clean`); cut at :data:`MAX_TEXT` characters."""
+    text = _BACKSLASHED.sub(r"\\\1", clean(_cut(text)))
     text = _EDGE_UNDERSCORE.sub(r"\\_", text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return clean(_NEWLINE.sub("<br>", text))
+    return _LIVE.sub(lambda m: m.group() + _ZERO_WIDTH_SPACE, text)
 
 
 def code(text: str) -> str:
-    """``text`` as a Markdown code span, outside tables (where ``|`` would still end a cell)."""
-    text = clean(_NEWLINE.sub(" ", text))
+    """``text`` as a Markdown code span, outside tables (where ``|`` would still end a cell); in
+    a code span nothing is markup, a mention or a link. Control characters are shown as escapes;
+    cut at :data:`MAX_TEXT` characters."""
+    text = clean(_cut(text))
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def inline(text: str) -> str:
-    """A message as Markdown: what it quotes in backticks (a command) as code, the rest escaped."""
+    """A message as Markdown: what it quotes in backticks (a command) as code, the rest escaped;
+    cut at :data:`MAX_TEXT` characters as a whole."""
+    text = _cut(text)  # the parts below are shorter: not cut again
     parts = text.split("`")
     if len(parts) % 2 == 0:  # an unpaired backtick: all of it is text
         return escape(text)
@@ -92,23 +123,23 @@ def _gain(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
 
 
-def _rows(case: CaseResult) -> list[str]:
-    """One row per fused variant. A gain is unfused ÷ variant, so checks of ``unfused`` and of
-    the whole case count in every row's verdict."""
+def _rows(case: CaseResult) -> list[tuple[Verdict, str]]:
+    """One row per fused variant, with its verdict. A gain is unfused ÷ variant, so checks of
+    ``unfused`` and of the whole case count in every row's verdict."""
     variants = [v.variant for v in case.variants if v.variant != UNFUSED]
     variants += [k.variant for k in case.checks if k.variant and k.variant != UNFUSED]
     gains = {v.variant: v.gains for v in case.variants}
     rows = []
     for variant in dict.fromkeys(variants) or ("",):
-        checks = [k for k in case.checks if k.variant in (variant, "", UNFUSED)]
+        verdict = worst(k for k in case.checks if k.variant in (variant, "", UNFUSED))
         g = gains.get(variant, {})
         cells = (
             escape(case.case),
             escape(variant) or "-",
             *(_gain(g.get(q)) for q, _ in GAIN_COLUMNS),
-            _verdict(worst(checks)),
+            _verdict(verdict),
         )
-        rows.append("| " + " | ".join(cells) + " |")
+        rows.append((verdict, "| " + " | ".join(cells) + " |"))
     return rows
 
 
@@ -135,24 +166,43 @@ def _notes(c: Comparison) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _plural(n: int, word: str, words: str = "") -> str:
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
 @dataclass(frozen=True, slots=True)
 class _Section:
     """One suite's lines, in the parts that truncation drops separately."""
 
+    verdict: Verdict
+    """The suite's verdict: the worst suite comes first."""
     head: tuple[str, ...]
     """Heading, environment, baseline, differences: always kept."""
     rows: tuple[str, ...]
-    """Table body."""
+    """Table rows that did not pass, the worst first."""
     bullets: tuple[str, ...]
-    """Checks that did not pass."""
+    """Checks that did not pass, then notes."""
+    passing: tuple[str, ...]
+    """Table rows that pass, collapsed."""
 
-    def lines(self, rows: int, bullets: int) -> list[str]:
-        """The section with its first ``rows`` rows and ``bullets`` bullets."""
+    def lines(self, rows: int, bullets: int, passing: int) -> list[str]:
+        """The section with its first ``rows`` rows, ``bullets`` bullets and ``passing`` passing rows."""
         out = [*self.head, ""]
         if rows:
             out += [*_TABLE_HEAD, *self.rows[:rows], ""]
         if bullets:
             out += [*self.bullets[:bullets], ""]
+        if passing:
+            shown = f"{passing} of {len(self.passing)} rows pass" if passing < len(self.passing) else None
+            out += [
+                f"<details><summary>✅ {shown or _plural(passing, 'row passes', 'rows pass')}</summary>",
+                "",
+                *_TABLE_HEAD,
+                *self.passing[:passing],
+                "",
+                "</details>",
+                "",
+            ]
         return out
 
 
@@ -161,7 +211,7 @@ def _section(c: Comparison) -> _Section:
     bullets = _bullets(c) + _notes(c)
     if not c.env:  # the suite could not be profiled or read: its error check says why
         head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
-        return _Section(tuple(head), (), ())
+        return _Section(c.verdict, tuple(head), (), (), ())
     head.append(f"Suite {code(c.suite_path)} · {escape(env_line(c))}")
     head.append("")
     if c.has_baseline and c.baseline_path:
@@ -180,38 +230,61 @@ def _section(c: Comparison) -> _Section:
             head.append(
                 f"- {escape(d.field)}: baseline {escape(repr(d.baseline_value))}, now {escape(repr(d.current))} ({state})"
             )
-    return _Section(tuple(head), tuple(row for case in c.cases for row in _rows(case)), bullets)
+    rows = [row for case in c.cases for row in _rows(case)]
+    attention_rows = sorted((r for r in rows if r[0] is not Verdict.PASS), key=lambda r: r[0].rank)  # stable
+    return _Section(
+        c.verdict,
+        tuple(head),
+        tuple(text for _, text in attention_rows),
+        bullets,
+        tuple(text for verdict, text in rows if verdict is Verdict.PASS),
+    )
 
 
-def _totals(comparisons: list[Comparison]) -> str:
-    return f"**{totals(comparisons)}**"
+#: The parts of sections a document over its limit leaves out, in this order, each from the end.
+_DROPPED_FIRST = ("passing", "bullets", "rows")
+
+
+def _kept(sections: list[_Section], dropped: int) -> list[dict[str, int]]:
+    """How many of each part every section keeps when ``dropped`` lines are left out: the parts in
+    the order of :data:`_DROPPED_FIRST`, each from the last section's end (sections are worst first)."""
+    kept = [{part: len(getattr(s, part)) for part in _DROPPED_FIRST} for s in sections]
+    for part in _DROPPED_FIRST:
+        for k in reversed(kept):
+            taken = min(dropped, k[part])
+            k[part] -= taken
+            dropped -= taken
+    return kept
 
 
 def _document(sections: list[_Section], dropped: int, totals: str, limit: int) -> str:
-    """The document without the last ``dropped`` bullets, then (all bullets gone) rows."""
-    n_bullets = sum(len(s.bullets) for s in sections)
-    drop_bullets, drop_rows = min(dropped, n_bullets), max(0, dropped - n_bullets)
-    lines: list[str] = []
-    keep_bullets, keep_rows = n_bullets - drop_bullets, sum(len(s.rows) for s in sections) - drop_rows
-    for s in sections:
-        rows, bullets = min(keep_rows, len(s.rows)), min(keep_bullets, len(s.bullets))
-        keep_rows, keep_bullets = keep_rows - rows, keep_bullets - bullets
-        lines += s.lines(rows, bullets)
+    """The document without ``dropped`` lines (:func:`_kept`)."""
+    lines = [totals, ""]
+    kept = _kept(sections, dropped)
+    for s, k in zip(sections, kept, strict=True):
+        lines += s.lines(k["rows"], k["bullets"], k["passing"])
     lines.append(totals)
     if dropped:
-        lines += ["", _note(limit, drop_bullets, drop_rows)]
+        left = {
+            part: sum(len(getattr(s, part)) for s in sections) - sum(k[part] for k in kept) for part in _DROPPED_FIRST
+        }
+        lines += ["", _note(limit, left)]
     return "\n".join(lines) + "\n"
 
 
-def _note(limit: int, bullets: int, rows: int, cut: bool = False) -> str:
-    parts = [f"{bullets} line{'s' if bullets != 1 else ''} of check messages"]
-    if rows:
-        parts.append(f"{rows} table row{'s' if rows != 1 else ''}")
+def _note(limit: int, left: dict[str, int], cut: bool = False) -> str:
+    parts = []
+    if left["passing"]:
+        parts.append(_plural(left["passing"], "passing table row"))
+    if left["bullets"]:
+        parts.append(_plural(left["bullets"], "line") + " of check messages")
+    if left["rows"]:
+        parts.append(_plural(left["rows"], "other table row"))
     if cut:
         parts.append("the end of the document")
     left_out = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
     return (
-        f"*Truncated to the {limit}-byte limit of a step summary: left out {left_out}. "
+        f"*Truncated to the {limit}-byte limit: left out {left_out}, the least severe first. "
         "The JSON report (`fuseci run --json FILE`) has everything.*"
     )
 
@@ -225,16 +298,17 @@ def _clip(text: str, limit: int) -> str:
     return text.encode("utf-8")[: max(limit, 0)].decode("utf-8", "ignore")
 
 
-def render(comparisons: list[Comparison], limit: int = STEP_SUMMARY_LIMIT) -> str:
-    """The Markdown document, at most ``limit`` bytes in UTF-8."""
-    sections = [_section(c) for c in comparisons]
-    totals = _totals(comparisons)
+def render(comparisons: list[Comparison], limit: int = COMMENT_LIMIT) -> str:
+    """The Markdown document, at most ``limit`` bytes in UTF-8 (default: what a pull-request
+    comment shows whole)."""
+    sections = sorted((_section(c) for c in comparisons), key=lambda s: s.verdict.rank)  # stable
+    totals = f"**{text_totals(comparisons)}**"
     text = _document(sections, 0, totals, limit)
     if _size(text) <= limit:
         return text
     # Each drop removes a line of at least two bytes, so the size falls as more is dropped
     # (give or take a digit of the note): the smallest count that fits is found by bisection.
-    droppable = sum(len(s.bullets) + len(s.rows) for s in sections)
+    droppable = sum(len(getattr(s, part)) for s in sections for part in _DROPPED_FIRST)
     lo, hi = 0, droppable
     while lo + 1 < hi:
         mid = (lo + hi) // 2
@@ -245,12 +319,12 @@ def render(comparisons: list[Comparison], limit: int = STEP_SUMMARY_LIMIT) -> st
     text = _document(sections, hi, totals, limit)
     if _size(text) <= limit:
         return text
-    # Even the headings do not fit (a huge error message, a tiny limit): cut at a line.
-    n_bullets = sum(len(s.bullets) for s in sections)
-    tail = f"{totals}\n\n{_note(limit, n_bullets, droppable - n_bullets, cut=True)}\n"
-    body = "".join(line + "\n" for s in sections for line in s.lines(0, 0))
-    room = limit - _size(tail)
+    # Even the headings do not fit (a huge number of suites, a tiny limit): cut at a line, the
+    # totals line first and last.
+    left = {part: sum(len(getattr(s, part)) for s in sections) for part in _DROPPED_FIRST}
+    top, tail = f"{totals}\n\n", f"{totals}\n\n{_note(limit, left, cut=True)}\n"
+    room = limit - _size(top) - _size(tail)
     if room < 0:
-        return _clip(tail, limit)
-    body = _clip(body, room)
-    return body[: body.rfind("\n") + 1] + tail
+        return _clip(f"{totals}\n\n{_note(limit, left, cut=True)}\n", limit)
+    body = _clip("".join(line + "\n" for s in sections for line in s.lines(0, 0, 0)), room)
+    return top + body[: body.rfind("\n") + 1] + tail

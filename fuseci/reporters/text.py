@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,32 +25,51 @@ GAIN_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-#: What :func:`clean` makes visible: C0 controls (newlines, CR, ESC, BEL, NUL, tab...), DEL, C1
-#: controls (NEL included), Unicode's line and paragraph separators, and the invisible direction
-#: and byte-order marks that can make a line read as something else.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+#: The Unicode categories :func:`clean` makes visible, whole: controls (Cc: C0 such as newline, CR,
+#: ESC, BEL, NUL and tab, DEL, C1 such as NEL), format characters (Cf: every bidi control such as
+#: U+061C, U+200E or U+202E, zero-width spaces and joiners, the byte-order mark, soft hyphens,
+#: tags), line and paragraph separators (Zl, Zp), and lone surrogates (Cs). Each can make a line
+#: break, vanish or read as something else; categories rather than a list of characters, so that
+#: none is forgotten.
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+#: Everything but printable ASCII: the only characters whose category needs looking up.
+_NOT_ASCII = re.compile("[^\x20-\x7e]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _visible(m: re.Match[str]) -> str:
+def _escape(c: str) -> str:
+    if c in _NAMED:
+        return _NAMED[c]
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+def _visible(m: re.Match[str], keep: str = "") -> str:
     c = m.group()
-    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+    if c in keep or unicodedata.category(c) not in HIDDEN_CATEGORIES:
+        return c
+    return _escape(c)
 
 
 def clean(text: str, keep: str = "") -> str:
-    """``text`` with every control character shown as an escape (``\\n``, ``\\x1b``, ``\\u2028``).
+    """``text`` with every control, format or separator character (:data:`HIDDEN_CATEGORIES`)
+    replaced by a visible escape (``\\n``, ``\\x1b``, ``\\u2028``, ``\\u061c``, ``\\U000e0041``).
 
     Messages, kernel names, ids and paths come from files fuseci reads (harness records, reports,
     results and run files) and may hold anything. Printed raw, a newline in one would start a line
     of its own, which CI systems read as a command (GitHub Actions' ``::add-mask::`` or
-    ``::stop-commands::``), and an ESC would drive the terminal. Every string a reporter or the
+    ``::stop-commands::``), an ESC would drive the terminal, a bidi control (U+202E, U+061C)
+    would make a reviewer read the line in another order, and a zero-width character would make
+    two different names look alike. Every string a reporter or the
     command line prints passes through here once its own line structure is laid out, so that one
     string is always one line. Backslashes are left alone: the escapes are for people to read, not
     to decode. Characters in ``keep`` pass (for a format that escapes them itself).
     """
+    if text.isascii() and text.isprintable():  # the common case: nothing to look up
+        return text
     if keep:
-        return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _visible(m), text)
-    return _CONTROL.sub(_visible, text)
+        return _NOT_ASCII.sub(lambda m: _visible(m, keep), text)
+    return _NOT_ASCII.sub(_visible, text)
 
 
 #: The array frameworks' fingerprint fields, as :func:`env_line` names them (where a suite uses them).
@@ -69,11 +89,12 @@ def env_line(c: Comparison) -> str:
     )
 
 
-def totals(comparisons: list[Comparison]) -> str:
-    """``fuseci: 28 pass, 5 regressed; exit 1``: every verdict counted, and the exit code."""
+def totals(comparisons: list[Comparison], code: int | None = None) -> str:
+    """``fuseci: 28 pass, 5 regressed; exit 1``: every verdict counted, and the exit code (the
+    verdicts', unless the command ends with another ``code``: a report it could not write)."""
     counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
     summary = ", ".join(f"{counts[v]} {v.value}" for v in reversed(Verdict) if counts[v])
-    return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons)}"
+    return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons) if code is None else code}"
 
 
 def _num(values: Mapping[str, float], name: str) -> float | None:

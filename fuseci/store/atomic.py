@@ -5,7 +5,8 @@ files written without replacing what is not fuseci's to replace.
 so readers need no lock; temporary files a killed writer left are swept (:func:`sweep_temporaries`).
 :func:`exclusive_lock` serialises writers that read a file, decide and write it back (two
 ``update-baselines`` of one card), so that neither's result is lost; it locks the directory
-itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for.
+itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for, and
+:func:`check_outputs` is every command's check that none of its outputs is one of its inputs.
 
 Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; on NFS a lock file stands in
 for the directory). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
@@ -20,15 +21,19 @@ import functools
 import logging
 import os
 import re
+import select
 import socket
 import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from fuseci.errors import OutputError, UsageError
 
 if sys.platform != "win32":
     import fcntl
@@ -40,21 +45,32 @@ log = logging.getLogger(__name__)
 STALE_TEMPORARY_S = 3600.0
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, links: bool = True) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
 
     ``path`` itself is replaced: if it is a symbolic link, the link is replaced by a regular
-    file and its target is left alone (callers that care refuse links first).
+    file and its target is left alone (callers that care refuse links first). With
+    ``links=False`` nothing is written through a link at all: neither ``path`` nor its directory
+    may be one, and the file is written into the directory that was opened (without following a
+    link) and renamed there, so a link put in the directory's place during the write changes
+    nothing it points to (where the platform cannot do so, the checks are made by path).
 
     Raises:
-        OSError: the directory cannot be created or written, or the disk is full; the old file is
-            left as it was and no temporary file remains.
+        OSError: the directory cannot be created or written, or the disk is full; with
+            ``links=False`` (``errno.ELOOP``), ``path`` or its directory is a symbolic link. The
+            old file is left as it was and no temporary file remains.
         UnicodeEncodeError: ``text`` holds a lone surrogate (nothing is written).
     """
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), links=links)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask  # what open() would have given a new file
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
     """:func:`atomic_write_text` for bytes already encoded.
 
     Raises:
@@ -62,24 +78,88 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_temporaries(path, STALE_TEMPORARY_S)
+    if not links and _AT_FUNCTIONS:
+        _write_in_directory(path, data)
+        return
+    if not links and (path.parent.is_symlink() or path.is_symlink()):
+        raise OSError(errno.ELOOP, "is a symbolic link (or its directory is one)", str(path))
     try:
         mode = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask  # what open() would have given a new file
+        mode = _default_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:  # owns fd from here on
-            if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
-                os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _fill(fd, data, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: Whether files can be opened, looked at and renamed relative to a directory's descriptor here.
+_AT_FUNCTIONS = (
+    {os.open, os.stat, os.rename, os.unlink} <= os.supports_dir_fd  # os.replace goes with os.rename
+    and os.stat in os.supports_follow_symlinks
+    and hasattr(os, "O_NOFOLLOW")
+    and hasattr(os, "O_DIRECTORY")
+)
+
+
+def _fill(fd: int, data: bytes, mode: int) -> None:
+    """Write the temporary file ``fd`` (closing it): its mode, its bytes, on disk."""
+    with os.fdopen(fd, "wb") as fh:  # owns fd from here on
+        if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
+            os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_in_directory(path: Path, data: bytes) -> None:
+    """:func:`atomic_write_bytes` with ``links=False``: everything relative to the directory's
+    descriptor, opened without following a link (``ELOOP`` when it is one)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        directory = os.open(path.parent, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.parent.is_symlink():
+            raise OSError(errno.ELOOP, "its directory is a symbolic link", str(path.parent)) from None
+        raise
+    try:
+        try:
+            st = os.stat(path.name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            mode = _default_mode()
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                raise OSError(errno.ELOOP, "is a symbolic link", str(path))
+            mode = st.st_mode & 0o777
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        name = os.path.basename(tmp)
+        ours = handed = False
+        try:
+            made = os.fstat(fd)
+            try:
+                here = os.stat(name, dir_fd=directory, follow_symlinks=False)
+                ours = (here.st_dev, here.st_ino) == (made.st_dev, made.st_ino)
+            except FileNotFoundError:
+                pass
+            if not ours:  # made through a link put in the directory's place: not ours to finish
+                raise OSError(errno.ELOOP, "its directory was replaced by a symbolic link", str(path.parent))
+            handed = True
+            _fill(fd, data, mode)
+            os.replace(name, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            if not handed:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                if ours:
+                    os.unlink(name, dir_fd=directory)
+                else:
+                    os.unlink(tmp)
+            raise
+    finally:
+        os.close(directory)
 
 
 class LockTimeout(TimeoutError):
@@ -203,7 +283,7 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
     the new one, so two holders never hold one name at once.
 
     Args:
-        directory: The directory to lock; it must exist.
+        directory: The directory to lock; it must exist and not be a symbolic link.
         timeout_s: How long to wait for another holder before giving up.
         poll_s: First interval between attempts (it doubles up to one second).
 
@@ -215,7 +295,9 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
         log.warning("%s: not locked: locking is POSIX-only; concurrent updates are not serialised", directory)
         yield
         return
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    # Never through a link: the lock is this directory's, not the one a link points to.
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(directory, flags)
     try:
         try:
             _wait_for(fd, directory, lambda: _directory_holder(fd), timeout_s, poll_s)
@@ -352,6 +434,51 @@ def same_file(a: Path | str, b: Path | str) -> bool:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A file a command writes, as the user named it."""
+
+    path: Path
+    """Where."""
+    by: str
+    """What named it, for messages: an option (``--junit``), ``$GITHUB_STEP_SUMMARY``, a command."""
+    kind: str = "report"
+    """What fuseci writes there (``report``, ``baseline``)."""
+
+
+def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[Path | str, str]]) -> None:
+    """Refuse outputs that would replace one of the command's inputs, or one another: the one
+    check of every command, called before anything is written (and, where it can be, before
+    anything is measured).
+
+    Files are compared as files (:func:`same_file`: the inode when both exist, so symbolic and
+    hard links and ``..`` are seen through; else the resolved path). An atomic replacement would
+    only break a hard link, but an append or a stream (the step summary, a FIFO) writes into the
+    file itself, and a report over a suite, a baseline or a run file loses what the user had.
+
+    Args:
+        outputs: Every file the command will write.
+        inputs: Every file it reads or keeps, with what it is for messages; for a directory it
+            was given, every file of it the command reads or keeps (every run file of a results
+            directory), not just the ones it happens to read this time.
+
+    Raises:
+        UsageError: two outputs name one file.
+        OutputError: an output is one of the inputs.
+    """
+    sources = list(inputs)
+    for i, out in enumerate(outputs):
+        for other in outputs[:i]:
+            if same_file(out.path, other.path):
+                raise UsageError(f"{other.by} and {out.by} both name {out.path}: give each {out.kind} its own file")
+        for source, what in sources:
+            if same_file(out.path, source):
+                raise OutputError(
+                    f"{out.path}: is {what} ({source}); {out.by} would replace it: fuseci never writes a "
+                    f"{out.kind} over a file it reads or keeps, choose another path"
+                )
+
+
 _FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z")
 
 
@@ -378,20 +505,85 @@ def _descriptor_link(path: Path) -> tuple[bool, int | None]:
     return False, None
 
 
+#: How long writing to a FIFO waits for a process to open it for reading, and then for the reader
+#: to take more (a FIFO nobody reads would otherwise hang fuseci for ever).
+FIFO_WAIT_S = 10.0
+
+
+def _room(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` can take more bytes within ``timeout_s``."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return bool(poller.poll(timeout_s * 1000))
+    return bool(select.select([], [fd], [], timeout_s)[1])
+
+
 def _write_all(fd: int, data: bytes, path: Path) -> None:
+    """Write every byte to ``fd``; through a non-blocking FIFO, waiting at most
+    :data:`FIFO_WAIT_S` each time its reader leaves no room.
+
+    Raises:
+        OSError: ``fd`` is not a file fuseci writes to, a write failed (a full disk,
+            ``/dev/full``, a reader that went away), or the reader stopped reading.
+    """
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
         raise OSError(errno.EINVAL, "not a regular file, a character device, a pipe or a socket", str(path))
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            if not _room(fd, FIFO_WAIT_S):
+                raise OSError(
+                    errno.ETIMEDOUT,
+                    f"the process reading it stopped reading (nothing taken for {FIFO_WAIT_S:g} s)",
+                    str(path),
+                ) from None
 
 
-def _stream(path: Path, data: bytes) -> None:
-    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never created,
-    never truncated (what was written to a redirected stdout before stays), never renamed over."""
+def _open_for_writing(path: Path, flags: int) -> int:
+    """Open ``path`` for writing without ever blocking: a FIFO is opened non-blocking, which
+    fails at once when no process has it open for reading; that is tried again for at most
+    :data:`FIFO_WAIT_S` (a reader started just before may not have opened it yet). Anything but a
+    FIFO gets a blocking descriptor, as an ordinary open would.
+
+    Raises:
+        OSError: ``path`` cannot be opened, or it is a FIFO no process reads.
+    """
+    deadline = time.monotonic() + FIFO_WAIT_S
+    delay = 0.01
+    while True:
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+            break
+        except OSError as exc:
+            left = deadline - time.monotonic()
+            if exc.errno != errno.ENXIO:
+                raise
+            if left <= 0:
+                raise OSError(
+                    errno.ENXIO, f"is a FIFO and no process reads it (waited {FIFO_WAIT_S:g} s for a reader)", str(path)
+                ) from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.25)
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _stream(path: Path, data: bytes, *, create: bool = False) -> None:
+    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never
+    truncated (what was written to a redirected stdout before stays), never renamed over, created
+    only with ``create``, and never waiting for ever on a FIFO (:func:`_open_for_writing`)."""
     flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)  # no O_CREAT: if the path changed since it was looked at, this fails
+    # Without O_CREAT, a path that changed since it was looked at fails rather than becoming a file.
+    fd = _open_for_writing(path, flags | (os.O_CREAT if create else 0))
     try:
         _write_all(fd, data, path)
     finally:
@@ -420,15 +612,17 @@ def write_output(path: Path, text: str) -> None:
     * A character device or a FIFO (``/dev/null``, a terminal, a named pipe), and any file reached
       through a process's descriptor (``/dev/stdout``, ``/dev/fd/N``, even when the shell
       redirected it to a regular file), is written to as a stream and never renamed over, so
-      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. Writing
-      to a FIFO waits for a reader, as a shell's redirection does.
+      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. A FIFO
+      that no process reads, or whose reader stops reading, is an error after
+      :data:`FIFO_WAIT_S`, never a hang.
     * A directory, a socket or a block device is refused.
 
     Text that is not valid Unicode (a lone surrogate) is written with backslash escapes, never
     refused half-way.
 
     Raises:
-        OSError: the path cannot be written or is refused; nothing at it was changed.
+        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
+            is refused; a file replaced atomically is unchanged.
     """
     data = text.encode("utf-8", "backslashreplace")
     through_descriptor, own = _descriptor_link(path)
@@ -457,3 +651,28 @@ def write_output(path: Path, text: str) -> None:
             errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
         )
     atomic_write_bytes(target, data)
+
+
+def append_output(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary): a regular
+    file (followed through a link) is appended to, or created; a device, a FIFO or a process's
+    descriptor is written to as a stream, never waiting for ever on a FIFO; a directory, a socket
+    or a block device is refused.
+
+    Raises:
+        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
+            is refused.
+    """
+    data = text.encode("utf-8", "backslashreplace")
+    _, own = _descriptor_link(path)
+    if own is not None:
+        _to_own_descriptor(own, data, path)
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, a block device or another special file"
+        raise OSError(errno.EINVAL, f"is {what}, not a file fuseci appends to", str(path))
+    _stream(path, data, create=st is None)

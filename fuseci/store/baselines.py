@@ -16,10 +16,15 @@ writing and renaming (``.<suite>.json.XXXXXXXX.tmp``) is removed by the next upd
 file, under the lock. Readers (``fuseci run``) take no lock: the atomic rename shows them the
 old file or the new one. Locking is POSIX-only (see :mod:`fuseci.store.atomic`).
 
-A baseline file that is a symbolic link is read through the link but never written: replacing
-it atomically would turn the link into a file, and writing through it could change a file
-outside ``<gpu-slug>/<suite>.json`` (another card's or suite's baseline). ``update-baselines``
-says so and leaves it alone. Linked *directories* are followed like any directory.
+A baseline file, or a card's directory, that is a symbolic link is read through the link but
+never written through: replacing the file atomically would turn the link into a file, and
+writing through either could change a file outside ``<gpu-slug>/<suite>.json`` (another card's or
+suite's baseline: ``nvidia-h200 -> nvidia-h100-80gb-hbm3``). ``update-baselines`` says so and
+leaves it alone; a card directory that is a link is refused before the old baseline is read. The
+write itself happens in the directory opened without following a link
+(:func:`~fuseci.store.atomic.atomic_write_text` with ``links=False``), so a link put in place
+during an update changes nothing either. The root (``--baselines``) may be a link: the user
+named it.
 
 Format history:
     1: first version.
@@ -160,10 +165,11 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
     """Write atomically (temporary file in the same directory, then a rename).
 
     Raises:
-        BaselineError: ``path`` is a symbolic link, or the file cannot be written (read-only
+        BaselineError: ``path`` or its directory is a symbolic link, or the file cannot be written (read-only
             directory, full disk); the old file stays as it was, byte for byte, and no
             temporary file remains.
     """
+    _refuse_linked_card(path)
     if path.is_symlink():
         raise BaselineError(
             f"{path}: is a symbolic link (to {os.readlink(path)}); update-baselines replaces baseline files "
@@ -172,11 +178,32 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
             f'"$(readlink -f {path})" {path}) and run again'
         )
     try:
-        atomic_write_text(path, dumps(baseline))
+        atomic_write_text(path, dumps(baseline), links=False)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # made a link since the checks above
+            raise BaselineError(
+                f"{path}: {exc.strerror}; update-baselines does not write through links: nothing was written"
+            ) from None
         raise BaselineError(
             f"{path}: cannot write baseline: {_why(exc, path.parent)}; the old file is unchanged"
         ) from None
+
+
+def _refuse_linked_card(path: Path) -> None:
+    """Refuse a card directory that is a symbolic link: an update through it would replace the
+    baseline of the card it points to.
+
+    Raises:
+        BaselineError: ``path``'s directory is a symbolic link.
+    """
+    card = path.parent
+    if card.is_symlink():
+        target = os.readlink(card)
+        raise BaselineError(
+            f"{card}: is a symbolic link (to {target}); update-baselines writes a card's baselines only into its own "
+            "directory, never through a link, which could replace another card's baseline: replace the link with a "
+            f"copy of its target (rm {card} && cp -r {os.path.join(card.parent, target)} {card}) and run again"
+        )
 
 
 def lock_path(path: Path) -> Path:
@@ -192,10 +219,11 @@ def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     Creates the baseline's directory if needed.
 
     Raises:
-        BaselineError: another update held the lock for ``timeout_s``, or the directory cannot be
-            created or locked.
+        BaselineError: another update held the lock for ``timeout_s``, the directory cannot be
+            created or locked, or it is a symbolic link (nothing is read or written then).
     """
     lock = lock_path(path)
+    _refuse_linked_card(path)
     stack = ExitStack()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

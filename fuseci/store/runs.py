@@ -201,6 +201,18 @@ def save_run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Pa
             staged.unlink(missing_ok=True)
 
 
+def kept_in(path: Path) -> list[Path]:
+    """Every run file ``path`` stands for as a command's input: a results directory's every run
+    file (by name), whichever of them the command reads, or ``path`` itself. A report must be
+    none of them (:func:`fuseci.store.atomic.check_outputs`)."""
+    if not path.is_dir():
+        return [path]
+    try:
+        return sorted(p for p in path.iterdir() if NAME_PATTERN.match(p.name))
+    except OSError:  # unreadable: the command's own read says so
+        return []
+
+
 def resolve_run(path: Path) -> Path:
     """The run file ``path`` stands for: a file is itself; a directory means its newest run file
     (by the timestamp in its name, then by modification time, then by the ``_N`` suffix).

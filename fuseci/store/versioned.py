@@ -5,8 +5,9 @@ A document names its kind in ``format`` (baselines and results files, the oldest
 none) and its version in ``format_version``. :meth:`DocumentFormat.load` reads a file as hostile
 input: at most :attr:`DocumentFormat.max_bytes` bytes, never a hang on a device or a FIFO, at
 most :data:`MAX_DEPTH` levels of nesting, integers of at most :data:`MAX_INT_DIGITS` digits,
-``NaN``/``Infinity`` only where the format allows them, no lone surrogates; then the format
-and version are checked and older versions upgraded in turn. Every failure is one line naming
+``NaN``/``Infinity`` only where the format allows them, no lone surrogates, no key named twice in
+one object (Python's reader would keep the last silently); then the format and version are
+checked and older versions upgraded in turn. Every failure is one line naming
 the file and how to get a good one, raised as the format's error class.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from fuseci import __version__
 from fuseci.errors import FuseciError, ReportError
-from fuseci.store.schema import SchemaError, shown
+from fuseci.store.schema import SchemaError, shown, sub
 
 #: Deepest nesting of arrays and objects read; fuseci's documents need about 8 levels.
 MAX_DEPTH = 32
@@ -34,7 +35,47 @@ Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class DocumentError(ValueError):
-    """The content of a document is not what its format allows; the message says where."""
+    """The content of a document is not what its format allows; :attr:`where` says where."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        """What is wrong."""
+        self.keys: list[str | int] = []
+        """The JSON path of the value, innermost first (filled in as the error leaves each level)."""
+
+    @property
+    def where(self) -> str:
+        """The value's JSON path (``cases.bias_gelu``); empty for the document itself."""
+        where = ""
+        for key in reversed(self.keys):
+            where = sub(where, key)
+        return where
+
+
+class _Repeated(dict[str, Any]):
+    """An object that named a key more than once; :func:`_check_tree` reports it with its place."""
+
+    __slots__ = ("repeated",)
+
+    def __init__(self, pairs: list[tuple[str, Any]], repeated: str) -> None:
+        super().__init__(pairs)
+        self.repeated = repeated
+        """The first key named twice."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, remembering a key named twice: which of two ``"cases"`` a reader should
+    believe is not for fuseci to guess (a tampered second one would win), so it is refused."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return _Repeated(pairs, key)
+        seen.add(key)
+    return obj  # not reached: fewer keys than pairs means one came twice
 
 
 def _reject_constant(name: str) -> float:
@@ -49,7 +90,9 @@ def _bounded_int(text: str) -> int:
 
 
 def _check_tree(value: Any, depth: int = 0) -> None:
-    """Bounded nesting and strings that are valid Unicode (no lone surrogates)."""
+    """Bounded nesting, strings that are valid Unicode (no lone surrogates) and no key named twice
+    in one object. The path of what is wrong is gathered only on the way out of an error, so a
+    good document costs nothing for it."""
     if depth > MAX_DEPTH:
         raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, str):
@@ -58,12 +101,24 @@ def _check_tree(value: Any, depth: int = 0) -> None:
         except UnicodeEncodeError:
             raise DocumentError(f"a string holds a lone surrogate: {value[:40]!a}") from None
     elif isinstance(value, dict):
+        if isinstance(value, _Repeated):
+            key = json.dumps(value.repeated[:60], ensure_ascii=True) + ("..." if len(value.repeated) > 60 else "")
+            where = "this object" if depth else "the top-level object"
+            raise DocumentError(f"the key {key} appears twice in {where}; a document names each key once")
         for k, v in value.items():
-            _check_tree(k, depth + 1)
-            _check_tree(v, depth + 1)
+            try:
+                _check_tree(k, depth + 1)
+                _check_tree(v, depth + 1)
+            except DocumentError as exc:
+                exc.keys.append(k)
+                raise
     elif isinstance(value, list):
-        for v in value:
-            _check_tree(v, depth + 1)
+        for i, v in enumerate(value):
+            try:
+                _check_tree(v, depth + 1)
+            except DocumentError as exc:
+                exc.keys.append(i)
+                raise
 
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
@@ -134,11 +189,15 @@ class DocumentFormat:
                 text,
                 parse_int=_bounded_int,
                 parse_constant=(lambda c: float(c)) if self.allow_nan else _reject_constant,
+                object_pairs_hook=_object,
             )
             _check_tree(data)
         except json.JSONDecodeError as exc:
             raise self.fail(f"{path}:{exc.lineno}:{exc.colno}", f"not JSON ({exc.msg}), so not a {self.what}") from None
-        except (DocumentError, ValueError, RecursionError) as exc:
+        except DocumentError as exc:
+            where = f"{exc.where}: " if exc.where else ""
+            raise self.fail(path, f"not a valid {self.what}: {where}{exc.problem}") from None
+        except (ValueError, RecursionError) as exc:
             raise self.fail(path, f"not a valid {self.what}: {exc}") from None
         return self.check(data, path)
 

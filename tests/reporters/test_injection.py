@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import unicodedata
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -30,14 +31,46 @@ CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202
 COMMAND = re.compile(r"^\s*::(add-mask|stop-commands|error|warning|notice|set-output|debug)", re.MULTILINE)
 
 
+#: What no cleaned string may hold: controls (C0, DEL, C1), format characters (bidi controls such as
+#: U+061C and U+202E, zero-width characters, the byte-order mark, tags), line and paragraph
+#: separators, and lone surrogates.
+HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _hidden(text: str) -> list[str]:
+    return [c for c in text if unicodedata.category(c) in HIDDEN]
+
+
 @settings(max_examples=500, deadline=None, database=None)
 @given(st.text())
 def test_clean_leaves_one_line_of_printable_text(text: str) -> None:
     out = clean(text)
     assert not CONTROLS.search(out) and "\n" not in out and "\t" not in out
     assert clean(out) == out  # the escapes themselves are plain text
-    if not CONTROLS.search(text) and "\n" not in text and "\t" not in text:
+    if not _hidden(text):
         assert out == text  # nothing else changes
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(st.text(st.characters(codec=None, categories=("Cc", "Cf", "Zl", "Zp", "Cs", "L", "N", "P", "S", "Zs"))))
+def test_clean_leaves_no_invisible_or_format_character(text: str) -> None:
+    out = clean(text)
+    assert _hidden(out) == []
+    assert clean(out) == out
+    if not _hidden(text):
+        assert out == text  # printable text passes unchanged
+    assert len(re.findall(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[nrt])", out)) >= len(_hidden(text))
+
+
+def test_clean_covers_every_code_point_of_those_categories() -> None:
+    """Not a list of known characters: every code point this Python's Unicode database puts in
+    those categories, the bidi and zero-width ones among them."""
+    every = "".join(chr(i) for i in range(0x110000) if unicodedata.category(chr(i)) in HIDDEN)
+    assert {r"\u061c", r"\u200b", r"\u200d", r"\u2060", r"\xad", r"\U000e0041"} <= set(
+        re.findall(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})", clean(every))
+    )
+    assert _hidden(clean(every)) == []
+    assert clean("a\u061cb\u200bc\u200dd\u2066e") == "a\\u061cb\\u200bc\\u200dd\\u2066e"
 
 
 def test_clean_names_what_it_replaced() -> None:
@@ -76,7 +109,7 @@ def test_annotations_are_one_command_a_line() -> None:
 def test_markdown_has_no_control_characters() -> None:
     text = markdown.render([_hostile_comparison()])
     assert not CONTROLS.search(text) and not COMMAND.search(text)
-    assert "fell<br>::add-mask::hunter2<br>::stop-commands::tok\\x1b\\[2J" in text
+    assert "fell\\\\n::add-mask::hunter2\\\\r\\\\n::stop-commands::tok\\\\x1b\\[2J" in text  # one line
 
 
 def test_junit_strings_are_clean_and_the_document_parses() -> None:

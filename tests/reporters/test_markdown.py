@@ -2,11 +2,14 @@
 Regenerate after an intended change with ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters``
 and review the diff."""
 
+import html
 import re
 from pathlib import Path
 
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fuseci.config import names
 from fuseci.judge.verdict import (
@@ -69,7 +72,7 @@ def test_markdown_document_is_pinned(report: Path, name: str, in_root) -> None:
 
 def test_regressed_summary_says_what_fell(in_root) -> None:
     text = markdown.render([recorded_comparison(REGRESSED_REPORT)])
-    assert text.startswith("## ❌ elementwise: **REGRESSED**\n")
+    assert text.startswith("**fuseci: 50 pass, 8 regressed; exit 1**\n\n## ❌ elementwise: **REGRESSED**\n")
     assert "| scale_relu_add | fused | 1.40x | 2.96x | 2.87x | 1.50x | ❌ REGRESSED |" in text
     assert "| bias_gelu | fused | 12.23x | 23.48x | 23.22x | 10.00x | ✅ PASS |" in text
     assert "Baseline `baselines/nvidia-h200/elementwise.json`" in text
@@ -86,7 +89,7 @@ def test_regressed_summary_says_what_fell(in_root) -> None:
 def test_suite_that_could_not_run_shows_its_error(elementwise) -> None:
     text = markdown.render([failed(elementwise, "ncu (Nsight Compute) not found\nput ncu on PATH")])
     assert "## ⚠️ elementwise: **ERROR**" in text
-    assert "ncu (Nsight Compute) not found<br>put ncu on PATH" in text
+    assert "ncu (Nsight Compute) not found\\\\nput ncu on PATH" in text  # one line: the newline shown
     assert "| case |" not in text
     assert text.endswith("**fuseci: 1 error; exit 3**\n")
 
@@ -98,12 +101,12 @@ def test_row_verdict_is_the_worst_of_the_variant_unfused_and_case_checks() -> No
         CaseResult("gone", 0, "", (MetricDelta("gone", "", CheckKind.CASE, "", Verdict.MISSING, "not in the suite"),), ()),
         CaseResult("broken", 9, "", (MetricDelta("broken", "fused", CheckKind.CORRECTNESS, "", Verdict.WRONG, "wrong"),), ()),
     ])  # fmt: skip
-    assert _table_rows(markdown.render([comp])) == [
-        "| a | fused | 2.33x | 5.07x | 4.96x | 3.00x | ✅ PASS |",
-        "| a | fused2 | 2.33x | 5.07x | 4.96x | 3.00x | ✅ IMPROVED |",
+    assert _table_rows(markdown.render([comp])) == [  # the worst first, the passing one collapsed last
         "| b | fused | 2.33x | 5.07x | 4.96x | 3.00x | ❌ WRONG |",
-        "| gone | - | - | - | - | - | ℹ️ MISSING |",
         "| broken | fused | - | - | - | - | ❌ WRONG |",
+        "| gone | - | - | - | - | - | ℹ️ MISSING |",
+        "| a | fused2 | 2.33x | 5.07x | 4.96x | 3.00x | ✅ IMPROVED |",
+        "| a | fused | 2.33x | 5.07x | 4.96x | 3.00x | ✅ PASS |",
     ]
 
 
@@ -135,14 +138,14 @@ def test_untrusted_text_cannot_break_the_table_or_inject_html() -> None:
     assert bullet == "- ❌ **REGRESSED** c\\|1/fused"
     (message,) = [line for line in text.splitlines() if line.startswith("  - ")]
     assert message == (  # what it quotes in backticks is a code span, where nothing is markup
-        "  - a\\|b &lt;script&gt;alert(1)&lt;/script&gt; `x` \\*y\\* \\[z\\](http://e) 100%<br>second line<br>third"
+        "  - a\\|b &lt;script&gt;alert(1)&lt;/script&gt; `x` \\*y\\* \\[z\\](http&#8203;://e) 100%\\\\nsecond line\\\\r\\\\nthird"
     )
 
 
 def test_code_spans_take_any_path() -> None:
     assert markdown.code("a`b") == "``a`b``"
     assert markdown.code("`a") == "`` `a ``"
-    assert markdown.code("x\ny") == "`x y`"
+    assert markdown.code("x\ny") == "`x\\ny`"
 
 
 def _big(n: int) -> Comparison:
@@ -165,21 +168,22 @@ def test_a_document_over_the_limit_is_cut_to_it(limit: int) -> None:
 def test_check_messages_go_before_table_rows_and_from_the_end() -> None:
     comp = _big(8000)
     full = markdown.render([comp], limit=10**9)
-    assert len(full.encode()) > markdown.STEP_SUMMARY_LIMIT  # the default limit is what cuts here
-    text = markdown.render([comp])
+    assert len(full.encode()) > markdown.STEP_SUMMARY_LIMIT  # the limit is what cuts here
+    text = markdown.render([comp], limit=markdown.STEP_SUMMARY_LIMIT)
     assert len(text.encode()) <= markdown.STEP_SUMMARY_LIMIT
     rows, bullets = _table_rows(text), [line for line in text.splitlines() if line.startswith(("- ", "  - "))]
     assert len(rows) == 8000 and 0 < len(bullets) < 16000  # a heading and a message per case
     heads = [line for line in bullets if line.startswith("- ")]
     assert heads == [f"- ❌ **REGRESSED** case{i:05d}/fused" for i in range(len(heads))]  # kept from the start
     assert text.splitlines()[-1].startswith(
-        f"*Truncated to the 1048576-byte limit of a step summary: left out {16000 - len(bullets)} lines of check messages."
+        f"*Truncated to the 1048576-byte limit: left out {16000 - len(bullets)} lines of check messages, the least "
+        "severe first."
     )
     tight = markdown.render([comp], limit=20_000)
     rows = _table_rows(tight)
     assert 0 < len(rows) < 8000 and rows[-1].startswith(f"| case{len(rows) - 1:05d} |")
     assert not any(line.startswith(("- ", "  - ")) for line in tight.splitlines())
-    assert f"left out 16000 lines of check messages and {8000 - len(rows)} table rows." in tight
+    assert f"left out 16000 lines of check messages and {8000 - len(rows)} other table rows," in tight
 
 
 def test_a_document_within_the_limit_is_untouched(in_root) -> None:
@@ -187,3 +191,124 @@ def test_a_document_within_the_limit_is_untouched(in_root) -> None:
     text = markdown.render([comp])
     assert markdown.render([comp], limit=len(text.encode())) == text
     assert "Truncated" not in text
+
+
+# --- a pull-request comment: bounded, worst first, the verdict always in it ------------------------
+
+
+def _passing(n: int, suite: str = "big") -> Comparison:
+    cases = [
+        _case(f"case{i:05d}", [_check(f"case{i:05d}", "fused", Verdict.PASS, "within tolerance")]) for i in range(n)
+    ]
+    return _synthetic(cases, suite=suite, suite_path=f"suites/{suite}.yaml")
+
+
+def _regressed(suite: str = "small") -> Comparison:
+    checks = [_check("split", "fused", Verdict.REGRESSED, "fused launches 2 kernels, the baseline 1")]
+    return _synthetic([_case("split", checks)], suite=suite, suite_path=f"suites/{suite}.yaml")
+
+
+def _workflow_cut(summary: str, limit: int = 60_000) -> str:
+    """What the pull-request comment job keeps of a summary (.github/workflows/gpu.yml)."""
+    if len(summary) <= limit:
+        return summary
+    return (
+        summary[: summary.rfind("\n", 0, limit)]
+        + "\n\n*Truncated: the job summary and the HTML report have everything.*"
+    )
+
+
+def test_a_large_passing_suite_cannot_push_a_regression_out_of_the_comment() -> None:
+    comparisons = [_passing(5000), _regressed()]  # input order: the passing suite first
+    text = markdown.render(comparisons)  # what --markdown writes for the comment
+    assert len(text.encode()) <= markdown.COMMENT_LIMIT
+    comment = _workflow_cut(text)
+    assert comment == text  # nothing left for the workflow to cut
+    lines = comment.splitlines()
+    assert lines[0] == "**fuseci: 5000 pass, 1 regressed; exit 1**"  # the verdict before anything else
+    assert lines.index("## ❌ small: **REGRESSED**") < lines.index("## ✅ big: **PASS**")
+    assert "- ❌ **REGRESSED** split/fused" in lines
+    assert "  - fused launches 2 kernels, the baseline 1" in lines
+    assert lines[-1].startswith("*Truncated to the 60000-byte limit: left out ") and "passing table rows" in lines[-1]
+
+
+def test_the_verdict_line_survives_any_cut() -> None:
+    text = markdown.render([_passing(5000), _regressed()], limit=10**9)
+    for keep in (60_000, 5_000, 200):
+        assert _workflow_cut(text, keep).startswith("**fuseci: 5000 pass, 1 regressed; exit 1**\n")
+
+
+def test_passing_rows_are_collapsed_under_the_rows_that_need_attention() -> None:
+    comp = _synthetic([
+        _case("a", [_check("a", "fused", Verdict.PASS)]),
+        _case("b", [_check("b", "fused", Verdict.IMPROVED)]),
+        _case("c", [_check("c", "fused", Verdict.REGRESSED)]),
+    ])  # fmt: skip
+    lines = markdown.render([comp]).splitlines()
+    c, b, details, a = (
+        lines.index("| c | fused | 2.33x | 5.07x | 4.96x | 3.00x | ❌ REGRESSED |"),
+        lines.index("| b | fused | 2.33x | 5.07x | 4.96x | 3.00x | ✅ IMPROVED |"),
+        lines.index("<details><summary>✅ 1 row passes</summary>"),
+        lines.index("| a | fused | 2.33x | 5.07x | 4.96x | 3.00x | ✅ PASS |"),
+    )
+    assert c < b < details < a < lines.index("</details>")
+    assert lines[details + 1] == ""  # GitHub reads the Markdown inside only after a blank line
+
+
+def test_long_strings_are_cut() -> None:
+    long_kernel = "k" * 100_000
+    comp = _synthetic([_case("c", [_check("c", "fused", Verdict.REGRESSED, f"split: {long_kernel} became two")])])
+    text = markdown.render([comp], limit=10**9)
+    assert max(len(line) for line in text.splitlines()) < 2 * markdown.MAX_TEXT
+    (message,) = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert len(message) <= len("  - ") + markdown.MAX_TEXT
+    kept = message.count("k")  # of the kernel name; " became two" (11 characters) is cut off too
+    assert message.endswith(f"… ({len(long_kernel) - kept + 11:,} more characters)")
+
+
+# --- text from data is only text: no mention, reference, link, HTML or line of its own -------------
+
+#: What GitHub turns into a notification, a cross-reference or a link in a comment's text.
+_LIVE = re.compile(r"@[A-Za-z0-9_]|#[0-9]|GH-[0-9]|www\.|[A-Za-z0-9]://", re.IGNORECASE)
+#: What GitHub's Markdown reads as HTML.
+_HTML = re.compile(r"<[A-Za-z/!?]")
+
+
+def _outside_code(markdown_text: str) -> str:
+    """The Markdown outside code spans."""
+    out, i = [], 0
+    for m in re.finditer(r"(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)", markdown_text, re.DOTALL):
+        out.append(markdown_text[i : m.start()])
+        i = m.end()
+    out.append(markdown_text[i:])
+    return "".join(out)
+
+
+def _live(markdown_text: str) -> re.Match[str] | None:
+    """Markup GitHub would act on: HTML in the Markdown, or a mention, reference or link in the
+    text it renders (entities decoded: its mention and link filters see the rendered text)."""
+    outside = _outside_code(markdown_text)
+    return _HTML.search(outside) or _LIVE.search(html.unescape(outside))
+
+
+SPOOF = "fell\n\n**fuseci: 58 pass; exit 0** ✅ cc @octocat @org/team see #123 and GH-45, www.evil.example https://evil.example <img src=x onerror=alert(1)> mail a@b.example"
+
+
+def test_a_message_cannot_mention_reference_link_or_start_a_line() -> None:
+    comp = _synthetic([_case("c", [_check("c", "fused", Verdict.REGRESSED, SPOOF)])], suite="s@x")
+    text = markdown.render([comp])
+    (message,) = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert "fell\\\\n\\\\n\\*\\*fuseci: 58 pass; exit 0\\*\\*" in message  # one line, shown, not bold
+    assert "<br>" not in text and "exit 0" not in text.replace(message, "")
+    assert not _live(text), _live(text)
+    assert "@&#8203;octocat" in message and "#&#8203;123" in message and "GH-&#8203;45" in message
+    assert "www&#8203;.evil.example" in message and "https&#8203;://evil.example" in message
+    assert "&lt;img src=x onerror=alert(1)&gt;" in message
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(st.text(alphabet=st.sampled_from(list("@#gGhH-wW.:/<>a1 \n`&;|_*\\")) | st.characters(), max_size=80))
+def test_escaped_text_is_inert(text: str) -> None:
+    for rendered in (markdown.escape(text), markdown.inline(text), markdown.code(text)):
+        assert "\n" not in rendered and "\r" not in rendered
+        assert not _live(rendered), (text, rendered)
