@@ -21,7 +21,7 @@ W=${1:-/tmp/fuseci-fixtures}
 PHASE=${2:-all}
 mkdir -p "$W"
 BL="$W/baselines"
-read -r -a SUITES <<< "${FUSECI_SUITES:-elementwise reduction normalization stencil mutants}"  # override to re-record some
+read -r -a SUITES <<< "${FUSECI_SUITES:-elementwise reduction normalization stencil mutants pytorch pytorch_mutants}"  # override to re-record some
 declare -A RC T
 ORDER=()
 
