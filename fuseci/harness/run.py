@@ -78,7 +78,7 @@ def _measure(
     compiled: dict[str, tuple[str, ...]] = {}
     for v in case.variants:
         call = calls[v.id]
-        with call.framework.compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id)):
+        with arrays.watch_compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id)):
             call.raw(handed[v.id])
             arrays.synchronize()
         if seen:

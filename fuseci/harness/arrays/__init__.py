@@ -4,7 +4,8 @@ CuPy, PyTorch or any other array library.
 - :mod:`.device`: CuPy as fuseci's own device runtime (inputs, comparisons, probes, events,
   NVTX ranges, the memory pool, the device's facts);
 - :mod:`.frameworks`: the frameworks a suite's functions take their inputs in (CuPy, PyTorch),
-  and outputs taken back from any DLPack or CUDA Array Interface producer;
+  outputs taken back from any DLPack or CUDA Array Interface producer, and the watch for
+  compilations (Triton, Inductor, ``torch.compile``);
 - :mod:`.tensor`: a tensor as fuseci holds it, its float64 values and comparisons;
 - :mod:`.minifloat`: bfloat16 and float8 as raw bits.
 """
@@ -28,7 +29,7 @@ from fuseci.harness.arrays.device import (
     synchronize,
     upload,
 )
-from fuseci.harness.arrays.frameworks import POISON_BYTE, Framework, get, take
+from fuseci.harness.arrays.frameworks import POISON_BYTE, Framework, get, take, watch_compiles
 from fuseci.harness.arrays.tensor import (
     Difference,
     Tensor,
@@ -68,4 +69,5 @@ __all__ = [
     "synchronize",
     "take",
     "upload",
+    "watch_compiles",
 ]

@@ -3,9 +3,10 @@ back from any producer.
 
 A :class:`Framework` hands fuseci's tensors to a function as its own arrays on the same memory
 (no copy), makes its launches run on the stream fuseci times, fills the memory its allocator
-hands out with NaN bytes while outputs are checked, frees its cache, and watches for
-compilation. Outputs are taken back from CuPy and PyTorch, and from any DLPack or CUDA Array
-Interface producer (JAX, Numba, Warp, CuTe DSL tensors...), as :class:`Tensor` views.
+hands out with NaN bytes while outputs are checked, and frees its cache. Outputs are taken back
+from CuPy and PyTorch, and from any DLPack or CUDA Array Interface producer (JAX, Numba, Warp,
+CuTe DSL tensors...), as :class:`Tensor` views (:func:`take`). :func:`watch_compiles` notes a
+compilation or an autotuning while a measured call runs.
 """
 
 from __future__ import annotations
@@ -72,11 +73,6 @@ class Framework:
         """From now on, the most device memory the framework's allocator holds at once beyond
         what it holds now: ask the returned function (0 where the framework cannot tell)."""
         return lambda: 0
-
-    @contextmanager
-    def compiles(self) -> Iterator[list[str]]:
-        """Yields a list that, when the block ends, names what was compiled or autotuned in it."""
-        yield []
 
 
 class Torch(Framework):
@@ -183,28 +179,30 @@ class Torch(Framework):
         torch.cuda.reset_peak_memory_stats()
         return lambda: max(int(torch.cuda.max_memory_allocated()) - base, 0)
 
-    @contextmanager
-    def compiles(self) -> Iterator[list[str]]:
-        """Names each Triton kernel compiled (``jit_post_compile_hook``, which Inductor calls
-        too), each Triton or Inductor autotuning, and each ``torch.compile`` frame compiled while
-        the block runs."""
-        seen: list[str] = []
-        with ExitStack() as stack:
-            stack.enter_context(_triton_compile_hook(seen))
-            stack.enter_context(_patched(sys.modules.get("triton.runtime.autotuner"), "Autotuner", "_bench", seen))
-            stack.enter_context(
-                _patched(
-                    sys.modules.get("torch._inductor.runtime.triton_heuristics"),
-                    "CachingAutotuner",
-                    "benchmark_all_configs",
-                    seen,
-                )
+
+@contextmanager
+def watch_compiles() -> Iterator[list[str]]:
+    """Yields a list that, when the block ends, names each Triton kernel compiled in it (Triton's
+    ``jit_post_compile_hook``, which Inductor calls too), each Triton or Inductor autotuning, and
+    each ``torch.compile`` frame compiled, whatever framework the code that did it takes its
+    inputs in. Only what is already imported is watched: nothing is imported for it."""
+    seen: list[str] = []
+    with ExitStack() as stack:
+        stack.enter_context(_triton_compile_hook(seen))
+        stack.enter_context(_patched(sys.modules.get("triton.runtime.autotuner"), "Autotuner", "_bench", seen))
+        stack.enter_context(
+            _patched(
+                sys.modules.get("torch._inductor.runtime.triton_heuristics"),
+                "CachingAutotuner",
+                "benchmark_all_configs",
+                seen,
             )
-            frames = _dynamo_frames()
-            yield seen
-            compiled = _dynamo_frames() - frames
-            if compiled > 0:
-                seen.append(f"torch.compile: {compiled} frame(s) compiled (a recompilation)")
+        )
+        frames = _dynamo_frames()
+        yield seen
+        compiled = _dynamo_frames() - frames
+        if compiled > 0:
+            seen.append(f"torch.compile: {compiled} frame(s) compiled (a recompilation)")
 
 
 def _segment_bytes(torch: Any) -> int:
