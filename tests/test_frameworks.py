@@ -354,3 +354,18 @@ def test_doctor_names_the_array_frameworks_installed(monkeypatch: pytest.MonkeyP
     check = host.check_fuseci()
     assert "array frameworks: CuPy 14.2.0, PyTorch 2.11.0 (Triton not installed)" in check.detail
     assert check.facts["frameworks"] == {"CuPy": "14.2.0", "PyTorch": "2.11.0"}
+
+
+def test_a_time_gain_that_moved_says_when_the_variant_autotuned_in_this_run() -> None:
+    from fuseci.judge.verdict import MetricDelta
+
+    variant = Variant("compiled", "m:f", {})
+    moved = MetricDelta("c", "compiled", CheckKind.GAIN, names.EVENT_TIME, Verdict.REGRESSED, "speedup fell")
+    bytes_ = MetricDelta("c", "compiled", CheckKind.GAIN, names.DRAM_BYTES, Verdict.REGRESSED, "bytes fell")
+    within = MetricDelta("c", "compiled", CheckKind.GAIN, names.DURATION, Verdict.PASS, "duration held")
+    other = MetricDelta("c", "triton", CheckKind.GAIN, names.DURATION, Verdict.REGRESSED, "duration fell")
+    out = ck.autotune_hint([moved, bytes_, within, other], variant, ("CachingAutotuner autotuned triton_red_fused_0",))
+    assert [c.verdict for c in out] == [Verdict.REGRESSED, Verdict.REGRESSED, Verdict.PASS, Verdict.REGRESSED]
+    assert out[0].message.startswith("speedup fell; compiled autotuned at its first call in this run (CachingAutotuner")
+    assert [c.message for c in out[1:]] == ["bytes fell", "duration held", "duration fell"]
+    assert ck.autotune_hint([moved], variant, ()) == [moved]

@@ -143,20 +143,25 @@ class CaseCheck:
     """Inputs plus the ``unfused`` outputs, each counted once."""
     first_call_ns: dict[str, float]
     """Wall time of each variant's first call (compilation, autotuning, caches), ns."""
+    autotuned: dict[str, tuple[str, ...]]
+    """What each variant autotuned at its first call (only variants that did)."""
     notes: list[str]
     """What the NaN-filling could not cover, per variant."""
 
 
-def _first_call(call: Call, inputs: Mapping[str, Tensor]) -> tuple[float, int]:
-    """Call once, outside any check: its wall time (ns) and the most device memory it held at once."""
+def _first_call(call: Call, inputs: Mapping[str, Tensor]) -> tuple[float, int, tuple[str, ...]]:
+    """Call once, outside any check: its wall time (ns), the most device memory it held at once,
+    and what it autotuned (an autotuner benchmarking its configurations: the compile cache had no
+    choice for it yet)."""
     peak = call.framework.track_peak()
     start = time.perf_counter_ns()
-    outs = call(inputs)
-    arrays.synchronize()
+    with arrays.watch_compiles() as seen:
+        outs = call(inputs)
+        arrays.synchronize()
     elapsed = time.perf_counter_ns() - start
     held = sum(o.nbytes for o in outs)
     del outs
-    return float(elapsed), max(peak(), held)
+    return float(elapsed), max(peak(), held), tuple(dict.fromkeys(s for s in seen if "autotuned" in s))
 
 
 def check_case(
@@ -173,10 +178,13 @@ def check_case(
     unfused: tuple[Tensor, ...] | None = None
     min_bytes = 0
     first: dict[str, float] = {}
+    autotuned: dict[str, tuple[str, ...]] = {}
     notes: list[str] = []
     for variant in case.variants:
         call = calls[variant.id]
-        first[variant.id], peak = _first_call(call, inputs)
+        first[variant.id], peak, tuned = _first_call(call, inputs)
+        if tuned:
+            autotuned[variant.id] = tuned
         log.debug("case %s: %s first call %.3f s, peak %d bytes", case.id, variant.id, first[variant.id] / 1e9, peak)
         with call.framework.poisoned(peak) as missed:
             outs = tuple(arrays.own_copy(o) for o in call(inputs))
@@ -212,4 +220,4 @@ def check_case(
                 for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
             ]
         call.framework.free()
-    return CaseCheck(checks, min_bytes, first, notes)
+    return CaseCheck(checks, min_bytes, first, autotuned, notes)

@@ -102,10 +102,12 @@ def run_case(
         checks: list[CheckRecord] = []
         min_bytes = None
         first_calls: dict[str, float] = {}
+        autotuned: dict[str, tuple[str, ...]] = {}
         notes: list[str] = []
         if check or timing is None:
             found = check_case(case, calls, reference, inputs)
-            checks, min_bytes, first_calls, notes = found.checks, found.min_bytes, found.first_call_ns, found.notes
+            checks, min_bytes, notes = found.checks, found.min_bytes, found.notes
+            first_calls, autotuned = found.first_call_ns, found.autotuned
             log.debug("case %s: checked", case.id)
         if case.min_bytes is not None:
             min_bytes = case.min_bytes
@@ -134,6 +136,7 @@ def run_case(
             tuple(v.id for v in case.variants),
             min_bytes=min_bytes,
             first_call_ns=first_calls,
+            autotuned=autotuned,
             compiled=compiled,
             notes=tuple(notes),
         )

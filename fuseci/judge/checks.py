@@ -385,6 +385,28 @@ def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> Metr
     )
 
 
+#: The gains a configuration chosen by autotuning moves (times), where a hint names the autotuning.
+_TUNED_GAINS = (names.DURATION, names.EVENT_TIME)
+
+
+def autotune_hint(checks: list[MetricDelta], variant: Variant, autotuned: Sequence[str]) -> list[MetricDelta]:
+    """Time gains of a variant that autotuned in this run (its compile cache had no choice yet)
+    and moved beyond their tolerance, their messages saying so: the autotuner may have picked
+    another configuration than the run the baseline came from. The verdicts stay."""
+    if not autotuned:
+        return checks
+    hint = (
+        f"; {variant.id} autotuned at its first call in this run ({'; '.join(autotuned)}): a compile cache without "
+        "its choice can pick another configuration than the baseline's run did (keep the compile cache across runs)"
+    )
+    return [
+        replace(c, message=c.message + hint)
+        if c.variant == variant.id and c.quantity in _TUNED_GAINS and c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
+        else c
+        for c in checks
+    ]
+
+
 def megabytes(value: float) -> str:
     """Bytes as decimal megabytes, the unit of every table and message (ncu's own)."""
     return f"{value / 1e6:,.1f} MB"

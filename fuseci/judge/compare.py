@@ -177,7 +177,7 @@ def _judge_case(
                     baseline_kernels=ctx.baseline_kernels(),
                 )
             )
-            checks += _variant_checks(ctx)
+            checks += ck.autotune_hint(_variant_checks(ctx), v, rec.autotuned.get(v.id, ()))
     for v in case.variants:
         if v.caught_by:
             checks = ck.planted(case, v, checks)

@@ -20,8 +20,9 @@ Format history (``fuseci-harness-record``):
        waited for the GPU); absent means unknown.
     2 (still): checks may carry ``nan_count`` (output elements NaN where the expected value is
        not) and ``dtype`` (the output's element type); cases ``first_call_ns`` (each variant's
-       first call, by variant), ``compiled`` (what a variant compiled or autotuned inside its
-       measured range, by variant) and ``notes``; absent means unknown or none.
+       first call, by variant), ``autotuned`` (what a variant autotuned at its first call, by
+       variant), ``compiled`` (what a variant compiled or autotuned inside its measured range, by
+       variant) and ``notes``; absent means unknown or none.
 """
 
 from __future__ import annotations
@@ -179,6 +180,9 @@ class CaseRecord:
     first_call_ns: Mapping[str, float] = field(default_factory=dict)
     """Wall time of each variant's first call in the process, ns, by variant: compilation
     (``torch.compile``, Triton, CuPy), autotuning and library caches, the variant's cold start."""
+    autotuned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """What each variant autotuned at its first call, by variant (only variants that did): the
+    compile cache had no choice of configuration for it, so this run made one."""
     compiled: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """What each variant compiled or autotuned inside its measured range, by variant (only
     variants that did): its launches there are not all the kernel's own."""
@@ -337,6 +341,7 @@ def _case(cid: str, c: dict[str, Any]) -> CaseRecord:
         retimings=tuple(tuple(_timing(t) for t in r) for r in c.get("retimings", ())),
         min_bytes=c.get("min_bytes"),
         first_call_ns={v: float(ns) for v, ns in c.get("first_call_ns", {}).items()},
+        autotuned={v: tuple(what) for v, what in c.get("autotuned", {}).items()},
         compiled={v: tuple(what) for v, what in c.get("compiled", {}).items()},
         notes=tuple(c.get("notes", ())),
     )
@@ -375,6 +380,8 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
         doc["min_bytes"] = c.min_bytes
     if c.first_call_ns:
         doc["first_call_ns"] = dict(c.first_call_ns)
+    if c.autotuned:
+        doc["autotuned"] = {v: list(what) for v, what in c.autotuned.items()}
     if c.compiled:
         doc["compiled"] = {v: list(what) for v, what in c.compiled.items()}
     if c.notes:
@@ -407,6 +414,7 @@ _CASE = sc.Obj(
         retimings=(sc.List(sc.List(_TIMING, max_len=1000), max_len=100), False),
         min_bytes=(sc.Nullable(sc.COUNT), False),
         first_call_ns=(sc.Map(sc.AMOUNT, key=sc.ID, max_len=1000), False),
+        autotuned=(sc.Map(sc.List(sc.TEXT, max_len=100), key=sc.ID, max_len=1000), False),
         compiled=(sc.Map(sc.List(sc.TEXT, max_len=100), key=sc.ID, max_len=1000), False),
         notes=(sc.List(sc.TEXT, max_len=1000), False),
     )
