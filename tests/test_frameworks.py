@@ -277,6 +277,7 @@ def test_records_keep_first_calls_compilations_and_notes(tmp_path: Path) -> None
     check = CheckRecord("fused", "reference", 0, False, 3, 10, math.inf, math.inf, 7, 0.016, 0.031, 3, "bfloat16")
     case = CaseRecord(
         "c", CaseStatus.OK, checks=(check,), first_call_ns={"compiled": 3.2e9}, compiled={"fused": ("Triton compiled k",)},
+        autotuned={"compiled": ("CachingAutotuner autotuned triton_red_fused_0",)},
         notes=("fused: torch's caching allocator took 1.0 MB new",),
     )  # fmt: skip
     record = HarnessRecord("s", {"torch_version": "2.11.0"}, {"c": case}, complete=True)
