@@ -92,7 +92,7 @@ fi
 mkdir -p "$W/pack/reports" "$W/pack/logs"
 for s in "${SUITES[@]}"; do
   if [[ -f "$W/clean/$s.ncu-rep" ]]; then
-    xz -9 -T0 -c "$W/clean/$s.ncu-rep" > "$W/pack/reports/$s.ncu-rep.xz"
+    xz -9e -T0 -c "$W/clean/$s.ncu-rep" > "$W/pack/reports/$s.ncu-rep.xz"
     cp "$W/clean/$s.harness.json" "$W/pack/reports/$s.harness.json"
   fi
 done
