@@ -134,8 +134,9 @@ class Torch(Framework):
         """Fill what torch's caching allocator can hand out with NaN bytes: its cache is emptied,
         ``reserve_bytes`` (the variant's peak use at its first call) are taken from CUDA and given
         back to the cache, and then every free byte of the cache is filled. An allocation the
-        cache cannot serve during the block takes new memory from CUDA, which is not filled: the
-        list names it."""
+        cache cannot serve during the block takes new memory from CUDA, which is not filled, and
+        the free parts of expandable segments (which may be unmapped) are left alone: the list
+        names what was not filled."""
         torch = self._torch()
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
@@ -144,9 +145,12 @@ class Torch(Framework):
         # small allocations (<= 1 MiB) come from a pool of their own, in 2 MiB segments
         held = [torch.empty(1 << 20, dtype=torch.uint8, device="cuda") for _ in range(16)]
         del held
-        filled = 0
+        filled, expandable = 0, 0
         for segment in torch.cuda.memory_snapshot():
             address = int(segment.get("address", 0))
+            if segment.get("is_expandable"):  # its free parts may be unmapped: never written to
+                expandable += int(segment.get("total_size", 0)) - int(segment.get("allocated_size", 0))
+                continue
             for block in segment.get("blocks", ()):
                 size = int(block.get("size", 0))
                 start = int(block.get("address", address))
@@ -157,6 +161,10 @@ class Torch(Framework):
         device.synchronize()
         before = _segment_bytes(torch)
         unpoisoned: list[str] = []
+        if expandable > 0:
+            unpoisoned.append(
+                f"{expandable / 1e6:,.1f} MB free in torch's expandable segments (PYTORCH_CUDA_ALLOC_CONF) not NaN-filled"
+            )
         with device.poisoned_pool(POISON_BYTE):
             yield unpoisoned
         grew = _segment_bytes(torch) - before
