@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT
 from html_doc import parse
@@ -58,6 +60,76 @@ def test_noise_inside_the_gate_is_no_change_but_a_lasting_step_is() -> None:
     assert history.change_points(wobble, 0.03) == []
     stepped = [v * (0.95 if i >= 18 else 1.0) for i, v in enumerate(wobble)]  # a lasting 5% drop
     assert history.change_points(stepped, 0.03) == [18]
+
+
+def _noisy(n: int, sigma: float, seed: int = 0) -> list[float]:
+    """A stable gain of 2.3x with log-normal noise of ``sigma`` (0.002: 0.2% per run)."""
+    rng = np.random.default_rng(seed)
+    return [float(v) for v in 2.3 * np.exp(rng.normal(0.0, sigma, n))]
+
+
+def test_change_points_of_a_long_stable_history_take_milliseconds() -> None:
+    # A noisy, stable gain is the worst case of a PELT search over every run (it prunes nothing
+    # there): 28 s for these 2,000 runs. The seeded search is O(n log n).
+    values = _noisy(2000, 0.002)
+    start = time.perf_counter()
+    assert history.change_points(values, 0.03) == []
+    assert time.perf_counter() - start < 1.0
+    start = time.perf_counter()
+    assert history.change_points(_noisy(20_000, 0.002, seed=1), 0.03) == []
+    assert time.perf_counter() - start < 5.0
+
+
+def test_a_dip_of_a_few_runs_inside_a_long_history_is_found() -> None:
+    # Plain binary segmentation misses a short dip in a long series; the narrowest interval
+    # over the threshold finds it.
+    values = _noisy(2000, 0.002)
+    for length in (2, 5, 30):
+        dipped = [v * (0.9 if 1234 <= i < 1234 + length else 1.0) for i, v in enumerate(values)]
+        assert history.change_points(dipped, 0.03) == [1234, 1234 + length]
+
+
+def test_change_points_agree_with_an_exact_search() -> None:
+    # The same cost and penalty minimised over every run (ruptures' PELT, exact but quadratic on
+    # a stable series): the answers agree on random histories of steps up and down.
+    ruptures = pytest.importorskip("ruptures")
+    rng = np.random.default_rng(7)
+    scale = math.log1p(0.03)
+    agree = 0
+    for _ in range(100):
+        units = rng.normal(0.0, 0.3, 300)
+        for _ in range(int(rng.integers(0, 6))):
+            units[int(rng.integers(1, 300)) :] += rng.choice([-1, 1]) * rng.uniform(1, 6)
+        values = list(2.0 * np.exp(units * scale))
+        signal = (units - np.median(units)).reshape(-1, 1)
+        exact = ruptures.KernelCPD(kernel="linear", min_size=1).fit(signal).predict(pen=history.PENALTY)[:-1]
+        agree += history.change_points(values, 0.03) == [int(e) for e in exact]
+    assert agree >= 97
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [2.0] * 5 + [1.797e308] * 5 + [5e-324] * 5,
+        [1.797e308] * 10,
+        [5e-324, 5e-324, 1.0, 1.0],
+        [1.5e308, 1.6e308, 1.7e308, 1.797e308, 1e-300, 1e-300, 1e-300],
+    ],
+)
+def test_any_finite_positive_gain_is_searched(values: list[float]) -> None:
+    found = history.change_points(values, 0.01)
+    assert all(0 < i < len(values) for i in found)
+    levels = [
+        s.level
+        for s in history.series_of(("g", "s", "c", "v", "q"), [(_point(), v) for v in values], 0.01, "±1%").segments
+    ]
+    assert all(math.isfinite(level) and level > 0 for level in levels)
+    if values[0] == 2.0:
+        assert found == [5, 10]
+
+
+def _point() -> history.RunPoint:
+    return history.RunPoint(path="r.json", created=START, commit=None)
 
 
 def test_history_prints_every_change_point_with_its_commit(in_root, runs_dir: Path) -> None:
