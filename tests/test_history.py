@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import fuseci.store.runs as run_files
 from fuseci import api
+from fuseci.api import trends
 from fuseci.cli import app
 from fuseci.judge import history
 
@@ -227,3 +228,46 @@ def test_history_needs_no_gpu_and_says_where_its_runs_came_from(in_root, runs_di
     assert "GITHUB_SHA" not in os.environ or os.environ["GITHUB_SHA"] not in {_sha(i) for i in range(5)}
     found = api.history(runs_dir)
     assert [Path(r.path).name for r in found.runs] == names
+
+
+@pytest.fixture(scope="module")
+def many_runs(tmp_path_factory: pytest.TempPathFactory, runs_dir: Path) -> Path:
+    """400 run files of the elementwise suite, an hour apart: copies of the five recorded runs."""
+    directory = tmp_path_factory.mktemp("many")
+    docs = [json.loads(p.read_text()) for p in sorted(runs_dir.glob("*.json"))]
+    for i in range(400):
+        doc = docs[i * len(docs) // 400]
+        when = START + timedelta(hours=i)
+        doc["created"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        (directory / f"{when:%Y%m%dT%H%M%SZ}-nvidia-h200.json").write_text(json.dumps(doc))
+    return directory
+
+
+def test_history_of_hundreds_of_runs_takes_seconds(in_root, many_runs: Path) -> None:
+    # Each run file was rebuilt into frames and held whole (50 ms and 250 KB a suite), and each
+    # gain searched quadratically: 30 s here, and minutes for thousands of runs.
+    start = time.perf_counter()
+    found = api.history(many_runs)
+    assert time.perf_counter() - start < 10.0
+    dram = next(s for s in found.series if (s.case, s.quantity) == ("scale_relu_add", "dram__bytes.sum"))
+    assert len(dram.values) == 400 and [c.index for c in dram.changes] == [160, 320]
+
+
+def test_history_read_by_several_processes_is_the_one_read_by_one(in_root, many_runs: Path, monkeypatch) -> None:
+    together = api.history(many_runs)
+    monkeypatch.setattr(trends, "_RUNS_PER_WORKER", 10**9)
+    alone = api.history(many_runs)
+    assert together == alone
+
+
+def test_an_unreadable_run_among_many_names_itself(in_root, many_runs: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "runs"
+    directory.mkdir()
+    paths = sorted(many_runs.glob("*.json"))
+    for p in paths:
+        (directory / p.name).write_bytes(p.read_bytes())
+    bad = directory / paths[317].name
+    bad.write_text('{"format": "fuseci-run", "format_version": 1}')
+    result = invoke("history", directory)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"fuseci: error: {bad}") and len(result.stderr.splitlines()) == 1

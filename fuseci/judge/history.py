@@ -307,31 +307,52 @@ def _order(suite: Suite | None, case: str) -> int:
     return ids.index(case) if case in ids else len(ids)
 
 
-def build(runs: Sequence[Run], suites: Mapping[str, Suite | None], notes: Sequence[str] = ()) -> History:
+@dataclass(frozen=True, slots=True)
+class RunGains:
+    """One run file as a history needs it: the run, and the gains of every fused variant."""
+
+    point: RunPoint
+    """The run."""
+    gains: Mapping[tuple[str, str, str, str], Mapping[str, float]]
+    """Per (suite, GPU, case, fused variant), its positive finite gains by quantity."""
+    suite_paths: Mapping[str, str]
+    """The suite file of each suite id, as the run recorded it."""
+
+
+def gains_of(run: Run) -> RunGains:
+    """The history's view of a run file: its gains, without its frames (small enough to hold
+    thousands of runs, and to hand from one process to another)."""
+    found: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    columns = [names.CASE, names.VARIANT, *names.GAIN_GATEABLE]
+    for sid, results in run.suites.items():
+        gpu = str(results.env.get("gpu_name") or run.gpu_name or "unknown GPU")
+        # Column by column: a fraction of the time of pandas' row iteration over thousands of runs.
+        for case, variant, *values in zip(*(results.gains[c].tolist() for c in columns), strict=True):
+            if variant == UNFUSED:
+                continue
+            gains = {q: float(v) for q, v in zip(names.GAIN_GATEABLE, values, strict=True) if 0 < v < math.inf}
+            found[(sid, gpu, str(case), str(variant))] = gains
+    return RunGains(run_point(run), found, dict(run.suite_paths))
+
+
+def build(runs: Sequence[RunGains], suites: Mapping[str, Suite | None], notes: Sequence[str] = ()) -> History:
     """The history of ``runs`` (any order; sorted here by time, then file name).
 
     Args:
-        runs: Run files read back.
+        runs: Run files read back (:func:`gains_of`).
         suites: The suite of each suite id whose gates give the tolerances (None when its file
             could not be read: its gains are then followed as ungated). Suites of the runs that
             are not keys here are left out.
         notes: Carried into the history as they are.
     """
-    ordered = sorted(runs, key=lambda r: (run_point(r).created, str(r.path)))
+    ordered = sorted(runs, key=lambda r: (r.point.created, r.point.path))
     points: dict[tuple[str, str, str, str, str], list[tuple[RunPoint, float]]] = {}
     for run in ordered:
-        point = run_point(run)
-        for sid, results in run.suites.items():
+        for (sid, gpu, case, variant), gains in run.gains.items():
             if sid not in suites:
                 continue
-            gpu = str(results.env.get("gpu_name") or run.gpu_name or "unknown GPU")
-            for case, variant in results.gains[[names.CASE, names.VARIANT]].itertuples(index=False):
-                if variant == UNFUSED:
-                    continue
-                gains = results.gain_values(str(case), str(variant)) or {}
-                for q, value in gains.items():
-                    if math.isfinite(value) and value > 0:
-                        points.setdefault((gpu, sid, str(case), str(variant), q), []).append((point, value))
+            for q, value in gains.items():
+                points.setdefault((gpu, sid, case, variant, q), []).append((run.point, value))
     series: list[Series] = []
     for key, found in points.items():
         gpu, sid, case, _, q = key
@@ -344,6 +365,4 @@ def build(runs: Sequence[Run], suites: Mapping[str, Suite | None], notes: Sequen
     def rank(s: Series) -> tuple[str, str, int, str, int]:
         return (s.gpu, s.suite, _order(suites.get(s.suite), s.case), s.variant, names.GAIN_GATEABLE.index(s.quantity))
 
-    return History(
-        runs=tuple(run_point(r) for r in ordered), series=tuple(sorted(series, key=rank)), notes=tuple(notes)
-    )
+    return History(runs=tuple(r.point for r in ordered), series=tuple(sorted(series, key=rank)), notes=tuple(notes))
