@@ -148,7 +148,7 @@ def _chart(group: Sequence[Series], chart_id: str) -> Chart:
             values=s.values,
             segments=tuple((seg.start, seg.stop, seg.level) for seg in s.segments),
             tolerance=s.tolerance,
-            changes=tuple(c.index for c in s.changes),
+            changes=tuple((c.index, c.rose) for c in s.changes),
         )
         for s in group
     ]

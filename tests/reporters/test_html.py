@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 
 from fuseci import api
 from fuseci.cli import app
+from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import EnvDifference, failed
+from fuseci.judge.verdict import CheckKind, EnvDifference, failed
 from fuseci.reporters import FORMATS, charts, html
 
 SIZE_LIMIT = 3 * 1024 * 1024
@@ -236,3 +237,60 @@ def test_every_shipped_suite_fits_in_one_small_report() -> None:
     assert len(root.find_all("article", cls="case")) == cases
     assert len(ids) == len(set(ids))
     assert _outside_references(text) == []
+
+
+#: Finite values at the edge of float range, where every axis used to overflow.
+HUGE = 1.797e308
+
+
+def _extreme() -> list:
+    (comparison,) = regressed_comparisons()
+    cases = []
+    for case in comparison.cases:
+        variants = tuple(
+            replace(
+                v,
+                gains={q: HUGE for q in v.gains},
+                values={
+                    **v.values,
+                    names.EVENT_TIME: 1.5e308,
+                    names.EVENT_TIME_MAX: 1.5e308,
+                    names.DRAM_BYTES: HUGE,
+                    names.DRAM_READ_RATE: 1.7e308,
+                },
+            )
+            if v.variant != "unfused"
+            else v
+            for v in case.variants
+        )
+        checks = tuple(
+            replace(k, current=HUGE) if k.check in (CheckKind.GAIN, CheckKind.EXPECT) else k for k in case.checks
+        )
+        cases.append(replace(case, variants=variants, checks=checks))
+    return [replace(comparison, cases=tuple(cases))]
+
+
+def test_any_finite_value_is_drawn_and_the_chart_says_what_lies_beyond_its_axis() -> None:
+    text = html.render(_extreme())
+    root, _ = parse(text)
+    figures = root.find_all("figure", cls="chart")
+    assert len(figures) == 15
+    for figure in figures:
+        svg_text = " ".join(t.all_text() for t in figure.find_all("text"))
+        assert "beyond this axis: drawn at its edge" in svg_text, figure.attrs["id"]
+        assert "marks a value beyond its axis" in figure.all_text()
+    gains = next(f for f in figures if f.attrs["id"] == "case-0-gains")
+    assert "1.8e+308x" in " ".join(t.all_text() for t in gains.find_all("text"))
+    assert all(len(t.all_text()) < 120 for f in figures for t in f.find_all("text"))  # no 300-digit numbers
+
+
+def test_a_regression_with_extreme_values_keeps_exit_1_and_writes_its_page(tmp_path: Path) -> None:
+    from fuseci.store import results
+
+    source = tmp_path / "results.json"
+    source.write_text(results.dumps(_extreme()))
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["merge", str(source), "--html", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output
+    assert len(parse(out.read_text())[0].find_all("figure", cls="chart")) == 15
