@@ -185,6 +185,21 @@ def test_history_html_draws_a_trend_per_gain_and_marks_the_changes(in_root, runs
     assert "http:" not in text and "https:" not in text and "<script" not in text
 
 
+def test_a_gain_that_recovers_is_not_marked_as_one_that_fell(in_root, runs_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "history.html"
+    assert invoke("history", runs_dir, "--html", out).exit_code == 0
+    root, _ = parse(out.read_text())
+    (changes,) = root.find_all("section", id="changes")
+    items = {li.all_text().split(" at commit ")[0]: li for li in changes.find_all("li")}
+    fell = next(li for text, li in items.items() if "DRAM bytes gain stepped from 2.32x to 1.4x" in text)
+    rose = next(li for text, li in items.items() if "DRAM bytes gain stepped from 1.4x to 2.32x" in text)
+    assert "t-bad" in fell.classes() and fell.find_all("span", cls="badge")[0].all_text() == "fell beyond gate"
+    assert "t-good" in rose.classes() and rose.find_all("span", cls="badge")[0].all_text() == "rose beyond gate"
+    found = api.history(runs_dir)
+    dram = next(s for s in found.series if (s.case, s.quantity) == ("scale_relu_add", "dram__bytes.sum"))
+    assert [c.rose for c in dram.changes] == [False, True]
+
+
 def test_last_and_suite_narrow_the_history(in_root, runs_dir: Path) -> None:
     result = invoke("history", runs_dir, "--last", 2, "--suite", "elementwise")
     assert result.exit_code == 0, result.output
