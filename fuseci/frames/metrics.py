@@ -79,8 +79,10 @@ _PEAK_MIN_PCT = 1.0
 
 
 def _sum(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.sum()``: NaN skipped, 0 when all are NaN."""
-    return float(np.where(np.isnan(values), 0.0, values).sum())
+    """pandas' ``Series.sum()``: NaN skipped, 0 when all are NaN (and, as pandas, silent when a
+    sum of huge values overflows to infinity)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.where(np.isnan(values), 0.0, values).sum())
 
 
 def _mean(values: NDArray[np.float64]) -> float:
@@ -99,7 +101,8 @@ def _weighted(values: NDArray[np.float64], weights: NDArray[np.float64]) -> floa
     total = _sum(weights)
     if total <= 0 or np.isnan(values).all():
         return _mean(values)
-    return _sum(values * weights) / total
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _sum(values * weights) / total
 
 
 def _missing(key: Any) -> bool:
@@ -319,7 +322,7 @@ def dram_peak(kernels: pd.DataFrame) -> float | None:
     col = _numbers(kernels, (names.DURATION, names.DRAM_PCT_PEAK, names.DRAM_READ, names.DRAM_WRITE))
     seconds = col[names.DURATION] * 1e-9
     pct = col[names.DRAM_PCT_PEAK]
-    with np.errstate(invalid="ignore", divide="ignore"):  # NaN and 0 are left out just below
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NaN and 0 are left out below
         usable = (pct >= _PEAK_MIN_PCT) & (seconds > 0)
         if not usable.any():
             return None
