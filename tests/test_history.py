@@ -21,6 +21,7 @@ from fuseci import api
 from fuseci.api import trends
 from fuseci.cli import app
 from fuseci.judge import history
+from fuseci.reporters import history as history_reporter
 
 START = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
 #: The recorded report behind each run, oldest first.
@@ -286,3 +287,48 @@ def test_an_unreadable_run_among_many_names_itself(in_root, many_runs: Path, tmp
     result = invoke("history", directory)
     assert result.exit_code == 3, result.output
     assert result.stderr.startswith(f"fuseci: error: {bad}") and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow warning reaches the user either
+def test_extreme_but_finite_gains_are_followed_and_drawn(in_root, runs_dir: Path, tmp_path: Path) -> None:
+    # A fused kernel of 1.5e308 ns and one of 1e-300 ns: gains at either end of float range.
+    directory = tmp_path / "runs"
+    directory.mkdir()
+    for i, path in enumerate(sorted(runs_dir.glob("*.json"))):
+        doc = json.loads(path.read_text())
+        for k in doc["suites"]["elementwise"]["kernels"]:
+            if k["variant"] == "fused" and i >= 2:
+                k["gpu__time_duration.sum"] = 1.5e308 if i % 2 else 1e-300
+        (directory / path.name).write_text(json.dumps(doc))
+    out = tmp_path / "history.html"
+    result = invoke("history", directory, "--html", out)
+    assert result.exit_code == 0, result.output
+    assert "inf%" not in result.stdout and "nan" not in result.stdout.lower()
+    assert "×1e+" in result.stdout or "×1e-" in result.stdout  # a step beyond float range, in decades
+    root, _ = parse(out.read_text())
+    duration = [f for f in root.find_all("figure", cls="chart") if "duration gain" in f.all_text()]
+    assert len(duration) == 5 and all(f.find_all("svg")[0].find_all("path") for f in duration)
+    # Where most runs sit near the recorded gain, the runs a million-fold away are at the edge, said so.
+    assert sum("beyond this axis" in f.all_text() for f in duration) >= 4
+
+
+def test_a_history_of_hundreds_of_gains_over_thousands_of_runs_is_one_bounded_page() -> None:
+    runs = tuple(
+        history.RunPoint(f"runs/{i}.json", START + timedelta(hours=i), f"{i:07x}" + "0" * 33) for i in range(2000)
+    )
+    rng = np.random.default_rng(3)
+    series = []
+    for n in range(300):
+        values = tuple(float(v) for v in 2.3 * np.exp(rng.normal(0, 0.002, 2000)))
+        key = ("NVIDIA H200", "s", f"case_{n // 4}", "fused", history.SHOWN[n % 4])
+        series.append(history.series_of(key, list(zip(runs, values, strict=True)), 0.03, "±3%"))
+    found = history.History(runs=runs, series=tuple(series))
+    text = history_reporter.render_html(found, "runs")
+    assert len(text.encode()) <= 3_000_000
+    root, ids = parse(text)
+    assert len(ids) == len(set(ids))
+    drawn = root.find_all("figure", cls="chart")
+    assert 0 < len(drawn) < 300
+    assert f"and {300 - len(drawn)} more gains not drawn" in text
+    rows = root.find_all("section", id="runs")[0].find_all("tr")
+    assert len(rows) - 1 < 2000 and "more earlier runs" in text

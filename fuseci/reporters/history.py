@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from fuseci.config import names
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
+from fuseci.reporters.text import relative_change
 
 if TYPE_CHECKING:
     from fuseci.judge.history import ChangePoint, History, RunPoint, Series
@@ -56,7 +57,8 @@ def sentence(s: Series, c: ChangePoint, with_gpu: bool = False) -> str:
     else:
         gate = f"{'beyond' if c.beyond_tolerance else 'within'} its {s.tolerance_text} gate"
     return (
-        f"{where}: {_label(s)} stepped from {_gain(c.before)} to {_gain(c.after)} ({c.change * 100:+.1f}%, {gate}) "
+        f"{where}: {_label(s)} stepped from {_gain(c.before)} to {_gain(c.after)} "
+        f"({relative_change(c.after, c.before)}, {gate}) "
         f"at commit {c.run.short_commit} ({_when(c.run)})"
     )
 

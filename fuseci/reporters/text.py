@@ -69,6 +69,15 @@ def totals(comparisons: list[Comparison]) -> str:
     return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons)}"
 
 
+def relative_change(now: float, before: float) -> str:
+    """``-39.6%``; a ratio of two positive values beyond float range (or a millionfold), in
+    decades: ``×1e+308``."""
+    ratio = now / before
+    if math.isfinite(ratio) and ratio < 1e6:
+        return f"{(ratio - 1) * 100:+.1f}%"
+    return f"×1e{math.log10(now) - math.log10(before):+.0f}"
+
+
 def _num(values: Mapping[str, float], name: str) -> float | None:
     v = values.get(name)
     return None if v is None or not math.isfinite(v) else float(v)
