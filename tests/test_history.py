@@ -20,6 +20,7 @@ import fuseci.store.runs as run_files
 from fuseci import api
 from fuseci.api import trends
 from fuseci.cli import app
+from fuseci.config.parse import load_suite
 from fuseci.judge import history
 from fuseci.reporters import history as history_reporter
 
@@ -38,17 +39,47 @@ def invoke(*args: object):
 
 @pytest.fixture(scope="module")
 def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Five run files, a day apart, each with its own commit."""
+    """Five run files, a day apart, each with its own commit: the two recordings re-analysed and
+    saved with the stamps of five runs (a re-analysed run is otherwise stamped with its
+    recording's time, and two recordings make only two times)."""
     directory = tmp_path_factory.mktemp("runs")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
+        suite = load_suite(Path("suites/elementwise.yaml"))
         for i, report in enumerate(SEQUENCE):
-            mp.setattr(run_files, "_now", lambda i=i: START + timedelta(days=i))
-            mp.setenv("GITHUB_SHA", _sha(i))
-            result = invoke("run", "suites/elementwise.yaml", "--from-report", report, "--results-dir", directory)
-            assert result.exit_code == (1 if report == REGRESSED_REPORT else 0), result.output
+            comparison, results = api.check_results(suite, api.RunOptions(from_report=report))
+            assert comparison.verdict.exit_code == (1 if report == REGRESSED_REPORT else 0)
+            stamp = run_files.Stamp(START + timedelta(days=i), _sha(i))
+            run_files.save_run([results], {"elementwise": "suites/elementwise.yaml"}, directory, stamp)
     assert len(list(directory.glob("*.json"))) == 5
     return directory
+
+
+def test_runs_re_analysed_from_recordings_read_in_the_order_they_were_recorded(
+    in_root, tmp_path: Path, monkeypatch
+) -> None:
+    # They were stamped with the time they were re-analysed and the commit checked out then, so a
+    # history of recordings needed its clock and commit faked.
+    monkeypatch.setenv("GITHUB_SHA", _sha(8))
+    directory = tmp_path / "runs"
+    recorded = [CLEAN_REPORT, REGRESSED_REPORT, CLEAN_REPORT.parent / "elementwise-h100.ncu-rep.xz"]
+    for report in reversed(recorded):  # re-analysed newest first: the order must come from the recordings
+        result = invoke("run", "suites/elementwise.yaml", "--from-report", report, "--results-dir", directory, "-q")
+        assert result.exit_code in (0, 1), result.output
+    names = sorted(p.name for p in directory.glob("*.json"))
+    assert names == [
+        "20261126T075213Z-nvidia-h200.json",
+        "20261126T075313Z-nvidia-h200.json",
+        "20261126T080832Z-nvidia-h100-80gb-hbm3.json",
+    ]
+    doc = json.loads((directory / names[0]).read_text())
+    assert doc["created"] == "2026-11-26T07:52:13Z" and doc["git_commit"] is None
+    found = api.history(directory)
+    assert [r.short_commit for r in found.runs] == ["no commit"] * 3
+    dram = next(
+        s for s in found.series if (s.gpu, s.case, s.quantity) == ("NVIDIA H200", "scale_relu_add", "dram__bytes.sum")
+    )
+    assert [round(v, 2) for v in dram.values] == [2.32, 1.4]
 
 
 def test_change_points_are_where_the_level_moves() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 import math
 import os
 import xml.etree.ElementTree as ET
@@ -405,3 +406,29 @@ def test_help_says_what_a_and_b_are() -> None:
     assert "Run A, the reference" in text and "Run B, judged against A" in text
     assert "fuseci run --results-dir DIR" in text and "Exit codes: 0" in text
     assert "--results-dir" in " ".join(invoke("run", "--help").stdout.split())
+
+
+def test_a_recorded_reports_time_is_read_from_its_header(tmp_path: Path) -> None:
+    from fuseci.frames.report import session_started
+
+    assert session_started(CLEAN_REPORT) == datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc)
+    assert session_started(REGRESSED_REPORT) == datetime(2026, 11, 26, 7, 53, 13, tzinfo=timezone.utc)
+    plain = tmp_path / "r.ncu-rep"
+    plain.write_bytes(lzma.decompress(CLEAN_REPORT.read_bytes())[:4096])  # the headers survive truncation
+    assert session_started(plain) == datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc)
+    for junk in (b"", b"NVR\x00", b"NVR\x00\xff\xff\xff\xff", b"NVR\x00\x02\x00\x00\x00\x08", b"not a report" * 100):
+        plain.write_bytes(junk)
+        assert session_started(plain) is None
+    fifo = tmp_path / "fifo.ncu-rep"
+    os.mkfifo(fifo)
+    assert session_started(fifo) is None  # and does not wait for a writer
+
+
+def test_a_re_analysed_run_is_stamped_with_its_recording_not_the_checkout(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_SHA", "a" * 40)
+    stamp = runs.recording_stamp(CLEAN_REPORT)
+    assert stamp == runs.Stamp(datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc), None)
+    headless = tmp_path / "copy.ncu-rep"
+    headless.write_bytes(b"no header")
+    os.utime(headless, (1_800_000_000, 1_800_000_000))
+    assert runs.recording_stamp(headless) == runs.Stamp(datetime.fromtimestamp(1_800_000_000, tz=timezone.utc), None)

@@ -163,6 +163,8 @@ class RunOutcome:
     """One per suite, in order; a suite that could not be judged is one ``ERROR``."""
     measured: tuple[SuiteResults, ...]
     """The results of the suites that were measured, to keep in a run file."""
+    from_report: Path | None = None
+    """The recorded report they were re-analysed from, if they were."""
 
 
 def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
@@ -234,15 +236,20 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
     finally:
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
-    return RunOutcome(tuple(c for c, _ in done), tuple(r for _, r in done if r is not None))
+    return RunOutcome(
+        tuple(c for c, _ in done), tuple(r for _, r in done if r is not None), from_report=options.from_report
+    )
 
 
 def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:
     """Save the measured suites as a new run file in ``directory``; None when none was measured.
+    A run re-analysed from a recorded report is stamped with the recording's time and no commit
+    (:func:`fuseci.store.runs.recording_stamp`), a profiled one with now and the commit checked out.
 
     Raises:
         ReportError: the run file cannot be written.
     """
     if not outcome.measured:
         return None
-    return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory)
+    stamp = run_files.recording_stamp(outcome.from_report) if outcome.from_report is not None else None
+    return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory, stamp)
