@@ -50,10 +50,20 @@ def test_malformed_suite_exits_3_with_one_line(tmp_path: Path) -> None:
 
 
 def test_missing_report_exits_3(in_root, tmp_path: Path) -> None:
+    # The report is what is missing, whatever else is: it used to read as its record missing.
     result = invoke("run", SUITE, "--from-report", str(tmp_path / "none.ncu-rep.xz"))
     assert result.exit_code == 3
-    assert "harness record not found" in result.stderr
+    assert f"fuseci: error: {tmp_path / 'none.ncu-rep.xz'}: report not found; pass the .ncu-rep" in result.stderr
+    assert "harness record not found" not in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_missing_record_beside_a_report_is_the_record_missing(in_root, tmp_path: Path) -> None:
+    report = tmp_path / "elementwise.ncu-rep.xz"
+    report.write_bytes(CLEAN_REPORT.read_bytes())
+    result = invoke("run", SUITE, "--from-report", str(report))
+    assert result.exit_code == 3
+    assert f"{tmp_path / 'elementwise.harness.json'}: harness record not found" in result.stderr
 
 
 def test_truncated_report_exits_3(in_root, tmp_path: Path) -> None:
