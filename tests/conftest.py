@@ -151,4 +151,6 @@ def recorded_comparison(report: Path, baselines: Path = Path("baselines")):
     from fuseci.config.parse import load_suite
 
     suite = load_suite("suites/elementwise.yaml")
-    return api.check(suite, api.RunOptions(baselines=baselines, from_report=report))
+    # As a user types it from the repository root (README): the advice in messages quotes it.
+    relative = report.relative_to(ROOT) if report.is_relative_to(ROOT) else report
+    return api.check(suite, api.RunOptions(baselines=baselines, from_report=relative))

@@ -86,6 +86,16 @@ def test_ncu_missing_exits_3_with_the_fix(in_root, tmp_path: Path, monkeypatch: 
     assert result.exit_code == 3
     assert "ncu (Nsight Compute) not found" in result.stderr
     assert ET.parse(junit).getroot().get("errors") == "1"  # the suite still shows up in CI
+    # The exact command that judges the suite here without ncu, where `fuseci run` puts a report.
+    report = tmp_path / "out" / "elementwise.ncu-rep"
+    command = f"`fuseci run {SUITE} --from-report {report}`"
+    assert f"to judge a report recorded on a machine with ncu (its .harness.json beside it): {command}" in result.stderr
+    # An earlier run's report is there: the command names it, with the baselines asked for.
+    report.parent.mkdir()
+    report.write_bytes(b"")
+    result = invoke("run", SUITE, "--report-dir", str(tmp_path / "out"), "--baselines", str(tmp_path / "b"))
+    command = f"`fuseci run {SUITE} --from-report {report} --baselines {tmp_path / 'b'}`"
+    assert f"this machine has the report of an earlier run: {command}" in result.stderr
 
 
 def test_from_report_needs_exactly_one_suite(in_root) -> None:

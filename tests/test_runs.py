@@ -250,9 +250,14 @@ def test_regression_against_the_clean_run_exits_1_like_fuseci_run(
     # The clean run stands in for the committed baseline, which was recorded from the same report.
     via_run = tmp_path / "r.json"
     assert invoke("run", SUITE, "--from-report", REGRESSED_REPORT, "--json", via_run).exit_code == 1
+    # The same verdicts and words, but for the advice: run A is no baseline file that
+    # update-baselines records, so compare suggests it nowhere.
+    advice = f" (if intended, record it with `fuseci update-baselines {SUITE} --from-report {REGRESSED_REPORT}`)"
     assert [(c["case"], c["check"], c["verdict"], c["message"]) for c in _checks(out)] == [
-        (c["case"], c["check"], c["verdict"], c["message"]) for c in _checks(via_run)
+        (c["case"], c["check"], c["verdict"], c["message"].replace(advice, "")) for c in _checks(via_run)
     ]
+    assert any(advice in c["message"] for c in _checks(via_run))
+    assert "update-baselines" not in out.read_text() + result.output + junit.read_text() + summary
 
 
 def test_runs_on_other_cards_are_incomparable_until_accepted(
@@ -270,6 +275,10 @@ def test_runs_on_other_cards_are_incomparable_until_accepted(
     assert {k["quantity"] for k in compared} >= {names.LAUNCHES, names.DRAM_BYTES, names.DURATION}
     assert {k["verdict"] for k in compared} == {"incomparable"}  # every gain that has a baseline value
     assert "environment differs: gpu_name baseline 'NVIDIA H100 80GB HBM3', now 'NVIDIA H200'" in result.stdout
+    # Run A is no baseline file: the advice is another run A, or --accept-env, never update-baselines.
+    advice = "; if this is intended, compare with a run A measured in the same environment, or compare anyway with --accept-env gpu_name"
+    assert all(k["message"].endswith(advice) for k in compared)
+    assert "update-baselines" not in result.output
     accepted = invoke("compare", h100, clean_run, "--accept-env", "gpu_name", "--json", out)
     assert accepted.exit_code == 0, accepted.output
     verdicts: dict[str, set[str]] = {}

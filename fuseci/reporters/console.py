@@ -15,6 +15,7 @@ file passes :func:`~fuseci.reporters.text.clean` before colour is added.
 from __future__ import annotations
 
 import math
+import shlex
 
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict
@@ -111,13 +112,24 @@ def _blocks(c: Comparison, paint: _Paint) -> list[str]:
         if len(new) == 1:
             out.append(f"    {paint('-', _SGR[Verdict.NEW])} {clean(new[0].message)}")
         elif new:
-            out.append(
-                f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have no baseline value yet: "
-                f"record them with `fuseci update-baselines {clean(c.suite_path)}`"
+            command = record_command(c)
+            advice = (
+                f"no baseline value yet: record them with `{clean(command)}`"
+                if command
+                else f"no value in {clean(c.reference.name if c.reference else 'the baseline')} to compare with"
             )
+            out.append(f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have {advice}")
         if a.passing:
             out.append(paint(f"    ({a.passing} more check{'s' if a.passing != 1 else ''} pass)", _DIM))
     return out
+
+
+def record_command(c: Comparison) -> str:
+    """The command that records ``c``'s baseline from the same inputs as its run (its
+    :class:`~fuseci.judge.verdict.Reference`'s); empty when its reference is another run."""
+    if c.reference is None:  # read back from a results file: the suite file is all that is known
+        return f"fuseci update-baselines {shlex.quote(c.suite_path)}"
+    return c.reference.command
 
 
 def _notes(c: Comparison, verbose: bool) -> list[str]:
@@ -143,7 +155,7 @@ def _suite(c: Comparison, paint: _Paint, verbose: bool) -> list[str]:
         checks = sum(1 for case in c.cases for k in case.checks if k.verdict is Verdict.NEW)
         out.append(
             f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so {checks} checks "
-            f"have nothing to compare with; record one with `fuseci update-baselines {clean(c.suite_path)}`"
+            f"have nothing to compare with; record one with `{clean(record_command(c) or 'fuseci update-baselines')}`"
         )
     else:
         out.append(f"  baseline {clean(str(c.baseline_path))}")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, pinned, recorded_comparison
 
 from fuseci.judge.verdict import failed
 from fuseci.reporters import FORMATS, console, junit
@@ -87,7 +87,10 @@ def test_first_run_without_baseline_is_one_line(in_root, tmp_path: Path) -> None
     assert not comparison.has_baseline
     (line,) = [line for line in text.splitlines() if "baseline" in line]
     assert line.startswith(f"  NEW: no baseline at {tmp_path}/nvidia-h200/elementwise.json yet, so ")
-    assert line.endswith("record one with `fuseci update-baselines suites/elementwise.yaml`")
+    # The command that records it from the same report into the same baselines (the bare command
+    # recorded nothing: there is no GPU here, and the baselines are not the default ones).
+    record = f"fuseci update-baselines suites/elementwise.yaml --from-report {CLEAN_REPORT.relative_to(ROOT)} --baselines {tmp_path}"
+    assert line.endswith(f"record one with `{record}`")
     assert "  NEW  " not in text  # no line per check
 
 
