@@ -260,6 +260,15 @@ def test_regression_against_the_clean_run_exits_1_like_fuseci_run(
     assert "update-baselines" not in out.read_text() + result.output + junit.read_text() + summary
 
 
+def test_compare_quiet_prints_only_the_report(in_root, clean_run: Path, regressed_run: Path) -> None:
+    loud = invoke("compare", clean_run, regressed_run)
+    assert f"fuseci: judging B {regressed_run} against A {clean_run}" in loud.stderr
+    for flag in ("-q", "--quiet"):
+        quiet = invoke("compare", flag, clean_run, regressed_run)
+        assert quiet.exit_code == loud.exit_code == 1
+        assert "judging" not in quiet.stderr and quiet.stdout == loud.stdout
+
+
 def test_runs_on_other_cards_are_incomparable_until_accepted(
     in_root, tmp_path: Path, clean_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
