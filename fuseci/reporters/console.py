@@ -19,7 +19,16 @@ import shlex
 
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, attention, clean, env_line, totals, undercount_summary
+from fuseci.reporters.text import (
+    GAIN_COLUMNS,
+    UNDERCOUNT,
+    attention,
+    clean,
+    count,
+    env_line,
+    totals,
+    undercount_summary,
+)
 
 #: SGR colour per verdict: red for what fails the build, yellow for what needs a look, cyan for
 #: what has nothing to compare with, green for what is fine.
@@ -120,7 +129,7 @@ def _blocks(c: Comparison, paint: _Paint) -> list[str]:
             )
             out.append(f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have {advice}")
         if a.passing:
-            out.append(paint(f"    ({a.passing} more check{'s' if a.passing != 1 else ''} pass)", _DIM))
+            out.append(paint(f"    ({count(a.passing, 'more check', 'more checks')} pass)", _DIM))
     return out
 
 
@@ -154,8 +163,8 @@ def _suite(c: Comparison, paint: _Paint, verbose: bool) -> list[str]:
     if not c.has_baseline:
         checks = sum(1 for case in c.cases for k in case.checks if k.verdict is Verdict.NEW)
         out.append(
-            f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so {checks} checks "
-            f"have nothing to compare with; record one with `{clean(record_command(c) or 'fuseci update-baselines')}`"
+            f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so "
+            f"{count(checks, 'check')} {'has' if checks == 1 else 'have'} nothing to compare with; record one with `{clean(record_command(c) or 'fuseci update-baselines')}`"
         )
     else:
         out.append(f"  baseline {clean(str(c.baseline_path))}")

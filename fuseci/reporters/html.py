@@ -42,7 +42,7 @@ from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta,
 from fuseci.reporters import charts, templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.charts import Chart, Tone
-from fuseci.reporters.text import totals
+from fuseci.reporters.text import totals, verdict_count
 
 #: Bytes of the page for each section (they add up to less than the page's budget, leaving
 #: room for the fixed markup and style sheet).
@@ -302,8 +302,8 @@ class Page:
     """Every verdict counted and the exit code."""
     exit_code: int
     """What the run exits with."""
-    verdicts: tuple[tuple[str, str, int], ...]
-    """(verdict, tone, count) of every verdict that occurred, worst first."""
+    verdicts: tuple[tuple[str, str], ...]
+    """(``4 errors``, tone) of every verdict that occurred, worst first."""
     suites: tuple[SuiteView, ...]
     """Overview rows."""
     suites_more: str
@@ -712,7 +712,7 @@ def _rest(cases: Sequence[CaseResult]) -> str:
     if not cases:
         return ""
     counts = Counter(case.verdict for case in cases)
-    by = ", ".join(f"{counts[v]:,} {v.value}" for v in VERDICTS if counts[v])
+    by = ", ".join(verdict_count(v, counts[v], separators=True) for v in VERDICTS if counts[v])
     return f"{more(len(cases), 'cases')}: {by}"
 
 
@@ -747,7 +747,7 @@ def page(comparisons: list[Comparison]) -> Page:
         title=f"fuseci: {title}",
         totals=totals(comparisons),
         exit_code=exit_code(comparisons),
-        verdicts=tuple((v.value, tone(v).name.lower(), counts[v]) for v in VERDICTS if counts[v]),
+        verdicts=tuple((verdict_count(v, counts[v]), tone(v).name.lower()) for v in VERDICTS if counts[v]),
         suites=tuple(suites),
         suites_more=more(len(comparisons) - len(suites), "suites"),
         envs=_envs(comparisons),
