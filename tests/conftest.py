@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+#: The fuzz tests' seed: drawn or taken from FUSECI_FUZZ_SEED, printed, named beside failures.
+pytest_plugins = ["fuzzing"]
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 REPORTS = DATA / "reports"
