@@ -119,6 +119,7 @@ def _gains(paths: Sequence[Path]) -> list[judge_history.RunGains]:
             return [_run_gains(p) for p in paths]
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(pool.map(_run_gains, paths, chunksize=max(1, len(paths) // (workers * 8))))
+            # Small chunks: a worker left with the last big one would work alone for seconds.
+            return list(pool.map(_run_gains, paths, chunksize=max(1, len(paths) // (workers * 128))))
     finally:
         gc.unfreeze()
