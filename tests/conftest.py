@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+#: The fuzz tests' seed: drawn or taken from FUSECI_FUZZ_SEED, printed, named beside failures.
+pytest_plugins = ["fuzzing"]
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 REPORTS = DATA / "reports"
@@ -151,4 +154,6 @@ def recorded_comparison(report: Path, baselines: Path = Path("baselines")):
     from fuseci.config.parse import load_suite
 
     suite = load_suite("suites/elementwise.yaml")
-    return api.check(suite, api.RunOptions(baselines=baselines, from_report=report))
+    # As a user types it from the repository root (README): the advice in messages quotes it.
+    relative = report.relative_to(ROOT) if report.is_relative_to(ROOT) else report
+    return api.check(suite, api.RunOptions(baselines=baselines, from_report=relative))

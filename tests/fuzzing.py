@@ -9,6 +9,11 @@ failure to the smallest mutation that shows it.
 
 ``FUSECI_FUZZ_SCALE`` multiplies every fuzz test's example count (``FUSECI_FUZZ_SCALE=20 pytest
 tests/test_readers_fuzz.py`` for a long local run); CI runs the default counts.
+
+Every fuzz test draws its examples from one seed, ``FUSECI_FUZZ_SEED``; without it, the run
+draws one (so that each CI run tries new examples), prints it in pytest's header, and prints it
+again beside every fuzz test that fails: ``FUSECI_FUZZ_SEED=N pytest NODE`` replays the failure.
+This module is also the pytest plugin that does that (``pytest_plugins`` in conftest.py).
 """
 
 from __future__ import annotations
@@ -17,23 +22,67 @@ import copy
 import json
 import math
 import os
-from typing import Any
+import random
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 
 SCALE = float(os.environ.get("FUSECI_FUZZ_SCALE", "1"))
+SEED_VARIABLE = "FUSECI_FUZZ_SEED"
+
+T = TypeVar("T", bound=Callable[..., Any])
 
 
-def fuzz_settings(examples: int) -> settings:
-    """Settings of one fuzz test: ``examples`` (times ``FUSECI_FUZZ_SCALE``), no deadline, no
-    example database (a CI runner keeps none), the health checks big documents trip disabled."""
-    return settings(
-        max_examples=max(1, int(examples * SCALE)),
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-    )
+def fuzz_seed() -> int:
+    """The run's seed: ``FUSECI_FUZZ_SEED`` (set by :func:`pytest_configure` when not given)."""
+    text = os.environ.get(SEED_VARIABLE, "").strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise pytest.UsageError(f"{SEED_VARIABLE}={text!r}: give a whole number, the seed a run printed") from None
+
+
+def fuzz_settings(examples: int) -> Callable[[T], T]:
+    """The settings of one fuzz test: ``examples`` (times ``FUSECI_FUZZ_SCALE``), from the run's
+    seed, no deadline, no example database (a CI runner keeps none), the health checks big
+    documents trip disabled. Decorates the test (above ``@given``)."""
+
+    def apply(test: T) -> T:
+        chosen = settings(
+            max_examples=max(1, int(examples * SCALE)),
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+        )
+        seeded: T = seed(fuzz_seed())(chosen(test))
+        seeded.fuseci_fuzz = True  # type: ignore[attr-defined]  # its failures name the seed
+        return seeded
+
+    return apply
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Draw the run's seed unless one is given; set in the environment, so that any worker
+    process of the run uses the same."""
+    if not os.environ.get(SEED_VARIABLE, "").strip():
+        os.environ[SEED_VARIABLE] = str(random.SystemRandom().randrange(2**32))
+    fuzz_seed()  # a malformed seed stops the run here, with the fix
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"fuzz seed: {fuzz_seed()} (replay with {SEED_VARIABLE}={fuzz_seed()})"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and getattr(getattr(item, "obj", None), "fuseci_fuzz", False):
+        replay = f"{SEED_VARIABLE}={fuzz_seed()} python -m pytest '{item.nodeid}'"
+        report.sections.append(("fuzz seed", f"this fuzz test failed with seed {fuzz_seed()}; replay: {replay}"))
+    return report
 
 
 def deep(depth: int) -> Any:

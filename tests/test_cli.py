@@ -50,10 +50,20 @@ def test_malformed_suite_exits_3_with_one_line(tmp_path: Path) -> None:
 
 
 def test_missing_report_exits_3(in_root, tmp_path: Path) -> None:
+    # The report is what is missing, whatever else is: it used to read as its record missing.
     result = invoke("run", SUITE, "--from-report", str(tmp_path / "none.ncu-rep.xz"))
     assert result.exit_code == 3
-    assert "harness record not found" in result.stderr
+    assert f"fuseci: error: {tmp_path / 'none.ncu-rep.xz'}: report not found; pass the .ncu-rep" in result.stderr
+    assert "harness record not found" not in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_missing_record_beside_a_report_is_the_record_missing(in_root, tmp_path: Path) -> None:
+    report = tmp_path / "elementwise.ncu-rep.xz"
+    report.write_bytes(CLEAN_REPORT.read_bytes())
+    result = invoke("run", SUITE, "--from-report", str(report))
+    assert result.exit_code == 3
+    assert f"{tmp_path / 'elementwise.harness.json'}: harness record not found" in result.stderr
 
 
 def test_truncated_report_exits_3(in_root, tmp_path: Path) -> None:
@@ -76,6 +86,16 @@ def test_ncu_missing_exits_3_with_the_fix(in_root, tmp_path: Path, monkeypatch: 
     assert result.exit_code == 3
     assert "ncu (Nsight Compute) not found" in result.stderr
     assert ET.parse(junit).getroot().get("errors") == "1"  # the suite still shows up in CI
+    # The exact command that judges the suite here without ncu, where `fuseci run` puts a report.
+    report = tmp_path / "out" / "elementwise.ncu-rep"
+    command = f"`fuseci run {SUITE} --from-report {report}`"
+    assert f"to judge a report recorded on a machine with ncu (its .harness.json beside it): {command}" in result.stderr
+    # An earlier run's report is there: the command names it, with the baselines asked for.
+    report.parent.mkdir()
+    report.write_bytes(b"")
+    result = invoke("run", SUITE, "--report-dir", str(tmp_path / "out"), "--baselines", str(tmp_path / "b"))
+    command = f"`fuseci run {SUITE} --from-report {report} --baselines {tmp_path / 'b'}`"
+    assert f"this machine has the report of an earlier run: {command}" in result.stderr
 
 
 def test_from_report_needs_exactly_one_suite(in_root) -> None:

@@ -8,6 +8,7 @@ from fuseci.frames.metrics import VARIANT_COLUMNS, aggregate, dram_peak, gains, 
 from fuseci.frames.report import KERNEL_COLUMNS
 
 TENSOR = 2**28  # bytes in one 64 Mi-element float32 tensor
+LIMIT = next(iter(names.OCCUPANCY_LIMITERS))
 
 
 def _kernel(case: str, variant: str, index: int, read: float, write: float, ns: float, occ: float) -> dict:
@@ -81,3 +82,59 @@ def test_the_cards_peak_dram_bandwidth_is_what_ncus_percentage_implies(clean_ker
     assert dram_peak(clean_kernels) == pytest.approx(4.81e12, rel=0.002)
     idle = clean_kernels.assign(**{names.DRAM_PCT_PEAK: 0.5})
     assert dram_peak(idle) is None
+
+
+def _series_sum(values: pd.Series) -> float:
+    return float(values.sum())
+
+
+def _reference(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The per-variant sums, weights and extremes by pandas, each group's Series summed as a
+    Series sums (groupby's own sum compensates, and differs in the last bit): what aggregate()
+    must give."""
+    k = kernels.assign(
+        _ach=kernels[names.OCC_ACHIEVED] * kernels[names.DURATION],
+        _limit_order=kernels[names.DURATION].fillna(-1.0),
+    )
+    g = k.groupby([names.SUITE, names.CASE, names.VARIANT], sort=False)
+    out = pd.DataFrame({
+        names.LAUNCHES: g.size(),
+        names.DRAM_READ: g[names.DRAM_READ].agg(_series_sum),
+        names.DRAM_WRITE: g[names.DRAM_WRITE].agg(_series_sum),
+        names.DURATION: g[names.DURATION].agg(_series_sum),
+        names.REPLAY_PASSES: g[names.REPLAY_PASSES].max(),
+        "ach_sum": g["_ach"].agg(_series_sum),
+        "ach_mean": g[names.OCC_ACHIEVED].mean(),
+        "ach_known": g[names.OCC_ACHIEVED].count(),
+        "longest": g["_limit_order"].idxmax(),
+    })  # fmt: skip
+    return out
+
+
+def test_aggregate_is_pandas_groupby_to_the_bit(clean_kernels) -> None:
+    """Shuffled rows (groups in order of first appearance), NaN and zeros in every metric: the
+    per-variant frame holds exactly what pandas' groupby computes."""
+    import numpy as np
+
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        k = clean_kernels.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+        for c in KERNEL_COLUMNS[6:]:
+            k.loc[rng.random(len(k)) < 0.3, c] = math.nan
+            k.loc[rng.random(len(k)) < 0.1, c] = 0.0
+        got = aggregate(k)
+        ref = _reference(k)
+        assert list(zip(got[names.CASE], got[names.VARIANT], strict=True)) == [(c, v) for _, c, v in ref.index]
+        for col in (names.LAUNCHES, names.DRAM_READ, names.DRAM_WRITE, names.DURATION, names.REPLAY_PASSES):
+            assert got[col].tolist() == pytest.approx(ref[col].tolist(), rel=0, abs=0, nan_ok=True), col
+        total = ref[names.DURATION]
+        weighted = (ref["ach_sum"] / total).where((total > 0) & (ref["ach_known"] > 0), ref["ach_mean"])
+        assert got[names.OCC_ACHIEVED].tolist() == pytest.approx(weighted.tolist(), rel=0, abs=0, nan_ok=True)
+        limits = k.loc[ref["longest"], LIMIT].tolist()
+        assert got[LIMIT].tolist() == pytest.approx(limits, rel=0, abs=0, nan_ok=True)
+        g = gains(got)
+        fused = got[got[names.VARIANT] != "unfused"].set_index(names.CASE)
+        unfused = got[got[names.VARIANT] == "unfused"].set_index(names.CASE)
+        for _, row in g.iterrows():
+            expect = ratio(unfused.loc[row[names.CASE], names.DURATION], fused.loc[row[names.CASE], names.DURATION])
+            assert row[names.DURATION] == pytest.approx(expect, rel=0, abs=0, nan_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 import math
 import os
 import xml.etree.ElementTree as ET
@@ -249,9 +250,23 @@ def test_regression_against_the_clean_run_exits_1_like_fuseci_run(
     # The clean run stands in for the committed baseline, which was recorded from the same report.
     via_run = tmp_path / "r.json"
     assert invoke("run", SUITE, "--from-report", REGRESSED_REPORT, "--json", via_run).exit_code == 1
+    # The same verdicts and words, but for the advice: run A is no baseline file that
+    # update-baselines records, so compare suggests it nowhere.
+    advice = f" (if intended, record it with `fuseci update-baselines {SUITE} --from-report {REGRESSED_REPORT}`)"
     assert [(c["case"], c["check"], c["verdict"], c["message"]) for c in _checks(out)] == [
-        (c["case"], c["check"], c["verdict"], c["message"]) for c in _checks(via_run)
+        (c["case"], c["check"], c["verdict"], c["message"].replace(advice, "")) for c in _checks(via_run)
     ]
+    assert any(advice in c["message"] for c in _checks(via_run))
+    assert "update-baselines" not in out.read_text() + result.output + junit.read_text() + summary
+
+
+def test_compare_quiet_prints_only_the_report(in_root, clean_run: Path, regressed_run: Path) -> None:
+    loud = invoke("compare", clean_run, regressed_run)
+    assert f"fuseci: judging B {regressed_run} against A {clean_run}" in loud.stderr
+    for flag in ("-q", "--quiet"):
+        quiet = invoke("compare", flag, clean_run, regressed_run)
+        assert quiet.exit_code == loud.exit_code == 1
+        assert "judging" not in quiet.stderr and quiet.stdout == loud.stdout
 
 
 def test_runs_on_other_cards_are_incomparable_until_accepted(
@@ -269,6 +284,10 @@ def test_runs_on_other_cards_are_incomparable_until_accepted(
     assert {k["quantity"] for k in compared} >= {names.LAUNCHES, names.DRAM_BYTES, names.DURATION}
     assert {k["verdict"] for k in compared} == {"incomparable"}  # every gain that has a baseline value
     assert "environment differs: gpu_name baseline 'NVIDIA H100 80GB HBM3', now 'NVIDIA H200'" in result.stdout
+    # Run A is no baseline file: the advice is another run A, or --accept-env, never update-baselines.
+    advice = "; if this is intended, compare with a run A measured in the same environment, or compare anyway with --accept-env gpu_name"
+    assert all(k["message"].endswith(advice) for k in compared)
+    assert "update-baselines" not in result.output
     accepted = invoke("compare", h100, clean_run, "--accept-env", "gpu_name", "--json", out)
     assert accepted.exit_code == 0, accepted.output
     verdicts: dict[str, set[str]] = {}
@@ -405,3 +424,29 @@ def test_help_says_what_a_and_b_are() -> None:
     assert "Run A, the reference" in text and "Run B, judged against A" in text
     assert "fuseci run --results-dir DIR" in text and "Exit codes: 0" in text
     assert "--results-dir" in " ".join(invoke("run", "--help").stdout.split())
+
+
+def test_a_recorded_reports_time_is_read_from_its_header(tmp_path: Path) -> None:
+    from fuseci.frames.report import session_started
+
+    assert session_started(CLEAN_REPORT) == datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc)
+    assert session_started(REGRESSED_REPORT) == datetime(2026, 11, 26, 7, 53, 13, tzinfo=timezone.utc)
+    plain = tmp_path / "r.ncu-rep"
+    plain.write_bytes(lzma.decompress(CLEAN_REPORT.read_bytes())[:4096])  # the headers survive truncation
+    assert session_started(plain) == datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc)
+    for junk in (b"", b"NVR\x00", b"NVR\x00\xff\xff\xff\xff", b"NVR\x00\x02\x00\x00\x00\x08", b"not a report" * 100):
+        plain.write_bytes(junk)
+        assert session_started(plain) is None
+    fifo = tmp_path / "fifo.ncu-rep"
+    os.mkfifo(fifo)
+    assert session_started(fifo) is None  # and does not wait for a writer
+
+
+def test_a_re_analysed_run_is_stamped_with_its_recording_not_the_checkout(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_SHA", "a" * 40)
+    stamp = runs.recording_stamp(CLEAN_REPORT)
+    assert stamp == runs.Stamp(datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc), None)
+    headless = tmp_path / "copy.ncu-rep"
+    headless.write_bytes(b"no header")
+    os.utime(headless, (1_800_000_000, 1_800_000_000))
+    assert runs.recording_stamp(headless) == runs.Stamp(datetime.fromtimestamp(1_800_000_000, tz=timezone.utc), None)

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SUITES
-from hypothesis import HealthCheck, assume, event, given, settings
+from fuzzing import fuzz_settings
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from fuseci.config import names
@@ -27,12 +28,7 @@ from fuseci.errors import SuiteError
 
 jsonschema = pytest.importorskip("jsonschema")
 
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-)
+FUZZ = fuzz_settings(200)
 VALIDATOR = jsonschema.Draft7Validator(jsonschema.validators.json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 SHIPPED = {p.name: p.read_bytes() for p in sorted(SUITES.glob("*.yaml"))}
 # libyaml's emitter and parser where PyYAML has them: the pure-Python ones would take most of
@@ -213,7 +209,7 @@ valid_cases = st.fixed_dictionaries(
 )
 
 
-@settings(FUZZ, max_examples=100)
+@fuzz_settings(100)
 @given(
     name=st.from_regex(r"\A[A-Za-z0-9_-]{1,10}\Z"),
     cases=st.lists(valid_cases, min_size=1, max_size=3, unique_by=lambda c: c["id"]),

@@ -22,7 +22,9 @@ from playwright.sync_api import sync_playwright
 from typer.testing import CliRunner
 
 import fuseci.store.runs as run_files
+from fuseci import api
 from fuseci.cli import app
+from fuseci.config.parse import load_suite
 
 ARGS = [
     "--headless",
@@ -54,11 +56,14 @@ def _pages(root: Path, tmp: Path) -> tuple[Path, Path]:
     _invoke("run", "suites/elementwise.yaml", "--from-report", regressed, "--html", report)
     runs = Path("runs")
     start = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
+    suite = load_suite(Path("suites/elementwise.yaml"))
+    # Two recordings stand for five runs a day apart, each at its own commit: saved with those
+    # stamps (re-analysed through the command line, each would carry its recording's time).
     for i, kind in enumerate(["", "", "-regressed", "-regressed", ""]):
-        run_files._now = lambda i=i: start + timedelta(days=i)  # type: ignore[assignment]
-        os.environ["GITHUB_SHA"] = f"{i + 1}" * 7 + "0" * 33
         recorded = reports / f"elementwise{kind}.ncu-rep.xz"
-        _invoke("run", "suites/elementwise.yaml", "--from-report", recorded, "--results-dir", runs)
+        _, results = api.check_results(suite, api.RunOptions(from_report=recorded))
+        stamp = run_files.Stamp(start + timedelta(days=i), f"{i + 1}" * 7 + "0" * 33)
+        run_files.save_run([results], {"elementwise": "suites/elementwise.yaml"}, runs, stamp)
     history = tmp / "history.html"
     _invoke("history", runs, "suites/elementwise.yaml", "--html", history)
     return report, history

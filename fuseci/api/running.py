@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -13,7 +14,7 @@ from fuseci.config.model import Suite
 from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.compare import compare
-from fuseci.judge.verdict import Comparison, failed
+from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
 from fuseci.measure.command import Mode, SuiteFiles
@@ -85,6 +86,31 @@ def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool =
     return found
 
 
+def reference(suite: Suite, options: RunOptions) -> Reference:
+    """The baseline a run of ``suite`` is judged against, and the command that re-records it
+    from the same inputs as the run: the same report when re-analysing one (``--from-report``),
+    the same baselines directory when it is not the default."""
+    words = ["fuseci", "update-baselines", str(suite.path)]
+    if options.from_report is not None:
+        words += ["--from-report", str(options.from_report)]
+    if options.baselines != Path("baselines"):  # RunOptions' default, as --baselines' is
+        words += ["--baselines", str(options.baselines)]
+    return Reference(shlex.join(words))
+
+
+def from_report_hint(suite: Suite, options: RunOptions) -> str:
+    """The exact command that judges ``suite`` without ncu, from a report recorded where ncu runs:
+    the one an earlier run left in the report directory, else where ``fuseci run`` puts one."""
+    report = SuiteFiles(options.report_dir, suite.name).report
+    words = ["fuseci", "run", str(suite.path), "--from-report", str(report)]
+    if options.baselines != Path("baselines"):
+        words += ["--baselines", str(options.baselines)]
+    command = shlex.join(words)
+    if report.is_file():
+        return f"; this machine has the report of an earlier run: `{command}`"
+    return f"; to judge a report recorded on a machine with ncu (its .harness.json beside it): `{command}`"
+
+
 def baseline_file(options: RunOptions, results: SuiteResults) -> Path:
     """Where this run's baseline lives."""
     return bl.baseline_path(options.baselines, str(results.env.get("gpu_name", "unknown")), results.suite)
@@ -113,12 +139,18 @@ def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteR
     path = baseline_file(options, results)
     baseline = bl.load_baseline(path)
     options.measuring.say("judging")
-    comparison = compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env)
+    judged_against = reference(suite, options)
+    comparison = compare(
+        results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env, reference=judged_against
+    )
     retry = sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
     if not retry or options.from_report is not None:
         return comparison, results
     results = remeasure(suite, options.measuring, results, retry)
-    return compare(results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env), results
+    again = compare(
+        results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env, reference=judged_against
+    )
+    return again, results
 
 
 class Progress(Protocol):
@@ -164,6 +196,8 @@ class RunOutcome:
     """One per suite, in order; a suite that could not be judged is one ``ERROR``."""
     measured: tuple[SuiteResults, ...]
     """The results of the suites that were measured, to keep in a run file."""
+    from_report: Path | None = None
+    """The recorded report they were re-analysed from, if they were."""
 
 
 def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
@@ -188,6 +222,9 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
         try:
             profiler.ncu_version(profiler.find_ncu(options.ncu))
         except NcuError as exc:
+            exc = NcuError(
+                f"{str(exc).rstrip('.')}{from_report_hint(suites[0], options)}", machine_wide=exc.machine_wide
+            )
             listener.suite_failed(suites[0], exc)
             first = failed(suites[0], str(exc))
             rest = [failed(s, f"not run: ncu cannot profile here ({suites[0].name} says why)") for s in suites[1:]]
@@ -235,15 +272,20 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
     finally:
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
-    return RunOutcome(tuple(c for c, _ in done), tuple(r for _, r in done if r is not None))
+    return RunOutcome(
+        tuple(c for c, _ in done), tuple(r for _, r in done if r is not None), from_report=options.from_report
+    )
 
 
 def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:
     """Save the measured suites as a new run file in ``directory``; None when none was measured.
+    A run re-analysed from a recorded report is stamped with the recording's time and no commit
+    (:func:`fuseci.store.runs.recording_stamp`), a profiled one with now and the commit checked out.
 
     Raises:
         ReportError: the run file cannot be written.
     """
     if not outcome.measured:
         return None
-    return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory)
+    stamp = run_files.recording_stamp(outcome.from_report) if outcome.from_report is not None else None
+    return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory, stamp)

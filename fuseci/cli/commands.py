@@ -248,6 +248,9 @@ def compare_command(
         ),
     ] = None,
     accept_env: AcceptEnv = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only the report: no line saying which run files are judged.")
+    ] = False,
     verbose: Verbose = False,
     outputs: dict[str, Path] | None = None,
 ) -> int:
@@ -270,7 +273,8 @@ def compare_command(
     setup_logging(verbose)
     accepted = api.parse_accept_env(accept_env)
     run_a, run_b = runs.load_run(runs.resolve_run(a)), runs.load_run(runs.resolve_run(b))
-    say(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
+    if not quiet:
+        say(f"fuseci: judging B {run_b.path} against A {run_a.path}", err=True)
     loaded = [load_suite(p) for p in suites] if suites else api.recorded_suites(run_a, run_b)
     if not loaded:
         raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")

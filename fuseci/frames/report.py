@@ -14,6 +14,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -198,6 +199,92 @@ def read_report(path: Path) -> pd.DataFrame:
             "or was not written by `fuseci run`: profile the suite again"
         )
     return pd.DataFrame.from_records(rows, columns=list(KERNEL_COLUMNS))
+
+
+#: A report's first bytes: the magic number, then length-prefixed protocol-buffer messages (ncu's
+#: ``extras/FileFormat``): the file header, then the first block header.
+_MAGIC = b"NVR\x00"
+#: Bytes read for the headers (they take about 150).
+_HEADER_BYTES = 1 << 16
+#: The block header's session details, and in them the time the session started (seconds
+#: since the epoch): fields 3 and 2.
+_SESSION_FIELD = 3
+_CREATED_FIELD = 2
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A protocol-buffer varint at ``at``: (value, the offset after it).
+
+    Raises:
+        ValueError: the bytes end first, or it is longer than 64 bits.
+    """
+    value = shift = 0
+    while shift < 64:
+        byte = data[at]  # IndexError past the end: the caller's ValueError
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+    raise ValueError("varint over 64 bits")
+
+
+def _fields(message: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """The (field number, value) pairs of a protocol-buffer message: varints and length-delimited
+    bytes; a message with any other wire type is not one of the headers read here.
+
+    Raises:
+        ValueError: it is not such a message.
+    """
+    at = 0
+    while at < len(message):
+        key, at = _varint(message, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(message, at)
+            yield number, value
+        elif wire == 2:
+            size, at = _varint(message, at)
+            if at + size > len(message):
+                raise ValueError("field past the end of its message")
+            yield number, message[at : at + size]
+            at += size
+        else:
+            raise ValueError(f"wire type {wire}")
+
+
+def _message(data: bytes, at: int) -> tuple[bytes, int]:
+    size = int.from_bytes(data[at : at + 4], "little")
+    if at + 4 + size > len(data):
+        raise ValueError("message past the headers read")
+    return data[at + 4 : at + 4 + size], at + 4 + size
+
+
+def session_started(path: Path) -> datetime | None:
+    """When ncu started the profiling session that wrote the report (``.ncu-rep`` or
+    ``.ncu-rep.xz``), read from its file header without NVIDIA's reader; None when the file
+    cannot be read or holds no such time (another format, a damaged header, a time before 2000
+    or in the future). Never raises."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would never end
+            return None
+        with lzma.open(path, "rb") if path.suffix == ".xz" else path.open("rb") as f:
+            head = f.read(_HEADER_BYTES)
+        if not head.startswith(_MAGIC):
+            return None
+        _, at = _message(head, len(_MAGIC))  # the file header
+        block, _ = _message(head, at)
+        session = next((v for n, v in _fields(block) if n == _SESSION_FIELD and isinstance(v, bytes)), None)
+        seconds = next((v for n, v in _fields(session or b"") if n == _CREATED_FIELD and isinstance(v, int)), None)
+    except (OSError, lzma.LZMAError, EOFError, ValueError, IndexError) as exc:
+        log.info("%s: no session time in its header: %s", path, exc)
+        return None
+    if seconds is None:
+        return None
+    started = datetime.fromtimestamp(min(seconds, 2**40), tz=timezone.utc)
+    if not datetime(2000, 1, 1, tzinfo=timezone.utc) <= started <= datetime.now(timezone.utc) + timedelta(days=1):
+        return None
+    return started
 
 
 def read_report_empty() -> pd.DataFrame:

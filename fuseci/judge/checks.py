@@ -33,7 +33,7 @@ from fuseci.config.policy import Band, Direction
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.frames.metrics import ratio
 from fuseci.judge.baseline import Baseline
-from fuseci.judge.verdict import CheckKind, MetricDelta, VariantMeasurement, Verdict
+from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, VariantMeasurement, Verdict
 
 #: A CUDA-event speedup's band is at least this many standard errors of its change (z-score):
 #: a change smaller than that cannot be told from noise.
@@ -43,6 +43,10 @@ NOISE_Z = 4.0
 BORDERLINE_FACTOR = 3.0
 #: DRAM writes count as undercounted (output still in L2) when L2 received this fraction more.
 L2_UNDERCOUNT = 0.02
+
+
+#: A baseline file, re-recorded by ``fuseci update-baselines`` (the suite's own command is not known here).
+_STORED = Reference("fuseci update-baselines")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,8 @@ class VariantContext:
     """Multiprocessors of the GPU the run measured on (0: unknown)."""
     dram_peak: float = 0.0
     """The card's peak DRAM bandwidth in bytes/s, as ncu's percentages imply it (0: unknown)."""
+    reference: Reference = _STORED
+    """What the baseline is, for the advice in messages."""
 
     def baseline_values(self, variant: str | None = None) -> Mapping[str, float] | None:
         """The baseline's quantities of ``variant`` (default: the one this variant is judged as)."""
@@ -115,7 +121,7 @@ class VariantContext:
     @property
     def keep_advice(self) -> str:
         """What to do about an improvement, where re-recording helps."""
-        return "" if self.candidate else " (update the baseline to keep it)"
+        return "" if self.candidate else self.reference.keep()
 
     def delta(self, check: CheckKind, quantity: str, verdict: Verdict, message: str = "", **kw: object) -> MetricDelta:
         """A check of this variant."""
@@ -177,7 +183,7 @@ def gain_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         return replace(
             d,
             verdict=Verdict.NEW,
-            message=f"{name} is {fmt_gain(current)}; no baseline yet (record one with `fuseci update-baselines`)",
+            message=f"{name} is {fmt_gain(current)}; {ctx.reference.missing()}",
         )
     base = base_gains.get(quantity, math.nan)
     if math.isnan(base):
@@ -221,11 +227,7 @@ def time_check(ctx: VariantContext) -> MetricDelta:
     base_gains = ctx.baseline_gains()
     base = math.nan if base_gains is None else base_gains.get(names.EVENT_TIME, math.nan)
     if not base > 0:  # NaN: no timing in the baseline
-        why = (
-            "no baseline yet (record one with `fuseci update-baselines`)"
-            if base_gains is None
-            else "the baseline has no timing for it"
-        )
+        why = ctx.reference.missing() if base_gains is None else "the baseline has no timing for it"
         return replace(d, verdict=Verdict.NEW, message=f"{name} is {fmt_gain(current)}{passes}; {why}")
     change = (current - base) / base
     d = replace(d, baseline_value=base, change=change)
@@ -338,7 +340,7 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
         changes = [c.replace("split:", "the fusion split:", 1) if c.startswith("split:") else c for c in changes]
     said = f"{count}: {'; '.join(changes)}"
     if len(kernels) > len(old):  # a split, a new kernel or an extra launch
-        advice = "" if ctx.candidate else " (if intended, record it with `fuseci update-baselines`)"
+        advice = "" if ctx.candidate else ctx.reference.if_intended()
         return replace(d, verdict=Verdict.REGRESSED, message=f"{said}{advice}")
     if len(kernels) < len(old):  # merged or vanished: fewer launches
         return replace(d, verdict=Verdict.IMPROVED, message=f"{said}{ctx.keep_advice}")

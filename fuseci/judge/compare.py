@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Sequence
 
 from fuseci.config import names
@@ -25,6 +26,7 @@ from fuseci.judge.verdict import (
     Comparison,
     EnvDifference,
     MetricDelta,
+    Reference,
     VariantMeasurement,
     Verdict,
     env_differences,
@@ -140,7 +142,11 @@ FIRST_CALL_NOTE_NS = 0.5e9
 
 
 def _judge_case(
-    case: Case, results: SuiteResults, baseline: Baseline | None, blocking: Sequence[EnvDifference]
+    case: Case,
+    results: SuiteResults,
+    baseline: Baseline | None,
+    blocking: Sequence[EnvDifference],
+    reference: Reference,
 ) -> CaseResult:
     rec = results.record.cases.get(case.id)
     checks = _correctness(case, rec)
@@ -161,7 +167,8 @@ def _judge_case(
                 unfused=unfused,
                 baseline=baseline,
                 comparable=not blocking,
-                why_incomparable=_why_incomparable(blocking),
+                why_incomparable=_why_incomparable(blocking, reference),
+                reference=reference,
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
                 sm_count=_int(results.env.get("sm_count")),
@@ -202,14 +209,11 @@ def _positive(value: object) -> float:
     return float(value) if ok else 0.0  # type: ignore[arg-type]
 
 
-def _why_incomparable(blocking: Sequence[EnvDifference]) -> str:
+def _why_incomparable(blocking: Sequence[EnvDifference], reference: Reference) -> str:
     return (
         "recorded under "
         + "; ".join(f"{d.field} {d.baseline_value!r} (now {d.current!r})" for d in blocking)
-        + (
-            "; if this is intended, re-record with `fuseci update-baselines`, or compare anyway with "
-            f"--accept-env {','.join(d.field for d in blocking)}"
-        )
+        + reference.incomparable(",".join(d.field for d in blocking))
     )
 
 
@@ -220,11 +224,16 @@ def compare(
     *,
     baseline_path: str | None = None,
     accept_env: frozenset[str] = frozenset(),
+    reference: Reference | None = None,
 ) -> Comparison:
-    """Judge one suite's results against its policies and baseline. Prints nothing."""
+    """Judge one suite's results against its policies and baseline. Prints nothing.
+
+    ``reference`` says what the baseline is, for the advice of messages (default: a baseline
+    file that ``fuseci update-baselines <suite file>`` records)."""
+    reference = reference or Reference(f"fuseci update-baselines {shlex.quote(str(suite.path))}")
     diffs = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
     blocking = [d for d in diffs if not d.accepted]
-    cases = [_judge_case(case, results, baseline, blocking) for case in suite.cases]
+    cases = [_judge_case(case, results, baseline, blocking, reference) for case in suite.cases]
     if baseline is not None:
         known = {c.id for c in suite.cases}
         for cid in sorted(set(baseline.cases) - known):
@@ -234,7 +243,7 @@ def compare(
                 CheckKind.CASE,
                 "",
                 Verdict.MISSING,
-                f"case {cid!r} is in the baseline but not in the suite; `fuseci update-baselines` drops it",
+                reference.dropped(cid),
             )
             cases.append(CaseResult(cid, 0, "", (miss,), ()))
     return Comparison(
@@ -245,4 +254,5 @@ def compare(
         has_baseline=baseline is not None,
         env_differences=diffs,
         cases=tuple(cases),
+        reference=reference,
     )

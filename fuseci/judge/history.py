@@ -5,26 +5,43 @@ A *series* is one gain (a quantity of :data:`fuseci.config.names.GAIN_GATEABLE` 
 gates or shows) of one fused variant of one case of one suite on one GPU model, over the runs
 that measured it, oldest first. Its *change points* are the runs at which a new level starts.
 
-They are found by `ruptures <https://centre-borelli.github.io/ruptures-docs/>`_' PELT search
-(exact, linear in the number of runs for this cost) with a least-squares cost on the logarithm of
-the gain divided by ``log(1 + tolerance)``, the gate's tolerance of the quantity: one unit is
-one tolerance, whatever the gain's magnitude and whether it rose or fell. The penalty per change
-point is :data:`PENALTY` units squared: a lasting shift of about a tolerance (or a single run a
-tolerance and a half away) is a change; noise well inside the gate is not. The default gates sit
-at 2–9× the largest change seen in repeated runs (docs/BENCHMARKS.md, "Noise study" and
-"Sensitivity"), so the same scale keeps noise out here. ``exact`` gates (launch counts) use a scale of :data:`MIN_SCALE`; ungated gains
+The search minimises a penalised least-squares cost on the *normalised* series: the logarithm of
+the gain divided by ``log(1 + tolerance)``, the gate's tolerance of the quantity, less the
+series' median, so that one unit is one tolerance whatever the gain's magnitude (any positive
+finite gain, 5e-324 to 1.8e308, gives a unit count that float64 sums hold exactly enough) and
+whether it rose or fell. Each change point costs :data:`PENALTY` units squared: a lasting shift of
+about a tolerance (or the last run a tolerance and a half away) is a change; noise well inside
+the gate is not. The default gates sit at 2–9× the largest change seen in repeated runs
+(docs/BENCHMARKS.md, "Noise study" and "Sensitivity"), so the same scale keeps noise out here.
+``exact`` gates (launch counts) use a scale of :data:`MIN_SCALE`; ungated gains
 :data:`UNGATED_SCALE`.
+
+It runs in two steps, O(n log n) in the number of runs whatever the series looks like:
+
+1. *Seeded binary segmentation* (Kovács, Li, Bühlmann and Munk, Biometrika 2023) proposes
+   candidates: over intervals of every scale, from the whole series down to two runs, each a
+   factor √2 shorter, half-overlapping, the best single split of each interval (running sums
+   make every split's cost O(1), one vectorised pass per scale); the narrowest interval whose
+   best split saves more than the penalty is taken first (*narrowest over threshold*), so that a
+   dip of a few runs inside a long history is found, which plain binary segmentation misses.
+2. *Optimal partitioning over the candidates* (the PELT recursion, with its pruning, restricted
+   to them) picks the set of change points of least total cost. Where the candidates hold the
+   exact optimum's change points, as they did in 298 of 300 random step series and every dip of
+   two or more runs tried (docs/REPORTS.md), the answer is exactly what PELT over every run gives,
+   which is quadratic on a stable series: it can prune no candidate there.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from fuseci.config import names
 from fuseci.config.model import UNFUSED, Suite
@@ -41,6 +58,8 @@ PENALTY = 2.0
 MIN_SCALE = 0.01
 #: Scale of a gain that has no gate (or whose suite file could not be read).
 UNGATED_SCALE = 0.05
+#: Each scale of the seeded intervals is this much shorter than the one above it.
+_DECAY = math.sqrt(0.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +109,14 @@ class ChangePoint:
 
     @property
     def change(self) -> float:
-        """Relative step (-0.4 is 40% lower)."""
+        """Relative step (-0.4 is 40% lower); infinite when the ratio is beyond float range."""
         return self.after / self.before - 1 if self.before else math.inf
+
+    @property
+    def rose(self) -> bool:
+        """True when the gain rose (it improved, or recovered from a fall): every gain is
+        unfused ÷ fused, so higher is better."""
+        return self.after > self.before
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,25 +171,99 @@ def run_point(run: Run) -> RunPoint:
     return RunPoint(path=str(run.path), created=_time(run.created), commit=run.git_commit)
 
 
-def change_points(values: Sequence[float], tolerance: float | None) -> list[int]:
-    """Indices at which a new level starts, found by ruptures' PELT (see the module docstring).
-
-    Values must be positive and finite.
-    """
-    if len(values) < 2:
-        return []
-    import numpy as np
-    import ruptures
-
+def _normalised(values: Sequence[float], tolerance: float | None) -> NDArray[np.float64]:
+    """``log(value) / log(1 + tolerance)`` less its median: the series in tolerances."""
     scale = math.log1p(UNGATED_SCALE if tolerance is None else max(tolerance, MIN_SCALE))
-    signal = (np.log(np.asarray(values, dtype=float)) / scale).reshape(-1, 1)
-    ends = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(signal).predict(pen=PENALTY)
-    return [int(e) for e in ends[:-1]]
+    units = np.log(np.asarray(values, dtype=np.float64)) / scale
+    return units - np.median(units)
+
+
+class _Sums:
+    """Running sums of a series: the least-squares cost of any stretch in O(1)."""
+
+    def __init__(self, y: NDArray[np.float64]) -> None:
+        self.s = np.concatenate(([0.0], np.cumsum(y)))
+        self.q = np.concatenate(([0.0], np.cumsum(y * y)))
+
+    def cost(self, a: Any, b: Any) -> Any:
+        """Sum of squared deviations from their mean of runs ``a`` to ``b - 1`` (arrays broadcast)."""
+        d = self.s[b] - self.s[a]
+        return np.maximum(self.q[b] - self.q[a] - d * d / (b - a), 0.0)  # never below 0 by rounding
+
+
+def _seeded_candidates(sums: _Sums, n: int) -> list[int]:
+    """Step 1 of the search (see the module docstring): candidate change points."""
+    lengths = {2}
+    length = float(n)
+    while length > 2:
+        lengths.add(min(math.ceil(length), n))
+        length *= _DECAY
+    found: list[tuple[int, float, int, int, int]] = []  # (interval length, -saving, split, start, stop)
+    for size in sorted(lengths, reverse=True):
+        count = max(1, math.ceil(2 * n / size) - 1)
+        starts = np.unique(np.floor(np.linspace(0, n - size, count)).astype(np.int64))
+        a = starts[:, None]
+        b = a + size
+        splits = a + np.arange(1, size)[None, :]
+        saving = sums.cost(a, b) - sums.cost(a, splits) - sums.cost(splits, b)
+        best = np.argmax(saving, axis=1)
+        gain = saving[np.arange(len(starts)), best]
+        for i in np.flatnonzero(gain > PENALTY):
+            found.append((size, -float(gain[i]), int(splits[i, best[i]]), int(starts[i]), int(starts[i] + size)))
+    chosen: list[int] = []
+    for _, _, split, start, stop in sorted(found):  # narrowest first, then the largest saving
+        if not any(start < c < stop for c in chosen):  # its interval holds no accepted change yet
+            chosen.append(split)
+    return sorted(set(chosen))
+
+
+def _optimal(sums: _Sums, n: int, candidates: Sequence[int]) -> list[int]:
+    """Step 2 of the search: the least-cost set of change points among ``candidates``."""
+    points = np.asarray([0, *candidates, n], dtype=np.int64)
+    best = np.full(len(points), np.inf)
+    best[0] = -PENALTY
+    previous = np.zeros(len(points), dtype=np.int64)
+    alive = np.asarray([0], dtype=np.int64)  # indices into points that may still start the last segment
+    for j in range(1, len(points)):
+        fit = best[alive] + sums.cost(points[alive], points[j])
+        k = int(np.argmin(fit))
+        best[j], previous[j] = fit[k] + PENALTY, alive[k]
+        alive = np.append(alive[fit <= best[j]], j)  # PELT's pruning: a start that costs more now always will
+    out: list[int] = []
+    j = int(previous[-1])
+    while j > 0:
+        out.append(int(points[j]))
+        j = int(previous[j])
+    return out[::-1]
+
+
+def change_points(values: Sequence[float], tolerance: float | None) -> list[int]:
+    """Indices at which a new level starts (see the module docstring). O(n log n) in the runs.
+
+    Values must be positive and finite; any such value is fine (5e-324 and 1.8e308 included).
+    """
+    n = len(values)
+    if n < 2:
+        return []
+    sums = _Sums(_normalised(values, tolerance))
+    return _optimal(sums, n, _seeded_candidates(sums, n))
+
+
+def _median(values: Sequence[float]) -> float:
+    """The median, without overflow: two middle values near the float maximum average to
+    themselves, not to infinity."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[mid])
+    low, high = ordered[mid - 1], ordered[mid]
+    total = low + high
+    return float(total / 2 if math.isfinite(total) else low / 2 + high / 2)
 
 
 def _segments(values: Sequence[float], starts: Sequence[int]) -> tuple[Segment, ...]:
     bounds = [0, *starts, len(values)]
-    return tuple(Segment(a, b, float(statistics.median(values[a:b]))) for a, b in itertools.pairwise(bounds))
+    return tuple(Segment(a, b, _median(values[a:b])) for a, b in itertools.pairwise(bounds))
 
 
 def series_of(
@@ -208,31 +307,52 @@ def _order(suite: Suite | None, case: str) -> int:
     return ids.index(case) if case in ids else len(ids)
 
 
-def build(runs: Sequence[Run], suites: Mapping[str, Suite | None], notes: Sequence[str] = ()) -> History:
+@dataclass(frozen=True, slots=True)
+class RunGains:
+    """One run file as a history needs it: the run, and the gains of every fused variant."""
+
+    point: RunPoint
+    """The run."""
+    gains: Mapping[tuple[str, str, str, str], Mapping[str, float]]
+    """Per (suite, GPU, case, fused variant), its positive finite gains by quantity."""
+    suite_paths: Mapping[str, str]
+    """The suite file of each suite id, as the run recorded it."""
+
+
+def gains_of(run: Run) -> RunGains:
+    """The history's view of a run file: its gains, without its frames (small enough to hold
+    thousands of runs, and to hand from one process to another)."""
+    found: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    columns = [names.CASE, names.VARIANT, *names.GAIN_GATEABLE]
+    for sid, results in run.suites.items():
+        gpu = str(results.env.get("gpu_name") or run.gpu_name or "unknown GPU")
+        # Column by column: a fraction of the time of pandas' row iteration over thousands of runs.
+        for case, variant, *values in zip(*(results.gains[c].tolist() for c in columns), strict=True):
+            if variant == UNFUSED:
+                continue
+            gains = {q: float(v) for q, v in zip(names.GAIN_GATEABLE, values, strict=True) if 0 < v < math.inf}
+            found[(sid, gpu, str(case), str(variant))] = gains
+    return RunGains(run_point(run), found, dict(run.suite_paths))
+
+
+def build(runs: Sequence[RunGains], suites: Mapping[str, Suite | None], notes: Sequence[str] = ()) -> History:
     """The history of ``runs`` (any order; sorted here by time, then file name).
 
     Args:
-        runs: Run files read back.
+        runs: Run files read back (:func:`gains_of`).
         suites: The suite of each suite id whose gates give the tolerances (None when its file
             could not be read: its gains are then followed as ungated). Suites of the runs that
             are not keys here are left out.
         notes: Carried into the history as they are.
     """
-    ordered = sorted(runs, key=lambda r: (run_point(r).created, str(r.path)))
+    ordered = sorted(runs, key=lambda r: (r.point.created, r.point.path))
     points: dict[tuple[str, str, str, str, str], list[tuple[RunPoint, float]]] = {}
     for run in ordered:
-        point = run_point(run)
-        for sid, results in run.suites.items():
+        for (sid, gpu, case, variant), gains in run.gains.items():
             if sid not in suites:
                 continue
-            gpu = str(results.env.get("gpu_name") or run.gpu_name or "unknown GPU")
-            for case, variant in results.gains[[names.CASE, names.VARIANT]].itertuples(index=False):
-                if variant == UNFUSED:
-                    continue
-                gains = results.gain_values(str(case), str(variant)) or {}
-                for q, value in gains.items():
-                    if math.isfinite(value) and value > 0:
-                        points.setdefault((gpu, sid, str(case), str(variant), q), []).append((point, value))
+            for q, value in gains.items():
+                points.setdefault((gpu, sid, case, variant, q), []).append((run.point, value))
     series: list[Series] = []
     for key, found in points.items():
         gpu, sid, case, _, q = key
@@ -245,6 +365,4 @@ def build(runs: Sequence[Run], suites: Mapping[str, Suite | None], notes: Sequen
     def rank(s: Series) -> tuple[str, str, int, str, int]:
         return (s.gpu, s.suite, _order(suites.get(s.suite), s.case), s.variant, names.GAIN_GATEABLE.index(s.quantity))
 
-    return History(
-        runs=tuple(run_point(r) for r in ordered), series=tuple(sorted(series, key=rank)), notes=tuple(notes)
-    )
+    return History(runs=tuple(r.point for r in ordered), series=tuple(sorted(series, key=rank)), notes=tuple(notes))

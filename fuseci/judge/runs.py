@@ -15,12 +15,16 @@ from fuseci.errors import BaselineError, ReportError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.baseline import Baseline, from_results
 from fuseci.judge.compare import compare
-from fuseci.judge.verdict import Comparison, failed
+from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.store.baselines import normalized
 from fuseci.store.runs import Run
 
 log = logging.getLogger(__name__)
 
+
+#: Run B's reference: run A, which no command of B's re-records (``update-baselines`` writes
+#: baseline files, which compare does not read).
+RUN_A = Reference("", name="run A")
 
 #: Suffixes of the suite files a run file may name.
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -131,7 +135,7 @@ def compare_runs(a: Run, b: Run, suites: Sequence[Suite], accept_env: frozenset[
             raise ReportError(
                 f"{a.path}: the results of suite {suite.name!r} cannot serve as a baseline ({exc})"
             ) from None
-        out.append(compare(ours, suite, baseline, baseline_path=str(a.path), accept_env=accept_env))
+        out.append(compare(ours, suite, baseline, baseline_path=str(a.path), accept_env=accept_env, reference=RUN_A))
     left_out = sorted((set(a.suites) | set(b.suites)) - {s.name for s in suites})
     if left_out:
         log.warning("not compared (no suite file given for them): %s", ", ".join(left_out))

@@ -248,6 +248,11 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     """
     if options.from_report is not None:
         report_path: Path | None = options.from_report
+        if not options.from_report.exists():  # before its record, which would be missing too
+            raise ReportError(
+                f"{options.from_report}: report not found; pass the .ncu-rep (or .ncu-rep.xz) that `fuseci run` "
+                f"wrote, with the .harness.json beside it (by default in fuseci-out/{suite.name}.ncu-rep)"
+            )
         record_path = record_path_for(options.from_report)
         record = read_record(record_path)
     else:

@@ -8,6 +8,12 @@ stripped of control characters and shortened here. The SVG keeps nothing that po
 the page: no XML prologue, no metadata, no namespace URLs, and its element ids are salted with
 the chart's id so that several charts in one page never share one.
 
+Any finite value can be drawn. Each axis has a range set by the data's typical size (the
+median of what it shows, a case's minimum bytes, the card's peak bandwidth): a value beyond it
+(1.5e308 ns, a gain of 1.8e308) is drawn at the axis' edge as a ▸ or ▴ and the chart says so,
+while its label still gives the number. Nothing is computed outside float range, so no value
+can make an axis infinite or a transform singular.
+
 matplotlib is imported with this module; reporters import it only when they render a page, so
 ``fuseci --help`` never pays for it.
 """
@@ -20,7 +26,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeGuard, cast
@@ -30,7 +36,9 @@ from markupsafe import Markup
 from matplotlib.axes import Axes
 from matplotlib.dates import date2num
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+from fuseci.reporters.text import relative_change
 
 #: Drawn for every chart: text stays text (small, searchable, and escaped by matplotlib),
 #: ``$`` in a label is a dollar sign rather than the start of a formula, one font whose metrics
@@ -128,7 +136,9 @@ class FusionBar:
     baseline_bandwidth: float | None
     """The same in the baseline."""
     tone: Tone
-    """Colour of the bars: the variant's verdict."""
+    """Colour of the DRAM-bytes bar: the verdict of the variant's checks on its DRAM bytes (its
+    allowance over the minimum and its bytes gains). Bandwidth is judged by no check, so its
+    bar is neutral whatever the variant's other verdicts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +189,8 @@ class TrendLine:
     """Runs between change points: (first index, index after the last, level)."""
     tolerance: float | None
     """Relative tolerance of the gate, drawn around each segment's level; None when ungated."""
-    changes: tuple[int, ...]
-    """Indices of the runs at which a new level starts."""
+    changes: tuple[tuple[int, bool], ...]
+    """Runs at which a new level starts: (index, True when the gain rose there)."""
 
 
 def label(text: str) -> str:
@@ -201,6 +211,76 @@ def _finite(value: float | None) -> TypeGuard[float]:
 
 def _positive(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value) and value > 0
+
+
+#: Marker of a value drawn at the edge of its axis because it lies beyond it.
+_BEYOND = "▸"
+_BEYOND_NOTE = f"{_BEYOND} beyond this axis: drawn at its edge"
+_BEYOND_LEGEND = f" A {_BEYOND} or ▴ marks a value beyond its axis, drawn at the edge; its label gives it."
+#: A log axis spans at most this many decades either side of the median of what it shows.
+_DECADES = 3.0
+#: Largest and smallest magnitudes an axis limit may take: far inside float range, so that
+#: no padding, tick or transform of it overflows.
+_HUGE = 1e300
+_TINY = 1e-300
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """What an axis shows; values beyond it are drawn at its edge (:meth:`at`)."""
+
+    low: float
+    high: float
+
+    def at(self, value: float) -> float:
+        """Where ``value`` is drawn."""
+        return min(max(value, self.low), self.high)
+
+    def beyond(self, value: float) -> bool:
+        """Whether ``value`` lies outside the range."""
+        return not self.low <= value <= self.high
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _log_range(values: Sequence[float]) -> _Range:
+    """Positive ``values`` on a log axis: at most :data:`_DECADES` either side of their median."""
+    logs = [math.log10(v) for v in values if _positive(v)] or [0.0]
+    centre = _median(logs)
+    low = max(min(logs), centre - _DECADES, math.log10(_TINY))
+    high = min(max(logs), centre + _DECADES, math.log10(_HUGE))
+    pad = math.log10(1.35)
+    return _Range(10 ** (low - pad), 10 ** (high + pad))
+
+
+def _linear_range(values: Sequence[float], reference: float | None, factor: float) -> _Range:
+    """Non-negative ``values`` on a linear axis from 0: up to the largest of them, but at most
+    ``factor`` × ``reference`` (the median of the values when none is given), padded by 10%."""
+    shown = [v for v in values if _finite(v) and v >= 0]
+    if not _positive(reference):
+        reference = _median([v for v in shown if v > 0]) if any(v > 0 for v in shown) else 1.0
+    cap = min(reference * factor, _HUGE)
+    top = min(max(shown, default=cap), cap) or cap
+    return _Range(0.0, top * 1.1)
+
+
+def _note_beyond(ax: Axes, left: bool = False) -> None:
+    """Say on the chart, above the axes, that some value lies beyond them."""
+    x, ha = (0.0, "left") if left else (1.0, "right")
+    ax.text(x, 1.0, _BEYOND_NOTE, transform=ax.transAxes, ha=ha, va="bottom", fontsize=6.5, color="#616161")
+
+
+def _share(value: float) -> str:
+    """``84%``; beyond what digits can be read, ``1.7e+301%``."""
+    return f"{value:.0%}" if abs(value) < 1e4 else f"{value * 100:.3g}%"
+
+
+def _times(value: float) -> str:
+    """``1.62×``; a ratio beyond what digits can be read, ``2.2e+299×``."""
+    return f"{value:.2f}×" if abs(value) < 1e6 else f"{value:.3g}×"
 
 
 def _svg(fig: Figure, chart_id: str) -> Markup:
@@ -264,10 +344,12 @@ def _chart(fig: Figure, chart_id: str, kind: str, title: str, legend: str) -> Ch
     return Chart(id=chart_id, kind=kind, title=title, legend=legend, svg=_svg(fig, chart_id))
 
 
-def _gain_axis(ax: Axes) -> None:
-    """A log axis labelled ``2x``, ``5x``, ``10x``: matplotlib's default log labels are
-    formulas, and formulas are off (:data:`_RC`)."""
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+def _gain_axis(ax: Axes, axis: _Range) -> None:
+    """A log axis labelled ``2x``, ``5x``, ``10x`` (over more than two decades only ``1x``,
+    ``10x``, ``100x``, so that labels stay apart): matplotlib's default log labels are formulas,
+    and formulas are off (:data:`_RC`)."""
+    wide = math.log10(axis.high) - math.log10(axis.low) > 2.5
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
@@ -286,41 +368,54 @@ def gain_chart(rows: Sequence[GainRow], chart_id: str, title: str) -> Chart:
         fig = _figure(0.6 + 0.3 * len(rows), margins)
         ax = fig.add_subplot()
         shown = [v for r in rows for v in (r.current, r.baseline, r.bound, *(r.band or ())) if _positive(v)]
+        axis = _log_range(shown)
+        beyond = any(axis.beyond(v) for v in shown)
         for y, row in enumerate(rows):
             if row.band is not None and all(_positive(v) for v in row.band):
-                low, high = row.band
+                low, high = (axis.at(v) for v in row.band)
                 if high / low < 1.002:  # "exact": a band too thin to see is drawn as a thick tick
-                    ax.plot([(low + high) / 2], [y], marker="|", markersize=14, mew=5, color=_BAND, zorder=1)
+                    ax.plot(
+                        [math.sqrt(low) * math.sqrt(high)], [y], marker="|", markersize=14, mew=5, color=_BAND, zorder=1
+                    )
                 else:
                     ax.barh(y, high - low, left=low, height=0.62, color=_BAND, zorder=1)
             if _positive(row.bound):
-                ax.plot([row.bound], [y], marker="|", markersize=12, mew=1.4, color=_REFERENCE, zorder=2)
+                ax.plot([axis.at(row.bound)], [y], marker="|", markersize=12, mew=1.4, color=_REFERENCE, zorder=2)
             if _positive(row.baseline) and _positive(row.current) and row.baseline != row.current:
                 ax.annotate(
                     "",
-                    xy=(row.current, y),
-                    xytext=(row.baseline, y),
+                    xy=(axis.at(row.current), y),
+                    xytext=(axis.at(row.baseline), y),
                     arrowprops={"arrowstyle": "->", "color": row.tone.value, "lw": 1.1, "shrinkA": 3, "shrinkB": 4},
                     zorder=3,
                 )
             if _positive(row.baseline):
-                ax.plot([row.baseline], [y], marker="|", markersize=10, mew=1.6, color=_BASELINE, zorder=4)
+                ax.plot([axis.at(row.baseline)], [y], marker="|", markersize=10, mew=1.6, color=_BASELINE, zorder=4)
             if _positive(row.current):
-                ax.plot([row.current], [y], marker="o", markersize=6, color=row.tone.value, zorder=5)
+                far = axis.beyond(row.current)
+                marker = (">" if row.current > axis.high else "<") if far else "o"
+                ax.plot([axis.at(row.current)], [y], marker=marker, markersize=6, color=row.tone.value, zorder=5)
         ax.set_xscale("log")
-        _gain_axis(ax)
-        if shown:
-            ax.set_xlim(min(shown) / 1.35, max(shown) * 1.35)
+        _gain_axis(ax, axis)
+        ax.set_xlim(axis.low, axis.high)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_yticks(range(len(rows)), names)
         _right_labels(ax, range(len(rows)), texts)
         ax.set_xlabel("gain (unfused ÷ variant), log scale")
         ax.grid(axis="x", color="#eeeeee", linewidth=0.6)
+        if beyond:
+            _note_beyond(ax)
         legend = (
             "Dot: the gain now, coloured by its verdict; black tick: the baseline's gain; blue band: "
             "the tolerance around it; brown tick: an expectation's bound."
         )
-        return _chart(fig, chart_id, "gains", title, legend)
+        return _chart(fig, chart_id, "gains", title, legend + (_BEYOND_LEGEND if beyond else ""))
+
+
+def _change(now: float, baseline: float) -> str:
+    if now > 0 and baseline > 0:
+        return relative_change(now, baseline)
+    return f"{(now / baseline - 1) * 100:+.1f}%"
 
 
 def _gain_text(row: GainRow) -> str:
@@ -330,16 +425,22 @@ def _gain_text(row: GainRow) -> str:
     elif not _finite(row.current) or row.baseline == 0:
         text = f"{now}, baseline {_x(row.baseline)}"
     else:
-        text = f"{_x(row.baseline)} → {now} ({(row.current / row.baseline - 1) * 100:+.1f}%)"
+        text = f"{_x(row.baseline)} → {now} ({_change(row.current, row.baseline)})"
     return f"{text}; expected {row.bound_text}" if row.bound_text else text
 
 
+def amount(value: float, unit: float, name: str) -> str:
+    """``1,301 MB``; beyond what digits can be read, ``1.8e+302 MB``."""
+    scaled = value / unit
+    return f"{scaled:,.0f} {name}" if abs(scaled) < 1e9 else f"{scaled:.3g} {name}"
+
+
 def _mb(value: float) -> str:
-    return f"{value / 1e6:,.0f} MB"
+    return amount(value, 1e6, "MB")
 
 
 def _gbs(value: float) -> str:
-    return f"{value / 1e9:,.0f} GB/s"
+    return amount(value, 1e9, "GB/s")
 
 
 def fusion_chart(
@@ -353,71 +454,122 @@ def fusion_chart(
     """Left: each variant's DRAM bytes against the case's minimum (dashed) and the allowance
     over it (dotted). Right: each variant's achieved DRAM bandwidth against the card's peak
     (a bandwidth roofline: a bandwidth-bound kernel that moves the minimum at the peak is as
-    fast as it can be). Baselines are black ticks; variants are rows, unfused first."""
+    fast as it can be), on an axis that ends just past the peak. Baselines are black ticks;
+    variants are rows, unfused first, each bar's numbers written under it, clear of the ticks."""
     with _style():
-        margins = _Margins(left=_text_width([label(b.variant) for b in bars]) + 0.15, right=0.1, top=0.05)
-        fig = _figure(0.75 + 0.34 * len(bars), margins, wspace=0.08)
+        margins = _Margins(left=_text_width([label(b.variant) for b in bars]) + 0.15, right=0.1, top=0.18)
+        fig = _figure(0.8 + 0.5 * len(bars), margins, wspace=0.08)
         left, right = fig.subplots(1, 2, sharey=True)
-        ys = range(len(bars))
-        _fusion_panel(left, bars, [b.dram_bytes for b in bars], [b.baseline_bytes for b in bars], 1e6)
+        limit = min_bytes * allowance if _positive(min_bytes) and _positive(allowance) else None
+        bytes_axis = _linear_range(
+            [v for b in bars for v in (b.dram_bytes, b.baseline_bytes) if _finite(v)]
+            + [v for v in (min_bytes, limit) if _positive(v)],
+            min_bytes,
+            100.0,  # the worst shipped unfused chain moves 12x its minimum
+        )
+        bytes_texts = [
+            f"{_mb(b.dram_bytes)}" + (f" · {_times(b.dram_bytes / min_bytes)} min" if _positive(min_bytes) else "")
+            if _finite(b.dram_bytes)
+            else ""
+            for b in bars
+        ]
+        beyond = _fusion_panel(
+            left, bars, [b.dram_bytes for b in bars], [b.baseline_bytes for b in bars], 1e6, bytes_axis, bytes_texts
+        )
         if _positive(min_bytes):
-            left.axvline(min_bytes / 1e6, color=_REFERENCE, linestyle="--", linewidth=1)
-            left.text(min_bytes / 1e6, -0.62, f" minimum {_mb(min_bytes)}", color=_REFERENCE, va="bottom")
-            if _positive(allowance):
-                left.axvline(min_bytes * allowance / 1e6, color=_REFERENCE, linestyle=":", linewidth=1)
-        for y, b in zip(ys, bars, strict=True):
-            if _positive(b.dram_bytes):
-                over = f" · {b.dram_bytes / min_bytes:.2f}× min" if _positive(min_bytes) and min_bytes else ""
-                at = _after(b.dram_bytes, b.baseline_bytes) / 1e6
-                left.text(at, y, f"  {_mb(b.dram_bytes)}{over}", va="center", fontsize=7)
+            left.axvline(bytes_axis.at(min_bytes) / 1e6, color=_REFERENCE, linestyle="--", linewidth=1)
+            left.text(
+                0.0,
+                -0.6,
+                f" dashed: minimum {_mb(min_bytes)}",
+                color=_REFERENCE,
+                va="center",
+                ha="left",
+                fontsize=7,
+                transform=left.get_yaxis_transform(),
+            )
+            if limit is not None:
+                left.axvline(bytes_axis.at(limit) / 1e6, color=_REFERENCE, linestyle=":", linewidth=1)
         left.set_xlabel("DRAM bytes (MB)")
-        _fusion_panel(right, bars, [b.bandwidth for b in bars], [b.baseline_bandwidth for b in bars], 1e9)
+        rates = [v for b in bars for v in (b.bandwidth, b.baseline_bandwidth) if _finite(v)]
+        # A kernel cannot beat the card's peak: the axis ends just past it, and a value past
+        # that (a hostile or broken record) is drawn at the edge.
+        rate_axis = _linear_range([*rates, peak] if _positive(peak) else rates, peak, 1.0 if _positive(peak) else 100.0)
+        rate_texts = [
+            _gbs(b.bandwidth) + (f" · {_share(b.bandwidth / peak)} of peak" if _positive(peak) else "")
+            if _finite(b.bandwidth)
+            else ""
+            for b in bars
+        ]
+        beyond |= _fusion_panel(
+            right,
+            [replace(b, tone=Tone.OK) for b in bars],
+            [b.bandwidth for b in bars],
+            [b.baseline_bandwidth for b in bars],
+            1e9,
+            rate_axis,
+            rate_texts,
+        )
         if _positive(peak):
-            right.axvline(peak / 1e9, color=_REFERENCE, linestyle="--", linewidth=1)
-            right.text(peak / 1e9, -0.62, f"peak {_gbs(peak)} ", color=_REFERENCE, va="bottom", ha="right")
-            right.set_xlim(0, peak / 1e9 * 1.7)
+            right.axvline(rate_axis.at(peak) / 1e9, color=_REFERENCE, linestyle="--", linewidth=1)
+            right.text(1.0, -0.6, f"dashed: peak {_gbs(peak)} ", color=_REFERENCE, va="center", ha="right", fontsize=7,
+                       transform=right.get_yaxis_transform())  # fmt: skip
         right.set_xlabel("achieved DRAM bandwidth (GB/s)")
-        for y, b in zip(ys, bars, strict=True):
-            if _positive(b.bandwidth):
-                share = f" · {b.bandwidth / peak:.0%} of peak" if _positive(peak) and peak else ""
-                at = _after(b.bandwidth, b.baseline_bandwidth) / 1e9
-                right.text(at, y, f"  {_gbs(b.bandwidth)}{share}", va="center", fontsize=7)
-        left.set_yticks(list(ys), [label(b.variant) for b in bars])
-        left.set_ylim(len(bars) - 0.5, -0.9)
+        left.set_yticks(list(range(len(bars))), [label(b.variant) for b in bars])
+        left.set_ylim(len(bars) - 0.35, -0.8)
+        if beyond:
+            _note_beyond(right, left=True)
         roof = (
             "dashed: the card's peak DRAM bandwidth, as ncu's percentage of peak implies it"
             if _positive(peak)
             else "no peak bandwidth is known for this card (ncu reported no percentage of peak)"
         )
         legend = (
-            "Bars: each variant now; black ticks: its baseline. Left: DRAM bytes read and written; "
-            f"dashed: the case's minimum (every input read once, every output written once); dotted: the "
-            f"allowance over it. Right: achieved DRAM bandwidth (bytes over kernel time); {roof}."
+            "Bars: each variant now; black ticks: its baseline. Left: DRAM bytes read and written, coloured by "
+            f"the verdict on them; dashed: the case's minimum (every input read once, every output written once); "
+            f"dotted: the allowance over it. Right: achieved DRAM bandwidth (bytes over kernel time), which no "
+            f"check judges; {roof}."
         )
-        return _chart(fig, chart_id, "fusion", title, legend)
-
-
-def _after(value: float, baseline: float | None) -> float:
-    """Where a bar's label starts: past the bar and past its baseline's tick."""
-    return max(value, baseline) if _positive(baseline) else value
+        return _chart(fig, chart_id, "fusion", title, legend + (_BEYOND_LEGEND if beyond else ""))
 
 
 def _fusion_panel(
-    ax: Axes, bars: Sequence[FusionBar], values: list[float | None], baselines: list[float | None], unit: float
-) -> None:
-    top = [v for v in (*values, *baselines) if _positive(v)]
-    for y, (bar, value, base) in enumerate(zip(bars, values, baselines, strict=True)):
-        if _positive(value):
-            ax.barh(y, value / unit, height=0.58, color=bar.tone.value, alpha=0.85)
-        if _positive(base):
-            ax.plot([base / unit], [y], marker="|", markersize=13, mew=1.8, color=_BASELINE)
-    if top:
-        ax.set_xlim(0, max(top) / unit * 1.9)
+    ax: Axes,
+    bars: Sequence[FusionBar],
+    values: list[float | None],
+    baselines: list[float | None],
+    unit: float,
+    axis: _Range,
+    texts: list[str],
+) -> bool:
+    """One panel's bars, baseline ticks and, under each bar, its numbers; True when a value lies
+    beyond the axis."""
+    beyond = False
+    for y, (bar, value, base, text) in enumerate(zip(bars, values, baselines, texts, strict=True)):
+        if _finite(value):
+            ax.barh(y - 0.12, axis.at(value) / unit, height=0.42, color=bar.tone.value, alpha=0.85)
+            if axis.beyond(value):
+                beyond = True
+                ax.plot([axis.at(value) / unit], [y - 0.12], marker=">", markersize=6, color=bar.tone.value)
+        if _finite(base):
+            beyond |= axis.beyond(base)
+            ax.plot([axis.at(base) / unit], [y - 0.12], marker="|", markersize=11, mew=1.8, color=_BASELINE)
+        if text:
+            ax.text(0.0, y + 0.12, text, va="top", ha="left", fontsize=7, transform=ax.get_yaxis_transform())
+    ax.set_xlim(0, axis.high / unit)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a wide range's long numbers stay apart
     ax.grid(axis="x", color="#eeeeee", linewidth=0.6)
+    return beyond
 
 
 def _us(ns: float) -> float:
     return ns / 1e3
+
+
+def _micros(ns: float) -> str:
+    """``643.4 µs``; beyond what digits can be read, ``1.5e+305 µs``."""
+    us = _us(ns)
+    return f"{us:,.1f} µs" if abs(us) < 1e9 else f"{us:.3g} µs"
 
 
 def timing_chart(rows: Sequence[TimingRow], chart_id: str, title: str) -> Chart:
@@ -428,37 +580,52 @@ def timing_chart(rows: Sequence[TimingRow], chart_id: str, title: str) -> Chart:
         margins = _Margins(left=0.6, right=_text_width(texts, 7) + 0.1, top=0.2)
         fig = _figure(0.45 + 0.7 * len(rows), margins, hspace=0.9)
         axes = fig.subplots(len(rows), 1, squeeze=False)[:, 0]
+        beyond = False
         for ax, row in zip(axes, rows, strict=True):
             spreads = [("baseline", row.baseline, Tone.OK.value), ("now", row.now, row.tone.value)]
+            known = [s for _, s, _ in spreads if s is not None]
+            times = [v for s in known for v in (s.median, s.minimum, s.maximum, s.q1, s.q3) if _finite(v)]
+            # The slowest call may be far from the median (a first call's warm-up), but not 100-fold
+            # the baseline's median (this run's without one), short of a broken or hostile record.
+            reference = next((s.median for s in (row.baseline, row.now) if s is not None and _positive(s.median)), None)
+            axis = _linear_range(times, reference, 100.0)
             for y, (_, spread, colour) in enumerate(spreads):
                 if spread is None:
                     continue
                 low, high, q1, q3 = spread.minimum, spread.maximum, spread.q1, spread.q3
                 if _finite(low) and _finite(high):
-                    ax.plot([_us(low), _us(high)], [y, y], color=colour, linewidth=1)
+                    ax.plot([_us(axis.at(low)), _us(axis.at(high))], [y, y], color=colour, linewidth=1)
                 if _finite(q1) and _finite(q3):
-                    q1, q3 = _us(q1), _us(q3)
+                    q1, q3 = _us(axis.at(q1)), _us(axis.at(q3))
                     ax.barh(y, q3 - q1, left=q1, height=0.5, color=colour, alpha=0.35)
-                ax.plot([_us(spread.median)], [y], marker="|", markersize=14, mew=2.2, color=colour)
+                ax.plot([_us(axis.at(spread.median))], [y], marker="|", markersize=14, mew=2.2, color=colour)
+                far = [v for v in (spread.median, low, high, q1, q3) if _finite(v) and axis.beyond(v)]
+                if far:
+                    beyond = True
+                    ax.plot([_us(axis.high)], [y], marker=">", markersize=6, color=colour, clip_on=False)
+            ax.set_xlim(0, _us(axis.high))
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
             ax.set_yticks([0, 1], ["baseline", "now"])
             ax.set_ylim(1.6, -0.6)
             _right_labels(ax, [0, 1], [_spread_text(s) for _, s, _ in spreads])
             ax.set_title(label(row.variant), loc="left", pad=2)
             ax.grid(axis="x", color="#eeeeee", linewidth=0.6)
         axes[-1].set_xlabel("CUDA-event time per call (µs)")
+        if beyond:
+            _note_beyond(axes[0])
         legend = (
             "Per variant, the calls timed with CUDA events outside ncu: line from the fastest to the "
             "slowest call, box from the 25th to the 75th percentile where recorded, tall tick at the median."
         )
-        return _chart(fig, chart_id, "timing", title, legend)
+        return _chart(fig, chart_id, "timing", title, legend + (_BEYOND_LEGEND if beyond else ""))
 
 
 def _spread_text(spread: Spread | None) -> str:
     if spread is None:
         return "not recorded"
-    parts = [f"median {_us(spread.median):,.1f} µs"]
+    parts = [f"median {_micros(spread.median)}"]
     if _finite(spread.iqr):
-        parts.append(f"IQR {_us(spread.iqr):,.1f} µs")
+        parts.append(f"IQR {_micros(spread.iqr)}")
     if spread.calls:
         parts.append(f"{spread.calls} calls")
     return " · ".join(parts)
@@ -473,34 +640,77 @@ def _edge(times: Sequence[float], i: int, side: int) -> float:
     return times[i] + (times[j] - times[i]) / 2
 
 
+def _trend_range(values: Sequence[float]) -> _Range:
+    """A gain axis around the runs' median: what lies within ten-fold of it, padded; past
+    that, a run is drawn at the edge."""
+    centre = _median(values)
+    low = max(min(values), centre / 10)
+    high = min(max(values), centre * 10)
+    pad = max((high - low) * 0.25, high * 0.08, centre * 1e-6)
+    return _Range(max(low - pad, 0.0), high + pad)
+
+
+#: A series of more runs than this is drawn as a line without a dot per run (the page stays
+#: small; the line still shows each run's value).
+_DOTS = 200
+#: A series of more runs than this is drawn through the lowest and highest run of each stretch
+#: of runs, this many points in all: every dip and spike stays visible at a page's width.
+_POINTS = 600
+
+
+def _thinned(count: int, values: Sequence[float]) -> list[int]:
+    """The indices of the runs drawn (see :data:`_POINTS`)."""
+    if count <= _POINTS:
+        return list(range(count))
+    size = math.ceil(count / (_POINTS // 2))
+    keep: list[int] = []
+    for start in range(0, count, size):
+        stretch = range(start, min(start + size, count))
+        keep += sorted({min(stretch, key=values.__getitem__), max(stretch, key=values.__getitem__)})
+    return keep
+
+
 def trend_chart(lines: Sequence[TrendLine], ticks: Sequence[tuple[datetime, str]], chart_id: str, title: str) -> Chart:
     """Each line's gain per run over time; around each level between change points, the
-    tolerance band; a dashed vertical line where a new level starts. ``ticks`` label the time
-    axis (a run's time and commit)."""
+    tolerance band; a dashed vertical line where a new level starts, red where the gain fell and
+    green where it rose (recovered or improved). ``ticks`` label the time axis (a run's time and
+    commit)."""
     with _style():
         fig = _figure(2.3, _Margins(left=0.6, right=0.15, top=0.1, bottom=0.5))
         ax = fig.add_subplot()
         ax.margins(x=0.04)
         colours = ["#1565c0", "#6a1b9a", "#00838f", "#ef6c00", "#4e342e"]
+        values = [v for line in lines for v in line.values if _positive(v)]
+        axis = _trend_range(values) if values else _Range(0.0, 1.0)
+        beyond = any(axis.beyond(v) for v in values)
         for n, line in enumerate(lines):
             colour = colours[n % len(colours)]
-            times = [float(date2num(t)) for t in line.times]
+            times = [float(t) for t in date2num(list(line.times))]  # one call: per-date calls cost 70 ms a chart
             for start, stop, level in line.segments:
                 if line.tolerance is None or not _positive(level):
                     continue
                 xs = [_edge(times, start, -1), _edge(times, stop - 1, +1)]
-                ax.fill_between(
-                    xs, level * (1 - line.tolerance), level * (1 + line.tolerance), color=colour, alpha=0.13, lw=0
-                )
-                ax.plot(xs, [level, level], color=colour, alpha=0.5, linewidth=0.8, linestyle="-")
-            ax.plot(times, line.values, marker="o", markersize=4, color=colour, linewidth=1.2, label=label(line.label))
-            for i in line.changes:
-                ax.axvline(times[i], color=Tone.BAD.value, linestyle="--", linewidth=1)
+                low, high = axis.at(level * (1 - line.tolerance)), axis.at(level * (1 + line.tolerance))
+                ax.fill_between(xs, low, high, color=colour, alpha=0.13, lw=0)
+                ax.plot(xs, [axis.at(level)] * 2, color=colour, alpha=0.5, linewidth=0.8, linestyle="-")
+            kept = _thinned(len(line.values), line.values)
+            xs_kept = [times[i] for i in kept]
+            drawn = [axis.at(line.values[i]) for i in kept]
+            dots = 4 if len(line.values) <= _DOTS else 0
+            ax.plot(xs_kept, drawn, marker="o", markersize=dots, color=colour, linewidth=1.2, label=label(line.label))
+            far = [(times[i], d) for i, d in zip(kept, drawn, strict=True) if axis.beyond(line.values[i])]
+            for marker, side in (("^", axis.high), ("v", axis.low)):
+                xs = [t for t, d in far if d == side]
+                if xs:
+                    ax.plot(xs, [side] * len(xs), linestyle="none", marker=marker, markersize=6, color=colour)
+            for i, rose in line.changes:
+                tone = Tone.GOOD if rose else Tone.BAD
+                ax.axvline(times[i], color=tone.value, linestyle="--", linewidth=1)
                 ax.annotate(
-                    "change",
+                    "rose" if rose else "fell",
                     (times[i], 1.0),
                     xycoords=("data", "axes fraction"),
-                    color=Tone.BAD.value,
+                    color=tone.value,
                     fontsize=7,
                     ha="left",
                     va="top",
@@ -509,18 +719,17 @@ def trend_chart(lines: Sequence[TrendLine], ticks: Sequence[tuple[datetime, str]
                 )
         if ticks:
             texts = ["\n".join(label(part) for part in text.split("\n")) for _, text in ticks]
-            ax.set_xticks([float(date2num(t)) for t, _ in ticks], texts, fontsize=6.5)
-        values = [v for line in lines for v in line.values if _finite(v)]
-        if values:
-            spread = max(values) - min(values)
-            pad = max(spread * 0.25, max(abs(v) for v in values) * 0.08, 1e-9)
-            ax.set_ylim(min(values) - pad, max(values) + pad)
+            ax.set_xticks([float(t) for t in date2num([t for t, _ in ticks])], texts, fontsize=6.5)
+        ax.set_ylim(axis.low, axis.high)
         ax.set_ylabel("gain (unfused ÷ variant)")
         ax.grid(axis="y", color="#eeeeee", linewidth=0.6)
         if len(lines) > 1:
             ax.legend(loc="best", fontsize=7, frameon=False)
+        if beyond:
+            _note_beyond(ax)
         legend = (
-            "Dots: the gain in each run (x: when it ran, labelled with its commit); shaded: the gate's "
-            "tolerance around each level between change points; red dashed line: a change point."
+            "Line: the gain in each run (x: when it ran, labelled with its commit); shaded: the gate's "
+            "tolerance around each level between change points; dashed line: a change point, red where "
+            "the gain fell, green where it rose."
         )
-        return _chart(fig, chart_id, "trend", title, legend)
+        return _chart(fig, chart_id, "trend", title, legend + (_BEYOND_LEGEND if beyond else ""))

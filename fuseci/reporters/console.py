@@ -15,10 +15,20 @@ file passes :func:`~fuseci.reporters.text.clean` before colour is added.
 from __future__ import annotations
 
 import math
+import shlex
 
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict
-from fuseci.reporters.text import GAIN_COLUMNS, UNDERCOUNT, attention, clean, env_line, totals, undercount_summary
+from fuseci.reporters.text import (
+    GAIN_COLUMNS,
+    UNDERCOUNT,
+    attention,
+    clean,
+    count,
+    env_line,
+    totals,
+    undercount_summary,
+)
 
 #: SGR colour per verdict: red for what fails the build, yellow for what needs a look, cyan for
 #: what has nothing to compare with, green for what is fine.
@@ -111,13 +121,24 @@ def _blocks(c: Comparison, paint: _Paint) -> list[str]:
         if len(new) == 1:
             out.append(f"    {paint('-', _SGR[Verdict.NEW])} {clean(new[0].message)}")
         elif new:
-            out.append(
-                f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have no baseline value yet: "
-                f"record them with `fuseci update-baselines {clean(c.suite_path)}`"
+            command = record_command(c)
+            advice = (
+                f"no baseline value yet: record them with `{clean(command)}`"
+                if command
+                else f"no value in {clean(c.reference.name if c.reference else 'the baseline')} to compare with"
             )
+            out.append(f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have {advice}")
         if a.passing:
-            out.append(paint(f"    ({a.passing} more check{'s' if a.passing != 1 else ''} pass)", _DIM))
+            out.append(paint(f"    ({count(a.passing, 'more check', 'more checks')} pass)", _DIM))
     return out
+
+
+def record_command(c: Comparison) -> str:
+    """The command that records ``c``'s baseline from the same inputs as its run (its
+    :class:`~fuseci.judge.verdict.Reference`'s); empty when its reference is another run."""
+    if c.reference is None:  # read back from a results file: the suite file is all that is known
+        return f"fuseci update-baselines {shlex.quote(c.suite_path)}"
+    return c.reference.command
 
 
 def _notes(c: Comparison, verbose: bool) -> list[str]:
@@ -142,8 +163,8 @@ def _suite(c: Comparison, paint: _Paint, verbose: bool) -> list[str]:
     if not c.has_baseline:
         checks = sum(1 for case in c.cases for k in case.checks if k.verdict is Verdict.NEW)
         out.append(
-            f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so {checks} checks "
-            f"have nothing to compare with; record one with `fuseci update-baselines {clean(c.suite_path)}`"
+            f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so "
+            f"{count(checks, 'check')} {'has' if checks == 1 else 'have'} nothing to compare with; record one with `{clean(record_command(c) or 'fuseci update-baselines')}`"
         )
     else:
         out.append(f"  baseline {clean(str(c.baseline_path))}")

@@ -3,8 +3,12 @@ self-contained HTML page with one trend chart per gain per case.
 
 The text says, per change point, which gain stepped from what to what at which commit; the page
 draws each gain across the runs (x: when each ran, labelled with its commit) with the gate's
-tolerance around each level and the change points marked. Both come from a
-:class:`~fuseci.judge.history.History`; the page is ``templates/history.html.j2``, autoescaped.
+tolerance around each level and the change points marked: red where a gain fell, green where
+it rose (recovered or improved), blue where the step stayed within the gate. Both come from a
+:class:`~fuseci.judge.history.History`; the page is ``templates/history.html.j2``, autoescaped,
+and within :data:`fuseci.reporters.budget.PAGE_BYTES` however many runs and gains: long series
+are drawn as lines, the charts are drawn while their share of the page lasts (cases with change
+points first), and the lists of change points and runs end with what is left counted.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from fuseci.config import names
-from fuseci.reporters.text import clean
+from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
+from fuseci.reporters.text import clean, relative_change
 
 if TYPE_CHECKING:
     from fuseci.judge.history import ChangePoint, History, RunPoint, Series
@@ -23,6 +28,12 @@ if TYPE_CHECKING:
 
 #: At most this many runs get their own label on a chart's time axis (change points always do).
 _TICKS = 12
+#: Bytes of the page for the charts, the change points and the runs; at most this many of each.
+_CHART_BYTES = 2_200_000
+_CHANGE_BYTES = 300_000
+_RUN_BYTES = 300_000
+_CHANGES = 500
+_RUNS = 500
 
 
 def _gain(value: float) -> str:
@@ -46,7 +57,8 @@ def sentence(s: Series, c: ChangePoint, with_gpu: bool = False) -> str:
     else:
         gate = f"{'beyond' if c.beyond_tolerance else 'within'} its {s.tolerance_text} gate"
     return (
-        f"{where}: {_label(s)} stepped from {_gain(c.before)} to {_gain(c.after)} ({c.change * 100:+.1f}%, {gate}) "
+        f"{where}: {_label(s)} stepped from {_gain(c.before)} to {_gain(c.after)} "
+        f"({relative_change(c.after, c.before)}, {gate}) "
         f"at commit {c.run.short_commit} ({_when(c.run)})"
     )
 
@@ -75,16 +87,31 @@ def render_text(history: History, directory: str = "") -> str:
     return "".join(clean(line) + "\n" for line in lines)  # GPU names and notes come from run files
 
 
+def tone(c: ChangePoint) -> str:
+    """How a change point is shown: ``bad`` where the gain fell beyond its gate, ``good`` where
+    it rose beyond it (a recovery or an improvement), ``info`` for a step within the gate."""
+    if not c.beyond_tolerance:
+        return "info"
+    return "good" if c.rose else "bad"
+
+
+def badge(c: ChangePoint) -> str:
+    """``fell beyond gate``, ``rose beyond gate`` or ``within gate``."""
+    return f"{'rose' if c.rose else 'fell'} beyond gate" if c.beyond_tolerance else "within gate"
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeView:
     """One change point, as the page lists it."""
 
     anchor: str
-    """The id of the chart that shows it."""
+    """The id of the chart that shows it (empty when its chart is not drawn)."""
     text: str
     """Its sentence."""
-    beyond: bool
-    """True when the step exceeds the gate's tolerance."""
+    tone: str
+    """Its colour's name (:func:`tone`)."""
+    badge: str
+    """Its badge (:func:`badge`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +126,8 @@ class CaseHistory:
     """One per gain."""
     changes: int
     """Change points among its gains."""
+    tone: str
+    """The worst tone of its change points (``ok`` without any)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +151,19 @@ class HistoryPage:
     summary: str
     """The last line of the text summary."""
     changes: tuple[ChangeView, ...]
-    """Every change point."""
+    """The change points (the first of them)."""
+    changes_more: str
+    """How many are not listed, or empty."""
     notes: tuple[str, ...]
     """What limited the history."""
     runs: tuple[RunView, ...]
-    """The runs, oldest first."""
+    """The runs, newest first (the newest of them)."""
+    runs_more: str
+    """How many earlier runs are not listed, or empty."""
     cases: tuple[CaseHistory, ...]
-    """Per case, its charts."""
+    """Per case, its charts (cases with change points first)."""
+    cases_more: str
+    """How many gains are not drawn, or empty."""
 
 
 def _ticks(series: Sequence[Series]) -> list[tuple[datetime, str]]:
@@ -149,14 +184,26 @@ def _chart(group: Sequence[Series], chart_id: str) -> Chart:
             values=s.values,
             segments=tuple((seg.start, seg.stop, seg.level) for seg in s.segments),
             tolerance=s.tolerance,
-            changes=tuple(c.index for c in s.changes),
+            changes=tuple((c.index, c.rose) for c in s.changes),
         )
         for s in group
     ]
     first = group[0]
     gate = first.tolerance_text if first.tolerance is not None else "not gated"
-    title = f"{first.case}: {names.LABELS.get(first.quantity, first.quantity)} gain ({gate})"
+    title = cut(f"{first.case}: {names.LABELS.get(first.quantity, first.quantity)} gain ({gate})", NAME)
     return charts.trend_chart(lines, _ticks(group), chart_id, title)
+
+
+_TONES = ("bad", "good", "info")
+
+
+def _case_tone(group: Sequence[Series]) -> str:
+    tones = {tone(c) for s in group for c in s.changes}
+    return next((t for t in _TONES if t in tones), "ok")
+
+
+def _rank(case_tone: str) -> int:
+    return _TONES.index(case_tone) if case_tone in _TONES else len(_TONES)
 
 
 def page(history: History, directory: str = "") -> HistoryPage:
@@ -165,28 +212,68 @@ def page(history: History, directory: str = "") -> HistoryPage:
     groups: dict[tuple[str, str, str], dict[str, list[Series]]] = {}
     for s in history.series:
         groups.setdefault((s.gpu, s.suite, s.case), {}).setdefault(s.quantity, []).append(s)
+    # Cases whose gains changed come first: if the page's share for charts runs out, it is the
+    # quiet ones that are left undrawn.
+    ordered = sorted(groups.items(), key=lambda item: _rank(_case_tone([s for g in item[1].values() for s in g])))
+    budget = Budget(_CHART_BYTES)
     cases: list[CaseHistory] = []
-    changes: list[ChangeView] = []
-    for n, ((gpu, suite, case), by_quantity) in enumerate(groups.items()):
+    drawn_ids: set[int] = set()
+    undrawn = 0
+    for n, ((gpu, suite, case), by_quantity) in enumerate(ordered):
         anchor = f"case-{n}"
         drawn = []
         for m, group in enumerate(by_quantity.values()):
-            chart_id = f"{anchor}-{m}"
-            drawn.append(_chart(group, chart_id))
-            changes += [
-                ChangeView(chart_id, sentence(s, c, gpus), c.beyond_tolerance) for s in group for c in s.changes
-            ]
-        count = sum(len(s.changes) for group in by_quantity.values() for s in group)
-        title = f"{suite} / {case}" + (f" on {gpu}" if gpus else "")
-        cases.append(CaseHistory(anchor, title, tuple(drawn), count))
+            if undrawn:
+                undrawn += 1
+                continue
+            chart = _chart(group, f"{anchor}-{m}")
+            if not budget.take(len(chart.svg) + weight(chart.title, chart.legend)):
+                undrawn += 1
+                continue
+            drawn.append(chart)
+            drawn_ids.update(id(s) for s in group)
+        if drawn:
+            everything = [s for group in by_quantity.values() for s in group]
+            count = sum(len(s.changes) for s in everything)
+            title = cut(f"{suite} / {case}" + (f" on {gpu}" if gpus else ""), NAME)
+            cases.append(CaseHistory(anchor, title, tuple(drawn), count, _case_tone(everything)))
+    anchors = {
+        id(s): f"case-{n}-{m}" for n, (_, by_q) in enumerate(ordered) for m, g in enumerate(by_q.values()) for s in g
+    }
+    changes = Budget(_CHANGE_BYTES).fit(
+        (
+            (view, weight(view.text))
+            for view in (
+                ChangeView(
+                    anchors[id(s)] if id(s) in drawn_ids else "", cut(sentence(s, c, gpus), TEXT), tone(c), badge(c)
+                )
+                for s in history.series
+                for c in s.changes
+            )
+        ),
+        _CHANGES,
+    )
+    total_changes = sum(len(s.changes) for s in history.series)
+    runs = Budget(_RUN_BYTES).fit(
+        (
+            (view, weight(view.when, view.commit, view.path))
+            for view in (
+                RunView(_when(r), cut(r.commit or "-", NAME), cut(r.path, NAME)) for r in reversed(history.runs)
+            )
+        ),
+        _RUNS,
+    )
     summary = render_text(history, directory).rstrip("\n").rsplit("\n", 1)[-1]
     return HistoryPage(
-        title=f"fuseci history: {len(history.runs)} runs" + (f" in {directory}" if directory else ""),
+        title=cut(f"fuseci history: {len(history.runs)} runs" + (f" in {directory}" if directory else ""), NAME),
         summary=summary,
         changes=tuple(changes),
-        notes=history.notes,
-        runs=tuple(RunView(_when(r), r.commit or "-", r.path) for r in history.runs),
+        changes_more=more(total_changes - len(changes), "change points"),
+        notes=tuple(cut(n, TEXT) for n in history.notes),
+        runs=tuple(runs),
+        runs_more=more(len(history.runs) - len(runs), "earlier runs"),
         cases=tuple(cases),
+        cases_more=more(undrawn, "gains not drawn (narrow the history with --suite or --last)"),
     )
 
 

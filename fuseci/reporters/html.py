@@ -14,6 +14,11 @@ external font. Failures come first:
   inventory aligned with the baseline's (splits, new and vanished kernels, changed launch
   shapes highlighted), and every check.
 
+However large the run, the page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: every
+string is cut, the worst cases are drawn in full while their share of the page lasts, the next
+ones get one row each, and what is left is counted ("and 3,980 more cases: 3,980 pass"); each
+case shows its failing checks first and a bounded number of checks, kernels and chart rows.
+
 This module turns verdicts into a page model (plain frozen dataclasses); the page itself is the
 Jinja2 template ``templates/report.html.j2``, rendered with autoescaping, so ids, messages,
 kernel names, paths and environment values can never become markup.
@@ -26,7 +31,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from typing import Any
 
@@ -35,9 +40,33 @@ from fuseci.config.model import UNFUSED
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict, exit_code
 from fuseci.reporters import charts, templating
+from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.charts import Chart, Tone
-from fuseci.reporters.text import totals
+from fuseci.reporters.text import totals, verdict_count
 
+#: Bytes of the page for each section (they add up to less than the page's budget, leaving
+#: room for the fixed markup and style sheet).
+_OVERVIEW_BYTES = 300_000
+_FAILURE_BYTES = 500_000
+_DETAIL_BYTES = 1_700_000
+_ROW_BYTES = 400_000
+#: At most this many of each.
+_FAILURES = 100
+_DETAILED = 40
+_ROWS = 2_000
+_SUITES = 300
+_ENVS = 20
+_MESSAGES = 12
+_CHECKS = 60
+_NOTES = 10
+_INVENTORIES = 8
+_KERNELS = 40
+_CHART_ROWS = 24
+#: Variants drawn in a case's DRAM and timing charts (unfused among them).
+_CHART_VARIANTS = 12
+#: Kernels lined up with the baseline's by name; beyond, a variant's kernels are listed as they are.
+_ALIGNED = 2_000
+_ENV_DIFFERENCES = 50
 _BAND = re.compile(r"^±\s*([0-9]+(?:\.[0-9]*)?)\s*%")
 _BOUND = re.compile(r"^(?:>=|<=|==|>|<)\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*x?$")
 _ALLOWANCE = re.compile(r"^<=\s*([0-9]+(?:\.[0-9]*)?)\s*x$")
@@ -131,6 +160,8 @@ class InventoryView:
     """False when the baseline holds no inventory for it."""
     differs: bool
     """True when anything changed from the baseline."""
+    more: str
+    """How many more kernels there are than rows (``and 960 more kernels``), or empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +185,67 @@ class CaseView:
     tone: str
     """That verdict's colour's name."""
     failures: tuple[CheckView, ...]
-    """Its checks that fail the build."""
+    """Its checks that fail the build (the first of them)."""
     checks: tuple[CheckView, ...]
-    """Every check, failing ones first."""
+    """Its checks, failing ones first (the first of them)."""
+    checks_total: int
+    """How many checks it has."""
+    checks_more: str
+    """How many are not in :attr:`checks` (``and 40 more checks``), or empty."""
     charts: tuple[Chart, ...]
     """Gains, fusion, timings (those with anything to draw)."""
     inventories: tuple[InventoryView, ...]
-    """Per variant."""
+    """Per variant (the first of them)."""
+    inventories_more: str
+    """How many variants' kernels are not shown, or empty."""
     notes: tuple[str, ...]
     """What a reader of the numbers should know."""
+
+
+@dataclass(frozen=True, slots=True)
+class FailureView:
+    """One failing case in "What failed"."""
+
+    anchor: str
+    """The id of the case's section or row in the page."""
+    suite: str
+    """Suite id."""
+    card: str
+    """GPU it ran on."""
+    case: str
+    """Case id."""
+    verdict: str
+    """Worst verdict of its checks."""
+    tone: str
+    """That verdict's colour's name."""
+    failures: tuple[CheckView, ...]
+    """Its failing checks (the first of them)."""
+    more: str
+    """How many more failing checks it has, or empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRow:
+    """A case beyond those drawn in full: one row."""
+
+    anchor: str
+    """Its id in the page."""
+    suite: str
+    """Suite id."""
+    card: str
+    """GPU it ran on."""
+    case: str
+    """Case id."""
+    where: str
+    """Suite file and line."""
+    verdict: str
+    """Worst verdict of its checks."""
+    tone: str
+    """That verdict's colour's name."""
+    checks: int
+    """How many checks it has."""
+    worst: str
+    """The message of its worst check that did not pass, or empty when all passed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,16 +304,24 @@ class Page:
     """Every verdict counted and the exit code."""
     exit_code: int
     """What the run exits with."""
-    verdicts: tuple[tuple[str, str, int], ...]
-    """(verdict, tone, count) of every verdict that occurred, worst first."""
+    verdicts: tuple[tuple[str, str], ...]
+    """(``4 errors``, tone) of every verdict that occurred, worst first."""
     suites: tuple[SuiteView, ...]
     """Overview rows."""
+    suites_more: str
+    """How many suites are not in the overview, or empty."""
     envs: tuple[EnvView, ...]
     """Distinct fingerprints."""
-    failures: tuple[CaseView, ...]
-    """Failing cases, worst first."""
+    failures: tuple[FailureView, ...]
+    """Failing cases, worst first (the first of them)."""
+    failures_more: str
+    """How many failing cases are not listed, or empty."""
     cases: tuple[CaseView, ...]
-    """Every case, worst first."""
+    """The worst cases, drawn in full."""
+    rows: tuple[CaseRow, ...]
+    """The next cases, worst first, one row each."""
+    rows_more: str
+    """What is left beyond them, counted by verdict (``and 3,980 more cases: 3,980 pass``), or empty."""
 
 
 #: Verdicts in the overview's columns, worst first.
@@ -268,13 +359,19 @@ def _check_view(k: MetricDelta) -> CheckView:
         verdict=k.verdict.value,
         tone=tone(k.verdict).name.lower(),
         check=k.check.value,
-        variant=k.variant,
-        quantity=_quantity(k),
+        variant=cut(k.variant, NAME),
+        quantity=cut(_quantity(k), NAME),
         now=_value(k, k.current),
         baseline=_value(k, k.baseline_value),
         change=f"{k.change * 100:+.1f}%" if _num(k.change) and k.change is not None else "",
-        tolerance=k.tolerance,
-        message=k.message,
+        tolerance=cut(k.tolerance, NAME),
+        message=cut(k.message, TEXT),
+    )
+
+
+def _check_weight(k: CheckView) -> int:
+    return weight(
+        k.verdict, k.check, k.variant, k.quantity, k.now, k.baseline, k.change, k.tolerance, k.message, markup=200
     )
 
 
@@ -316,7 +413,7 @@ def _gain_rows(case: CaseResult) -> list[charts.GainRow]:
                     baseline=baseline,
                     band=band(gate.tolerance, baseline) if gate is not None else None,
                     bound=_bound(expect.tolerance) if expect is not None else None,
-                    bound_text=expect.tolerance if expect is not None else "",
+                    bound_text=charts.label(expect.tolerance) if expect is not None else "",
                     tone=tone(verdict),
                 )
             )
@@ -327,6 +424,24 @@ def _variant_tone(case: CaseResult, variant: str) -> Tone:
     if variant == UNFUSED:
         return Tone.OK
     verdicts = [k.verdict for k in case.checks if k.variant == variant]
+    return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
+
+
+#: Gains of DRAM bytes: the checks that, with the allowance over the minimum, judge a variant's bytes.
+_BYTES_GAINS = frozenset({names.DRAM_BYTES, names.DRAM_READ, names.DRAM_WRITE})
+
+
+def _bytes_tone(case: CaseResult, variant: str) -> Tone:
+    """The colour of a variant's DRAM bytes: the verdict of the checks on them alone (a split
+    kernel's bandwidth or time is no reason to paint its bytes red)."""
+    if variant == UNFUSED:
+        return Tone.OK
+    verdicts = [
+        k.verdict
+        for k in case.checks
+        if k.variant == variant
+        and (k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and k.quantity in _BYTES_GAINS))
+    ]
     return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
 
 
@@ -348,9 +463,9 @@ def _fusion_chart(case: CaseResult, env: Mapping[str, Any], anchor: str) -> Char
             baseline_bytes=v.baseline_values.get(names.DRAM_BYTES),
             bandwidth=_bandwidth(v.values),
             baseline_bandwidth=_bandwidth(v.baseline_values),
-            tone=_variant_tone(case, v.variant),
+            tone=_bytes_tone(case, v.variant),
         )
-        for v in sorted(measured, key=lambda v: v.variant != UNFUSED)
+        for v in sorted(measured, key=lambda v: v.variant != UNFUSED)[:_CHART_VARIANTS]
     ]
     min_bytes = next((v.values[names.MIN_BYTES] for v in measured if _num(v.values.get(names.MIN_BYTES))), None)
     allowance = next(
@@ -368,8 +483,14 @@ def _fusion_chart(case: CaseResult, env: Mapping[str, Any], anchor: str) -> Char
         allowance,
         float(peak) if isinstance(peak, (int, float)) and math.isfinite(peak) else None,
         f"{anchor}-fusion",
-        f"{case.case}: DRAM bytes against the minimum, bandwidth against the card's peak",
+        f"{cut(case.case, NAME)}: DRAM bytes against the minimum, bandwidth against the card's peak"
+        + _first(len(bars), len(measured), "variants"),
     )
+
+
+def _first(shown: int, total: int, what: str) -> str:
+    """`` (the first 12 of 300 variants)`` when not all are drawn."""
+    return f" (the first {shown} of {total:,} {what})" if shown < total else ""
 
 
 def _spread(values: Mapping[str, float]) -> charts.Spread | None:
@@ -401,7 +522,10 @@ def _timing_chart(case: CaseResult, anchor: str) -> Chart | None:
     rows = [r for r in rows if r.now is not None or r.baseline is not None]
     if not rows:
         return None
-    return charts.timing_chart(rows, f"{anchor}-timing", f"{case.case}: CUDA-event time per call, now and baseline")
+    title = f"{cut(case.case, NAME)}: CUDA-event time per call, now and baseline"
+    return charts.timing_chart(
+        rows[:_CHART_VARIANTS], f"{anchor}-timing", title + _first(_CHART_VARIANTS, len(rows), "variants")
+    )
 
 
 def align(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> tuple[KernelRow, ...]:
@@ -429,47 +553,115 @@ def align(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> tuple[Ker
     return tuple(rows)
 
 
+def _kernel(k: KernelLaunch | None) -> KernelLaunch | None:
+    return replace(k, name=cut(k.name, NAME)) if k is not None else None
+
+
 def _inventory(v: VariantMeasurement) -> InventoryView | None:
     if not v.kernels and not v.baseline_kernels:
         return None
-    rows = align(v.baseline_kernels, v.kernels)
+    if max(len(v.kernels), len(v.baseline_kernels)) <= _ALIGNED:
+        rows = align(v.baseline_kernels, v.kernels)
+    else:  # lining up thousands of kernels by name would take longer than the rest of the page
+        rows = align((), v.kernels)
+    shown = tuple(KernelRow(r.status, _kernel(r.old), _kernel(r.new), r.changed) for r in rows[:_KERNELS])
     return InventoryView(
-        variant=v.variant,
-        rows=rows,
+        variant=cut(v.variant, NAME),
+        rows=shown,
         has_baseline=bool(v.baseline_kernels),
         differs=any(r.status not in ("same", "now") for r in rows),
+        more=more(len(rows) - len(shown), "kernels"),
     )
 
 
-def _case_view(comparison: Comparison, case: CaseResult, index: int) -> CaseView:
-    anchor = f"case-{index}"
+def _case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView:
     checks = sorted(case.checks, key=lambda k: k.verdict.rank)
+    bad = [k for k in checks if failing(k.verdict)]
     drawn: list[Chart | None] = []
     rows = _gain_rows(case)
     if rows:
-        drawn.append(charts.gain_chart(rows, f"{anchor}-gains", f"{case.case}: fusion gains against the baseline"))
+        title = f"{cut(case.case, NAME)}: fusion gains against the baseline" + _first(_CHART_ROWS, len(rows), "gains")
+        drawn.append(charts.gain_chart(rows[:_CHART_ROWS], f"{anchor}-gains", title))
     drawn.append(_fusion_chart(case, comparison.env, anchor))
     drawn.append(_timing_chart(case, anchor))
-    inventories = [_inventory(v) for v in case.variants]
+    inventories = [i for i in (_inventory(v) for v in case.variants[: _INVENTORIES * 4]) if i is not None]
     return CaseView(
         anchor=anchor,
-        suite=comparison.suite,
-        card=str(comparison.env.get("gpu_name", "")),
-        case=case.case,
-        description=case.description,
-        where=f"{comparison.suite_path}:{case.line}" if case.line else comparison.suite_path,
+        suite=cut(comparison.suite, NAME),
+        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
+        case=cut(case.case, NAME),
+        description=cut(case.description, TEXT),
+        where=cut(_where(comparison, case), NAME),
         verdict=case.verdict.value,
         tone=tone(case.verdict).name.lower(),
-        failures=tuple(_check_view(k) for k in checks if failing(k.verdict)),
-        checks=tuple(_check_view(k) for k in checks),
+        failures=tuple(_check_view(k) for k in bad[:_MESSAGES]),
+        checks=tuple(_check_view(k) for k in checks[:_CHECKS]),
+        checks_total=len(checks),
+        checks_more=more(len(checks) - _CHECKS, "checks"),
         charts=tuple(c for c in drawn if c is not None),
-        inventories=tuple(i for i in inventories if i is not None),
-        notes=case.notes,
+        inventories=tuple(inventories[:_INVENTORIES]),
+        inventories_more=more(
+            sum(1 for v in case.variants if v.kernels or v.baseline_kernels) - min(len(inventories), _INVENTORIES),
+            "variants' kernels",
+        ),
+        notes=tuple(cut(n, TEXT) for n in case.notes[:_NOTES]),
     )
 
 
+def _where(comparison: Comparison, case: CaseResult) -> str:
+    return f"{comparison.suite_path}:{case.line}" if case.line else comparison.suite_path
+
+
+def _case_weight(v: CaseView) -> int:
+    """About the bytes the case's section takes (more, never less)."""
+    texts = [v.suite, v.card, v.case, v.description, v.where, *v.notes]
+    kernels = sum(
+        weight(*(k.name for k in (r.old, r.new) if k is not None), markup=400) for i in v.inventories for r in i.rows
+    )
+    charts_size = sum(len(c.svg) + weight(c.title, c.legend, markup=300) for c in v.charts)
+    checks = sum(_check_weight(k) for k in (*v.checks, *v.failures))
+    return weight(*texts, markup=3000) + kernels + charts_size + checks
+
+
+def _failure_view(comparison: Comparison, case: CaseResult, anchor: str) -> FailureView:
+    bad = [k for k in sorted(case.checks, key=lambda k: k.verdict.rank) if failing(k.verdict)]
+    return FailureView(
+        anchor=anchor,
+        suite=cut(comparison.suite, NAME),
+        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
+        case=cut(case.case, NAME),
+        verdict=case.verdict.value,
+        tone=tone(case.verdict).name.lower(),
+        failures=tuple(_check_view(k) for k in bad[:_MESSAGES]),
+        more=more(len(bad) - _MESSAGES, "failing checks"),
+    )
+
+
+def _failure_weight(f: FailureView) -> int:
+    return weight(f.anchor, f.suite, f.card, f.case, f.more, markup=300) + sum(_check_weight(k) for k in f.failures)
+
+
+def _case_row(comparison: Comparison, case: CaseResult, anchor: str) -> CaseRow:
+    worst = min(case.checks, key=lambda k: k.verdict.rank, default=None)
+    return CaseRow(
+        anchor=anchor,
+        suite=cut(comparison.suite, NAME),
+        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
+        case=cut(case.case, NAME),
+        where=cut(_where(comparison, case), NAME),
+        verdict=case.verdict.value,
+        tone=tone(case.verdict).name.lower(),
+        checks=len(case.checks),
+        worst=cut(worst.message, TEXT // 2) if worst is not None and worst.verdict is not Verdict.PASS else "",
+    )
+
+
+def _row_weight(r: CaseRow) -> int:
+    return weight(r.anchor, r.suite, r.card, r.case, r.where, r.worst, markup=250)
+
+
 def _text(value: Any) -> str:
-    return "-" if value is None else str(value)
+    return "-" if value is None else cut(str(value), NAME)
 
 
 def _suite_view(c: Comparison) -> SuiteView:
@@ -481,16 +673,23 @@ def _suite_view(c: Comparison) -> SuiteView:
     else:
         baseline = "none"
     return SuiteView(
-        suite=c.suite,
-        suite_path=c.suite_path,
-        card=str(c.env.get("gpu_name", "-")),
+        suite=cut(c.suite, NAME),
+        suite_path=cut(c.suite_path, NAME),
+        card=_text(c.env.get("gpu_name", "-")),
         verdict=c.verdict.value,
         tone=tone(c.verdict).name.lower(),
         counts=tuple(counts[v] for v in VERDICTS),
-        baseline=baseline,
+        baseline=cut(baseline, NAME),
         differences=tuple(
-            EnvDifferenceView(d.field, _text(d.baseline_value), _text(d.current), d.accepted) for d in c.env_differences
+            EnvDifferenceView(cut(d.field, NAME), _text(d.baseline_value), _text(d.current), d.accepted)
+            for d in c.env_differences[:_ENV_DIFFERENCES]
         ),
+    )
+
+
+def _suite_weight(v: SuiteView) -> int:
+    return weight(
+        v.suite, v.suite_path, v.card, v.baseline, *(t for d in v.differences for t in (d.field, d.baseline, d.now))
     )
 
 
@@ -502,7 +701,7 @@ def _env_fields(env: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     ]
     peak = env.get(names.DRAM_PEAK)
     if isinstance(peak, (int, float)) and math.isfinite(peak):
-        fields.append(("peak DRAM bandwidth (from ncu's % of peak)", f"{peak / 1e9:,.0f} GB/s"))
+        fields.append(("peak DRAM bandwidth (from ncu's % of peak)", charts.amount(peak, 1e9, "GB/s")))
     return tuple(fields)
 
 
@@ -510,26 +709,59 @@ def _envs(comparisons: Sequence[Comparison]) -> tuple[EnvView, ...]:
     groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for c in comparisons:
         if c.env:
-            groups.setdefault(_env_fields(c.env), []).append(c.suite)
-    return tuple(EnvView(fields, tuple(suites)) for fields, suites in groups.items())
+            groups.setdefault(_env_fields(c.env), []).append(cut(c.suite, NAME))
+    return tuple(EnvView(fields, tuple(suites[:_SUITES])) for fields, suites in list(groups.items())[:_ENVS])
+
+
+def _rest(cases: Sequence[CaseResult]) -> str:
+    """``and 3,980 more cases: 3,970 pass, 10 regressed``; empty for none."""
+    if not cases:
+        return ""
+    counts = Counter(case.verdict for case in cases)
+    by = ", ".join(verdict_count(v, counts[v], separators=True) for v in VERDICTS if counts[v])
+    return f"{more(len(cases), 'cases')}: {by}"
 
 
 def page(comparisons: list[Comparison]) -> Page:
-    """The page model of ``comparisons``: failing cases first, then the rest, each in suite order."""
-    cases = [(c, case) for c in comparisons for case in c.cases]
-    order = sorted(range(len(cases)), key=lambda i: cases[i][1].verdict.rank)
-    views = [_case_view(*cases[i], n) for n, i in enumerate(order)]
+    """The page model of ``comparisons``, within the page's budget (see the module docstring):
+    failing cases first, then the rest, each in suite order."""
+    cases = sorted(((c, case) for c in comparisons for case in c.cases), key=lambda p: p[1].verdict.rank)
+    detailed = Budget(_DETAIL_BYTES).fit(
+        ((v, _case_weight(v)) for v in (_case_view(c, case, f"case-{n}") for n, (c, case) in enumerate(cases))),
+        _DETAILED,
+    )
+    rows = Budget(_ROW_BYTES).fit(
+        (
+            (r, _row_weight(r))
+            for r in (_case_row(c, case, f"case-{n}") for n, (c, case) in enumerate(cases) if n >= len(detailed))
+        ),
+        _ROWS,
+    )
+    shown = len(detailed) + len(rows)
+    bad = [(n, c, case) for n, (c, case) in enumerate(cases) if failing(case.verdict)]
+    listed = Budget(_FAILURE_BYTES).fit(
+        (
+            (f, _failure_weight(f))
+            for f in (_failure_view(c, case, f"case-{n}" if n < shown else "more-cases") for n, c, case in bad)
+        ),
+        _FAILURES,
+    )
+    suites = Budget(_OVERVIEW_BYTES).fit(((v, _suite_weight(v)) for v in map(_suite_view, comparisons)), _SUITES)
     counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
-    title = comparisons[0].suite if len(comparisons) == 1 else f"{len(comparisons)} suites"
+    title = cut(comparisons[0].suite, NAME) if len(comparisons) == 1 else f"{len(comparisons):,} suites"
     return Page(
         title=f"fuseci: {title}",
         totals=totals(comparisons),
         exit_code=exit_code(comparisons),
-        verdicts=tuple((v.value, tone(v).name.lower(), counts[v]) for v in VERDICTS if counts[v]),
-        suites=tuple(_suite_view(c) for c in comparisons),
+        verdicts=tuple((verdict_count(v, counts[v]), tone(v).name.lower()) for v in VERDICTS if counts[v]),
+        suites=tuple(suites),
+        suites_more=more(len(comparisons) - len(suites), "suites"),
         envs=_envs(comparisons),
-        failures=tuple(v for v in views if v.failures),
-        cases=tuple(views),
+        failures=tuple(listed),
+        failures_more=more(len(bad) - len(listed), "failing cases"),
+        cases=tuple(detailed),
+        rows=tuple(rows),
+        rows_more=_rest([case for _, case in cases[shown:]]),
     )
 
 

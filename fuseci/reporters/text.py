@@ -89,12 +89,39 @@ def env_line(c: Comparison) -> str:
     )
 
 
+#: The verdicts whose name is a noun, so that a count of them takes a plural (``2 errors``); the
+#: others read the same for any count (``1 pass``, ``8 regressed``, ``2 new``).
+_NOUNS: dict[Verdict, tuple[str, str]] = {Verdict.ERROR: ("error", "errors"), Verdict.WARN: ("warning", "warnings")}
+
+
+def verdict_count(verdict: Verdict, count: int, separators: bool = False) -> str:
+    """``4 errors``, ``1 error``, ``8 regressed``; ``4,000 pass`` with ``separators``."""
+    one, many = _NOUNS.get(verdict, (verdict.value, verdict.value))
+    number = f"{count:,}" if separators else str(count)
+    return f"{number} {one if count == 1 else many}"
+
+
+def count(n: int, one: str, many: str = "") -> str:
+    """``1 check``, ``20 checks`` (``many`` when the plural is not ``one`` + s)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def totals(comparisons: list[Comparison], code: int | None = None) -> str:
-    """``fuseci: 28 pass, 5 regressed; exit 1``: every verdict counted, and the exit code (the
-    verdicts', unless the command ends with another ``code``: a report it could not write)."""
+    """``fuseci: 28 pass, 5 regressed, 2 errors; exit 1``: every verdict counted, and the exit
+    code (the verdicts', unless the command ends with another ``code``: a report it could not
+    write)."""
     counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
-    summary = ", ".join(f"{counts[v]} {v.value}" for v in reversed(Verdict) if counts[v])
+    summary = ", ".join(verdict_count(v, counts[v]) for v in reversed(Verdict) if counts[v])
     return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons) if code is None else code}"
+
+
+def relative_change(now: float, before: float) -> str:
+    """``-39.6%``; a ratio of two positive values beyond float range (or a millionfold), in
+    decades: ``×1e+308``."""
+    ratio = now / before
+    if math.isfinite(ratio) and ratio < 1e6:
+        return f"{(ratio - 1) * 100:+.1f}%"
+    return f"×1e{math.log10(now) - math.log10(before):+.0f}"
 
 
 def _num(values: Mapping[str, float], name: str) -> float | None:

@@ -10,6 +10,13 @@ back and judges B with A as its baseline, under the suite files' current policie
 request's run gets exactly the verdicts ``fuseci run`` would give it if main's run were the
 stored baseline (an environment difference blocks the comparison unless accepted).
 
+A run is stamped with when and at which commit it was measured: a profiled run with the time it
+is saved and the commit checked out (``$GITHUB_SHA``, else ``git rev-parse HEAD``); a run
+re-analysed from a recorded report (``--from-report``) with the time ncu recorded it (from the
+report's header; the report file's modification time when the header holds none) and no commit,
+since the recording's is not known: a history of recorded reports then reads in the order they
+were recorded, and none is credited to the commit that happens to be checked out.
+
 A run file is written once, atomically, and never replaced: when the name is taken (two runs in
 the same second), a suffix ``_2``, ``_3``... is added. The file is published with a hard link, which fails
 rather than overwrite; on file systems without hard links it falls back to a check and a rename.
@@ -92,6 +99,34 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """When a run was measured, and the commit it measured."""
+
+    created: datetime
+    """UTC time of the measurement."""
+    commit: str | None
+    """The commit, None when unknown."""
+
+
+def now_stamp() -> Stamp:
+    """The stamp of a run measured now: this moment and the commit checked out (:func:`git_commit`)."""
+    return Stamp(_now(), git_commit())
+
+
+def recording_stamp(path: Path) -> Stamp:
+    """The stamp of a run re-analysed from the report at ``path``: when ncu recorded it
+    (:func:`fuseci.frames.report.session_started`, else the file's modification time, else now)
+    and no commit (a recording does not say which commit it measured)."""
+    started = report.session_started(path)
+    if started is None:
+        try:
+            started = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
+        except (OSError, ValueError, OverflowError):
+            started = _now()
+    return Stamp(started.replace(microsecond=0), None)
+
+
 def git_commit() -> str | None:
     """The commit being measured: ``$GITHUB_SHA``, else ``git rev-parse HEAD`` in the current
     directory, else None (no git, not a checkout, or git refused); never raises."""
@@ -167,7 +202,12 @@ def _publish(staged: Path, directory: Path, stem: str) -> Path:
         return path
 
 
-def save_run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path], directory: Path) -> Path:
+def save_run(
+    results: Sequence[SuiteResults],
+    suite_paths: Mapping[str, str | Path],
+    directory: Path,
+    stamp: Stamp | None = None,
+) -> Path:
     """Write one run file into ``directory`` (created if needed) and return its path.
 
     Named ``<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json`` (UTC); ``_2``, ``_3``... is
@@ -178,11 +218,14 @@ def save_run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Pa
         results: The measured suites (those that failed to profile are simply not in it).
         suite_paths: Suite file of each suite id, as given.
         directory: The results directory.
+        stamp: When and at which commit the run was measured (default: :func:`now_stamp`; a
+            re-analysed report's is :func:`recording_stamp`).
 
     Raises:
         ReportError: the directory cannot be created or written, or two results share a suite name.
     """
-    created, sha = _now(), git_commit()
+    stamp = stamp or now_stamp()
+    created, sha = stamp.created, stamp.commit
     doc = _document(results, suite_paths, created, sha)
     text = FORMAT.dumps(doc, indent=1)
     stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(_gpu_name(results) or 'unknown')}"

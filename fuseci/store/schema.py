@@ -17,6 +17,7 @@ field by field.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import re
@@ -46,9 +47,20 @@ def sub(where: str, key: str | int) -> str:
     """The JSON path of ``key`` under ``where``: ``a.b``, ``a[0]``, or ``a["dram__bytes.sum"]``."""
     if isinstance(key, int):
         return f"{where}[{key}]"
-    if _KEY.match(key) and len(key) <= 60:
-        return f"{where}.{key}" if where else key
-    return f"{where}[{json.dumps(key[:60])}{'...' if len(key) > 60 else ''}]"
+    if len(key) > 60:
+        return f"{where}[{json.dumps(key[:60])}...]"
+    if not where and _KEY.match(key):
+        return key
+    return where + _member(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _member(key: str) -> str:
+    """``.b`` or ``["dram__bytes.sum"]``: the step of a key of at most 60 characters in a path.
+    Every value of a document is checked under its path, so the same few keys (metric and field
+    names) come back thousands of times a document: each is formatted once (and only short keys
+    are kept, so a hostile document cannot fill the cache with long ones)."""
+    return f".{key}" if _KEY.match(key) else f"[{json.dumps(key)}]"
 
 
 def shown(value: Any) -> str:

@@ -5,6 +5,7 @@ become markup, and its size for every shipped suite."""
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,9 +16,10 @@ from typer.testing import CliRunner
 
 from fuseci import api
 from fuseci.cli import app
+from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import EnvDifference, failed
+from fuseci.judge.verdict import CheckKind, EnvDifference, failed
 from fuseci.reporters import FORMATS, charts, html
 
 SIZE_LIMIT = 3 * 1024 * 1024
@@ -236,3 +238,149 @@ def test_every_shipped_suite_fits_in_one_small_report() -> None:
     assert len(root.find_all("article", cls="case")) == cases
     assert len(ids) == len(set(ids))
     assert _outside_references(text) == []
+
+
+def _many(count: int, message: str | None = None) -> list:
+    """The recorded regressed run's five cases copied to ``count`` (a fifth of them regressed),
+    each message replaced by ``message`` when given."""
+    (comparison,) = regressed_comparisons()
+    cases = []
+    for n in range(count):
+        case = comparison.cases[n % len(comparison.cases)]
+        checks = case.checks if message is None else tuple(replace(k, message=message) for k in case.checks)
+        cases.append(replace(case, case=f"{case.case}_{n:05d}", checks=checks))
+    return [replace(comparison, cases=tuple(cases))]
+
+
+def test_a_suite_of_5000_cases_is_one_page_of_its_worst_cases_and_the_rest_counted() -> None:
+    # Every case was drawn in full: 16 minutes and a 319 MB page for these 5,000.
+    comparisons = _many(5000)
+    start = time.perf_counter()
+    text = html.render(comparisons)
+    assert time.perf_counter() - start < 60
+    assert len(text.encode()) < SIZE_LIMIT
+    root, ids = parse(text)
+    assert len(ids) == len(set(ids))
+    articles = root.find_all("article", cls="case")
+    assert 15 <= len(articles) <= 40
+    assert all(a.attrs["data-case"].startswith("elementwise/scale_relu_add_") for a in articles)  # worst first
+    (rows,) = root.find_all("table", cls="rows")
+    shown = len(articles) + len(rows.find_all("tr")) - 1
+    (rest,) = [p for p in root.find_all("p", cls="more") if p.attrs.get("id") == "more-cases"]
+    counted = rest.all_text()
+    assert counted.startswith(f"and {5000 - shown:,} more cases: ")
+    assert f"{4000:,} pass" in counted  # the passing cases are counted, not listed
+    failures = root.find_all("div", cls="failure")
+    more_failures = next(p for p in root.find_all("p", cls="more") if "more failing cases" in p.all_text())
+    assert f"and {1000 - len(failures):,} more failing cases" in more_failures.all_text()
+    links = {a.attrs["href"] for f in failures for a in f.find_all("a")}
+    assert links <= {f"#{i}" for i in ids}
+
+
+def test_long_messages_are_cut_and_the_page_stays_small() -> None:
+    # 20 cases whose every message is 10,000 characters made an 18 MiB page.
+    text = html.render(_many(20, "x" * 10_000))
+    assert len(text.encode()) < 2 * 1024 * 1024
+    assert "x" * 601 not in text and "… (9,400 more characters)" in text
+
+
+def test_the_budget_holds_for_the_largest_hostile_strings() -> None:
+    # Strings as long as the readers allow, made of the characters escaping lengthens most,
+    # in every field, with variants, kernels and checks by the hundred.
+    evil = '"&<' * 20_000
+    (comparison,) = regressed_comparisons()
+    case = comparison.cases[0]
+    kernels = tuple(_k(evil + str(i)) for i in range(500))
+    variants = tuple(replace(v, variant=f"v{i}", kernels=kernels) for i, v in enumerate(case.variants * 100))
+    checks = tuple(replace(k, variant=f"v{i}", message=evil, tolerance=evil) for i, k in enumerate(case.checks * 50))
+    big = replace(case, description=evil, checks=checks, variants=variants, notes=(evil,) * 100)
+    cases = tuple(replace(big, case=f"c{n}") for n in range(300))
+    hostile = replace(
+        comparison,
+        suite_path=evil,
+        baseline_path=evil,
+        env={**comparison.env, "gpu_name": evil, "driver_version": evil},
+        env_differences=tuple(EnvDifference(f"f{i}", evil, evil, accepted=False) for i in range(1000)),
+        cases=cases,
+    )
+    suites = [replace(hostile, suite=f"s{i}") for i in range(3)]
+    text = html.render(suites)
+    assert len(text.encode()) <= 3_000_000
+
+
+#: Finite values at the edge of float range, where every axis used to overflow.
+HUGE = 1.797e308
+
+
+def _extreme() -> list:
+    (comparison,) = regressed_comparisons()
+    cases = []
+    for case in comparison.cases:
+        variants = tuple(
+            replace(
+                v,
+                gains={q: HUGE for q in v.gains},
+                values={
+                    **v.values,
+                    names.EVENT_TIME: 1.5e308,
+                    names.EVENT_TIME_MAX: 1.5e308,
+                    names.DRAM_BYTES: HUGE,
+                    names.DRAM_READ_RATE: 1.7e308,
+                },
+            )
+            if v.variant != "unfused"
+            else v
+            for v in case.variants
+        )
+        checks = tuple(
+            replace(k, current=HUGE) if k.check in (CheckKind.GAIN, CheckKind.EXPECT) else k for k in case.checks
+        )
+        cases.append(replace(case, variants=variants, checks=checks))
+    return [replace(comparison, cases=tuple(cases))]
+
+
+def test_any_finite_value_is_drawn_and_the_chart_says_what_lies_beyond_its_axis() -> None:
+    text = html.render(_extreme())
+    root, _ = parse(text)
+    figures = root.find_all("figure", cls="chart")
+    assert len(figures) == 15
+    for figure in figures:
+        svg_text = " ".join(t.all_text() for t in figure.find_all("text"))
+        assert "beyond this axis: drawn at its edge" in svg_text, figure.attrs["id"]
+        assert "marks a value beyond its axis" in figure.all_text()
+    gains = next(f for f in figures if f.attrs["id"] == "case-0-gains")
+    assert "1.8e+308x" in " ".join(t.all_text() for t in gains.find_all("text"))
+    assert all(len(t.all_text()) < 120 for f in figures for t in f.find_all("text"))  # no 300-digit numbers
+
+
+def test_a_regression_with_extreme_values_keeps_exit_1_and_writes_its_page(tmp_path: Path) -> None:
+    from fuseci.store import results
+
+    source = tmp_path / "results.json"
+    source.write_text(results.dumps(_extreme()))
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["merge", str(source), "--html", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output
+    assert len(parse(out.read_text())[0].find_all("figure", cls="chart")) == 15
+
+
+def test_a_healthy_bandwidth_bar_is_not_painted_by_another_checks_verdict() -> None:
+    # The split kernel's fused variant regressed, but its bandwidth (84% of the peak) is judged by
+    # no check: its bar is neutral, its DRAM bytes (which regressed) red; the axis ends just past
+    # the peak, and the numbers sit under the bars, clear of the baseline ticks.
+    (comparison,) = regressed_comparisons()
+    view = html._case_view(comparison, comparison.cases[0], "case-0")
+    fusion = next(c for c in view.charts if c.kind == "fusion")
+    svg = str(fusion.svg)
+    bars = re.findall(r'<path d="M [^"]*z\s*"[^>]*style="fill: (#[0-9a-f]{6})', svg)
+    assert charts.Tone.BAD.value in bars  # the fused variant's DRAM bytes
+    assert bars.count(charts.Tone.OK.value) == 3  # unfused twice, and fused's bandwidth
+    texts = " ".join(t.all_text() for t in parse(svg)[0].find_all("text"))
+    assert "84% of peak" in texts and "dashed: peak 4,811 GB/s" in texts
+    ticks = [
+        float(t.replace(",", ""))
+        for t in re.findall(r"(?<![\d.])(\d[\d,]*)(?![\d.,])", texts)
+        if t.replace(",", "").isdigit()
+    ]
+    assert max(t for t in ticks if t < 10_000) <= 5500  # no tick beyond 1.1x the 4,811 GB/s peak

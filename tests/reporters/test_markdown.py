@@ -81,7 +81,8 @@ def test_regressed_summary_says_what_fell(in_root) -> None:
     (head,) = [i for i, line in enumerate(lines) if line.startswith("- ❌ **REGRESSED** scale_relu_add/fused")]
     assert lines[head] == "- ❌ **REGRESSED** scale_relu_add/fused"  # one block: the split, then what it cost
     assert [line.startswith("  - ") for line in lines[head + 1 : head + 10]] == [True] * 8 + [False]
-    assert "the fusion split" in lines[head + 1] and "record it with `fuseci update-baselines`" in lines[head + 1]
+    record = "fuseci update-baselines suites/elementwise.yaml --from-report tests/data/reports/elementwise-regressed.ncu-rep.xz"
+    assert "the fusion split" in lines[head + 1] and f"record it with `{record}`" in lines[head + 1]
     assert "- note: DRAM writes read up to 9% low in 5 cases" in text  # one line, not one per case
     assert text.endswith("**fuseci: 50 pass, 8 regressed; exit 1**\n")
 

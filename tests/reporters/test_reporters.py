@@ -4,13 +4,15 @@
 import json
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, pinned, recorded_comparison
+from html_doc import regressed_comparisons
 
-from fuseci.judge.verdict import failed
-from fuseci.reporters import FORMATS, console, junit
+from fuseci.judge.verdict import Verdict, failed
+from fuseci.reporters import FORMATS, console, html, junit
 from fuseci.reporters import json as json_reporter
 
 
@@ -87,7 +89,10 @@ def test_first_run_without_baseline_is_one_line(in_root, tmp_path: Path) -> None
     assert not comparison.has_baseline
     (line,) = [line for line in text.splitlines() if "baseline" in line]
     assert line.startswith(f"  NEW: no baseline at {tmp_path}/nvidia-h200/elementwise.json yet, so ")
-    assert line.endswith("record one with `fuseci update-baselines suites/elementwise.yaml`")
+    # The command that records it from the same report into the same baselines (the bare command
+    # recorded nothing: there is no GPU here, and the baselines are not the default ones).
+    record = f"fuseci update-baselines suites/elementwise.yaml --from-report {CLEAN_REPORT.relative_to(ROOT)} --baselines {tmp_path}"
+    assert line.endswith(f"record one with `{record}`")
     assert "  NEW  " not in text  # no line per check
 
 
@@ -125,3 +130,17 @@ def test_junit_two_wrong_outputs_of_one_variant_are_two_tests(elementwise) -> No
 
 def test_every_format_is_registered() -> None:
     assert set(FORMATS) == {"console", "json", "junit", "markdown", "github", "html"}
+
+
+def test_counts_read_in_the_singular_and_the_plural(elementwise, in_root) -> None:
+    # "4 error" read as a typo in every summary; the verdicts that are nouns take a plural.
+    broken = [failed(replace(elementwise, name=f"s{i}"), "ncu missing") for i in range(4)]
+    assert console.render(broken).endswith("fuseci: 4 errors; exit 3\n")
+    assert console.render(broken[:1]).endswith("fuseci: 1 error; exit 3\n")
+    (comparison,) = regressed_comparisons()
+    (case, *rest) = comparison.cases
+    warned = replace(case, checks=tuple(replace(k, verdict=Verdict.WARN) for k in case.checks[:2]) + case.checks[2:])
+    text = console.render([replace(comparison, cases=(warned, *rest)), *broken[:3]])
+    assert text.endswith("fuseci: 48 pass, 2 warnings, 3 errors, 8 regressed; exit 1\n")
+    page = html.render(broken)
+    assert ">4 errors</span>" in page and "4 error<" not in page
