@@ -8,6 +8,8 @@ arithmetic, so each computes ``relu(alpha * x) + y`` bit for bit and changes one
 * ``bytes_P``: also reads P% of the case's minimum DRAM bytes from a buffer of its own (filled
   once, on the first call, outside any measurement), folded in as ``0 * sum``: the output is
   unchanged but the compiler cannot drop the loads;
+* ``sector_1``: the same, one 32-byte sector (two float4 loads of one warp): the smallest
+  change in bytes a kernel can make, for the exact counters;
 * ``time_P``: a chain of ``v = fma(v, one, zero)`` after each element (``one`` and ``zero`` are
   kernel parameters, so nothing is folded), as long as it takes to make the kernel P% slower
   than with no chain: calibrated on the first call by the kernel's own clock (the GPU's
@@ -207,6 +209,14 @@ def _bytes(percent: float):  # type: ignore[no-untyped-def]
     return variant
 
 
+def _sectors(count: int):  # type: ignore[no-untyped-def]
+    def variant(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarray:
+        return _launch(x, y, alpha, extra_bytes=32 * count)
+
+    variant.__doc__ = f"Reads {count} 32-byte sector(s) more than the healthy kernel ({32 * count} bytes)."
+    return variant
+
+
 def _time(percent: int):  # type: ignore[no-untyped-def]
     def variant(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarray:
         return _launch(x, y, alpha, spin=_spin_for(x.size, percent))
@@ -220,6 +230,7 @@ bytes_1 = _bytes(1)
 bytes_2 = _bytes(2)
 bytes_5 = _bytes(5)
 bytes_10 = _bytes(10)
+sector_1 = _sectors(1)
 time_5 = _time(5)
 time_10 = _time(10)
 time_20 = _time(20)

@@ -6,6 +6,7 @@ the harness processes' environment holds."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -323,7 +324,7 @@ def test_framework_versions_join_the_fingerprint_only_where_a_suite_uses_them() 
 def test_the_harness_environment_shares_compile_caches_and_compiles_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS"):
+    for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS", "PYTHONPYCACHEPREFIX"):
         monkeypatch.delenv(var, raising=False)
     env = MeasureOptions(report_dir=tmp_path / "out", device="1").env
     assert env == {
@@ -331,11 +332,42 @@ def test_the_harness_environment_shares_compile_caches_and_compiles_in_process(
         "TORCHINDUCTOR_CACHE_DIR": str((tmp_path / "out" / "compile-cache" / "inductor").absolute()),
         "TRITON_CACHE_DIR": str((tmp_path / "out" / "compile-cache" / "triton").absolute()),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        "PYTHONPYCACHEPREFIX": str((tmp_path / "out" / "compile-cache" / "python").absolute()),
+        "PYTHONDONTWRITEBYTECODE": "",
     }
     monkeypatch.setenv("TRITON_CACHE_DIR", "/mine")
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "8")
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pyc"))
     env = MeasureOptions(report_dir=tmp_path).env
-    assert "TRITON_CACHE_DIR" not in env and "TORCHINDUCTOR_COMPILE_THREADS" not in env  # the user's win
+    assert not {"TRITON_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS", "PYTHONPYCACHEPREFIX"} & set(env)  # the user's win
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+
+
+def test_the_harness_keeps_bytecode_in_the_compile_cache_even_where_writing_it_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set (as CI images often do), a harness process still keeps
+    the bytecode of what it imports, under the compile cache and nowhere else, so the next run
+    does not compile the frameworks' modules from source again."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("VALUE = 41 + 1\n")
+    options = MeasureOptions(report_dir=tmp_path / "out")
+    env = {**os.environ, **options.env, "PYTHONPATH": str(tree)}
+    argv = [sys.executable, "-c", "import sys, pkg; print(sys.dont_write_bytecode, pkg.VALUE)"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "42"]
+    kept = list((options.compile_cache / "python").rglob("*.pyc"))
+    assert any(p.name.startswith("__init__.") for p in kept), kept
+    assert not list(tree.rglob("*.pyc"))  # nothing in the user's tree
+    mine = {**os.environ, "PYTHONPATH": str(tree)}  # without fuseci's environment, Python writes nothing
+    subprocess.run(argv, env=mine, capture_output=True, text=True, check=True)
+    assert not list(tree.rglob("*.pyc"))
 
 
 def test_doctor_names_the_array_frameworks_installed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,6 @@
 """CUDA-event timing outside ncu: every variant of a case interleaved, over rotating input
-sets; whether a call waits for the GPU before it returns; the device-to-device copy bandwidth.
+sets, each call behind a queue fill; whether a call waits for the GPU before it returns; the
+device-to-device copy bandwidth.
 
 A fused kernel is worth its gain only if the host can queue more work behind it: a call that
 reads a result back (``float(out[0, 0])``), synchronises a stream or the device, or copies to
@@ -49,6 +50,13 @@ MIN_SPIN_NS = 2_000_000
 SPIN_OVER_CALL = 20
 #: A call that returned after this fraction of the spin waited for the GPU.
 BLOCKED_AFTER = 0.8
+#: Before each timed call a spin kernel keeps the GPU busy while the host queues the call: at
+#: least :data:`MIN_FILL_NS`, :data:`FILL_OVER_CALL` times as long as the variant's calls take to
+#: return, at most :data:`MAX_FILL_NS` (a call slower than that on the host is host-bound: its
+#: time then holds its own gaps, as it does in every run).
+MIN_FILL_NS = 50_000
+FILL_OVER_CALL = 2
+MAX_FILL_NS = 5_000_000
 
 _SPIN_SOURCE = r"""
 extern "C" __global__ void fuseci_spin(const unsigned long long ns) {
@@ -70,6 +78,15 @@ class TimingOptions:
     """Untimed calls per variant first (compilation, library caches, clocks)."""
     l2_bytes: int = 0
     """The device's L2 size; the input rotation spans at least :data:`L2_SPAN` times it."""
+    queue_fill: bool = True
+    """Queue a spin kernel before each timed call (:func:`fill_ns`), so that no call starts on
+    an idle GPU. Off only to show what it prevents (a gpu test and the timing-isolation study)."""
+
+
+def fill_ns(return_ns: float) -> int:
+    """How long the spin queued before a timed call runs, for a variant whose calls take
+    ``return_ns`` to return on the host."""
+    return int(min(max(FILL_OVER_CALL * return_ns, MIN_FILL_NS), MAX_FILL_NS))
 
 
 def rotation_seed(seed: int, index: int) -> int:
@@ -122,6 +139,12 @@ def time_case(
     finds them in the L2. The inputs are handed over to each variant's framework before the
     timing starts, so a call's time holds its own work only.
 
+    Each timed call is queued behind a spin kernel that outlasts the time the call takes to
+    return on the host (:func:`fill_ns`, from its warm-up calls), so its start event fires on a
+    GPU that already has the call's launches queued. Without it a call's time depends on its
+    neighbour: after a variant that waits for the GPU (a host sync), the queue is empty and the
+    next call's time holds its own launch latency, which made untouched variants read 30% slower.
+
     Raises:
         HarnessError: a variant returned something other than arrays.
     """
@@ -129,21 +152,28 @@ def time_case(
     handed = {v.id: [calls[v.id].handed(s) for s in sets] for v in case.variants}
     in_bytes = sum(t.nbytes for t in sets[0].values())
     out_bytes: dict[str, int] = {}
+    returns: dict[str, list[int]] = {}
     turn = 0
     for v in case.variants:
         call = calls[v.id]
         for _ in range(options.warmup):
+            t0 = time.perf_counter_ns()
             outs = arrays.take(call.raw(handed[v.id][turn % len(sets)]), call.who)
+            returns.setdefault(v.id, []).append(time.perf_counter_ns() - t0)
             out_bytes[v.id] = sum(o.nbytes for o in outs)
             del outs
             turn += 1
     arrays.synchronize()
+    fills = {v.id: fill_ns(_median(returns.get(v.id, [0]))) for v in case.variants}
+    spin = arrays.raw_kernel(_SPIN_SOURCE, "fuseci_spin") if options.queue_fill else None
     events = {v.id: [(arrays.Event(), arrays.Event()) for _ in range(options.repeats)] for v in case.variants}
     for i in range(options.repeats):
         for v in case.variants:
             start, end = events[v.id][i]
             args = handed[v.id][turn % len(sets)]
             turn += 1
+            if spin is not None:
+                spin((1,), (1,), (_u64(fills[v.id]),))
             start.record()
             calls[v.id].raw(args)
             end.record()
@@ -172,6 +202,18 @@ def time_case(
             )
         )
     return tuple(timings)
+
+
+def _median(values: list[int]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _u64(value: int) -> Any:
+    import numpy as np
+
+    return np.uint64(value)
 
 
 def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
