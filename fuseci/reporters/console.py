@@ -20,12 +20,12 @@ import shlex
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict
 from fuseci.reporters.text import (
-    GAIN_COLUMNS,
     UNDERCOUNT,
     attention,
     clean,
     count,
     env_line,
+    gain_columns,
     totals,
     undercount_summary,
 )
@@ -75,7 +75,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
         "time µs",
         "DRAM GB/s",
         "occ %",
-        *(f"gain {n}" for _, n in GAIN_COLUMNS),
+        *(f"gain {n}" for _, n in gain_columns()),
     )
     rows: list[tuple[str, ...]] = []
     for case in cases:
@@ -93,7 +93,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
                 _f(vals.get(names.DURATION), 1e3),
                 _f(rate, 1e9, "{:.0f}"),
                 _f(vals.get(names.OCC_ACHIEVED)),
-                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in GAIN_COLUMNS),
+                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in gain_columns()),
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))

@@ -35,8 +35,9 @@ from dataclasses import dataclass, replace
 from itertools import zip_longest
 from typing import Any
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
+from fuseci.config.quantities import Unit
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict, exit_code
 from fuseci.reporters import charts, templating
@@ -333,7 +334,7 @@ def _num(value: float | None) -> bool:
 
 
 def _quantity(k: MetricDelta) -> str:
-    return names.LABELS.get(k.quantity, k.quantity)
+    return quantities.label(k.quantity)
 
 
 def _value(k: MetricDelta, value: float | None) -> str:
@@ -343,7 +344,7 @@ def _value(k: MetricDelta, value: float | None) -> str:
         case CheckKind.GAIN | CheckKind.EXPECT:
             return f"{value:.3g}x"
         case CheckKind.VALUE:
-            return f"{value:.1f}%"
+            return quantities.show(k.quantity, value)
         case CheckKind.ASYNCHRONY:
             return f"{value:.0%} of calls wait"
         case CheckKind.BYTES:
@@ -402,13 +403,13 @@ def _gain_rows(case: CaseResult) -> list[charts.GainRow]:
         checks = [k for k in case.checks if k.variant == variant]
         gated = {k.quantity: k for k in checks if k.check is CheckKind.GAIN}
         expected = {k.quantity: k for k in checks if k.check is CheckKind.EXPECT}
-        for q in (q for q in names.GAIN_GATEABLE if q in gated or q in expected):
+        for q in (q for q in quantities.gains() if q in gated or q in expected):
             gate, expect = gated.get(q), expected.get(q)
             verdict = min((k.verdict for k in (gate, expect) if k is not None), key=lambda v: v.rank)
             baseline = gate.baseline_value if gate is not None else None
             rows.append(
                 charts.GainRow(
-                    label=f"{variant} · {names.LABELS.get(q, q)}",
+                    label=f"{variant} · {quantities.label(q)}",
                     current=gains.get(variant, {}).get(q, gate.current if gate else None),
                     baseline=baseline,
                     band=band(gate.tolerance, baseline) if gate is not None else None,
@@ -427,8 +428,10 @@ def _variant_tone(case: CaseResult, variant: str) -> Tone:
     return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
 
 
-#: Gains of DRAM bytes: the checks that, with the allowance over the minimum, judge a variant's bytes.
-_BYTES_GAINS = frozenset({names.DRAM_BYTES, names.DRAM_READ, names.DRAM_WRITE})
+def _bytes_gain(quantity: str) -> bool:
+    """A gain of DRAM bytes: with the allowance over the minimum, what judges a variant's bytes."""
+    entry = quantities.get(quantity)
+    return entry is not None and entry.unit is Unit.BYTES
 
 
 def _bytes_tone(case: CaseResult, variant: str) -> Tone:
@@ -440,7 +443,7 @@ def _bytes_tone(case: CaseResult, variant: str) -> Tone:
         k.verdict
         for k in case.checks
         if k.variant == variant
-        and (k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and k.quantity in _BYTES_GAINS))
+        and (k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and _bytes_gain(k.quantity)))
     ]
     return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
 

@@ -25,15 +25,15 @@ import math
 import re
 from dataclasses import dataclass
 
-from fuseci.config import names
+from fuseci.config import quantities
 from fuseci.config.model import UNFUSED
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict
 from fuseci.reporters.text import (
-    GAIN_COLUMNS,
     UNDERCOUNT,
     attention,
     clean,
     env_line,
+    gain_columns,
     undercount_summary,
     worst,
 )
@@ -47,10 +47,14 @@ COMMENT_LIMIT = 60_000
 #: The most characters of one string from data (a message, a path, a kernel name) a document shows.
 MAX_TEXT = 1000
 
-_TABLE_HEAD = (
-    "| case | variant | " + " | ".join(f"{names.LABELS[q]} gain" for q, _ in GAIN_COLUMNS) + " | verdict |",
-    "|---|---|" + "---:|" * len(GAIN_COLUMNS) + "---|",
-)
+
+def _table_head() -> tuple[str, str]:
+    columns = gain_columns()
+    return (
+        "| case | variant | " + " | ".join(f"{quantities.label(q)} gain" for q, _ in columns) + " | verdict |",
+        "|---|---|" + "---:|" * len(columns) + "---|",
+    )
+
 
 # Backslash first so that the escapes added after it are not escaped again. `&`, `<` and `>`
 # become entities: no HTML tag or entity can come through. `|` would end a table cell; the
@@ -136,7 +140,7 @@ def _rows(case: CaseResult) -> list[tuple[Verdict, str]]:
         cells = (
             escape(case.case),
             escape(variant) or "-",
-            *(_gain(g.get(q)) for q, _ in GAIN_COLUMNS),
+            *(_gain(g.get(q)) for q, _ in gain_columns()),
             _verdict(verdict),
         )
         rows.append((verdict, "| " + " | ".join(cells) + " |"))
@@ -189,7 +193,7 @@ class _Section:
         """The section with its first ``rows`` rows, ``bullets`` bullets and ``passing`` passing rows."""
         out = [*self.head, ""]
         if rows:
-            out += [*_TABLE_HEAD, *self.rows[:rows], ""]
+            out += [*_table_head(), *self.rows[:rows], ""]
         if bullets:
             out += [*self.bullets[:bullets], ""]
         if passing:
@@ -197,7 +201,7 @@ class _Section:
             out += [
                 f"<details><summary>✅ {shown or _plural(passing, 'row passes', 'rows pass')}</summary>",
                 "",
-                *_TABLE_HEAD,
+                *_table_head(),
                 *self.passing[:passing],
                 "",
                 "</details>",

@@ -10,19 +10,26 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
+from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.checks import megabytes
 from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict, exit_code
 
-#: The gains shown in tables, with their column names.
-GAIN_COLUMNS: tuple[tuple[str, str], ...] = (
-    (names.DRAM_BYTES, "bytes"),
-    (names.DURATION, "ncu time"),
-    (names.EVENT_TIME, "real time"),
-    (names.LAUNCHES, "launches"),
-)
+#: The gains the tables show, in their order (a layout choice; their headings are the catalogue's
+#: :attr:`~fuseci.config.quantities.Quantity.short`).
+TABLE_GAINS: tuple[str, ...] = (names.DRAM_BYTES, names.DURATION, names.EVENT_TIME, names.LAUNCHES)
+
+
+def gain_columns() -> tuple[tuple[str, str], ...]:
+    """The gains shown in tables, with their column names: :data:`TABLE_GAINS`, then any other
+    gain the catalogue gives a column heading."""
+    shown = [
+        *TABLE_GAINS,
+        *(q.name for q in quantities.QUANTITIES if q.short and q.gate is Gate.GAIN and q.name not in TABLE_GAINS),
+    ]
+    return tuple((name, entry.short or entry.label) for name in shown if (entry := quantities.get(name)))
 
 
 #: The Unicode categories :func:`clean` makes visible, whole: controls (Cc: C0 such as newline, CR,
