@@ -39,11 +39,21 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Unit
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict, exit_code
+from fuseci.judge.verdict import (
+    CaseResult,
+    CheckKind,
+    Comparison,
+    MetricDelta,
+    Tally,
+    VariantMeasurement,
+    Verdict,
+    exit_code,
+    tally,
+)
 from fuseci.reporters import charts, templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.charts import Chart, Tone
-from fuseci.reporters.text import totals, verdict_count
+from fuseci.reporters.text import tally_text, totals, verdict_count
 
 #: Bytes of the page for each section (they add up to less than the page's budget, leaving
 #: room for the fixed markup and style sheet).
@@ -306,7 +316,8 @@ class Page:
     exit_code: int
     """What the run exits with."""
     verdicts: tuple[tuple[str, str], ...]
-    """(``4 errors``, tone) of every verdict that occurred, worst first."""
+    """(``1 variant regressed: 8 checks``, tone) of every outcome that occurred, worst first
+    (:func:`~fuseci.judge.verdict.tally`)."""
     suites: tuple[SuiteView, ...]
     """Overview rows."""
     suites_more: str
@@ -725,6 +736,10 @@ def _rest(cases: Sequence[CaseResult]) -> str:
     return f"{more(len(cases), 'cases')}: {by}"
 
 
+def _tally_tone(t: Tally) -> Tone:
+    return tone(t.outcome) if isinstance(t.outcome, Verdict) else Tone.GOOD  # a planted regression caught
+
+
 def page(comparisons: list[Comparison]) -> Page:
     """The page model of ``comparisons``, within the page's budget (see the module docstring):
     failing cases first, then the rest, each in suite order."""
@@ -750,13 +765,12 @@ def page(comparisons: list[Comparison]) -> Page:
         _FAILURES,
     )
     suites = Budget(_OVERVIEW_BYTES).fit(((v, _suite_weight(v)) for v in map(_suite_view, comparisons)), _SUITES)
-    counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
     title = cut(comparisons[0].suite, NAME) if len(comparisons) == 1 else f"{len(comparisons):,} suites"
     return Page(
         title=f"fuseci: {title}",
         totals=totals(comparisons),
         exit_code=exit_code(comparisons),
-        verdicts=tuple((verdict_count(v, counts[v]), tone(v).name.lower()) for v in VERDICTS if counts[v]),
+        verdicts=tuple((tally_text(t, separators=True), _tally_tone(t).name.lower()) for t in tally(comparisons)),
         suites=tuple(suites),
         suites_more=more(len(comparisons) - len(suites), "suites"),
         envs=_envs(comparisons),
