@@ -151,3 +151,14 @@ def test_the_loader_takes_a_new_gated_quantity_only_once_it_is_declared(tmp_path
     monkeypatch.setattr(quantities, "QUANTITIES", (*quantities.QUANTITIES, SECTORS))
     (case,) = load_suite(suite).cases
     assert str(case.gates[names.L2_WRITE_SECTORS]) == "±2%"
+
+
+def test_the_suites_doc_lists_every_gain() -> None:
+    import re
+
+    from conftest import ROOT
+
+    text = (ROOT / "docs" / "SUITES.md").read_text(encoding="utf-8")
+    table = text.split("| quantity | gain means |", 1)[1].split("\n\n", 1)[0]
+    listed = [n for row in table.splitlines()[2:] for n in re.findall(r"`([^`]+)`", row.split("|")[1])]
+    assert sorted(listed) == sorted(quantities.gains())  # each once, none missing
