@@ -20,7 +20,7 @@ from fuseci.config.names import ENV_FIELDS
 from fuseci.config.policy import Tolerance, parse_tolerance
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
 from fuseci.frames.metrics import SuiteResults, summarize
-from fuseci.frames.report import KERNEL_COLUMNS
+from fuseci.frames.report import kernel_columns
 from fuseci.judge import baseline as jb
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, exit_code
@@ -40,7 +40,7 @@ algebra = settings(max_examples=200, deadline=None)
 
 
 def _kernel(variant: str, index: int, value: float) -> dict:
-    row = dict.fromkeys(KERNEL_COLUMNS, 0.0)
+    row = dict.fromkeys(kernel_columns(), 0.0)
     row.update({names.SUITE: "s", names.CASE: "c", names.VARIANT: variant, names.KERNEL_INDEX: index})
     row.update({names.KERNEL: f"k_{variant}_{index}", names.DEVICE_NAME: "GPU"})
     # Read and write halves so that their sum, the DRAM bytes, is `value` too.
@@ -62,7 +62,7 @@ def _results(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1,
         complete=True,
         profiler=None,
     )
-    return summarize(pd.DataFrame.from_records(rows, columns=list(KERNEL_COLUMNS)), record)
+    return summarize(pd.DataFrame.from_records(rows, columns=list(kernel_columns())), record)
 
 
 def _baseline(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1, 1)) -> bl.Baseline:

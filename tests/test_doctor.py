@@ -172,7 +172,7 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machine:
 def _frame(*rows: tuple[str, str, str, float, float]) -> pd.DataFrame:
     records = [
         {
-            **{c: math.nan for c in report.KERNEL_COLUMNS},
+            **{c: math.nan for c in report.kernel_columns()},
             names.SUITE: suite,
             names.CASE: case,
             names.VARIANT: variant,
@@ -184,7 +184,7 @@ def _frame(*rows: tuple[str, str, str, float, float]) -> pd.DataFrame:
         }
         for suite, case, variant, read, duration in rows
     ]
-    return pd.DataFrame.from_records(records, columns=list(report.KERNEL_COLUMNS))
+    return pd.DataFrame.from_records(records, columns=list(report.kernel_columns()))
 
 
 PROBE_ROW = ("doctor", "probe", "kernel", 16.8e6, 9800.0)
@@ -207,13 +207,14 @@ def test_profile_command_exact_argv() -> None:
         "--nvtx",
         "--nvtx-include", "regex:^fuseci:doctor:.*/",
         "--metrics",
-        "dram__bytes_read.sum,dram__bytes_write.sum,dram__bytes_read.sum.per_second,dram__bytes_write.sum.per_second,"
-        "dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,"
-        "sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct,"
-        "lts__t_sectors_srcunit_tex_op_write.sum,launch__grid_size,launch__block_size,"
-        "launch__registers_per_thread,profiler__replayer_passes,launch__shared_mem_per_block_static,"
-        "launch__shared_mem_per_block_dynamic,launch__occupancy_limit_blocks,launch__occupancy_limit_registers,"
-        "launch__occupancy_limit_shared_mem,launch__occupancy_limit_warps",
+        "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
+        "sm__maximum_warps_per_active_cycle_pct,sm__warps_active.avg.pct_of_peak_sustained_active,"
+        "dram__bytes_read.sum.per_second,dram__bytes_write.sum.per_second,"
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_write.sum,"
+        "launch__grid_size,launch__block_size,launch__registers_per_thread,profiler__replayer_passes,"
+        "launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic,"
+        "launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,launch__occupancy_limit_warps,"
+        "launch__occupancy_limit_blocks",
         "--clock-control", "none",
         "--cache-control", "all",
         "--replay-mode", "kernel",

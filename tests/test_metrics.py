@@ -4,15 +4,15 @@ import pandas as pd
 import pytest
 
 from fuseci.config import names
-from fuseci.frames.metrics import VARIANT_COLUMNS, aggregate, dram_peak, gains, inventory, ratio
-from fuseci.frames.report import KERNEL_COLUMNS
+from fuseci.frames.metrics import aggregate, dram_peak, gains, inventory, ratio, variant_columns
+from fuseci.frames.report import kernel_columns
 
 TENSOR = 2**28  # bytes in one 64 Mi-element float32 tensor
 LIMIT = next(iter(names.OCCUPANCY_LIMITERS))
 
 
 def _kernel(case: str, variant: str, index: int, read: float, write: float, ns: float, occ: float) -> dict:
-    row = {c: 0.0 for c in KERNEL_COLUMNS}
+    row = {c: 0.0 for c in kernel_columns()}
     row.update({
         names.SUITE: "s", names.CASE: case, names.VARIANT: variant, names.KERNEL_INDEX: index,
         names.KERNEL: f"k{index}", names.DEVICE_NAME: "GPU", names.DRAM_READ: read, names.DRAM_WRITE: write,
@@ -29,12 +29,12 @@ def synthetic() -> pd.DataFrame:
         _kernel("c", "unfused", 1, 200.0, 100.0, 3000.0, 30.0),
         _kernel("c", "fused", 0, 100.0, 50.0, 1000.0, 90.0),
     ]
-    return pd.DataFrame.from_records(rows, columns=list(KERNEL_COLUMNS))
+    return pd.DataFrame.from_records(rows, columns=list(kernel_columns()))
 
 
 def test_aggregate_sums_and_weights(synthetic: pd.DataFrame) -> None:
     v = aggregate(synthetic)
-    assert tuple(v.columns) == VARIANT_COLUMNS
+    assert tuple(v.columns) == variant_columns()
     u = v[v.variant == "unfused"].iloc[0]
     assert u[names.LAUNCHES] == 2
     assert u[names.DRAM_READ] == 300 and u[names.DRAM_WRITE] == 200 and u[names.DRAM_BYTES] == 500
@@ -119,7 +119,7 @@ def test_aggregate_is_pandas_groupby_to_the_bit(clean_kernels) -> None:
     for seed in range(12):
         rng = np.random.default_rng(seed)
         k = clean_kernels.sample(frac=1.0, random_state=seed).reset_index(drop=True)
-        for c in KERNEL_COLUMNS[6:]:
+        for c in kernel_columns()[6:]:
             k.loc[rng.random(len(k)) < 0.3, c] = math.nan
             k.loc[rng.random(len(k)) < 0.1, c] = 0.0
         got = aggregate(k)

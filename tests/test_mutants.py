@@ -103,6 +103,28 @@ def test_a_check_that_stops_catching_its_mutant_fails_the_run(suite, results, ba
     assert exit_code([comp]) == 1
 
 
+def test_caught_mutants_read_as_caught_in_the_console_and_markdown(suite, results, baseline) -> None:
+    from fuseci.reporters import console, markdown
+
+    comp = compare(results, suite, baseline)
+    totals = "fuseci: 7 planted regressions caught; 3 variants pass: 12 checks; exit 0"
+    text, doc = console.render([comp]), markdown.render([comp])
+    assert text.endswith(totals + "\n") and doc.startswith(f"**{totals}**\n")
+    for case, variant in INTENDED:
+        assert f"CAUGHT     {case}/{variant}  " in text
+        assert f"| {case} | {variant} | " in doc.split("<details>")[0]  # shown, not collapsed
+        assert f"- 🎯 **CAUGHT** {case}/{variant}" in doc
+    assert "    - planted regression caught by launches, inventory" in text
+
+
+def test_a_mutant_that_got_through_counts_as_one_regressed_variant(suite, results, baseline) -> None:
+    from fuseci.reporters.text import totals
+
+    blind = replace(suite, cases=tuple(replace(c, bytes_allowance=parse_tolerance("off")) for c in suite.cases))
+    line = totals([compare(results, blind, baseline)])
+    assert line.startswith("fuseci: 2 variants regressed: 2 checks; 5 planted regressions caught; ")
+
+
 def test_run_without_suites_skips_the_planted_suite(in_root, monkeypatch) -> None:
     from fuseci.api import load_suites as _load_suites
 

@@ -6,7 +6,7 @@ from conftest import CLEAN_REPORT
 
 from fuseci.config import names
 from fuseci.errors import ReportError
-from fuseci.frames.report import KERNEL_COLUMNS, read_report
+from fuseci.frames.report import kernel_columns, read_report
 
 LAUNCHES = {
     ("scale_relu_add", "unfused"): 3,
@@ -23,7 +23,7 @@ LAUNCHES = {
 
 
 def test_one_row_per_kernel_attributed_by_nvtx_range(clean_kernels) -> None:
-    assert tuple(clean_kernels.columns) == KERNEL_COLUMNS
+    assert tuple(clean_kernels.columns) == kernel_columns()
     counts = clean_kernels.groupby([names.CASE, names.VARIANT]).size().to_dict()
     assert counts == LAUNCHES
     assert set(clean_kernels[names.SUITE]) == {"elementwise"}

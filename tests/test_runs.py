@@ -244,7 +244,7 @@ def test_regression_against_the_clean_run_exits_1_like_fuseci_run(
     summary = md.read_text()
     (row,) = [line for line in summary.splitlines() if line.startswith("| scale_relu_add | fused |")]
     assert row.endswith("| ❌ REGRESSED |") and "| 1.40x |" in row
-    assert f"Baseline `{clean_run}`" in summary and " regressed; exit 1**" in summary
+    assert f"Baseline `{clean_run}`" in summary and "**fuseci: 1 variant regressed: 8 checks; " in summary
     suite = json.loads(out.read_text())["suites"][0]
     assert (suite["baseline_path"], suite["has_baseline"]) == (str(clean_run), True)
     # The clean run stands in for the committed baseline, which was recorded from the same report.

@@ -20,7 +20,7 @@ from fuzzing import fuzz_settings
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
-from fuseci.config import names
+from fuseci.config import quantities
 from fuseci.config.dtypes import FRAMEWORKS, dtype
 from fuseci.config.model import DISTRIBUTIONS, DTYPES, Suite
 from fuseci.config.parse import SCHEMA_FILE, load_suite
@@ -85,11 +85,11 @@ identifiers = st.one_of(st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,6}\Z"), st.tex
 refs = st.one_of(
     st.from_regex(r"\A[a-z_][a-z0-9_]{0,5}(\.[a-z_][a-z0-9_]{0,5}){0,2}:[a-z_][a-z0-9_]{0,6}\Z"), st.text(max_size=14)
 )
-quantities = st.one_of(st.sampled_from(names.GATEABLE), st.text(max_size=12))
+quantity_names = st.one_of(st.sampled_from(quantities.gateable()), st.text(max_size=12))
 tolerances = st.one_of(st.sampled_from(["exact", "off", "3%", "±2.5%", "+-10%", "0%", "99%", "100%", "abc"]), junk)
 expectations = st.one_of(st.sampled_from([">= 2x", "== 3", "< 1.1x", "> 0.5", "2x", ">= 1e999"]), junk)
-gates = st.one_of(st.dictionaries(quantities, tolerances, max_size=3), junk)
-expects = st.one_of(st.dictionaries(quantities, expectations, max_size=3), junk)
+gates = st.one_of(st.dictionaries(quantity_names, tolerances, max_size=3), junk)
+expects = st.one_of(st.dictionaries(quantity_names, expectations, max_size=3), junk)
 numbers = st.one_of(st.integers(-10, 10), st.floats(), junk)
 
 
@@ -201,8 +201,10 @@ valid_cases = st.fixed_dictionaries(
     },
     optional={
         "description": st.text(max_size=20),
-        "gates": st.dictionaries(st.sampled_from(names.GATEABLE), st.sampled_from(["exact", "off", "2%", "±5%"])),
-        "expect": st.dictionaries(st.sampled_from(names.GAIN_GATEABLE), st.sampled_from([">= 1x", "== 2", "< 3.5x"])),
+        "gates": st.dictionaries(
+            st.sampled_from(quantities.gateable()), st.sampled_from(["exact", "off", "2%", "±5%"])
+        ),
+        "expect": st.dictionaries(st.sampled_from(quantities.gains()), st.sampled_from([">= 1x", "== 2", "< 3.5x"])),
         "correctness": st.fixed_dictionaries({}, optional={"rtol": st.floats(0, 1), "atol": st.floats(0, 1)}),
         "framework": st.sampled_from(FRAMEWORKS),
     },

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fuseci.config import names  # noqa: E402
+from fuseci.config import names, quantities  # noqa: E402
 from fuseci.config.model import CACHE_CONTROLS, CHECK_NAMES, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES  # noqa: E402
 from fuseci.config.parse import MAX_DIMS, SCHEMA_FILE, load_suite  # noqa: E402
 from fuseci.config.policy import parse_expectation, parse_tolerance  # noqa: E402
@@ -54,9 +54,9 @@ def test_the_schema_names_what_the_loader_takes() -> None:
     assert (baseline["pattern"], baseline["maxLength"]) == (names.ID_PATTERN.pattern, names.MAX_ID_CHARS)
     assert DEFS["dtype"]["enum"] == list(DTYPES)
     assert DEFS["distribution"]["enum"] == list(DISTRIBUTIONS)
-    assert DEFS["gates"]["propertyNames"]["enum"] == list(names.GATEABLE)
-    assert DEFS["expect"]["propertyNames"]["enum"] == list(names.GAIN_GATEABLE)
-    assert DEFS["checkName"]["enum"] == [*CHECK_NAMES, *names.GATEABLE]
+    assert DEFS["gates"]["propertyNames"]["enum"] == list(quantities.gateable())
+    assert DEFS["expect"]["propertyNames"]["enum"] == list(quantities.gains())
+    assert DEFS["checkName"]["enum"] == [*CHECK_NAMES, *quantities.gateable()]
     ncu = DEFS["ncu"]["properties"]
     assert ncu["clock_control"]["enum"] == list(CLOCK_CONTROLS)
     assert ncu["cache_control"]["enum"] == list(CACHE_CONTROLS)

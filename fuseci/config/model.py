@@ -56,19 +56,6 @@ CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
 REPLAY_MODES = ("kernel", "application")
 
-#: Default gates: launch counts exact, byte counts tight, times loose, a fused call that starts
-#: waiting for the GPU caught. Occupancy is a cause, not an outcome: it is gated only where a
-#: suite lists it (a faster kernel may well run at lower occupancy); otherwise a drop names the
-#: likely why of a time regression, or is a warning. The figures behind these are in
-#: docs/BENCHMARKS.md, "Noise study" and "Sensitivity".
-DEFAULT_GATES: dict[str, str] = {
-    names.LAUNCHES: "exact",
-    names.DRAM_BYTES: "1%",
-    names.DURATION: "10%",
-    names.EVENT_TIME: "10%",
-    names.HOST_BLOCKING: "exact",
-}
-
 #: Default allowance of a fused variant's DRAM bytes over the case's minimum.
 DEFAULT_BYTES_ALLOWANCE = "10%"
 

@@ -1,7 +1,9 @@
 """Names shared by every layer: NVTX ranges, ncu metrics, frame columns, gated quantities.
 
-ncu metric names are kept verbatim end to end (frames, baselines, JSON); friendly labels are
-a reporter's business (:data:`LABELS`). This module imports nothing heavy so that the harness,
+ncu metric names are kept verbatim end to end (frames, baselines, JSON). What each quantity is
+(its sources, aggregation, gate, label and unit) is declared once, in
+:mod:`fuseci.config.quantities`; the constants here name the quantities that code treats
+specially. This module imports nothing heavy so that the harness,
 which runs under ncu, starts fast.
 """
 
@@ -68,7 +70,7 @@ VARIANT = "variant"
 KERNEL_INDEX = "kernel_index"
 KERNEL = "kernel"
 
-# ncu metrics, verbatim.
+# ncu metrics, verbatim (declared in fuseci.config.quantities).
 DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"
 DRAM_READ_RATE = "dram__bytes_read.sum.per_second"
@@ -96,29 +98,6 @@ OCCUPANCY_LIMITERS: dict[str, str] = {
     LIMIT_WARPS: "block size",
     LIMIT_BLOCKS: "blocks per SM",
 }
-
-#: Every metric fuseci asks ncu for, in the order given on the command line.
-NCU_METRICS: tuple[str, ...] = (
-    DRAM_READ,
-    DRAM_WRITE,
-    DRAM_READ_RATE,
-    DRAM_WRITE_RATE,
-    DRAM_PCT_PEAK,
-    DURATION,
-    OCC_ACHIEVED,
-    OCC_THEORETICAL,
-    L2_WRITE_SECTORS,
-    GRID_SIZE,
-    BLOCK_SIZE,
-    REGISTERS,
-    REPLAY_PASSES,
-    SHARED_MEM_STATIC,
-    SHARED_MEM_DYNAMIC,
-    LIMIT_BLOCKS,
-    LIMIT_REGISTERS,
-    LIMIT_SHARED_MEM,
-    LIMIT_WARPS,
-)
 
 #: Device attribute ncu stores with every kernel; used to cross-check the harness record.
 DEVICE_NAME = "device__attribute_display_name"
@@ -155,42 +134,6 @@ MIN_BYTES = "min_bytes"
 """Fewest DRAM bytes the case can move: every input read once, every output written once."""
 BYTES_RATIO = "dram_bytes_over_min"
 """DRAM bytes moved ÷ :data:`MIN_BYTES`: 1.0 moves nothing twice; above it, re-reads or spills."""
-
-#: Quantities a suite may gate as a fusion gain (unfused ÷ variant), for which higher is better.
-#: :data:`EVENT_TIME`'s gain is the speedup in real time.
-GAIN_GATEABLE: tuple[str, ...] = (LAUNCHES, DRAM_BYTES, DURATION, DRAM_READ, DRAM_WRITE, EVENT_TIME)
-
-#: Quantities a suite may gate on a fused variant's own value against its baseline, for which
-#: higher is better: occupancy is not a gain (unfused ÷ fused of it means nothing).
-VALUE_GATEABLE: tuple[str, ...] = (OCC_THEORETICAL, OCC_ACHIEVED)
-
-#: Quantities checked by a rule of their own: whether a fused call waits for the GPU is a
-#: yes-or-no against the baseline (``exact``), or not checked (``off``).
-RULE_GATEABLE: tuple[str, ...] = (HOST_BLOCKING,)
-
-#: Every gateable quantity.
-GATEABLE: tuple[str, ...] = GAIN_GATEABLE + VALUE_GATEABLE + RULE_GATEABLE
-
-#: Friendly labels for reporters.
-LABELS: dict[str, str] = {
-    LAUNCHES: "launches",
-    DRAM_BYTES: "DRAM bytes",
-    DRAM_READ: "DRAM bytes read",
-    DRAM_WRITE: "DRAM bytes written",
-    DRAM_READ_RATE: "DRAM read throughput",
-    DRAM_WRITE_RATE: "DRAM write throughput",
-    DRAM_PCT_PEAK: "DRAM throughput % of peak",
-    DURATION: "duration",
-    OCC_ACHIEVED: "achieved occupancy",
-    OCC_THEORETICAL: "theoretical occupancy",
-    L2_WRITE_BYTES: "L2 bytes written",
-    EVENT_TIME: "CUDA-event time",
-    HOST_TIME: "host time per call",
-    HOST_BLOCKING: "host blocking",
-    MIN_BYTES: "minimum DRAM bytes",
-    BYTES_RATIO: "DRAM bytes ÷ minimum",
-}
-
 
 DRAM_PEAK = "dram_peak_bytes_per_second"
 """Informational environment field (never part of the fingerprint): the card's peak DRAM

@@ -14,7 +14,7 @@ from typing import Any
 
 import fuseci
 from fuseci.config import fields as fl
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.dtypes import DEFAULT_FRAMEWORK, FRAMEWORKS, dtype
 from fuseci.config.fields import MAX_DIMS  # noqa: F401  (re-exported: the schema test reads it here)
 from fuseci.config.model import (
@@ -22,7 +22,6 @@ from fuseci.config.model import (
     CHECK_NAMES,
     CLOCK_CONTROLS,
     DEFAULT_BYTES_ALLOWANCE,
-    DEFAULT_GATES,
     DISTRIBUTIONS,
     DTYPES,
     REPLAY_MODES,
@@ -118,12 +117,11 @@ def _parse_gates(
         return gates
     node = fl.mapping(w, where, raw, parent)
     for key, text in node.items():
-        if key not in names.GATEABLE:
-            hint = fl.did_you_mean(key, names.GATEABLE)
+        gateable = quantities.gateable()
+        if key not in gateable:
+            hint = fl.did_you_mean(key, gateable)
             w.problems.append(
-                w.error(
-                    where, f"cannot gate {brief_repr(key)}; {hint}gateable: {', '.join(names.GATEABLE)}", node, key=key
-                )
+                w.error(where, f"cannot gate {brief_repr(key)}; {hint}gateable: {', '.join(gateable)}", node, key=key)
             )
             continue
         try:
@@ -139,12 +137,13 @@ def _parse_expect(w: fl.Where, where: str, raw: object, parent: object) -> dict[
     node = fl.mapping(w, where, raw, parent)
     out: dict[str, Expectation] = {}
     for key, text in node.items():
-        if key not in names.GAIN_GATEABLE:
-            hint = fl.did_you_mean(key, names.GAIN_GATEABLE)
+        gained = quantities.gains()
+        if key not in gained:
+            hint = fl.did_you_mean(key, gained)
             w.problems.append(
                 w.error(
                     where,
-                    f"no gain named {brief_repr(key)}; {hint}expectations apply to: {', '.join(names.GAIN_GATEABLE)}",
+                    f"no gain named {brief_repr(key)}; {hint}expectations apply to: {', '.join(gained)}",
                     node,
                     key=key,
                 )
@@ -341,7 +340,7 @@ def _parse_judged_as(w: fl.Where, where: str, raw: object, parent: object, vid: 
 
 def _parse_caught_by(w: fl.Where, where: str, raw: object, parent: object) -> tuple[str, ...]:
     picked = [raw] if isinstance(raw, str) else raw
-    allowed = (*CHECK_NAMES, *names.GATEABLE)
+    allowed = (*CHECK_NAMES, *quantities.gateable())
     if not isinstance(picked, list) or not picked or not all(isinstance(n, str) for n in picked):
         raise w.error(where, f"expected a check name or a list of them, got {_kind(raw)} {brief_repr(raw)}", parent)
     for n in picked:
@@ -423,7 +422,7 @@ def _parse_defaults(w: fl.Where, raw: object, parent: object) -> _Defaults:
         ),
         "seed": w.attempt(0, fl.seed, w, "defaults.seed", node.get("seed", 0), node),
     }
-    builtin_gates = {k: parse_tolerance(v) for k, v in DEFAULT_GATES.items()}
+    builtin_gates = {k: parse_tolerance(v) for k, v in quantities.default_gates().items()}
     builtin_allowance = parse_tolerance(DEFAULT_BYTES_ALLOWANCE)
     return _Defaults(
         inputs=inputs,

@@ -3,14 +3,14 @@
 Three tidy frames, each built with ``from_records`` and selected by column name:
 
 * **kernels** (:data:`fuseci.frames.report.KERNEL_COLUMNS`): one row per profiled kernel.
-* **variants** (:data:`VARIANT_COLUMNS`): one row per (case, variant): launch count, DRAM bytes
+* **variants** (:func:`variant_columns`): one row per (case, variant): launch count, DRAM bytes
   read, written and in total, summed duration, DRAM throughput over that duration, achieved
   and theoretical occupancy weighted by each kernel's duration, L2 bytes written, replay passes;
   then, from the harness record, the CUDA-event time outside ncu (median, IQR and count of the
   timed calls; pooled over the passes when the case was re-measured), the case's minimum DRAM
   bytes and the variant's DRAM bytes over that minimum.
-* **gains** (:data:`GAIN_COLUMNS`): one row per (case, fused variant): for each quantity of
-  :data:`fuseci.config.names.GAIN_GATEABLE`, unfused ÷ variant, so that higher is better for every
+* **gains** (:func:`gain_columns`): one row per (case, fused variant): for each quantity with a
+  gain in the catalogue (:func:`fuseci.config.quantities.gains`), unfused ÷ variant, so that higher is better for every
   gain (the CUDA-event time's gain is the real-time speedup).
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,47 +26,29 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
+from fuseci.config.quantities import Aggregate
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.measure.record import HarnessRecord, VariantTiming
 
-#: The quantities :func:`summarize` takes from the harness record rather than the report.
-RECORD_QUANTITIES: tuple[str, ...] = (
-    names.EVENT_TIME,
-    names.EVENT_TIME_IQR,
-    names.EVENT_TIME_REPEATS,
-    names.EVENT_TIME_Q1,
-    names.EVENT_TIME_Q3,
-    names.EVENT_TIME_MIN,
-    names.EVENT_TIME_MAX,
-    names.HOST_TIME,
-    names.HOST_BLOCKING,
-    names.MIN_BYTES,
-    names.BYTES_RATIO,
-)
-#: The occupancy limits (blocks per SM each resource allows) of a variant's longest kernel.
-LIMIT_QUANTITIES: tuple[str, ...] = tuple(names.OCCUPANCY_LIMITERS)
-#: Quantities of the variants frame (besides suite, case, variant), by name.
-VARIANT_QUANTITIES: tuple[str, ...] = (
-    names.LAUNCHES,
-    names.DRAM_BYTES,
-    names.DRAM_READ,
-    names.DRAM_WRITE,
-    names.DURATION,
-    names.DRAM_READ_RATE,
-    names.DRAM_WRITE_RATE,
-    names.OCC_ACHIEVED,
-    names.OCC_THEORETICAL,
-    names.L2_WRITE_BYTES,
-    names.REPLAY_PASSES,
-    *LIMIT_QUANTITIES,
-    *RECORD_QUANTITIES,
-)
-VARIANT_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *VARIANT_QUANTITIES)
-GAIN_COLUMNS: tuple[str, ...] = (names.SUITE, names.CASE, names.VARIANT, *names.GAIN_GATEABLE)
 
-_L2_SECTOR_BYTES = 32
+def record_quantities() -> tuple[str, ...]:
+    """The quantities :func:`summarize` takes from the harness record rather than the report."""
+    return tuple(q.name for q in quantities.QUANTITIES if q.aggregate is Aggregate.RECORD)
+
+
+def variant_columns() -> tuple[str, ...]:
+    """Columns of the variants frame: suite, case, variant, then every per-variant quantity of
+    the catalogue (:func:`fuseci.config.quantities.variant_quantities`)."""
+    return (names.SUITE, names.CASE, names.VARIANT, *quantities.variant_quantities())
+
+
+def gain_columns() -> tuple[str, ...]:
+    """Columns of the gains frame: suite, case, variant, then every quantity with a gain."""
+    return (names.SUITE, names.CASE, names.VARIANT, *quantities.gains())
+
+
 # Below 1% of peak (a kernel of a few microseconds) ncu's percentage has too few digits to
 # imply the peak; the busy kernels of every suite are far above it.
 _PEAK_MIN_PCT = 1.0
@@ -124,57 +107,80 @@ def _numbers(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, NDArray
     return {c: frame[c].to_numpy(dtype=np.float64) if c in frame else np.full(len(frame), math.nan) for c in columns}
 
 
+def _bytes(row: dict[str, Any]) -> float:
+    return float(row[names.DRAM_READ] + row[names.DRAM_WRITE])
+
+
+def _rate(of: str) -> Callable[[dict[str, Any]], float]:
+    def rate(row: dict[str, Any]) -> float:
+        seconds = row[names.DURATION] * 1e-9
+        return float(row[of] / seconds) if seconds > 0 else math.nan
+
+    return rate
+
+
+#: How each :attr:`~fuseci.config.quantities.Aggregate.DERIVED` quantity is computed from the
+#: variant's other quantities (those made from its kernels).
+DERIVED: dict[str, Callable[[dict[str, Any]], float]] = {
+    names.DRAM_BYTES: _bytes,
+    names.DRAM_READ_RATE: _rate(names.DRAM_READ),
+    names.DRAM_WRITE_RATE: _rate(names.DRAM_WRITE),
+}
+
+
 def _variant_records(kernels: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of the per-variant frame (:func:`aggregate`)."""
-    col = _numbers(
-        kernels,
-        (
-            names.DRAM_READ,
-            names.DRAM_WRITE,
-            names.DURATION,
-            names.OCC_ACHIEVED,
-            names.OCC_THEORETICAL,
-            names.L2_WRITE_SECTORS,
-            names.REPLAY_PASSES,
-            *LIMIT_QUANTITIES,
-        ),
-    )
+    """The rows of the per-variant frame (:func:`aggregate`), each quantity as the catalogue's
+    :class:`~fuseci.config.quantities.Aggregate` says."""
+    entries = [q for q in quantities.QUANTITIES if q.per_variant]
+    sources = tuple(dict.fromkeys((names.DURATION, *(q.sources[0] for q in entries if q.sources))))
+    col = _numbers(kernels, sources)
     records: list[dict[str, Any]] = []
     for (suite, case, variant), rows in _groups(
         kernels[names.SUITE], kernels[names.CASE], kernels[names.VARIANT]
     ).items():
-        read = _sum(col[names.DRAM_READ][rows])
-        write = _sum(col[names.DRAM_WRITE][rows])
         durations = col[names.DURATION][rows]
-        duration_ns = _sum(durations)
-        seconds = duration_ns * 1e-9
         longest = rows[int(np.where(np.isnan(durations), -1.0, durations).argmax())]  # its occupancy limits
-        records.append(
-            {
-                names.SUITE: suite,
-                names.CASE: case,
-                names.VARIANT: variant,
-                names.LAUNCHES: len(rows),
-                names.DRAM_BYTES: read + write,
-                names.DRAM_READ: read,
-                names.DRAM_WRITE: write,
-                names.DURATION: duration_ns,
-                names.DRAM_READ_RATE: read / seconds if seconds > 0 else math.nan,
-                names.DRAM_WRITE_RATE: write / seconds if seconds > 0 else math.nan,
-                names.OCC_ACHIEVED: _weighted(col[names.OCC_ACHIEVED][rows], durations),
-                names.OCC_THEORETICAL: _weighted(col[names.OCC_THEORETICAL][rows], durations),
-                names.L2_WRITE_BYTES: _sum(col[names.L2_WRITE_SECTORS][rows]) * _L2_SECTOR_BYTES,
-                names.REPLAY_PASSES: _max(col[names.REPLAY_PASSES][rows]),
-                **{q: float(col[q][longest]) for q in LIMIT_QUANTITIES},
-                **dict.fromkeys(RECORD_QUANTITIES, math.nan),
-            }
-        )
+        rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: variant}
+        for q in entries:
+            match q.aggregate:
+                case Aggregate.COUNT:
+                    rec[q.name] = len(rows)
+                case Aggregate.SUM:
+                    total = _sum(col[q.sources[0]][rows])
+                    rec[q.name] = total * q.scale if q.scale != 1.0 else total
+                case Aggregate.MAX:
+                    rec[q.name] = _max(col[q.sources[0]][rows])
+                case Aggregate.WEIGHTED:
+                    rec[q.name] = _weighted(col[q.sources[0]][rows], durations)
+                case Aggregate.LONGEST:
+                    rec[q.name] = float(col[q.sources[0]][longest])
+                case Aggregate.DERIVED | Aggregate.RECORD | Aggregate.KERNEL:
+                    rec[q.name] = math.nan  # derived below, filled from the record, or not a column
+        for q in entries:
+            if q.aggregate is Aggregate.DERIVED:
+                rec[q.name] = derive(q.name, rec)
+        records.append(rec)
     return records
+
+
+def derive(name: str, row: dict[str, Any]) -> float:
+    """The derived quantity ``name`` of one variant's row (:data:`DERIVED`).
+
+    Raises:
+        KeyError: the catalogue declares a derived quantity that :data:`DERIVED` does not compute.
+    """
+    try:
+        compute = DERIVED[name]
+    except KeyError:
+        raise KeyError(
+            f"quantity {name!r} is declared derived but fuseci.frames.metrics.DERIVED has no function for it"
+        ) from None
+    return compute(row)
 
 
 def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per-kernel frame → per-variant frame (see the module docstring)."""
-    return pd.DataFrame.from_records(_variant_records(kernels), columns=list(VARIANT_COLUMNS))
+    return pd.DataFrame.from_records(_variant_records(kernels), columns=list(variant_columns()))
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
@@ -210,7 +216,7 @@ def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
 
 
 def _fill(records: list[dict[str, Any]], record: HarnessRecord) -> None:
-    """Fill :data:`RECORD_QUANTITIES` of per-variant rows in from the harness record."""
+    """Fill the :func:`record_quantities` of per-variant rows in from the harness record."""
     for row in records:
         case = record.cases.get(row[names.CASE])
         if case is None:
@@ -224,7 +230,7 @@ def _fill(records: list[dict[str, Any]], record: HarnessRecord) -> None:
 
 
 def with_record(variants: pd.DataFrame, record: HarnessRecord) -> pd.DataFrame:
-    """The variants frame with :data:`RECORD_QUANTITIES` filled in from the harness record."""
+    """The variants frame with the :func:`record_quantities` filled in from the harness record."""
     records = [{str(c): v for c, v in row.items()} for row in variants.to_dict("records")]
     _fill(records, record)
     return pd.DataFrame.from_records(records, columns=list(variants.columns), index=variants.index)
@@ -245,13 +251,14 @@ def _gain_records(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = (row[names.SUITE], row[names.CASE])
         if not any(_missing(k) for k in key):  # as pandas' groupby, which leaves out missing keys
             groups.setdefault(key, []).append(row)
+    gained = quantities.gains()
     for (suite, case), rows in groups.items():
         base = next((r for r in rows if r[names.VARIANT] == UNFUSED), None)
         if base is None:
             continue
         for row in (r for r in rows if r[names.VARIANT] != UNFUSED):
             rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: row[names.VARIANT]}
-            rec.update({q: ratio(float(base[q]), float(row[q])) for q in names.GAIN_GATEABLE})
+            rec.update({q: ratio(float(base[q]), float(row[q])) for q in gained})
             records.append(rec)
     return records
 
@@ -259,7 +266,7 @@ def _gain_records(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def gains(variants: pd.DataFrame) -> pd.DataFrame:
     """Per-variant frame → fusion gains (unfused ÷ variant) for every non-unfused variant."""
     rows = [{str(c): v for c, v in row.items()} for row in variants.to_dict("records")]
-    return pd.DataFrame.from_records(_gain_records(rows), columns=list(GAIN_COLUMNS))
+    return pd.DataFrame.from_records(_gain_records(rows), columns=list(gain_columns()))
 
 
 def inventory(kernels: pd.DataFrame, case: str, variant: str) -> tuple[KernelLaunch, ...]:
@@ -308,11 +315,11 @@ class SuiteResults:
 
     def variant_values(self, case: str, variant: str) -> dict[str, float] | None:
         """Aggregated quantities of one variant, or None if it has no kernels."""
-        return self._row(self.variants, case, variant, VARIANT_QUANTITIES)
+        return self._row(self.variants, case, variant, quantities.variant_quantities())
 
     def gain_values(self, case: str, variant: str) -> dict[str, float] | None:
         """Fusion gains of one variant, or None if either side has no kernels."""
-        return self._row(self.gains, case, variant, names.GAIN_GATEABLE)
+        return self._row(self.gains, case, variant, quantities.gains())
 
 
 def dram_peak(kernels: pd.DataFrame) -> float | None:
@@ -336,10 +343,10 @@ def summarize(kernels: pd.DataFrame, record: HarnessRecord) -> SuiteResults:
     gains the card's implied peak DRAM bandwidth (:data:`fuseci.config.names.DRAM_PEAK`)."""
     rows = _variant_records(kernels)
     _fill(rows, record)
-    variants = pd.DataFrame.from_records(rows, columns=list(VARIANT_COLUMNS))
+    variants = pd.DataFrame.from_records(rows, columns=list(variant_columns()))
     env: dict[str, Any] = {**record.env, **(record.profiler.to_json() if record.profiler else {})}
     peak = dram_peak(kernels)
     if peak is not None:
         env[names.DRAM_PEAK] = peak
-    gain_rows = pd.DataFrame.from_records(_gain_records(rows), columns=list(GAIN_COLUMNS))
+    gain_rows = pd.DataFrame.from_records(_gain_records(rows), columns=list(gain_columns()))
     return SuiteResults(suite=record.suite, env=env, record=record, kernels=kernels, variants=variants, gains=gain_rows)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.errors import FuseciError, ReportError
 
 log = logging.getLogger(__name__)
@@ -29,16 +29,21 @@ log = logging.getLogger(__name__)
 #: Largest report read once decompressed; the shipped suites' reports are under 16 MiB.
 MAX_REPORT_BYTES = 1 << 30
 
-#: Columns of the per-kernel frame, in order. Metric columns carry ncu's names verbatim.
-KERNEL_COLUMNS: tuple[str, ...] = (
+#: Columns of the per-kernel frame that identify a kernel, before its metrics.
+KERNEL_IDS: tuple[str, ...] = (
     names.SUITE,
     names.CASE,
     names.VARIANT,
     names.KERNEL_INDEX,
     names.KERNEL,
     names.DEVICE_NAME,
-    *names.NCU_METRICS,
 )
+
+
+def kernel_columns() -> tuple[str, ...]:
+    """Columns of the per-kernel frame, in order: :data:`KERNEL_IDS`, then every metric ncu is
+    asked for (:func:`fuseci.config.quantities.ncu_metrics`), named verbatim."""
+    return (*KERNEL_IDS, *quantities.ncu_metrics())
 
 
 def load_reader() -> ModuleType:
@@ -158,6 +163,7 @@ def read_report(path: Path) -> pd.DataFrame:
     reader = load_reader()
     rows: list[dict[str, Any]] = []
     order: Counter[tuple[str, str, str]] = Counter()
+    metrics = quantities.ncu_metrics()
     skipped = 0
     with _plain_report(path) as plain:
         try:
@@ -184,7 +190,7 @@ def read_report(path: Path) -> pd.DataFrame:
                     names.KERNEL: action.name(),
                     names.DEVICE_NAME: _string(action, names.DEVICE_NAME),
                 }
-                row.update({m: _metric(action, m) for m in names.NCU_METRICS})
+                row.update({m: _metric(action, m) for m in metrics})
                 order[ids] += 1
                 rows.append(row)
     if not rows and not skipped:
@@ -198,7 +204,7 @@ def read_report(path: Path) -> pd.DataFrame:
             f"{path}: {skipped} kernel(s) lie outside 'fuseci:' NVTX ranges; the report is truncated "
             "or was not written by `fuseci run`: profile the suite again"
         )
-    return pd.DataFrame.from_records(rows, columns=list(KERNEL_COLUMNS))
+    return pd.DataFrame.from_records(rows, columns=list(kernel_columns()))
 
 
 #: A report's first bytes: the magic number, then length-prefixed protocol-buffer messages (ncu's
@@ -289,4 +295,4 @@ def session_started(path: Path) -> datetime | None:
 
 def read_report_empty() -> pd.DataFrame:
     """The per-kernel frame of a run in which nothing was profiled."""
-    return pd.DataFrame.from_records([], columns=list(KERNEL_COLUMNS))
+    return pd.DataFrame.from_records([], columns=list(kernel_columns()))

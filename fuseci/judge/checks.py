@@ -5,7 +5,8 @@
   :func:`time_check` widens the band to what the measured noise can resolve
   (:func:`time_band`) and flags a speedup that falls a little outside it for re-measurement
   (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) before it counts as a regression.
-* :func:`value_check` per gated occupancy: the fused variant's own value against its baseline.
+* :func:`value_check` per gated value (occupancy, an exact counter): the variant's own value
+  against its baseline, in the direction the catalogue gives it.
 * :func:`inventory_check` while launches are gated: the ordered kernel names against the
   baseline's; a split, a new kernel or a vanished one is named as such (:func:`inventory_diff`).
 * :func:`kernels_check`: the kernels a variant launched against those the suite declares it
@@ -27,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Variant
 from fuseci.config.policy import Band, Direction
 from fuseci.frames.inventory import KernelLaunch
@@ -95,7 +96,7 @@ class VariantContext:
         b, v = self.baseline_values(UNFUSED), self.baseline_values()
         if b is None or v is None:
             return None
-        return {q: ratio(b.get(q, math.nan), v.get(q, math.nan)) for q in names.GAIN_GATEABLE}
+        return {q: ratio(b.get(q, math.nan), v.get(q, math.nan)) for q in quantities.gains()}
 
     def baseline_kernels(self) -> tuple[KernelLaunch, ...]:
         """The baseline's inventory of the variant this one is judged as (empty when none)."""
@@ -135,7 +136,7 @@ def fmt_gain(value: float | None) -> str:
 
 def label(quantity: str) -> str:
     """A quantity's name for people."""
-    return names.LABELS.get(quantity, quantity)
+    return quantities.label(quantity)
 
 
 def time_noise(values: Mapping[str, float]) -> float:
@@ -246,33 +247,37 @@ def time_check(ctx: VariantContext) -> MetricDelta:
 
 
 def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
-    """A fused variant's own value (occupancy) against its baseline; higher is better."""
+    """A variant's own value (occupancy, an exact counter) against its baseline's, in the
+    direction the catalogue gives the quantity (:attr:`fuseci.config.quantities.Quantity.direction`)."""
     tol = ctx.case.gates[quantity]
     if not tol.enabled:
         return None
+    entry = quantities.get(quantity)
+    direction = Direction.HIGHER_IS_BETTER if entry is None else entry.direction
     current = ctx.values.get(quantity, math.nan)
     base = ctx.baseline_values()
     name = f"{label(quantity)} of {ctx.variant.id}"
     d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
     old = math.nan if base is None else base.get(quantity, math.nan)
+    now = quantities.show(quantity, current)
     if math.isnan(old) or math.isnan(current):
         what = "no baseline yet" if base is None else "nothing to compare"
-        return replace(d, verdict=Verdict.NEW, message=f"{name} is {current:.1f}%; {what}")
+        return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; {what}")
+    was = quantities.show(quantity, old)
     change = (current - old) / old if old else None
     d = replace(d, baseline_value=old, change=change)
     pct = "n/a" if change is None else f"{change:+.1%}"
-    seen = f"from {old:.1f}% to {current:.1f}% ({pct}); tolerance {tol}"
+    seen = f"from {was} to {now} ({pct}); tolerance {tol}"
+    moved = "fell" if current < old else "rose"
     if not ctx.comparable:
-        return replace(
-            d, verdict=Verdict.INCOMPARABLE, message=f"{name} {current:.1f}%, baseline {old:.1f}%; not compared"
-        )
-    match tol.classify(old, current, Direction.HIGHER_IS_BETTER):
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
+    match tol.classify(old, current, direction):
         case Band.WORSE:
-            return replace(d, verdict=Verdict.REGRESSED, message=f"{name} fell {seen}")
+            return replace(d, verdict=Verdict.REGRESSED, message=f"{name} {moved} {seen}")
         case Band.BETTER:
-            return replace(d, verdict=Verdict.IMPROVED, message=f"{name} rose {seen}{ctx.keep_advice}")
+            return replace(d, verdict=Verdict.IMPROVED, message=f"{name} {moved} {seen}{ctx.keep_advice}")
         case Band.WITHIN:
-            return replace(d, message=f"{name} {current:.1f}%, baseline {old:.1f}% ({pct}); tolerance {tol}")
+            return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}")
 
 
 def _kernel_names(kernels: Sequence[KernelLaunch]) -> str:

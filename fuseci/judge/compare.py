@@ -14,8 +14,9 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Suite
+from fuseci.config.quantities import Gate
 from fuseci.frames.metrics import SuiteResults, inventory
 from fuseci.judge import causes
 from fuseci.judge import checks as ck
@@ -108,17 +109,28 @@ def _not_measured(case: Case, rec: CaseRecord | None, results: SuiteResults) -> 
     return []
 
 
+def _values(ctx: ck.VariantContext, *, unfused: bool = False) -> list[str]:
+    """The quantities gated on the variant's own value (:attr:`~fuseci.config.quantities.Gate.VALUE`)
+    that ``ctx``'s case gates; with ``unfused``, only those that judge the unfused variant too."""
+    return [
+        q.name
+        for q in quantities.QUANTITIES
+        if q.gate is Gate.VALUE and q.name in ctx.case.gates and (q.unfused or not unfused)
+    ]
+
+
 def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
     """Every check of one measured variant, in report order."""
     out = [d for d in (ck.inventory_check(ctx), ck.kernels_check(ctx)) if d]
-    if ctx.gains is None or ctx.variant.id == UNFUSED:
+    fused = ctx.gains is not None and ctx.variant.id != UNFUSED
+    if ctx.variant.id == UNFUSED:  # a counter gated on every variant, unfused too
+        out += [d for q in _values(ctx, unfused=True) if (d := ck.value_check(ctx, q))]
+    if not fused:
         return out
-    for q in names.GAIN_GATEABLE:
+    for q in quantities.gains():
         if q in ctx.case.gates and (q != names.EVENT_TIME or ctx.timed) and (d := ck.gain_check(ctx, q)):
             out.append(d)
-    for q in names.VALUE_GATEABLE:
-        if q in ctx.case.gates and (d := ck.value_check(ctx, q)):
-            out.append(d)
+    out += [d for q in _values(ctx) if (d := ck.value_check(ctx, q))]
     out = causes.occupancy_checks(ctx, out)
     if ctx.timed and (d := causes.asynchrony_check(ctx)) is not None:
         out.append(d)

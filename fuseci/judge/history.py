@@ -1,7 +1,7 @@
 """History: each fusion gain across many runs, and where it changed level. Pure: run files in,
 series and change points out; nothing is read, written or printed here.
 
-A *series* is one gain (a quantity of :data:`fuseci.config.names.GAIN_GATEABLE` that the case
+A *series* is one gain (a quantity with a gain, :func:`fuseci.config.quantities.gains`, that the case
 gates or shows) of one fused variant of one case of one suite on one GPU model, over the runs
 that measured it, oldest first. Its *change points* are the runs at which a new level starts.
 
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Suite
 
 if TYPE_CHECKING:
@@ -323,14 +323,15 @@ def gains_of(run: Run) -> RunGains:
     """The history's view of a run file: its gains, without its frames (small enough to hold
     thousands of runs, and to hand from one process to another)."""
     found: dict[tuple[str, str, str, str], dict[str, float]] = {}
-    columns = [names.CASE, names.VARIANT, *names.GAIN_GATEABLE]
+    gained = quantities.gains()
+    columns = [names.CASE, names.VARIANT, *gained]
     for sid, results in run.suites.items():
         gpu = str(results.env.get("gpu_name") or run.gpu_name or "unknown GPU")
         # Column by column: a fraction of the time of pandas' row iteration over thousands of runs.
         for case, variant, *values in zip(*(results.gains[c].tolist() for c in columns), strict=True):
             if variant == UNFUSED:
                 continue
-            gains = {q: float(v) for q, v in zip(names.GAIN_GATEABLE, values, strict=True) if 0 < v < math.inf}
+            gains = {q: float(v) for q, v in zip(gained, values, strict=True) if 0 < v < math.inf}
             found[(sid, gpu, str(case), str(variant))] = gains
     return RunGains(run_point(run), found, dict(run.suite_paths))
 
@@ -362,7 +363,9 @@ def build(runs: Sequence[RunGains], suites: Mapping[str, Suite | None], notes: S
         relative, text = gates.get(q, (None, "not gated"))
         series.append(series_of(key, found, relative, text))
 
+    gained = quantities.gains()
+
     def rank(s: Series) -> tuple[str, str, int, str, int]:
-        return (s.gpu, s.suite, _order(suites.get(s.suite), s.case), s.variant, names.GAIN_GATEABLE.index(s.quantity))
+        return (s.gpu, s.suite, _order(suites.get(s.suite), s.case), s.variant, gained.index(s.quantity))
 
     return History(runs=tuple(r.point for r in ordered), series=tuple(sorted(series, key=rank)), notes=tuple(notes))

@@ -238,6 +238,92 @@ class Comparison:
         return all(d.accepted for d in self.env_differences)
 
 
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a person counts: one variant of a case with all its checks, a case's own checks
+    (``variant`` empty), or a suite that could not be run at all. Eight checks that one split
+    kernel failed are one regressed variant."""
+
+    suite: str
+    """Suite id."""
+    case: str
+    """Case id."""
+    variant: str
+    """Variant id; empty for the case's own checks."""
+    line: int
+    """The case's line in the suite file (0 when unknown)."""
+    unit: str
+    """``variant``, ``case`` or ``suite`` (a suite that could not be run: its stand-in check)."""
+    checks: tuple[MetricDelta, ...]
+    """Its checks, in report order."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """Its worst check's verdict."""
+        return min((k.verdict for k in self.checks), key=lambda v: v.rank, default=Verdict.PASS)
+
+    @property
+    def caught(self) -> bool:
+        """A planted regression that every check meant to catch caught (it passes as planted)."""
+        return self.verdict is Verdict.PASS and any(k.check is CheckKind.PLANTED for k in self.checks)
+
+
+def subjects(comparisons: list[Comparison]) -> list[Subject]:
+    """Every :class:`Subject` of ``comparisons``: per suite, per case, its variants in the order
+    their first check comes."""
+    out: list[Subject] = []
+    for c in comparisons:
+        for case in c.cases:
+            groups: dict[str, list[MetricDelta]] = {}
+            for k in case.checks:
+                groups.setdefault(k.variant, []).append(k)
+            for variant, checks in groups.items():
+                unit = "variant" if variant else "case" if c.env else "suite"
+                out.append(Subject(c.suite, case.case, variant, case.line, unit, tuple(checks)))
+    return out
+
+
+CAUGHT = "caught"
+"""The outcome of a planted regression caught by every check meant to catch it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """How many subjects of one unit came to one outcome, and how many checks that took."""
+
+    outcome: Verdict | str
+    """Their verdict, or :data:`CAUGHT`."""
+    unit: str
+    """``variant``, ``case`` or ``suite``."""
+    subjects: int
+    """How many."""
+    checks: int
+    """Their checks of that verdict (every check, for ``PASS`` and :data:`CAUGHT`)."""
+
+
+_UNITS = ("suite", "case", "variant")
+
+
+def tally(comparisons: list[Comparison]) -> tuple[Tally, ...]:
+    """The counts a summary line, a badge or a step summary shows: subjects (:func:`subjects`) by
+    outcome, the worst first, a caught planted regression just before the passes; within an
+    outcome, suites, cases, then variants. JUnit alone counts checks one by one."""
+    found: dict[tuple[Verdict | str, str], list[int]] = {}
+    for s in subjects(comparisons):
+        outcome: Verdict | str = CAUGHT if s.caught else s.verdict
+        checks = len(s.checks) if outcome in (CAUGHT, Verdict.PASS) else sum(k.verdict is s.verdict for k in s.checks)
+        counts = found.setdefault((outcome, s.unit), [0, 0])
+        counts[0] += 1
+        counts[1] += checks
+
+    def order(key: tuple[Verdict | str, str]) -> tuple[int, int]:
+        outcome, unit = key
+        rank = Verdict.PASS.rank - 0.5 if outcome == CAUGHT else outcome.rank  # type: ignore[union-attr]
+        return (int(rank * 2), _UNITS.index(unit))
+
+    return tuple(Tally(o, u, n, k) for (o, u), (n, k) in sorted(found.items(), key=lambda item: order(item[0])))
+
+
 def exit_code(comparisons: list[Comparison]) -> int:
     """1 if anything regressed or is wrong; else 3 if anything errored or was incomparable; else 0."""
     codes = {c.exit_code for comp in comparisons for case in comp.cases for c in (x.verdict for x in case.checks)}

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import NcuSettings
 from fuseci.errors import NcuError
 from fuseci.measure import process
@@ -83,7 +83,7 @@ def profiler_argv(ncu: str, nvtx_filter: str, settings: NcuSettings, files: Suit
         "--config-file", "off",
         "--nvtx",
         "--nvtx-include", nvtx_filter,
-        "--metrics", ",".join(names.NCU_METRICS),
+        "--metrics", ",".join(quantities.ncu_metrics()),
         "--clock-control", settings.clock_control,
         "--cache-control", settings.cache_control,
         "--replay-mode", settings.replay_mode,

@@ -18,14 +18,14 @@ import math
 import shlex
 
 from fuseci.config import names
-from fuseci.judge.verdict import CaseResult, Comparison, Verdict
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
 from fuseci.reporters.text import (
-    GAIN_COLUMNS,
     UNDERCOUNT,
     attention,
     clean,
     count,
     env_line,
+    gain_columns,
     totals,
     undercount_summary,
 )
@@ -75,7 +75,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
         "time µs",
         "DRAM GB/s",
         "occ %",
-        *(f"gain {n}" for _, n in GAIN_COLUMNS),
+        *(f"gain {n}" for _, n in gain_columns()),
     )
     rows: list[tuple[str, ...]] = []
     for case in cases:
@@ -93,7 +93,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
                 _f(vals.get(names.DURATION), 1e3),
                 _f(rate, 1e9, "{:.0f}"),
                 _f(vals.get(names.OCC_ACHIEVED)),
-                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in GAIN_COLUMNS),
+                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in gain_columns()),
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))
@@ -109,7 +109,8 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
 
 
 def _blocks(c: Comparison, paint: _Paint) -> list[str]:
-    """One block per (case, variant) with a check that did not pass, the worst first."""
+    """One block per (case, variant) with a check that did not pass, the worst first; then one
+    per planted regression caught, saying by what."""
     out: list[str] = []
     for a in attention(c):
         place = paint(clean(f"{c.suite_path}:{a.line}" if a.line else c.suite_path), _DIM)
@@ -130,6 +131,12 @@ def _blocks(c: Comparison, paint: _Paint) -> list[str]:
             out.append(f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have {advice}")
         if a.passing:
             out.append(paint(f"    ({count(a.passing, 'more check', 'more checks')} pass)", _DIM))
+    for s in (s for s in subjects([c]) if s.caught):
+        place = paint(clean(f"{c.suite_path}:{s.line}" if s.line else c.suite_path), _DIM)
+        out.append(f"  {paint('CAUGHT'.ljust(10), _SGR[Verdict.PASS])} {clean(f'{s.case}/{s.variant}')}  {place}")
+        out += [
+            f"    {paint('-', _SGR[Verdict.PASS])} {clean(k.message)}" for k in s.checks if k.check is CheckKind.PLANTED
+        ]
     return out
 
 

@@ -1,9 +1,12 @@
-"""GitHub Actions workflow commands that annotate the suite file, one line per check.
+"""GitHub Actions workflow commands that annotate the suite file, one per variant that did not pass.
 
-``WRONG``, ``REGRESSED``, ``ERROR`` and ``INCOMPARABLE`` checks are ``::error``, ``WARN``, ``NEW``
-and ``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
-update the baseline to keep it), ``PASS`` is nothing. Each annotation points at the case's line
-in the suite file, titled ``fuseci <suite>/<case>/<variant>``.
+A variant (or a case's own checks, or a suite that could not run:
+:func:`~fuseci.judge.verdict.subjects`) is one annotation, of the kind of its worst verdict:
+``WRONG``, ``REGRESSED``, ``ERROR`` and ``INCOMPARABLE`` are ``::error``, ``WARN``, ``NEW`` and
+``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
+update the baseline to keep it), ``PASS`` is nothing. Its message says how many of its checks did
+not pass, then each on a line of its own, the worst first. Each annotation points at the case's
+line in the suite file, titled ``fuseci <suite>/<case>/<variant>``.
 
 GitHub shows at most :data:`ANNOTATIONS_PER_STEP` annotations of each kind per step (and 50 per
 job) and drops the rest without a word. So at most that many errors and warnings are written,
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fuseci.judge.verdict import Comparison, MetricDelta, Verdict
+from fuseci.judge.verdict import Comparison, MetricDelta, Subject, Verdict, subjects
 from fuseci.reporters.text import clean
 
 #: Annotations of one kind (error, warning, notice) GitHub shows per step.
@@ -50,14 +53,17 @@ def _kind(verdict: Verdict) -> str | None:
             return None
 
 
-def _command(kind: str, c: Comparison, line: int, k: MetricDelta) -> str:
+def _command(kind: str, c: Comparison, s: Subject, shown: list[MetricDelta]) -> str:
     # A suite that could not run has no env and a stand-in case: the suite alone is the title.
-    where = [c.suite] if not c.env else [c.suite, k.case, *([k.variant] if k.variant else [])]
+    where = [c.suite] if not c.env else [c.suite, s.case, *([s.variant] if s.variant else [])]
     props = [f"file={escape_property(c.suite_path)}"]
-    if line:
-        props.append(f"line={line}")
+    if s.line:
+        props.append(f"line={s.line}")
     props.append(f"title={escape_property('fuseci ' + '/'.join(where))}")
-    return f"::{kind} {','.join(props)}::{escape_data(f'{k.verdict.value.upper()}: {k.message}')}"
+    lines = [f"{k.verdict.value.upper()}: {k.message}" for k in shown]
+    if len(shown) > 1:  # one annotation per variant: how many of its checks, then each
+        lines.insert(0, f"{s.verdict.value.upper()}: {len(shown)} checks")
+    return f"::{kind} {','.join(props)}::{escape_data(chr(10).join(lines))}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -73,17 +79,18 @@ def render(comparisons: list[Comparison], failures: Sequence[str] = ()) -> str:
             be written), each an error annotation before every other, counted among the errors
             GitHub shows.
     """
-    found = [(k, c, case.line) for c in comparisons for case in c.cases for k in case.checks]
+    found = [(s, c) for c in comparisons for s in subjects([c])]
     found.sort(key=lambda item: item[0].verdict.rank)  # stable: suite order within a verdict
     lines: dict[str, list[str]] = {kind: [] for kind in _KINDS}
     lines["error"] = [f"::error title=fuseci::{escape_data(message)}" for message in failures[: _LIMITS["error"]]]
     left_out = dict.fromkeys(_KINDS, 0)
-    for k, c, line in found:
-        kind = _kind(k.verdict)
+    for s, c in found:
+        kind = _kind(s.verdict)
         if kind is None:
             continue
         if len(lines[kind]) < _LIMITS[kind]:
-            lines[kind].append(_command(kind, c, line, k))
+            shown = sorted((k for k in s.checks if k.verdict is not Verdict.PASS), key=lambda k: k.verdict.rank)
+            lines[kind].append(_command(kind, c, s, shown))
         else:
             left_out[kind] += 1
     out = [line for kind in _KINDS for line in lines[kind]]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from fuseci.config import names
+from fuseci.config import quantities
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.text import clean, relative_change
 
@@ -45,7 +45,7 @@ def _when(run: RunPoint) -> str:
 
 
 def _label(s: Series) -> str:
-    return f"{s.case}/{s.variant} {names.LABELS.get(s.quantity, s.quantity)} gain"
+    return f"{s.case}/{s.variant} {quantities.label(s.quantity)} gain"
 
 
 def sentence(s: Series, c: ChangePoint, with_gpu: bool = False) -> str:
@@ -190,7 +190,7 @@ def _chart(group: Sequence[Series], chart_id: str) -> Chart:
     ]
     first = group[0]
     gate = first.tolerance_text if first.tolerance is not None else "not gated"
-    title = cut(f"{first.case}: {names.LABELS.get(first.quantity, first.quantity)} gain ({gate})", NAME)
+    title = cut(f"{first.case}: {quantities.label(first.quantity)} gain ({gate})", NAME)
     return charts.trend_chart(lines, _ticks(group), chart_id, title)
 
 

@@ -35,14 +35,25 @@ from dataclasses import dataclass, replace
 from itertools import zip_longest
 from typing import Any
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
+from fuseci.config.quantities import Unit
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict, exit_code
+from fuseci.judge.verdict import (
+    CaseResult,
+    CheckKind,
+    Comparison,
+    MetricDelta,
+    Tally,
+    VariantMeasurement,
+    Verdict,
+    exit_code,
+    tally,
+)
 from fuseci.reporters import charts, templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.charts import Chart, Tone
-from fuseci.reporters.text import totals, verdict_count
+from fuseci.reporters.text import tally_text, totals, verdict_count
 
 #: Bytes of the page for each section (they add up to less than the page's budget, leaving
 #: room for the fixed markup and style sheet).
@@ -305,7 +316,8 @@ class Page:
     exit_code: int
     """What the run exits with."""
     verdicts: tuple[tuple[str, str], ...]
-    """(``4 errors``, tone) of every verdict that occurred, worst first."""
+    """(``1 variant regressed: 8 checks``, tone) of every outcome that occurred, worst first
+    (:func:`~fuseci.judge.verdict.tally`)."""
     suites: tuple[SuiteView, ...]
     """Overview rows."""
     suites_more: str
@@ -333,7 +345,7 @@ def _num(value: float | None) -> bool:
 
 
 def _quantity(k: MetricDelta) -> str:
-    return names.LABELS.get(k.quantity, k.quantity)
+    return quantities.label(k.quantity)
 
 
 def _value(k: MetricDelta, value: float | None) -> str:
@@ -343,7 +355,7 @@ def _value(k: MetricDelta, value: float | None) -> str:
         case CheckKind.GAIN | CheckKind.EXPECT:
             return f"{value:.3g}x"
         case CheckKind.VALUE:
-            return f"{value:.1f}%"
+            return quantities.show(k.quantity, value)
         case CheckKind.ASYNCHRONY:
             return f"{value:.0%} of calls wait"
         case CheckKind.BYTES:
@@ -402,13 +414,13 @@ def _gain_rows(case: CaseResult) -> list[charts.GainRow]:
         checks = [k for k in case.checks if k.variant == variant]
         gated = {k.quantity: k for k in checks if k.check is CheckKind.GAIN}
         expected = {k.quantity: k for k in checks if k.check is CheckKind.EXPECT}
-        for q in (q for q in names.GAIN_GATEABLE if q in gated or q in expected):
+        for q in (q for q in quantities.gains() if q in gated or q in expected):
             gate, expect = gated.get(q), expected.get(q)
             verdict = min((k.verdict for k in (gate, expect) if k is not None), key=lambda v: v.rank)
             baseline = gate.baseline_value if gate is not None else None
             rows.append(
                 charts.GainRow(
-                    label=f"{variant} · {names.LABELS.get(q, q)}",
+                    label=f"{variant} · {quantities.label(q)}",
                     current=gains.get(variant, {}).get(q, gate.current if gate else None),
                     baseline=baseline,
                     band=band(gate.tolerance, baseline) if gate is not None else None,
@@ -427,8 +439,10 @@ def _variant_tone(case: CaseResult, variant: str) -> Tone:
     return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
 
 
-#: Gains of DRAM bytes: the checks that, with the allowance over the minimum, judge a variant's bytes.
-_BYTES_GAINS = frozenset({names.DRAM_BYTES, names.DRAM_READ, names.DRAM_WRITE})
+def _bytes_gain(quantity: str) -> bool:
+    """A gain of DRAM bytes: with the allowance over the minimum, what judges a variant's bytes."""
+    entry = quantities.get(quantity)
+    return entry is not None and entry.unit is Unit.BYTES
 
 
 def _bytes_tone(case: CaseResult, variant: str) -> Tone:
@@ -440,7 +454,7 @@ def _bytes_tone(case: CaseResult, variant: str) -> Tone:
         k.verdict
         for k in case.checks
         if k.variant == variant
-        and (k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and k.quantity in _BYTES_GAINS))
+        and (k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and _bytes_gain(k.quantity)))
     ]
     return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
 
@@ -722,6 +736,10 @@ def _rest(cases: Sequence[CaseResult]) -> str:
     return f"{more(len(cases), 'cases')}: {by}"
 
 
+def _tally_tone(t: Tally) -> Tone:
+    return tone(t.outcome) if isinstance(t.outcome, Verdict) else Tone.GOOD  # a planted regression caught
+
+
 def page(comparisons: list[Comparison]) -> Page:
     """The page model of ``comparisons``, within the page's budget (see the module docstring):
     failing cases first, then the rest, each in suite order."""
@@ -747,13 +765,12 @@ def page(comparisons: list[Comparison]) -> Page:
         _FAILURES,
     )
     suites = Budget(_OVERVIEW_BYTES).fit(((v, _suite_weight(v)) for v in map(_suite_view, comparisons)), _SUITES)
-    counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
     title = cut(comparisons[0].suite, NAME) if len(comparisons) == 1 else f"{len(comparisons):,} suites"
     return Page(
         title=f"fuseci: {title}",
         totals=totals(comparisons),
         exit_code=exit_code(comparisons),
-        verdicts=tuple((verdict_count(v, counts[v]), tone(v).name.lower()) for v in VERDICTS if counts[v]),
+        verdicts=tuple((tally_text(t, separators=True), _tally_tone(t).name.lower()) for t in tally(comparisons)),
         suites=tuple(suites),
         suites_more=more(len(comparisons) - len(suites), "suites"),
         envs=_envs(comparisons),

@@ -4,8 +4,9 @@ comment (``--markdown``).
 The document opens and ends with the totals line (every verdict counted, and the exit code), so
 whatever cuts it keeps the verdict. Then one section per suite, the worst suite first: a heading
 with its verdict, the environment, the baseline, any environment differences, a table of the
-fusion gains of every (case, fused variant) that did not pass, worst first, the checks that did
-not pass with their messages, and the rows that pass collapsed in a ``<details>`` block.
+fusion gains of every (case, fused variant) that did not pass, worst first, then of every planted
+regression caught, the checks that did not pass with their messages and what caught each planted
+regression, and the rows that pass collapsed in a ``<details>`` block.
 
 Everything that comes from outside this module (ids, paths, messages, kernel names, environment
 values) is only text: it can neither break the table nor inject HTML, start a line of its own
@@ -25,15 +26,15 @@ import math
 import re
 from dataclasses import dataclass
 
-from fuseci.config import names
+from fuseci.config import quantities
 from fuseci.config.model import UNFUSED
-from fuseci.judge.verdict import CaseResult, Comparison, Verdict
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
 from fuseci.reporters.text import (
-    GAIN_COLUMNS,
     UNDERCOUNT,
     attention,
     clean,
     env_line,
+    gain_columns,
     undercount_summary,
     worst,
 )
@@ -47,10 +48,14 @@ COMMENT_LIMIT = 60_000
 #: The most characters of one string from data (a message, a path, a kernel name) a document shows.
 MAX_TEXT = 1000
 
-_TABLE_HEAD = (
-    "| case | variant | " + " | ".join(f"{names.LABELS[q]} gain" for q, _ in GAIN_COLUMNS) + " | verdict |",
-    "|---|---|" + "---:|" * len(GAIN_COLUMNS) + "---|",
-)
+
+def _table_head() -> tuple[str, str]:
+    columns = gain_columns()
+    return (
+        "| case | variant | " + " | ".join(f"{quantities.label(q)} gain" for q, _ in columns) + " | verdict |",
+        "|---|---|" + "---:|" * len(columns) + "---|",
+    )
+
 
 # Backslash first so that the escapes added after it are not escaped again. `&`, `<` and `>`
 # become entities: no HTML tag or entity can come through. `|` would end a table cell; the
@@ -123,24 +128,31 @@ def _gain(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
 
 
-def _rows(case: CaseResult) -> list[tuple[Verdict, str]]:
-    """One row per fused variant, with its verdict. A gain is unfused ÷ variant, so checks of
+def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Verdict, bool, str]]:
+    """One row per fused variant, with its verdict and whether it is a planted regression that
+    was caught (``caught`` holds those (case, variant)). A gain is unfused ÷ variant, so checks of
     ``unfused`` and of the whole case count in every row's verdict."""
     variants = [v.variant for v in case.variants if v.variant != UNFUSED]
     variants += [k.variant for k in case.checks if k.variant and k.variant != UNFUSED]
     gains = {v.variant: v.gains for v in case.variants}
     rows = []
+    columns = gain_columns()
     for variant in dict.fromkeys(variants) or ("",):
         verdict = worst(k for k in case.checks if k.variant in (variant, "", UNFUSED))
+        planted = verdict is Verdict.PASS and (case.case, variant) in caught
         g = gains.get(variant, {})
         cells = (
             escape(case.case),
             escape(variant) or "-",
-            *(_gain(g.get(q)) for q, _ in GAIN_COLUMNS),
-            _verdict(verdict),
+            *(_gain(g.get(q)) for q, _ in columns),
+            f"{_CAUGHT} CAUGHT" if planted else _verdict(verdict),
         )
-        rows.append((verdict, "| " + " | ".join(cells) + " |"))
+        rows.append((verdict, planted, "| " + " | ".join(cells) + " |"))
     return rows
+
+
+#: The mark of a planted regression that was caught.
+_CAUGHT = "🎯"
 
 
 def _bullets(c: Comparison) -> tuple[str, ...]:
@@ -150,6 +162,9 @@ def _bullets(c: Comparison) -> tuple[str, ...]:
     for a in attention(c):
         out.append(f"- {_icon(a.verdict)} **{a.verdict.value.upper()}** {escape(a.where)}")
         out += [f"  - {inline(k.message)}" for k in a.checks]
+    for s in (s for s in subjects([c]) if s.caught):
+        out.append(f"- {_CAUGHT} **CAUGHT** {escape(f'{s.case}/{s.variant}')}")
+        out += [f"  - {inline(k.message)}" for k in s.checks if k.check is CheckKind.PLANTED]
     return tuple(out)
 
 
@@ -189,7 +204,7 @@ class _Section:
         """The section with its first ``rows`` rows, ``bullets`` bullets and ``passing`` passing rows."""
         out = [*self.head, ""]
         if rows:
-            out += [*_TABLE_HEAD, *self.rows[:rows], ""]
+            out += [*_table_head(), *self.rows[:rows], ""]
         if bullets:
             out += [*self.bullets[:bullets], ""]
         if passing:
@@ -197,7 +212,7 @@ class _Section:
             out += [
                 f"<details><summary>✅ {shown or _plural(passing, 'row passes', 'rows pass')}</summary>",
                 "",
-                *_TABLE_HEAD,
+                *_table_head(),
                 *self.passing[:passing],
                 "",
                 "</details>",
@@ -230,14 +245,16 @@ def _section(c: Comparison) -> _Section:
             head.append(
                 f"- {escape(d.field)}: baseline {escape(repr(d.baseline_value))}, now {escape(repr(d.current))} ({state})"
             )
-    rows = [row for case in c.cases for row in _rows(case)]
-    attention_rows = sorted((r for r in rows if r[0] is not Verdict.PASS), key=lambda r: r[0].rank)  # stable
+    caught = frozenset((s.case, s.variant) for s in subjects([c]) if s.caught)
+    rows = [row for case in c.cases for row in _rows(case, caught)]
+    # Rows that did not pass, the worst first, then the planted regressions caught; stable.
+    shown = sorted((r for r in rows if r[0] is not Verdict.PASS or r[1]), key=lambda r: (r[0].rank, r[1]))
     return _Section(
         c.verdict,
         tuple(head),
-        tuple(text for _, text in attention_rows),
+        tuple(text for _, _, text in shown),
         bullets,
-        tuple(text for verdict, text in rows if verdict is Verdict.PASS),
+        tuple(text for verdict, planted, text in rows if verdict is Verdict.PASS and not planted),
     )
 
 

@@ -6,23 +6,29 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
+from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.checks import megabytes
-from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict, exit_code
+from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Tally, Verdict, exit_code, tally
 
-#: The gains shown in tables, with their column names.
-GAIN_COLUMNS: tuple[tuple[str, str], ...] = (
-    (names.DRAM_BYTES, "bytes"),
-    (names.DURATION, "ncu time"),
-    (names.EVENT_TIME, "real time"),
-    (names.LAUNCHES, "launches"),
-)
+#: The gains the tables show, in their order (a layout choice; their headings are the catalogue's
+#: :attr:`~fuseci.config.quantities.Quantity.short`).
+TABLE_GAINS: tuple[str, ...] = (names.DRAM_BYTES, names.DURATION, names.EVENT_TIME, names.LAUNCHES)
+
+
+def gain_columns() -> tuple[tuple[str, str], ...]:
+    """The gains shown in tables, with their column names: :data:`TABLE_GAINS`, then any other
+    gain the catalogue gives a column heading."""
+    shown = [
+        *TABLE_GAINS,
+        *(q.name for q in quantities.QUANTITIES if q.short and q.gate is Gate.GAIN and q.name not in TABLE_GAINS),
+    ]
+    return tuple((name, entry.short or entry.label) for name in shown if (entry := quantities.get(name)))
 
 
 #: The Unicode categories :func:`clean` makes visible, whole: controls (Cc: C0 such as newline, CR,
@@ -106,12 +112,42 @@ def count(n: int, one: str, many: str = "") -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
+#: How an outcome reads after a count of subjects (``1 variant regressed``, ``2 cases in error``).
+_OUTCOMES: dict[Verdict, str] = {
+    Verdict.WRONG: "wrong",
+    Verdict.REGRESSED: "regressed",
+    Verdict.ERROR: "in error",
+    Verdict.INCOMPARABLE: "incomparable",
+    Verdict.WARN: "with warnings",
+    Verdict.MISSING: "missing",
+    Verdict.NEW: "new",
+    Verdict.IMPROVED: "improved",
+    Verdict.PASS: "pass",
+}
+
+
+def tally_text(t: Tally, separators: bool = False) -> str:
+    """One count of :func:`~fuseci.judge.verdict.tally` for people: ``1 variant regressed: 8
+    checks``, ``7 planted regressions caught``, ``9 variants pass: 50 checks``."""
+
+    def n(value: int) -> str:
+        return f"{value:,}" if separators else str(value)
+
+    if not isinstance(t.outcome, Verdict):  # CAUGHT
+        return f"{n(t.subjects)} planted regression{'s' if t.subjects != 1 else ''} caught"
+    word = _OUTCOMES[t.outcome]
+    if t.outcome is Verdict.PASS and t.subjects == 1:
+        word = "passes"
+    unit = t.unit if t.subjects == 1 else t.unit + "s"
+    return f"{n(t.subjects)} {unit} {word}: {n(t.checks)} check{'s' if t.checks != 1 else ''}"
+
+
 def totals(comparisons: list[Comparison], code: int | None = None) -> str:
-    """``fuseci: 28 pass, 5 regressed, 2 errors; exit 1``: every verdict counted, and the exit
-    code (the verdicts', unless the command ends with another ``code``: a report it could not
-    write)."""
-    counts = Counter(k.verdict for c in comparisons for case in c.cases for k in case.checks)
-    summary = ", ".join(verdict_count(v, counts[v]) for v in reversed(Verdict) if counts[v])
+    """``fuseci: 1 variant regressed: 8 checks; 9 variants pass: 50 checks; exit 1``: every
+    variant (case, or suite that could not run) counted once, by its worst verdict, with its
+    checks of that verdict (:func:`~fuseci.judge.verdict.tally`), and the exit code (the
+    verdicts', unless the command ends with another ``code``: a report it could not write)."""
+    summary = "; ".join(tally_text(t) for t in tally(comparisons))
     return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons) if code is None else code}"
 
 

@@ -4,7 +4,7 @@
 ``DIR/<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json``. It holds, for every suite that was
 measured, what the verdicts are derived from rather than the verdicts: the suite file's path as
 given, the full harness record (environment, profiler settings, correctness checks, timings) and
-the per-kernel frame (:data:`fuseci.frames.report.KERNEL_COLUMNS`, one object per kernel, NaN as
+the per-kernel frame (:func:`fuseci.frames.report.kernel_columns`, one object per kernel, NaN as
 null). Suites that could not be profiled are absent. ``fuseci compare A B`` reads two run files
 back and judges B with A as its baseline, under the suite files' current policies, so a pull
 request's run gets exactly the verdicts ``fuseci run`` would give it if main's run were the
@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from fuseci import __version__
-from fuseci.config import names
+from fuseci.config import names, quantities
 from fuseci.errors import ReportError
 from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
@@ -152,7 +152,8 @@ def _cell(value: Any) -> Any:
 
 
 def _kernels_json(kernels: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{c: _cell(row[c]) for c in report.KERNEL_COLUMNS} for row in kernels.to_dict("records")]
+    columns = report.kernel_columns()
+    return [{c: _cell(row[c]) for c in columns} for row in kernels.to_dict("records")]
 
 
 def _suite_json(results: SuiteResults, suite_path: str) -> dict[str, Any]:
@@ -290,7 +291,7 @@ _KERNEL = sc.Obj(
     {
         **sc.members(suite=sc.ID, case=sc.ID, variant=sc.ID, kernel_index=sc.COUNT, kernel=sc.NAME),
         names.DEVICE_NAME: sc.Field(sc.Str(max_len=1000)),
-        **{metric: sc.Field(sc.Nullable(sc.AMOUNT), required=False) for metric in names.NCU_METRICS},
+        **{metric: sc.Field(sc.Nullable(sc.AMOUNT), required=False) for metric in quantities.ncu_metrics()},
     }
 )
 _SUITE = sc.Obj(
@@ -334,16 +335,12 @@ def _suite_results(sid: str, data: dict[str, Any], path: Path) -> SuiteResults:
         raise sc.SchemaError(
             sc.sub(where, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}"
         )
+    metrics, columns = frozenset(quantities.ncu_metrics()), report.kernel_columns()
     rows = [
-        {
-            c: (math.nan if k.get(c) is None else float(k[c])) if c in names.NCU_METRICS else k[c]
-            for c in report.KERNEL_COLUMNS
-        }
+        {c: (math.nan if k.get(c) is None else float(k[c])) if c in metrics else k[c] for c in columns}
         for k in data["kernels"]
     ]
-    kernels = (
-        pd.DataFrame.from_records(rows, columns=list(report.KERNEL_COLUMNS)) if rows else report.read_report_empty()
-    )
+    kernels = pd.DataFrame.from_records(rows, columns=list(columns)) if rows else report.read_report_empty()
     problem = pairing.mismatch(kernels, record)
     if problem:
         raise sc.SchemaError(sc.sub("suites", sid), f"its kernels and its record are not one run's: {problem}")

@@ -101,9 +101,11 @@ def test_annotations_are_one_command_a_line() -> None:
     text = github.render([_hostile_comparison()])
     lines = text.splitlines()
     assert not CONTROLS.search(text)
-    assert [line.split(" ", 1)[0] for line in lines] == ["::error", "::error", "::notice"]
+    # One annotation per variant (fused: regressed and improved) and one for the case's own checks.
+    assert [line.split(" ", 1)[0] for line in lines] == ["::error", "::error"]
     # GitHub reads a command only at the start of a line; the rest of each line is its message.
-    assert all("%0A::add-mask::hunter2%0D%0A::stop-commands::tok\\x1b[2J" in line for line in lines[:2])
+    assert all("%0A::add-mask::hunter2%0D%0A::stop-commands::tok\\x1b[2J" in line for line in lines)
+    assert "::REGRESSED: 2 checks%0AREGRESSED: " in lines[0] and "%0AIMPROVED: " in lines[0]
 
 
 def test_markdown_has_no_control_characters() -> None:

@@ -72,7 +72,9 @@ def test_markdown_document_is_pinned(report: Path, name: str, in_root) -> None:
 
 def test_regressed_summary_says_what_fell(in_root) -> None:
     text = markdown.render([recorded_comparison(REGRESSED_REPORT)])
-    assert text.startswith("**fuseci: 50 pass, 8 regressed; exit 1**\n\n## ❌ elementwise: **REGRESSED**\n")
+    assert text.startswith(
+        "**fuseci: 1 variant regressed: 8 checks; 9 variants pass: 48 checks; exit 1**\n\n## ❌ elementwise: **REGRESSED**\n"
+    )
     assert "| scale_relu_add | fused | 1.40x | 2.96x | 2.87x | 1.50x | ❌ REGRESSED |" in text
     assert "| bias_gelu | fused | 12.23x | 23.48x | 23.22x | 10.00x | ✅ PASS |" in text
     assert "Baseline `baselines/nvidia-h200/elementwise.json`" in text
@@ -84,7 +86,7 @@ def test_regressed_summary_says_what_fell(in_root) -> None:
     record = "fuseci update-baselines suites/elementwise.yaml --from-report tests/data/reports/elementwise-regressed.ncu-rep.xz"
     assert "the fusion split" in lines[head + 1] and f"record it with `{record}`" in lines[head + 1]
     assert "- note: DRAM writes read up to 9% low in 5 cases" in text  # one line, not one per case
-    assert text.endswith("**fuseci: 50 pass, 8 regressed; exit 1**\n")
+    assert text.endswith("**fuseci: 1 variant regressed: 8 checks; 9 variants pass: 48 checks; exit 1**\n")
 
 
 def test_suite_that_could_not_run_shows_its_error(elementwise) -> None:
@@ -92,7 +94,7 @@ def test_suite_that_could_not_run_shows_its_error(elementwise) -> None:
     assert "## ⚠️ elementwise: **ERROR**" in text
     assert "ncu (Nsight Compute) not found\\\\nput ncu on PATH" in text  # one line: the newline shown
     assert "| case |" not in text
-    assert text.endswith("**fuseci: 1 error; exit 3**\n")
+    assert text.endswith("**fuseci: 1 suite in error: 1 check; exit 3**\n")
 
 
 def test_row_verdict_is_the_worst_of_the_variant_unfused_and_case_checks() -> None:
@@ -163,7 +165,7 @@ def test_a_document_over_the_limit_is_cut_to_it(limit: int) -> None:
     assert len(text.encode("utf-8")) <= limit
     if limit >= 300:
         assert "Truncated to the" in text and "The JSON report (`fuseci run --json FILE`) has everything." in text
-        assert "**fuseci: 8000 regressed; exit 1**" in text
+        assert "**fuseci: 8000 variants regressed: 8000 checks; exit 1**" in text
 
 
 def test_check_messages_go_before_table_rows_and_from_the_end() -> None:
@@ -226,7 +228,9 @@ def test_a_large_passing_suite_cannot_push_a_regression_out_of_the_comment() -> 
     comment = _workflow_cut(text)
     assert comment == text  # nothing left for the workflow to cut
     lines = comment.splitlines()
-    assert lines[0] == "**fuseci: 5000 pass, 1 regressed; exit 1**"  # the verdict before anything else
+    assert (
+        lines[0] == "**fuseci: 1 variant regressed: 1 check; 5000 variants pass: 5000 checks; exit 1**"
+    )  # the verdict before anything else
     assert lines.index("## ❌ small: **REGRESSED**") < lines.index("## ✅ big: **PASS**")
     assert "- ❌ **REGRESSED** split/fused" in lines
     assert "  - fused launches 2 kernels, the baseline 1" in lines
@@ -236,7 +240,9 @@ def test_a_large_passing_suite_cannot_push_a_regression_out_of_the_comment() -> 
 def test_the_verdict_line_survives_any_cut() -> None:
     text = markdown.render([_passing(5000), _regressed()], limit=10**9)
     for keep in (60_000, 5_000, 200):
-        assert _workflow_cut(text, keep).startswith("**fuseci: 5000 pass, 1 regressed; exit 1**\n")
+        assert _workflow_cut(text, keep).startswith(
+            "**fuseci: 1 variant regressed: 1 check; 5000 variants pass: 5000 checks; exit 1**\n"
+        )
 
 
 def test_passing_rows_are_collapsed_under_the_rows_that_need_attention() -> None:

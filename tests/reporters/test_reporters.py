@@ -73,7 +73,7 @@ def test_console_table_and_attention_lines(in_root) -> None:
     assert note.startswith("  note: DRAM writes read up to 9% low in 5 cases") and note.endswith("-v shows each case")
     verbose = console.render([recorded_comparison(REGRESSED_REPORT)], verbose=True)
     assert sum("DRAM writes undercount" in line for line in verbose.splitlines()) == 5
-    assert text.rstrip().endswith("fuseci: 50 pass, 8 regressed; exit 1")
+    assert text.rstrip().endswith("fuseci: 1 variant regressed: 8 checks; 9 variants pass: 48 checks; exit 1")
 
 
 def test_console_colour_only_when_asked(in_root) -> None:
@@ -133,14 +133,18 @@ def test_every_format_is_registered() -> None:
 
 
 def test_counts_read_in_the_singular_and_the_plural(elementwise, in_root) -> None:
-    # "4 error" read as a typo in every summary; the verdicts that are nouns take a plural.
+    # A summary counts what a person reads: a suite that could not run, a variant.
     broken = [failed(replace(elementwise, name=f"s{i}"), "ncu missing") for i in range(4)]
-    assert console.render(broken).endswith("fuseci: 4 errors; exit 3\n")
-    assert console.render(broken[:1]).endswith("fuseci: 1 error; exit 3\n")
+    assert console.render(broken).endswith("fuseci: 4 suites in error: 4 checks; exit 3\n")
+    assert console.render(broken[:1]).endswith("fuseci: 1 suite in error: 1 check; exit 3\n")
     (comparison,) = regressed_comparisons()
     (case, *rest) = comparison.cases
     warned = replace(case, checks=tuple(replace(k, verdict=Verdict.WARN) for k in case.checks[:2]) + case.checks[2:])
     text = console.render([replace(comparison, cases=(warned, *rest)), *broken[:3]])
-    assert text.endswith("fuseci: 48 pass, 2 warnings, 3 errors, 8 regressed; exit 1\n")
+    # The two warned checks are the split variant's (regressed) and unfused's (one variant warned).
+    assert text.endswith(
+        "fuseci: 1 variant regressed: 8 checks; 3 suites in error: 3 checks; 1 variant with warnings: 1 check; "
+        "8 variants pass: 46 checks; exit 1\n"
+    )
     page = html.render(broken)
-    assert ">4 errors</span>" in page and "4 error<" not in page
+    assert ">4 suites in error: 4 checks</span>" in page

@@ -1,0 +1,361 @@
+"""The catalogue of quantities: every value fuseci measures or gates, each declared once.
+
+An entry (:class:`Quantity`) says where a quantity comes from (the ncu metrics it reads, or the
+harness record), how it aggregates over a variant's kernels, whether and how a suite may gate it
+and with what default tolerance, and its label and unit for people. Everything else reads it:
+
+* the metrics ncu is asked for (:func:`ncu_metrics`) and the columns of the kernels frame;
+* the columns of the variants and gains frames and their aggregation (:mod:`fuseci.frames.metrics`);
+* which quantities a suite may gate or expect, and the default gates (:func:`gateable`,
+  :func:`default_gates`), as the loader, the checks and the suite's JSON Schema take them
+  (:mod:`fuseci.config.schema_enums` writes and checks the schema's enums);
+* the labels and units of every reporter (:func:`label`, :func:`show`).
+
+Adding a quantity is one entry in :data:`QUANTITIES` (and re-recorded fixtures when ncu is to
+collect a new metric). An exactly counted quantity gated on each variant's own value, for
+example::
+
+    Quantity(
+        "smsp__inst_executed.sum", "instructions executed", Unit.COUNT, Aggregate.SUM,
+        sources=("smsp__inst_executed.sum",), gate=Gate.VALUE, direction=Direction.LOWER_IS_BETTER,
+        default="exact", unfused=True,
+    )
+
+This module imports nothing heavy (the harness, which runs under ncu, imports it through
+:mod:`fuseci.config.names`). The catalogue is read when it is used, never copied at import, so a
+test may lay an entry over it (``monkeypatch.setattr(quantities, "QUANTITIES", ...)``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from fuseci.config import names
+from fuseci.config.policy import Direction
+
+
+class Aggregate(enum.Enum):
+    """How a quantity of one variant is made from its kernels (or from elsewhere)."""
+
+    COUNT = "count"
+    """How many kernels the variant launched."""
+    SUM = "sum"
+    """The sum of its one source over the variant's kernels (a missing value counts 0), times
+    :attr:`Quantity.scale`: bytes, sectors, instructions, nanoseconds."""
+    MAX = "max"
+    """The largest value of its one source among the variant's kernels."""
+    WEIGHTED = "duration-weighted mean"
+    """The mean of its one source over the variant's kernels, each weighted by its duration."""
+    LONGEST = "longest kernel's"
+    """Its one source's value in the variant's longest kernel."""
+    DERIVED = "derived"
+    """Computed from other quantities of the variant (:mod:`fuseci.frames.metrics` says how)."""
+    RECORD = "harness record"
+    """Taken from the harness record (timings outside ncu, the case's minimum bytes)."""
+    KERNEL = "per kernel"
+    """Not aggregated: a column of the kernels frame only (launch shapes, per-kernel rates)."""
+
+
+class Gate(enum.Enum):
+    """How a suite may gate a quantity."""
+
+    NONE = "none"
+    """Measured and reported, never gated."""
+    GAIN = "gain"
+    """The fusion gain (unfused ÷ variant, higher is better) against the baseline's gain, within
+    the gate's tolerance; expectations (``expect:``) apply to it too."""
+    VALUE = "value"
+    """The variant's own value against the baseline's value of the variant it is judged as, in
+    the quantity's :attr:`Quantity.direction`: an exact count (``exact``) or within a slack."""
+    RULE = "rule"
+    """A check of its own (whether a fused call waits for the GPU: a yes-or-no against the baseline)."""
+
+
+class Unit(enum.Enum):
+    """What a quantity's number counts, for the way it is shown (:func:`show`)."""
+
+    COUNT = "count"
+    BYTES = "bytes"
+    NANOSECONDS = "ns"
+    PERCENT = "%"
+    BYTES_PER_SECOND = "B/s"
+    FRACTION = "fraction"
+    RATIO = "ratio"
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """One measured or gated quantity."""
+
+    name: str
+    """Its name in frames, suites, baselines and reports: the ncu metric's name, verbatim, where
+    it is one (``dram__bytes_read.sum``), else fuseci's own (``launches``, ``event_time``)."""
+    label: str
+    """What people read (``DRAM bytes read``)."""
+    unit: Unit
+    """What its number counts."""
+    aggregate: Aggregate
+    """How a variant's value is made from its kernels."""
+    sources: tuple[str, ...] = ()
+    """The ncu metrics it is read from, requested on ncu's command line and kept as columns of
+    the kernels frame (empty: not from ncu). :attr:`Aggregate.SUM`, ``MAX``, ``WEIGHTED`` and
+    ``LONGEST`` read the first."""
+    scale: float = 1.0
+    """A factor on the aggregated source (32 bytes per L2 sector)."""
+    gate: Gate = Gate.NONE
+    """Whether and how a suite may gate it."""
+    direction: Direction = Direction.HIGHER_IS_BETTER
+    """Which way is better for a :attr:`Gate.VALUE` gate (a gain is always higher-is-better)."""
+    default: str | None = None
+    """Its gate's tolerance where a suite says nothing (``exact``, ``10%``); None: gated only
+    where a suite lists it."""
+    unfused: bool = False
+    """A :attr:`Gate.VALUE` gate judges the ``unfused`` variant too (an exact counter); else
+    fused variants only (occupancy)."""
+    short: str = ""
+    """A table column's heading for its gain (``bytes``, ``real time``), where tables show it."""
+
+    def __post_init__(self) -> None:
+        if self.aggregate in (Aggregate.SUM, Aggregate.MAX, Aggregate.WEIGHTED, Aggregate.LONGEST) and not self.sources:
+            raise ValueError(f"quantity {self.name!r}: a {self.aggregate.value} needs a source metric")
+        if self.aggregate is Aggregate.KERNEL and self.gate is not Gate.NONE:
+            raise ValueError(f"quantity {self.name!r}: a per-kernel column cannot be gated")
+        if self.default is not None and self.gate is Gate.NONE:
+            raise ValueError(f"quantity {self.name!r}: a default tolerance needs a gate")
+
+    @property
+    def per_variant(self) -> bool:
+        """True when the variants frame has a column of it."""
+        return self.aggregate is not Aggregate.KERNEL
+
+
+_H = Direction.HIGHER_IS_BETTER
+
+#: Every quantity, in the order reports, gates and checks list them: the gains first (their order
+#: is that of the checks and of the suite schema's enums), then the gated values, the rules, and
+#: what is only measured.
+#:
+#: Default gates: launch counts exact, byte counts tight, times loose, a fused call that starts
+#: waiting for the GPU caught. Occupancy is a cause, not an outcome: it is gated only where a
+#: suite lists it (a faster kernel may well run at lower occupancy); otherwise a drop names the
+#: likely why of a time regression, or is a warning. The figures behind these are in
+#: docs/BENCHMARKS.md, "Noise study" and "Sensitivity".
+QUANTITIES: tuple[Quantity, ...] = (
+    Quantity(
+        names.LAUNCHES, "launches", Unit.COUNT, Aggregate.COUNT, gate=Gate.GAIN, default="exact", short="launches"
+    ),
+    Quantity(
+        names.DRAM_BYTES, "DRAM bytes", Unit.BYTES, Aggregate.DERIVED, gate=Gate.GAIN, default="1%", short="bytes"
+    ),
+    Quantity(
+        names.DURATION,
+        "duration",
+        Unit.NANOSECONDS,
+        Aggregate.SUM,
+        sources=(names.DURATION,),
+        gate=Gate.GAIN,
+        default="10%",
+        short="ncu time",
+    ),
+    Quantity(
+        names.DRAM_READ,
+        "DRAM bytes read",
+        Unit.BYTES,
+        Aggregate.SUM,
+        sources=(names.DRAM_READ,),
+        gate=Gate.GAIN,
+    ),
+    Quantity(
+        names.DRAM_WRITE,
+        "DRAM bytes written",
+        Unit.BYTES,
+        Aggregate.SUM,
+        sources=(names.DRAM_WRITE,),
+        gate=Gate.GAIN,
+    ),
+    Quantity(
+        names.EVENT_TIME,
+        "CUDA-event time",
+        Unit.NANOSECONDS,
+        Aggregate.RECORD,
+        gate=Gate.GAIN,
+        default="10%",
+        short="real time",
+    ),
+    Quantity(
+        names.OCC_THEORETICAL,
+        "theoretical occupancy",
+        Unit.PERCENT,
+        Aggregate.WEIGHTED,
+        sources=(names.OCC_THEORETICAL,),
+        gate=Gate.VALUE,
+        direction=_H,
+    ),
+    Quantity(
+        names.OCC_ACHIEVED,
+        "achieved occupancy",
+        Unit.PERCENT,
+        Aggregate.WEIGHTED,
+        sources=(names.OCC_ACHIEVED,),
+        gate=Gate.VALUE,
+        direction=_H,
+    ),
+    Quantity(names.HOST_BLOCKING, "host blocking", Unit.FRACTION, Aggregate.RECORD, gate=Gate.RULE, default="exact"),
+    Quantity(
+        names.DRAM_READ_RATE,
+        "DRAM read throughput",
+        Unit.BYTES_PER_SECOND,
+        Aggregate.DERIVED,
+        sources=(names.DRAM_READ_RATE,),
+    ),
+    Quantity(
+        names.DRAM_WRITE_RATE,
+        "DRAM write throughput",
+        Unit.BYTES_PER_SECOND,
+        Aggregate.DERIVED,
+        sources=(names.DRAM_WRITE_RATE,),
+    ),
+    Quantity(
+        names.DRAM_PCT_PEAK,
+        "DRAM throughput % of peak",
+        Unit.PERCENT,
+        Aggregate.KERNEL,
+        sources=(names.DRAM_PCT_PEAK,),
+    ),
+    Quantity(
+        names.L2_WRITE_BYTES,
+        "L2 bytes written",
+        Unit.BYTES,
+        Aggregate.SUM,
+        sources=(names.L2_WRITE_SECTORS,),
+        scale=32.0,  # bytes per L2 sector
+    ),
+    Quantity(names.GRID_SIZE, "grid size", Unit.COUNT, Aggregate.KERNEL, sources=(names.GRID_SIZE,)),
+    Quantity(names.BLOCK_SIZE, "block size", Unit.COUNT, Aggregate.KERNEL, sources=(names.BLOCK_SIZE,)),
+    Quantity(
+        names.REGISTERS,
+        "registers per thread",
+        Unit.COUNT,
+        Aggregate.KERNEL,
+        sources=(names.REGISTERS,),
+    ),
+    Quantity(names.REPLAY_PASSES, "replay passes", Unit.COUNT, Aggregate.MAX, sources=(names.REPLAY_PASSES,)),
+    Quantity(
+        names.SHARED_MEM_STATIC,
+        "static shared memory per block",
+        Unit.BYTES,
+        Aggregate.KERNEL,
+        sources=(names.SHARED_MEM_STATIC,),
+    ),
+    Quantity(
+        names.SHARED_MEM_DYNAMIC,
+        "dynamic shared memory per block",
+        Unit.BYTES,
+        Aggregate.KERNEL,
+        sources=(names.SHARED_MEM_DYNAMIC,),
+    ),
+    # Blocks per SM each resource allows the longest kernel (the smallest limits occupancy).
+    Quantity(
+        names.LIMIT_REGISTERS,
+        "blocks per SM its registers allow",
+        Unit.COUNT,
+        Aggregate.LONGEST,
+        sources=(names.LIMIT_REGISTERS,),
+    ),
+    Quantity(
+        names.LIMIT_SHARED_MEM,
+        "blocks per SM its shared memory allows",
+        Unit.COUNT,
+        Aggregate.LONGEST,
+        sources=(names.LIMIT_SHARED_MEM,),
+    ),
+    Quantity(
+        names.LIMIT_WARPS,
+        "blocks per SM its block size allows",
+        Unit.COUNT,
+        Aggregate.LONGEST,
+        sources=(names.LIMIT_WARPS,),
+    ),
+    Quantity(
+        names.LIMIT_BLOCKS,
+        "blocks per SM the hardware allows",
+        Unit.COUNT,
+        Aggregate.LONGEST,
+        sources=(names.LIMIT_BLOCKS,),
+    ),
+    Quantity(names.EVENT_TIME_IQR, "CUDA-event time IQR", Unit.NANOSECONDS, Aggregate.RECORD),
+    Quantity(names.EVENT_TIME_REPEATS, "timed calls", Unit.COUNT, Aggregate.RECORD),
+    Quantity(names.EVENT_TIME_Q1, "CUDA-event time 25th percentile", Unit.NANOSECONDS, Aggregate.RECORD),
+    Quantity(names.EVENT_TIME_Q3, "CUDA-event time 75th percentile", Unit.NANOSECONDS, Aggregate.RECORD),
+    Quantity(names.EVENT_TIME_MIN, "fastest timed call", Unit.NANOSECONDS, Aggregate.RECORD),
+    Quantity(names.EVENT_TIME_MAX, "slowest timed call", Unit.NANOSECONDS, Aggregate.RECORD),
+    Quantity(names.HOST_TIME, "host time per call", Unit.NANOSECONDS, Aggregate.RECORD),
+    Quantity(names.MIN_BYTES, "minimum DRAM bytes", Unit.BYTES, Aggregate.RECORD),
+    Quantity(names.BYTES_RATIO, "DRAM bytes ÷ minimum", Unit.RATIO, Aggregate.RECORD),
+)
+
+
+def get(name: str) -> Quantity | None:
+    """The entry named ``name``, or None."""
+    return next((q for q in QUANTITIES if q.name == name), None)
+
+
+def ncu_metrics() -> tuple[str, ...]:
+    """Every metric ncu is asked for, in catalogue order (each once)."""
+    return tuple(dict.fromkeys(s for q in QUANTITIES for s in q.sources))
+
+
+def variant_quantities() -> tuple[str, ...]:
+    """The quantities of the variants frame, in catalogue order."""
+    return tuple(q.name for q in QUANTITIES if q.per_variant)
+
+
+def gateable(gate: Gate | None = None) -> tuple[str, ...]:
+    """The quantities a suite may gate with ``gate`` (default: any kind), gains first, then the
+    gated values, then the rules, each in catalogue order: the order of the loader's messages
+    and of the suite schema's enums."""
+    kinds = (Gate.GAIN, Gate.VALUE, Gate.RULE) if gate is None else (gate,)
+    return tuple(q.name for kind in kinds for q in QUANTITIES if q.gate is kind)
+
+
+def gains() -> tuple[str, ...]:
+    """The quantities with a fusion gain (unfused ÷ variant): the gains frame's columns, what
+    ``expect:`` may bound."""
+    return gateable(Gate.GAIN)
+
+
+def default_gates() -> dict[str, str]:
+    """The tolerance of every quantity gated where a suite says nothing."""
+    return {q.name: q.default for q in QUANTITIES if q.default is not None}
+
+
+def label(name: str) -> str:
+    """A quantity's name for people (the name itself when the catalogue has no such entry)."""
+    q = get(name)
+    return name if q is None else q.label
+
+
+def show(name: str, value: float) -> str:
+    """A value of the quantity ``name`` for messages, in its unit: ``48.5%``, ``1,024``,
+    ``322.9 µs``, ``1,301.1 MB``."""
+    q = get(name)
+    unit = Unit.RATIO if q is None else q.unit
+    if not math.isfinite(value):
+        return "n/a"
+    match unit:
+        case Unit.PERCENT:
+            return f"{value:.1f}%"
+        case Unit.COUNT:
+            return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
+        case Unit.BYTES:
+            return f"{value:,.0f} bytes" if abs(value) < 1e6 else f"{value / 1e6:,.1f} MB"
+        case Unit.NANOSECONDS:
+            return f"{value / 1e3:,.1f} µs"
+        case Unit.BYTES_PER_SECOND:
+            return f"{value / 1e9:,.1f} GB/s"
+        case Unit.FRACTION:
+            return f"{value:.0%}"
+        case Unit.RATIO:
+            return f"{value:.4g}"
