@@ -88,3 +88,36 @@ def test_no_update_leaves_anything_in_the_tree(tmp_path: Path) -> None:
     for report in (REGRESSED_REPORT, CLEAN_REPORT):
         api.update_baselines(load_suite(ELEMENTWISE), api.RunOptions(baselines=root, from_report=report))
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # no lock, no temporary file
+
+
+#: One of several processes taking a lock file in turn: each turn creates a marker that must not
+#: exist (another process inside) and counts itself.
+CONTENDER = r"""
+import os, sys
+from pathlib import Path
+from fuseci.store.atomic import file_lock
+
+lock, turns = Path(sys.argv[1]), int(sys.argv[2])
+inside, count = lock.with_name("inside"), lock.with_name("count")
+for _ in range(turns):
+    with file_lock(lock, 60, 0.001, 0.001):
+        os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        count.write_text(str(int(count.read_text()) + 1 if count.exists() else 1))
+        os.unlink(inside)
+"""
+
+
+def test_a_lock_file_admits_one_holder_at_a_time(tmp_path: Path) -> None:
+    """Each holder removes the lock file as it lets go, so a waiter may lock a file that no longer
+    has its name: it must try again on the name, never hold the lock beside the next holder."""
+    lock = tmp_path / "fuseci-gpu-0.lock"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CONTENDER, str(lock), "40"], env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert (tmp_path / "count").read_text() == "160"
+    assert [p.name for p in tmp_path.iterdir()] == ["count"]  # no lock file left

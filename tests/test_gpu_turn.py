@@ -62,6 +62,42 @@ def test_an_unusable_lock_is_a_harness_error(tmp_path: Path) -> None:
         gpu_turn(tmp_path / "no-such-dir" / "fuseci-gpu-0.lock", 1),
     ):
         pass
+    assert not (tmp_path / "no-such-dir").exists()  # refused, not created
+
+
+def test_a_lock_file_is_never_taken_through_a_link(tmp_path: Path) -> None:
+    """Another user's link in the shared temporary directory must not make fuseci create or lock
+    the file it points to."""
+    from fuseci.store.atomic import is_held
+
+    lock, target = tmp_path / "fuseci-gpu-0.lock", tmp_path / "elsewhere"
+    lock.symlink_to(target)
+    with pytest.raises(HarnessError, match="cannot take the GPU's lock .*: set TMPDIR"), gpu_turn(lock, 1):
+        pass
+    assert not target.exists() and lock.is_symlink()
+    assert not is_held(lock)
+
+
+def test_a_file_system_without_flock_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No marker file stands in for a lock the kernel cannot hold: a killed holder's marker would
+    block every later run."""
+    import errno
+    import fcntl
+    import warnings
+
+    def flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    lock = tmp_path / "fuseci-gpu-0.lock"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no falling back with a warning either
+        with (
+            pytest.raises(HarnessError, match="cannot take the GPU's lock .*Function not implemented"),
+            gpu_turn(lock, 1),
+        ):
+            pass
+    assert not [p for p in tmp_path.iterdir() if p.name != lock.name]  # no marker or probe file beside it
 
 
 def test_the_default_lock_is_in_the_temporary_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -176,6 +212,7 @@ def test_an_unclaimed_next_turn_holds_nobody_up(tmp_path: Path) -> None:
     from fuseci.store.atomic import is_held
 
     lock = tmp_path / "fuseci-gpu-0.lock"
+    assert not is_held(next_turn_file(lock)) and not next_turn_file(lock).exists()  # asking creates nothing
     next_turn_file(lock).write_text("left by a killed process\n")  # no flock on it: nobody's claim
     assert not is_held(next_turn_file(lock))
     with gpu_turn(lock, 1):

@@ -25,7 +25,8 @@ from fuseci.store.atomic import LockTimeout, file_lock, is_held
 log = logging.getLogger("fuseci.harness")
 
 #: How often a process waiting for the GPU tries its lock: the GPU is handed on within this,
-#: which, between the ten or so turns of a run, adds up (a flock try costs microseconds).
+#: which, between the ten or so turns of a run, adds up (a try, which opens the lock file and
+#: closes it again, costs about 0.1 ms).
 GPU_POLL_S = 0.01
 
 
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         format="fuseci-harness: %(relativeCreated)7.0f ms %(message)s",
         stream=sys.stderr,
     )
+    logging.getLogger("filelock").setLevel(logging.INFO)  # its DEBUG lines come at every try for the GPU
     log.debug("clock: %.3f s since the epoch", time.time())  # lines up the logs of one run's processes
     try:
         suite = load_suite(args.suite)

@@ -8,9 +8,12 @@ so readers need no lock; temporary files a killed writer left are swept (:func:`
 itself and leaves nothing behind. :func:`write_output` writes the reports a user asks for, and
 :func:`check_outputs` is every command's check that none of its outputs is one of its inputs.
 
-Locking is ``fcntl.flock`` and therefore POSIX-only (Linux, macOS; on NFS a lock file stands in
-for the directory). Elsewhere :func:`exclusive_lock` logs a warning and does not lock: the
-replacement stays atomic, but of two concurrent writers the last one wins.
+Locking is ``flock`` through the filelock library (imported only when a lock is taken) and
+therefore POSIX-only (Linux, macOS; on NFS a lock file stands in for the directory; a file system
+without ``flock`` is refused). Elsewhere :func:`exclusive_lock` logs a warning and does not lock:
+the replacement stays atomic, but of two concurrent writers the last one wins. What fuseci adds to
+the library: locking a directory itself, the wait (its warning, its back-off, deferring to a
+claimed next turn) and the name of who holds a lock in a waiter's message.
 """
 
 from __future__ import annotations
@@ -34,9 +37,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fuseci.errors import OutputError, UsageError
-
-if sys.platform != "win32":
-    import fcntl
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +178,8 @@ class LockTimeout(TimeoutError):
 #: The lock file used where a directory cannot be locked itself (NFS): see :func:`exclusive_lock`.
 FALLBACK_LOCK = ".fuseci.lock"
 _UNKNOWN_HOLDER = "another process (which one cannot be told here)"
+#: Opening a lock file never follows a link, never waits on a FIFO put in its place.
+_OPEN_EXISTING = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _holder_line() -> str:
@@ -186,20 +188,25 @@ def _holder_line() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()} since {since} ({command[:200]})\n"
 
 
-def _read_holder(fd: int) -> str:
+def _read_holder(lock: Path) -> str:
+    """Who holds the lock file ``lock``: the line its holder wrote into it (:func:`_write_holder`)."""
     try:
-        text = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip()
+        fd = os.open(lock, _OPEN_EXISTING)
+        try:
+            text = os.pread(fd, 1000, 0).decode("utf-8", "replace").strip()
+        finally:
+            os.close(fd)
     except OSError:
         text = ""
     return text or "a process that has not written its name into the lock file yet"
 
 
-def _write_holder(fd: int, line: str) -> None:
+def _write_holder(fd: int) -> None:
+    """Write who holds the lock into the lock file ``fd`` just locked (filelock's ``on_acquired``)."""
     # Only informs a waiter's message, so a full disk must not stop the holder here.
     try:
         os.ftruncate(fd, 0)
-        if line:
-            os.pwrite(fd, line.encode("utf-8"), 0)
+        os.pwrite(fd, _holder_line().encode("utf-8"), 0)
     except OSError as exc:
         log.debug("cannot record the lock holder: %s", exc)
 
@@ -222,18 +229,8 @@ def _directory_holder(fd: int) -> str:
     return f"pid {pids[0]} on {socket.gethostname()} ({command[:200]})"
 
 
-def _try_lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-    return True
-
-
 def _wait_for(
-    fd: int,
+    attempt: Callable[[], bool],
     what: Path,
     holder: Callable[[], str],
     timeout_s: float,
@@ -241,17 +238,18 @@ def _wait_for(
     max_poll_s: float = 1.0,
     may_try: Callable[[], bool] | None = None,
 ) -> None:
-    """Take the flock of ``fd``, polling (every ``poll_s``, doubling up to ``max_poll_s``), for at
-    most ``timeout_s``; with ``may_try``, only at a poll where it says yes.
+    """Take a lock by ``attempt`` (one try that never waits: true once taken), polling (every
+    ``poll_s``, doubling up to ``max_poll_s``), for at most ``timeout_s``; with ``may_try``, only
+    at a poll where it says yes.
 
     Raises:
         LockTimeout: still held by another after ``timeout_s``.
-        OSError: the file system cannot lock ``fd``.
+        OSError: the file system cannot lock it.
     """
     deadline = time.monotonic() + timeout_s
     delay = poll_s
     waiting = False
-    while not ((may_try is None or may_try()) and _try_lock(fd)):
+    while not ((may_try is None or may_try()) and attempt()):
         left = deadline - time.monotonic()
         if left <= 0:
             raise LockTimeout(what, timeout_s, holder())
@@ -271,16 +269,16 @@ _NO_DIRECTORY_LOCKS = {errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP
 def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``directory`` for the block: one holder at a time.
 
-    The directory itself is locked (``flock`` on its descriptor), so nothing is created and
-    nothing can be left behind in it, however the holder ends: the kernel releases the lock when
-    the holder exits, even when it is killed. A waiter that gives up names the holder (its pid
-    and command, where Linux's ``/proc/locks`` tells).
+    The directory itself is locked (``flock`` on its descriptor, through filelock's
+    ``lock_descriptor``), so nothing is created and nothing can be left behind in it, however the
+    holder ends: the kernel releases the lock when the holder exits, even when it is killed. A
+    waiter that gives up names the holder (its pid and command, where Linux's ``/proc/locks``
+    tells).
 
     Where the file system cannot lock a directory (NFS), a lock file :data:`FALLBACK_LOCK` in it
-    is locked instead: the holder writes who it is into it and removes it before unlocking, so it
-    is there only while an update runs (or after a holder was killed, until the next one takes
-    and removes it). A waiter that finds the file it locked removed or replaced starts again on
-    the new one, so two holders never hold one name at once.
+    is locked instead (:func:`file_lock`): the holder writes who it is into it and removes it
+    before unlocking, so it is there only while an update runs (or after a holder was killed,
+    until the next one takes and removes it).
 
     Args:
         directory: The directory to lock; it must exist and not be a symbolic link.
@@ -295,12 +293,16 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
         log.warning("%s: not locked: locking is POSIX-only; concurrent updates are not serialised", directory)
         yield
         return
+    from filelock import lock_descriptor, unlock_descriptor
+
     # Never through a link: the lock is this directory's, not the one a link points to.
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(directory, flags)
     try:
         try:
-            _wait_for(fd, directory, lambda: _directory_holder(fd), timeout_s, poll_s)
+            _wait_for(
+                lambda: lock_descriptor(fd, blocking=False), directory, lambda: _directory_holder(fd), timeout_s, poll_s
+            )
         except OSError as exc:
             if exc.errno not in _NO_DIRECTORY_LOCKS:
                 raise
@@ -308,21 +310,22 @@ def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> I
             try:
                 yield
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                unlock_descriptor(fd)
             return
     finally:
         os.close(fd)
-    with _lock_file(directory / FALLBACK_LOCK, timeout_s, poll_s):
+    with file_lock(directory / FALLBACK_LOCK, timeout_s, poll_s):
         yield
 
 
+@contextmanager
 def file_lock(
     lock: Path,
     timeout_s: float,
     poll_s: float = 0.05,
     max_poll_s: float = 1.0,
     may_try: Callable[[], bool] | None = None,
-) -> contextlib.AbstractContextManager[None]:
+) -> Iterator[None]:
     """Hold an exclusive advisory lock through the file ``lock`` (created in an existing
     directory, removed on release) for the block: one holder at a time, across processes. For a
     lock that is not a directory's, such as a GPU's turn (:mod:`fuseci.harness`). A waiter
@@ -330,63 +333,59 @@ def file_lock(
     should start the moment it is free keeps both small. With ``may_try``, a waiter tries only
     when it says yes (another process may have a better claim to the next turn).
 
+    The lock is filelock's ``FileLock`` (``flock``, released by the kernel when the holder exits,
+    even when it is killed; never through a symbolic link). The holder writes who it is into the
+    file, which a waiter's message names; it removes the file while still holding it, so a waiter
+    that locked the removed file tries again on the name (filelock takes no file that has lost
+    its name). A file system without ``flock`` is refused (an ``OSError``), never replaced by a
+    marker file that a killed holder would leave locked.
+
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.
-        OSError: the lock file cannot be created, opened or locked.
+        OSError: the lock file cannot be created, opened or locked, or its directory is missing
+            (it is never created).
     """
-    return _lock_file(lock, timeout_s, poll_s, max_poll_s, may_try)
+    from filelock import FileLock, Timeout
 
+    if not lock.parent.is_dir():  # filelock would create it, and leave it behind
+        raise FileNotFoundError(errno.ENOENT, "no such directory", str(lock.parent))
+    held = FileLock(lock, blocking=False, fallback_to_soft=False, on_acquired=_write_holder)
 
-def is_held(lock: Path) -> bool:
-    """Whether another process holds the lock file ``lock`` (:func:`file_lock`) right now. A
-    file that is missing or cannot be locked counts as not held."""
-    try:
-        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False
-    try:
-        if not _try_lock(fd):
-            return True
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def _lock_file(
-    lock: Path, timeout_s: float, poll_s: float, max_poll_s: float = 1.0, may_try: Callable[[], bool] | None = None
-) -> Iterator[None]:
-    """:func:`exclusive_lock` through a lock file that is removed on release (see there)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    def attempt() -> bool:
         try:
-            left = max(deadline - time.monotonic(), 0.0)
-            _wait_for(fd, lock, functools.partial(_read_holder, fd), left, poll_s, max_poll_s, may_try)
-            try:  # still the file of that name? (its holder removes it on release)
-                current = os.stat(lock)
-            except FileNotFoundError:
-                current = None
-            mine = os.fstat(fd)
-            if current is None or (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
-                os.close(fd)
-                continue
-        except BaseException:
-            os.close(fd)
-            raise
-        break
+            held.acquire()
+        except Timeout:
+            return False
+        return True
+
+    _wait_for(attempt, lock, functools.partial(_read_holder, lock), timeout_s, poll_s, max_poll_s, may_try)
     try:
-        _write_holder(fd, _holder_line())
         yield
     finally:
         try:
             lock.unlink(missing_ok=True)  # while still holding it: a waiter on this file starts again
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            held.release()
+
+
+def is_held(lock: Path) -> bool:
+    """Whether another process holds the lock file ``lock`` (:func:`file_lock`) right now. A
+    file that is missing or cannot be locked counts as not held; none is created."""
+    from filelock import lock_descriptor, unlock_descriptor
+
+    try:
+        fd = os.open(lock, _OPEN_EXISTING)
+    except OSError:
+        return False
+    try:
+        if not lock_descriptor(fd, blocking=False):
+            return True
+        unlock_descriptor(fd)
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def sweep_temporaries(path: Path, older_than_s: float) -> list[Path]:
