@@ -69,6 +69,10 @@ def test_each_quantity_is_declared_once_and_whole() -> None:
         names.DURATION: "10%",
         names.EVENT_TIME: "10%",
         names.HOST_BLOCKING: "exact",
+        names.GLOBAL_LOAD_BYTES: "exact",
+        names.GLOBAL_STORE_BYTES: "exact",
+        names.INSTRUCTIONS: "exact",
+        names.L2_READ_BYTES: "0.5%",
     }
 
 
@@ -162,3 +166,76 @@ def test_the_suites_doc_lists_every_gain() -> None:
     table = text.split("| quantity | gain means |", 1)[1].split("\n\n", 1)[0]
     listed = [n for row in table.splitlines()[2:] for n in re.findall(r"`([^`]+)`", row.split("|")[1])]
     assert sorted(listed) == sorted(quantities.gains())  # each once, none missing
+
+
+#: An exact counter compared only where the variant launched the baseline's kernels, as the
+#: catalogue's global bytes and instructions are; its source is in the recorded reports.
+SAME_KERNELS = replace(SECTORS, name="exact_sectors", label="exact sectors", unfused=False, same_kernels=True)
+
+
+@pytest.fixture
+def with_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quantities, "QUANTITIES", (*quantities.QUANTITIES, SAME_KERNELS))
+
+
+def _checks(comparison, variant: str, case: str = "scale_relu_add") -> list:  # type: ignore[no-untyped-def]
+    return [
+        k
+        for c in comparison.cases
+        for k in c.checks
+        if k.quantity == SAME_KERNELS.name and k.case == case and k.variant == variant
+    ]
+
+
+def test_an_exact_counter_compares_only_the_same_kernels(with_exact: None) -> None:
+    """Equal counts pass and one more regresses; once the variant's kernels are not the
+    baseline's (a grid that changed, say after another autotuned configuration) the count is
+    not compared, and says why; a candidate that launches other kernels than the variant it is
+    judged against gets no such check at all."""
+    from fuseci.frames.inventory import KernelLaunch
+    from fuseci.frames.report import read_report
+
+    suite = load_suite(ELEMENTWISE.parent / "mutants.yaml")
+    results = metrics.summarize(
+        read_report(REPORTS / "mutants.ncu-rep.xz"), read_record(REPORTS / "mutants.harness.json")
+    )
+    baseline = from_results(results, {c.id for c in suite.cases})
+    same = compare(results, suite, baseline)
+    (fused,) = _checks(same, "fused")
+    assert fused.verdict is Verdict.PASS and fused.change == 0
+    (sync,) = _checks(same, "host_sync")  # the fused kernel and a read-back: the same kernel, counted
+    assert sync.verdict is Verdict.PASS and sync.baseline_value == fused.current
+    assert _checks(same, "defused") == [] and _checks(same, "rereads") == []  # other kernels: nothing to count against
+    assert _checks(same, "unfused") == []  # fused variants and candidates only
+
+    entry = baseline.cases["scale_relu_add"]["fused"]
+    count = entry.values[SAME_KERNELS.name]
+    one_less = VariantBaseline(values={**entry.values, SAME_KERNELS.name: count - 1}, kernels=entry.kernels)
+    cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": one_less}}
+    (up,) = _checks(compare(results, suite, replace(baseline, cases=cases)), "fused")
+    assert up.verdict is Verdict.REGRESSED and "exact sectors of fused rose" in up.message
+
+    (k0, *rest) = entry.kernels
+    regridded = VariantBaseline(values=one_less.values, kernels=(replace(k0, grid=k0.grid * 2), *rest))
+    assert isinstance(k0, KernelLaunch)
+    cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": regridded}}
+    (moved,) = _checks(compare(results, suite, replace(baseline, cases=cases)), "fused")
+    assert moved.verdict is Verdict.NEW, moved.message
+    assert "not compared: its kernels are not the baseline's" in moved.message and "grid" in moved.message
+
+
+def test_a_report_without_the_counters_is_not_judged_on_them() -> None:
+    """Reports recorded before fuseci counted global bytes and instructions have no values for
+    them: no check, rather than a count of zero."""
+    from fuseci.frames.report import read_report
+
+    kernels = read_report(REPORTS / "elementwise.ncu-rep.xz")
+    exact = [names.GLOBAL_LOAD_BYTES, names.GLOBAL_STORE_BYTES, names.INSTRUCTIONS, names.L2_READ_BYTES]
+    for source in (names.GLOBAL_LOAD_BYTES, names.GLOBAL_STORE_BYTES, names.INSTRUCTIONS, names.L2_READ_SECTORS):
+        kernels[source] = float("nan")  # as an older report reads
+    results = metrics.summarize(kernels, read_record(REPORTS / "elementwise.harness.json"))
+    fused = results.variant_values("scale_relu_add", "fused")
+    assert fused is not None and all(fused[q] != fused[q] for q in exact)  # NaN, not 0
+    suite = load_suite(ELEMENTWISE)
+    comparison = compare(results, suite, from_results(results, {c.id for c in suite.cases}))
+    assert not [k for c in comparison.cases for k in c.checks if k.quantity in exact]

@@ -80,6 +80,12 @@ DURATION = "gpu__time_duration.sum"
 OCC_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
 OCC_THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
 L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
+#: What the SMs ask of memory, counted exactly (docs/BENCHMARKS.md, "Exact counters"): L2
+#: sectors read, global bytes loaded and stored through the LSU pipe, warp instructions executed.
+L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
+GLOBAL_LOAD_BYTES = "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_STORE_BYTES = "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"
+INSTRUCTIONS = "smsp__inst_executed.sum"
 GRID_SIZE = "launch__grid_size"
 BLOCK_SIZE = "launch__block_size"
 REGISTERS = "launch__registers_per_thread"
@@ -106,6 +112,7 @@ DEVICE_NAME = "device__attribute_display_name"
 LAUNCHES = "launches"
 DRAM_BYTES = "dram__bytes.sum"
 L2_WRITE_BYTES = "lts__t_bytes_srcunit_tex_op_write.sum"
+L2_READ_BYTES = "lts__t_bytes_srcunit_tex_op_read.sum"
 
 # Per-variant quantities from the harness, outside ncu.
 EVENT_TIME = "event_time"

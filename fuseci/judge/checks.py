@@ -260,10 +260,16 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
     old = math.nan if base is None else base.get(quantity, math.nan)
     now = quantities.show(quantity, current)
+    if math.isnan(current) and entry is not None and entry.same_kernels:
+        return None  # a report recorded before fuseci counted it: nothing to judge
     if math.isnan(old) or math.isnan(current):
         what = "no baseline yet" if base is None else "nothing to compare"
         return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; {what}")
     was = quantities.show(quantity, old)
+    if entry is not None and entry.same_kernels and (why := _other_kernels(ctx)):
+        if ctx.candidate and not _same_names(ctx.kernels, ctx.baseline_kernels()):
+            return None  # another kernel than the one it is judged against: nothing to count against
+        return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; not compared: {why}")
     change = (current - old) / old if old else None
     d = replace(d, baseline_value=old, change=change)
     pct = "n/a" if change is None else f"{change:+.1%}"
@@ -278,6 +284,22 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
             return replace(d, verdict=Verdict.IMPROVED, message=f"{name} {moved} {seen}{ctx.keep_advice}")
         case Band.WITHIN:
             return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}")
+
+
+def _same_names(a: Sequence[KernelLaunch], b: Sequence[KernelLaunch]) -> bool:
+    return [k.name for k in a] == [k.name for k in b]
+
+
+def _other_kernels(ctx: VariantContext) -> str:
+    """Why the variant's kernels are not the baseline's, by name and launch shape (grid, block,
+    registers, shared memory), for the exact counters; empty when they are the same."""
+    old = ctx.baseline_kernels()
+    if not old:
+        return "the baseline lists no kernels for it"
+    if list(old) == list(ctx.kernels):
+        return ""
+    changes = inventory_diff(old, ctx.kernels)
+    return "its kernels are not the baseline's (" + ("; ".join(changes) or "their launches changed") + ")"
 
 
 def _kernel_names(kernels: Sequence[KernelLaunch]) -> str:
