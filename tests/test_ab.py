@@ -521,6 +521,8 @@ def test_a_pull_request_that_changes_one_kernel_measures_only_its_suite(repo: Pa
     assert result.exit_code == 0, result.output
     assert "elementwise (suites/elementwise.yaml): unchanged, not measured" in result.output
     assert "stencil (suites/stencil.yaml): changed: kernels/stencil.py" in result.output
+    # each suite's table once: printed as it is judged, skipped suites too, then the totals
+    assert result.output.count("suite stencil: ") == 1 and result.output.count("suite elementwise: ") == 1
     (tool,) = recorded["calls"]
     assert [c[2] for c in tool.calls] == ["stencil", "stencil"]
     doc = json.loads((out / "r.json").read_text())

@@ -481,8 +481,8 @@ def run_ab(
             futures[(id(p), HEAD)] = pool.submit(one, p, HEAD)
         for p in pairs:
             if id(p) not in order:
-                comparison = _skipped(p, base, head, options)
-                comparisons.append(comparison)
+                comparisons.append(_skipped(p, base, head, options))
+                listener.suite_judged(comparisons[-1])
                 continue
             comparison, results = _judged(p, futures, base, head, options, tool, listener, heard)
             comparisons.append(comparison)

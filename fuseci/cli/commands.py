@@ -199,7 +199,7 @@ def ab_command(
         str | None,
         typer.Argument(
             help="The head, judged against BASE: a git ref. Default: the working tree as it is, uncommitted changes included.",
-            metavar="[HEAD]",
+            metavar="HEAD",
             show_default=False,
         ),
     ] = None,
