@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from fuseci.cli import app
 
 SUITE = "suites/elementwise.yaml"
-COMMANDS = ["run", "check", "compare", "merge", "history", "update-baselines", "bench", "doctor"]
+COMMANDS = ["run", "ab", "check", "compare", "merge", "history", "update-baselines", "bench", "doctor"]
 #: How typer shows a Python type in help: <list[Path]>, <int range>, <float>...
 PYTHON_TYPE = re.compile(r"<(list\[|tuple\[|int|float|str|bool|path|Path|file|choice)[^>]*>")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

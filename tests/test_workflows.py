@@ -137,3 +137,54 @@ def test_comment_script_is_valid_javascript(tmp_path: Path) -> None:
     wrapped.write_text(f"(async () => {{\n{step['with']['script']}\n}})();\n")
     proc = subprocess.run([node, "--check", str(wrapped)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def _step(job: str, name: str) -> dict:
+    return next(s for s in _steps(job) if s.get("name") == name)
+
+
+def test_pull_requests_are_judged_against_their_base_and_pushes_against_stored_baselines() -> None:
+    """docs/CI.md's two gates: a pull request runs `fuseci ab` against its base commit (which the
+    checkout must hold), a push `fuseci run` against the stored baselines; both write the JUnit
+    file and JSON results the report job merges, so the check and the comment work for both."""
+    checkout = next(s for s in _steps("profile") if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
+    push = _step("profile", "Profile and compare")
+    pr = _step("profile", "Judge the pull request against its base")
+    assert push["if"] == "github.event_name != 'pull_request'" and pr["if"] == "github.event_name == 'pull_request'"
+    assert push["run"].startswith("fuseci run --shard") and "--results-dir" in push["run"]
+    assert pr["run"].startswith('fuseci ab "$BASE_SHA" --shard "$SHARD"')
+    assert pr["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert "${{" not in pr["run"], "expressions in a script are an injection risk: pass them through env"
+    for out in ('--junit "$OUT/junit.xml"', '--json "$OUT/results.json"', '--report-dir "$OUT"'):
+        assert out in push["run"] and out in pr["run"]
+    planted = [s for s in _steps("profile") if s.get("name", "").startswith("Planted regressions")]
+    assert sorted(s["if"] for s in planted) == [
+        "matrix.shard == 1 && github.event_name != 'pull_request'",
+        "matrix.shard == 1 && github.event_name == 'pull_request'",
+    ]
+    pr_planted = next(s for s in planted if "== 'pull_request'" in s["if"])
+    assert "fuseci ab" in pr_planted["run"] and "--all" in pr_planted["run"]
+
+
+def _rehearsal():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rehearse_workflow", ROOT / "tools" / "rehearse_workflow.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_rehearsal_runs_the_steps_of_the_event_it_rehearses() -> None:
+    holds = _rehearsal().condition_holds
+    ran = {
+        event: [s.get("name") for s in _steps("profile") if holds(str(s.get("if", "success()")), {"shard": 1}, event)]
+        for event in ("push", "pull_request")
+    }
+    assert "Profile and compare" in ran["push"] and "Judge the pull request against its base" not in ran["push"]
+    assert "Judge the pull request against its base" in ran["pull_request"]
+    assert "Profile and compare" not in ran["pull_request"]
+    assert holds("matrix.shard == 1 && github.event_name == 'push'", {"shard": 2}, "push") is False
+    assert holds("github.event.pull_request.head.repo.full_name == github.repository", {}, "push") is None

@@ -7,6 +7,10 @@
 #
 # Suites alternate within each round, so drift in the machine's state hits every suite alike.
 # Summarise with `python tools/noise_table.py WORKDIR/runs/*.json`.
+#
+# Then the A/A test of `fuseci ab` (the pull-request gate), N times: `fuseci ab HEAD HEAD --all`
+# measures every default suite twice from the same commit and must pass; each exit that is not 0
+# is a false red, counted at the end (skipped with FUSECI_AB=0, or outside a git checkout).
 set -u
 W=${1:-/tmp/fuseci-noise}
 N=${2:-5}
@@ -26,4 +30,15 @@ done
 FILES=("${SUITES[@]/#/suites/}"); FILES=("${FILES[@]/%/.yaml}")
 fuseci update-baselines "${FILES[@]}" --baselines baselines --report-dir "$W/rerecord" > "$W/logs/rerecord.out" 2>&1
 echo "rerecord rc=$?"; cat "$W/logs/rerecord.out"
+if [[ "${FUSECI_AB:-1}" != 0 ]] && git rev-parse --verify -q HEAD > /dev/null; then
+  mkdir -p "$W/ab"; red=0
+  for i in $(seq 1 "$N"); do
+    t0=$(date +%s.%N)
+    fuseci ab HEAD HEAD --all --report-dir "$W/ab-out" --json "$W/ab/aa-$i.json" > "$W/logs/aa-$i.out" 2>&1
+    rc=$?; [[ $rc -ne 0 ]] && red=$((red + 1))
+    printf 'A/A %3s rc %s %8.1f s\n' "$i" "$rc" "$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$(date +%s.%N)")" | tee -a "$W/runs.txt"
+    [[ $rc -ne 0 ]] && grep -E "REGRESSED|ERROR|WRONG|error" "$W/logs/aa-$i.out" | head -n 20
+  done
+  echo "A/A false reds: $red of $N" | tee -a "$W/runs.txt"
+fi
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv

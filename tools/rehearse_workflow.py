@@ -1,6 +1,7 @@
 """Rehearse the GPU workflow on any GPU machine: run its steps, in order, as GitHub would.
 
     python tools/rehearse_workflow.py [--workflow .github/workflows/gpu.yml] [--gpu h200]
+                                      [--event push|pull_request] [--base REF]
                                       [--skip STEP]... [--out DIR]
 
 Reads the workflow file itself, so the commands rehearsed are the ones CI runs. For every
@@ -8,7 +9,11 @@ matrix combination of the profiling job whose ``gpu`` is this machine's (``--gpu
 all), it runs each step's ``run:`` script with bash in the repository root, with the job's env,
 the matrix values substituted for ``${{ matrix.X }}``, and GitHub's files (``GITHUB_PATH``,
 ``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``) stood in by local ones. Steps run while the job
-succeeds; ``if: always()`` steps run regardless; ``if: matrix.KEY == VALUE`` is evaluated. Of the ``uses:`` steps, checkout is the
+succeeds; ``if: always()`` steps run regardless; ``if:`` conditions made of ``matrix.KEY == VALUE``,
+``github.event_name == 'EVENT'`` (or ``!=``) joined by ``&&`` are evaluated, the event being
+``--event`` (default ``push``). ``--event pull_request`` rehearses a pull request whose base
+commit (``github.event.pull_request.base.sha``) is ``--base`` (default ``HEAD~1``, resolved with
+git). Of the ``uses:`` steps, checkout is the
 working tree itself and upload-artifact copies its path to DIR/artifacts/NAME; the others are
 listed as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
 where the workflow puts them.
@@ -35,8 +40,17 @@ EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
 
 class Context:
-    def __init__(self, root: Path, out: Path, matrix: dict[str, Any], env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        out: Path,
+        matrix: dict[str, Any],
+        env: dict[str, str],
+        event: str = "push",
+        base: str = "",
+    ) -> None:
         self.root, self.out, self.matrix, self.env = root, out, matrix, env
+        self.event, self.base = event, base
         self.path_file = out / "github_path"
         self.summary = out / "step_summary.md"
         self.output = out / "github_output"
@@ -58,6 +72,14 @@ class Context:
                 return self.env.get(expr.removeprefix("env."), "")
             if expr == "github.run_id":
                 return "rehearsal"
+            if expr.startswith(("steps.", "needs.")):  # outputs of actions that are not rehearsed
+                return ""
+            if expr == "github.event_name":
+                return self.event
+            if expr == "github.event.pull_request.base.sha":
+                if self.event != "pull_request":
+                    return ""
+                return self.base
             if expr == "github.workspace":
                 return str(self.root)
             raise SystemExit(f"rehearsal: cannot evaluate ${{{{ {expr} }}}}; extend tools/rehearse_workflow.py")
@@ -82,10 +104,29 @@ class Context:
         return env
 
 
-def _matrix_condition(condition: str, matrix: dict[str, Any]) -> bool | None:
-    """``matrix.KEY == VALUE`` evaluated against this combination; None for any other condition."""
-    m = re.fullmatch(r"\s*matrix\.(\w+)\s*==\s*'?([\w.-]+)'?\s*", condition)
-    return None if m is None else str(matrix.get(m.group(1))) == m.group(2)
+def _term(term: str, matrix: dict[str, Any], event: str) -> bool | None:
+    """One term of a condition; None when it is not one this rehearsal evaluates."""
+    m = re.fullmatch(r"\s*matrix\.(\w+)\s*==\s*'?([\w.-]+)'?\s*", term)
+    if m is not None:
+        return str(matrix.get(m.group(1))) == m.group(2)
+    m = re.fullmatch(r"\s*github\.event_name\s*(==|!=)\s*'([\w-]+)'\s*", term)
+    if m is not None:
+        return (event == m.group(2)) == (m.group(1) == "==")
+    if term.strip() in ("always()", "success()"):
+        return True
+    return None
+
+
+def condition_holds(condition: str, matrix: dict[str, Any], event: str = "push") -> bool | None:
+    """A step's ``if:`` made of terms joined by ``&&`` (``matrix.KEY == VALUE``,
+    ``github.event_name == 'EVENT'`` or ``!=``, ``always()``), evaluated against this
+    combination and event; None when any term is another kind (the step then runs)."""
+    if "||" in condition:
+        return None
+    values = [_term(t, matrix, event) for t in condition.split("&&")]
+    if any(v is None for v in values):
+        return None
+    return all(values)
 
 
 def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: list[str]) -> bool:
@@ -97,7 +138,7 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
         if not ok and not always:
             log.append(f"  skipped (an earlier step failed): {label}")
             continue
-        if _matrix_condition(condition, ctx.matrix) is False:
+        if condition_holds(condition, ctx.matrix, ctx.event) is False:
             log.append(f"  skipped (if: {condition}): {label}")
             continue
         if label in skip:
@@ -128,9 +169,9 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
         script = ctx.expand(step["run"])
         start = time.monotonic()
         print(f"== {name} / {label}", flush=True)
-        rc = subprocess.run(
-            ["bash", "-eo", "pipefail", "-c", script], cwd=ctx.root, env=ctx.process_env(), check=False
-        ).returncode
+        env = ctx.process_env()
+        env.update({k: ctx.expand(str(v)) for k, v in step.get("env", {}).items()})  # the step's own
+        rc = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=ctx.root, env=env, check=False).returncode
         log.append(f"  {'ok  ' if rc == 0 else 'FAIL'} rc={rc} {time.monotonic() - start:6.1f}s  {label}")
         ok = ok and rc == 0
     return ok
@@ -142,8 +183,20 @@ def main() -> int:
     parser.add_argument("--gpu", help="rehearse only matrix entries whose gpu is this")
     parser.add_argument("--skip", action="append", default=[], help="leave out the step with this name")
     parser.add_argument("--out", type=Path, default=Path("rehearsal"))
+    parser.add_argument(
+        "--event", default="push", choices=["push", "pull_request", "workflow_dispatch"], help="the event to rehearse"
+    )
+    parser.add_argument("--base", default="HEAD~1", help="with --event pull_request: the base commit (a git ref)")
     args = parser.parse_args()
     root = Path.cwd()
+    base = ""
+    if args.event == "pull_request":
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", f"{args.base}^{{commit}}"], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"rehearsal: --base {args.base!r} is not a commit here: {done.stderr.strip()}")
+        base = done.stdout.strip()
     wf = yaml.safe_load(args.workflow.read_text())
     jobs: dict[str, Any] = wf["jobs"]
     matrix_jobs = [n for n, j in jobs.items() if "matrix" in j.get("strategy", {})]
@@ -162,7 +215,7 @@ def main() -> int:
                 continue
             out = args.out / "-".join(str(v) for v in values)
             out.mkdir(parents=True)
-            ctx = Context(root, out, combo, {})
+            ctx = Context(root, out, combo, {}, args.event, base)
             ctx.env = {k: ctx.expand(str(v)) for k, v in job.get("env", {}).items()}
             ctx.out = args.out  # artifacts of every combination land in one place, as on GitHub
             entries: list[str] = []
@@ -170,13 +223,13 @@ def main() -> int:
             log += [f"{name} {combo}: {'passed' if ok else 'FAILED'}", *entries]
             all_ok = all_ok and ok
     for name in other_jobs:
-        ctx = Context(root, args.out, {}, {})
+        ctx = Context(root, args.out, {}, {}, args.event, base)
         ctx.env = {k: ctx.expand(str(v)) for k, v in jobs[name].get("env", {}).items()}
         entries = []
         ok = run_job(name, jobs[name], ctx, set(args.skip), entries)
         log += [f"{name}: {'passed' if ok else 'FAILED'}", *entries]
         all_ok = all_ok and ok
-    print("\nrehearsal of", args.workflow)
+    print("\nrehearsal of", args.workflow, "for a", args.event, f"(base {base[:7]})" if base else "")
     print("\n".join(log))
     return 0 if all_ok else 1
 

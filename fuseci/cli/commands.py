@@ -183,6 +183,177 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
     return code
 
 
+@app.command("ab", epilog=EXIT_CODES_HELP)
+@boundary
+@with_report_options
+def ab_command(
+    base: Annotated[
+        str,
+        typer.Argument(
+            help="The base: a git ref (branch, tag, commit) whose suite files and kernel modules are checked out into a temporary worktree.",
+            metavar="BASE",
+            show_default=False,
+        ),
+    ],
+    head: Annotated[
+        str | None,
+        typer.Argument(
+            help="The head, judged against BASE: a git ref. Default: the working tree as it is, uncommitted changes included.",
+            metavar="HEAD",
+            show_default=False,
+        ),
+    ] = None,
+    suite: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--suite",
+            "-s",
+            help="A suite file, relative to the current directory (repeatable). Default: every suites/*.yaml of either side.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Measure every suite, also those whose suite file, kernel modules and fuseci version are the same on both sides.",
+        ),
+    ] = False,
+    report_dir: ReportDir = Path("fuseci-out"),
+    accept_env: AcceptEnv = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="K/N",
+            help="Compare only shard K of N: whole suites, dealt out as `fuseci run --shard` deals them.",
+        ),
+    ] = None,
+    results_dir: ResultsDirOpt = None,
+    in_flight: Annotated[
+        int,
+        typer.Option(
+            "--in-flight",
+            min=1,
+            max=8,
+            metavar="N",
+            help="Measurements in flight at once: while one side uses the GPU, the next starts up (they take turns on the GPU).",
+        ),
+    ] = 2,
+    ncu: NcuOpt = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")
+    ] = False,
+    verbose: Verbose = False,
+    outputs: dict[str, Path] | None = None,
+) -> int:
+    """Judge HEAD against BASE, both measured now on this GPU: the pull-request gate.
+
+    The base's suite files and kernel modules come from a temporary git worktree of BASE
+    (removed afterwards). Per suite the base is measured, then the head, in one job on one GPU,
+    each in its own processes and tree; the head's gains are judged against the base's with the
+    gates, tolerances, re-measurement and verdicts of `fuseci run`, and the same reports. No
+    stored baseline is read or written.
+
+    A suite whose suite file, kernel modules (the modules its variants and references name and
+    those they import from the repository) and fuseci version are the same on both sides is not
+    measured: the report says "unchanged, not measured" (--all measures it). A suite file on one
+    side only is added (judged without a reference) or removed (said, not measured).
+
+    \b
+    Examples:
+      fuseci ab origin/main                        # the working tree against main
+      fuseci ab "$BASE_SHA" --junit out/junit.xml --markdown out/summary.md
+      fuseci ab HEAD HEAD --all                    # A/A: the false-alarm test, must pass
+      fuseci ab main HEAD --suite suites/elementwise.yaml
+    """
+    from fuseci import api
+    from fuseci.ab.git import Cancelled
+    from fuseci.api import ab
+    from fuseci.cli.progress import RunDisplay, choose
+    from fuseci.judge.verdict import exit_code
+    from fuseci.reporters import console
+
+    setup_logging(verbose)
+    accepted = api.parse_accept_env(accept_env)
+    parts = api.parse_shard(shard) if shard is not None else None
+    cwd = Path.cwd()
+    try:
+        with ab.trees(base, head, cwd) as (repo, base_side, head_side):
+            pairs, problems = ab.pair_suites(suite, base_side, head_side, cwd=cwd, repo=repo)
+            read = [(repo / p.rel, f"the suite file of {p.name!r}") for p in pairs if p.head is not None]
+            if problems:
+                for message in problems:
+                    error(message)
+                check_outputs(outputs or {}, read)
+                return EXIT_SETUP
+            if parts is not None:
+                pairs = ab.shard_pairs(pairs, *parts)
+                names = ", ".join(p.name for p in pairs) or "no suites"
+                typer.echo(f"fuseci: shard {parts[0]}/{parts[1]}: {names}", err=True)
+            check_outputs(outputs or {}, read)
+            options = ab.AbOptions(
+                report_dir=report_dir, ncu=ncu, accept_env=accepted, every=every, in_flight=in_flight
+            )
+            _say_pairs(pairs, base_side, head_side, every)
+            style = console_style(verbose)
+            with RunDisplay(choose(quiet), lambda c: console.render_suite(c, **style)) as display:
+                outcome = ab.run_ab(pairs, base_side, head_side, options, display)
+            comparisons = list(outcome.comparisons)
+            code = report(
+                comparisons,
+                outputs or {},
+                exit_code(comparisons),
+                tables_shown=display.printed == len(comparisons),
+                verbose=verbose,
+            )
+            if results_dir is not None:
+                code = _keep_ab_run(outcome, pairs, head_side, results_dir, code)
+            return code
+    except Cancelled:
+        error("cancelled (SIGTERM): the measurements in flight were stopped and the temporary worktrees removed")
+        return 128 + 15
+
+
+def _say_pairs(pairs: list[Any], base: Any, head: Any, every: bool) -> None:
+    """One line on stderr: what is judged against what, and each suite's state."""
+    from fuseci.api.ab import reference_label
+
+    say(f"fuseci: judging {head.label} against {reference_label(base)}", err=True)
+    for p in pairs:
+        rel = p.rel.as_posix()
+        if p.head is None:
+            state = f"removed (only in {base.label}): not measured"
+        elif p.base is None:
+            state = (
+                f"added (not in {base.label}): judged without a reference"
+                if not p.base_problem
+                else (f"unreadable in {base.label}: judged without a reference")
+            )
+        elif p.unchanged:
+            state = "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
+        else:
+            state = "changed: " + (", ".join(p.changes) or "measured")
+        say(f"fuseci:   {p.name} ({rel}): {state}", err=True)
+
+
+def _keep_ab_run(outcome: Any, pairs: list[Any], head: Any, directory: Path, code: int) -> int:
+    """Save the head's run file; the exit code, turned to 3 (unless 1) when it cannot be saved."""
+    from fuseci.api import ab
+
+    try:
+        path = ab.keep_head_run(outcome, pairs, head, directory)
+    except FuseciError as exc:
+        error(str(exc))
+        return code if code == EXIT_REGRESSION else exc.exit_code
+    if path is None:
+        say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
+    else:
+        say(f"fuseci: the head's results saved to {path}", err=True)
+    return code
+
+
 @app.command("check", epilog="Exit codes: 0 every suite file is valid; 2 usage error; 3 a suite file has a problem.")
 @boundary
 @with_report_options

@@ -17,9 +17,9 @@ from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
 from fuseci.harness import __doc__ as _DOC
 from fuseci.harness import arrays
 from fuseci.harness.probe import probe
-from fuseci.harness.run import preload, run, wait_for_ok_cases
+from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
-from fuseci.measure.command import DEFAULT_REPEATS
+from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV
 from fuseci.store.atomic import LockTimeout, file_lock, is_held
 
 log = logging.getLogger("fuseci.harness")
@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         suite = load_suite(args.suite)
         arrays.cupy()  # fuseci's own device work needs CuPy whatever the suite's functions take
         preload(suite)
+        if os.environ.get(FOREIGN_TREE_ENV):  # fuseci ab: this side's modules, never the other's
+            refuse_foreign(Path(os.environ[FOREIGN_TREE_ENV]), Path.cwd())
         arrays.start_driver()  # before the GPU's turn, while another process may be measuring: no context yet
         log.debug("CUDA driver ready")
         only = set(args.case) if args.case else None

@@ -199,6 +199,38 @@ def preload(suite: Suite) -> None:
         log.debug("module %s imported in %.2f s", module, time.perf_counter() - started)
 
 
+def foreign_modules(tree: Path, own: Path) -> list[str]:
+    """The modules this process imported from files inside ``tree`` but not inside ``own``
+    (fuseci's own excepted), each as ``name (file)``: under ``fuseci ab``, a side's processes
+    run in their own tree, and a module of the other side's would measure the wrong code (an
+    editable install or ``PYTHONPATH`` that points at the other tree, a module only it has)."""
+    tree, own = tree.resolve(), own.resolve()
+    found = []
+    for name, module in sorted(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file or name == "fuseci" or name.startswith("fuseci.") or name == "__main__":
+            continue
+        path = Path(file).resolve()
+        if path.is_relative_to(tree) and not path.is_relative_to(own):
+            found.append(f"{name} ({path})")
+    return found
+
+
+def refuse_foreign(tree: Path, own: Path) -> None:
+    """Stop when :func:`foreign_modules` finds any.
+
+    Raises:
+        HarnessError: a module came from ``tree``; says which and from where.
+    """
+    found = foreign_modules(tree, own)
+    if found:
+        raise HarnessError(
+            f"imported {', '.join(found[:5])}{' ...' if len(found) > 5 else ''} from the other side's tree {tree}, "
+            f"not from this side's {own}: its measurement would be of the other side's code; remove that tree "
+            "from PYTHONPATH, and give this side every module its suite names"
+        )
+
+
 def wait_for_ok_cases(record_path: Path, timeout_s: float, poll_s: float = 0.02) -> set[str]:
     """Wait until the profiled run's record is complete; the cases it checked right.
 

@@ -17,6 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+#: The environment variable that names another tree whose modules a harness process must not
+#: import (``fuseci ab``: the other side's); the harness refuses to measure when one was
+#: (:func:`fuseci.harness.run.foreign_modules`).
+FOREIGN_TREE_ENV = "FUSECI_FOREIGN_TREE"
+
 #: Timed calls per variant after warm-up, in ``fuseci run``'s timed pass and ``fuseci bench``.
 DEFAULT_REPEATS = 30
 

@@ -12,8 +12,8 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fuseci.config.model import Suite
@@ -66,6 +66,15 @@ class MeasureOptions:
     on_stage: Callable[[str, Path | None], None] | None = None
     """Hears each stage as it starts (``profiling under ncu``...) and the harness record that
     names the case being worked on, for progress displays."""
+    cwd: Path | None = None
+    """The directory the harness processes run in, whose modules they import first (the harness
+    puts its working directory at the front of ``sys.path``); None: this process's. ``fuseci ab``
+    runs each side's processes in that side's tree."""
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    """What the harness processes' environment adds last (``fuseci ab``: what keeps a side's
+    processes from importing the other side's modules)."""
+    cache_root: Path | None = None
+    """Where :attr:`compile_cache` lives; None: in :attr:`report_dir`."""
 
     def say(self, stage: str, watch: Path | None = None) -> None:
         """Tell :attr:`on_stage`, if anyone listens."""
@@ -78,7 +87,7 @@ class MeasureOptions:
         Python's bytecode (:data:`PYCACHE`):
         the timed process finds what the profiled one compiled, and a CI cache of this directory
         keeps it across runs (a ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
-        return self.report_dir / "compile-cache"
+        return (self.report_dir if self.cache_root is None else self.cache_root) / "compile-cache"
 
     @property
     def env(self) -> dict[str, str]:
@@ -90,10 +99,14 @@ class MeasureOptions:
         for var, value in HARNESS_ENV_DEFAULTS.items():
             if not os.environ.get(var):
                 extra[var] = value
+<<<<<<< HEAD
         if not os.environ.get("PYTHONPYCACHEPREFIX"):
             extra["PYTHONPYCACHEPREFIX"] = str((self.compile_cache / PYCACHE).absolute())
             extra["PYTHONDONTWRITEBYTECODE"] = ""  # an empty value lets Python write (under the prefix only)
         return extra
+=======
+        return {**extra, **self.extra_env}
+>>>>>>> h20-ab
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
@@ -107,7 +120,7 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
     version = ncu.ncu_version(exe)
     argv = ncu.build_command(exe, suite.path, suite.ncu, files, python=sys.executable, gpu_lock=options.gpu_lock)
     try:
-        run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, env=options.env)
+        run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, cwd=options.cwd, env=options.env)
         outcome, why = run.outcome, run.message(files)
     except subprocess.TimeoutExpired:
         outcome = ncu.Outcome.APP_FAILED
@@ -157,7 +170,7 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
     timer = None
     if suite.timed:
         argv = harness_argv(Mode.TIME, timed_files.record, suite.path, after=files.record, gpu_lock=options.gpu_lock)
-        timer = start_timed(argv, timed_files, options.env)
+        timer = start_timed(argv, timed_files, options.env, options.cwd)
     try:
         record, version = _profiled(suite, options, files)
     except BaseException:
@@ -225,7 +238,7 @@ def timed_pass(
     files = SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME)
     argv = harness_argv(Mode.TIME, files.record, suite.path, cases=cases, gpu_lock=options.gpu_lock)
     log.info("%s: timing %d case(s) without ncu%s", suite.name, len(cases), " again" if again else "")
-    timed = run_timed(argv, files, suite.ncu.timeout_s, options.env)
+    timed = run_timed(argv, files, suite.ncu.timeout_s, options.env, options.cwd)
     return _with_timings(record, timed, cases, files, again=again)
 
 

@@ -27,8 +27,11 @@ def _last_lines(path: Path) -> str:
     return " | ".join(lines) if lines else "(the log is empty)"
 
 
-def start_timed(argv: list[str], files: HarnessFiles, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start the timed harness (its stale record removed first).
+def start_timed(
+    argv: list[str], files: HarnessFiles, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Start the timed harness (its stale record removed first), in ``cwd`` (default this
+    process's working directory).
 
     Raises:
         BenchError: it could not be started.
@@ -36,7 +39,7 @@ def start_timed(argv: list[str], files: HarnessFiles, env: Mapping[str, str] | N
     files.record.parent.mkdir(parents=True, exist_ok=True)
     files.record.unlink(missing_ok=True)
     try:
-        return process.start_logged(argv, files.log, env=env)
+        return process.start_logged(argv, files.log, cwd=cwd, env=env)
     except (FileNotFoundError, PermissionError) as exc:
         raise BenchError(f"cannot execute {argv[0]} for the timed run: {exc.strerror or exc}") from None
 
@@ -71,12 +74,16 @@ def finish_timed(proc: subprocess.Popen[bytes], files: HarnessFiles, timeout_s: 
 
 
 def run_timed(
-    argv: list[str], files: HarnessFiles, timeout_s: float, env: Mapping[str, str] | None = None
+    argv: list[str],
+    files: HarnessFiles,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> HarnessRecord:
-    """Run the timed harness and read back its complete record.
+    """Run the timed harness (in ``cwd``) and read back its complete record.
 
     Raises:
         BenchError: it could not start, timed out, exited non-zero or left no complete record;
             the message names the log and quotes its last lines.
     """
-    return finish_timed(start_timed(argv, files, env), files, timeout_s)
+    return finish_timed(start_timed(argv, files, env, cwd), files, timeout_s)

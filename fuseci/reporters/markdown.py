@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from fuseci.config import quantities
 from fuseci.config.model import UNFUSED
+from fuseci.errors import EXIT_PASS
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
 from fuseci.reporters.text import (
     UNDERCOUNT,
@@ -224,8 +225,12 @@ class _Section:
 def _section(c: Comparison) -> _Section:
     head = [f"## {_icon(c.verdict)} {escape(c.suite)}: **{c.verdict.value.upper()}**", ""]
     bullets = _bullets(c) + _notes(c)
-    if not c.env:  # the suite could not be profiled or read: its error check says why
-        head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
+    if not c.env:  # the suite could not be profiled or read (its error check says why), or was not measured
+        if c.verdict.exit_code == EXIT_PASS:  # fuseci ab: unchanged or removed; `fuseci check`: a valid file
+            said = [f"- {inline(k.message)}" for case in c.cases for k in case.checks]
+            head += [f"Suite {code(c.suite_path)} was not measured:", "", *said, *_notes(c)]
+        else:
+            head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
         return _Section(c.verdict, tuple(head), (), (), ())
     head.append(f"Suite {code(c.suite_path)} · {escape(env_line(c))}")
     head.append("")
