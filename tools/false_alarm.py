@@ -444,7 +444,8 @@ def estimate(study: Study) -> list[Row]:
             family = "relative"
         groups[(family, c.quantity if c.kind != "bytes" else "bytes over the minimum")].append(c)
     rows = []
-    for (family, quantity), checks in sorted(groups.items()):
+    order = {"relative": 0, "bound": 1, "exact": 2}
+    for (family, quantity), checks in sorted(groups.items(), key=lambda item: (order[item[0][0]], item[0][1])):
         per_run = sum(len(c.samples) / study.runs[c.suite] for c in checks)
         n, k = sum(len(c.samples) for c in checks), len(checks)
         if family == "exact":
@@ -562,11 +563,11 @@ def render(study: Study, rows: list[Row], budget: float) -> tuple[str, bool]:
         "|---|---:|---:|---|---|---|---:|---|",
     ]
     for r in rows:
-        per_1000 = "—" if math.isnan(r.expected) else f"{1000 * r.expected:.3g}"
+        per_1000 = "—" if math.isnan(r.expected) else f"{1000 * min(1.0, r.expected):.3g}"
         out.append(
             f"| {r.gate} | {r.per_run:.0f} | {r.n} ({r.k}) | {r.spread} | {r.tolerance} | {r.per_check} | {per_1000} | {r.note} |"
         )
-    total = 1000 * sum(r.expected for r in rows if not math.isnan(r.expected))
+    total = 1000 * min(1.0, sum(r.expected for r in rows if not math.isnan(r.expected)))
     broken = [r.gate for r in rows if r.broken]
     checks_per_run = sum(r.per_run for r in rows)
     clean = sum(len(c.samples) for c in study.checks.values())
@@ -584,7 +585,9 @@ def render(study: Study, rows: list[Row], budget: float) -> tuple[str, bool]:
         f"budget ≤ {budget:g}): {'met' if met else 'NOT met'}.",
     ]
     if broken:
-        out.append(f"Exact gates that moved in clean runs (their assumption fails): {', '.join(broken)}.")
+        out.append(
+            f"Gates not modelled that moved or went red in clean runs: {', '.join(broken)}; the budget cannot be met."
+        )
     return "\n".join(out), met
 
 
