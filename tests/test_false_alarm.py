@@ -302,3 +302,25 @@ def test_missing_files_and_runs_without_baselines_exit_3(tmp_path: Path, capsys:
     rc, _, err = run([str(empty)], capsys)
     assert rc == 3 and "no clean check judged against a baseline" in err
     assert run([str(empty)], capsys, "--budget", "-1")[0] == 3
+
+
+def test_a_bound_is_judged_by_each_checks_margin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # bytes over the minimum: one check near its 1.10x allowance, one far from it
+    values = [(1.09, 1.02), (1.095, 1.021), (1.085, 1.019), (1.09, 1.02)]
+    paths = []
+    for i, (near, far) in enumerate(values):
+        checks = [
+            MetricDelta(
+                c, "fused", CheckKind.BYTES, "dram_bytes_over_min", Verdict.PASS, "m", current=x, tolerance="<= 1.10x"
+            )
+            for c, x in (("c0", near), ("c1", far))
+        ]
+        cases = {c: [gain(c, DRAM, 0.0002 * (-1) ** i, "±1%"), k] for c, k in zip(("c0", "c1"), checks, strict=True)}
+        paths.append(str(write_run(tmp_path / f"b{i}.json", {"elementwise": cases})))
+    found = fa.read(paths)
+    rows = {r.gate: r for r in fa.estimate(found)}
+    s = fa.value_spread([c.samples for c in found.checks.values() if c.kind == "bytes"])
+    assert s.dof == 6
+    margins = [(1.10 - 1.09) / 1.09, (1.10 - 1.02) / 1.02]
+    assert rows["bytes over the minimum"].expected == pytest.approx(sum(fa.lower_tail(m, s.upper) for m in margins))
+    assert run(paths, capsys)[0] == 1  # a check 0.9% under its allowance, with 0.4% spread, fails the budget

@@ -415,9 +415,13 @@ class Row:
     """An exact gate that moved in clean runs: its assumption does not hold."""
 
 
+#: Below this a probability is shown as a bound: the normal model says nothing that far out.
+SHOWN_FLOOR = 1e-12
+
+
 def _fmt_p(p: float) -> str:
-    if p == 0.0:
-        return "0"
+    if p < SHOWN_FLOOR:
+        return f"< {SHOWN_FLOOR:.0e}"
     if p >= 0.001:
         return f"{p:.3f}"
     return f"{p:.1e}"
@@ -549,7 +553,7 @@ def _bound_row(study: Study, quantity: str, checks: list[Check], per_run: float)
         f"margin ≥ {_fmt_pct(smallest)}",
         _fmt_p(lower_tail(smallest, up)) + " (smallest margin)",
         expected,
-        note="relative spread within a check; each check's margin to its bound",
+        note="margin to the bound",
     )
 
 
@@ -563,7 +567,7 @@ def render(study: Study, rows: list[Row], budget: float) -> tuple[str, bool]:
         "|---|---:|---:|---|---|---|---:|---|",
     ]
     for r in rows:
-        per_1000 = "—" if math.isnan(r.expected) else f"{1000 * min(1.0, r.expected):.3g}"
+        per_1000 = "—" if math.isnan(r.expected) else _fmt_p(1000 * min(1.0, r.expected))
         out.append(
             f"| {r.gate} | {r.per_run:.0f} | {r.n} ({r.k}) | {r.spread} | {r.tolerance} | {r.per_check} | {per_1000} | {r.note} |"
         )
@@ -581,7 +585,7 @@ def render(study: Study, rows: list[Row], budget: float) -> tuple[str, bool]:
         f"Observed: {red} red of {clean} clean gated checks; {study.red_suite_runs} of {suite_runs} suite runs red.",
         "Spread: σ̂ is the root mean square of the clean changes from the baseline (of the value within a check, "
         f"for bounds); the bound is one-sided {CONFIDENCE:.0%}, √(ν/χ²) with ν effective samples.",
-        f"Expected false red runs: {total:.3g} per 1,000 clean runs (union bound over the modelled gates; "
+        f"Expected false red runs: {_fmt_p(total)} per 1,000 clean runs (union bound over the modelled gates; "
         f"budget ≤ {budget:g}): {'met' if met else 'NOT met'}.",
     ]
     if broken:
