@@ -182,6 +182,16 @@ def test_a_gain_fails_one_way_so_its_tail_is_one_sided(tmp_path: Path, capsys: p
     assert {r.gate: r for r in fa.estimate(flipped)}[DRAM].expected == pytest.approx(rows[DRAM].expected)
 
 
+def test_a_warning_with_a_change_is_no_gated_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # an ungated occupancy drop (fuseci.judge.causes) carries a change but no tolerance
+    warn = MetricDelta(
+        "c0", "fused", CheckKind.VALUE, OCC, Verdict.WARN, "m", current=50.0, baseline_value=75.0, change=-1 / 3
+    )
+    rc, out, err = run(study(tmp_path, CLEAN, warn=[warn]), capsys)
+    assert rc == 0 and not err
+    assert OCC not in out
+
+
 def test_planted_variants_are_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plant = [
         gain("c0", DRAM, -0.40, "±1%", variant="mutant"),

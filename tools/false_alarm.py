@@ -315,7 +315,7 @@ def read(paths: Sequence[str]) -> Study:
                         sample = r["current"]
                         if sample is None or not _BOUND.fullmatch(r["tolerance"]):
                             continue  # nothing measured, or not a bound this tool knows
-                    elif r["change"] is not None:
+                    elif r["change"] is not None and r["tolerance"]:  # no tolerance: a warning, never red
                         sample = r["change"]
                         if r["tolerance"] != "exact" and not _RELATIVE.fullmatch(r["tolerance"]):
                             raise _fail(
