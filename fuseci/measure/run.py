@@ -99,14 +99,10 @@ class MeasureOptions:
         for var, value in HARNESS_ENV_DEFAULTS.items():
             if not os.environ.get(var):
                 extra[var] = value
-<<<<<<< HEAD
         if not os.environ.get("PYTHONPYCACHEPREFIX"):
             extra["PYTHONPYCACHEPREFIX"] = str((self.compile_cache / PYCACHE).absolute())
             extra["PYTHONDONTWRITEBYTECODE"] = ""  # an empty value lets Python write (under the prefix only)
-        return extra
-=======
         return {**extra, **self.extra_env}
->>>>>>> h20-ab
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
