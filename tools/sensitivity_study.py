@@ -33,7 +33,16 @@ PLANTED = {
     "gpu__time_duration.sum": ("time_5", "time_10", "time_20", "time_40"),
     "event_time": ("time_5", "time_10", "time_20", "time_40"),
     "host_blocking": ("host_sync",),
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum": ("sector_1", "bytes_0_5"),
+    "lts__t_bytes_srcunit_tex_op_read.sum": ("sector_1", "bytes_0_5"),
+    "smsp__inst_executed.sum": ("sector_1", "time_5"),
 }
+#: Gates on a variant's own exact count: the planted change is shown as a difference, not a ratio.
+COUNTED = (
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+    "lts__t_bytes_srcunit_tex_op_read.sum",
+    "smsp__inst_executed.sum",
+)
 #: Calibrates the chains of every time_P variant for the suite's tensor size (64 Mi floats).
 CALIBRATE = (
     "from kernels.sensitivity import _spin_for\n"
@@ -52,6 +61,9 @@ LABELS = {
     "gpu__time_duration.sum": "ncu duration gain",
     "event_time": "CUDA-event speedup",
     "host_blocking": "asynchrony (host blocking)",
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum": "global bytes loaded",
+    "lts__t_bytes_srcunit_tex_op_read.sum": "L2 bytes requested",
+    "smsp__inst_executed.sum": "instructions executed",
 }
 
 
@@ -92,7 +104,7 @@ def _checks(run: dict) -> dict[tuple[str, str], dict]:
     out = {}
     for k in case["checks"]:
         gate = k["check"] if k["check"] in ("bytes",) else k["quantity"]
-        if k["check"] in ("gain", "bytes", "asynchrony"):
+        if k["check"] in ("gain", "bytes", "asynchrony", "value"):
             out[(k["variant"], gate)] = k
     values = {v["variant"]: v["values"] for v in case["variants"]}
     out[("", "values")] = values
@@ -106,12 +118,16 @@ def _planted_size(runs: list[dict], variant: str, gate: str) -> str:
         return "read-back of 1 float"
     if gate == "gpu__time_duration.sum":
         quantity = "gpu__time_duration.sum"
-    ratios = []
+    ratios, differences = [], []
     for r in runs:
         values = r[("", "values")]
         base, now = values.get("fused", {}).get(quantity), values.get(variant, {}).get(quantity)
         if base and now:
             ratios.append(now / base - 1)
+            differences.append(now - base)
+    if gate in COUNTED and differences:
+        unit = "" if gate == "smsp__inst_executed.sum" else " B"
+        return f"{statistics.median(differences):+,.0f}{unit} of {base:,.0f}{unit}"
     return f"+{statistics.median(ratios):.1%}" if ratios else "?"
 
 
