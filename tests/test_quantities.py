@@ -239,3 +239,30 @@ def test_a_report_without_the_counters_is_not_judged_on_them() -> None:
     suite = load_suite(ELEMENTWISE)
     comparison = compare(results, suite, from_results(results, {c.id for c in suite.cases}))
     assert not [k for c in comparison.cases for k in c.checks if k.quantity in exact]
+
+
+def test_one_more_sector_reads_to_the_byte() -> None:
+    """The recorded reports count global bytes loaded exactly: a baseline 32 bytes lower (one
+    sector) makes the fused variant REGRESSED, and the message shows the bytes to the byte and the
+    difference, where megabytes and a percentage would both read unchanged."""
+    from fuseci.frames.report import read_report
+
+    suite = load_suite(ELEMENTWISE)
+    results = metrics.summarize(
+        read_report(REPORTS / "elementwise.ncu-rep.xz"), read_record(REPORTS / "elementwise.harness.json")
+    )
+    baseline = from_results(results, {c.id for c in suite.cases})
+    entry = baseline.cases["scale_relu_add"]["fused"]
+    loaded = entry.values[names.GLOBAL_LOAD_BYTES]
+    assert loaded > 1e8 and loaded == int(loaded)
+    lower = VariantBaseline(values={**entry.values, names.GLOBAL_LOAD_BYTES: loaded - 32}, kernels=entry.kernels)
+    cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": lower}}
+    comparison = compare(results, suite, replace(baseline, cases=cases))
+    gated = [k for c in comparison.cases for k in c.checks if k.quantity == names.GLOBAL_LOAD_BYTES]
+    (k,) = [k for k in gated if k.case == "scale_relu_add" and k.variant == "fused"]
+    assert k.verdict is Verdict.REGRESSED
+    assert k.message == (
+        f"global bytes loaded of fused rose from {loaded - 32:,.0f} bytes to {loaded:,.0f} bytes (+32); tolerance exact"
+    )
+    others = [o for o in gated if o is not k]
+    assert len(others) >= 4 and all(o.verdict is Verdict.PASS for o in others)  # every other fused variant

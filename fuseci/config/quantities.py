@@ -393,9 +393,10 @@ def label(name: str) -> str:
     return name if q is None else q.label
 
 
-def show(name: str, value: float) -> str:
+def show(name: str, value: float, *, exact: bool = False) -> str:
     """A value of the quantity ``name`` for messages, in its unit: ``48.5%``, ``1,024``,
-    ``322.9 µs``, ``1,301.1 MB``."""
+    ``322.9 µs``, ``1,301.1 MB``; ``exact``: bytes to the byte (``536,870,944 bytes``), for the
+    exact counters, whose changes may be one sector."""
     q = get(name)
     unit = Unit.RATIO if q is None else q.unit
     if not math.isfinite(value):
@@ -406,7 +407,7 @@ def show(name: str, value: float) -> str:
         case Unit.COUNT:
             return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
         case Unit.BYTES:
-            return f"{value:,.0f} bytes" if abs(value) < 1e6 else f"{value / 1e6:,.1f} MB"
+            return f"{value:,.0f} bytes" if exact or abs(value) < 1e6 else f"{value / 1e6:,.1f} MB"
         case Unit.NANOSECONDS:
             return f"{value / 1e3:,.1f} µs"
         case Unit.BYTES_PER_SECOND:

@@ -259,20 +259,23 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     name = f"{label(quantity)} of {ctx.variant.id}"
     d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
     old = math.nan if base is None else base.get(quantity, math.nan)
-    now = quantities.show(quantity, current)
+    exact = entry is not None and entry.same_kernels
+    now = quantities.show(quantity, current, exact=exact)
     if math.isnan(current) and entry is not None and entry.same_kernels:
         return None  # a report recorded before fuseci counted it: nothing to judge
     if math.isnan(old) or math.isnan(current):
         what = "no baseline yet" if base is None else "nothing to compare"
         return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; {what}")
-    was = quantities.show(quantity, old)
-    if entry is not None and entry.same_kernels and (why := _other_kernels(ctx)):
+    was = quantities.show(quantity, old, exact=exact)
+    if exact and (why := _other_kernels(ctx)):
         if ctx.candidate and not _same_names(ctx.kernels, ctx.baseline_kernels()):
             return None  # another kernel than the one it is judged against: nothing to count against
         return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; not compared: {why}")
     change = (current - old) / old if old else None
     d = replace(d, baseline_value=old, change=change)
     pct = "n/a" if change is None else f"{change:+.1%}"
+    if exact and change is not None and abs(change) < 0.001:  # one sector in 800 MB is +0.0%
+        pct = f"{current - old:+,.0f}"
     seen = f"from {was} to {now} ({pct}); tolerance {tol}"
     moved = "fell" if current < old else "rose"
     if not ctx.comparable:
