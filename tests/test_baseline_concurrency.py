@@ -19,7 +19,7 @@ from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT, ROOT
 
 from fuseci import api
 from fuseci.errors import BaselineError
-from fuseci.judge.verdict import Verdict
+from fuseci.judge.verdict import Verdict, exit_code
 from fuseci.store import baselines as bl
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="update locking is POSIX-only")
@@ -161,7 +161,13 @@ def test_concurrent_updates_are_serialised_and_none_is_lost(
     assert {k: v for k, v in _snapshot(root).items() if k != "nvidia-h200/elementwise.json"} == others
     # ... and none of it gets in the way of later runs and updates.
     options = api.RunOptions(baselines=root, from_report=CLEAN_REPORT)
-    assert api.check(elementwise, options).verdict is (Verdict.PASS if state == "clean" else Verdict.IMPROVED)
+    checked = api.check(elementwise, options)
+    if state == "clean":
+        assert checked.verdict is Verdict.PASS
+    else:  # the fusion is whole again: its gains rose, its exact counters (other kernels) not compared
+        found = {k.verdict for case in checked.cases for k in case.checks if k.verdict is not Verdict.PASS}
+        assert found == {Verdict.IMPROVED, Verdict.NEW} and checked.verdict is Verdict.NEW
+        assert exit_code([checked]) == 0
     assert api.update_baselines(relaxed, options, lock_timeout_s=1).written == (state != "clean")
     assert committed_copy.read_bytes() == original
 

@@ -25,7 +25,7 @@ def test_clean_report_passes_with_junit(in_root, tmp_path: Path) -> None:
         "run", SUITE, "--from-report", str(CLEAN_REPORT), "--junit", str(junit), "--json", str(tmp_path / "r.json")
     )
     assert result.exit_code == 0, result.output
-    assert "fuseci: 10 variants pass: 58 checks; exit 0" in result.stdout
+    assert "fuseci: 10 variants pass: 78 checks; exit 0" in result.stdout
     root = ET.parse(junit).getroot()
     assert int(root.get("tests")) >= 1 and root.get("failures") == "0" and root.get("errors") == "0"
     assert (tmp_path / "r.json").read_text().startswith("{")

@@ -107,7 +107,7 @@ def test_caught_mutants_read_as_caught_in_the_console_and_markdown(suite, result
     from fuseci.reporters import console, markdown
 
     comp = compare(results, suite, baseline)
-    totals = "fuseci: 7 planted regressions caught; 3 variants pass: 12 checks; exit 0"
+    totals = "fuseci: 7 planted regressions caught; 3 variants pass: 16 checks; exit 0"
     text, doc = console.render([comp]), markdown.render([comp])
     assert text.endswith(totals + "\n") and doc.startswith(f"**{totals}**\n")
     for case, variant in INTENDED:

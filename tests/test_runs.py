@@ -429,11 +429,11 @@ def test_help_says_what_a_and_b_are() -> None:
 def test_a_recorded_reports_time_is_read_from_its_header(tmp_path: Path) -> None:
     from fuseci.frames.report import session_started
 
-    assert session_started(CLEAN_REPORT) == datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc)
-    assert session_started(REGRESSED_REPORT) == datetime(2026, 11, 26, 7, 53, 13, tzinfo=timezone.utc)
+    assert session_started(CLEAN_REPORT) == datetime(2026, 11, 26, 16, 51, 45, tzinfo=timezone.utc)
+    assert session_started(REGRESSED_REPORT) == datetime(2026, 11, 26, 16, 54, 48, tzinfo=timezone.utc)
     plain = tmp_path / "r.ncu-rep"
     plain.write_bytes(lzma.decompress(CLEAN_REPORT.read_bytes())[:4096])  # the headers survive truncation
-    assert session_started(plain) == datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc)
+    assert session_started(plain) == datetime(2026, 11, 26, 16, 51, 45, tzinfo=timezone.utc)
     for junk in (b"", b"NVR\x00", b"NVR\x00\xff\xff\xff\xff", b"NVR\x00\x02\x00\x00\x00\x08", b"not a report" * 100):
         plain.write_bytes(junk)
         assert session_started(plain) is None
@@ -445,7 +445,7 @@ def test_a_recorded_reports_time_is_read_from_its_header(tmp_path: Path) -> None
 def test_a_re_analysed_run_is_stamped_with_its_recording_not_the_checkout(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("GITHUB_SHA", "a" * 40)
     stamp = runs.recording_stamp(CLEAN_REPORT)
-    assert stamp == runs.Stamp(datetime(2026, 11, 26, 7, 52, 13, tzinfo=timezone.utc), None)
+    assert stamp == runs.Stamp(datetime(2026, 11, 26, 16, 51, 45, tzinfo=timezone.utc), None)
     headless = tmp_path / "copy.ncu-rep"
     headless.write_bytes(b"no header")
     os.utime(headless, (1_800_000_000, 1_800_000_000))

@@ -183,7 +183,10 @@ def test_an_occupancy_drop_is_named_as_the_likely_why_of_a_time_regression(clean
     speedup = _check(comp, case="bias_gelu", check="gain", quantity=names.EVENT_TIME)
     assert speedup.verdict is Verdict.REGRESSED
     assert "likely why: theoretical occupancy of fused fell from 200.0% to 100.0%" in speedup.message
-    assert not [k for c in comp.cases for k in c.checks if k.check is CheckKind.VALUE and k.case == "bias_gelu"]
+    # Named there, not a check of its own; the exact counters of the same kernel still hold.
+    values = [k for c in comp.cases for k in c.checks if k.check is CheckKind.VALUE and k.case == "bias_gelu"]
+    assert not [k for k in values if k.quantity in (names.OCC_THEORETICAL, names.OCC_ACHIEVED)]
+    assert values and all(k.verdict is Verdict.PASS for k in values)
 
 
 def test_an_occupancy_the_suite_gates_is_a_hard_gate(clean, elementwise) -> None:
@@ -202,7 +205,7 @@ def test_an_occupancy_the_suite_gates_is_a_hard_gate(clean, elementwise) -> None
 def test_undercounted_dram_writes_are_noted(clean, elementwise) -> None:
     comp = compare(clean, elementwise, BASELINE)
     note = next(n for n in comp.cases[0].notes if n.startswith("DRAM writes undercount"))
-    assert "still there when the kernel ended" in note and ", fused 19.6 MB of 268.4 MB (7%);" in note
+    assert "still there when the kernel ended" in note and ", fused 19.2 MB of 268.4 MB (7%);" in note
 
 
 def test_timings_reach_the_baseline(clean) -> None:
@@ -243,5 +246,5 @@ def test_low_occupancy_at_the_memory_roof_is_no_warning(in_root) -> None:
     warned = _low_occupancy_warnings(compare(replace(results, variants=variants), suite, baseline))
     assert list(warned) == ["add_layernorm"]
     assert (
-        "keeps only 31.9% of the warps" in warned["add_layernorm"] and "limited by registers" in warned["add_layernorm"]
+        "keeps only 32.0% of the warps" in warned["add_layernorm"] and "limited by registers" in warned["add_layernorm"]
     )

@@ -47,10 +47,10 @@ def _invoke(*args: object) -> None:
 
 def _pages(root: Path, tmp: Path) -> tuple[Path, Path]:
     """The report and history pages, made in ``tmp`` as a user would from a checkout there."""
-    for name in ("suites", "kernels", "baselines"):
+    for name in ("suites", "kernels", "baselines", "tests"):
         (tmp / name).symlink_to(root / name)
     os.chdir(tmp)
-    reports = root / REPORTS
+    reports = REPORTS  # relative, as in the README's walk-through: the page shows no machine path
     report = tmp / "report.html"
     regressed = reports / "elementwise-regressed.ncu-rep.xz"
     _invoke("run", "suites/elementwise.yaml", "--from-report", regressed, "--html", report)

@@ -270,7 +270,8 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     if exact and (why := _other_kernels(ctx)):
         if ctx.candidate and not _same_names(ctx.kernels, ctx.baseline_kernels()):
             return None  # another kernel than the one it is judged against: nothing to count against
-        return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; not compared: {why}")
+        # The baseline has a value, which says it was not a missing one: no record advice.
+        return replace(d, verdict=Verdict.NEW, baseline_value=old, message=f"{name} is {now}; not compared: {why}")
     change = (current - old) / old if old else None
     d = replace(d, baseline_value=old, change=change)
     pct = "n/a" if change is None else f"{change:+.1%}"

@@ -115,9 +115,13 @@ def _blocks(c: Comparison, paint: _Paint) -> list[str]:
     for a in attention(c):
         place = paint(clean(f"{c.suite_path}:{a.line}" if a.line else c.suite_path), _DIM)
         out.append(f"  {paint.verdict(a.verdict, 10)} {clean(a.where)}  {place}")
-        new = [k for k in a.checks if k.verdict is Verdict.NEW]
-        for k in a.checks:
-            if k.verdict is not Verdict.NEW:
+        # Checks without a baseline value are one line with the command that records them; a
+        # value the baseline has but that was not compared (an exact counter of other kernels)
+        # says why on a line of its own: recording would hide the change.
+        unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
+        new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
+        for k, u in zip(a.checks, unrecorded, strict=True):
+            if not u:
                 out.append(f"    {paint('-', _SGR[k.verdict])} {clean(k.message)}")
         if len(new) == 1:
             out.append(f"    {paint('-', _SGR[Verdict.NEW])} {clean(new[0].message)}")

@@ -5,7 +5,8 @@ A variant (or a case's own checks, or a suite that could not run:
 ``WRONG``, ``REGRESSED``, ``ERROR`` and ``INCOMPARABLE`` are ``::error``, ``WARN``, ``NEW`` and
 ``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
 update the baseline to keep it), ``PASS`` is nothing. Its message says how many of its checks did
-not pass, then each on a line of its own, the worst first. Each annotation points at the case's
+not pass, by verdict (``REGRESSED: 8 checks; NEW: 4 checks``), then each on a line of its own, the
+worst first. Each annotation points at the case's
 line in the suite file, titled ``fuseci <suite>/<case>/<variant>``.
 
 GitHub shows at most :data:`ANNOTATIONS_PER_STEP` annotations of each kind per step (and 50 per
@@ -16,6 +17,7 @@ check is (the step log, the JUnit report).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from fuseci.judge.verdict import Comparison, MetricDelta, Subject, Verdict, subjects
@@ -61,8 +63,9 @@ def _command(kind: str, c: Comparison, s: Subject, shown: list[MetricDelta]) -> 
         props.append(f"line={s.line}")
     props.append(f"title={escape_property('fuseci ' + '/'.join(where))}")
     lines = [f"{k.verdict.value.upper()}: {k.message}" for k in shown]
-    if len(shown) > 1:  # one annotation per variant: how many of its checks, then each
-        lines.insert(0, f"{s.verdict.value.upper()}: {len(shown)} checks")
+    if len(shown) > 1:  # one annotation per variant: how many of its checks of each verdict, then each
+        counts = Counter(k.verdict for k in shown)  # shown is sorted worst first
+        lines.insert(0, "; ".join(f"{v.value.upper()}: {_plural(n, 'check')}" for v, n in counts.items()))
     return f"::{kind} {','.join(props)}::{escape_data(chr(10).join(lines))}"
 
 

@@ -128,7 +128,7 @@ _OUTCOMES: dict[Verdict, str] = {
 
 def tally_text(t: Tally, separators: bool = False) -> str:
     """One count of :func:`~fuseci.judge.verdict.tally` for people: ``1 variant regressed: 8
-    checks``, ``7 planted regressions caught``, ``9 variants pass: 50 checks``."""
+    checks``, ``7 planted regressions caught``, ``9 variants pass: 64 checks``."""
 
     def n(value: int) -> str:
         return f"{value:,}" if separators else str(value)
@@ -143,7 +143,7 @@ def tally_text(t: Tally, separators: bool = False) -> str:
 
 
 def totals(comparisons: list[Comparison], code: int | None = None) -> str:
-    """``fuseci: 1 variant regressed: 8 checks; 9 variants pass: 50 checks; exit 1``: every
+    """``fuseci: 1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1``: every
     variant (case, or suite that could not run) counted once, by its worst verdict, with its
     checks of that verdict (:func:`~fuseci.judge.verdict.tally`), and the exit code (the
     verdicts', unless the command ends with another ``code``: a report it could not write)."""
