@@ -63,17 +63,17 @@ def test_runs_re_analysed_from_recordings_read_in_the_order_they_were_recorded(
     # history of recordings needed its clock and commit faked.
     monkeypatch.setenv("GITHUB_SHA", _sha(8))
     directory = tmp_path / "runs"
-    recorded = [CLEAN_REPORT.parent / "elementwise-h100.ncu-rep.xz", CLEAN_REPORT, REGRESSED_REPORT]
+    recorded = [CLEAN_REPORT, REGRESSED_REPORT, CLEAN_REPORT.parent / "elementwise-h100.ncu-rep.xz"]
     for report in reversed(recorded):  # re-analysed newest first: the order must come from the recordings
         result = invoke("run", "suites/elementwise.yaml", "--from-report", report, "--results-dir", directory, "-q")
         assert result.exit_code in (0, 1), result.output
     names = sorted(p.name for p in directory.glob("*.json"))
     assert names == [
-        "20261126T080832Z-nvidia-h100-80gb-hbm3.json",
         "20261126T165145Z-nvidia-h200.json",
         "20261126T165448Z-nvidia-h200.json",
+        "20261126T172808Z-nvidia-h100-80gb-hbm3.json",
     ]
-    doc = json.loads((directory / names[1]).read_text())
+    doc = json.loads((directory / names[0]).read_text())
     assert doc["created"] == "2026-11-26T16:51:45Z" and doc["git_commit"] is None
     found = api.history(directory)
     assert [r.short_commit for r in found.runs] == ["no commit"] * 3
