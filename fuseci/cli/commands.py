@@ -17,6 +17,7 @@ from fuseci.cli.options import (
     Baselines,
     FromReport,
     NcuOpt,
+    Quiet,
     ReportDir,
     ResultsDirOpt,
     SuitesArg,
@@ -85,9 +86,7 @@ def run(
         ),
     ] = 2,
     ncu: NcuOpt = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")
-    ] = False,
+    quiet: Quiet = False,
     verbose: Verbose = False,
     outputs: dict[str, Path] | None = None,
 ) -> int:
@@ -242,9 +241,7 @@ def ab_command(
         ),
     ] = 2,
     ncu: NcuOpt = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")
-    ] = False,
+    quiet: Quiet = False,
     verbose: Verbose = False,
     outputs: dict[str, Path] | None = None,
 ) -> int:

@@ -76,3 +76,4 @@ NcuOpt = Annotated[
     str | None, typer.Option("--ncu", help="ncu executable (default: $FUSECI_NCU, then PATH).", metavar="PATH")
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")]

@@ -138,6 +138,26 @@ class Quantity:
 
 _H = Direction.HIGHER_IS_BETTER
 
+
+def _counted(
+    name: str, label: str, unit: Unit, source: str | None = None, scale: float = 1.0, default: str = "exact"
+) -> Quantity:
+    """An exact counter of what the SMs ask or execute: summed over the variant's kernels, gated
+    on its own value (lower is better) where it launched the baseline's kernels."""
+    return Quantity(
+        name,
+        label,
+        unit,
+        Aggregate.SUM,
+        sources=(source or name,),
+        scale=scale,
+        gate=Gate.VALUE,
+        direction=Direction.LOWER_IS_BETTER,
+        default=default,
+        same_kernels=True,
+    )
+
+
 #: Every quantity, in the order reports, gates and checks list them: the gains first (their order
 #: is that of the checks and of the suite schema's enums), then the gated values, the rules, and
 #: what is only measured.
@@ -213,51 +233,10 @@ QUANTITIES: tuple[Quantity, ...] = (
     # 800 MB kernel shows. Gated exactly on fused variants and candidates that launch the same
     # kernels as their baseline. L2 sectors also count what the L1 did not catch, which depends on
     # timing for data that warps share (39 of the 128 kernels moved, by up to 0.038%): 0.5%.
-    Quantity(
-        names.GLOBAL_LOAD_BYTES,
-        "global bytes loaded",
-        Unit.BYTES,
-        Aggregate.SUM,
-        sources=(names.GLOBAL_LOAD_BYTES,),
-        gate=Gate.VALUE,
-        direction=Direction.LOWER_IS_BETTER,
-        default="exact",
-        same_kernels=True,
-    ),
-    Quantity(
-        names.GLOBAL_STORE_BYTES,
-        "global bytes stored",
-        Unit.BYTES,
-        Aggregate.SUM,
-        sources=(names.GLOBAL_STORE_BYTES,),
-        gate=Gate.VALUE,
-        direction=Direction.LOWER_IS_BETTER,
-        default="exact",
-        same_kernels=True,
-    ),
-    Quantity(
-        names.INSTRUCTIONS,
-        "instructions executed",
-        Unit.COUNT,
-        Aggregate.SUM,
-        sources=(names.INSTRUCTIONS,),
-        gate=Gate.VALUE,
-        direction=Direction.LOWER_IS_BETTER,
-        default="exact",
-        same_kernels=True,
-    ),
-    Quantity(
-        names.L2_READ_BYTES,
-        "L2 bytes requested",
-        Unit.BYTES,
-        Aggregate.SUM,
-        sources=(names.L2_READ_SECTORS,),
-        scale=32.0,  # bytes per L2 sector
-        gate=Gate.VALUE,
-        direction=Direction.LOWER_IS_BETTER,
-        default="0.5%",
-        same_kernels=True,
-    ),
+    _counted(names.GLOBAL_LOAD_BYTES, "global bytes loaded", Unit.BYTES),
+    _counted(names.GLOBAL_STORE_BYTES, "global bytes stored", Unit.BYTES),
+    _counted(names.INSTRUCTIONS, "instructions executed", Unit.COUNT),
+    _counted(names.L2_READ_BYTES, "L2 bytes requested", Unit.BYTES, names.L2_READ_SECTORS, 32.0, "0.5%"),
     Quantity(names.HOST_BLOCKING, "host blocking", Unit.FRACTION, Aggregate.RECORD, gate=Gate.RULE, default="exact"),
     Quantity(
         names.DRAM_READ_RATE,

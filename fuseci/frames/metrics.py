@@ -145,11 +145,13 @@ def _variant_records(kernels: pd.DataFrame) -> list[dict[str, Any]]:
             match q.aggregate:
                 case Aggregate.COUNT:
                     rec[q.name] = len(rows)
-                case Aggregate.SUM if q.same_kernels and bool(np.isnan(col[q.sources[0]][rows]).any()):
-                    rec[q.name] = math.nan  # an exact count of some of the kernels is no count
                 case Aggregate.SUM:
-                    total = _sum(col[q.sources[0]][rows])
-                    rec[q.name] = total * q.scale if q.scale != 1.0 else total
+                    values = col[q.sources[0]][rows]
+                    if q.same_kernels and bool(np.isnan(values).any()):
+                        rec[q.name] = math.nan  # an exact count of some of the kernels is no count
+                    else:
+                        total = _sum(values)
+                        rec[q.name] = total * q.scale if q.scale != 1.0 else total
                 case Aggregate.MAX:
                     rec[q.name] = _max(col[q.sources[0]][rows])
                 case Aggregate.WEIGHTED:

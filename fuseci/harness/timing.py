@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -148,6 +149,8 @@ def time_case(
     Raises:
         HarnessError: a variant returned something other than arrays.
     """
+    import numpy as np
+
     sets = input_sets(case, inputs, options.l2_bytes)
     handed = {v.id: [calls[v.id].handed(s) for s in sets] for v in case.variants}
     in_bytes = sum(t.nbytes for t in sets[0].values())
@@ -164,7 +167,7 @@ def time_case(
             del outs
             turn += 1
     arrays.synchronize()
-    fills = {v.id: fill_ns(_median(returns.get(v.id, [0]))) for v in case.variants}
+    fills = {v.id: np.uint64(fill_ns(statistics.median(returns.get(v.id, [0])))) for v in case.variants}
     spin = arrays.raw_kernel(_SPIN_SOURCE, "fuseci_spin") if options.queue_fill else None
     events = {v.id: [(arrays.Event(), arrays.Event()) for _ in range(options.repeats)] for v in case.variants}
     for i in range(options.repeats):
@@ -173,7 +176,7 @@ def time_case(
             args = handed[v.id][turn % len(sets)]
             turn += 1
             if spin is not None:
-                spin((1,), (1,), (_u64(fills[v.id]),))
+                spin((1,), (1,), (fills[v.id],))
             start.record()
             calls[v.id].raw(args)
             end.record()
@@ -202,18 +205,6 @@ def time_case(
             )
         )
     return tuple(timings)
-
-
-def _median(values: list[int]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def _u64(value: int) -> Any:
-    import numpy as np
-
-    return np.uint64(value)
 
 
 def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
