@@ -402,3 +402,50 @@ def test_a_time_gain_that_moved_says_when_the_variant_autotuned_in_this_run() ->
     assert out[0].message.startswith("speedup fell; compiled autotuned at its first call in this run (CachingAutotuner")
     assert [c.message for c in out[1:]] == ["bytes fell", "duration held", "duration fell"]
     assert ck.autotune_hint([moved], variant, ()) == [moved]
+
+
+def test_fuseci_itself_keeps_bytecode_in_the_compile_cache_only_where_writing_it_is_off(tmp_path: Path) -> None:
+    """The process that runs ``fuseci run`` keeps its bytecode (pandas, the report reader) under
+    the compile cache when the machine writes none, and leaves a machine that writes bytecode,
+    or a prefix of the user's, as it is."""
+    import subprocess
+    import sys
+
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("VALUE = 41 + 1\n")
+    cache = tmp_path / "out" / "compile-cache"
+    code = (
+        "import sys; from pathlib import Path; from fuseci.measure import bytecode; "
+        f"kept = bytecode.keep(Path({str(tmp_path / 'out')!r})); import pkg; print(kept, sys.dont_write_bytecode, pkg.VALUE)"
+    )
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    base["PYTHONPATH"] = os.pathsep.join([str(tree), str(Path.cwd())])
+
+    def run(**env: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert run(PYTHONDONTWRITEBYTECODE="1") == ["True", "False", "42"]
+    assert any(p.name.startswith("__init__.") for p in (cache / "python").rglob("*.pyc"))
+    assert not list(tree.rglob("*.pyc"))  # nothing beside the sources
+    mine = tmp_path / "mine"
+    assert run(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=str(mine)) == ["False", "True", "42"]
+    assert not mine.exists()  # the user's prefix, with writing off as the user asked
+    assert run()[:2] == ["False", "False"]  # a machine that writes bytecode: left as it is
+
+
+def test_the_harness_ends_with_its_exit_code_and_its_output_flushed(tmp_path: Path) -> None:
+    """The harness process ends at once (``os._exit``) once its work is done: its exit code and
+    its last message must still come out."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "fuseci.harness", str(tmp_path / "missing.yaml"), "--record", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 3
+    assert done.stderr.rstrip().splitlines()[-1].startswith("fuseci-harness: error:")
+    assert "missing.yaml" in done.stderr

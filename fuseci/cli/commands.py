@@ -105,6 +105,9 @@ def run(
       fuseci run --gpus 0,1 --results-dir runs/   # two GPUs; keep the run for compare/history
       fuseci run suites/elementwise.yaml --from-report fuseci-out/elementwise.ncu-rep  # no GPU
     """
+    from fuseci.measure import bytecode
+
+    bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.cli.progress import RunDisplay, choose
     from fuseci.judge.verdict import exit_code
@@ -265,6 +268,9 @@ def ab_command(
       fuseci ab HEAD HEAD --all                    # A/A: the false-alarm test, must pass
       fuseci ab main HEAD --suite suites/elementwise.yaml
     """
+    from fuseci.measure import bytecode
+
+    bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.ab.git import Cancelled
     from fuseci.api import ab
@@ -586,6 +592,9 @@ def update_baselines(
       fuseci update-baselines                           # every suites/*.yaml
       fuseci update-baselines suites/elementwise.yaml --force
     """
+    from fuseci.measure import bytecode
+
+    bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.judge.verdict import update_exit_code
 

@@ -22,6 +22,7 @@ from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.measure import process
 from fuseci.measure import profile as ncu
+from fuseci.measure.bytecode import COMPILE_CACHE, PYCACHE
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
@@ -36,13 +37,6 @@ COMPILE_CACHES: dict[str, str] = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON
 #: run under ncu in the profiled run): with its cache warm there is little to compile, and a one-case
 #: torch.compile suite took 17-21 s instead of 25 s on an H200 (docs/BENCHMARKS.md).
 HARNESS_ENV_DEFAULTS: dict[str, str] = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
-#: Where the harness processes keep Python's compiled bytecode, under
-#: :attr:`MeasureOptions.compile_cache`, unless ``PYTHONPYCACHEPREFIX`` is set: with bytecode
-#: writing off (``PYTHONDONTWRITEBYTECODE``, common in CI images) or a read-only site-packages
-#: without ``.pyc`` files, Python compiled PyTorch's 2,000 modules from source in both processes
-#: of every run (``import torch`` and Inductor: 11.7 s on an H200). Kept under the prefix, the
-#: bytecode never lands in site-packages or the user's tree, so writing it is switched back on.
-PYCACHE = "python"
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +81,7 @@ class MeasureOptions:
         Python's bytecode (:data:`PYCACHE`):
         the timed process finds what the profiled one compiled, and a CI cache of this directory
         keeps it across runs (a ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
-        return (self.report_dir if self.cache_root is None else self.cache_root) / "compile-cache"
+        return (self.report_dir if self.cache_root is None else self.cache_root) / COMPILE_CACHE
 
     @property
     def env(self) -> dict[str, str]:
@@ -100,6 +94,11 @@ class MeasureOptions:
             if not os.environ.get(var):
                 extra[var] = value
         if not os.environ.get("PYTHONPYCACHEPREFIX"):
+            # With bytecode writing off (``PYTHONDONTWRITEBYTECODE``, common in CI images) or a
+            # read-only site-packages without ``.pyc`` files, Python compiled PyTorch's 2,000 modules
+            # from source in both processes of every run (``import torch`` and Inductor: 11.7 s on an
+            # H200). Kept under the cache, the bytecode never lands in site-packages or the user's
+            # tree, so writing it is switched back on (:mod:`fuseci.measure.bytecode`).
             extra["PYTHONPYCACHEPREFIX"] = str((self.compile_cache / PYCACHE).absolute())
             extra["PYTHONDONTWRITEBYTECODE"] = ""  # an empty value lets Python write (under the prefix only)
         return {**extra, **self.extra_env}
