@@ -67,8 +67,9 @@ class Model(BaseModel):
 @dataclass(frozen=True, slots=True)
 class Expect:
     """Names what a value must be, in messages: ``Annotated[str, pattern..., Expect("an id")]``
-    reports ``expected an id, got a string "a/b"`` for any refusal of the type but its size
-    (a string or list too long is reported as such)."""
+    reports ``expected an id, got a string "a/b"`` where the value has the wrong type, is not
+    finite or does not match the pattern (every union branch refused it so); a refusal of its
+    size, its range or by a validator's own rule is reported as such."""
 
     what: str
     """The expected value, with its article (``an id (letters, digits, '_' and '-')``)."""
@@ -81,7 +82,7 @@ class Expect:
             try:
                 return inner(value)
             except ValidationError as exc:
-                if any(e["type"] in _SIZE_ERRORS and e["input"] is value for e in exc.errors()):
+                if not all(e["type"] in _TYPE_ERRORS for e in exc.errors()):
                     raise
                 raise PydanticCustomError("expected", "expected {what}", {"what": what}) from None
 
@@ -98,16 +99,19 @@ class Choice:
 
     values: tuple[str, ...]
     """The strings allowed, in the order messages list them."""
+    what: str = ""
+    """When set, how a wrong value is named: ``unsupported dtype 'f32'; did you mean 'float32'?
+    choose one of float64, ...`` (else ``a string "f32" is not one of 'float64', ...``)."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         """A literal schema whose refusal names the choices (pydantic's hook)."""
-        values = self.values
+        values, what = self.values, self.what
         allowed = frozenset(values)
 
         def check(value: Any, inner: ValidatorFunctionWrapHandler) -> Any:
             if isinstance(value, str) and value in allowed:
                 return value
-            raise PydanticCustomError("choice", "not one of the choices", {"choices": values})
+            raise PydanticCustomError("choice", "not one of the choices", {"choices": values, "what": what})
 
         return core_schema.no_info_wrap_validator_function(check, core_schema.literal_schema(list(values)))
 
@@ -164,7 +168,11 @@ class Problem(NamedTuple):
     type: str
     """pydantic's error type (``missing``, ``extra_forbidden``, ``int_type``, ``value_error``...)."""
     key: str | int | None = None
-    """The key a ``missing`` or ``extra_forbidden`` problem is about."""
+    """The key a ``missing`` or ``extra_forbidden`` problem is about, or the map's key that is
+    wrong (:attr:`on_key`)."""
+    on_key: bool = False
+    """True when a map's key itself is wrong (the value under it may be right): :attr:`loc`
+    ends with the key."""
 
     @property
     def where(self) -> str:
@@ -274,7 +282,6 @@ def did_you_mean(value: object, options: Sequence[str]) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
-_SIZE_ERRORS = frozenset({"string_too_long", "too_long"})
 _TYPE_WORDS = {
     "int_type": "an integer",
     "int_parsing": "an integer",
@@ -292,6 +299,9 @@ _TYPE_WORDS = {
     "set_type": "a list",
     "none_required": "null",
 }
+
+#: What :class:`Expect` rewords: refusals of a value's type or form.
+_TYPE_ERRORS = frozenset({*_TYPE_WORDS, "finite_number", "string_pattern_mismatch", "expected", "literal_error"})
 
 
 def _message(error: Mapping[str, Any], show: Callable[[Any], str], mapping: str) -> str:
@@ -311,6 +321,8 @@ def _message(error: Mapping[str, Any], show: Callable[[Any], str], mapping: str)
     if kind == "choice":
         choices = ctx["choices"]
         hint = did_you_mean(value, choices)
+        if ctx.get("what"):
+            return f"{ctx['what']} {_key_repr(value)}; {hint}choose one of {', '.join(choices)}"
         return f"{show(value)} is not one of {', '.join(map(repr, choices))}{'; ' + hint.strip() if hint else ''}"
     if kind in ("literal_error", "enum"):
         options = re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", "")))
@@ -360,6 +372,7 @@ class _Raw:
     steps: list[tuple[str | int, bool]]
     error: Mapping[str, Any]
     message: str
+    on_key: bool = False
 
     def loc(self) -> Loc:
         return tuple(s for s, label in self.steps if not label)
@@ -396,14 +409,16 @@ def problems(
     for raw in raws:
         loc, kind, key = raw.loc(), raw.error["type"], None
         message = raw.message
-        if kind == "missing" and loc:
+        if raw.on_key and loc:
+            key = loc[-1]
+        elif kind == "missing" and loc:
             loc, key = loc[:-1], loc[-1]
         elif kind == "extra_forbidden" and loc:
             key = loc[-1]
             allowed = _allowed_keys(model, loc[:-1])
             hint = did_you_mean(key, allowed)
             message = f"unknown key {_key_repr(key)}; {hint}allowed keys: {', '.join(allowed)}"
-        out.append(Problem(loc, message, kind, key))
+        out.append(Problem(loc, message, kind, key, raw.on_key))
     return out
 
 
@@ -423,7 +438,9 @@ def _raw(error: Mapping[str, Any], data: Any, show: Callable[[Any], str], mappin
         else:
             steps.append((step, True))
     message = _message(error, show, mapping)
-    return _Raw(steps, error, f"not a valid key: {message}" if of_key else message)
+    if of_key and message.startswith(("expected ", "a string of ")):
+        message = f"not a valid key: {message}"
+    return _Raw(steps, error, message, of_key)
 
 
 def _holds(node: Any, step: str | int) -> bool:
@@ -449,7 +466,7 @@ def _reduce_unions(raws: list[_Raw], show: Callable[[Any], str], mapping: str) -
             groups[point] = {}
             order.append(point)
         groups[point].setdefault(raw.steps[first][0], []).append(
-            _Raw(raw.steps[:first] + raw.steps[first + 1 :], raw.error, raw.message)
+            _Raw(raw.steps[:first] + raw.steps[first + 1 :], raw.error, raw.message, raw.on_key)
         )
     for item in order:
         if isinstance(item, _Raw):

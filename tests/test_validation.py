@@ -247,3 +247,18 @@ def test_the_json_schema_states_the_types_constraints() -> None:
     assert fields["runs"]["minimum"] == 0 and fields["runs"]["type"] == "integer"
     assert fields["calls"]["maxItems"] == 5 and "in" in fields and schema["additionalProperties"] is False
     assert set(schema["required"]) == {"variant", "median_ns"}
+
+
+def test_a_named_choice_and_a_wrong_key_of_a_map() -> None:
+    class Input(v.Model):
+        dtype: Annotated[str, v.Choice(("float32", "float16"), what="unsupported dtype")] = "float32"
+        by_id: dict[v.Id, int] = Field(default_factory=dict)
+
+    data = {"dtype": "flaot32", "by_id": {"a/b": 1}}
+    with pytest.raises(v.Invalid) as info:
+        v.validate(Input, data)
+    dtype, key = info.value.problems
+    assert dtype.message == "unsupported dtype 'flaot32'; did you mean 'float32'? choose one of float32, float16"
+    assert not dtype.on_key
+    assert (key.loc, key.on_key, key.key) == (("by_id", "a/b"), True, "a/b")
+    assert key.message.startswith("not a valid key: expected an id")
