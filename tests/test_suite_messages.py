@@ -81,7 +81,7 @@ def _error(tmp_path: Path, text: str) -> str:
         # misspelt keys: the close match, then every allowed key
         (
             GOOD.replace("    variants:", "    varaints: {}\n    variants:"),
-            ":6: cases[0]: unknown key 'varaints'; did you mean 'variants'? allowed keys: id, description, inputs, params, reference, variants, correctness, gates, expect",
+            ":6: case 'c1': unknown key 'varaints'; did you mean 'variants'? allowed keys: id, description, inputs, params, reference, variants, correctness, gates, expect",
         ),
         (
             GOOD + "ncu: {timeuot: 5}\n",
@@ -207,7 +207,7 @@ def _error(tmp_path: Path, text: str) -> str:
         ),
         (
             GOOD.replace("x: {shape", "2x: {shape"),
-            ":5: case 'c1'.inputs.2x: input name '2x' must be a Python identifier",
+            ":5: case 'c1'.inputs: input name '2x' must be a Python identifier",
         ),
         (
             GOOD.replace("    variants:", "    params: {x: 1}\n    variants:"),
@@ -251,7 +251,7 @@ def test_a_long_variant_form_with_bad_keys(tmp_path: Path) -> None:
 
 def test_an_odd_key_is_shown_in_brackets_on_one_line(tmp_path: Path) -> None:
     message = _error(tmp_path, GOOD.replace("x: {shape", '"x\\ny": {shape'))
-    assert "case 'c1'.inputs['x\\ny']: input name 'x\\ny' must be a Python identifier" in message
+    assert "case 'c1'.inputs: input name 'x\\ny' must be a Python identifier" in message
 
 
 def test_long_values_are_cut_in_messages(tmp_path: Path) -> None:

@@ -47,21 +47,43 @@ def test_the_schema_ships_with_the_package() -> None:
     assert "suite.schema.json" in pyproject["tool"]["setuptools"]["package-data"]["fuseci"]
 
 
+def test_the_committed_schema_is_the_one_the_models_generate() -> None:
+    """``python -m fuseci.config.schema`` rewrites it after the models change."""
+    from fuseci.config import schema
+
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema.text(schema.generate())
+
+
+def _map(field: dict[str, Any]) -> dict[str, Any]:
+    """A map field's schema, whether or not it may be null."""
+    return next(f for f in field.get("anyOf", [field]) if f.get("type") == "object")
+
+
+def _enum(field: dict[str, Any]) -> list[str]:
+    return next(f for f in field.get("anyOf", [field]) if "enum" in f)["enum"]
+
+
 def test_the_schema_names_what_the_loader_takes() -> None:
-    assert DEFS["id"]["pattern"] == names.ID_PATTERN.pattern
-    assert DEFS["id"]["maxLength"] == names.MAX_ID_CHARS
-    baseline = DEFS["variant"]["anyOf"][1]["properties"]["baseline"]
-    assert (baseline["pattern"], baseline["maxLength"]) == (names.ID_PATTERN.pattern, names.MAX_ID_CHARS)
-    assert DEFS["dtype"]["enum"] == list(DTYPES)
-    assert DEFS["distribution"]["enum"] == list(DISTRIBUTIONS)
-    assert DEFS["gates"]["propertyNames"]["enum"] == list(quantities.gateable())
-    assert DEFS["expect"]["propertyNames"]["enum"] == list(quantities.gains())
-    assert DEFS["checkName"]["enum"] == [*CHECK_NAMES, *quantities.gateable()]
-    ncu = DEFS["ncu"]["properties"]
+    case, long, inputs = DEFS["Case"]["properties"], DEFS["LongVariant"]["properties"], DEFS["Input"]["properties"]
+    for id_field in (
+        SCHEMA["properties"]["suite"],
+        case["id"],
+        long["baseline"],
+        _map(case["variants"])["propertyNames"],
+    ):
+        assert (id_field["pattern"], id_field["maxLength"]) == (names.ID_PATTERN.pattern, names.MAX_ID_CHARS)
+    assert _enum(inputs["dtype"]) == _enum(DEFS["Defaults"]["properties"]["dtype"]) == list(DTYPES)
+    assert _enum(inputs["distribution"]) == list(DISTRIBUTIONS)
+    for gates in (case["gates"], DEFS["Defaults"]["properties"]["gates"]):
+        assert _map(gates)["propertyNames"]["enum"] == list(quantities.gateable())
+    for expect in (case["expect"], long["expect"]):
+        assert _map(expect)["propertyNames"]["enum"] == list(quantities.gains())
+    assert long["caught_by"]["anyOf"][0]["enum"] == [*CHECK_NAMES, *quantities.gateable()]
+    ncu = DEFS["Ncu"]["properties"]
     assert ncu["clock_control"]["enum"] == list(CLOCK_CONTROLS)
     assert ncu["cache_control"]["enum"] == list(CACHE_CONTROLS)
     assert ncu["replay_mode"]["enum"] == list(REPLAY_MODES)
-    assert DEFS["input"]["properties"]["shape"]["anyOf"][1]["maxItems"] == MAX_DIMS
+    assert inputs["shape"]["anyOf"][1]["maxItems"] == MAX_DIMS
 
 
 SHIPPED = sorted(SUITES.glob("*.yaml")) + sorted((ROOT / "tests" / "data" / "suites").glob("*.yaml"))
@@ -161,8 +183,8 @@ def test_a_broken_suite_is_rejected_by_the_schema_and_the_loader(tmp_path: Path,
 
 # --- the string patterns against the parsers ------------------------------------------------------
 
-_TOL_PATTERN = re.compile(DEFS["tolerance"]["pattern"])
-_EXPECT_PATTERN = re.compile(DEFS["expectation"]["pattern"])
+_TOL_PATTERN = re.compile(_map(DEFS["Case"]["properties"]["gates"])["additionalProperties"]["pattern"])
+_EXPECT_PATTERN = re.compile(_map(DEFS["Case"]["properties"]["expect"])["additionalProperties"]["pattern"])
 _WS = st.sampled_from(["", " ", "  ", "\t", "\u00a0"])
 
 tolerance_like = st.one_of(

@@ -8,7 +8,7 @@ and with what default tolerance, and its label and unit for people. Everything e
 * the columns of the variants and gains frames and their aggregation (:mod:`fuseci.frames.metrics`);
 * which quantities a suite may gate or expect, and the default gates (:func:`gateable`,
   :func:`default_gates`), as the loader, the checks and the suite's JSON Schema take them
-  (:mod:`fuseci.config.schema_enums` writes and checks the schema's enums);
+  (:mod:`fuseci.config.schema` generates the schema, enums included, from the suite's models);
 * the labels and units of every reporter (:func:`label`, :func:`show`).
 
 Adding a quantity is one entry in :data:`QUANTITIES` (and re-recorded fixtures when ncu is to
