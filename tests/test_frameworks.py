@@ -449,3 +449,18 @@ def test_the_harness_ends_with_its_exit_code_and_its_output_flushed(tmp_path: Pa
     assert done.returncode == 3
     assert done.stderr.rstrip().splitlines()[-1].startswith("fuseci-harness: error:")
     assert "missing.yaml" in done.stderr
+
+
+def test_the_judging_imports_load_beside_the_harness_not_before_it() -> None:
+    """``fuseci run`` starts the harness processes before it imports pandas and NVIDIA's report
+    reader (0.4-0.6 s), which a thread of their own then loads while the harness starts."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, fuseci.api.running, fuseci.measure.run as m; "
+        "before = sorted({'pandas', 'ncu_report'} & set(sys.modules)); m.warm_imports().join(); "
+        "print(before, sorted({'pandas', 'ncu_report'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[] ['ncu_report', 'pandas']"

@@ -7,21 +7,20 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from fuseci.api.sharding import shard
 from fuseci.config.model import Suite
 from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
-from fuseci.frames.metrics import SuiteResults
-from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
 from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
-from fuseci.measure.run import MeasureOptions, measure, remeasure
-from fuseci.store import baselines as bl
-from fuseci.store import runs as run_files
+from fuseci.measure.run import MeasureOptions, measure, remeasure, warm_imports
+
+if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
+    from fuseci.frames.metrics import SuiteResults
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +112,8 @@ def from_report_hint(suite: Suite, options: RunOptions) -> str:
 
 def baseline_file(options: RunOptions, results: SuiteResults) -> Path:
     """Where this run's baseline lives."""
+    from fuseci.store import baselines as bl
+
     return bl.baseline_path(options.baselines, str(results.env.get("gpu_name", "unknown")), results.suite)
 
 
@@ -135,6 +136,9 @@ def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteR
     Raises:
         FuseciError: anything that keeps the suite from being judged at all.
     """
+    from fuseci.judge.compare import compare
+    from fuseci.store import baselines as bl
+
     results = measure(suite, options.measuring)
     path = baseline_file(options, results)
     baseline = bl.load_baseline(path)
@@ -263,6 +267,7 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
         for k, (device, pool) in enumerate(zip(slots, pools, strict=True), 1):
             for suite in shard(list(suites), k, len(slots)):
                 futures[id(suite)] = pool.submit(one, suite, device)
+        warm_imports()  # the judging's imports, while the suites' processes start
         done = [futures[id(s)].result() for s in suites]
     except BaseException:  # Ctrl-C or a bug: stop every child of every suite in flight
         for f in futures.values():
@@ -285,6 +290,8 @@ def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> P
     Raises:
         ReportError: the run file cannot be written.
     """
+    from fuseci.store import runs as run_files
+
     if not outcome.measured:
         return None
     stamp = run_files.recording_stamp(outcome.from_report) if outcome.from_report is not None else None

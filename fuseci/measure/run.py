@@ -8,24 +8,28 @@ beside the report for the user and for ``--from-report``.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fuseci.config.model import Suite
 from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
-from fuseci.frames import pairing, report
-from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.measure import process
 from fuseci.measure import profile as ncu
 from fuseci.measure.bytecode import COMPILE_CACHE, PYCACHE
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
+
+if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
+    from fuseci.frames.metrics import SuiteResults
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band.
 RETIMES = 2
@@ -249,6 +253,8 @@ def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
 
 def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
     """The reader's error, with the versions of the ncu that wrote the report and of the reader."""
+    from fuseci.frames import report
+
     writer = record.profiler.ncu_version if record.profiler else ""
     if not writer or not exc.by_reader:
         return exc
@@ -265,6 +271,9 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         MismatchError: the report and its record are not one run's (:func:`fuseci.frames.pairing.mismatch`).
         FuseciError: profiling or reading failed, or the record belongs to another suite.
     """
+    from fuseci.frames import pairing, report
+    from fuseci.frames.metrics import summarize
+
     if options.from_report is not None:
         report_path: Path | None = options.from_report
         if not options.from_report.exists():  # before its record, which would be missing too
@@ -310,6 +319,8 @@ def remeasure(suite: Suite, options: MeasureOptions, results: SuiteResults, case
     Raises:
         BenchError: a timed pass failed.
     """
+    from fuseci.frames.metrics import summarize
+
     log.info("%s: re-measuring borderline speedup(s) of %s", suite.name, ", ".join(cases))
     options.say(
         f"re-measuring {', '.join(cases)}", SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME).record
@@ -319,3 +330,26 @@ def remeasure(suite: Suite, options: MeasureOptions, results: SuiteResults, case
         record = timed_pass(suite, options, record, cases, again=True)
     write_record(record, SuiteFiles(options.report_dir, suite.name).record)
     return summarize(results.kernels, record)
+
+
+#: What judging a suite imports (pandas, NVIDIA's report reader, the frames and the judge):
+#: 0.4-0.6 s that :func:`warm_imports` spends while the harness processes start, off the path
+#: to the verdict.
+JUDGING_MODULES = ("fuseci.frames.metrics", "fuseci.frames.report", "fuseci.frames.pairing", "fuseci.judge.compare")
+
+
+def warm_imports() -> threading.Thread:
+    """Import :data:`JUDGING_MODULES` in a thread of their own, started once the harness
+    processes are on their way: the thread that judges a suite then finds them loaded (or waits
+    for the import under way). A module that fails to import is left for its user to report."""
+
+    def load() -> None:
+        for name in JUDGING_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # reported by whoever needs it, where it is needed
+                log.debug("warming %s failed: %s", name, exc)
+
+    thread = threading.Thread(target=load, name="fuseci-warm-imports", daemon=True)
+    thread.start()
+    return thread
