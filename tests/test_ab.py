@@ -342,6 +342,39 @@ def test_measuring_runs_the_profiled_and_timed_processes_in_the_sides_tree(
         assert env["TORCHINDUCTOR_CACHE_DIR"].startswith(str((tmp_path / "out").absolute()))
 
 
+def test_the_profiled_run_runs_only_the_cases_asked_and_the_timed_pass_follows_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--case`` reaches the harness under ncu; the timed process takes no --case but waits for
+    the profiled record (``--after``) and times the cases it holds."""
+    from fuseci.measure import profile as ncu
+
+    argvs: dict[str, list[str]] = {}
+
+    def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None):
+        argvs["ncu"] = list(argv)
+        raise FileNotFoundError(argv[0])
+
+    def fake_start_logged(argv, log_path, cwd=None, env=None):
+        argvs["timed"] = list(argv)
+        return subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+
+    monkeypatch.setattr(ncu, "find_ncu", lambda explicit=None: "ncu")
+    monkeypatch.setattr(ncu, "ncu_version", lambda exe: "2025.3.1.0")
+    monkeypatch.setattr(process, "run_logged", fake_run_logged)
+    monkeypatch.setattr(process, "start_logged", fake_start_logged)
+    suite = load_suite(ROOT / "suites" / "elementwise.yaml")
+    with pytest.raises(FuseciError):
+        measure(suite, MeasureOptions(report_dir=tmp_path, cases=("bias_gelu", "add_mul")))
+    harness = argvs["ncu"][argvs["ncu"].index("fuseci.harness") :]
+    assert [a for a in harness if a.startswith("--case")] == ["--case=bias_gelu", "--case=add_mul"]
+    assert not any(a.startswith("--case") for a in argvs["timed"])
+    assert any(a.startswith("--after=") for a in argvs["timed"])
+    with pytest.raises(FuseciError):
+        measure(suite, MeasureOptions(report_dir=tmp_path))
+    assert not any(a.startswith("--case") for a in argvs["ncu"])
+
+
 def load_record():
     from fuseci.measure.record import read_record
 
@@ -358,6 +391,8 @@ class Recorded:
     def __init__(self, base: dict[str, Path], head: dict[str, Path]) -> None:
         self.reports = {"base": base, "head": head}
         self.calls: list[tuple[str, str, str]] = []
+        self.cases: list[tuple[str, tuple[str, ...] | None]] = []
+        """Per measure call, the side and the cases it was asked for (None: every case)."""
 
     def ready(self) -> None:
         pass
@@ -369,6 +404,7 @@ class Recorded:
     def measure(self, suite, options: MeasureOptions) -> SuiteResults:
         side = self.side(options)
         self.calls.append(("measure", side, suite.name))
+        self.cases.append((side, options.cases))
         report = self.reports[side].get(suite.name)
         if report is None:
             raise FuseciError(f"{side} {suite.name}: no recorded report")
@@ -476,6 +512,66 @@ def test_a_borderline_speedup_is_re_measured_on_both_sides_pass_for_pass(monkeyp
     ]
 
 
+def _partly(cases: tuple[str, ...]) -> ab.Pair:
+    """The elementwise suite, its module files differing between the sides, ``cases`` changed."""
+    suite = load_suite(ROOT / "suites" / "elementwise.yaml")
+    a, b = Fingerprint("s", {"kernels/elementwise.py": "1"}), Fingerprint("s", {"kernels/elementwise.py": "2"})
+    return ab.Pair(Path("suites") / "elementwise.yaml", suite, suite, "", a, b, cases)
+
+
+def test_only_the_changed_cases_are_measured_on_both_sides_the_others_pass_unmeasured() -> None:
+    tool = Recorded({"elementwise": CLEAN_REPORT}, {"elementwise": REGRESSED_REPORT})
+    outcome = _ab([_partly(("bias_gelu", "scale_relu_add"))], tool)
+    assert sorted(tool.cases) == [("base", ("bias_gelu", "scale_relu_add")), ("head", ("bias_gelu", "scale_relu_add"))]
+    (c,) = outcome.comparisons
+    assert [case.case for case in c.cases] == [
+        "scale_relu_add",
+        "bias_gelu",
+        "relu_bn_add_relu",
+        "add_mul",
+        "relu_and_scale",
+    ]
+    kept = [case for case in c.cases if case.case not in ("bias_gelu", "scale_relu_add")]
+    for case in kept:
+        (check,) = case.checks
+        assert check.verdict is Verdict.PASS and check.check is CheckKind.CASE
+        assert check.message.startswith("unchanged, not measured: the suite file, the code this case runs (")
+        assert (
+            f"kernels.elementwise:{case.case}_fused" in check.message and "(--all measures it anyway)" in check.message
+        )
+        assert case.notes and case.notes[0].startswith("unchanged, not measured")
+    # the measured cases are judged against the base's same cases, exactly as ever
+    assert exit_code([c]) == 1
+    assert {case.case for case in c.cases if case.verdict is Verdict.REGRESSED} == {"scale_relu_add"}
+    assert c.has_baseline and c.env
+
+
+def test_all_measures_every_case_of_a_partly_changed_suite() -> None:
+    tool = Recorded({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT})
+    (c,) = _ab([_partly(("bias_gelu",))], tool, every=True).comparisons
+    assert sorted(tool.cases) == [("base", None), ("head", None)]
+    assert not any(k.message.startswith("unchanged") for case in c.cases for k in case.checks)
+    assert len(c.cases) == 5 and exit_code([c]) == 0
+
+
+def test_a_suite_whose_cases_are_all_unchanged_is_not_measured() -> None:
+    tool = Recorded({}, {})
+    outcome = _ab([_partly(())], tool)
+    assert tool.calls == []
+    (c,) = outcome.comparisons
+    assert c.verdict is Verdict.PASS and not c.env and len(c.cases) == 5
+    assert all(case.checks[0].message.startswith("unchanged, not measured") for case in c.cases)
+    assert outcome.unchanged == ("elementwise",) and outcome.measured == ()
+
+
+def test_a_re_measured_partly_changed_suite_retimes_only_measured_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ab, "retry_cases", lambda comparison: ["bias_gelu"] if len(tool.calls) == 2 else [])
+    tool = Recorded({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT})
+    (c,) = _ab([_partly(("bias_gelu",))], tool).comparisons
+    assert [x for x in tool.calls if x[0] == "retime"] == [("retime", s, "bias_gelu") for s in ("base", "head") * 2]
+    assert [case.case for case in c.cases if len(case.checks) > 1] == ["bias_gelu"]
+
+
 def test_added_removed_and_failed_sides() -> None:
     tool = Recorded({"elementwise": CLEAN_REPORT}, {"stencil": REPORTS / "stencil.ncu-rep.xz"})
     outcome = _ab(
@@ -511,8 +607,19 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Path]]:
     return reports
 
 
+def _edit_function(path: Path, name: str) -> None:
+    """A real code change to one function that keeps what it does: a statement after its last."""
+    import ast
+
+    text = path.read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = text.splitlines(keepends=True)
+    lines.insert(node.end_lineno or 0, "    pass\n")
+    path.write_text("".join(lines))
+
+
 def test_a_pull_request_that_changes_one_kernel_measures_only_its_suite(repo: Path, recorded) -> None:
-    (repo / "kernels" / "stencil.py").write_text((repo / "kernels" / "stencil.py").read_text() + "\n# tuned\n")
+    _edit_function(repo / "kernels" / "stencil.py", "conv_bias_relu_fused")
     recorded["base"]["stencil"] = recorded["head"]["stencil"] = REPORTS / "stencil.ncu-rep.xz"
     out = repo.parent / "out"
     result = _cli(
@@ -520,18 +627,46 @@ def test_a_pull_request_that_changes_one_kernel_measures_only_its_suite(repo: Pa
     )
     assert result.exit_code == 0, result.output
     assert "elementwise (suites/elementwise.yaml): unchanged, not measured" in result.output
-    assert "stencil (suites/stencil.yaml): changed: kernels/stencil.py" in result.output
+    assert (
+        "stencil (suites/stencil.yaml): changed: kernels/stencil.py; measuring 1 of 2 cases (conv_bias_relu), "
+        "1 unchanged, not measured"
+    ) in result.output
     # each suite's table once: printed as it is judged, skipped suites too, then the totals
     assert result.output.count("suite stencil: ") == 1 and result.output.count("suite elementwise: ") == 1
+    assert "note: depthwise_affine_relu6: unchanged, not measured" in result.output
     (tool,) = recorded["calls"]
     assert [c[2] for c in tool.calls] == ["stencil", "stencil"]
+    assert sorted(tool.cases) == [("base", ("conv_bias_relu",)), ("head", ("conv_bias_relu",))]
     doc = json.loads((out / "r.json").read_text())
     by_suite = {s["suite"]: s for s in doc["suites"]}
     assert by_suite["elementwise"]["cases"][0]["checks"][0]["message"].startswith("unchanged, not measured")
     assert by_suite["stencil"]["baseline_path"].endswith("(same runner)")
+    stencil = {c["case"]: c for c in by_suite["stencil"]["cases"]}
+    assert list(stencil) == ["conv_bias_relu", "depthwise_affine_relu6"]  # suite order
+    (kept,) = stencil["depthwise_affine_relu6"]["checks"]
+    assert kept["verdict"] == "pass" and kept["message"].startswith("unchanged, not measured: ")
+    assert "kernels.stencil:depthwise_affine_relu6_fused" in kept["message"]
+    assert len(stencil["conv_bias_relu"]["checks"]) > 1
+    junit = (out / "j.xml").read_text()
+    assert 'name="depthwise_affine_relu6' in junit and "unchanged, not measured" in junit
     summary = (out / "s.md").read_text()
     assert "was not measured" in summary and "unchanged, not measured" in summary
+    assert "depthwise_affine_relu6: unchanged, not measured" in summary
     assert len(_worktrees(repo)) == 1
+
+
+def test_a_comment_only_change_measures_nothing(repo: Path, recorded) -> None:
+    path = repo / "kernels" / "stencil.py"
+    path.write_text(path.read_text() + "\n# tuned\n")
+    out = repo.parent / "out"
+    result = _cli(repo, "HEAD", "--suite", "suites/stencil.yaml", "--json", str(out / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert "changed: kernels/stencil.py; no case's code changed: 2 cases unchanged, not measured" in result.output
+    assert recorded["calls"] == [] or all(not t.calls for t in recorded["calls"])
+    (suite,) = json.loads((out / "r.json").read_text())["suites"]
+    assert [c["case"] for c in suite["cases"]] == ["conv_bias_relu", "depthwise_affine_relu6"]
+    assert all(c["checks"][0]["message"].startswith("unchanged, not measured") for c in suite["cases"])
+    assert suite["verdict"] == "pass"
 
 
 def test_all_measures_unchanged_suites_and_a_regression_exits_1(repo: Path, recorded) -> None:

@@ -8,7 +8,10 @@
 #      kernels.mutants:scale_relu_add_defused does) fails `fuseci ab BASE` with exit 1 for the
 #      right reason, and only the elementwise suite is measured (the others: unchanged);
 #   2. cost: `fuseci run suites/elementwise.yaml` vs `fuseci ab BASE` where only
-#      kernels/elementwise.py changed (a comment), and a full `fuseci run` vs `fuseci ab HEAD HEAD --all`;
+#      kernels/elementwise.py changed: (a) the body of one kernel function (a local variable of
+#      scale_relu_add_fused renamed: same result, same speed; only its case is measured), and
+#      (b) a module-level change (a new constant: every elementwise case is measured); and a
+#      full `fuseci run` vs `fuseci ab HEAD HEAD --all`;
 #   3. A/A: `fuseci ab HEAD HEAD --all` N times (default 3), each must exit 0 (false reds counted).
 # Works in a fresh git repository made from this tree's suites, kernels and baselines (the
 # machine's copy may have no history). Packs logs and JSON results into $OUT/r.tar when $OUT is
@@ -69,10 +72,34 @@ EOF
 say "$REASON"
 git checkout -q -- kernels/elementwise.py
 
-# 2. cost of a pull request that changes one kernel module
-echo "# a comment: the module changed, its kernels did not" >> kernels/elementwise.py
+# 2. cost of a pull request that changes one kernel module: (a) one kernel function's body
+measured_cases() {  # "N of M" from an ab JSON: of the cases of the suites measured, those measured
+  python3 - "$1" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+cases = [c for s in doc["suites"] if s["env"] for c in s["cases"]]
+kept = [c for c in cases if any(k["message"].startswith("unchanged, not measured") for k in c["checks"])]
+print(f"{len(cases) - len(kept)} of {len(cases)}")
+EOF
+}
+python3 - kernels/elementwise.py <<'EOF'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+old = "    (out,) = _SCALE_RELU_ADD(size=x.size, x=x, y=y, alpha=alpha)\n    return out.reshape(x.shape)\n"
+assert text.count(old) == 1, "scale_relu_add_fused is not as the study expects"
+open(path, "w").write(text.replace(old, old.replace("out", "result")))
+EOF
 t0=$(now); timeout 240 fuseci ab $BASE --report-dir $R/ab-1 --json $R/pack/ab-1.json > $R/pack/ab-1.log 2>&1; RC_AB_1=$?; T_AB_1=$(dt $t0 $(now))
-say "fuseci ab (elementwise changed) rc=$RC_AB_1 ${T_AB_1} s"
+CASES_AB_1=$(measured_cases $R/pack/ab-1.json)
+say "fuseci ab (scale_relu_add_fused changed) rc=$RC_AB_1 ${T_AB_1} s, measured $CASES_AB_1 cases"
+git checkout -q -- kernels/elementwise.py
+# (b) module-level code, which runs for every case
+sed -i 's/^import math$/import math\n\n_STUDY_CONSTANT = 1/' kernels/elementwise.py
+grep -q '^_STUDY_CONSTANT = 1$' kernels/elementwise.py || { echo "kernels/elementwise.py has no 'import math' line"; exit 1; }
+t0=$(now); timeout 240 fuseci ab $BASE --report-dir $R/ab-m --json $R/pack/ab-m.json > $R/pack/ab-m.log 2>&1; RC_AB_M=$?; T_AB_M=$(dt $t0 $(now))
+CASES_AB_M=$(measured_cases $R/pack/ab-m.json)
+say "fuseci ab (module-level constant added) rc=$RC_AB_M ${T_AB_M} s, measured $CASES_AB_M cases"
 git checkout -q -- kernels/elementwise.py
 
 # 3. A/A, N times: every one must pass; the first times the full ab
@@ -88,17 +115,18 @@ LEFT=$(($(wc -l < $R/pack/worktrees-after.txt) - 1))
 cp $R/*/*.log $R/pack/ 2>/dev/null
 tar cf "${OUT:-$R}/r.tar" -C $R pack
 
-python3 - "$GPU" "$T_RUN_1" "$T_AB_1" "$T_RUN_ALL" "$AA_TIMES" "$RC_PLANTED" "$RC_AB_1" "$AA_RCS" "$FALSE_RED" "$N" "$LEFT" "$RC_RUN_ALL" "$RC_RUN_1" <<'EOF'
+python3 - "$GPU" "$T_RUN_1" "$T_AB_1" "$T_RUN_ALL" "$AA_TIMES" "$RC_PLANTED" "$RC_AB_1" "$AA_RCS" "$FALSE_RED" "$N" "$LEFT" "$RC_RUN_ALL" "$RC_RUN_1" "$T_AB_M" "$RC_AB_M" "$CASES_AB_1" "$CASES_AB_M" <<'EOF'
 import statistics, sys
-gpu, run1, ab1, runall, aa, planted, rcab1, aarcs, red, n, left, rcrunall, rcrun1 = sys.argv[1:]
-run1, ab1, runall = float(run1), float(ab1), float(runall)
+gpu, run1, ab1, runall, aa, planted, rcab1, aarcs, red, n, left, rcrunall, rcrun1, abm, rcabm, cases1, casesm = sys.argv[1:]
+run1, ab1, runall, abm = float(run1), float(ab1), float(runall), float(abm)
 aa_t = [float(t) for t in aa.split()]
 aa_med = statistics.median(aa_t)
 print(f"\n{gpu}")
 print(f"| what | time | ratio | limit | rc |")
 print(f"|---|---|---|---|---|")
 print(f"| fuseci run suites/elementwise.yaml | {run1:.1f} s | | | {rcrun1} |")
-print(f"| fuseci ab BASE, kernels/elementwise.py changed | {ab1:.1f} s | {ab1 / run1:.2f}x | 1.5x | {rcab1} |")
+print(f"| fuseci ab BASE, one function of kernels/elementwise.py changed ({cases1} cases measured) | {ab1:.1f} s | {ab1 / run1:.2f}x | 1.5x | {rcab1} |")
+print(f"| fuseci ab BASE, module-level code of kernels/elementwise.py changed ({casesm} cases measured) | {abm:.1f} s | {abm / run1:.2f}x | | {rcabm} |")
 print(f"| fuseci run (all default suites) | {runall:.1f} s | | | {rcrunall} |")
 print(f"| fuseci ab HEAD HEAD --all (median of {len(aa_t)}: {', '.join(f'{t:.1f}' for t in aa_t)}) | {aa_med:.1f} s | {aa_med / runall:.2f}x | 2.2x | {aarcs.strip()} |")
 print(f"| planted split: fuseci ab BASE | | | exit 1 | {planted} |")

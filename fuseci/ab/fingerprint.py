@@ -186,26 +186,55 @@ def fingerprint(suite: Suite, tree: Path) -> Fingerprint:
     tree = tree.resolve()
     roots = search_roots(suite, tree)
     suite_sha = _sha(suite.path.read_bytes())
-    files: dict[str, str] = {}
     outside: set[str] = set()
     missing: set[str] = set()
-    seen: set[Path] = set()
     todo: list[tuple[Path, str, bool]] = []
 
     def follow(name: str, named: bool) -> None:
         found = find_module(name, roots, tree)
         if found is None:
             if named:
-                (outside if _installed(name.split(".")[0]) else missing).add(name)
+                (outside if installed(name.split(".")[0]) else missing).add(name)
             return
         todo.extend(found)
 
     for name in named_modules(suite):
         follow(name, named=True)
+    walked = walk(todo, roots, tree)
+    return Fingerprint(
+        suite_file=suite_sha,
+        files=walked.files,
+        outside=tuple(sorted(outside)),
+        missing=tuple(sorted(missing)),
+        complete=walked.complete,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """The module files an import graph reaches inside a tree."""
+
+    files: dict[str, str]
+    """Tree-relative path → SHA-256 of its bytes (``unreadable`` when it could not be read)."""
+    complete: bool
+    """False when :data:`MAX_FILES` was reached before the end."""
+    imported: frozenset[str]
+    """Tree-relative paths reached through an import of another file (not only as a start)."""
+
+
+def walk(start: Iterable[tuple[Path, str, bool]], roots: list[Path], tree: Path) -> Walked:
+    """Every file of ``tree`` that importing ``start`` (files, each with the dotted name it runs
+    as and whether it is a package's ``__init__.py``) may run, following imports transitively
+    (:func:`find_module`), each hashed once."""
+    todo = list(start)
+    files: dict[str, str] = {}
+    imported: set[str] = set()
+    seen: set[Path] = set()
     complete = True
     while todo:
         where, module, is_package = todo.pop()
         path = where.resolve()
+        rel = rel_path(path, tree)
         if path in seen:
             continue
         if len(seen) >= MAX_FILES:
@@ -215,9 +244,9 @@ def fingerprint(suite: Suite, tree: Path) -> Fingerprint:
         try:
             data = path.read_bytes()
         except OSError:
-            files[_rel(path, tree)] = "unreadable"
+            files[rel] = "unreadable"
             continue
-        files[_rel(path, tree)] = _sha(data)
+        files[rel] = _sha(data)
         if len(data) > MAX_PARSED_BYTES:
             continue
         try:
@@ -225,21 +254,18 @@ def fingerprint(suite: Suite, tree: Path) -> Fingerprint:
         except (SyntaxError, ValueError):  # the harness will say so; the bytes are hashed
             continue
         for name in sorted(_imported_names(parsed, module, is_package)):
-            follow(name, named=False)
-    return Fingerprint(
-        suite_file=suite_sha,
-        files=files,
-        outside=tuple(sorted(outside)),
-        missing=tuple(sorted(missing)),
-        complete=complete,
-    )
+            found = find_module(name, roots, tree)
+            if found is not None:
+                imported.update(rel_path(f.resolve(), tree) for f, _, _ in found if f.resolve() != path)
+                todo.extend(found)
+    return Walked(files, complete, frozenset(imported))
 
 
-def _rel(path: Path, tree: Path) -> str:
+def rel_path(path: Path, tree: Path) -> str:
     return path.relative_to(tree).as_posix() if path.is_relative_to(tree) else path.as_posix()
 
 
-def _installed(top: str) -> bool:
+def installed(top: str) -> bool:
     """Whether a top-level module is importable from the installed packages (found, not imported)."""
     import importlib.util
 

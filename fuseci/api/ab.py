@@ -11,7 +11,10 @@ the head's suite file giving the gates, tolerances and expectations; the verdict
 (:func:`judge_pair`). No stored baseline is read or written.
 
 A suite whose fingerprint (:mod:`fuseci.ab.fingerprint`) is the same on both sides is not
-measured (``unchanged, not measured``) unless ``every``; a suite file on one side only is
+measured (``unchanged, not measured``) unless ``every``. When only module files differ (the
+suite file and fuseci are the same on both sides), only the cases whose own fingerprint
+(:mod:`fuseci.ab.cases`) differs are measured, on both sides; the others stand as ``unchanged,
+not measured`` cases among the judged ones. A suite file on one side only is
 ``added`` (measured and judged without a reference: correctness, expectations, the bytes
 allowance, planted regressions) or ``removed`` (said, not measured).
 """
@@ -29,11 +32,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from fuseci import __version__
 from fuseci.ab import git
+from fuseci.ab.cases import changed_cases, refs
 from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint
 from fuseci.api.running import Progress, Silent
 from fuseci.api.sharding import shard
-from fuseci.config.model import Suite
+from fuseci.config.model import Case, Suite
 from fuseci.config.parse import load_suite
 from fuseci.errors import BaselineError, FuseciError, MismatchError, NcuError, UsageError
 from fuseci.frames.metrics import SuiteResults, summarize
@@ -83,6 +88,10 @@ class Pair:
     """The base's fingerprint (both sides loaded)."""
     head_print: Fingerprint | None = None
     """The head's fingerprint (both sides loaded)."""
+    cases: tuple[str, ...] | None = None
+    """The head's cases whose own fingerprint differs from the base's, in suite order, when only
+    module files differ between the sides (:func:`case_changes`); None: every case counts as
+    changed (the suite file or fuseci differs, or one side lacks the suite)."""
 
     @property
     def name(self) -> str:
@@ -102,6 +111,14 @@ class Pair:
         if self.base_print is None or self.head_print is None:
             return []
         return differences(self.base_print, self.head_print)
+
+    @property
+    def unchanged_cases(self) -> list[Case]:
+        """The head's cases not measured because their own code is the same on both sides
+        (none when :attr:`cases` is None)."""
+        if self.head is None or self.cases is None or self.unchanged:
+            return []
+        return [c for c in self.head.cases if c.id not in self.cases]
 
     def shown(self) -> Suite | None:
         """The head's suite as reports name it: at :attr:`rel`."""
@@ -170,7 +187,8 @@ class AbOutcome:
     base_measured: tuple[SuiteResults, ...] = ()
     """The base's results of the suites measured."""
     unchanged: tuple[str, ...] = field(default_factory=tuple)
-    """Suite ids not measured because nothing they depend on changed."""
+    """Suite ids not measured because nothing they depend on changed (the suite's fingerprint, or
+    each of its cases')."""
 
 
 def reference_label(base: Side) -> str:
@@ -247,10 +265,13 @@ def pair_suites(
         if not named and any(s is not None and s.planted for s in (head_suite, base_suite)):
             log.info("skipping planted-regression suite %s; name the file to run it", rel.as_posix())
             continue
-        prints: tuple[Fingerprint | None, Fingerprint | None] = (None, None)
+        pair = Pair(rel, base_suite, head_suite, base_problem)
         if head_suite is not None and base_suite is not None:
-            prints = (fingerprint(base_suite, base.root), fingerprint(head_suite, head.root))
-        pairs.append(Pair(rel, base_suite, head_suite, base_problem, *prints))
+            pair = replace(
+                pair, base_print=fingerprint(base_suite, base.root), head_print=fingerprint(head_suite, head.root)
+            )
+            pair = replace(pair, cases=case_changes(pair, base, head))
+        pairs.append(pair)
     ids: dict[str, Path] = {}
     for p in pairs:
         if p.name in ids:
@@ -260,6 +281,53 @@ def pair_suites(
             )
         ids[p.name] = p.rel
     return pairs, problems
+
+
+def case_changes(pair: Pair, base: Side, head: Side) -> tuple[str, ...] | None:
+    """The head's cases to measure when the sides differ only in module files: those whose case
+    fingerprint differs (:func:`fuseci.ab.cases.changed_cases`), in suite order; None when every
+    case is to be measured (the suite file, fuseci, or which named modules are installed differ,
+    or a fingerprint is incomplete)."""
+    a, b = pair.base_print, pair.head_print
+    if pair.base is None or pair.head is None or a is None or b is None or a.digest == b.digest:
+        return None
+    if not (a.complete and b.complete) or (a.suite_file, a.fuseci_version, a.outside, a.missing) != (
+        b.suite_file,
+        b.fuseci_version,
+        b.outside,
+        b.missing,
+    ):
+        return None
+    return changed_cases(pair.base, base.root, pair.head, head.root)
+
+
+def pair_state(pair: Pair, base: Side, every: bool) -> str:
+    """What ``fuseci ab`` does with a suite, for the line it says before measuring."""
+    if pair.head is None:
+        return f"removed (only in {base.label}): not measured"
+    if pair.base is None:
+        if pair.base_problem:
+            return f"unreadable in {base.label}: judged without a reference"
+        return f"added (not in {base.label}): judged without a reference"
+    if pair.unchanged:
+        return "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
+    state = "changed: " + (", ".join(pair.changes) or "measured")
+    kept = pair.unchanged_cases
+    if not kept:
+        return state
+    total = len(pair.head.cases)
+    if every:
+        return f"{state}; {_cases(len(kept))} unchanged, measured anyway (--all)"
+    if len(kept) == total:
+        return f"{state}; no case's code changed: {_cases(total)} unchanged, not measured"
+    cases = pair.cases or ()
+    return (
+        f"{state}; measuring {len(cases)} of {_cases(total)} ({', '.join(cases)}), {len(kept)} unchanged, not measured"
+    )
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'s' if n != 1 else ''}"
 
 
 def _relative_message(message: str, root: Path, rel: Path) -> str:
@@ -319,6 +387,11 @@ def _not_measured(pair: Pair, verdict: Verdict, message: str, description: str, 
     """A suite fuseci ab did not measure, and why."""
     suite = pair.head or pair.base
     check = MetricDelta("(suite)", "", CheckKind.CASE, "", verdict, message)
+    return _unmeasured(pair, (CaseResult("(suite)", suite.line if suite else 0, description, (check,), ()),), base)
+
+
+def _unmeasured(pair: Pair, cases: tuple[CaseResult, ...], base: Side) -> Comparison:
+    """A comparison of ``pair`` made of ``cases`` alone, nothing measured (no environment)."""
     return Comparison(
         suite=pair.name,
         suite_path=pair.rel.as_posix(),
@@ -326,9 +399,46 @@ def _not_measured(pair: Pair, verdict: Verdict, message: str, description: str, 
         baseline_path=reference_label(base),
         has_baseline=True,
         env_differences=(),
-        cases=(CaseResult("(suite)", suite.line if suite else 0, description, (check,), ()),),
+        cases=cases,
         reference=Reference("", name=base.label),
     )
+
+
+def unchanged_case(case: Case, base: Side, head: Side, *, noted: bool = False) -> CaseResult:
+    """A case not measured because the code it runs is the same on both sides: one PASS check
+    saying what was compared; with ``noted``, a note saying so too (a table of measured cases
+    shows no check that passed)."""
+    message = (
+        f"unchanged, not measured: the suite file, the code this case runs ({', '.join(refs(case))}, what they "
+        f"call, their modules' import-time code and the files they import) and fuseci {__version__} are identical "
+        f"in {base.label} and {head.label} (--all measures it anyway)"
+    )
+    check = MetricDelta(case.id, "", CheckKind.CASE, "", Verdict.PASS, message)
+    note = f"unchanged, not measured: its code is identical in {base.label} and {head.label} (--all measures it)"
+    return CaseResult(case.id, case.line, case.description, (check,), (), (note,) if noted else ())
+
+
+def cases_unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+    """A suite whose module files differ between the sides but no case's code (a comment, code
+    no case runs): each case ``unchanged, not measured``."""
+    assert pair.head is not None
+    return _unmeasured(pair, tuple(unchanged_case(c, base, head) for c in pair.head.cases), base)
+
+
+def with_unchanged(comparison: Comparison, pair: Pair, base: Side, head: Side) -> Comparison:
+    """The comparison of a partly measured suite: the measured cases as judged, each unchanged
+    case ``unchanged, not measured``, in suite order (then any case only the base has)."""
+    assert pair.head is not None
+    kept = {c.id for c in pair.unchanged_cases}
+    # A case the base's results hold but the head's were not asked for is no removed case: it
+    # was not measured (the suite files are identical, so both sides have the same cases).
+    judged = {c.case: c for c in comparison.cases if c.case not in kept}
+    cases = [
+        unchanged_case(c, base, head, noted=True) if c.id in kept else judged.pop(c.id)
+        for c in pair.head.cases
+        if c.id in kept or c.id in judged
+    ]
+    return replace(comparison, cases=(*cases, *judged.values()))
 
 
 def unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
@@ -360,17 +470,25 @@ def removed_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
 
 
 def judge(
-    pair: Pair, head_results: SuiteResults, base_results: SuiteResults | None, base: Side, accept_env: frozenset[str]
+    pair: Pair,
+    head_results: SuiteResults,
+    base_results: SuiteResults | None,
+    base: Side,
+    accept_env: frozenset[str],
+    only: tuple[str, ...] | None = None,
 ) -> Comparison:
     """The head's results judged against the base's, as ``fuseci run`` judges against a stored
     baseline: the base's results made the baseline in memory; without them (an added suite, or a
-    base suite file that could not be read) with no reference.
+    base suite file that could not be read) with no reference. With ``only``, the suite's other
+    cases are left out (they were not measured).
 
     Raises:
         BaselineError: the base's results cannot serve as a baseline.
     """
     shown = pair.shown()
     assert shown is not None  # a pair is judged only when the head has the suite
+    if only is not None:
+        shown = replace(shown, cases=tuple(c for c in shown.cases if c.id in only))
     rel = pair.rel.as_posix()
     if base_results is None:
         why = "added: not there" if not pair.base_problem else f"unreadable there: {pair.base_problem}"
@@ -428,7 +546,7 @@ def run_ab(
     listener = progress or Silent()
     tool = measurer or Profiler(options.ncu)
     flights = _Flights()
-    todo = [p for p in pairs if p.head is not None and (options.every or not p.unchanged)]
+    todo = [p for p in pairs if p.head is not None and (options.every or not (p.unchanged or p.cases == ()))]
     total = len(todo)
     order = {id(p): i for i, p in enumerate(todo, 1)}
     if todo:
@@ -461,8 +579,9 @@ def run_ab(
         suite = pair.base if side == BASE else pair.head
         assert suite is not None
         mine, other = sides[side]
+        chosen = replace(side_options(mine, other, options, heard(pair, side)), cases=measured_cases(pair, options))
         try:
-            return tool.measure(suite, side_options(mine, other, options, heard(pair, side)))
+            return tool.measure(suite, chosen)
         except NcuError as exc:
             if exc.machine_wide:
                 with flights.lock:
@@ -499,7 +618,7 @@ def run_ab(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    unchanged = tuple(p.name for p in pairs if id(p) not in order and p.unchanged)
+    unchanged = tuple(p.name for p in pairs if id(p) not in order and p.head is not None)
     return AbOutcome(tuple(comparisons), tuple(measured), tuple(base_measured), unchanged)
 
 
@@ -529,11 +648,18 @@ def _no_ncu(
     return AbOutcome(tuple(out), ())
 
 
+def measured_cases(pair: Pair, options: AbOptions) -> tuple[str, ...] | None:
+    """The cases of ``pair`` to measure on both sides; None: every case."""
+    return None if options.every or pair.unchanged else pair.cases
+
+
 def _skipped(pair: Pair, base: Side, head: Side, options: AbOptions) -> Comparison:
-    """The comparison of a pair that is not measured: removed, or unchanged."""
+    """The comparison of a pair that is not measured: removed, unchanged, or no case changed."""
     if pair.head is None:
         return removed_comparison(pair, base, head)
-    return unchanged_comparison(pair, base, head)
+    if pair.unchanged:
+        return unchanged_comparison(pair, base, head)
+    return cases_unchanged_comparison(pair, base, head)
 
 
 def _judged(
@@ -568,8 +694,9 @@ def _judged(
             return failed(shown, message), (got[HEAD], got[BASE])
     head_results, base_results = got[HEAD], got[BASE]
     assert head_results is not None
+    only = measured_cases(pair, options)
     try:
-        comparison = judge(pair, head_results, base_results, base, options.accept_env)
+        comparison = judge(pair, head_results, base_results, base, options.accept_env, only)
         cases = retry_cases(comparison)
         if cases and base_results is not None and pair.base is not None and pair.head is not None:
             # Both sides, pass for pass: a base that happened to measure fast must not stand as the
@@ -582,13 +709,15 @@ def _judged(
                 if ok_base:
                     base_results = tool.retime(pair.base, base_opts, base_results, ok_base)
                 head_results = tool.retime(pair.head, head_opts, head_results, cases)
-            comparison = judge(pair, head_results, base_results, base, options.accept_env)
+            comparison = judge(pair, head_results, base_results, base, options.accept_env, only)
     except BaselineError as exc:
         message = f"the results of {base.label} cannot serve as the reference ({exc})"
         return failed(shown, message), (head_results, base_results)
     except FuseciError as exc:
         listener.suite_failed(shown, exc)
         return failed(shown, str(exc)), (head_results, base_results)
+    if only is not None:
+        comparison = with_unchanged(comparison, pair, base, head)
     return comparison, (head_results, base_results)
 
 

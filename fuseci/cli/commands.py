@@ -321,24 +321,11 @@ def ab_command(
 
 def _say_pairs(pairs: list[Any], base: Any, head: Any, every: bool) -> None:
     """One line on stderr: what is judged against what, and each suite's state."""
-    from fuseci.api.ab import reference_label
+    from fuseci.api.ab import pair_state, reference_label
 
     say(f"fuseci: judging {head.label} against {reference_label(base)}", err=True)
     for p in pairs:
-        rel = p.rel.as_posix()
-        if p.head is None:
-            state = f"removed (only in {base.label}): not measured"
-        elif p.base is None:
-            state = (
-                f"added (not in {base.label}): judged without a reference"
-                if not p.base_problem
-                else (f"unreadable in {base.label}: judged without a reference")
-            )
-        elif p.unchanged:
-            state = "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
-        else:
-            state = "changed: " + (", ".join(p.changes) or "measured")
-        say(f"fuseci:   {p.name} ({rel}): {state}", err=True)
+        say(f"fuseci:   {p.name} ({p.rel.as_posix()}): {pair_state(p, base, every)}", err=True)
 
 
 def _keep_ab_run(outcome: Any, pairs: list[Any], head: Any, directory: Path, code: int) -> int:

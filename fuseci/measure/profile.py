@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,11 +100,13 @@ def build_command(
     files: SuiteFiles,
     python: str = sys.executable,
     gpu_lock: Path | None = None,
+    cases: Sequence[str] = (),
 ) -> list[str]:
-    """The full argv of one profiled run of a suite (its id is ``files.suite``). Pure."""
+    """The full argv of one profiled run of a suite (its id is ``files.suite``), of only ``cases``
+    when given. Pure."""
     return [
         *profiler_argv(ncu, names.range_filter(files.suite), settings, files),
-        *harness_argv(Mode.PROFILE, files.record, suite_path, gpu_lock=gpu_lock, python=python),
+        *harness_argv(Mode.PROFILE, files.record, suite_path, gpu_lock=gpu_lock, python=python, cases=cases),
     ]
 
 

@@ -73,6 +73,10 @@ class MeasureOptions:
     processes from importing the other side's modules)."""
     cache_root: Path | None = None
     """Where :attr:`compile_cache` lives; None: in :attr:`report_dir`."""
+    cases: tuple[str, ...] | None = None
+    """The cases the profiled run runs (``--case``), in suite order; None: every case. The timed
+    pass times the cases the profiled record holds, so it follows (``fuseci ab``: the cases whose
+    code changed)."""
 
     def say(self, stage: str, watch: Path | None = None) -> None:
         """Tell :attr:`on_stage`, if anyone listens."""
@@ -117,7 +121,9 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
     """
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
-    argv = ncu.build_command(exe, suite.path, suite.ncu, files, python=sys.executable, gpu_lock=options.gpu_lock)
+    argv = ncu.build_command(
+        exe, suite.path, suite.ncu, files, python=sys.executable, gpu_lock=options.gpu_lock, cases=options.cases or ()
+    )
     try:
         run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, cwd=options.cwd, env=options.env)
         outcome, why = run.outcome, run.message(files)
