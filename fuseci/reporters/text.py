@@ -9,6 +9,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
+
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Gate
@@ -29,6 +31,24 @@ def gain_columns() -> tuple[tuple[str, str], ...]:
         *(q.name for q in quantities.QUANTITIES if q.short and q.gate is Gate.GAIN and q.name not in TABLE_GAINS),
     ]
     return tuple((name, entry.short or entry.label) for name in shown if (entry := quantities.get(name)))
+
+
+def columns(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
+    """``rows`` (the heading first) as lines of columns two spaces apart, each column as wide as
+    its widest cell as a terminal shows it (rich's ``cell_len``), the first ``left`` columns
+    aligned left and the others right, no line with trailing spaces.
+
+    The console reports' tables are plain text (their colour is on the lines around them), laid
+    out here rather than by ``rich.table``, which takes about 0.6 ms a row: 6 s for the 10,000
+    rows of a merged 5,000-case suite.
+    """
+    widths = [max(cell_len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
+
+    def cell(i: int, text: str) -> str:
+        pad = " " * (widths[i] - cell_len(text))
+        return text + pad if i < left else pad + text
+
+    return ["  ".join(cell(i, c) for i, c in enumerate(row)).rstrip() for row in rows]
 
 
 #: The Unicode categories :func:`clean` makes visible, whole: controls (Cc: C0 such as newline, CR,
