@@ -9,24 +9,65 @@ keeps the whole command from running raises.
 
 from __future__ import annotations
 
-from fuseci.api.baselines import BaselineUpdate, update_baselines
-from fuseci.api.running import (
-    Progress,
-    RunOptions,
-    RunOutcome,
-    Silent,
-    baseline_file,
-    check,
-    check_results,
-    keep_run,
-    own_files,
-    run,
-)
-from fuseci.api.sharding import MAX_SHARDS, merge, merge_results, parse_shard, shard
-from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
-from fuseci.api.timing import BenchOptions, bench, bench_own_files
-from fuseci.api.trends import history, run_files_in
-from fuseci.judge.runs import compare_runs, recorded_suites
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fuseci.api.baselines import BaselineUpdate, update_baselines
+    from fuseci.api.running import (
+        Progress,
+        RunOptions,
+        RunOutcome,
+        Silent,
+        baseline_file,
+        check,
+        check_results,
+        keep_run,
+        own_files,
+        run,
+    )
+    from fuseci.api.sharding import MAX_SHARDS, merge, merge_results, parse_shard, shard
+    from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
+    from fuseci.api.timing import BenchOptions, bench, bench_own_files
+    from fuseci.api.trends import history, run_files_in
+    from fuseci.judge.runs import compare_runs, recorded_suites
+
+#: Where each name of the API lives. A module is imported when one of its names is first used, so
+#: that a command imports only what it needs (``fuseci check`` neither pandas nor the report
+#: reader).
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(["BaselineUpdate", "update_baselines"], "fuseci.api.baselines"),
+    **dict.fromkeys(
+        [
+            "Progress",
+            "RunOptions",
+            "RunOutcome",
+            "Silent",
+            "baseline_file",
+            "check",
+            "check_results",
+            "keep_run",
+            "own_files",
+            "run",
+        ],
+        "fuseci.api.running",
+    ),
+    **dict.fromkeys(["MAX_SHARDS", "merge", "merge_results", "parse_shard", "shard"], "fuseci.api.sharding"),
+    **dict.fromkeys(
+        ["check_suites", "load_suites", "parse_accept_env", "runnable", "suite_files"], "fuseci.api.suites"
+    ),
+    **dict.fromkeys(["BenchOptions", "bench", "bench_own_files"], "fuseci.api.timing"),
+    **dict.fromkeys(["history", "run_files_in"], "fuseci.api.trends"),
+    **dict.fromkeys(["compare_runs", "recorded_suites"], "fuseci.judge.runs"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "MAX_SHARDS",

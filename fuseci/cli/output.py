@@ -156,14 +156,14 @@ def report(
         ``code``, or 3 when a file could not be written or stdout was closed before the report
         was printed (a regression's 1 stays 1).
     """
+    # Each reporter is imported where it is used: `fuseci check` prints no console report.
     from fuseci.reporters import FORMATS
-    from fuseci.reporters import console as console_reporter
-    from fuseci.reporters import github as github_reporter
-    from fuseci.reporters import markdown as markdown_reporter
     from fuseci.reporters.text import totals
     from fuseci.store.atomic import write_output
 
     if tables_shown or console:
+        from fuseci.reporters import console as console_reporter
+
         text = totals(comparisons) + "\n" if tables_shown else console_reporter.report(comparisons, verbose=verbose)
         if not terminal.out.show(text):  # lost now, or while a suite's table was printed
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
@@ -179,6 +179,8 @@ def report(
             failures.append(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
     summary = step_summary()
     if summary is not None:
+        from fuseci.reporters import markdown as markdown_reporter
+
         try:
             check_outputs({}, judged)
             _append_summary(summary, comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
@@ -191,6 +193,8 @@ def report(
     if failures:
         code = code if code == EXIT_REGRESSION else EXIT_SETUP
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        from fuseci.reporters import github as github_reporter
+
         # An output that could not be written is an error annotation of its own, first, with the
         # verdict in it: a step summary that is missing must not hide what was found.
         verdict = totals(comparisons, code)

@@ -15,7 +15,6 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.checks import megabytes
 from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Tally, Verdict, exit_code, tally
 
 #: The gains the tables show, in their order (a layout choice; their headings are the catalogue's
@@ -188,6 +187,8 @@ def _num(values: Mapping[str, float], name: str) -> float | None:
 def measured(values: Mapping[str, float]) -> str:
     """One variant's measurements in one line: ``2 launches, DRAM 1,301.1 MB (1.62x the minimum),
     322.9 µs in ncu, 87% achieved occupancy``; empty when nothing was measured."""
+    from fuseci.judge.checks import megabytes  # here: the checks import pandas, which clean() needs not
+
     parts = []
     launches = _num(values, names.LAUNCHES)
     if launches is not None:
