@@ -164,8 +164,11 @@ def report(
     if tables_shown or console:
         from fuseci.reporters import console as console_reporter
 
-        text = totals(comparisons) + "\n" if tables_shown else console_reporter.report(comparisons, verbose=verbose)
-        if not terminal.out.show(text):  # lost now, or while a suite's table was printed
+        if tables_shown:
+            shown = terminal.out.show(totals(comparisons) + "\n")
+        else:
+            shown = terminal.out.show_lines(console_reporter.report(comparisons, verbose=verbose))
+        if not shown:  # lost now, or while a suite's table was printed
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
     judged = _judged_files(comparisons)
     failures: list[str] = []  # outputs that could not be written, for the annotations

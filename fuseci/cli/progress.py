@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Group
 from rich.text import Text
 
 from fuseci.cli.output import Terminal
@@ -72,7 +73,7 @@ class _Flight:
 class RunDisplay:
     """A :class:`fuseci.api.Progress` for the command line (see the module docstring)."""
 
-    def __init__(self, mode: str, terminal: Terminal, render: Callable[[Comparison], Text]) -> None:
+    def __init__(self, mode: str, terminal: Terminal, render: Callable[[Comparison], list[Text]]) -> None:
         self.mode = mode
         self.terminal = terminal
         self.render = render
@@ -140,12 +141,12 @@ class RunDisplay:
         with self._lock:
             self.printed += 1
             if self.mode == "github":
-                group = f"::group::{clean(comparison.suite)}: {comparison.verdict.value.upper()}{took}\n"
-                self.terminal.out.show(Text.assemble(group, table, "::endgroup::\n"))
+                group = f"::group::{clean(comparison.suite)}: {comparison.verdict.value.upper()}{took}"
+                self.terminal.out.show_lines([Text(group), *table, Text("::endgroup::")])
             elif self._live is not None and sys.stdout.isatty():  # one terminal: above the live lines
-                self._live.console.print(table, end="")
+                self._live.console.print(Group(*table))
             else:
-                self.terminal.out.show(table)
+                self.terminal.out.show_lines(table)
         self._news(f"{comparison.suite}: {comparison.verdict.value.upper()}{took}")
         self._redraw()
 

@@ -4,8 +4,9 @@ or progress, so that ``fuseci --help`` and ``fuseci check`` do without it."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 
 from fuseci.cli.output import stdout_is_gone
@@ -36,9 +37,16 @@ class Stream(Console):
         self.lost = False
         """Whether the reader went away: what was printed since went nowhere."""
 
-    def show(self, text: str | Text) -> bool:
+    def show(self, text: str) -> bool:
         """Print ``text`` as it is (it ends its own lines); False once no one reads it."""
-        self.print(text if isinstance(text, Text) else Text(text), end="")
+        self.print(Text(text), end="")
+        return not self.lost
+
+    def show_lines(self, lines: Sequence[Text]) -> bool:
+        """Print each of ``lines`` on a line of its own; False once no one reads them. (One
+        group of lines: rich draws 20,000 of them in about a third of the time it takes for one
+        text of as many lines.)"""
+        self.print(Group(*lines))
         return not self.lost
 
     def on_broken_pipe(self) -> None:

@@ -9,8 +9,9 @@ the report.
 Without a baseline the NEW checks are one line, not one per check. The notes that DRAM writes
 read low (output still in L2) are one line per suite; ``verbose`` gives each case's.
 
-The report is a :class:`rich.text.Text`: the command line prints it through rich, which decides
-whether the colour is shown (:mod:`fuseci.cli.terminal`); :func:`render` gives its plain text.
+The report is a list of lines, each a :class:`rich.text.Text`: the command line prints them
+through rich, which decides whether the colour is shown (:mod:`fuseci.cli.terminal`);
+:func:`render` gives their plain text.
 Every string from a file passes :func:`~fuseci.reporters.text.clean` before it joins the report.
 Its styles are colours only, no bold or dim, so that ``NO_COLOR`` (rich drops the colour) leaves
 plain text.
@@ -196,21 +197,16 @@ def _suite(c: Comparison, verbose: bool) -> list[Text]:
     return out
 
 
-def _lines(lines: list[Text]) -> Text:
-    return Text("\n").join(lines).append("\n")
+def report(comparisons: list[Comparison], *, verbose: bool = False) -> list[Text]:
+    """The whole console report, line by line."""
+    return [*(line for c in comparisons for line in _suite(c, verbose)), Text(clean(totals(comparisons)))]
 
 
-def report(comparisons: list[Comparison], *, verbose: bool = False) -> Text:
-    """The whole console report."""
-    lines = [line for c in comparisons for line in _suite(c, verbose)]
-    return _lines([*lines, Text(clean(totals(comparisons)))])
-
-
-def suite_report(comparison: Comparison, *, verbose: bool = False) -> Text:
+def suite_report(comparison: Comparison, *, verbose: bool = False) -> list[Text]:
     """One suite's part of the console report, printed as soon as the suite is judged."""
-    return _lines(_suite(comparison, verbose))
+    return _suite(comparison, verbose)
 
 
 def render(comparisons: list[Comparison], *, verbose: bool = False) -> str:
     """The whole console report as plain text."""
-    return report(comparisons, verbose=verbose).plain
+    return "".join(line.plain + "\n" for line in report(comparisons, verbose=verbose))
