@@ -39,14 +39,19 @@ class Stream(Console):
 
     def show(self, text: str) -> bool:
         """Print ``text`` as it is (it ends its own lines); False once no one reads it."""
-        self.print(Text(text), end="")
-        return not self.lost
+        return self._print(Text(text), end="")
 
     def show_lines(self, lines: Sequence[Text]) -> bool:
         """Print each of ``lines`` on a line of its own; False once no one reads them. (One
         group of lines: rich draws 20,000 of them in about a third of the time it takes for one
         text of as many lines.)"""
-        self.print(Group(*lines))
+        return self._print(Group(*lines))
+
+    def _print(self, renderable: Text | Group, end: str = "\n") -> bool:
+        try:
+            self.print(renderable, end=end)
+        except BrokenPipeError:  # a rich without the hook below
+            self.on_broken_pipe()
         return not self.lost
 
     def on_broken_pipe(self) -> None:
