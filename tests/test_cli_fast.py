@@ -39,3 +39,12 @@ def test_check_imports_nothing_heavy(suites: list[str]) -> None:
     imported, said = _imported(["check", *suites], CHECK_HEAVY)
     assert said.endswith("all valid\nexit 0"), said  # it checked every suite, and found them valid
     assert imported == []
+
+
+def test_every_name_of_the_lazy_api_resolves() -> None:
+    from fuseci import api
+
+    assert sorted(api.__all__) == sorted(api._HOME)  # one list of names, one map to their modules
+    assert all(getattr(api, name) is not None for name in api.__all__)  # each found where the map says
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        api.nothing  # noqa: B018

@@ -32,41 +32,28 @@ if TYPE_CHECKING:
     from fuseci.api.trends import history, run_files_in
     from fuseci.judge.runs import compare_runs, recorded_suites
 
-#: Where each name of the API lives. A module is imported when one of its names is first used, so
-#: that a command imports only what it needs (``fuseci check`` neither pandas nor the report
-#: reader).
-_HOMES: dict[str, str] = {
-    **dict.fromkeys(["BaselineUpdate", "update_baselines"], "fuseci.api.baselines"),
-    **dict.fromkeys(
-        [
-            "Progress",
-            "RunOptions",
-            "RunOutcome",
-            "Silent",
-            "baseline_file",
-            "check",
-            "check_results",
-            "keep_run",
-            "own_files",
-            "run",
-        ],
-        "fuseci.api.running",
+#: The API's names by the module they live in. A module is imported when one of its names is
+#: first used, so that a command imports only what it needs (``fuseci check`` neither pandas nor
+#: the report reader).
+_MODULES: dict[str, tuple[str, ...]] = {
+    "fuseci.api.baselines": ("BaselineUpdate", "update_baselines"),
+    "fuseci.api.running": (
+        *("Progress", "RunOptions", "RunOutcome", "Silent", "baseline_file", "check", "check_results"),
+        *("keep_run", "own_files", "run"),
     ),
-    **dict.fromkeys(["MAX_SHARDS", "merge", "merge_results", "parse_shard", "shard"], "fuseci.api.sharding"),
-    **dict.fromkeys(
-        ["check_suites", "load_suites", "parse_accept_env", "runnable", "suite_files"], "fuseci.api.suites"
-    ),
-    **dict.fromkeys(["BenchOptions", "bench", "bench_own_files"], "fuseci.api.timing"),
-    **dict.fromkeys(["history", "run_files_in"], "fuseci.api.trends"),
-    **dict.fromkeys(["compare_runs", "recorded_suites"], "fuseci.judge.runs"),
+    "fuseci.api.sharding": ("MAX_SHARDS", "merge", "merge_results", "parse_shard", "shard"),
+    "fuseci.api.suites": ("check_suites", "load_suites", "parse_accept_env", "runnable", "suite_files"),
+    "fuseci.api.timing": ("BenchOptions", "bench", "bench_own_files"),
+    "fuseci.api.trends": ("history", "run_files_in"),
+    "fuseci.judge.runs": ("compare_runs", "recorded_suites"),
 }
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
+    if name not in _HOME:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    return getattr(importlib.import_module(_HOME[name]), name)
 
 
 __all__ = [
