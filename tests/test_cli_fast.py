@@ -1,25 +1,50 @@
-"""`fuseci --help` stays fast: the command line imports nothing heavy until a command needs it."""
+"""The command line stays fast: it imports nothing heavy until a command needs it, and `fuseci
+check` (a CPU job of CI, and an editor's hook) never does."""
 
+import json
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
-HEAVY = ("pandas", "numpy", "cupy", "matplotlib", "jinja2", "junit_xml", "ncu_report", "rich.live")
+HELP_HEAVY = ("pandas", "numpy", "cupy", "matplotlib", "jinja2", "junit_xml", "ncu_report", "rich.live")
+CHECK_HEAVY = ("pandas", "numpy", "cupy", "torch", "matplotlib", "jinja2", "ncu_report", "rich.live")
 
-PROBE = f"""
-import sys
+
+def _imported(args: list[str], heavy: tuple[str, ...]) -> tuple[list[str], str]:
+    """Which of ``heavy`` ``fuseci ARGS`` imports, run in a fresh interpreter; and what it said."""
+    probe = f"""
+import json, sys
 from fuseci.cli import app
 try:
-    app(["--help"])
-except SystemExit:
-    pass
-print([m for m in {HEAVY!r} if m in sys.modules])
+    app({args!r})
+except SystemExit as exc:
+    print("exit", exc.code)
+print(json.dumps([m for m in {heavy!r} if m in sys.modules]))
 """
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    *said, imported = done.stdout.strip().splitlines()
+    return json.loads(imported), "\n".join(said)
 
 
 def test_help_imports_nothing_heavy() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+    assert _imported(["--help"], HELP_HEAVY)[0] == []
+
+
+@pytest.mark.parametrize("suites", [sorted(str(p.relative_to(ROOT)) for p in (ROOT / "suites").glob("*.yaml"))])
+def test_check_imports_nothing_heavy(suites: list[str]) -> None:
+    imported, said = _imported(["check", *suites], CHECK_HEAVY)
+    assert said.endswith("all valid\nexit 0"), said  # it checked every suite, and found them valid
+    assert imported == []
+
+
+def test_every_name_of_the_lazy_api_resolves() -> None:
+    from fuseci import api
+
+    assert sorted(api.__all__) == sorted(api._HOME)  # one list of names, one map to their modules
+    assert all(getattr(api, name) is not None for name in api.__all__)  # each found where the map says
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        api.nothing  # noqa: B018

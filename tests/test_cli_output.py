@@ -1,12 +1,17 @@
 """What a person reads from the command line: help texts, colour, notes under -v."""
 
+import json
 import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from conftest import REGRESSED_REPORT
+from typer.main import get_command
 from typer.testing import CliRunner
 
 from fuseci.cli import app
+from fuseci.reporters import FILE_FORMATS
 
 SUITE = "suites/elementwise.yaml"
 COMMANDS = ["run", "ab", "check", "compare", "merge", "history", "update-baselines", "bench", "doctor"]
@@ -54,3 +59,22 @@ def test_undercount_notes_are_one_line_and_each_case_under_verbose(in_root, monk
     assert sum("DRAM writes" in line for line in plain.splitlines()) == 1
     verbose = _run({}, "-v").stdout
     assert sum("DRAM writes undercount" in line for line in verbose.splitlines()) == 5
+
+
+@pytest.mark.parametrize("command", ["run", "ab", "check", "compare", "merge"])
+def test_every_report_file_format_is_an_option_of_every_reporting_command(command: str) -> None:
+    params = {opt: p for p in get_command(app).commands[command].params for opt in p.opts}
+    for f in FILE_FORMATS:
+        assert f.option in params, f"fuseci {command} has no {f.option}"
+        assert (params[f.option].help, params[f.option].metavar) == (f.help, "PATH")
+
+
+def test_each_report_file_gets_its_own_format(in_root, tmp_path: Path) -> None:
+    paths = {f.name: tmp_path / f"report-{f.name}" for f in FILE_FORMATS}
+    options = [arg for f in FILE_FORMATS for arg in (f.option, str(paths[f.name]))]
+    assert _run({}, *options).exit_code == 1
+    assert ET.parse(paths["junit"]).getroot().tag == "testsuites"
+    assert json.loads(paths["json"].read_text())["exit_code"] == 1
+    assert "\n## ❌ elementwise: **REGRESSED**\n" in paths["markdown"].read_text()
+    assert paths["html"].read_text().startswith("<!DOCTYPE html>")
+    assert len(paths) == 4  # a new format: say here what its file holds

@@ -9,24 +9,52 @@ keeps the whole command from running raises.
 
 from __future__ import annotations
 
-from fuseci.api.baselines import BaselineUpdate, update_baselines
-from fuseci.api.running import (
-    Progress,
-    RunOptions,
-    RunOutcome,
-    Silent,
-    baseline_file,
-    check,
-    check_results,
-    keep_run,
-    own_files,
-    run,
-)
-from fuseci.api.sharding import MAX_SHARDS, merge, merge_results, parse_shard, shard
-from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
-from fuseci.api.timing import BenchOptions, bench, bench_own_files
-from fuseci.api.trends import history, run_files_in
-from fuseci.judge.runs import compare_runs, recorded_suites
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fuseci.api.baselines import BaselineUpdate, update_baselines
+    from fuseci.api.running import (
+        Progress,
+        RunOptions,
+        RunOutcome,
+        Silent,
+        baseline_file,
+        check,
+        check_results,
+        keep_run,
+        own_files,
+        run,
+    )
+    from fuseci.api.sharding import MAX_SHARDS, merge, merge_results, parse_shard, shard
+    from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
+    from fuseci.api.timing import BenchOptions, bench, bench_own_files
+    from fuseci.api.trends import history, run_files_in
+    from fuseci.judge.runs import compare_runs, recorded_suites
+
+#: The API's names by the module they live in. A module is imported when one of its names is
+#: first used, so that a command imports only what it needs (``fuseci check`` neither pandas nor
+#: the report reader).
+_MODULES: dict[str, tuple[str, ...]] = {
+    "fuseci.api.baselines": ("BaselineUpdate", "update_baselines"),
+    "fuseci.api.running": (
+        *("Progress", "RunOptions", "RunOutcome", "Silent", "baseline_file", "check", "check_results"),
+        *("keep_run", "own_files", "run"),
+    ),
+    "fuseci.api.sharding": ("MAX_SHARDS", "merge", "merge_results", "parse_shard", "shard"),
+    "fuseci.api.suites": ("check_suites", "load_suites", "parse_accept_env", "runnable", "suite_files"),
+    "fuseci.api.timing": ("BenchOptions", "bench", "bench_own_files"),
+    "fuseci.api.trends": ("history", "run_files_in"),
+    "fuseci.judge.runs": ("compare_runs", "recorded_suites"),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)
+
 
 __all__ = [
     "MAX_SHARDS",

@@ -1,10 +1,12 @@
 """The ``fuseci`` command line: thin commands over :mod:`fuseci.api`.
 
-:mod:`fuseci.cli.commands` holds the commands (:mod:`fuseci.cli.machine` bench and doctor), :mod:`fuseci.cli.options` the options they
-share, and :mod:`fuseci.cli.output` the one error boundary (a
-:class:`~fuseci.errors.FuseciError` becomes one line on stderr and its exit code; anything else
-is a bug, reported on one line with exit 3 and its traceback under ``-v``) and the report files
-built from :data:`fuseci.reporters.REPORTS`.
+:mod:`fuseci.cli.commands` holds the commands (:mod:`fuseci.cli.machine` bench and doctor),
+:mod:`fuseci.cli.options` the options they share, :mod:`fuseci.cli.boundary` the one error
+boundary as typer's group and command classes (a :class:`~fuseci.errors.FuseciError` becomes one
+line on stderr and its exit code; anything else is a bug, reported on one line with exit 3 and
+its traceback under ``-v``), :mod:`fuseci.cli.output` the report files built from
+:data:`fuseci.reporters.REPORTS` and the terminal (:mod:`fuseci.cli.terminal`, rich), and
+:mod:`fuseci.cli.progress` what a run says as it goes.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The commands: each parses its options, calls :mod:`fuseci.api`, renders, and returns its exit
-code to the error boundary. Heavy modules (pandas, the API) are imported inside the commands, so
+code to the error boundary (:class:`~fuseci.cli.boundary.Command`). Heavy modules (pandas, the API) are imported inside the commands, so
 that ``fuseci --help`` is fast."""
 
 from __future__ import annotations
@@ -10,30 +10,26 @@ from typing import Annotated, Any
 import typer
 
 from fuseci import __version__
+from fuseci.cli.boundary import Command, Group
 from fuseci.cli.options import (
     EXIT_CODES_HELP,
     HISTORY_EXIT_CODES_HELP,
     AcceptEnv,
     Baselines,
     FromReport,
+    HtmlFile,
+    JsonFile,
+    JunitFile,
+    MarkdownFile,
     NcuOpt,
     Quiet,
     ReportDir,
     ResultsDirOpt,
     SuitesArg,
     Verbose,
+    report_files,
 )
-from fuseci.cli.output import (
-    GuardedGroup,
-    boundary,
-    check_outputs,
-    console_style,
-    error,
-    report,
-    say,
-    setup_logging,
-    with_report_options,
-)
+from fuseci.cli.output import Terminal, check_outputs, error, report, say, setup_logging
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 
 app = typer.Typer(
@@ -45,14 +41,13 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    cls=GuardedGroup,
+    cls=Group,
 )
 
 
-@app.command(epilog=EXIT_CODES_HELP)
-@boundary
-@with_report_options
+@app.command(epilog=EXIT_CODES_HELP, cls=Command)
 def run(
+    ctx: typer.Context,
     suites: SuitesArg = None,
     from_report: FromReport = None,
     baselines: Baselines = Path("baselines"),
@@ -88,7 +83,10 @@ def run(
     ncu: NcuOpt = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
-    outputs: dict[str, Path] | None = None,
+    junit_file: JunitFile = None,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    html_file: HtmlFile = None,
 ) -> int:
     """Profile suites under ncu (or re-analyse a report), compare with baselines, report.
 
@@ -114,14 +112,16 @@ def run(
     from fuseci.measure import devices
     from fuseci.reporters import console
 
+    outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
+    terminal = ctx.ensure_object(Terminal)
     setup_logging(verbose)
     if from_report is not None and len(suites or ()) != 1:
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
     check = api.check_suites(suites, resolve=from_report is None)
     read = _suite_inputs(check)
     if check.problems:  # nothing is measured: every problem is reported, where it is
-        check_outputs(outputs or {}, read)
-        return _suite_problems(check, outputs or {})
+        check_outputs(outputs, read)
+        return _suite_problems(terminal, check, outputs)
     loaded = api.runnable(check, bool(suites))
     if shard is not None:
         k, n = api.parse_shard(shard)
@@ -136,14 +136,14 @@ def run(
         gpus=(None,) if from_report is not None else devices.select(gpus),
         in_flight=in_flight,
     )
-    check_outputs(outputs or {}, [*read, *api.own_files(loaded, options)])
-    style = console_style(verbose)
-    with RunDisplay(choose(quiet), lambda c: console.render_suite(c, **style)) as display:
+    check_outputs(outputs, [*read, *api.own_files(loaded, options)])
+    with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
         outcome = api.run(loaded, options, display)
     comparisons = list(outcome.comparisons)
     code = report(
+        terminal,
         comparisons,
-        outputs or {},
+        outputs,
         exit_code(comparisons),
         tables_shown=display.printed == len(comparisons),
         verbose=verbose,
@@ -159,14 +159,14 @@ def _suite_inputs(check: Any) -> list[tuple[Path, str]]:
     return found + [(p.path, "a suite file") for p in check.problems]
 
 
-def _suite_problems(check: Any, outputs: dict[str, Path]) -> int:
+def _suite_problems(terminal: Terminal, check: Any, outputs: dict[str, Path]) -> int:
     """Every problem of the suite files, one ``fuseci: error:`` line each, and in the report
     files and GitHub's annotations as an error at its file and line; exit 3."""
     from fuseci.api.suites import check_report
 
     for p in check.problems:
         error(p.message)
-    return report(check_report(check, every_file=False), outputs, EXIT_SETUP, console=False)
+    return report(terminal, check_report(check, every_file=False), outputs, EXIT_SETUP, console=False)
 
 
 def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> int:
@@ -185,10 +185,9 @@ def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> in
     return code
 
 
-@app.command("ab", epilog=EXIT_CODES_HELP)
-@boundary
-@with_report_options
+@app.command("ab", epilog=EXIT_CODES_HELP, cls=Command)
 def ab_command(
+    ctx: typer.Context,
     base: Annotated[
         str,
         typer.Argument(
@@ -246,7 +245,10 @@ def ab_command(
     ncu: NcuOpt = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
-    outputs: dict[str, Path] | None = None,
+    junit_file: JunitFile = None,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    html_file: HtmlFile = None,
 ) -> int:
     """Judge HEAD against BASE, both measured now on this GPU: the pull-request gate.
 
@@ -278,6 +280,8 @@ def ab_command(
     from fuseci.judge.verdict import exit_code
     from fuseci.reporters import console
 
+    outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
+    terminal = ctx.ensure_object(Terminal)
     setup_logging(verbose)
     accepted = api.parse_accept_env(accept_env)
     parts = api.parse_shard(shard) if shard is not None else None
@@ -289,24 +293,24 @@ def ab_command(
             if problems:
                 for message in problems:
                     error(message)
-                check_outputs(outputs or {}, read)
+                check_outputs(outputs, read)
                 return EXIT_SETUP
             if parts is not None:
                 pairs = ab.shard_pairs(pairs, *parts)
                 names = ", ".join(p.name for p in pairs) or "no suites"
                 typer.echo(f"fuseci: shard {parts[0]}/{parts[1]}: {names}", err=True)
-            check_outputs(outputs or {}, read)
+            check_outputs(outputs, read)
             options = ab.AbOptions(
                 report_dir=report_dir, ncu=ncu, accept_env=accepted, every=every, in_flight=in_flight
             )
             _say_pairs(pairs, base_side, head_side, every)
-            style = console_style(verbose)
-            with RunDisplay(choose(quiet), lambda c: console.render_suite(c, **style)) as display:
+            with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
                 outcome = ab.run_ab(pairs, base_side, head_side, options, display)
             comparisons = list(outcome.comparisons)
             code = report(
+                terminal,
                 comparisons,
-                outputs or {},
+                outputs,
                 exit_code(comparisons),
                 tables_shown=display.printed == len(comparisons),
                 verbose=verbose,
@@ -344,10 +348,17 @@ def _keep_ab_run(outcome: Any, pairs: list[Any], head: Any, directory: Path, cod
     return code
 
 
-@app.command("check", epilog="Exit codes: 0 every suite file is valid; 2 usage error; 3 a suite file has a problem.")
-@boundary
-@with_report_options
-def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = None) -> int:
+@app.command(
+    "check", epilog="Exit codes: 0 every suite file is valid; 2 usage error; 3 a suite file has a problem.", cls=Command
+)
+def check_command(
+    ctx: typer.Context,
+    suites: SuitesArg = None,
+    junit_file: JunitFile = None,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    html_file: HtmlFile = None,
+) -> int:
     """Check suite files on any machine, without a GPU: the format and every value, one suite id
     per file, and that every module:function exists (read from its source, never imported or
     run).
@@ -366,8 +377,10 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
     from fuseci import api
     from fuseci.api.suites import check_report
 
+    outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
+    terminal = ctx.ensure_object(Terminal)
     check = api.check_suites(suites)
-    check_outputs(outputs or {}, _suite_inputs(check))
+    check_outputs(outputs, _suite_inputs(check))
     for f in check.files:
         for p in f.reported:
             error(p.message)
@@ -375,15 +388,14 @@ def check_command(suites: SuitesArg = None, outputs: dict[str, Path] | None = No
             say(f"fuseci: warning: {w.message}", err=True)
         if not f.problem_count:
             say(f.summary())
-    code = report(check_report(check), outputs or {}, EXIT_PASS if check.ok else EXIT_SETUP, console=False)
+    code = report(terminal, check_report(check), outputs, EXIT_PASS if check.ok else EXIT_SETUP, console=False)
     say(check.summary())
     return code
 
 
-@app.command("compare", epilog=EXIT_CODES_HELP)
-@boundary
-@with_report_options
+@app.command("compare", epilog=EXIT_CODES_HELP, cls=Command)
 def compare_command(
+    ctx: typer.Context,
     a: Annotated[
         Path,
         typer.Argument(
@@ -413,7 +425,10 @@ def compare_command(
         bool, typer.Option("--quiet", "-q", help="Only the report: no line saying which run files are judged.")
     ] = False,
     verbose: Verbose = False,
-    outputs: dict[str, Path] | None = None,
+    junit_file: JunitFile = None,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    html_file: HtmlFile = None,
 ) -> int:
     """Judge run B against run A, as `fuseci run` judges a run against its baselines.
 
@@ -431,6 +446,8 @@ def compare_command(
     from fuseci.judge.verdict import exit_code
     from fuseci.store import runs
 
+    outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
+    terminal = ctx.ensure_object(Terminal)
     setup_logging(verbose)
     accepted = api.parse_accept_env(accept_env)
     run_a, run_b = runs.load_run(runs.resolve_run(a)), runs.load_run(runs.resolve_run(b))
@@ -441,22 +458,24 @@ def compare_command(
         raise FuseciError(f"no suite to compare: neither {run_a.path} nor {run_b.path} measured one")
     suite_files = [(s.path, f"the suite file of {s.name!r}") for s in loaded]
     kept = [(p, "a run file of the results directory") for given in (a, b) for p in runs.kept_in(given)]
-    check_outputs(outputs or {}, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files, *kept])
+    check_outputs(outputs, [(run_a.path, "run A"), (run_b.path, "run B"), *suite_files, *kept])
     comparisons = api.compare_runs(run_a, run_b, loaded, accepted)
-    return report(comparisons, outputs or {}, exit_code(comparisons), verbose=verbose)
+    return report(terminal, comparisons, outputs, exit_code(comparisons), verbose=verbose)
 
 
-@app.command(epilog=EXIT_CODES_HELP)
-@boundary
-@with_report_options
+@app.command(epilog=EXIT_CODES_HELP, cls=Command)
 def merge(
+    ctx: typer.Context,
     results: Annotated[
         list[Path],
         typer.Argument(
             help="JSON results of `fuseci run --json` (shards, GPU models).", show_default=False, metavar="RESULTS"
         ),
     ],
-    outputs: dict[str, Path] | None = None,
+    junit_file: JunitFile = None,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    html_file: HtmlFile = None,
 ) -> int:
     """Combine the JSON results of several runs into one report, JUnit file and summary.
 
@@ -471,13 +490,14 @@ def merge(
     from fuseci import api
     from fuseci.judge.verdict import exit_code
 
-    check_outputs(outputs or {}, [(path, "a results file being merged") for path in results])
+    outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
+    terminal = ctx.ensure_object(Terminal)
+    check_outputs(outputs, [(path, "a results file being merged") for path in results])
     comparisons = api.merge_results(results)
-    return report(comparisons, outputs or {}, exit_code(comparisons))
+    return report(terminal, comparisons, outputs, exit_code(comparisons))
 
 
-@app.command("history", epilog=HISTORY_EXIT_CODES_HELP)
-@boundary
+@app.command("history", epilog=HISTORY_EXIT_CODES_HELP, cls=Command)
 def history_command(
     results_dir: Annotated[
         Path,
@@ -549,8 +569,7 @@ def history_command(
     return EXIT_PASS
 
 
-@app.command("update-baselines", epilog=EXIT_CODES_HELP)
-@boundary
+@app.command("update-baselines", epilog=EXIT_CODES_HELP, cls=Command)
 def update_baselines(
     suites: SuitesArg = None,
     from_report: FromReport = None,
@@ -623,8 +642,10 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """fuseci."""
+    ctx.obj = Terminal()  # what this invocation prints to; its commands find it with ensure_object

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
 from fuseci.cli.options import (
     BENCH_EXIT_CODES_HELP,
@@ -16,18 +17,12 @@ from fuseci.cli.options import (
     SuitesArg,
     Verbose,
 )
-from fuseci.cli.output import (
-    boundary,
-    check_outputs,
-    error,
-    setup_logging,
-)
+from fuseci.cli.output import check_outputs, error, setup_logging
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError
 from fuseci.measure.command import DEFAULT_REPEATS
 
 
-@app.command("bench", epilog=BENCH_EXIT_CODES_HELP)
-@boundary
+@app.command("bench", epilog=BENCH_EXIT_CODES_HELP, cls=Command)
 def bench_command(
     suites: SuitesArg = None,
     report_dir: Annotated[
@@ -87,9 +82,10 @@ def bench_command(
 
 
 @app.command(
-    "doctor", epilog="Exit codes: 0 nothing failed (warnings allowed); 3 a check failed. Doctor changes nothing."
+    "doctor",
+    epilog="Exit codes: 0 nothing failed (warnings allowed); 3 a check failed. Doctor changes nothing.",
+    cls=Command,
 )
-@boundary
 def doctor(
     ncu: NcuOpt = None,
     json_out: Annotated[

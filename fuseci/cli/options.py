@@ -1,11 +1,14 @@
-"""The options and arguments several commands share, and the exit codes their help states."""
+"""The options and arguments several commands share, declared once each as an ``Annotated`` type,
+and the exit codes their help states."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from fuseci.reporters import FILE_FORMATS
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 every check passed (or has no baseline yet); 1 a gain regressed or a variant "
@@ -77,3 +80,23 @@ NcuOpt = Annotated[
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")]
+
+
+def _report_file(name: str) -> Any:
+    """The ``--FORMAT PATH`` option that writes a report format to a file: its flag and help are
+    the format's entry in :data:`fuseci.reporters.FILE_FORMATS`."""
+    (f,) = (f for f in FILE_FORMATS if f.name == name)
+    return typer.Option(f.option, help=f.help, dir_okay=False, metavar="PATH")
+
+
+# The report files of run, ab, check, compare and merge: one option per file format of the registry
+# (tests/test_cli_output.py checks that each such command has them all).
+JunitFile = Annotated[Path | None, _report_file("junit")]
+JsonFile = Annotated[Path | None, _report_file("json")]
+MarkdownFile = Annotated[Path | None, _report_file("markdown")]
+HtmlFile = Annotated[Path | None, _report_file("html")]
+
+
+def report_files(**paths: Path | None) -> dict[str, Path]:
+    """The report files asked for, by format name (``report_files(junit=..., json=...)``)."""
+    return {name: path for name, path in paths.items() if path is not None}

@@ -4,8 +4,8 @@ Four ways, chosen once per run (:func:`choose`):
 
 * ``quiet`` (``--quiet``): nothing extra; the tables come at the end, as the report.
 * ``tty`` (stderr is a terminal): a live status line per suite in flight on stderr (which suite,
-  k of N, the stage, the case the harness is on, the time so far), drawn with Rich (typer's own
-  dependency); each suite's table is printed to stdout above it as soon as that suite is judged.
+  k of N, the stage, the case the harness is on, the time so far), drawn with rich's ``Live``;
+  each suite's table is printed to stdout above it as soon as that suite is judged.
 * ``lines`` (piped, a log file): the same news as plain lines on stderr, one per change.
 * ``github`` (under GitHub Actions): plain lines, and each judged suite's table in a collapsible
   ``::group::`` section of the log.
@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fuseci.cli.output import echo
+from rich.console import Group
+from rich.text import Text
+
+from fuseci.cli.output import Terminal
 from fuseci.reporters.text import clean
 
 if TYPE_CHECKING:
@@ -70,8 +73,9 @@ class _Flight:
 class RunDisplay:
     """A :class:`fuseci.api.Progress` for the command line (see the module docstring)."""
 
-    def __init__(self, mode: str, render: Callable[[Comparison], str]) -> None:
+    def __init__(self, mode: str, terminal: Terminal, render: Callable[[Comparison], list[Text]]) -> None:
         self.mode = mode
+        self.terminal = terminal
         self.render = render
         self.printed = 0
         self._flights: dict[str, _Flight] = {}
@@ -84,12 +88,11 @@ class RunDisplay:
 
     def __enter__(self) -> RunDisplay:
         if self.mode == "tty":
-            from rich.console import Console
             from rich.live import Live
 
             self._live = Live(
                 "",
-                console=Console(stderr=True),
+                console=self.terminal.err,
                 refresh_per_second=4,
                 transient=True,
                 redirect_stdout=False,
@@ -138,13 +141,12 @@ class RunDisplay:
         with self._lock:
             self.printed += 1
             if self.mode == "github":
-                echo(f"::group::{comparison.suite}: {comparison.verdict.value.upper()}{took}\n{table}::endgroup::\n")
+                group = f"::group::{clean(comparison.suite)}: {comparison.verdict.value.upper()}{took}"
+                self.terminal.out.show_lines([Text(group), *table, Text("::endgroup::")])
             elif self._live is not None and sys.stdout.isatty():  # one terminal: above the live lines
-                from rich.text import Text
-
-                self._live.console.print(Text.from_ansi(table), end="", soft_wrap=True)
+                self._live.console.print(Group(*table))
             else:
-                echo(table)
+                self.terminal.out.show_lines(table)
         self._news(f"{comparison.suite}: {comparison.verdict.value.upper()}{took}")
         self._redraw()
 
@@ -152,14 +154,12 @@ class RunDisplay:
 
     def _news(self, text: str) -> None:
         if self.mode in ("lines", "github"):
-            echo(f"fuseci: {clean(text)}\n", err=True)
+            self.terminal.err.show(f"fuseci: {clean(text)}\n")
         self._redraw()
 
     def _redraw(self) -> None:
         if self._live is None:
             return
-        from rich.text import Text
-
         with self._lock:
             lines = [f.line() for f in sorted(self._flights.values(), key=lambda f: f.index)]
         self._live.update(Text("\n".join(lines)))

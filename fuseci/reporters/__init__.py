@@ -2,8 +2,9 @@
 
 :data:`REPORTS` lists the report formats of judged suites (``fuseci run``, ``compare``,
 ``merge``): the console table, the files a user asks for with an option (``--junit PATH``...),
-and what GitHub Actions reads. The CLI builds its ``--FORMAT PATH`` options from the entries
-that have an :attr:`Format.option`, so a new file format needs no change to any command.
+and what GitHub Actions reads. The CLI's ``--FORMAT PATH`` options take their flag and help from
+the entries that have an :attr:`Format.option`: a new file format is an entry here, an option
+type in :mod:`fuseci.cli.options` and a parameter of each command that writes reports.
 :data:`BENCH_FORMATS` renders ``fuseci bench``'s timed runs.
 
 A format names its module rather than importing it, so that ``fuseci --help`` stays fast:

@@ -7,7 +7,7 @@ import math
 
 from fuseci.measure.bench import BenchResult, BenchRow, exit_code
 from fuseci.measure.record import CaseStatus
-from fuseci.reporters.text import clean
+from fuseci.reporters.text import clean, columns
 
 _HEAD = ("case", "variant", "median us", "IQR %", "min MB", "GB/s", "% copy", "speedup")
 
@@ -37,14 +37,7 @@ def _table(r: BenchResult) -> list[str]:
             rows.append((case.case if i == 0 else "", row.timing.variant, *_cells(row)))
         if not case.rows:
             rows.append((case.case, "-", *("-" for _ in _HEAD[2:])))
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(_HEAD)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(
-            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(_HEAD), *(line(row) for row in rows)]
+    return columns([_HEAD, *rows])
 
 
 def _env_line(r: BenchResult) -> str:

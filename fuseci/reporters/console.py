@@ -7,9 +7,14 @@ reads as one story: the inventory, then each gain it cost), then the notes. A to
 the report.
 
 Without a baseline the NEW checks are one line, not one per check. The notes that DRAM writes
-read low (output still in L2) are one line per suite; ``verbose`` gives each case's. Colour only
-when asked (:func:`fuseci.cli.output.colour`: a terminal, no ``NO_COLOR``); every string from a
-file passes :func:`~fuseci.reporters.text.clean` before colour is added.
+read low (output still in L2) are one line per suite; ``verbose`` gives each case's.
+
+The report is a list of lines, each a :class:`rich.text.Text`: the command line prints them
+through rich, which decides whether the colour is shown (:mod:`fuseci.cli.terminal`);
+:func:`render` gives their plain text.
+Every string from a file passes :func:`~fuseci.reporters.text.clean` before it joins the report.
+Its styles are colours only, no bold or dim, so that ``NO_COLOR`` (rich drops the colour) leaves
+plain text.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ from __future__ import annotations
 import math
 import shlex
 
+from rich.text import Text
+
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
 from fuseci.reporters.text import (
     UNDERCOUNT,
     attention,
     clean,
+    columns,
     count,
     env_line,
     gain_columns,
@@ -30,33 +38,33 @@ from fuseci.reporters.text import (
     undercount_summary,
 )
 
-#: SGR colour per verdict: red for what fails the build, yellow for what needs a look, cyan for
-#: what has nothing to compare with, green for what is fine.
-_SGR = {
-    Verdict.WRONG: "1;31",
-    Verdict.REGRESSED: "1;31",
-    Verdict.ERROR: "1;31",
-    Verdict.INCOMPARABLE: "1;31",
-    Verdict.WARN: "1;33",
-    Verdict.MISSING: "36",
-    Verdict.NEW: "36",
-    Verdict.IMPROVED: "32",
-    Verdict.PASS: "32",
+#: The colour of each verdict: red for what fails the build, yellow for what needs a look, cyan
+#: for what has nothing to compare with, green for what is fine.
+STYLES: dict[Verdict, str] = {
+    Verdict.WRONG: "red",
+    Verdict.REGRESSED: "red",
+    Verdict.ERROR: "red",
+    Verdict.INCOMPARABLE: "red",
+    Verdict.WARN: "yellow",
+    Verdict.MISSING: "cyan",
+    Verdict.NEW: "cyan",
+    Verdict.IMPROVED: "green",
+    Verdict.PASS: "green",
 }
-_DIM = "2"
+#: The colour of a place (a suite file and line), quieter than the text around it.
+PLACE = "bright_black"
 
 
-class _Paint:
-    """ANSI colour, or none."""
+def _verdict(v: Verdict, width: int = 0) -> Text:
+    return Text(v.value.upper().ljust(width), STYLES[v])
 
-    def __init__(self, on: bool) -> None:
-        self.on = on
 
-    def __call__(self, text: str, sgr: str) -> str:
-        return f"\x1b[{sgr}m{text}\x1b[0m" if self.on and text else text
+def _place(path: str, line: int = 0) -> Text:
+    return Text(clean(f"{path}:{line}" if line else path), PLACE)
 
-    def verdict(self, v: Verdict, width: int = 0) -> str:
-        return self(v.value.upper().ljust(width), _SGR[v])
+
+def _bullet(v: Verdict, message: str) -> Text:
+    return Text.assemble("    ", ("-", STYLES[v]), " ", clean(message))
 
 
 def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
@@ -97,50 +105,39 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))
-    rows = [tuple(clean(cell) for cell in r) for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(
-            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(head), *(line(r) for r in rows)]
+    return columns([head, *(tuple(clean(cell) for cell in r) for r in rows)])
 
 
-def _blocks(c: Comparison, paint: _Paint) -> list[str]:
+def _blocks(c: Comparison) -> list[Text]:
     """One block per (case, variant) with a check that did not pass, the worst first; then one
     per planted regression caught, saying by what."""
-    out: list[str] = []
+    out: list[Text] = []
     for a in attention(c):
-        place = paint(clean(f"{c.suite_path}:{a.line}" if a.line else c.suite_path), _DIM)
-        out.append(f"  {paint.verdict(a.verdict, 10)} {clean(a.where)}  {place}")
+        out.append(
+            Text.assemble("  ", _verdict(a.verdict, 10), " ", clean(a.where), "  ", _place(c.suite_path, a.line))
+        )
         # Checks without a baseline value are one line with the command that records them; a
         # value the baseline has but that was not compared (an exact counter of other kernels)
         # says why on a line of its own: recording would hide the change.
         unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
         new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
-        for k, u in zip(a.checks, unrecorded, strict=True):
-            if not u:
-                out.append(f"    {paint('-', _SGR[k.verdict])} {clean(k.message)}")
+        out += [_bullet(k.verdict, k.message) for k, u in zip(a.checks, unrecorded, strict=True) if not u]
         if len(new) == 1:
-            out.append(f"    {paint('-', _SGR[Verdict.NEW])} {clean(new[0].message)}")
+            out.append(_bullet(Verdict.NEW, new[0].message))
         elif new:
             command = record_command(c)
             advice = (
-                f"no baseline value yet: record them with `{clean(command)}`"
+                f"no baseline value yet: record them with `{command}`"
                 if command
-                else f"no value in {clean(c.reference.name if c.reference else 'the baseline')} to compare with"
+                else f"no value in {c.reference.name if c.reference else 'the baseline'} to compare with"
             )
-            out.append(f"    {paint('-', _SGR[Verdict.NEW])} {len(new)} checks have {advice}")
+            out.append(_bullet(Verdict.NEW, f"{len(new)} checks have {advice}"))
         if a.passing:
-            out.append(paint(f"    ({count(a.passing, 'more check', 'more checks')} pass)", _DIM))
+            out.append(Text(f"    ({count(a.passing, 'more check', 'more checks')} pass)", PLACE))
     for s in (s for s in subjects([c]) if s.caught):
-        place = paint(clean(f"{c.suite_path}:{s.line}" if s.line else c.suite_path), _DIM)
-        out.append(f"  {paint('CAUGHT'.ljust(10), _SGR[Verdict.PASS])} {clean(f'{s.case}/{s.variant}')}  {place}")
-        out += [
-            f"    {paint('-', _SGR[Verdict.PASS])} {clean(k.message)}" for k in s.checks if k.check is CheckKind.PLANTED
-        ]
+        caught = Text("CAUGHT".ljust(10), STYLES[Verdict.PASS])
+        out.append(Text.assemble("  ", caught, " ", clean(f"{s.case}/{s.variant}"), "  ", _place(c.suite_path, s.line)))
+        out += [_bullet(Verdict.PASS, k.message) for k in s.checks if k.check is CheckKind.PLANTED]
     return out
 
 
@@ -164,46 +161,52 @@ def _notes(c: Comparison, verbose: bool) -> list[str]:
     return notes
 
 
-def _suite(c: Comparison, paint: _Paint, verbose: bool) -> list[str]:
-    out = [f"suite {clean(c.suite)}: {paint.verdict(c.verdict)}  {paint(clean(c.suite_path), _DIM)}"]
+def _suite(c: Comparison, verbose: bool) -> list[Text]:
+    out = [Text.assemble(f"suite {clean(c.suite)}: ", _verdict(c.verdict), "  ", _place(c.suite_path))]
     if not c.env:  # the suite could not be profiled or read: its error check says why
         for case in c.cases:
-            out += [f"  {paint.verdict(k.verdict, 10)} {clean(k.message)}" for k in case.checks]
-        return [*out, ""]
-    out.append("  " + clean(env_line(c)))
+            out += [Text.assemble("  ", _verdict(k.verdict, 10), " ", clean(k.message)) for k in case.checks]
+        return [*out, Text()]
+    out.append(Text("  " + clean(env_line(c))))
     if not c.has_baseline:
         checks = sum(1 for case in c.cases for k in case.checks if k.verdict is Verdict.NEW)
+        command = record_command(c) or "fuseci update-baselines"
         out.append(
-            f"  {paint.verdict(Verdict.NEW)}: no baseline at {clean(str(c.baseline_path))} yet, so "
-            f"{count(checks, 'check')} {'has' if checks == 1 else 'have'} nothing to compare with; record one with `{clean(record_command(c) or 'fuseci update-baselines')}`"
+            Text.assemble(
+                "  ",
+                _verdict(Verdict.NEW),
+                clean(
+                    f": no baseline at {c.baseline_path} yet, so {count(checks, 'check')} "
+                    f"{'has' if checks == 1 else 'have'} nothing to compare with; record one with `{command}`"
+                ),
+            )
         )
     else:
-        out.append(f"  baseline {clean(str(c.baseline_path))}")
+        out.append(Text(f"  baseline {clean(str(c.baseline_path))}"))
     for d in c.env_differences:
-        state = "accepted" if d.accepted else paint("NOT COMPARED", _SGR[Verdict.INCOMPARABLE])
-        out.append(
-            clean(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ") + f"({state})"
-        )
-    out += ["", *("  " + r for r in _table(c.cases)), ""]
-    blocks = _blocks(c, paint)
-    notes = _notes(c, verbose)
+        state = Text("accepted") if d.accepted else Text("NOT COMPARED", STYLES[Verdict.INCOMPARABLE])
+        differs = clean(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ")
+        out.append(Text.assemble(differs, "(", state, ")"))
+    out += [Text(), *(Text("  " + r) for r in _table(c.cases)), Text()]
+    blocks = _blocks(c)
+    notes = [Text(n) for n in _notes(c, verbose)]
     if blocks:
-        out += [*blocks, ""]
+        out += [*blocks, Text()]
     if notes:
-        out += [*notes, ""]
+        out += [*notes, Text()]
     return out
 
 
-def render(comparisons: list[Comparison], *, color: bool = False, verbose: bool = False) -> str:
-    """The whole console report."""
-    paint = _Paint(color)
-    lines: list[str] = []
-    for c in comparisons:
-        lines += _suite(c, paint, verbose)
-    lines.append(clean(totals(comparisons)))
-    return "\n".join(lines) + "\n"
+def report(comparisons: list[Comparison], *, verbose: bool = False) -> list[Text]:
+    """The whole console report, line by line."""
+    return [*(line for c in comparisons for line in _suite(c, verbose)), Text(clean(totals(comparisons)))]
 
 
-def render_suite(comparison: Comparison, *, color: bool = False, verbose: bool = False) -> str:
+def suite_report(comparison: Comparison, *, verbose: bool = False) -> list[Text]:
     """One suite's part of the console report, printed as soon as the suite is judged."""
-    return "\n".join(_suite(comparison, _Paint(color), verbose)) + "\n"
+    return _suite(comparison, verbose)
+
+
+def render(comparisons: list[Comparison], *, verbose: bool = False) -> str:
+    """The whole console report as plain text."""
+    return "".join(line.plain + "\n" for line in report(comparisons, verbose=verbose))

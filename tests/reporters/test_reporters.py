@@ -1,6 +1,7 @@
 """Reporters, pinned by whole expected documents. Regenerate after an intended change with
 ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters`` and review the diff."""
 
+import io
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, pinned, recorded_comparison
 from html_doc import regressed_comparisons
+from rich.console import Console, Group
 
 from fuseci.judge.verdict import Verdict, failed
 from fuseci.reporters import FORMATS, console, html, junit
@@ -86,11 +88,21 @@ def test_console_table_and_attention_lines(in_root) -> None:
     assert text.rstrip().endswith("fuseci: 1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1")
 
 
-def test_console_colour_only_when_asked(in_root) -> None:
-    coloured = console.render([recorded_comparison(REGRESSED_REPORT)], color=True)
-    assert "\x1b[1;31mREGRESSED\x1b[0m" in coloured
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", coloured)
-    assert plain == console.render([recorded_comparison(REGRESSED_REPORT)])
+def test_console_colour_is_rich_styles(in_root) -> None:
+    """The report's lines carry their colours as styles; a terminal shows them, and only colours
+    (no bold or dim), so that rich's NO_COLOR leaves plain text."""
+    lines = console.report([recorded_comparison(REGRESSED_REPORT)])
+    plain = console.render([recorded_comparison(REGRESSED_REPORT)])
+    terminal = Console(file=io.StringIO(), force_terminal=True, color_system="standard", no_color=False, soft_wrap=True)
+    terminal.print(Group(*lines))
+    coloured = terminal.file.getvalue()
+    assert "\x1b[31mREGRESSED\x1b[0m" in coloured and "\x1b[90msuites/elementwise.yaml:17\x1b[0m" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
+    codes = {code for sgr in re.findall(r"\x1b\[([0-9;]*)m", coloured) for code in sgr.split(";")}
+    assert codes == {"0", "31", "36", "90"}  # reset and colours: red, cyan, grey; no bold (1) or dim (2)
+    terminal = Console(file=io.StringIO(), force_terminal=True, color_system="standard", no_color=True, soft_wrap=True)
+    terminal.print(Group(*lines))
+    assert terminal.file.getvalue() == plain
 
 
 def test_first_run_without_baseline_is_one_line(in_root, tmp_path: Path) -> None:

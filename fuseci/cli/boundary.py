@@ -1,0 +1,99 @@
+"""The one error boundary, as typer's group and command classes (the app's and each command's
+``cls``): a :class:`~fuseci.errors.FuseciError` is one line on stderr and its exit code; anything
+else is a bug, reported on one line with exit 3 (its traceback before it under ``-v``), never the
+1 of a regression. A command's body returns its exit code."""
+
+from __future__ import annotations
+
+import errno
+import sys
+import traceback
+from typing import Any
+
+import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup
+
+from fuseci.cli.output import error, stdout_is_gone
+from fuseci.errors import EXIT_SETUP, FuseciError
+
+
+def internal_error(exc: BaseException, verbose: bool) -> int:
+    """Report a bug: one line (the exception's first line), its traceback before it only when
+    ``verbose``; never the regression code.
+
+    Returns:
+        The exit code, 3.
+    """
+    if verbose:
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error(
+        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
+        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
+    )
+    return EXIT_SETUP
+
+
+def failed(exc: Exception, verbose: bool) -> int:
+    """The exit code of a command that raised ``exc``, said on stderr."""
+    if isinstance(exc, FuseciError):
+        error(str(exc))
+        return exc.exit_code
+    return internal_error(exc, verbose)
+
+
+class Command(TyperCommand):
+    """A fuseci command: its body returns its exit code, inside the boundary (its traceback with
+    the command's own ``-v``); its help names each argument by its metavar (``SUITE``), where
+    typer would add its Python type (``<list[Path]>``)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            code = super().invoke(ctx)
+        except Exception as exc:  # a FuseciError is one line; anything else a bug, never exit 1
+            code = failed(exc, verbose=bool(ctx.params.get("verbose")))
+        raise typer.Exit(code)
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                arguments.append((param.metavar or record[0], record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+class Group(TyperGroup):
+    """The command group, with the boundary around everything that is not a command's body:
+    option callbacks, argument conversion, the command-line machinery (a bug there gets its
+    traceback with ``-v``/``--verbose`` anywhere on the command line). A closed stdout
+    (``fuseci run | head``) is exit 3 as well, where click would exit 1."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; a broken stdout pipe is exit 3."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            stdout_is_gone()
+            raise typer.Exit(EXIT_SETUP) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's ``main``, inside the boundary."""
+        argv = kwargs.get("args", args[0] if args else None)
+        argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        try:
+            return super().main(*args, **kwargs)
+        except Exception as exc:
+            code = failed(exc, verbose="-v" in argv or "--verbose" in argv)
+        if not kwargs.get("standalone_mode", True):
+            return code
+        sys.exit(code)
