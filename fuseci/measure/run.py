@@ -355,6 +355,12 @@ def warm_imports() -> threading.Thread:
                 importlib.import_module(name)
             except Exception as exc:  # reported by whoever needs it, where it is needed
                 log.debug("warming %s failed: %s", name, exc)
+        try:
+            from fuseci.frames import report
+
+            report.load_reader()
+        except Exception as exc:
+            log.debug("warming the report reader failed: %s", exc)
 
     thread = threading.Thread(target=load, name="fuseci-warm-imports", daemon=True)
     thread.start()
