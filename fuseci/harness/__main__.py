@@ -10,9 +10,11 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
 from fuseci.harness import __doc__ as _DOC
@@ -20,7 +22,8 @@ from fuseci.harness import arrays
 from fuseci.harness.probe import probe
 from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
-from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV
+from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV, waiting_file
+from fuseci.measure.record import HarnessRecord, write_record
 from fuseci.store.atomic import LockTimeout, file_lock, is_held
 
 log = logging.getLogger("fuseci.harness")
@@ -37,11 +40,16 @@ def next_turn_file(lock: Path) -> Path:
 
 
 @contextmanager
-def gpu_turn(lock: Path | None, timeout_s: float, *, claimed: bool = False) -> Iterator[None]:
+def gpu_turn(
+    lock: Path | None, timeout_s: float, *, claimed: bool = False, announce: Path | None = None
+) -> Iterator[None]:
     """Hold the GPU's lock file (when given) for the block.
 
     A process that holds the next turn (``claimed``, see :func:`claim_next_turn`) takes the GPU
-    as soon as it is free; any other waits while someone holds the next turn.
+    as soon as it is free; any other waits while someone holds the next turn. With ``announce``
+    (a profiled run: :func:`fuseci.measure.command.waiting_file` of its record) that file says,
+    while it waits, that it does: its timed pass, timing cases ahead of it on a GPU nobody used
+    (:func:`time_around`), hands the GPU over after the case in hand.
 
     Raises:
         HarnessError: another fuseci process held the GPU for ``timeout_s``.
@@ -52,6 +60,9 @@ def gpu_turn(lock: Path | None, timeout_s: float, *, claimed: bool = False) -> I
     log.info("waiting for the GPU (%s)", lock)
     claim = next_turn_file(lock)
     with ExitStack() as held:
+        if announce is not None:
+            announce.touch()
+            held.callback(announce.unlink, missing_ok=True)
         try:  # only taking the lock is the lock's failure; what the block raises passes through
             held.enter_context(
                 file_lock(
@@ -73,6 +84,8 @@ def gpu_turn(lock: Path | None, timeout_s: float, *, claimed: bool = False) -> I
                 "set TMPDIR to a directory of your own"
             ) from None
         log.info("GPU taken")
+        if announce is not None:
+            announce.unlink(missing_ok=True)
         yield
     log.debug("GPU given back")
 
@@ -106,6 +119,66 @@ def claim_next_turn(lock: Path, record: Path, timeout_s: float) -> Iterator[None
         raise HarnessError(
             f"cannot claim the next turn on the GPU ({next_turn_file(lock)}): {exc.strerror or exc}"
         ) from None
+
+
+@contextmanager
+def gpu_if_free(lock: Path) -> Iterator[bool]:
+    """Hold the GPU for the block if nobody holds it or has claimed the next turn right now;
+    whether it is held (the block runs either way, without waiting)."""
+    if is_held(next_turn_file(lock)):
+        yield False
+        return
+    with ExitStack() as held:
+        try:
+            held.enter_context(file_lock(lock, 0.0, poll_s=GPU_POLL_S, max_poll_s=GPU_POLL_S))
+            taken = True
+        except (LockTimeout, OSError):
+            taken = False
+        if taken:
+            log.info("GPU taken ahead of the profiled run")
+        yield taken
+    if taken:
+        log.debug("GPU given back")
+
+
+def time_around(
+    suite: Suite, record_path: Path, after: Path, lock: Path | None, only: set[str] | None, timing: TimingOptions
+) -> HarnessRecord:
+    """The timed pass of ``fuseci run`` (``--after``): time the cases around the profiled run
+    whose record is ``after``.
+
+    The profiled process starts under ncu and imports under its injection, so this one is ready
+    first: while the GPU is free and the profiled run has not taken it, it times cases, one at a
+    time (their first calls timed too: they pay the cold start now), until the profiled run waits
+    for the GPU (:func:`gpu_turn`'s ``announce``), then hands the GPU over. Once the profiled record is
+    complete it times the rest of the cases that checked right, taking the GPU next
+    (:func:`claim_next_turn`). A one-case PyTorch suite's timed pass (1.1 s on an H200) then
+    fits while the profiled process still imports.
+    """
+    ahead = None
+    waiting = waiting_file(after)
+    if lock is not None and not after.exists() and not waiting.exists():
+        with gpu_if_free(lock) as held:
+            if held:
+                arrays.open_context()
+                log.debug("CUDA context ready")
+                ahead = run(suite, record_path, only, timing=timing, check=False, stop=waiting.exists, first_calls=True)
+    if ahead is not None and ahead.complete:
+        return ahead
+    with ExitStack() as next_turn:
+        if lock is not None:
+            next_turn.enter_context(claim_next_turn(lock, after, suite.ncu.timeout_s))
+        checked = wait_for_ok_cases(after, suite.ncu.timeout_s)
+        todo = checked if only is None else checked & only
+        if ahead is not None and todo <= set(ahead.cases):  # nothing left to time: the GPU is not needed
+            record = replace(ahead, complete=True)
+            write_record(record, record_path)
+            return record
+        with gpu_turn(lock, suite.ncu.timeout_s, claimed=True):
+            next_turn.close()  # the GPU is held: the claim has done its work
+            arrays.open_context()
+            log.debug("CUDA context ready")
+            return run(suite, record_path, todo, timing=timing, check=False, prior=ahead)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,8 +221,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("a suite file is required (or --probe)")
     if (args.repeats is not None or args.no_checks or args.after) and not args.time:
         parser.error("--repeats, --no-checks and --after need --time")
-    if args.after and args.case:
-        parser.error("--after times the cases the profiled record checked right: it takes no --case")
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"--repeats must be positive, got {args.repeats}")
     timing = None
@@ -171,13 +242,12 @@ def main(argv: list[str] | None = None) -> int:
         arrays.start_driver()  # before the GPU's turn, while another process may be measuring: no context yet
         log.debug("CUDA driver ready")
         only = set(args.case) if args.case else None
-        with ExitStack() as next_turn:
-            if args.after is not None:
-                if args.gpu_lock is not None:
-                    next_turn.enter_context(claim_next_turn(args.gpu_lock, args.after, suite.ncu.timeout_s))
-                only = wait_for_ok_cases(args.after, suite.ncu.timeout_s)
-            with gpu_turn(args.gpu_lock, suite.ncu.timeout_s, claimed=args.after is not None):
-                next_turn.close()  # the GPU is held: the claim has done its work
+        if args.after is not None:
+            assert timing is not None  # --after needs --time
+            record = time_around(suite, args.record, args.after, args.gpu_lock, only, timing)
+        else:
+            announce = None if args.time else waiting_file(args.record)
+            with gpu_turn(args.gpu_lock, suite.ncu.timeout_s, announce=announce):
                 arrays.open_context()
                 log.debug("CUDA context ready")
                 record = run(suite, args.record, only, timing=timing, check=not args.no_checks)

@@ -164,6 +164,21 @@ def _first_call(call: Call, inputs: Mapping[str, Tensor]) -> tuple[float, int, t
     return float(elapsed), max(peak(), held), tuple(dict.fromkeys(s for s in seen if "autotuned" in s))
 
 
+def first_calls_of(
+    case: Case, calls: Mapping[str, Call], inputs: Mapping[str, Tensor]
+) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
+    """Each variant's first call, as :func:`check_case` times it, without the checks: its wall
+    time (ns) and what it autotuned (only variants that did)."""
+    first: dict[str, float] = {}
+    autotuned: dict[str, tuple[str, ...]] = {}
+    for variant in case.variants:
+        first[variant.id], _, tuned = _first_call(calls[variant.id], inputs)
+        if tuned:
+            autotuned[variant.id] = tuned
+        calls[variant.id].framework.free()
+    return first, autotuned
+
+
 def check_case(
     case: Case, calls: Mapping[str, Call], reference: Call | None, inputs: Mapping[str, Tensor]
 ) -> CaseCheck:

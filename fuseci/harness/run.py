@@ -18,7 +18,7 @@ from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness import arrays
-from fuseci.harness.checks import Call, check_case
+from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
@@ -89,11 +89,18 @@ def _measure(
 
 
 def run_case(
-    suite: Suite, case: Case, search: list[Path], timing: TimingOptions | None = None, *, check: bool = True
+    suite: Suite,
+    case: Case,
+    search: list[Path],
+    timing: TimingOptions | None = None,
+    *,
+    check: bool = True,
+    first_calls: bool = False,
 ) -> CaseRecord:
     """Check, warm up and measure one case, or time it with ``timing``; ``check=False`` (timing
-    only) skips the correctness checks that the profiled run made. Foreign exceptions become an
-    error record."""
+    only) skips the correctness checks that the profiled run made, ``first_calls`` (timing only,
+    without checks) still times each variant's first call (see :func:`run`). Foreign exceptions
+    become an error record."""
     frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get("cupy")}
     try:
         calls, reference = _calls(case, search)
@@ -101,13 +108,13 @@ def run_case(
         log.debug("case %s: inputs made", case.id)
         checks: list[CheckRecord] = []
         min_bytes = None
-        first_calls: dict[str, float] = {}
+        first_calls_ns: dict[str, float] = {}
         autotuned: dict[str, tuple[str, ...]] = {}
         notes: list[str] = []
         if check or timing is None:
             found = check_case(case, calls, reference, inputs)
             checks, min_bytes, notes = found.checks, found.min_bytes, found.notes
-            first_calls, autotuned = found.first_call_ns, found.autotuned
+            first_calls_ns, autotuned = found.first_call_ns, found.autotuned
             log.debug("case %s: checked", case.id)
         if case.min_bytes is not None:
             min_bytes = case.min_bytes
@@ -120,13 +127,24 @@ def run_case(
                 f"wrong result: {worst.describe()}",
                 tuple(checks),
                 min_bytes=min_bytes,
-                first_call_ns=first_calls,
+                first_call_ns=first_calls_ns,
                 notes=tuple(notes),
             )
         if timing is not None:
+            if first_calls and not checks:
+                first_calls_ns, autotuned = first_calls_of(case, calls, inputs)
             timings = time_case(case, calls, inputs, timing)
             log.debug("case %s: timed", case.id)
-            return CaseRecord(case.id, CaseStatus.OK, "", tuple(checks), timings=timings, min_bytes=min_bytes)
+            return CaseRecord(
+                case.id,
+                CaseStatus.OK,
+                "",
+                tuple(checks),
+                timings=timings,
+                min_bytes=min_bytes,
+                first_call_ns=first_calls_ns,
+                autotuned=autotuned,
+            )
         compiled = _measure(suite, case, calls, inputs)
         return CaseRecord(
             case.id,
@@ -135,7 +153,7 @@ def run_case(
             tuple(checks),
             tuple(v.id for v in case.variants),
             min_bytes=min_bytes,
-            first_call_ns=first_calls,
+            first_call_ns=first_calls_ns,
             autotuned=autotuned,
             compiled=compiled,
             notes=tuple(notes),
@@ -258,12 +276,22 @@ def run(
     *,
     timing: TimingOptions | None = None,
     check: bool = True,
+    stop: Callable[[], bool] | None = None,
+    prior: HarnessRecord | None = None,
+    first_calls: bool = False,
 ) -> HarnessRecord:
     """Run every case (or those in ``only``), rewriting the record after each.
 
     With ``timing`` the variants are timed with CUDA events instead of run in NVTX ranges, and
     the copy bandwidth is measured first; ``timing.l2_bytes`` is taken from the device.
-    ``check=False`` (with ``timing`` only) skips the correctness checks.
+    ``check=False`` (with ``timing`` only) skips the correctness checks; ``first_calls`` (with
+    ``timing`` only) times each variant's first call and what it compiled or autotuned, as the
+    checks do, for a timed pass that runs a case before its profiled run (its first calls pay
+    the cold start then).
+
+    ``stop`` is asked before each case: when it says so, the record is left incomplete with the
+    cases run so far, and ``run`` may be called again with it as ``prior`` for the rest (its
+    environment and copy bandwidth kept, its cases not run again).
 
     Raises:
         HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.
@@ -273,18 +301,22 @@ def run(
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     usable = start_frameworks(suite)
-    record = HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
+    record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
     if timing is not None:
         timing = replace(timing, l2_bytes=int(record.env["l2_bytes"]))
-        log.info("copy bandwidth")
-        record = replace(record, copy_bandwidth=copy_bandwidth())
+        if record.copy_bandwidth is None:
+            log.info("copy bandwidth")
+            record = replace(record, copy_bandwidth=copy_bandwidth())
     write_record(record, record_path)
-    cases: dict[str, CaseRecord] = {}
-    todo = [case for case in suite.cases if only is None or case.id in only]
+    cases: dict[str, CaseRecord] = dict(record.cases)
+    todo = [case for case in suite.cases if (only is None or case.id in only) and case.id not in cases]
     for i, case in enumerate(todo):
+        if stop is not None and stop():
+            log.info("stopping before case %s", case.id)
+            return replace(record, cases=dict(cases), running=None, complete=False)
         log.info("case %s", case.id)
         write_record(replace(record, cases=dict(cases), running=case.id), record_path)  # names a hang
-        cases[case.id] = run_case(suite, case, search, timing, check=check)
+        cases[case.id] = run_case(suite, case, search, timing, check=check, first_calls=first_calls)
         if cases[case.id].status is CaseStatus.ERROR and not cuda_context_alive():
             # An illegal address or a kernel fault poisons the CUDA context for good: later
             # cases would fail for no fault of their own. Say so and stop.

@@ -146,7 +146,7 @@ def _first_calls(case: Case, rec: CaseRecord) -> str | None:
     if not times or max(times.values()) < FIRST_CALL_NOTE_NS:
         return None
     said = ", ".join(f"{vid} {ns / 1e9:.2f} s" for vid, ns in times.items())
-    return f"first calls (compilation, autotuning, caches; the cold start, under ncu): {said}"
+    return f"first calls (compilation, autotuning, caches; the cold start): {said}"
 
 
 #: A case whose slowest first call takes this long gets a note of every variant's first call.

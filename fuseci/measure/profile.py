@@ -19,7 +19,7 @@ from fuseci.config import names, quantities
 from fuseci.config.model import NcuSettings
 from fuseci.errors import NcuError
 from fuseci.measure import process
-from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand
+from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand, waiting_file
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def finished(returncode: int, files: SuiteFiles) -> ProfileRun:
 def remove_stale(files: SuiteFiles) -> None:
     """Remove what an earlier profiled run of the suite left, so that nothing reads it for new."""
     files.report.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (files.report, files.record, files.ncu_log):
+    for stale in (files.report, files.record, files.ncu_log, waiting_file(files.record)):
         stale.unlink(missing_ok=True)
 
 

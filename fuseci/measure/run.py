@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
 from fuseci.measure import process
 from fuseci.measure import profile as ncu
 from fuseci.measure.bytecode import COMPILE_CACHE, PYCACHE
-from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
+from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv, waiting_file
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
 
@@ -173,15 +174,28 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
     options.say("profiling under ncu", files.record)
     timed_files = files.harness(Mode.TIME)
     timer = None
+    watch = None
     if suite.timed:
-        argv = harness_argv(Mode.TIME, timed_files.record, suite.path, after=files.record, gpu_lock=options.gpu_lock)
+        argv = harness_argv(
+            Mode.TIME,
+            timed_files.record,
+            suite.path,
+            cases=options.cases or (),
+            after=files.record,
+            gpu_lock=options.gpu_lock,
+        )
         timer = start_timed(argv, timed_files, options.env, options.cwd)
+        if options.gpu_lock is not None:
+            watch = AheadWatch(timer, timed_files.record, waiting_file(files.record), ahead_limit_s(suite))
     try:
         record, version = _profiled(suite, options, files)
     except BaseException:
         if timer is not None:
             process.stop(timer)
         raise
+    finally:
+        if watch is not None:
+            watch.close()
     s = suite.ncu
     info = ProfilerInfo(
         ncu_version=version,
@@ -193,13 +207,76 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
     record = replace(record, profiler=info)
     if timer is not None and not record.interrupted and record.ok_cases():
         options.say("timing outside ncu", timed_files.record)
-        timed = finish_timed(timer, timed_files, s.timeout_s)
+        if watch is not None and watch.stopped:  # it held the GPU too long ahead of the profiled run
+            argv = harness_argv(
+                Mode.TIME, timed_files.record, suite.path, cases=record.ok_cases(), gpu_lock=options.gpu_lock
+            )
+            timed = run_timed(argv, timed_files, s.timeout_s, options.env, options.cwd)
+        else:
+            timed = finish_timed(timer, timed_files, s.timeout_s)
         record = _with_timings(record, timed, record.ok_cases(), timed_files, again=False)
         record = replace(record, profiler=replace(info, timed=True), copy_bandwidth=timed.copy_bandwidth)
     elif timer is not None:
         process.stop(timer)
     write_record(record, files.record)
     return record, (files.report if files.report.exists() else None)
+
+
+def ahead_limit_s(suite: Suite) -> float:
+    """How long a timed pass timing one case ahead of its profiled run may keep the GPU while the
+    profiled run waits for it (:class:`AheadWatch`): a quarter of the suite's ``ncu.timeout``, at
+    least 30 s (a cold ``torch.compile`` with autotuning takes that long)."""
+    return max(30.0, suite.ncu.timeout_s / 4)
+
+
+class AheadWatch:
+    """Stops a timed pass that keeps the GPU for one case longer than ``limit_s`` ahead of its
+    profiled run while that run waits (a hang, say), so that the profiled run still measures,
+    and stops at ``ncu.timeout``, where the case that hangs is named; the cases that checked
+    right are then timed by a fresh process after it (:attr:`stopped`).
+
+    The timed harness names the case it is in in its record (``running``), rewritten as each case
+    starts; the profiled harness keeps :func:`~fuseci.measure.command.waiting_file` while it
+    waits for the GPU."""
+
+    POLL_S = 0.25
+
+    def __init__(self, timer: subprocess.Popen[bytes], record: Path, waiting: Path, limit_s: float) -> None:
+        self.stopped = False
+        """Whether the timed process was stopped."""
+        self._timer, self._record, self._waiting, self._limit_s = timer, record, waiting, limit_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="fuseci-ahead-watch", daemon=True)
+        self._thread.start()
+
+    def _stuck(self) -> bool:
+        if not self._waiting.exists():
+            return False
+        try:
+            age = time.time() - self._record.stat().st_mtime
+            running = read_record(self._record).running if age > self._limit_s else None
+        except (OSError, ReportError):
+            return False
+        return running is not None
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.POLL_S):
+            if self._timer.poll() is not None:
+                return
+            if self._stuck():
+                log.warning(
+                    "the timed pass kept the GPU for over %g s in one case ahead of the profiled run, which waits: "
+                    "stopped; it times the cases after the profiled run instead",
+                    self._limit_s,
+                )
+                self.stopped = True
+                process.stop(self._timer)
+                return
+
+    def close(self) -> None:
+        """Stop watching."""
+        self._done.set()
+        self._thread.join()
 
 
 def _with_timings(
@@ -220,9 +297,12 @@ def _with_timings(
                 f"{got.message if got else 'not recorded'}; see {files.log}"
             )
         case = record.cases[cid]
-        updated[cid] = (
-            replace(case, retimings=(*case.retimings, got.timings)) if again else replace(case, timings=got.timings)
-        )
+        if again:
+            updated[cid] = replace(case, retimings=(*case.retimings, got.timings))
+        else:  # a case timed ahead of its profiled run paid its cold start there (the larger first call)
+            first = {v: max(ns, got.first_call_ns.get(v, 0.0)) for v, ns in case.first_call_ns.items()}
+            autotuned = {**got.autotuned, **case.autotuned}
+            updated[cid] = replace(case, timings=got.timings, first_call_ns=first, autotuned=autotuned)
     return record.with_cases(updated)
 
 
