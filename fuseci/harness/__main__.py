@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         "--after",
         type=Path,
         metavar="RECORD",
-        help="with --time: start up, then wait until the profiled run's RECORD is complete and time the cases it "
-        "checked right (so that this process's start overlaps the profiled run)",
+        help="with --time: the timed pass of the profiled run whose record is RECORD: time cases while the GPU is free "
+        "and that run has not taken it, then, once RECORD is complete, the rest of the cases it checked right",
     )
     parser.add_argument(
         "--gpu-lock",
