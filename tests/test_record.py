@@ -56,7 +56,8 @@ def test_malformed_timing_is_a_report_error(tmp_path: Path) -> None:
     doc["cases"]["scale_relu_add"]["timings"][0]["median"] = 1.0
     (tmp_path / "r.json").write_text(json.dumps(doc))
     with pytest.raises(
-        ReportError, match=r"cases.scale_relu_add.timings\[0\].median: unknown member; did you mean 'median_ns'"
+        ReportError,
+        match=r"cases.scale_relu_add.timings\[0\].median: unknown key 'median'; did you mean 'median_ns'\? allowed keys: variant, ",
     ):
         read_record(tmp_path / "r.json")
 

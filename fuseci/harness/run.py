@@ -273,9 +273,10 @@ def run(
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     usable = start_frameworks(suite)
-    record = HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
+    env = collect_env(usable)
+    record = HarnessRecord(suite=suite.name, env=env, cases={})
     if timing is not None:
-        timing = replace(timing, l2_bytes=int(record.env["l2_bytes"]))
+        timing = replace(timing, l2_bytes=int(env["l2_bytes"]))
         log.info("copy bandwidth")
         record = replace(record, copy_bandwidth=copy_bandwidth())
     write_record(record, record_path)
