@@ -1,13 +1,14 @@
 """The typed models of fuseci's documents, validated by pydantic, with errors in fuseci's words.
 
 Every format fuseci reads (a suite, a baseline, a harness record, a results file, a run file) is
-declared once as a tree of :class:`Model` classes built from the annotated types below; pydantic
-checks a parsed document against it, reporting every problem at once with its location, and
-:func:`problems` turns pydantic's errors into fuseci's one-line wording (``expected an integer,
-got a string "x"``, ``missing required key 'suite'``, ``unknown key 'shpe'; did you mean
-'shape'? allowed keys: ...``), so that each reader adds only the file's name (and, for a suite,
-the line) and the fix. :func:`json_path` writes a location as messages show it
-(``cases.bias_gelu.timings[0].median_ns``, ``values["dram__bytes.sum"]``).
+declared once as a tree of :class:`Model` classes (or :class:`Document` dataclasses, where code
+builds the value too) built from the annotated types below; pydantic checks a parsed document
+against it, reporting every problem at once with its location, and :func:`problems` turns
+pydantic's errors into fuseci's one-line wording (``expected an integer, got a string "x"``,
+``missing required key 'suite'``, ``unknown key 'shpe'; did you mean 'shape'? allowed keys:
+...``), so that each reader adds only the file's name (and, for a suite, the line) and the fix.
+:func:`json_path` writes a location as messages show it (``cases.bias_gelu.timings[0].median_ns``,
+``values["dram__bytes.sum"]``).
 
 Models are frozen, refuse unknown keys and are strict: ``true`` is not an integer, ``"1"`` is
 not a number (integers are taken where a number is expected) and numbers are finite unless a
