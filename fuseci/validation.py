@@ -1,13 +1,14 @@
 """The typed models of fuseci's documents, validated by pydantic, with errors in fuseci's words.
 
 Every format fuseci reads (a suite, a baseline, a harness record, a results file, a run file) is
-declared once as a tree of :class:`Model` classes built from the annotated types below; pydantic
-checks a parsed document against it, reporting every problem at once with its location, and
-:func:`problems` turns pydantic's errors into fuseci's one-line wording (``expected an integer,
-got a string "x"``, ``missing required key 'suite'``, ``unknown key 'shpe'; did you mean
-'shape'? allowed keys: ...``), so that each reader adds only the file's name (and, for a suite,
-the line) and the fix. :func:`json_path` writes a location as messages show it
-(``cases.bias_gelu.timings[0].median_ns``, ``values["dram__bytes.sum"]``).
+declared once as a tree of :class:`Model` classes (or :class:`Document` dataclasses, where code
+builds the value too) built from the annotated types below; pydantic checks a parsed document
+against it, reporting every problem at once with its location, and :func:`problems` turns
+pydantic's errors into fuseci's one-line wording (``expected an integer, got a string "x"``,
+``missing required key 'suite'``, ``unknown key 'shpe'; did you mean 'shape'? allowed keys:
+...``), so that each reader adds only the file's name (and, for a suite, the line) and the fix.
+:func:`json_path` writes a location as messages show it (``cases.bias_gelu.timings[0].median_ns``,
+``values["dram__bytes.sum"]``).
 
 Models are frozen, refuse unknown keys and are strict: ``true`` is not an integer, ``"1"`` is
 not a number (integers are taken where a number is expected) and numbers are finite unless a
@@ -22,7 +23,9 @@ and string is bounded here by its type.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import enum
 import functools
 import json
 import re
@@ -30,7 +33,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, NamedTuple, TypeVar, Union
+from typing import Annotated, Any, ClassVar, NamedTuple, TypeVar, Union
 
 from pydantic import (
     BaseModel,
@@ -38,8 +41,10 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     Strict,
+    TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
+    WrapValidator,
 )
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -62,6 +67,43 @@ class Model(BaseModel):
     model_config = ConfigDict(
         frozen=True, extra="forbid", strict=True, allow_inf_nan=False, populate_by_name=False, regex_engine="rust-regex"
     )
+
+
+class OpenModel(Model):
+    """A :class:`Model` whose unknown keys are left out, not refused: an object that a newer
+    file of the same version may give new optional members (absent means none)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Document:
+    """The base of a frozen dataclass that a document holds as it is (a harness record's timing):
+    pydantic validates an object into the dataclass as :class:`Model` validates a model (strict,
+    closed to unknown keys, finite numbers; the fields' annotations are the types above), while
+    code still builds it as a plain dataclass, unchecked. A subclass may widen
+    ``__pydantic_config__`` (``extra="ignore"``) and hold pydantic validators.
+
+    Declare it ``@dataclass(frozen=True, slots=True) class Timing(Document): ...``; validate with
+    :func:`validate`."""
+
+    __slots__ = ()
+    __pydantic_config__: ClassVar[ConfigDict] = Model.model_config
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        """The dataclass's schema, taking an object (pydantic's hook): a strict dataclass would
+        take only an instance of itself; its fields stay strict."""
+        schema = handler(source)
+        if schema["type"] == "dataclass":
+            typing.cast("dict[str, Any]", schema)["strict"] = False
+        return schema
+
+
+class OpenDocument(Document):
+    """A :class:`Document` whose unknown keys are left out, as :class:`OpenModel`'s."""
+
+    __slots__ = ()
+    __pydantic_config__: ClassVar[ConfigDict] = OpenModel.model_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +137,8 @@ class Choice:
     The JSON Schema lists them; a value outside them is reported with the closest one.
 
     Enum members are written as their values (``Choice(tuple(v.value for v in Verdict))``):
-    a strict model would take only the members themselves."""
+    a strict model would take only the members themselves. Annotating an enum,
+    ``Annotated[Verdict, Choice(...)]``, gives the member of the value (and takes a member)."""
 
     values: tuple[str, ...]
     """The strings allowed, in the order messages list them."""
@@ -107,9 +150,12 @@ class Choice:
         """A literal schema whose refusal names the choices (pydantic's hook)."""
         values, what = self.values, self.what
         allowed = frozenset(values)
+        members = source if isinstance(source, type) and issubclass(source, enum.Enum) else None
 
         def check(value: Any, inner: ValidatorFunctionWrapHandler) -> Any:
             if isinstance(value, str) and value in allowed:
+                return value if members is None else members(value)
+            if members is not None and isinstance(value, members):
                 return value
             raise PydanticCustomError("choice", "not one of the choices", {"choices": values, "what": what})
 
@@ -149,6 +195,17 @@ Amount = Annotated[float, Field(ge=0)]
 """A finite, non-negative number (bytes, times, counts, percentages)."""
 Number = Annotated[float, Field(allow_inf_nan=True)]
 """A number that may be infinite or NaN, where a format keeps them (the error of a NaN output)."""
+
+
+def _as_written(value: Any, inner: ValidatorFunctionWrapHandler) -> Any:
+    number = inner(value)
+    return value if type(value) is int else number
+
+
+AsWritten = WrapValidator(_as_written)
+"""Keeps an integer an integer where a number is expected (``Annotated[Amount, AsWritten]``),
+as the file wrote it, so that a document written again from what was read is the same, byte
+for byte (``3``, not ``3.0``)."""
 Scalar = Annotated[
     Union[Annotated[str, Field(max_length=4096)], bool, Integer, float, None],  # noqa: UP007 (an alias evaluated at run time)
     Expect("a string, a finite number, true, false or null"),
@@ -195,20 +252,33 @@ class Invalid(ValueError):
         """What is wrong with it, and what was expected."""
 
 
-_M = TypeVar("_M", bound=BaseModel)
+_M = TypeVar("_M")
 
 
 def validate(model: type[_M], data: Any, at: Loc = (), show: Callable[[Any], str] | None = None) -> _M:
-    """``data`` (a parsed document, or the part of one found at ``at``) as a ``model``.
+    """``data`` (a parsed document, or the part of one found at ``at``) as a ``model`` (a
+    :class:`Model` or a :class:`Document` dataclass).
 
     Raises:
         Invalid: every value that does not fit, with its place (under ``at``) and the problem.
     """
     try:
-        return model.model_validate(data)
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model.model_validate(data)
+        return _adapter(model).validate_python(data)
     except ValidationError as exc:
         found = problems(exc, data, model, show=show)
         raise Invalid([p._replace(loc=(*at, *p.loc)) for p in found]) from None
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def _adapter(model: type[_M]) -> TypeAdapter[_M]:
+    """pydantic's validator of a type that is not a model (built once: building it takes long)."""
+    if model not in _ADAPTERS:
+        _ADAPTERS[model] = TypeAdapter(model)
+    return _ADAPTERS[model]
 
 
 # --- messages ---------------------------------------------------------------------------------
@@ -294,6 +364,7 @@ _TYPE_WORDS = {
     "dict_type": "an object",
     "model_type": "an object",
     "model_attributes_type": "an object",
+    "dataclass_type": "an object",
     "list_type": "a list",
     "tuple_type": "a list",
     "set_type": "a list",
@@ -408,6 +479,8 @@ def problems(
     out: list[Problem] = []
     for raw in raws:
         loc, kind, key = raw.loc(), raw.error["type"], None
+        if kind == "unexpected_keyword_argument":  # a Document dataclass's unknown key
+            kind = "extra_forbidden"
         message = raw.message
         if raw.on_key and loc:
             key = loc[-1]
@@ -513,6 +586,8 @@ def _allowed_keys(model: Any, loc: Loc) -> tuple[str, ...]:
     for tp in candidates:
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return tuple(f.alias or name for name, f in tp.model_fields.items())
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            return tuple(f.name for f in dataclasses.fields(tp))
     return ()
 
 
@@ -535,6 +610,8 @@ def _child(tp: Any, step: str | int) -> Any:
             if step in (name, f.alias):
                 return f.annotation
         return None
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return typing.get_type_hints(tp, include_extras=True).get(step) if isinstance(step, str) else None
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (dict, Mapping) and len(args) == 2:
         return args[1]
@@ -548,8 +625,10 @@ def _child(tp: Any, step: str | int) -> Any:
 __all__ = [
     "INT_LIMIT",
     "Amount",
+    "AsWritten",
     "Choice",
     "Count",
+    "Document",
     "Env",
     "Expect",
     "FiniteNumber",
@@ -562,6 +641,8 @@ __all__ = [
     "Model",
     "Name",
     "Number",
+    "OpenDocument",
+    "OpenModel",
     "PathText",
     "Problem",
     "QuantityName",

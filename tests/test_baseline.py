@@ -57,7 +57,7 @@ def test_missing_is_none(tmp_path: Path) -> None:
     [
         ('{"format_version": 1, "cases": ', "not JSON"),
         ("[]", "not a fuseci baseline"),
-        ('{"format_version": 1}', "missing required member 'suite'"),
+        ('{"format_version": 1}', "missing required key 'suite'"),
         ('{"format_version": "one"}', "invalid baseline format_version"),
     ],
 )

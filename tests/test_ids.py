@@ -40,14 +40,17 @@ def test_a_suite_id_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
 
 
 def test_one_id_length_limit_for_the_loader_and_the_readers(tmp_path: Path) -> None:
-    from fuseci.store import results, schema
+    from pydantic import TypeAdapter, ValidationError
+
+    from fuseci import validation
+    from fuseci.store import results
 
     longest, longer = "i" * names.MAX_ID_CHARS, "i" * (names.MAX_ID_CHARS + 1)
     assert names.is_id(longest) and not names.is_id(longer)
-    for reader in (schema.ID, results._CASE_ID):  # baselines, run and record files; results files
-        reader.check(longest, "id")
-        with pytest.raises(schema.SchemaError):
-            reader.check(longer, "id")
+    for reader in (validation.Id, results.CaseId):  # baselines, run and record files; results files
+        TypeAdapter(reader).validate_python(longest)
+        with pytest.raises(ValidationError):
+            TypeAdapter(reader).validate_python(longer)
     assert (
         load_suite(write(tmp_path / "ok.yaml", MINIMAL_SUITE.replace("suite: demo", f"suite: {longest}"))).name
         == longest

@@ -56,7 +56,8 @@ def test_malformed_timing_is_a_report_error(tmp_path: Path) -> None:
     doc["cases"]["scale_relu_add"]["timings"][0]["median"] = 1.0
     (tmp_path / "r.json").write_text(json.dumps(doc))
     with pytest.raises(
-        ReportError, match=r"cases.scale_relu_add.timings\[0\].median: unknown member; did you mean 'median_ns'"
+        ReportError,
+        match=r"cases.scale_relu_add.timings\[0\].median: unknown key 'median'; did you mean 'median_ns'\? allowed keys: variant, ",
     ):
         read_record(tmp_path / "r.json")
 
@@ -67,3 +68,15 @@ def test_non_numeric_copy_bandwidth_is_a_report_error(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text(json.dumps(doc))
     with pytest.raises(ReportError, match='copy_bandwidth: expected a number, got a string "fast"'):
         read_record(tmp_path / "r.json")
+
+
+def test_a_record_is_written_back_as_it_was_read(tmp_path: Path) -> None:
+    """``fuseci run`` rewrites the harness's record: a number the harness wrote as an integer stays
+    one (``3``, not ``3.0``), so the file changes only where fuseci added something."""
+    timings = (VariantTiming("fused", 210, 208, 230.0, 2, 30, 2, 805_306_368, q1_ns=209, samples_ns=(208.0, 210.5)),)
+    record = HarnessRecord("elementwise", {}, {"c": CaseRecord("c", CaseStatus.OK, timings=timings)}, complete=True)
+    write_record(record, tmp_path / "r.json")
+    text = (tmp_path / "r.json").read_text()
+    assert '"median_ns": 210,' in text and '"q1_ns": 209,' in text
+    write_record(read_record(tmp_path / "r.json"), tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == text

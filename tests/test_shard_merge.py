@@ -53,7 +53,7 @@ def test_results_round_trip(in_root, tmp_path: Path) -> None:
         ("{", "not JSON"),
         ("[]", "not a fuseci results file"),
         ('{"format_version": 99, "suites": []}', "newer"),
-        ('{"format_version": 1, "suites": [{"suite": "x"}]}', "suites[0]: missing required member 'suite_path'"),
+        ('{"format_version": 1, "suites": [{"suite": "x"}]}', "suites[0]: missing required key 'suite_path'"),
     ],
 )
 def test_bad_results_file(tmp_path: Path, text: str, fragment: str) -> None:

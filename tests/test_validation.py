@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
@@ -262,3 +264,68 @@ def test_a_named_choice_and_a_wrong_key_of_a_map() -> None:
     assert not dtype.on_key
     assert (key.loc, key.on_key, key.key) == (("by_id", "a/b"), True, "a/b")
     assert key.message.startswith("not a valid key: expected an id")
+
+
+# --- documents that code builds too, open objects, enums, integers kept ---------------------------
+
+
+class Status(enum.Enum):
+    OK = "ok"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Check(v.Document):
+    variant: v.Id
+    error: Annotated[v.Amount, v.AsWritten]
+    status: Annotated[Status, v.Choice(tuple(s.value for s in Status))] = Status.OK
+    calls: v.Items[v.Amount] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Run(v.OpenDocument):
+    checks: v.Items[Check]
+
+
+class Summary(v.OpenModel):
+    runs: v.Count
+
+
+def test_a_document_dataclass_is_validated_as_a_model_and_built_as_a_dataclass() -> None:
+    read = v.validate(Run, {"checks": [{"variant": "a", "error": 0.5, "status": "failed", "calls": [1, 2]}]})
+    assert read == Run((Check("a", 0.5, Status.FAILED, (1.0, 2.0)),))
+    assert Check("b", 1).status is Status.OK  # built by code: a plain dataclass, nothing checked
+    for bad, where, problem in (
+        ({"checks": [{"variant": "a", "error": True}]}, "checks[0].error", "expected a number, got a boolean true"),
+        ({"checks": [{"variant": "a", "error": "1"}]}, "checks[0].error", 'expected a number, got a string "1"'),
+        ({"checks": [{"variant": "a"}]}, "checks[0]", "missing required key 'error'"),
+        ({"checks": [{"variant": "a", "error": 1, "eror": 2}]}, "checks[0].eror", "unknown key 'eror'; did you"),
+        ({"checks": [{"variant": "a", "error": 1, "status": 3}]}, "checks[0].status", "a number 3 is not one of 'ok'"),
+        ({"checks": {}}, "checks", "expected a list, got an object of 0"),
+        ({"checks": [[]]}, "checks[0]", "expected an object, got a list of 0"),
+    ):
+        with pytest.raises(v.Invalid) as info:
+            v.validate(Run, bad)
+        assert (info.value.where, info.value.problem[: len(problem)]) == (where, problem), info.value
+    with pytest.raises(v.Invalid, match="allowed keys: variant, error, status, calls"):
+        v.validate(Check, {"variant": "a", "error": 1, "x": 0})
+
+
+def test_open_objects_leave_out_keys_a_newer_file_may_add() -> None:
+    assert v.validate(Run, {"checks": [], "note": "new"}) == Run(())
+    assert v.validate(Summary, {"runs": 2, "note": "new"}).runs == 2
+    with pytest.raises(v.Invalid, match="runs: expected an integer"):
+        v.validate(Summary, {"runs": "2", "note": "new"})
+
+
+def test_a_choice_of_an_enum_gives_its_member() -> None:
+    assert v.validate(Check, {"variant": "a", "error": 1, "status": "failed"}).status is Status.FAILED
+    with pytest.raises(v.Invalid, match=r"a string \"fail\" is not one of 'ok', 'failed'; did you mean 'failed'\?"):
+        v.validate(Check, {"variant": "a", "error": 1, "status": "fail"})
+
+
+def test_as_written_keeps_an_integer_an_integer() -> None:
+    assert type(v.validate(Check, {"variant": "a", "error": 3}).error) is int  # written back as 3, not 3.0
+    assert type(v.validate(Check, {"variant": "a", "error": 3.0}).error) is float
+    with pytest.raises(v.Invalid, match="-1 is below the smallest value allowed, 0"):
+        v.validate(Check, {"variant": "a", "error": -1})

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fuseci import validation as v
+
 
 @dataclass(frozen=True, slots=True)
-class KernelLaunch:
-    """One entry of a variant's kernel inventory."""
+class KernelLaunch(v.OpenDocument):
+    """One entry of a variant's kernel inventory; a results file holds it as it is (an object of
+    these members)."""
 
-    name: str
+    name: v.Name
     """Kernel function name as ncu reports it."""
-    grid: int
+    grid: v.Count
     """Blocks in the grid."""
-    block: int
+    block: v.Count
     """Threads per block."""
-    registers: int
+    registers: v.Count
     """Registers per thread."""
-    shared_mem: int = 0
+    shared_mem: v.Count = 0
     """Shared memory per block, static and dynamic, bytes (0 where the report does not say)."""

@@ -303,7 +303,9 @@ def run(
     usable = start_frameworks(suite)
     record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
     if timing is not None:
-        timing = replace(timing, l2_bytes=int(record.env["l2_bytes"]))
+        l2_bytes = record.env["l2_bytes"]
+        assert isinstance(l2_bytes, int), l2_bytes  # the device's, from collect_env
+        timing = replace(timing, l2_bytes=l2_bytes)
         if record.copy_bandwidth is None:
             log.info("copy bandwidth")
             record = replace(record, copy_bandwidth=copy_bandwidth())

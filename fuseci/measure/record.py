@@ -31,10 +31,12 @@ import enum
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator, Field, model_validator
+
+from fuseci import validation as v
 from fuseci.errors import ReportError
-from fuseci.store import schema as sc
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 
@@ -69,36 +71,57 @@ class CaseStatus(enum.Enum):
     """The case could not be run (an import, a crash, a lost CUDA context)."""
 
 
+# The record's dataclasses are its document's declaration (:class:`fuseci.validation.Document`):
+# their annotations say what a file may hold, and reading validates a file into them.
+
+
+def _not_negative(value: float) -> float:
+    if value < 0:  # NaN passes: the error of an output that held NaN
+        raise ValueError(f"{value} is below the smallest value allowed, 0")
+    return value
+
+
+#: An error of a check: infinite (or NaN) when the output held NaN or infinity, and written so,
+#: the only non-finite numbers a record holds.
+Error = Annotated[v.Number, AfterValidator(_not_negative), v.AsWritten]
+Figure = Annotated[v.Amount, v.AsWritten]
+"""A finite, non-negative number, kept as the file wrote it (an integer stays one)."""
+Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
+"""A case's status as the file holds it (its value)."""
+Short = Annotated[str, Field(max_length=200)]
+"""A short word (what a check compared against, a dtype)."""
+
+
 @dataclass(frozen=True, slots=True)
-class CheckRecord:
+class CheckRecord(v.Document):
     """One output of one variant compared with the unfused output or the reference."""
 
-    variant: str
+    variant: v.Id
     """Variant whose output was checked."""
-    against: str
+    against: Short
     """``unfused``, ``reference`` or ``its first call``."""
-    output: int
+    output: v.Count
     """Index of the output (variants may return several arrays)."""
     passed: bool
     """Every element within tolerance and none NaN."""
-    mismatches: int
+    mismatches: v.Count
     """Elements outside tolerance (NaN counts as outside)."""
-    elements: int
+    elements: v.Count
     """Elements compared."""
-    max_abs_err: float
+    max_abs_err: Error
     """Largest absolute difference (inf when the output holds NaN or inf)."""
-    rel_l2_err: float
+    rel_l2_err: Error
     """``‖out − expected‖₂ / ‖expected‖₂`` over the whole output (inf when it holds NaN)."""
-    worst_index: int
+    worst_index: v.Count
     """Flat index of the largest difference."""
-    rtol: float
+    rtol: Figure
     """Relative tolerance applied."""
-    atol: float
+    atol: Figure
     """Absolute tolerance applied."""
-    nan_count: int | None = None
+    nan_count: v.Count | None = None
     """Elements NaN in the output where the expected value is not (None in older records): never
     written, since the harness fills new memory with NaN bytes before each checked call."""
-    dtype: str = ""
+    dtype: Short = ""
     """The output's element type (empty in older records)."""
 
     def describe(self) -> str:
@@ -118,75 +141,81 @@ class CheckRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class VariantTiming:
+class VariantTiming(v.Document):
     """One variant timed with CUDA events outside ncu (``python -m fuseci.harness --time``)."""
 
-    variant: str
+    variant: v.Id
     """Variant id."""
-    median_ns: float
+    median_ns: Figure
     """Median over the timed calls of the time between the events bracketing one call."""
-    min_ns: float
+    min_ns: Figure
     """Fastest timed call."""
-    max_ns: float
+    max_ns: Figure
     """Slowest timed call."""
-    iqr_ns: float
+    iqr_ns: Figure
     """Interquartile range (75th minus 25th percentile, linear interpolation) of the timed calls."""
-    repeats: int
+    repeats: v.Count
     """Timed calls (after the warm-up calls)."""
-    input_sets: int
+    input_sets: v.Count
     """Independently generated input sets the calls rotated over, so that caches do not flatter."""
-    min_bytes: int
+    min_bytes: v.Count
     """Fewest DRAM bytes the variant must move: every input read once, every output written once."""
-    q1_ns: float | None = None
+    q1_ns: Figure | None = None
     """25th percentile of the timed calls (None in records older than this field)."""
-    q3_ns: float | None = None
+    q3_ns: Figure | None = None
     """75th percentile of the timed calls (None in records older than this field)."""
-    samples_ns: tuple[float, ...] = ()
+    samples_ns: Annotated[v.Items[v.Amount], Field(max_length=10_000_000)] = ()
     """Every timed call, in the order run (empty in records older than this field)."""
-    host_ns: float | None = None
+    host_ns: Figure | None = None
     """Median wall time from a timed call's start to its return on the host, ns (None in older
     records): a call that only launches returns in microseconds; one that waits for the GPU
     returns when the work queued before it is done."""
-    blocked_calls: int | None = None
+    blocked_calls: v.Count | None = None
     """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued
     just before them had finished: the call waited for the GPU (None in older records)."""
-    block_trials: int | None = None
+    block_trials: v.Count | None = None
     """Probe calls made to count :attr:`blocked_calls`."""
 
 
+Timings = Annotated[v.Items[VariantTiming], Field(max_length=1000)]
+"""One timed pass of a case: a timing per variant."""
+Words = Annotated[v.Items[v.Text], Field(max_length=100)]
+"""What a variant autotuned or compiled."""
+
+
 @dataclass(frozen=True, slots=True)
-class CaseRecord:
+class CaseRecord(v.OpenDocument):
     """What happened to one case in the harness."""
 
     case: str
-    """Case id."""
-    status: CaseStatus
+    """Case id (the record's key for the case: a file does not repeat it)."""
+    status: Status
     """How it ended."""
-    message: str = ""
+    message: v.Text = ""
     """Why the case is wrong or broken; empty when ok."""
-    checks: tuple[CheckRecord, ...] = ()
+    checks: Annotated[v.Items[CheckRecord], Field(max_length=100_000)] = ()
     """Correctness checks, in the order run."""
-    measured: tuple[str, ...] = ()
+    measured: Annotated[v.Items[v.Id], Field(max_length=1000)] = ()
     """Variants run inside their NVTX ranges."""
-    timings: tuple[VariantTiming, ...] = ()
+    timings: Timings = ()
     """CUDA-event timings per variant, from a timed run (``fuseci bench``, or the timed pass of
     ``fuseci run``, whose timings join the profiled run's record)."""
-    retimings: tuple[tuple[VariantTiming, ...], ...] = ()
+    retimings: Annotated[v.Items[Timings], Field(max_length=100)] = ()
     """Further timed passes of a case whose speedup was borderline (``fuseci run`` re-measures
     before declaring a regression), each like :attr:`timings`."""
-    min_bytes: int | None = None
+    min_bytes: v.Count | None = None
     """Fewest DRAM bytes the case can move: every input read once plus every output of the
     ``unfused`` variant written once (None in records older than this field)."""
-    first_call_ns: Mapping[str, float] = field(default_factory=dict)
+    first_call_ns: Annotated[Mapping[v.Id, v.Amount], Field(max_length=1000)] = field(default_factory=dict)
     """Wall time of each variant's first call in the process, ns, by variant: compilation
     (``torch.compile``, Triton, CuPy), autotuning and library caches, the variant's cold start."""
-    autotuned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    autotuned: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
     """What each variant autotuned at its first call, by variant (only variants that did): the
     compile cache had no choice of configuration for it, so this run made one."""
-    compiled: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    compiled: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
     """What each variant compiled or autotuned inside its measured range, by variant (only
     variants that did): its launches there are not all the kernel's own."""
-    notes: tuple[str, ...] = ()
+    notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     """What a reader of the checks should know (memory the NaN-filling could not cover)."""
 
     @property
@@ -196,19 +225,22 @@ class CaseRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ProfilerInfo:
+class ProfilerInfo(v.OpenDocument):
     """How ``fuseci run`` profiled the suite: the ncu that ran and its settings, where its logs
-    are, and whether a timed pass followed. Part of the environment fingerprint."""
+    are, and whether a timed pass followed. Part of the environment fingerprint.
 
-    ncu_version: str
+    In a file, members of older records that this class no longer has are left out, and a
+    missing setting reads as unknown, ``""``."""
+
+    ncu_version: v.Text
     """``ncu --version``, e.g. ``2025.3.1.0``."""
-    clock_control: str
+    clock_control: v.Text
     """ncu's ``--clock-control``."""
-    cache_control: str
+    cache_control: v.Text
     """ncu's ``--cache-control``."""
-    replay_mode: str
+    replay_mode: v.Text
     """ncu's ``--replay-mode``."""
-    logs: str = ""
+    logs: v.Text = ""
     """The profiled run's harness and ncu logs, for messages."""
     timed: bool = False
     """True when the suite was also timed with CUDA events outside ncu."""
@@ -217,38 +249,51 @@ class ProfilerInfo:
         """The record's ``profiler`` object."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @model_validator(mode="before")
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ProfilerInfo | None:
-        """None for an empty object (a record the harness wrote, before ncu finished); ``data``
-        has been checked against :data:`SCHEMA` (members of older records that this class no
-        longer has are left out; a missing setting reads as unknown, ``""``)."""
-        if not data:
-            return None
-        return cls(**{f.name: data.get(f.name, "" if f.default is MISSING else f.default) for f in fields(cls)})
+    def _unknown_settings(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {**{f.name: "" for f in fields(cls) if f.default is MISSING}, **data}
 
 
 @dataclass(frozen=True, slots=True)
-class HarnessRecord:
+class HarnessRecord(v.OpenDocument):
     """Everything the harness (and then ``fuseci run``) wrote down about one suite."""
 
-    suite: str
+    suite: v.Id
     """Suite id."""
-    env: Mapping[str, Any]
+    env: v.Env
     """Environment fingerprint fields the harness collected (GPU, driver, CUDA, CuPy...)."""
-    cases: Mapping[str, CaseRecord]
+    cases: Annotated[Mapping[v.Id, CaseRecord], Field(max_length=10_000)]
     """By case id."""
     complete: bool = False
     """False until the harness finished every case; a crash leaves it False."""
     profiler: ProfilerInfo | None = None
     """How ncu profiled it; None in a record that no ``fuseci run`` completed."""
-    copy_bandwidth: float | None = None
+    copy_bandwidth: v.Amount | None = None
     """Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written over the median
     time of a 1 GiB copy); only in records of timed runs."""
-    running: str | None = None
+    running: v.Id | None = None
     """The case the harness is working on (set before a case starts, cleared when it ends), so
     that a run killed by a hang or a crash names the case it was in."""
-    interrupted: str = ""
+    interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_document(cls, data: Any) -> Any:
+        """A file's shape: ``env`` may be absent, ``profiler`` is ``{}`` until ncu finished, and
+        a case is filed under its id."""
+        if not isinstance(data, dict):
+            return data
+        out = {"env": {}, **data}
+        if data.get("profiler") == {}:
+            out["profiler"] = None
+        cases = data.get("cases")
+        if isinstance(cases, dict):
+            out["cases"] = {cid: {**c, "case": cid} if isinstance(c, dict) else c for cid, c in cases.items()}
+        return out
 
     @property
     def timed(self) -> bool:
@@ -286,7 +331,7 @@ class HarnessRecord:
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> HarnessRecord:
         """Parse a record's object as read from a file: its format checked and upgraded, then
-        every value checked against :data:`SCHEMA`.
+        every value validated.
 
         Raises:
             ReportError: not a harness record, from a newer fuseci, or a value its format does not
@@ -295,7 +340,7 @@ class HarnessRecord:
         data = FORMAT.check(data, path)
         try:
             return cls.build(data)
-        except sc.SchemaError as exc:
+        except v.Invalid as exc:
             raise FORMAT.invalid(path, exc) from None
 
     @staticmethod
@@ -308,43 +353,15 @@ class HarnessRecord:
         return FORMAT.check(data, path)
 
     @classmethod
-    def build(cls, data: dict[str, Any], where: str = "") -> HarnessRecord:
+    def build(cls, data: dict[str, Any], at: v.Loc = ()) -> HarnessRecord:
         """A record from a document of the current version (:meth:`DocumentFormat.check` done),
-        checked against :data:`SCHEMA`; ``where`` is its JSON path inside an enclosing document
-        (a run file's ``suites.elementwise.record``).
+        validated; ``at`` is its place inside an enclosing document (a run file's
+        ``("suites", "elementwise", "record")``).
 
         Raises:
-            SchemaError: a value the format does not allow; the enclosing reader names the file.
+            Invalid: a value the format does not allow; the enclosing reader names the file.
         """
-        sc.validate(SCHEMA, data, where)
-        return cls(
-            suite=data["suite"],
-            env=data.get("env", {}),
-            cases={cid: _case(cid, c) for cid, c in data["cases"].items()},
-            complete=data.get("complete", False),
-            profiler=ProfilerInfo.from_json(data.get("profiler", {})),
-            copy_bandwidth=None if data.get("copy_bandwidth") is None else float(data["copy_bandwidth"]),
-            running=data.get("running"),
-            interrupted=data.get("interrupted", ""),
-        )
-
-
-def _case(cid: str, c: dict[str, Any]) -> CaseRecord:
-    """A case of a record checked against :data:`SCHEMA`."""
-    return CaseRecord(
-        case=cid,
-        status=CaseStatus(c["status"]),
-        message=c.get("message", ""),
-        measured=tuple(c.get("measured", ())),
-        checks=tuple(CheckRecord(**k) for k in c.get("checks", ())),
-        timings=tuple(_timing(t) for t in c.get("timings", ())),
-        retimings=tuple(tuple(_timing(t) for t in r) for r in c.get("retimings", ())),
-        min_bytes=c.get("min_bytes"),
-        first_call_ns={v: float(ns) for v, ns in c.get("first_call_ns", {}).items()},
-        autotuned={v: tuple(what) for v, what in c.get("autotuned", {}).items()},
-        compiled={v: tuple(what) for v, what in c.get("compiled", {}).items()},
-        notes=tuple(c.get("notes", ())),
-    )
+        return v.validate(cls, data, at)
 
 
 def _known_json(obj: Any) -> dict[str, Any]:
@@ -356,12 +373,6 @@ def _known_json(obj: Any) -> dict[str, Any]:
         if f.default is MISSING or value != f.default:
             doc[f.name] = list(value) if isinstance(value, tuple) else value
     return doc
-
-
-def _timing(data: dict[str, Any]) -> VariantTiming:
-    """A timing checked against :data:`SCHEMA`: lists become the dataclass's tuples of floats."""
-    members: dict[str, Any] = {k: tuple(map(float, v)) if isinstance(v, list) else v for k, v in data.items()}
-    return VariantTiming(**members)
 
 
 def _case_json(c: CaseRecord) -> dict[str, Any]:
@@ -387,54 +398,6 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
     if c.notes:
         doc["notes"] = list(c.notes)
     return doc
-
-
-#: A correctness check as the harness writes it: the errors of an output that held NaN are
-#: infinite (and so written), the only non-finite numbers a record holds.
-_CHECK = sc.dataclass_spec(
-    CheckRecord,
-    {
-        "variant": sc.ID,
-        "against": sc.Str(max_len=200),
-        "dtype": sc.Str(max_len=100),
-        "max_abs_err": sc.Num(minimum=0, finite=False),
-        "rel_l2_err": sc.Num(minimum=0, finite=False),
-    },
-)
-#: A timing; its members follow :class:`VariantTiming`'s fields, so a new optional field of a
-#: plain type needs nothing here (one of another type is one line of overrides).
-_TIMING = sc.dataclass_spec(VariantTiming, {"variant": sc.ID})
-_CASE = sc.Obj(
-    sc.members(
-        status=sc.Str(max_len=20, choices=tuple(s.value for s in CaseStatus), what="a case status"),
-        message=(sc.TEXT, False),
-        checks=(sc.List(_CHECK, max_len=100_000), False),
-        measured=(sc.List(sc.ID, max_len=1000), False),
-        timings=(sc.List(_TIMING, max_len=1000), False),
-        retimings=(sc.List(sc.List(_TIMING, max_len=1000), max_len=100), False),
-        min_bytes=(sc.Nullable(sc.COUNT), False),
-        first_call_ns=(sc.Map(sc.AMOUNT, key=sc.ID, max_len=1000), False),
-        autotuned=(sc.Map(sc.List(sc.TEXT, max_len=100), key=sc.ID, max_len=1000), False),
-        compiled=(sc.Map(sc.List(sc.TEXT, max_len=100), key=sc.ID, max_len=1000), False),
-        notes=(sc.List(sc.TEXT, max_len=1000), False),
-    )
-)
-#: The profiler section: :class:`ProfilerInfo`'s fields, each optional (a record the harness wrote
-#: before ncu finished has none), members of older versions ignored.
-_PROFILER = sc.dataclass_spec(ProfilerInfo, closed=False, optional=True)
-#: What a record holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`).
-SCHEMA = sc.Obj(
-    sc.members(
-        suite=sc.ID,
-        cases=sc.Map(_CASE, key=sc.ID, max_len=10_000),
-        complete=(sc.Bool(), False),
-        env=(sc.ENV, False),
-        profiler=(_PROFILER, False),
-        copy_bandwidth=(sc.Nullable(sc.AMOUNT), False),
-        running=(sc.Nullable(sc.ID), False),
-        interrupted=(sc.TEXT, False),
-    )
-)
 
 
 def record_path_for(report: Path) -> Path:

@@ -41,13 +41,15 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BeforeValidator, Field
+
+from fuseci import validation as v
 from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.baseline import Baseline, VariantBaseline
-from fuseci.store import schema as sc
 from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock, sweep_temporaries
 from fuseci.store.versioned import DocumentFormat
 
@@ -55,25 +57,36 @@ _FIX = "restore it from version control (git checkout -- FILE) or re-record it w
 
 FORMAT = DocumentFormat(what="baseline", version=1, fix=_FIX, error=BaselineError)
 
-_VARIANT = sc.Obj(
-    sc.members(
-        values=sc.Map(sc.Nullable(sc.AMOUNT), key=sc.QUANTITY, max_len=1000),  # null: not measured (NaN)
-        # name, grid, block, registers (, shared memory per block when there is any)
-        kernels=sc.List(
-            sc.Tuple((sc.NAME, sc.COUNT, sc.COUNT, sc.COUNT, sc.COUNT), optional=1),
-            max_len=100_000,
-        ),
-    )
-)
-#: What a baseline holds (after ``format_version``, checked by :data:`FORMAT`).
-SCHEMA = sc.Obj(
-    sc.members(
-        suite=sc.ID,
-        env=sc.ENV,
-        cases=sc.Map(sc.Map(_VARIANT, key=sc.ID, max_len=1000), key=sc.ID, max_len=10_000),
-        fuseci_version=(sc.Str(max_len=100), False),
-    )
-)
+
+def _kernel_row(value: Any) -> Any:
+    """Four numbers mean no shared memory (or unknown): the fifth is 0."""
+    if not isinstance(value, list) or not 4 <= len(value) <= 5:
+        raise ValueError(f"expected a list of 4 to 5, got {v.shown(value)}")
+    return (*value, 0) if len(value) == 4 else tuple(value)
+
+
+#: A kernel: ``[name, grid, block, registers]``, and the shared memory per block when there is any.
+Kernel = Annotated[tuple[v.Name, v.Count, v.Count, v.Count, v.Count], BeforeValidator(_kernel_row)]
+
+
+class VariantDoc(v.OpenModel):
+    """What one variant measured (unknown keys are left out)."""
+
+    values: Annotated[dict[v.QuantityName, v.Amount | None], Field(max_length=1000)]
+    """By quantity; null: not measured (NaN)."""
+    kernels: Annotated[v.Items[Kernel], Field(max_length=100_000)]
+    """The kernel inventory, in launch order."""
+
+
+class BaselineDoc(v.OpenModel):
+    """What a baseline holds (after ``format_version``, checked by :data:`FORMAT`)."""
+
+    suite: v.Id
+    env: v.Env
+    cases: Annotated[dict[v.Id, Annotated[dict[v.Id, VariantDoc], Field(max_length=1000)]], Field(max_length=10_000)]
+    """case id → variant id → measurements."""
+    fuseci_version: Annotated[str, Field(max_length=100)] = "?"
+
 
 #: How long ``update-baselines`` waits for another update of the same file (seconds).
 LOCK_TIMEOUT_S = 600.0
@@ -110,24 +123,21 @@ def from_json(data: Any, path: Path | str) -> Baseline:
     Raises:
         BaselineError: malformed, or written by a newer fuseci.
     """
-    data = FORMAT.check(data, path)
     try:
-        sc.validate(SCHEMA, data)
-    except sc.SchemaError as exc:
+        doc = v.validate(BaselineDoc, FORMAT.check(data, path))
+    except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
     cases = {
         cid: {
             vid: VariantBaseline(
-                values={q: math.nan if v is None else float(v) for q, v in vb["values"].items()},
-                kernels=tuple(KernelLaunch(*k) for k in vb["kernels"]),
+                values={q: math.nan if x is None else x for q, x in vb.values.items()},
+                kernels=tuple(KernelLaunch(*k) for k in vb.kernels),
             )
             for vid, vb in variants.items()
         }
-        for cid, variants in data["cases"].items()
+        for cid, variants in doc.cases.items()
     }
-    return Baseline(
-        suite=data["suite"], env=dict(data["env"]), cases=cases, fuseci_version=data.get("fuseci_version", "?")
-    )
+    return Baseline(suite=doc.suite, env=doc.env, cases=cases, fuseci_version=doc.fuseci_version)
 
 
 def _round(value: float) -> float | int | None:

@@ -14,10 +14,12 @@ Format history (no ``format`` field):
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from fuseci import validation as v
 from fuseci.config import names
 from fuseci.errors import ReportError
 from fuseci.frames.inventory import KernelLaunch
@@ -31,73 +33,95 @@ from fuseci.judge.verdict import (
     Verdict,
     exit_code,
 )
-from fuseci.store import schema as sc
 from fuseci.store.versioned import DocumentFormat
 
 FORMAT = DocumentFormat(what="results file", version=1, fix="results files are written by `fuseci run --json FILE`")
 
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
-SUITE_NAME = sc.Str(max_len=300, pattern=re.compile(r"[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?"), what="a suite id")
-_CASE_ID = sc.Str(max_len=names.MAX_ID_CHARS, pattern=re.compile(r"[A-Za-z0-9_-]+|\(suite\)"), what="a case id")
-_VERDICT = sc.Str(max_len=20, choices=tuple(v.value for v in Verdict), what="a verdict")
-_VALUES = sc.Map(sc.Nullable(sc.Num()), key=sc.QUANTITY, max_len=1000)  # null: NaN or infinite
-_KERNEL = sc.Obj(
-    sc.members(name=sc.NAME, grid=sc.COUNT, block=sc.COUNT, registers=sc.COUNT, shared_mem=(sc.COUNT, False))
-)
-_CHECK = sc.Obj(
-    sc.members(
-        variant=sc.Str(
-            max_len=names.MAX_ID_CHARS, pattern=re.compile(r"[A-Za-z0-9_-]*"), what="a variant id (or empty)"
-        ),
-        check=sc.Str(max_len=20, choices=tuple(k.value for k in CheckKind), what="a check kind"),
-        quantity=sc.Str(max_len=200),
-        verdict=_VERDICT,
-        message=sc.TEXT,
-        current=sc.Nullable(sc.Num()),
-        baseline=sc.Nullable(sc.Num()),
-        change=sc.Nullable(sc.Num()),
-        tolerance=sc.Str(max_len=1000),
-        retry=(sc.Bool(), False),
-    )
-)
-_VARIANT = sc.Obj(
-    sc.members(
-        variant=sc.ID,
-        values=_VALUES,
-        gains=_VALUES,
-        kernels=sc.List(_KERNEL, max_len=100_000),
-        baseline_values=(_VALUES, False),
-        baseline_kernels=(sc.List(_KERNEL, max_len=100_000), False),
-    )
-)
-_CASE = sc.Obj(
-    sc.members(
-        case=_CASE_ID,
-        line=sc.Int(0, 10**9),
-        description=sc.TEXT,
-        verdict=(_VERDICT, False),  # derived from the checks when read back
-        notes=(sc.List(sc.TEXT, max_len=1000), False),
-        checks=sc.List(_CHECK, max_len=100_000),
-        variants=sc.List(_VARIANT, max_len=1000),
-    )
-)
-_SUITE = sc.Obj(
-    sc.members(
-        suite=SUITE_NAME,
-        suite_path=sc.PATH,
-        verdict=(_VERDICT, False),  # derived from the cases when read back
-        baseline_path=sc.Nullable(sc.PATH),
-        has_baseline=sc.Bool(),
-        env=sc.ENV,
-        env_differences=sc.List(
-            sc.Obj(sc.members(field=sc.Str(max_len=200), baseline=sc.SCALAR, current=sc.SCALAR, accepted=sc.Bool())),
-            max_len=1000,
-        ),
-        cases=sc.List(_CASE, max_len=10_000),
-    )
-)
-#: What a results file holds (after ``format_version``, checked by :data:`FORMAT`).
-SCHEMA = sc.Obj(sc.members(suites=sc.List(_SUITE, max_len=10_000), exit_code=(sc.Int(0, 4), False)))
+SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
+CaseId = Annotated[
+    str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^(?:[A-Za-z0-9_-]+|\(suite\))$"), v.Expect("a case id")
+]
+"""A case id, or ``(suite)`` for the checks of a whole suite."""
+VerdictName = Annotated[Verdict, v.Choice(tuple(x.value for x in Verdict))]
+Values = Annotated[dict[v.QuantityName, float | None], Field(max_length=1000)]
+"""Quantities by name; null: NaN or infinite."""
+Kernels = Annotated[v.Items[KernelLaunch], Field(max_length=100_000)]
+Figure = Annotated[float, v.AsWritten]
+"""A finite number, kept as the file wrote it (an integer stays one)."""
+
+# Every object of a results file leaves out members a newer fuseci may add (v.OpenModel).
+
+
+class CheckDoc(v.OpenModel):
+    """A check, as :class:`~fuseci.judge.verdict.MetricDelta` (``baseline`` is its ``baseline_value``)."""
+
+    variant: Annotated[
+        str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
+    ]
+    check: Annotated[CheckKind, v.Choice(tuple(k.value for k in CheckKind))]
+    quantity: Annotated[str, Field(max_length=200)]
+    verdict: VerdictName
+    message: v.Text
+    current: Figure | None
+    baseline: Figure | None
+    change: Figure | None
+    tolerance: Annotated[str, Field(max_length=1000)]
+    retry: bool = False
+
+
+class VariantDoc(v.OpenModel):
+    """A variant's measurements, as :class:`~fuseci.judge.verdict.VariantMeasurement`."""
+
+    variant: v.Id
+    values: Values
+    gains: Values
+    kernels: Kernels
+    baseline_values: Values = Field(default_factory=dict)
+    baseline_kernels: Kernels = ()
+
+
+class CaseDoc(v.OpenModel):
+    """A case, as :class:`~fuseci.judge.verdict.CaseResult`."""
+
+    case: CaseId
+    line: Annotated[int, Field(ge=0, lt=10**9)]
+    description: v.Text
+    verdict: VerdictName | None = None
+    """Derived from the checks when read back."""
+    notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
+    checks: Annotated[v.Items[CheckDoc], Field(max_length=100_000)]
+    variants: Annotated[v.Items[VariantDoc], Field(max_length=1000)]
+
+
+class EnvDifferenceDoc(v.OpenModel):
+    """An environment field that differs from the baseline's."""
+
+    field: Annotated[str, Field(max_length=200)]
+    baseline: v.Scalar
+    current: v.Scalar
+    accepted: bool
+
+
+class SuiteDoc(v.OpenModel):
+    """A suite's comparison, as :class:`~fuseci.judge.verdict.Comparison`."""
+
+    suite: SuiteName
+    suite_path: v.PathText
+    verdict: VerdictName | None = None
+    """Derived from the cases when read back."""
+    baseline_path: v.PathText | None
+    has_baseline: bool
+    env: v.Env
+    env_differences: Annotated[v.Items[EnvDifferenceDoc], Field(max_length=1000)]
+    cases: Annotated[v.Items[CaseDoc], Field(max_length=10_000)]
+
+
+class ResultsDoc(v.OpenModel):
+    """What a results file holds (after ``format_version``, checked by :data:`FORMAT`)."""
+
+    suites: Annotated[v.Items[SuiteDoc], Field(max_length=10_000)]
+    exit_code: Annotated[int, Field(ge=0, lt=4)] = 0
 
 
 def _num(value: float | None) -> float | None:
@@ -179,58 +203,50 @@ def dumps(comparisons: list[Comparison]) -> str:
     return FORMAT.dumps({"exit_code": exit_code(comparisons), "suites": [_suite_json(c) for c in comparisons]})
 
 
-def _float(value: Any) -> float:
-    return math.nan if value is None else float(value)
+def _float(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
-def _kernels(data: Any) -> tuple[KernelLaunch, ...]:
-    return tuple(KernelLaunch(k["name"], k["grid"], k["block"], k["registers"], k.get("shared_mem", 0)) for k in data)
-
-
-def _case(data: dict[str, Any]) -> CaseResult:
-    cid = data["case"]
+def _case(doc: CaseDoc) -> CaseResult:
     checks = tuple(
         MetricDelta(
-            case=cid,
-            variant=k["variant"],
-            check=CheckKind(k["check"]),
-            quantity=k["quantity"],
-            verdict=Verdict(k["verdict"]),
-            message=k["message"],
-            current=k["current"],
-            baseline_value=k["baseline"],
-            change=k["change"],
-            tolerance=k["tolerance"],
-            retry=k.get("retry", False),
+            case=doc.case,
+            variant=k.variant,
+            check=k.check,
+            quantity=k.quantity,
+            verdict=k.verdict,
+            message=k.message,
+            current=k.current,
+            baseline_value=k.baseline,
+            change=k.change,
+            tolerance=k.tolerance,
+            retry=k.retry,
         )
-        for k in data["checks"]
+        for k in doc.checks
     )
     variants = tuple(
         VariantMeasurement(
-            variant=v["variant"],
-            values={q: _float(x) for q, x in v["values"].items()},
-            gains={q: _float(x) for q, x in v["gains"].items()},
-            kernels=_kernels(v["kernels"]),
-            baseline_values={q: _float(x) for q, x in v.get("baseline_values", {}).items()},
-            baseline_kernels=_kernels(v.get("baseline_kernels", ())),
+            variant=x.variant,
+            values={q: _float(n) for q, n in x.values.items()},
+            gains={q: _float(n) for q, n in x.gains.items()},
+            kernels=x.kernels,
+            baseline_values={q: _float(n) for q, n in x.baseline_values.items()},
+            baseline_kernels=x.baseline_kernels,
         )
-        for v in data["variants"]
+        for x in doc.variants
     )
-    notes = tuple(data.get("notes", ()))
-    return CaseResult(cid, data["line"], data["description"], checks, variants, notes)
+    return CaseResult(doc.case, doc.line, doc.description, checks, variants, doc.notes)
 
 
-def _comparison(data: dict[str, Any]) -> Comparison:
+def _comparison(doc: SuiteDoc) -> Comparison:
     return Comparison(
-        suite=data["suite"],
-        suite_path=data["suite_path"],
-        env=data["env"],
-        baseline_path=data["baseline_path"],
-        has_baseline=data["has_baseline"],
-        env_differences=tuple(
-            EnvDifference(d["field"], d["baseline"], d["current"], d["accepted"]) for d in data["env_differences"]
-        ),
-        cases=tuple(_case(c) for c in data["cases"]),
+        suite=doc.suite,
+        suite_path=doc.suite_path,
+        env=doc.env,
+        baseline_path=doc.baseline_path,
+        has_baseline=doc.has_baseline,
+        env_differences=tuple(EnvDifference(d.field, d.baseline, d.current, d.accepted) for d in doc.env_differences),
+        cases=tuple(_case(c) for c in doc.cases),
     )
 
 
@@ -249,7 +265,7 @@ def read_results(path: Path) -> list[Comparison]:
         other = f" (it is a {str(data['format'])[:40]!r} document)" if "format" in data else ""
         raise FORMAT.fail(path, f"not a fuseci results file{other}")
     try:
-        sc.validate(SCHEMA, data)
-    except sc.SchemaError as exc:
+        doc = v.validate(ResultsDoc, data)
+    except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
-    return [_comparison(s) for s in data["suites"]]
+    return [_comparison(s) for s in doc.suites]

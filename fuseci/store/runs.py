@@ -37,18 +37,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, with_config
+from typing_extensions import NotRequired, TypedDict
 
 from fuseci import __version__
+from fuseci import validation as v
 from fuseci.config import names, quantities
 from fuseci.errors import ReportError
 from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.measure.record import HarnessRecord
-from fuseci.store import schema as sc
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 
@@ -58,7 +60,8 @@ log = logging.getLogger(__name__)
 #: Names of run files as :func:`save_run` writes them; the timestamp orders a directory's runs.
 NAME_PATTERN = re.compile(r"\A(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json\Z")
 
-_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
+_SHA_PATTERN = "[0-9a-fA-F]{7,64}"
+_SHA = re.compile(rf"\A{_SHA_PATTERN}\Z")
 _SHORT_SHA = 7
 _WHAT_IS_A_RUN = "a run file is written by `fuseci run --results-dir DIR`: pass one, or DIR itself for its newest run"
 
@@ -286,64 +289,82 @@ def resolve_run(path: Path) -> Path:
     return path
 
 
-#: A kernel as a run file keeps it: one row of the per-kernel frame (metrics null when not measured).
-_KERNEL = sc.Obj(
-    {
-        **sc.members(suite=sc.ID, case=sc.ID, variant=sc.ID, kernel_index=sc.COUNT, kernel=sc.NAME),
-        names.DEVICE_NAME: sc.Field(sc.Str(max_len=1000)),
-        **{metric: sc.Field(sc.Nullable(sc.AMOUNT), required=False) for metric in quantities.ncu_metrics()},
-    }
-)
-_SUITE = sc.Obj(
-    sc.members(
-        suite_path=sc.PATH,
-        record=sc.Custom(lambda value, where: None),  # a harness record: HarnessRecord.build checks it
-        kernels=sc.List(_KERNEL, max_len=1_000_000),
+if TYPE_CHECKING:
+    KernelRow = dict[str, Any]
+else:
+    #: A kernel as a run file keeps it: one row of the per-kernel frame (metrics null when not measured).
+    KernelRow = with_config(v.OpenModel.model_config)(
+        TypedDict(
+            "KernelRow",
+            {
+                "suite": v.Id,
+                "case": v.Id,
+                "variant": v.Id,
+                "kernel_index": v.Count,
+                "kernel": v.Name,
+                names.DEVICE_NAME: Annotated[str, Field(max_length=1000)],
+                **{metric: NotRequired[v.Amount | None] for metric in quantities.ncu_metrics()},
+            },
+        )
     )
-)
-#: What a run file holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`).
-SCHEMA = sc.Obj(
-    sc.members(
-        created=sc.Str(
-            max_len=20,
-            pattern=re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"),
-            what="a UTC time (YYYY-mm-ddTHH:MM:SSZ)",
-        ),
-        suites=sc.Map(_SUITE, key=sc.ID, max_len=10_000),
-        fuseci_version=(sc.Str(max_len=100), False),
-        git_commit=(sc.Nullable(sc.Str(max_len=64, pattern=_SHA, what="a commit hash")), False),
-        gpu_name=(sc.Nullable(sc.Str(max_len=4096)), False),
-    )
-)
 
 
-def _suite_results(sid: str, data: dict[str, Any], path: Path) -> SuiteResults:
-    """One suite of a run file checked against :data:`SCHEMA`: its record checked and built, its
-    kernels as the per-kernel frame, and the two checked to be one run's.
+Commit = Annotated[str, Field(max_length=64, pattern=f"^{_SHA_PATTERN}$"), v.Expect("a commit hash")]
+
+
+class SuiteDoc(v.OpenModel):
+    """One suite of a run file."""
+
+    suite_path: v.PathText
+    """The suite file, as given to ``fuseci run``."""
+    record: Any
+    """Its harness record: checked by :meth:`HarnessRecord.build`, after its own format and version."""
+    kernels: Annotated[v.Items[KernelRow], Field(max_length=1_000_000)]
+    """The per-kernel frame, a row per kernel."""
+
+
+class RunDoc(v.OpenModel):
+    """What a run file holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`)."""
+
+    created: Annotated[
+        str,
+        Field(max_length=20, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"),
+        v.Expect("a UTC time (YYYY-mm-ddTHH:MM:SSZ)"),
+    ]
+    suites: Annotated[dict[v.Id, SuiteDoc], Field(max_length=10_000)]
+    fuseci_version: Annotated[str, Field(max_length=100)] = "?"
+    git_commit: Commit | None = None
+    gpu_name: Annotated[str, Field(max_length=4096)] | None = None
+
+
+def _invalid(loc: v.Loc, problem: str) -> v.Invalid:
+    return v.Invalid([v.Problem(loc, problem, "value_error")])
+
+
+def _suite_results(sid: str, doc: SuiteDoc, path: Path) -> SuiteResults:
+    """One suite of a run file: its record checked and built, its kernels as the per-kernel
+    frame, and the two checked to be one run's.
 
     Raises:
         ReportError: the record is not a harness record or is from a newer fuseci.
-        SchemaError: a value of the record is not allowed, or the record and kernels disagree.
+        Invalid: a value of the record is not allowed, or the record and kernels disagree.
     """
-    where = sc.sub(sc.sub("suites", sid), "record")
+    at = ("suites", sid, "record")
     try:
-        document = HarnessRecord.check_format(data["record"], f"{path}: {where}")
+        document = HarnessRecord.check_format(doc.record, f"{path}: {v.json_path(at)}")
     except ReportError as exc:
         raise ReportError(f"{exc} (the record of suite {sid!r}); {_WHAT_IS_A_RUN}") from None
-    record = HarnessRecord.build(document, where)
+    record = HarnessRecord.build(document, at)
     if record.suite != sid:
-        raise sc.SchemaError(
-            sc.sub(where, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}"
-        )
+        raise _invalid((*at, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}")
     metrics, columns = frozenset(quantities.ncu_metrics()), report.kernel_columns()
     rows = [
-        {c: (math.nan if k.get(c) is None else float(k[c])) if c in metrics else k[c] for c in columns}
-        for k in data["kernels"]
+        {c: (math.nan if k.get(c) is None else k[c]) if c in metrics else k[c] for c in columns} for k in doc.kernels
     ]
     kernels = pd.DataFrame.from_records(rows, columns=list(columns)) if rows else report.read_report_empty()
     problem = pairing.mismatch(kernels, record)
     if problem:
-        raise sc.SchemaError(sc.sub("suites", sid), f"its kernels and its record are not one run's: {problem}")
+        raise _invalid(("suites", sid), f"its kernels and its record are not one run's: {problem}")
     return summarize(kernels, record)
 
 
@@ -360,16 +381,16 @@ def load_run(path: Path) -> Run:
     except FileNotFoundError:
         raise ReportError(f"{path}: run file not found; {_WHAT_IS_A_RUN}") from None
     try:
-        sc.validate(SCHEMA, data)
-        suites = {sid: _suite_results(sid, entry, path) for sid, entry in data["suites"].items()}
-    except sc.SchemaError as exc:
+        doc = v.validate(RunDoc, data)
+        suites = {sid: _suite_results(sid, entry, path) for sid, entry in doc.suites.items()}
+    except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
     return Run(
         path=path,
-        fuseci_version=data.get("fuseci_version", "?"),
-        created=data["created"],
-        git_commit=data.get("git_commit"),
-        gpu_name=data.get("gpu_name"),
+        fuseci_version=doc.fuseci_version,
+        created=doc.created,
+        git_commit=doc.git_commit,
+        gpu_name=doc.gpu_name,
         suites=suites,
-        suite_paths={sid: entry["suite_path"] for sid, entry in data["suites"].items()},
+        suite_paths={sid: entry.suite_path for sid, entry in doc.suites.items()},
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 from fuseci import __version__
 from fuseci.errors import FuseciError, ReportError
-from fuseci.store.schema import SchemaError, shown, sub
+from fuseci.validation import Invalid, json_path, shown
 
 #: Deepest nesting of arrays and objects read; fuseci's documents need about 8 levels.
 MAX_DEPTH = 32
@@ -47,10 +47,7 @@ class DocumentError(ValueError):
     @property
     def where(self) -> str:
         """The value's JSON path (``cases.bias_gelu``); empty for the document itself."""
-        where = ""
-        for key in reversed(self.keys):
-            where = sub(where, key)
-        return where
+        return json_path(self.keys[::-1])
 
 
 class _Repeated(dict[str, Any]):
@@ -173,9 +170,9 @@ class DocumentFormat:
         """The one-line error for ``path``."""
         return self.error(f"{path}: {problem}; {self.fix}")
 
-    def invalid(self, path: Path | str, exc: SchemaError) -> FuseciError:
+    def invalid(self, path: Path | str, exc: Invalid) -> FuseciError:
         """The one-line error for a value of ``path`` that its format does not allow: the file, the
-        value's JSON path, what is wrong, and the fix."""
+        value's JSON path, what is wrong (the first problem of ``exc``), and the fix."""
         return self.fail(path, f"{exc.where}: {exc.problem}" if exc.where else exc.problem)
 
     def parse(self, text: str, path: Path | str) -> dict[str, Any]:
