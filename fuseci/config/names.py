@@ -18,7 +18,7 @@ from typing import TypeGuard
 #: ``re.match`` lets ``$`` match before a trailing newline, and an id names files and NVTX ranges.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 #: Longest id: one limit for the suite loader, its JSON Schema and the readers of baselines,
-#: results and run files (:data:`fuseci.store.schema.ID`); an id names files, and file names
+#: results and run files (:data:`fuseci.validation.Id`); an id names files, and file names
 #: end at 255 bytes.
 MAX_ID_CHARS = 200
 
