@@ -415,3 +415,18 @@ def test_a_nul_in_a_path_a_results_file_names(tmp_path: Path) -> None:
     result = invoke("merge", path, "--json", tmp_path / "m.json", "--junit", tmp_path / "m.xml")
     assert result.exit_code == 1, result.output
     assert "internal error" not in result.output and "\x00" not in result.output
+
+
+def test_a_results_file_of_thousands_of_cases_is_not_refused_for_its_size(tmp_path: Path) -> None:
+    """A results file holds every check of every case: 5,000 cases write 73 MB, which a merge
+    must read; past :data:`fuseci.store.results.MAX_BYTES` a file is refused, saying so."""
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:  # sparse: no disk used
+        f.truncate(80 << 20)
+    with pytest.raises(FuseciError) as caught:
+        results.read_results(big)
+    assert "MiB" not in str(caught.value)  # refused for what it holds (not JSON), not for its size
+    with big.open("r+b") as f:
+        f.truncate(results.MAX_BYTES + 1)
+    with pytest.raises(FuseciError, match=r"over 256 MiB, more than any results file"):
+        results.read_results(big)

@@ -35,7 +35,12 @@ from fuseci.judge.verdict import (
 )
 from fuseci.store.versioned import DocumentFormat
 
-FORMAT = DocumentFormat(what="results file", version=1, fix="results files are written by `fuseci run --json FILE`")
+#: Largest results file read: a results file holds every check of every case (about 15 KB a case
+#: with the exact counters), so a suite of 5,000 cases writes 73 MB; a merged file holds several.
+MAX_BYTES = 256 << 20
+FORMAT = DocumentFormat(
+    what="results file", version=1, fix="results files are written by `fuseci run --json FILE`", max_bytes=MAX_BYTES
+)
 
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
