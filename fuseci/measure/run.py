@@ -208,10 +208,7 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
     if timer is not None and not record.interrupted and record.ok_cases():
         options.say("timing outside ncu", timed_files.record)
         if watch is not None and watch.stopped:  # it held the GPU too long ahead of the profiled run
-            argv = harness_argv(
-                Mode.TIME, timed_files.record, suite.path, cases=record.ok_cases(), gpu_lock=options.gpu_lock
-            )
-            timed = run_timed(argv, timed_files, s.timeout_s, options.env, options.cwd)
+            timed = _fresh_timed(suite, options, record.ok_cases())
         else:
             timed = finish_timed(timer, timed_files, s.timeout_s)
         record = _with_timings(record, timed, record.ok_cases(), timed_files, again=False)
@@ -320,11 +317,22 @@ def timed_pass(
     """
     if not cases:
         return record
+    log.info("%s: timing %d case(s) without ncu%s", suite.name, len(cases), " again" if again else "")
+    timed = _fresh_timed(suite, options, cases)
+    return _with_timings(
+        record, timed, cases, SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME), again=again
+    )
+
+
+def _fresh_timed(suite: Suite, options: MeasureOptions, cases: list[str]) -> HarnessRecord:
+    """The record of a fresh timed process that times ``cases``.
+
+    Raises:
+        BenchError: the timed process failed, timed out, or left no complete record.
+    """
     files = SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME)
     argv = harness_argv(Mode.TIME, files.record, suite.path, cases=cases, gpu_lock=options.gpu_lock)
-    log.info("%s: timing %d case(s) without ncu%s", suite.name, len(cases), " again" if again else "")
-    timed = run_timed(argv, files, suite.ncu.timeout_s, options.env, options.cwd)
-    return _with_timings(record, timed, cases, files, again=again)
+    return run_timed(argv, files, suite.ncu.timeout_s, options.env, options.cwd)
 
 
 def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
