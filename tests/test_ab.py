@@ -315,7 +315,7 @@ def test_measuring_runs_the_profiled_and_timed_processes_in_the_sides_tree(
 
     seen: list[tuple[str, Path | None, dict[str, str]]] = []
 
-    def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None):
+    def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None, started=None):
         seen.append(("ncu", cwd, dict(env or {})))
         raise FileNotFoundError(argv[0])
 
@@ -351,7 +351,7 @@ def test_the_profiled_run_runs_only_the_cases_asked_and_the_timed_pass_follows_i
 
     argvs: dict[str, list[str]] = {}
 
-    def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None):
+    def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None, started=None):
         argvs["ncu"] = list(argv)
         raise FileNotFoundError(argv[0])
 

@@ -146,3 +146,10 @@ def test_the_readme_first_suite_passes_fuseci_check(tmp_path: Path, in_root: Pat
     checked = check_files([write(tmp_path / "suites" / "mine.yaml", example)])
     assert [p.message for p in checked.problems] == []
     assert [s.name for s in checked.suites] == ["mine"]
+
+
+def test_the_ncu_page_counts_the_metrics_fuseci_asks_for() -> None:
+    from fuseci.config.quantities import ncu_metrics
+
+    said = re.search(r"An explicit list of (\d+) metrics", (ROOT / "docs" / "NCU.md").read_text(encoding="utf-8"))
+    assert said is not None and int(said.group(1)) == len(ncu_metrics())

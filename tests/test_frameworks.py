@@ -13,6 +13,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ROOT
 
 from fuseci.config import names
 from fuseci.config.dtypes import DTYPES, FRAMEWORKS, dtype, dtype_of
@@ -449,6 +450,41 @@ def test_the_harness_ends_with_its_exit_code_and_its_output_flushed(tmp_path: Pa
     assert done.returncode == 3
     assert done.stderr.rstrip().splitlines()[-1].startswith("fuseci-harness: error:")
     assert "missing.yaml" in done.stderr
+
+
+def test_nothing_heavy_is_imported_before_the_profiled_run_starts(tmp_path: Path) -> None:
+    """Until ncu is on its way, ``fuseci run`` imports neither pandas nor the report reader (they
+    would hold the interpreter while the spawn is prepared); the warming thread starts only then."""
+    import subprocess
+    import sys
+
+    code = f"""
+import subprocess, sys
+from pathlib import Path
+from fuseci.api import running
+from fuseci.config.parse import load_suite
+from fuseci.measure import process, profile
+import fuseci.measure.run as m
+seen = []
+def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None, started=None):
+    seen.append(sorted({{"pandas", "ncu_report"}} & set(sys.modules)))
+    started()
+    raise FileNotFoundError(argv[0])
+profile.find_ncu = lambda explicit=None: "ncu"
+profile.ncu_version = lambda exe: "2025.3.1.0"
+process.run_logged = fake_run_logged
+process.start_logged = lambda *a, **k: subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+suite = load_suite(Path({str(ROOT / "suites" / "elementwise.yaml")!r}))
+options = running.RunOptions(report_dir=Path({str(tmp_path)!r}))
+try:
+    running.check_results(suite, options)
+except Exception as exc:
+    pass
+m.warm_imports().join()
+print(seen, sorted({{"pandas", "ncu_report"}} & set(sys.modules)))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[[]] ['ncu_report', 'pandas']", done.stderr
 
 
 def test_the_judging_imports_load_beside_the_harness_not_before_it() -> None:

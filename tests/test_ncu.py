@@ -1,10 +1,11 @@
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE
+from conftest import MINIMAL_SUITE, ROOT
 
 from fuseci.config.model import NcuSettings
 from fuseci.config.parse import load_suite
@@ -44,6 +45,34 @@ def test_build_command_exact_argv() -> None:
         "/py", "-m", "fuseci.harness", "suites/elementwise.yaml",
         "--record", "out/elementwise.harness.json",
     ]  # fmt: skip
+
+
+def test_ncu_loads_its_sections_from_an_empty_folder_that_is_removed_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fuseci names every metric it reads: ncu gets an empty ``--section-folder`` for the run
+    (its own sections and rules only slow its start), which is gone once ncu has ended."""
+    from fuseci.measure import process
+    from fuseci.measure.run import measure
+
+    seen: list[tuple[Path, bool, list[str]]] = []
+
+    def fake_run_logged(argv, log_path, timeout_s, cwd=None, env=None, started=None):
+        folder = Path(argv[argv.index("--section-folder") + 1])
+        seen.append((folder, folder.is_dir(), sorted(p.name for p in folder.iterdir())))
+        raise FileNotFoundError(argv[0])
+
+    monkeypatch.setattr(ncu, "find_ncu", lambda explicit=None: "ncu")
+    monkeypatch.setattr(ncu, "ncu_version", lambda exe: "2025.3.1.0")
+    monkeypatch.setattr(process, "run_logged", fake_run_logged)
+    monkeypatch.setattr(process, "start_logged", lambda *a, **k: subprocess.Popen([sys.executable, "-c", "pass"]))
+    suite = load_suite(ROOT / "suites" / "elementwise.yaml")
+    with pytest.raises(NcuError, match="cannot execute ncu"):
+        measure(suite, MeasureOptions(report_dir=tmp_path))
+    [(folder, existed, content)] = seen
+    assert existed and content == [] and not folder.exists()
+    argv = ncu.build_command("ncu", Path("s.yaml"), NcuSettings(), FILES, python="py", sections=Path("/t/s"))
+    assert argv[1:5] == ["--config-file", "off", "--section-folder", "/t/s"]
 
 
 def test_build_command_follows_suite_settings() -> None:

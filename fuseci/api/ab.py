@@ -49,7 +49,7 @@ from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
 from fuseci.measure.command import FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.record import write_record
-from fuseci.measure.run import RETIMES, MeasureOptions, measure, timed_pass, warm_imports
+from fuseci.measure.run import RETIMES, MeasureOptions, measure, timed_pass
 from fuseci.store import runs as run_files
 
 log = logging.getLogger("fuseci.api")
@@ -598,7 +598,6 @@ def run_ab(
             if p.base is not None:
                 futures[(id(p), BASE)] = pool.submit(one, p, BASE)
             futures[(id(p), HEAD)] = pool.submit(one, p, HEAD)
-        warm_imports()  # the judging's imports, while the suites' processes start
         for p in pairs:
             if id(p) not in order:
                 comparisons.append(_skipped(p, base, head, options))

@@ -17,7 +17,7 @@ from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
 from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
-from fuseci.measure.run import MeasureOptions, measure, remeasure, warm_imports
+from fuseci.measure.run import MeasureOptions, measure, remeasure
 
 if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.frames.metrics import SuiteResults
@@ -136,10 +136,10 @@ def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteR
     Raises:
         FuseciError: anything that keeps the suite from being judged at all.
     """
+    results = measure(suite, options.measuring)  # before the judge's imports (pandas): the spawn comes first
     from fuseci.judge.compare import compare
     from fuseci.store import baselines as bl
 
-    results = measure(suite, options.measuring)
     path = baseline_file(options, results)
     baseline = bl.load_baseline(path)
     options.measuring.say("judging")
@@ -267,7 +267,6 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
         for k, (device, pool) in enumerate(zip(slots, pools, strict=True), 1):
             for suite in shard(list(suites), k, len(slots)):
                 futures[id(suite)] = pool.submit(one, suite, device)
-        warm_imports()  # the judging's imports, while the suites' processes start
         done = [futures[id(s)].result() for s in suites]
     except BaseException:  # Ctrl-C or a bug: stop every child of every suite in flight
         for f in futures.values():

@@ -110,10 +110,15 @@ def check_cupy(options: DoctorOptions, work: Path) -> Check:
 # --- 7. profiling, 8. readback -----------------------------------------------------------------
 
 
-def build_profile_command(ncu_exe: str, files: SuiteFiles, python: str = sys.executable) -> list[str]:
+def build_profile_command(
+    ncu_exe: str, files: SuiteFiles, python: str = sys.executable, sections: Path | None = None
+) -> list[str]:
     """The argv of the probe under ncu, with ``fuseci run``'s default settings and metrics. Pure."""
     nvtx_filter = names.range_filter(PROBE_IDS[0])
-    return [*ncu.profiler_argv(ncu_exe, nvtx_filter, NcuSettings(), files), *build_probe_command(files.record, python)]
+    return [
+        *ncu.profiler_argv(ncu_exe, nvtx_filter, NcuSettings(), files, sections),
+        *build_probe_command(files.record, python),
+    ]
 
 
 def assess_profile(run: ncu.ProfileRun, files: SuiteFiles) -> Check:
@@ -148,9 +153,10 @@ def check_profiling(ncu_exe: str, options: DoctorOptions, work: Path) -> tuple[C
         The check, and the report when one was written.
     """
     files = SuiteFiles(work, PROBE_IDS[0])
-    argv = build_profile_command(ncu_exe, files, options.python)
     try:
-        run = ncu.run_ncu(argv, files, options.profile_timeout_s)
+        with ncu.no_sections() as sections:
+            argv = build_profile_command(ncu_exe, files, options.python, sections)
+            run = ncu.run_ncu(argv, files, options.profile_timeout_s)
     except NcuError as exc:
         fix = "reinstall Nsight Compute, or point --ncu / FUSECI_NCU at an ncu that runs"
         return _check("profiling", Status.FAIL, str(exc), fix), None

@@ -152,8 +152,10 @@ def time_around(
     time (their first calls timed too: they pay the cold start now), until the profiled run waits
     for the GPU (:func:`gpu_turn`'s ``announce``), then hands the GPU over. Once the profiled record is
     complete it times the rest of the cases that checked right, taking the GPU next
-    (:func:`claim_next_turn`). A one-case PyTorch suite's timed pass (1.1 s on an H200) then
-    fits while the profiled process still imports.
+    (:func:`claim_next_turn`). The case in hand is finished first: a profiled run that comes for
+    the GPU meanwhile waits for at most that case (for a one-case PyTorch suite on an H200 the
+    timed process was ready 0.3-1.2 s before the profiled one and its case took about 1 s, so
+    the profiled run waited 0-1 s), never longer than timing the case after it would take.
     """
     ahead = None
     waiting = waiting_file(after)

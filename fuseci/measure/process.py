@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -113,9 +113,15 @@ def stop_all() -> None:
 
 
 def run_logged(
-    argv: list[str], log_path: Path, timeout_s: float, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: list[str],
+    log_path: Path,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    started: Callable[[], object] | None = None,
 ) -> int:
-    """Run ``argv`` (an argument list, never a shell) with stdout and stderr in ``log_path``.
+    """Run ``argv`` (an argument list, never a shell) with stdout and stderr in ``log_path``;
+    ``started`` is called once it is on its way, before waiting for it.
 
     Returns:
         The exit status; negative when a signal killed the child.
@@ -125,4 +131,11 @@ def run_logged(
         PermissionError: ``argv[0]`` may not be executed.
         subprocess.TimeoutExpired: it ran past ``timeout_s``; it and its children were stopped.
     """
-    return finish(start_logged(argv, log_path, cwd, env), timeout_s)
+    proc = start_logged(argv, log_path, cwd, env)
+    if started is not None:
+        try:
+            started()
+        except BaseException:
+            _stop(proc)
+            raise
+    return finish(proc, timeout_s)

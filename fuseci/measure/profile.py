@@ -11,7 +11,9 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,11 +78,19 @@ def ncu_version(ncu: str) -> str:
     return m.group(1)
 
 
-def profiler_argv(ncu: str, nvtx_filter: str, settings: NcuSettings, files: SuiteFiles) -> list[str]:
-    """ncu and its options, without the application's argv. Pure: same inputs, same list."""
+def profiler_argv(
+    ncu: str, nvtx_filter: str, settings: NcuSettings, files: SuiteFiles, sections: Path | None = None
+) -> list[str]:
+    """ncu and its options, without the application's argv. Pure: same inputs, same list.
+
+    ``sections``: an empty folder (:func:`no_sections`) for ncu to load its section and rule
+    files from: fuseci names every metric it reads, so the 20-odd files ncu would otherwise
+    parse at start (and the rule system they bring) only delay the profiled process.
+    """
     return [
         ncu,
         "--config-file", "off",
+        *(["--section-folder", operand(sections)] if sections is not None else []),
         "--nvtx",
         "--nvtx-include", nvtx_filter,
         "--metrics", ",".join(quantities.ncu_metrics()),
@@ -101,13 +111,28 @@ def build_command(
     python: str = sys.executable,
     gpu_lock: Path | None = None,
     cases: Sequence[str] = (),
+    sections: Path | None = None,
 ) -> list[str]:
     """The full argv of one profiled run of a suite (its id is ``files.suite``), of only ``cases``
     when given. Pure."""
     return [
-        *profiler_argv(ncu, names.range_filter(files.suite), settings, files),
+        *profiler_argv(ncu, names.range_filter(files.suite), settings, files, sections),
         *harness_argv(Mode.PROFILE, files.record, suite_path, gpu_lock=gpu_lock, python=python, cases=cases),
     ]
+
+
+@contextmanager
+def no_sections() -> Iterator[Path | None]:
+    """An empty folder to pass as ncu's ``--section-folder`` while it runs, removed after (None
+    when no temporary folder can be made: ncu then loads its own, a little slower)."""
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="fuseci-ncu-sections-")
+    except OSError as exc:
+        log.debug("no empty section folder for ncu (%s); it loads its own", exc)
+        yield None
+        return
+    with folder as path:
+        yield Path(path)
 
 
 PERMISSION_PROBLEM = "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)"
@@ -214,9 +239,15 @@ def remove_stale(files: SuiteFiles) -> None:
 
 
 def run_ncu(
-    argv: list[str], files: SuiteFiles, timeout_s: float, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: list[str],
+    files: SuiteFiles,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    started: Callable[[], object] | None = None,
 ) -> ProfileRun:
-    """Run ncu with its outputs at ``files`` (stale ones removed first) and explain how it ended.
+    """Run ncu with its outputs at ``files`` (stale ones removed first) and explain how it ended;
+    ``started`` is called once ncu is on its way, before waiting for it.
 
     Raises:
         NcuError: ncu could not be started.
@@ -224,7 +255,7 @@ def run_ncu(
     """
     remove_stale(files)
     try:
-        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd, env)
+        returncode = process.run_logged(argv, files.app_log, timeout_s, cwd, env, started=started)
     except FileNotFoundError:
         raise NcuError(f"cannot execute {argv[0]}: file not found") from None
     except PermissionError:

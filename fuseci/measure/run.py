@@ -122,11 +122,19 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
     """
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
-    argv = ncu.build_command(
-        exe, suite.path, suite.ncu, files, python=sys.executable, gpu_lock=options.gpu_lock, cases=options.cases or ()
-    )
     try:
-        run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, cwd=options.cwd, env=options.env)
+        with ncu.no_sections() as sections:
+            argv = ncu.build_command(
+                exe,
+                suite.path,
+                suite.ncu,
+                files,
+                python=sys.executable,
+                gpu_lock=options.gpu_lock,
+                cases=options.cases or (),
+                sections=sections,
+            )
+            run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, cwd=options.cwd, env=options.env, started=warm_imports)
         outcome, why = run.outcome, run.message(files)
     except subprocess.TimeoutExpired:
         outcome = ncu.Outcome.APP_FAILED
@@ -365,9 +373,6 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         MismatchError: the report and its record are not one run's (:func:`fuseci.frames.pairing.mismatch`).
         FuseciError: profiling or reading failed, or the record belongs to another suite.
     """
-    from fuseci.frames import pairing, report
-    from fuseci.frames.metrics import summarize
-
     if options.from_report is not None:
         report_path: Path | None = options.from_report
         if not options.from_report.exists():  # before its record, which would be missing too
@@ -381,6 +386,9 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         record, report_path = profile(suite, options)
         record_path = SuiteFiles(options.report_dir, suite.name).record
     _check_record(record, suite, record_path)
+    from fuseci.frames import pairing, report  # pandas: once the profiled run is over (see warm_imports)
+    from fuseci.frames.metrics import summarize
+
     options.say("reading the report")
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
@@ -431,11 +439,16 @@ def remeasure(suite: Suite, options: MeasureOptions, results: SuiteResults, case
 #: to the verdict.
 JUDGING_MODULES = ("fuseci.frames.metrics", "fuseci.frames.report", "fuseci.frames.pairing", "fuseci.judge.compare")
 
+_warming: list[threading.Thread] = []
+_warming_lock = threading.Lock()
+
 
 def warm_imports() -> threading.Thread:
-    """Import :data:`JUDGING_MODULES` in a thread of their own, started once the harness
-    processes are on their way: the thread that judges a suite then finds them loaded (or waits
-    for the import under way). A module that fails to import is left for its user to report."""
+    """Import :data:`JUDGING_MODULES` in a thread of their own, once per process: the thread
+    that judges a suite then finds them loaded (or waits for the import under way). Called once
+    the first profiled run's processes are on their way (:func:`_profiled`): started earlier, the
+    imports would hold the interpreter while that thread prepares the spawn. A module that fails
+    to import is left for its user to report."""
 
     def load() -> None:
         for name in JUDGING_MODULES:
@@ -450,6 +463,9 @@ def warm_imports() -> threading.Thread:
         except Exception as exc:
             log.debug("warming the report reader failed: %s", exc)
 
-    thread = threading.Thread(target=load, name="fuseci-warm-imports", daemon=True)
-    thread.start()
-    return thread
+    with _warming_lock:
+        if not _warming:
+            thread = threading.Thread(target=load, name="fuseci-warm-imports", daemon=True)
+            thread.start()
+            _warming.append(thread)
+        return _warming[0]
