@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -500,3 +501,51 @@ def test_the_judging_imports_load_beside_the_harness_not_before_it() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[] ['ncu_report', 'pandas']"
+
+
+def _fake_compiler_module(
+    monkeypatch: pytest.MonkeyPatch, module: str, name: str, calls: list[str], fail: bool = False
+):
+    import functools
+    import types
+
+    @functools.lru_cache
+    def key() -> str:
+        calls.append(name)
+        if fail:
+            raise RuntimeError(f"{name} cannot hash")
+        return name
+
+    fake = types.ModuleType(module)
+    setattr(fake, name, key)
+    monkeypatch.setitem(sys.modules, module, fake)
+    return key
+
+
+def test_the_compilers_cache_keys_are_hashed_once_beside_the_gpu_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton's and Inductor's once-per-process hashing (their cache keys) runs in a thread of its
+    own once the suite's modules brought them in, and is done before any variant is called."""
+    from fuseci.harness.arrays import frameworks
+
+    monkeypatch.setattr(frameworks, "_key_threads", [])
+    calls: list[str] = []
+    _fake_compiler_module(monkeypatch, "triton.runtime.cache", "triton_key", calls, fail=True)
+    torch_key = _fake_compiler_module(monkeypatch, "torch._inductor.codecache", "torch_key", calls)
+    frameworks.warm_compiler_keys()
+    frameworks.warm_compiler_keys()  # once per process
+    frameworks.compiler_keys_ready()
+    assert calls == ["triton_key", "torch_key"]  # a key that fails leaves the next one computed
+    assert torch_key() == "torch_key" and calls == ["triton_key", "torch_key"]  # the compile finds it cached
+    assert len(frameworks._key_threads) == 1 and not frameworks._key_threads[0].is_alive()
+
+
+def test_no_compiler_is_imported_for_the_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuseci.harness.arrays import frameworks
+
+    monkeypatch.setattr(frameworks, "_key_threads", [])
+    for module, _ in frameworks.COMPILER_KEYS:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    frameworks.warm_compiler_keys()
+    frameworks.compiler_keys_ready()
+    assert frameworks._key_threads == []
+    assert not {m for m, _ in frameworks.COMPILER_KEYS} & set(sys.modules)

@@ -106,6 +106,7 @@ def run_case(
         calls, reference = _calls(case, search)
         inputs = {spec.name: make_input(spec) for spec in case.inputs}
         log.debug("case %s: inputs made", case.id)
+        arrays.compiler_keys_ready()  # before the first call of any variant
         checks: list[CheckRecord] = []
         min_bytes = None
         first_calls_ns: dict[str, float] = {}
@@ -215,6 +216,7 @@ def preload(suite: Suite) -> None:
         except Exception as exc:  # reported by the case that needs it, with where it looked
             log.info("preloading %s failed (%s: %s); its cases will say why", module, type(exc).__name__, exc)
         log.debug("module %s imported in %.2f s", module, time.perf_counter() - started)
+    arrays.warm_compiler_keys()  # the compilers those modules brought, while the GPU is prepared
 
 
 def foreign_modules(tree: Path, own: Path) -> list[str]:

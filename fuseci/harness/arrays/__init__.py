@@ -29,7 +29,15 @@ from fuseci.harness.arrays.device import (
     synchronize,
     upload,
 )
-from fuseci.harness.arrays.frameworks import POISON_BYTE, Framework, get, take, watch_compiles
+from fuseci.harness.arrays.frameworks import (
+    POISON_BYTE,
+    Framework,
+    compiler_keys_ready,
+    get,
+    take,
+    warm_compiler_keys,
+    watch_compiles,
+)
 from fuseci.harness.arrays.tensor import (
     Difference,
     Tensor,
@@ -48,6 +56,7 @@ __all__ = [
     "Framework",
     "Tensor",
     "compare",
+    "compiler_keys_ready",
     "context_alive",
     "copy",
     "cupy",
@@ -69,5 +78,6 @@ __all__ = [
     "synchronize",
     "take",
     "upload",
+    "warm_compiler_keys",
     "watch_compiles",
 ]
