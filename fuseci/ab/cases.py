@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.ab.fingerprint import MAX_PARSED_BYTES, Walked, find_module, installed, rel_path, search_roots, walk
-from fuseci.config.model import Case, Suite
+from fuseci.config.model import Suite
 
 #: What a module's source may use that static reading cannot follow: a module using any of these
 #: (as a name, a dotted name, an imported module, an attribute or a statement) counts as a whole.
@@ -70,11 +70,6 @@ _IMPLICIT = frozenset(dir(builtins)) | {"__file__", "__cached__", "__builtins__"
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-def refs(case: Case) -> list[str]:
-    """The ``module:function`` references a case runs, in order, each once."""
-    return list(dict.fromkeys([*(v.fn for v in case.variants), *([case.reference] if case.reference else [])]))
-
-
 @dataclass(frozen=True, slots=True)
 class CasePrint:
     """What one case's measurement depends on in its tree, as far as can be read."""
@@ -85,7 +80,7 @@ class CasePrint:
     @property
     def digest(self) -> str:
         """One SHA-256 over the parts."""
-        return hashlib.sha256("\n".join(self.parts).encode("utf-8", "surrogateescape")).hexdigest()
+        return _sha("\n".join(self.parts))
 
 
 def _sha(text: str) -> str:
@@ -287,7 +282,7 @@ def case_prints(suite: Suite, tree: Path) -> dict[str, CasePrint]:
     out: dict[str, CasePrint] = {}
     for case in suite.cases:
         parts: set[str] = set()
-        for ref in refs(case):
+        for ref in case.functions:
             name, _, function = ref.partition(":")
             got = module(name)
             if isinstance(got, str):

@@ -58,6 +58,11 @@ class Fingerprint:
     """False when :data:`MAX_FILES` was reached: the suite is then never skipped."""
 
     @property
+    def beside_files(self) -> tuple[object, ...]:
+        """Everything but the module files: equal on both sides, only module files differ."""
+        return (self.suite_file, self.fuseci_version, self.outside, self.missing, self.complete)
+
+    @property
     def digest(self) -> str:
         """One SHA-256 over everything above: equal digests, identical inputs."""
         h = hashlib.sha256()
@@ -173,8 +178,7 @@ def search_roots(suite: Suite, tree: Path) -> list[Path]:
 
 def named_modules(suite: Suite) -> list[str]:
     """Every module the suite's variants and references name, sorted."""
-    refs = {v.fn for c in suite.cases for v in c.variants} | {c.reference for c in suite.cases if c.reference}
-    return sorted({ref.split(":")[0] for ref in refs})
+    return sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions})
 
 
 def fingerprint(suite: Suite, tree: Path) -> Fingerprint:

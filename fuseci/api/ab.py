@@ -34,7 +34,7 @@ from typing import Protocol
 
 from fuseci import __version__
 from fuseci.ab import git
-from fuseci.ab.cases import changed_cases, refs
+from fuseci.ab.cases import changed_cases
 from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint
 from fuseci.api.running import Progress, Silent
 from fuseci.api.sharding import shard
@@ -291,12 +291,7 @@ def case_changes(pair: Pair, base: Side, head: Side) -> tuple[str, ...] | None:
     a, b = pair.base_print, pair.head_print
     if pair.base is None or pair.head is None or a is None or b is None or a.digest == b.digest:
         return None
-    if not (a.complete and b.complete) or (a.suite_file, a.fuseci_version, a.outside, a.missing) != (
-        b.suite_file,
-        b.fuseci_version,
-        b.outside,
-        b.missing,
-    ):
+    if not (a.complete and b.complete) or a.beside_files != b.beside_files:
         return None
     return changed_cases(pair.base, base.root, pair.head, head.root)
 
@@ -409,7 +404,7 @@ def unchanged_case(case: Case, base: Side, head: Side, *, noted: bool = False) -
     saying what was compared; with ``noted``, a note saying so too (a table of measured cases
     shows no check that passed)."""
     message = (
-        f"unchanged, not measured: the suite file, the code this case runs ({', '.join(refs(case))}, what they "
+        f"unchanged, not measured: the suite file, the code this case runs ({', '.join(case.functions)}, what they "
         f"call, their modules' import-time code and the files they import) and fuseci {__version__} are identical "
         f"in {base.label} and {head.label} (--all measures it anyway)"
     )

@@ -182,7 +182,7 @@ Param = Annotated[
 ]
 
 
-def _seed(value: object) -> int:
+def _non_negative_int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"expected a non-negative integer, got {shown(value)}")
     return value
@@ -190,7 +190,7 @@ def _seed(value: object) -> int:
 
 Seed = Annotated[
     int,
-    PlainValidator(_seed),
+    PlainValidator(_non_negative_int),
     Schema(
         lambda: {
             "type": "integer",
@@ -201,7 +201,7 @@ Seed = Annotated[
 ]
 Bytes = Annotated[
     int,
-    PlainValidator(_seed),
+    PlainValidator(_non_negative_int),
     Schema(
         lambda: {
             "type": "integer",

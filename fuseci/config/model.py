@@ -218,6 +218,11 @@ class Case:
         return tuple(v for v in self.variants if v.id != UNFUSED)
 
     @property
+    def functions(self) -> tuple[str, ...]:
+        """The ``module:function`` references it runs, variants then reference, each once."""
+        return tuple(dict.fromkeys([*(v.fn for v in self.variants), *([self.reference] if self.reference else [])]))
+
+    @property
     def frameworks(self) -> tuple[str, ...]:
         """The array frameworks its variants and reference take inputs in, in first use order."""
         used = ([self.framework] if self.reference else []) + [v.framework for v in self.variants]

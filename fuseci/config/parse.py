@@ -402,18 +402,6 @@ def read_suite(data: object, path: Path) -> SuiteRead:
     return SuiteRead(suite if not problems else None, tuple(problems))
 
 
-def parse_suite(data: object, path: Path) -> Suite:
-    """Validate an already-loaded YAML document.
-
-    Raises:
-        SuiteError: with the file, line and field path of the first problem.
-    """
-    read = read_suite(data, path)
-    if read.suite is None:
-        raise read.problems[0]
-    return read.suite
-
-
 def check_suite(path: str | Path) -> SuiteRead:
     """Read and validate a suite file, finding every problem of it (see :func:`load_suite`); a
     file that cannot be read as YAML has that one problem."""

@@ -106,7 +106,6 @@ def run_case(
         calls, reference = _calls(case, search)
         inputs = {spec.name: make_input(spec) for spec in case.inputs}
         log.debug("case %s: inputs made", case.id)
-        arrays.compiler_keys_ready()  # before the first call of any variant
         checks: list[CheckRecord] = []
         min_bytes = None
         first_calls_ns: dict[str, float] = {}
@@ -196,7 +195,7 @@ def preload(suite: Suite) -> None:
     for p in reversed(search_path(suite)):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
-    refs = {v.fn for c in suite.cases for v in c.variants} | {c.reference for c in suite.cases if c.reference}
+    refs = {ref for c in suite.cases for ref in c.functions}
     for module in LAZY_IMPORTS:
         try:
             importlib.import_module(module)
@@ -303,13 +302,13 @@ def run(
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     usable = start_frameworks(suite)
+    arrays.compiler_keys_ready()  # before any variant is called or anything is measured
     record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
     if timing is not None:
         l2_bytes = record.env["l2_bytes"]
         assert isinstance(l2_bytes, int), l2_bytes  # the device's, from collect_env
         timing = replace(timing, l2_bytes=l2_bytes)
         if record.copy_bandwidth is None:
-            arrays.compiler_keys_ready()  # a measurement: nothing else on the host
             log.info("copy bandwidth")
             record = replace(record, copy_bandwidth=copy_bandwidth())
     write_record(record, record_path)

@@ -227,8 +227,8 @@ _key_threads: list[threading.Thread] = []
 
 def warm_compiler_keys() -> None:
     """Compute :data:`COMPILER_KEYS` of the compilers the suite's modules imported, in a thread
-    of its own, while this process starts the driver, waits for the GPU and makes the first
-    inputs; :func:`compiler_keys_ready` waits for it before any variant is called. Only what is
+    of its own, while this process starts the driver, waits for the GPU and opens its context;
+    :func:`compiler_keys_ready` waits for it before any variant is called. Only what is
     already imported is warmed (nothing is imported for it), once per process; a key that
     fails is left for the compile that needs it."""
     keys = [
