@@ -24,7 +24,7 @@ from fuseci.api import ab
 from fuseci.cli.commands import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError
-from fuseci.frames.metrics import SuiteResults
+from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
 from fuseci.measure import process
 from fuseci.measure.run import MeasureOptions, measure
@@ -307,6 +307,29 @@ def test_a_module_from_the_other_tree_is_refused(tmp_path: Path) -> None:
     assert "kernels.mine" in out and "from the other side's tree" in out and str(head) in out
 
 
+def test_fusecis_own_main_module_under_another_name_is_not_foreign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m fuseci.harness`` runs as ``__main__``, and ``import multiprocessing`` (which
+    PyTorch's compile workers bring on a cold compile cache) registers that same module again as
+    ``__mp_main__``. fuseci installed from the head's tree measures both sides: its own modules,
+    under any name, are not the other side's code; a kernel module of that tree still is."""
+    import types
+
+    import fuseci.harness.run as harness_run
+
+    head = Path(harness_run.__file__).resolve().parents[2]  # the tree fuseci itself is installed from
+    main = types.ModuleType("__mp_main__")
+    main.__file__ = str(Path(harness_run.__file__).with_name("__main__.py"))
+    theirs = types.ModuleType("kernels.of_the_head")
+    theirs.__file__ = str(head / "kernels" / "elementwise.py")
+    monkeypatch.setitem(sys.modules, "__mp_main__", main)
+    monkeypatch.setitem(sys.modules, "kernels.of_the_head", theirs)
+    found = harness_run.foreign_modules(head, tmp_path)
+    assert not [f for f in found if f.startswith(("__mp_main__", "__main__", "fuseci"))]
+    assert [f for f in found if f.startswith("kernels.of_the_head ")]
+
+
 def test_measuring_runs_the_profiled_and_timed_processes_in_the_sides_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,8 +470,11 @@ def test_a_planted_split_kernel_fails_for_the_right_reason() -> None:
         for k in case.checks
         if k.verdict is Verdict.REGRESSED
     }
-    # the split kernel, caught by the gates that catch it against a stored baseline
+    # the split kernel, caught by the gates that catch it against a stored baseline, its bytes
+    # (the intermediate stored and loaded again) compared though its kernels are others
     assert failing == {
+        ("scale_relu_add", "fused", CheckKind.VALUE, "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"),
+        ("scale_relu_add", "fused", CheckKind.VALUE, "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
         ("scale_relu_add", "fused", CheckKind.INVENTORY, "kernels"),
         ("scale_relu_add", "fused", CheckKind.GAIN, "launches"),
         ("scale_relu_add", "fused", CheckKind.GAIN, "dram__bytes.sum"),
@@ -462,6 +488,32 @@ def test_a_planted_split_kernel_fails_for_the_right_reason() -> None:
         k for case in c.cases for k in case.checks if k.check is CheckKind.INVENTORY and k.verdict is Verdict.REGRESSED
     )
     assert "the fusion split" in split.message
+
+
+class Rebuilt(Recorded):
+    """The head's kernels recompiled: each fused kernel's registers moved, as an edit moves them."""
+
+    def measure(self, suite, options: MeasureOptions) -> SuiteResults:
+        results = super().measure(suite, options)
+        if self.side(options) != "head":
+            return results
+        kernels = results.kernels.copy()
+        fused = kernels["variant"] != "unfused"
+        kernels.loc[fused, "launch__registers_per_thread"] += 8
+        return summarize(kernels, results.record)
+
+
+def test_a_recompiled_variant_is_judged_not_new() -> None:
+    """An edit that recompiles a kernel (other registers) leaves a variant on both sides: judged
+    against the base's, its bytes compared to the byte, never NEW."""
+    tool = Rebuilt({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT})
+    (c,) = _ab([_pair("elementwise")], tool).comparisons
+    assert exit_code([c]) == 0
+    checks = [k for case in c.cases for k in case.checks if k.variant == "fused"]
+    assert checks and not [k for k in checks if k.verdict is Verdict.NEW]
+    loaded = [k for k in checks if k.quantity == "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"]
+    assert len(loaded) == 5 and all(k.verdict is Verdict.PASS and "its kernels changed" in k.message for k in loaded)
+    assert all("registers" in k.message for k in loaded)
 
 
 def test_the_reverse_is_an_improvement_not_a_failure() -> None:

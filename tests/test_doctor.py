@@ -210,6 +210,7 @@ def test_profile_command_exact_argv() -> None:
         "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
         "sm__maximum_warps_per_active_cycle_pct,sm__warps_active.avg.pct_of_peak_sustained_active,"
         "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum,"
+        "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum,l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum,"
         "smsp__inst_executed.sum,lts__t_sectors_srcunit_tex_op_read.sum,"
         "dram__bytes_read.sum.per_second,dram__bytes_write.sum.per_second,"
         "dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_write.sum,"

@@ -399,9 +399,15 @@ def test_a_time_gain_that_moved_says_when_the_variant_autotuned_in_this_run() ->
     bytes_ = MetricDelta("c", "compiled", CheckKind.GAIN, names.DRAM_BYTES, Verdict.REGRESSED, "bytes fell")
     within = MetricDelta("c", "compiled", CheckKind.GAIN, names.DURATION, Verdict.PASS, "duration held")
     other = MetricDelta("c", "triton", CheckKind.GAIN, names.DURATION, Verdict.REGRESSED, "duration fell")
-    out = ck.autotune_hint([moved, bytes_, within, other], variant, ("CachingAutotuner autotuned triton_red_fused_0",))
+    from fuseci.frames.inventory import KernelLaunch
+
+    old = (KernelLaunch("triton_red_fused_0", 32768, 256, 31),)
+    new = (KernelLaunch("triton_red_fused_0", 32768, 128, 25),)  # another configuration of the same kernel
+    tuned = ("CachingAutotuner autotuned triton_red_fused_0",)
+    out = ck.autotune_hint([moved, bytes_, within, other], variant, tuned, old, new)
     assert [c.verdict for c in out] == [Verdict.REGRESSED, Verdict.REGRESSED, Verdict.PASS, Verdict.REGRESSED]
     assert out[0].message.startswith("speedup fell; compiled autotuned at its first call in this run (CachingAutotuner")
+    assert "block 256 -> 128, registers 31 -> 25" in out[0].message
     assert [c.message for c in out[1:]] == ["bytes fell", "duration held", "duration fell"]
     assert ck.autotune_hint([moved], variant, ()) == [moved]
 

@@ -29,6 +29,7 @@ def test_build_command_exact_argv() -> None:
         "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
         "sm__maximum_warps_per_active_cycle_pct,sm__warps_active.avg.pct_of_peak_sustained_active,"
         "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum,"
+        "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum,l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum,"
         "smsp__inst_executed.sum,lts__t_sectors_srcunit_tex_op_read.sum,"
         "dram__bytes_read.sum.per_second,dram__bytes_write.sum.per_second,"
         "dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_write.sum,"
@@ -216,3 +217,16 @@ def test_timeout(fake_ncu: str, tmp_path: Path) -> None:
 )
 def test_classify(returncode: int, log: str, written: bool, outcome: ncu.Outcome) -> None:
     assert ncu.classify(returncode, log, written) is outcome
+
+
+def test_a_failed_profiled_run_is_explained_on_one_line(tmp_path: Path) -> None:
+    """The harness log's last lines join with ' | ': reporters escape a newline in a message, so a
+    multi-line tail read as a literal backslash-n on the console."""
+    from fuseci.measure.command import SuiteFiles
+
+    files = SuiteFiles(tmp_path, "s")
+    files.app_log.write_text("importing\nfuseci-harness: error: imported x (y) from the other side's tree\n")
+    run = ncu.finished(3, files)
+    message = run.message(files)
+    assert "\n" not in message
+    assert message.endswith("last lines: importing | fuseci-harness: error: imported x (y) from the other side's tree")

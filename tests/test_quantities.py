@@ -14,10 +14,10 @@ from fuseci.config import names, quantities, schema
 from fuseci.config.model import CHECK_NAMES
 from fuseci.config.parse import SCHEMA_FILE, load_suite
 from fuseci.config.policy import Direction, parse_tolerance
-from fuseci.config.quantities import Aggregate, Gate, Quantity, Unit
+from fuseci.config.quantities import Aggregate, Counted, Gate, Quantity, Unit
 from fuseci.errors import SuiteError
 from fuseci.frames import metrics
-from fuseci.frames.report import kernel_columns
+from fuseci.frames.report import kernel_columns, read_report
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CheckKind, Verdict
@@ -85,6 +85,8 @@ def test_each_quantity_is_declared_once_and_whole() -> None:
         names.HOST_BLOCKING: "exact",
         names.GLOBAL_LOAD_BYTES: "exact",
         names.GLOBAL_STORE_BYTES: "exact",
+        names.TMA_LOAD_BYTES: "exact",
+        names.TMA_STORE_BYTES: "exact",
         names.INSTRUCTIONS: "exact",
         names.L2_READ_BYTES: "0.5%",
     }
@@ -180,33 +182,42 @@ def test_the_suites_doc_lists_every_gain() -> None:
     assert sorted(listed) == sorted(quantities.gains())  # each once, none missing
 
 
-#: An exact counter compared only where the variant launched the baseline's kernels, as the
-#: catalogue's global bytes and instructions are; its source is in the recorded reports.
-SAME_KERNELS = replace(SECTORS, name="exact_sectors", label="exact sectors", unfused=False, same_kernels=True)
+#: A counted quantity of each kind (:class:`fuseci.config.quantities.Counted`), as the catalogue's
+#: bytes and instructions are; its source is in the recorded reports.
+COUNTED_BYTES = replace(SECTORS, name="exact_sectors", label="exact sectors", unfused=False, counted=Counted.BYTES)
+COUNTED_WORK = replace(SECTORS, name="exact_work", label="exact work", unfused=False, counted=Counted.WORK)
 
 
 @pytest.fixture
 def with_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(quantities, "QUANTITIES", (*quantities.QUANTITIES, SAME_KERNELS))
+    monkeypatch.setattr(quantities, "QUANTITIES", (*quantities.QUANTITIES, COUNTED_BYTES, COUNTED_WORK))
 
 
-def _checks(comparison, variant: str, case: str = "scale_relu_add") -> list:  # type: ignore[no-untyped-def]
+def _checks(comparison, variant: str, case: str = "scale_relu_add", quantity: str = COUNTED_BYTES.name) -> list:  # type: ignore[no-untyped-def]
     return [
         k
         for c in comparison.cases
         for k in c.checks
-        if k.quantity == SAME_KERNELS.name and k.case == case and k.variant == variant
+        if k.quantity == quantity and k.case == case and k.variant == variant
     ]
 
 
-def test_an_exact_counter_compares_only_the_same_kernels(with_exact: None) -> None:
-    """Equal counts pass and one more regresses; once the variant's kernels are not the
-    baseline's (a grid that changed, say after another autotuned configuration) the count is
-    not compared, and says why; a candidate that launches other kernels than the variant it is
-    judged against gets no such check at all."""
-    from fuseci.frames.inventory import KernelLaunch
-    from fuseci.frames.report import read_report
+def _with(baseline: Baseline, entry: VariantBaseline) -> Baseline:
+    cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": entry}}
+    return replace(baseline, cases=cases)
 
+
+def _repeating(entry: VariantBaseline) -> VariantBaseline:
+    """``entry`` as a baseline profiled more than once records it: every count repeated."""
+    kernels = tuple(replace(k, spread={q: 0.0 for q in k.counts}) for k in entry.kernels)
+    return replace(entry, kernels=kernels)
+
+
+def test_bytes_are_compared_whatever_the_kernels_became(with_exact: None) -> None:
+    """Equal counts pass and one more regresses, naming the kernel whose count moved; once the
+    variant's kernels are another build (a grid that changed, as another autotuned configuration
+    or an edit brings), bytes are still compared, with what changed as context; and a candidate
+    that launches other kernels than the variant it is judged against is compared too."""
     suite = load_suite(ELEMENTWISE.parent / "mutants.yaml")
     results = metrics.summarize(
         read_report(REPORTS / "mutants.ncu-rep.xz"), read_record(REPORTS / "mutants.harness.json")
@@ -217,23 +228,95 @@ def test_an_exact_counter_compares_only_the_same_kernels(with_exact: None) -> No
     assert fused.verdict is Verdict.PASS and fused.change == 0
     (sync,) = _checks(same, "host_sync")  # the fused kernel and a read-back: the same kernel, counted
     assert sync.verdict is Verdict.PASS and sync.baseline_value == fused.current
-    assert _checks(same, "defused") == [] and _checks(same, "rereads") == []  # other kernels: nothing to count against
+    (defused,) = _checks(same, "defused")  # two kernels, the intermediate through L2: more sectors
+    assert defused.message.startswith("caught as planted: exact sectors of defused rose")  # a planted regression
+    assert "its kernels changed (split: fuseci_scale_relu_add became" in defused.message
     assert _checks(same, "unfused") == []  # fused variants and candidates only
 
     entry = baseline.cases["scale_relu_add"]["fused"]
-    count = entry.values[SAME_KERNELS.name]
-    one_less = VariantBaseline(values={**entry.values, SAME_KERNELS.name: count - 1}, kernels=entry.kernels)
-    cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": one_less}}
-    (up,) = _checks(compare(results, suite, replace(baseline, cases=cases)), "fused")
-    assert up.verdict is Verdict.REGRESSED and "exact sectors of fused rose" in up.message
-
+    count = entry.values[COUNTED_BYTES.name]
     (k0, *rest) = entry.kernels
-    regridded = VariantBaseline(values=one_less.values, kernels=(replace(k0, grid=k0.grid * 2), *rest))
-    assert isinstance(k0, KernelLaunch)
-    cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": regridded}}
-    (moved,) = _checks(compare(results, suite, replace(baseline, cases=cases)), "fused")
-    assert moved.verdict is Verdict.NEW, moved.message
-    assert "not compared: its kernels are not the baseline's" in moved.message and "grid" in moved.message
+    assert k0.counts[COUNTED_BYTES.name] == count
+    lower = {**k0.counts, COUNTED_BYTES.name: count - 1}
+    one_less = VariantBaseline(
+        values={**entry.values, COUNTED_BYTES.name: count - 1}, kernels=(replace(k0, counts=lower), *rest)
+    )
+    (up,) = _checks(compare(results, suite, _with(baseline, one_less)), "fused")
+    assert up.verdict is Verdict.REGRESSED and "exact sectors of fused rose" in up.message
+    assert f"in {k0.name} +1" in up.message and "rebuilt" not in up.message
+
+    regridded = replace(one_less, kernels=(replace(one_less.kernels[0], grid=k0.grid * 2), *rest))
+    (moved,) = _checks(compare(results, suite, _with(baseline, regridded)), "fused")
+    assert moved.verdict is Verdict.REGRESSED, moved.message
+    assert f"its kernels changed ({k0.name}: grid {k0.grid * 2} -> {k0.grid})" in moved.message
+
+
+def test_instructions_are_judged_on_the_same_build_only(with_exact: None, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A count of work is gated where the baseline's passes say it repeats and the kernels are the
+    same build; across a rebuild it is shown, not gated, unless the suite states its gate; a
+    baseline recorded with one pass says nothing of whether it repeats, so it is shown then too."""
+    suite = load_suite(ELEMENTWISE.parent / "mutants.yaml")
+    results = metrics.summarize(
+        read_report(REPORTS / "mutants.ncu-rep.xz"), read_record(REPORTS / "mutants.harness.json")
+    )
+    baseline = from_results(results, {c.id for c in suite.cases})
+    entry = baseline.cases["scale_relu_add"]["fused"]
+    work = COUNTED_WORK.name
+
+    def fused(base: Baseline, gated: object = suite) -> object:
+        (k,) = _checks(compare(results, gated, base), "fused", quantity=work)  # type: ignore[arg-type]
+        return k
+
+    single = replace(entry, values={**entry.values, work: entry.values[work] - 1})
+    k = fused(_with(baseline, single))
+    assert k.verdict is Verdict.PASS and "not gated: the baseline was recorded with one profiled pass" in k.message
+    assert any("one profiled pass" in n for n in compare(results, suite, _with(baseline, single)).notes)
+
+    repeated = _repeating(single)
+    assert fused(_with(baseline, repeated)).verdict is Verdict.REGRESSED  # the same build, known to repeat
+
+    (k0, *rest) = repeated.kernels
+    rebuilt = replace(repeated, kernels=(replace(k0, registers=k0.registers + 8), *rest))
+    k = fused(_with(baseline, rebuilt))
+    assert k.verdict is Verdict.PASS and "not gated: its kernels changed" in k.message
+    assert f"registers {k0.registers + 8} -> {k0.registers}" in k.message
+
+    stated = write(
+        tmp_path / "mutants.yaml",
+        (ELEMENTWISE.parent / "mutants.yaml")
+        .read_text()
+        .replace("    launches: exact\n", f"    launches: exact\n    {work}: exact\n", 1),
+    )
+    gated = load_suite(stated)
+    assert work in gated.cases[0].stated_gates
+    assert fused(_with(baseline, rebuilt), gated).verdict is Verdict.REGRESSED  # the suite asks
+
+
+def test_a_count_that_moved_between_passes_gets_a_band(with_exact: None) -> None:
+    """Where the baseline's profiled passes saw a count move, it is judged within a band of
+    MOVING_FACTOR times that: a library kernel's count moving as much again passes, and the
+    message says how far it moved; a count that repeated stays exact."""
+    from fuseci.judge.counters import MOVING_FACTOR
+
+    suite = load_suite(ELEMENTWISE.parent / "mutants.yaml")
+    results = metrics.summarize(
+        read_report(REPORTS / "mutants.ncu-rep.xz"), read_record(REPORTS / "mutants.harness.json")
+    )
+    baseline = from_results(results, {c.id for c in suite.cases})
+    entry = baseline.cases["scale_relu_add"]["fused"]
+    count = entry.values[COUNTED_BYTES.name]
+    moved = 1000.0
+    kernels = tuple(
+        replace(k, spread={q: (moved if q == COUNTED_BYTES.name else 0.0) for q in k.counts}) for k in entry.kernels
+    )
+    for delta, verdict in (
+        (MOVING_FACTOR * moved * 0.9, Verdict.PASS),
+        (MOVING_FACTOR * moved * 1.1, Verdict.REGRESSED),
+    ):
+        lower = VariantBaseline(values={**entry.values, COUNTED_BYTES.name: count - delta}, kernels=kernels)
+        (k,) = _checks(compare(results, suite, _with(baseline, lower)), "fused")
+        assert k.verdict is verdict, k.message
+        assert "it moved by up to 1,000 over the profiled passes" in k.message
 
 
 def test_a_report_without_the_counters_is_not_judged_on_them() -> None:

@@ -49,7 +49,7 @@ from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
 from fuseci.measure.command import FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.record import write_record
-from fuseci.measure.run import RETIMES, MeasureOptions, measure, timed_pass
+from fuseci.measure.run import REFERENCE_PASSES, RETIMES, MeasureOptions, measure, timed_pass
 from fuseci.store import runs as run_files
 
 log = logging.getLogger("fuseci.api")
@@ -365,7 +365,9 @@ def side_options(
 ) -> MeasureOptions:
     """How one side is measured: in its own tree (the harness's working directory, so its
     modules come first on ``sys.path``), into ``<report_dir>/<side>``, holding the GPU's lock,
-    with one compile cache for both sides (compiled code is keyed by its source)."""
+    with one compile cache for both sides (compiled code is keyed by its source). The base,
+    being the reference, is profiled :data:`~fuseci.measure.run.REFERENCE_PASSES` times, to
+    learn which counters repeat (:mod:`fuseci.judge.counters`)."""
     report_dir = options.report_dir.absolute()
     return MeasureOptions(
         report_dir=report_dir / side.name,
@@ -375,6 +377,7 @@ def side_options(
         cwd=side.root,
         extra_env=side_env(side, other),
         cache_root=report_dir,
+        passes=REFERENCE_PASSES if side.name == BASE else 1,
     )
 
 

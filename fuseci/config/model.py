@@ -200,6 +200,10 @@ class Case:
     framework: str = DEFAULT_FRAMEWORK
     """The array framework the reference takes its float64 inputs in (the case's, or the
     suite's default); each variant may name its own."""
+    stated_gates: frozenset[str] = frozenset()
+    """The quantities whose gate the suite states (under ``gates:`` of its defaults or the
+    case), as opposed to fuseci's defaults: an instruction count is gated across a rebuild of its
+    kernels only where the suite asks (:class:`fuseci.config.quantities.Counted`)."""
 
     def variant(self, variant_id: str) -> Variant:
         """The variant with this id.

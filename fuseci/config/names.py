@@ -38,9 +38,11 @@ def id_key(value: str) -> str:
 RANGE_PREFIX = "fuseci"
 
 
-def range_name(suite: str, case: str, variant: str) -> str:
-    """The NVTX push/pop range the harness opens around one variant's measured run."""
-    return f"{RANGE_PREFIX}:{suite}:{case}:{variant}"
+def range_name(suite: str, case: str, variant: str, again: int = 0) -> str:
+    """The NVTX push/pop range the harness opens around one variant's measured run; ``again``
+    numbers a repeat of it (a profiled pass after the first, see :func:`parse_range`)."""
+    name = f"{RANGE_PREFIX}:{suite}:{case}:{variant}"
+    return f"{name}:{again}" if again else name
 
 
 def range_filter(suite: str) -> str:
@@ -52,15 +54,32 @@ def range_filter(suite: str) -> str:
     return f"regex:^{RANGE_PREFIX}:{re.escape(suite)}:.*/"
 
 
-def parse_range_name(name: str) -> tuple[str, str, str] | None:
-    """Split a range name into (suite, case, variant), or None if it is not one of ours."""
+def parse_range(name: str) -> tuple[str, str, str, int] | None:
+    """Split a range name into (suite, case, variant, repeat), or None if it is not one of ours.
+
+    A variant's first profiled pass is ``fuseci:<suite>:<case>:<variant>``; a repeat of it (when
+    a baseline is recorded, each variant is profiled more than once, to learn which counters
+    repeat) appends its number: ``...:<variant>:1``.
+    """
     parts = name.split(":")
-    if len(parts) != 4 or parts[0] != RANGE_PREFIX:
+    if len(parts) not in (4, 5) or parts[0] != RANGE_PREFIX:
         return None
-    suite, case, variant = parts[1:]
+    suite, case, variant = parts[1:4]
     if not all(is_id(p) for p in (suite, case, variant)):
         return None
-    return suite, case, variant
+    again = 0
+    if len(parts) == 5:
+        if not (parts[4].isascii() and parts[4].isdigit() and len(parts[4]) <= 3 and parts[4][0] != "0"):
+            return None
+        again = int(parts[4])
+    return suite, case, variant, again
+
+
+def parse_range_name(name: str) -> tuple[str, str, str] | None:
+    """Split a range name into (suite, case, variant), or None if it is not one of ours (a
+    repeat's range included: see :func:`parse_range`)."""
+    parsed = parse_range(name)
+    return None if parsed is None else parsed[:3]
 
 
 # Frame columns (the tidy per-kernel schema, see metrics.py).
@@ -69,6 +88,17 @@ CASE = "case"
 VARIANT = "variant"
 KERNEL_INDEX = "kernel_index"
 KERNEL = "kernel"
+#: Which profiled pass of its variant a kernel ran in (0: the first; see :func:`parse_range`).
+PASS = "pass"
+#: Appended to a counted metric's name: the per-kernel frame's column of how far it moved over the
+#: kernel's profiled passes.
+SPREAD_SUFFIX = ":spread"
+
+
+def spread_column(metric: str) -> str:
+    """The per-kernel frame's column of how far ``metric`` moved over a kernel's profiled passes."""
+    return f"{metric}{SPREAD_SUFFIX}"
+
 
 # ncu metrics, verbatim (declared in fuseci.config.quantities).
 DRAM_READ = "dram__bytes_read.sum"
@@ -85,6 +115,10 @@ L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
 L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
 GLOBAL_LOAD_BYTES = "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_STORE_BYTES = "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"
+#: What Hopper's tensor memory accelerator (TMA) moves between L2 and the SMs: it bypasses the
+#: LSU pipe, so the two counters above read 0 for a cuBLAS GEMM or a cuDNN attention kernel.
+TMA_LOAD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"
+TMA_STORE_BYTES = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
 INSTRUCTIONS = "smsp__inst_executed.sum"
 GRID_SIZE = "launch__grid_size"
 BLOCK_SIZE = "launch__block_size"

@@ -172,6 +172,7 @@ class _Defaults:
     distribution: str
     seed: int
     gates: Mapping[str, Tolerance]
+    stated: frozenset[str]
     correctness: Correctness | None
     expect: Mapping[str, Expectation]
     bytes_allowance: Tolerance
@@ -186,6 +187,7 @@ def _defaults(d: doc.Defaults | None) -> _Defaults:
         distribution=d.distribution,
         seed=d.seed,
         gates={**builtin_gates, **(d.gates or {})},
+        stated=frozenset(d.gates or {}),
         correctness=_correctness(d.correctness, None),
         expect=dict(d.expect or {}),
         bytes_allowance=d.bytes_allowance or parse_tolerance(DEFAULT_BYTES_ALLOWANCE),
@@ -336,6 +338,7 @@ def _case(w: _Where, c: doc.Case, node: Any, d: _Defaults) -> Case:
         framework=framework,
         correctness=_correctness(c.correctness, d.correctness),
         gates={**d.gates, **(c.gates or {})},
+        stated_gates=d.stated | frozenset(c.gates or {}),
         line=int(getattr(node, "line", 0) or 0),
         reference_line=_line_of(node, "reference"),
         bytes_allowance=c.bytes_allowance or d.bytes_allowance,

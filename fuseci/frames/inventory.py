@@ -3,9 +3,16 @@ can hold one without pandas."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import Field
 
 from fuseci import validation as v
+
+#: The counted quantities of one kernel launch, by quantity name.
+Counts = Annotated[dict[v.QuantityName, v.Amount], Field(max_length=100)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,3 +30,39 @@ class KernelLaunch(v.OpenDocument):
     """Registers per thread."""
     shared_mem: v.Count = 0
     """Shared memory per block, static and dynamic, bytes (0 where the report does not say)."""
+    counts: Counts = field(default_factory=dict)
+    """Its counted quantities (:func:`fuseci.config.quantities.counted`: bytes the SMs asked of
+    memory, instructions), by quantity name, as the variant's own values count them; empty in
+    files written before fuseci kept them per kernel."""
+    spread: Counts = field(default_factory=dict)
+    """How far each counted quantity moved over the kernel's profiled passes (max - min), by
+    quantity name; empty when it was profiled once."""
+
+    @property
+    def shape(self) -> tuple[str, int, int, int, int]:
+        """What makes it the same build of the same kernel as another launch: its name and launch
+        shape (grid, block, registers, shared memory)."""
+        return (self.name, self.grid, self.block, self.registers, self.shared_mem)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, tuple(sorted(self.counts.items())), tuple(sorted(self.spread.items()))))
+
+
+def same_build(a: Sequence[KernelLaunch], b: Sequence[KernelLaunch]) -> bool:
+    """True when two inventories launch the same kernels, by name and launch shape, in order."""
+    return [k.shape for k in a] == [k.shape for k in b]
+
+
+def spread_of(kernels: Sequence[KernelLaunch], quantity: str) -> float | None:
+    """How far ``quantity`` of a variant moved over its profiled passes, as the sum of its
+    kernels' spreads; None when a kernel was profiled once (nothing is known)."""
+    if not kernels or any(quantity not in k.spread for k in kernels):
+        return None
+    return float(sum(k.spread[quantity] for k in kernels))
+
+
+def counts_of(kernels: Sequence[KernelLaunch], quantity: str) -> list[float] | None:
+    """Each kernel's count of ``quantity``, in launch order; None when a kernel lacks it."""
+    if any(quantity not in k.counts for k in kernels):
+        return None
+    return [k.counts[quantity] for k in kernels]

@@ -147,7 +147,7 @@ def _variant_records(kernels: pd.DataFrame) -> list[dict[str, Any]]:
                     rec[q.name] = len(rows)
                 case Aggregate.SUM:
                     values = col[q.sources[0]][rows]
-                    if q.same_kernels and bool(np.isnan(values).any()):
+                    if q.counted is not None and bool(np.isnan(values).any()):
                         rec[q.name] = math.nan  # an exact count of some of the kernels is no count
                     else:
                         total = _sum(values)
@@ -274,7 +274,8 @@ def gains(variants: pd.DataFrame) -> pd.DataFrame:
 
 
 def inventory(kernels: pd.DataFrame, case: str, variant: str) -> tuple[KernelLaunch, ...]:
-    """The ordered kernels one variant launched."""
+    """The ordered kernels one variant launched, each with its counted quantities and how far
+    they moved over its profiled passes (where it had more than one)."""
     rows = kernels[(kernels[names.CASE] == case) & (kernels[names.VARIANT] == variant)].sort_values(names.KERNEL_INDEX)
     return tuple(
         KernelLaunch(
@@ -283,9 +284,22 @@ def inventory(kernels: pd.DataFrame, case: str, variant: str) -> tuple[KernelLau
             block=_int(r[names.BLOCK_SIZE]),
             registers=_int(r[names.REGISTERS]),
             shared_mem=_int(r.get(names.SHARED_MEM_STATIC, math.nan)) + _int(r.get(names.SHARED_MEM_DYNAMIC, math.nan)),
+            counts=_counted(r, lambda source: source),
+            spread=_counted(r, names.spread_column),
         )
         for _, r in rows.iterrows()
     )
+
+
+def _counted(row: pd.Series, column: Callable[[str], str]) -> dict[str, float]:
+    """A kernel's counted quantities (:func:`fuseci.config.quantities.counted`), each from its
+    source metric's ``column`` in the per-kernel frame, scaled; those it lacks are left out."""
+    out = {}
+    for q in quantities.counted():
+        value = float(row.get(column(q.sources[0]), math.nan))
+        if math.isfinite(value) and value >= 0:
+            out[q.name] = value * q.scale
+    return out
 
 
 def _int(value: Any) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fuseci.config import names, quantities
@@ -40,10 +41,18 @@ KERNEL_IDS: tuple[str, ...] = (
 )
 
 
+def spread_columns() -> tuple[str, ...]:
+    """The spread columns: one per source metric of a counted quantity
+    (:func:`fuseci.config.quantities.counted`)."""
+    return tuple(dict.fromkeys(names.spread_column(s) for q in quantities.counted() for s in q.sources))
+
+
 def kernel_columns() -> tuple[str, ...]:
     """Columns of the per-kernel frame, in order: :data:`KERNEL_IDS`, then every metric ncu is
-    asked for (:func:`fuseci.config.quantities.ncu_metrics`), named verbatim."""
-    return (*KERNEL_IDS, *quantities.ncu_metrics())
+    asked for (:func:`fuseci.config.quantities.ncu_metrics`), named verbatim, then how far each
+    counted metric moved over the kernel's profiled passes (:func:`spread_columns`: NaN after one
+    pass)."""
+    return (*KERNEL_IDS, *quantities.ncu_metrics(), *spread_columns())
 
 
 def load_reader() -> ModuleType:
@@ -121,8 +130,8 @@ def _plain_report(path: Path) -> Iterator[Path]:
         yield plain
 
 
-def _attribute(action: Any) -> tuple[str, str, str] | None:
-    """The (suite, case, variant) of the ``fuseci:`` range enclosing a kernel, if any.
+def _attribute(action: Any) -> tuple[str, str, str, int] | None:
+    """The (suite, case, variant, repeat) of the ``fuseci:`` range enclosing a kernel, if any.
 
     CuPy opens ranges of its own (in other domains, or nested inside ours), so look through
     every domain's whole stack rather than at the innermost range.
@@ -133,7 +142,7 @@ def _attribute(action: Any) -> tuple[str, str, str] | None:
     for domain_id in state.domains():
         domain = state.domain_by_id(domain_id)
         for name in domain.push_pop_ranges():
-            ids = names.parse_range_name(name)
+            ids = names.parse_range(name)
             if ids is not None:
                 return ids
     return None
@@ -154,7 +163,9 @@ def _string(action: Any, name: str) -> str:
 def read_report(path: Path) -> pd.DataFrame:
     """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
 
-    Rows keep launch order within each (case, variant).
+    Rows keep launch order within each (case, variant). A variant profiled more than once (a
+    baseline's passes) keeps its first pass, each kernel with how far its counted metrics moved
+    over the passes (:func:`fold_passes`).
 
     Raises:
         ReportError: the file is missing, truncated, not a report of fuseci's, or the reader is
@@ -162,7 +173,7 @@ def read_report(path: Path) -> pd.DataFrame:
     """
     reader = load_reader()
     rows: list[dict[str, Any]] = []
-    order: Counter[tuple[str, str, str]] = Counter()
+    order: Counter[tuple[str, str, str, int]] = Counter()
     metrics = quantities.ncu_metrics()
     skipped = 0
     with _plain_report(path) as plain:
@@ -189,6 +200,7 @@ def read_report(path: Path) -> pd.DataFrame:
                     names.KERNEL_INDEX: order[ids],
                     names.KERNEL: action.name(),
                     names.DEVICE_NAME: _string(action, names.DEVICE_NAME),
+                    names.PASS: ids[3],
                 }
                 row.update({m: _metric(action, m) for m in metrics})
                 order[ids] += 1
@@ -204,7 +216,36 @@ def read_report(path: Path) -> pd.DataFrame:
             f"{path}: {skipped} kernel(s) lie outside 'fuseci:' NVTX ranges; the report is truncated "
             "or was not written by `fuseci run`: profile the suite again"
         )
-    return pd.DataFrame.from_records(rows, columns=list(kernel_columns()))
+    return fold_passes(pd.DataFrame.from_records(rows, columns=[*kernel_columns(), names.PASS]))
+
+
+def fold_passes(frame: pd.DataFrame) -> pd.DataFrame:
+    """The per-kernel frame of a report's rows (with a :data:`~fuseci.config.names.PASS` column):
+    the first pass's rows, each kernel's spread columns (:func:`spread_columns`) holding how far
+    each counted metric moved over its variant's passes (max - min), NaN where the variant was
+    profiled once, or where a repeat launched other kernels than the first pass (nothing to pair
+    a kernel with)."""
+    first = frame[frame[names.PASS] == 0].drop(columns=[names.PASS]).reset_index(drop=True)
+    first = first.reindex(columns=list(kernel_columns()))
+    repeats = frame[frame[names.PASS] > 0]
+    if repeats.empty:
+        return first
+    sources = [s for q in quantities.counted() for s in q.sources]
+    sources = list(dict.fromkeys(sources))
+    key = [names.SUITE, names.CASE, names.VARIANT]
+    passes = {k: g.sort_values(names.KERNEL_INDEX) for k, g in repeats.groupby([*key, names.PASS], sort=False)}
+    for (suite, case, variant), rows in first.groupby(key, sort=False):
+        rows = rows.sort_values(names.KERNEL_INDEX)
+        again = [g for (s, c, v, _), g in passes.items() if (s, c, v) == (suite, case, variant)]
+        if not again:
+            continue
+        if any(list(g[names.KERNEL]) != list(rows[names.KERNEL]) for g in again):
+            log.info("%s/%s: a profiled pass launched other kernels than the first: no spread", case, variant)
+            continue
+        for m in sources:
+            values = np.vstack([rows[m].to_numpy(dtype=float), *(g[m].to_numpy(dtype=float) for g in again)])
+            first.loc[rows.index, names.spread_column(m)] = values.max(axis=0) - values.min(axis=0)
+    return first
 
 
 #: A report's first bytes: the magic number, then length-prefixed protocol-buffer messages (ncu's

@@ -22,7 +22,7 @@ from fuseci.harness import arrays
 from fuseci.harness.probe import probe
 from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
-from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV, waiting_file
+from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV, MAX_PASSES, waiting_file
 from fuseci.measure.record import HarnessRecord, write_record
 from fuseci.store.atomic import LockTimeout, file_lock, is_held
 
@@ -197,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeats", type=int, help=f"with --time: timed calls per variant (default {DEFAULT_REPEATS})")
     parser.add_argument(
+        "--passes",
+        type=int,
+        default=1,
+        help="without --time: run each variant this many times, each in its own NVTX range, for ncu to profile "
+        "(a baseline learns which counters repeat)",
+    )
+    parser.add_argument(
         "--no-checks",
         action="store_true",
         help="with --time: skip the correctness checks (the timed pass of `fuseci run`, whose profiled pass checked)",
@@ -225,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeats, --no-checks and --after need --time")
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"--repeats must be positive, got {args.repeats}")
+    if not 1 <= args.passes <= MAX_PASSES or (args.passes != 1 and args.time):
+        parser.error(f"--passes takes 1 to {MAX_PASSES}, without --time; got {args.passes}")
     timing = None
     if args.time:
         timing = TimingOptions() if args.repeats is None else TimingOptions(repeats=args.repeats)
@@ -252,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             with gpu_turn(args.gpu_lock, suite.ncu.timeout_s, announce=announce):
                 arrays.open_context()
                 log.debug("CUDA context ready")
-                record = run(suite, args.record, only, timing=timing, check=not args.no_checks)
+                record = run(suite, args.record, only, timing=timing, check=not args.no_checks, passes=args.passes)
     except FuseciError as exc:
         print(f"fuseci-harness: error: {exc}", file=sys.stderr)
         return EXIT_SETUP

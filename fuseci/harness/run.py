@@ -66,24 +66,26 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None
 
 
 def _measure(
-    suite: Suite, case: Case, calls: dict[str, Call], inputs: dict[str, arrays.Tensor]
+    suite: Suite, case: Case, calls: dict[str, Call], inputs: dict[str, arrays.Tensor], passes: int = 1
 ) -> dict[str, tuple[str, ...]]:
-    """Warm every variant up outside any range, then run each once inside its NVTX range (all
-    ncu profiles); what each compiled or autotuned inside its range, by variant."""
+    """Warm every variant up outside any range, then run each inside its NVTX range (all ncu
+    profiles), ``passes`` times over (each repeat in a range of its own, :func:`names.range_name`);
+    what each compiled or autotuned inside its ranges, by variant."""
     handed = {v.id: calls[v.id].handed(inputs) for v in case.variants}
     for v in case.variants:  # warm-up, outside every range
         calls[v.id].raw(handed[v.id])
     arrays.synchronize()
     log.debug("case %s: warmed up", case.id)
     compiled: dict[str, tuple[str, ...]] = {}
-    for v in case.variants:
-        call = calls[v.id]
-        with arrays.watch_compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id)):
-            call.raw(handed[v.id])
-            arrays.synchronize()
-        if seen:
-            compiled[v.id] = tuple(dict.fromkeys(seen))
-            log.warning("case %s: %s compiled inside its measured range: %s", case.id, v.id, "; ".join(seen))
+    for again in range(passes):
+        for v in case.variants:
+            call = calls[v.id]
+            with arrays.watch_compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id, again)):
+                call.raw(handed[v.id])
+                arrays.synchronize()
+            if seen:
+                compiled[v.id] = tuple(dict.fromkeys([*compiled.get(v.id, ()), *seen]))
+                log.warning("case %s: %s compiled inside its measured range: %s", case.id, v.id, "; ".join(seen))
     log.debug("case %s: measured", case.id)
     return compiled
 
@@ -96,11 +98,12 @@ def run_case(
     *,
     check: bool = True,
     first_calls: bool = False,
+    passes: int = 1,
 ) -> CaseRecord:
-    """Check, warm up and measure one case, or time it with ``timing``; ``check=False`` (timing
-    only) skips the correctness checks that the profiled run made, ``first_calls`` (timing only,
-    without checks) still times each variant's first call (see :func:`run`). Foreign exceptions
-    become an error record."""
+    """Check, warm up and measure one case (``passes`` profiled passes), or time it with
+    ``timing``; ``check=False`` (timing only) skips the correctness checks that the profiled run
+    made, ``first_calls`` (timing only, without checks) still times each variant's first call
+    (see :func:`run`). Foreign exceptions become an error record."""
     frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get("cupy")}
     try:
         calls, reference = _calls(case, search)
@@ -145,7 +148,7 @@ def run_case(
                 first_call_ns=first_calls_ns,
                 autotuned=autotuned,
             )
-        compiled = _measure(suite, case, calls, inputs)
+        compiled = _measure(suite, case, calls, inputs, passes)
         return CaseRecord(
             case.id,
             CaseStatus.OK,
@@ -218,19 +221,29 @@ def preload(suite: Suite) -> None:
     arrays.warm_compiler_keys()  # the compilers those modules brought, while the GPU is prepared
 
 
+#: fuseci's own package: the code that measures, the same for both sides of ``fuseci ab``
+#: wherever it is installed (in the head's tree, for fuseci's own repository).
+_FUSECI = Path(__file__).resolve().parent.parent
+
+
 def foreign_modules(tree: Path, own: Path) -> list[str]:
-    """The modules this process imported from files inside ``tree`` but not inside ``own``
-    (fuseci's own excepted), each as ``name (file)``: under ``fuseci ab``, a side's processes
-    run in their own tree, and a module of the other side's would measure the wrong code (an
-    editable install or ``PYTHONPATH`` that points at the other tree, a module only it has)."""
+    """The modules this process imported from files inside ``tree`` but not inside ``own``,
+    each as ``name (file)``: under ``fuseci ab``, a side's processes run in their own tree, and a
+    module of the other side's would measure the wrong code (an editable install or
+    ``PYTHONPATH`` that points at the other tree, a module only it has).
+
+    fuseci's own modules are told by their file, inside fuseci's package, not by their name: a
+    module is registered under more than one name (``python -m fuseci.harness`` runs as
+    ``__main__``, and ``import multiprocessing``, which PyTorch's compile workers bring, registers
+    that same module again as ``__mp_main__``)."""
     tree, own = tree.resolve(), own.resolve()
     found = []
     for name, module in sorted(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if not file or name == "fuseci" or name.startswith("fuseci.") or name == "__main__":
+        if not file:
             continue
         path = Path(file).resolve()
-        if path.is_relative_to(tree) and not path.is_relative_to(own):
+        if path.is_relative_to(tree) and not path.is_relative_to(own) and not path.is_relative_to(_FUSECI):
             found.append(f"{name} ({path})")
     return found
 
@@ -280,6 +293,7 @@ def run(
     stop: Callable[[], bool] | None = None,
     prior: HarnessRecord | None = None,
     first_calls: bool = False,
+    passes: int = 1,
 ) -> HarnessRecord:
     """Run every case (or those in ``only``), rewriting the record after each.
 
@@ -288,7 +302,7 @@ def run(
     ``check=False`` (with ``timing`` only) skips the correctness checks; ``first_calls`` (with
     ``timing`` only) times each variant's first call and what it compiled or autotuned, as the
     checks do, for a timed pass that runs a case before its profiled run (its first calls pay
-    the cold start then).
+    the cold start then). Without ``timing``, each variant is profiled ``passes`` times.
 
     ``stop`` is asked before each case: when it says so, the record is left incomplete with the
     cases run so far, and ``run`` may be called again with it as ``prior`` for the rest (its
@@ -320,7 +334,7 @@ def run(
             return replace(record, cases=dict(cases), running=None, complete=False)
         log.info("case %s", case.id)
         write_record(replace(record, cases=dict(cases), running=case.id), record_path)  # names a hang
-        cases[case.id] = run_case(suite, case, search, timing, check=check, first_calls=first_calls)
+        cases[case.id] = run_case(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
         if cases[case.id].status is CaseStatus.ERROR and not cuda_context_alive():
             # An illegal address or a kernel fault poisons the CUDA context for good: later
             # cases would fail for no fault of their own. Say so and stop.

@@ -86,6 +86,13 @@ def _at_the_roof(ctx: VariantContext) -> bool:
     return ctx.dram_peak > 0 and math.isfinite(rate) and rate >= AT_THE_ROOF * ctx.dram_peak
 
 
+def _through_the_tma(ctx: VariantContext) -> bool:
+    """Whether the variant loads through Hopper's TMA: its kernels (cuBLAS's GEMMs, cuDNN's
+    attention) keep few warps by design, one or two loading tiles for the others to multiply, so
+    a low achieved occupancy says nothing of them."""
+    return ctx.values.get(names.TMA_LOAD_BYTES, 0.0) > 0
+
+
 def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[MetricDelta]:
     """Occupancy as a cause: ``checks`` (the variant's others) with a fall in theoretical
     occupancy named as the likely why of each time gain that regressed, plus warnings.
@@ -93,8 +100,8 @@ def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[Met
     An occupancy the suite gates (``gates:``) is judged by :func:`value_check`, a hard gate, and
     left alone here. Otherwise a fall is a warning when no time regressed (never for a candidate
     judged against another variant's baseline: it is judged on outcomes), and a fused kernel
-    under :data:`LOW_ACHIEVED_OCCUPANCY` percent achieved occupancy that fills the GPU and is not
-    at the memory roof (:data:`AT_THE_ROOF`) is a warning.
+    under :data:`LOW_ACHIEVED_OCCUPANCY` percent achieved occupancy that fills the GPU, is not
+    at the memory roof (:data:`AT_THE_ROOF`) and does not load through the TMA is a warning.
     """
     out = list(checks)
     drop = "" if names.OCC_THEORETICAL in ctx.case.gates else occupancy_drop(ctx)
@@ -127,6 +134,7 @@ def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[Met
         and achieved < LOW_ACHIEVED_OCCUPANCY
         and _fills_the_gpu(ctx)
         and not _at_the_roof(ctx)
+        and not _through_the_tma(ctx)
     ):
         limiter = occupancy_limiter(ctx.values)
         out.append(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Variant
 from fuseci.config.policy import Band, Direction
-from fuseci.frames.inventory import KernelLaunch
+from fuseci.frames.inventory import KernelLaunch, same_build
 from fuseci.frames.metrics import ratio
 from fuseci.judge.baseline import Baseline
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, VariantMeasurement, Verdict
@@ -247,8 +247,9 @@ def time_check(ctx: VariantContext) -> MetricDelta:
 
 
 def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
-    """A variant's own value (occupancy, an exact counter) against its baseline's, in the
-    direction the catalogue gives the quantity (:attr:`fuseci.config.quantities.Quantity.direction`)."""
+    """A variant's own value (occupancy) against its baseline's, in the direction the catalogue
+    gives the quantity (:attr:`fuseci.config.quantities.Quantity.direction`). Counted quantities
+    (bytes, instructions) are :func:`fuseci.judge.counters.counted_check`'s."""
     tol = ctx.case.gates[quantity]
     if not tol.enabled:
         return None
@@ -259,24 +260,14 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     name = f"{label(quantity)} of {ctx.variant.id}"
     d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
     old = math.nan if base is None else base.get(quantity, math.nan)
-    exact = entry is not None and entry.same_kernels
-    now = quantities.show(quantity, current, exact=exact)
-    if math.isnan(current) and entry is not None and entry.same_kernels:
-        return None  # a report recorded before fuseci counted it: nothing to judge
+    now = quantities.show(quantity, current)
     if math.isnan(old) or math.isnan(current):
         what = "no baseline yet" if base is None else "nothing to compare"
         return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; {what}")
-    was = quantities.show(quantity, old, exact=exact)
-    if exact and (why := _other_kernels(ctx)):
-        if ctx.candidate and not _same_names(ctx.kernels, ctx.baseline_kernels()):
-            return None  # another kernel than the one it is judged against: nothing to count against
-        # The baseline has a value, which says it was not a missing one: no record advice.
-        return replace(d, verdict=Verdict.NEW, baseline_value=old, message=f"{name} is {now}; not compared: {why}")
+    was = quantities.show(quantity, old)
     change = (current - old) / old if old else None
     d = replace(d, baseline_value=old, change=change)
     pct = "n/a" if change is None else f"{change:+.1%}"
-    if exact and change is not None and abs(change) < 0.001:  # one sector in 800 MB is +0.0%
-        pct = f"{current - old:+,.0f}"
     seen = f"from {was} to {now} ({pct}); tolerance {tol}"
     moved = "fell" if current < old else "rose"
     if not ctx.comparable:
@@ -288,22 +279,6 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
             return replace(d, verdict=Verdict.IMPROVED, message=f"{name} {moved} {seen}{ctx.keep_advice}")
         case Band.WITHIN:
             return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}")
-
-
-def _same_names(a: Sequence[KernelLaunch], b: Sequence[KernelLaunch]) -> bool:
-    return [k.name for k in a] == [k.name for k in b]
-
-
-def _other_kernels(ctx: VariantContext) -> str:
-    """Why the variant's kernels are not the baseline's, by name and launch shape (grid, block,
-    registers, shared memory), for the exact counters; empty when they are the same."""
-    old = ctx.baseline_kernels()
-    if not old:
-        return "the baseline lists no kernels for it"
-    if list(old) == list(ctx.kernels):
-        return ""
-    changes = inventory_diff(old, ctx.kernels)
-    return "its kernels are not the baseline's (" + ("; ".join(changes) or "their launches changed") + ")"
 
 
 def _kernel_names(kernels: Sequence[KernelLaunch]) -> str:
@@ -422,22 +397,50 @@ def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> Metr
 _TUNED_GAINS = (names.DURATION, names.EVENT_TIME)
 
 
-def autotune_hint(checks: list[MetricDelta], variant: Variant, autotuned: Sequence[str]) -> list[MetricDelta]:
-    """Time gains of a variant that autotuned in this run (its compile cache had no choice yet)
-    and moved beyond their tolerance, their messages saying so: the autotuner may have picked
-    another configuration than the run the baseline came from. The verdicts stay."""
-    if not autotuned:
+def autotune_hint(
+    checks: list[MetricDelta],
+    variant: Variant,
+    autotuned: Sequence[str],
+    baseline: Sequence[KernelLaunch] = (),
+    kernels: Sequence[KernelLaunch] = (),
+) -> list[MetricDelta]:
+    """Time gains of a variant that autotuned in this run and moved beyond their tolerance, their
+    messages saying why, as far as its kernels (``kernels``, the baseline's ``baseline``) tell:
+    the same kernels by name in another configuration (launch shape): the autotuner picked
+    another configuration than the baseline's run did (its compile cache had no choice yet);
+    another kernel name: the kernel was generated anew (its code changed, not only its
+    configuration); the same names and shapes: autotuning chose as before, and is not named. The
+    verdicts stay."""
+    hint = _tuning_hint(variant, autotuned, baseline, kernels) if autotuned else ""
+    if not hint:
         return checks
-    hint = (
-        f"; {variant.id} autotuned at its first call in this run ({'; '.join(autotuned)}): a compile cache without "
-        "its choice can pick another configuration than the baseline's run did (keep the compile cache across runs)"
-    )
     return [
         replace(c, message=c.message + hint)
         if c.variant == variant.id and c.quantity in _TUNED_GAINS and c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
         else c
         for c in checks
     ]
+
+
+def _tuning_hint(
+    variant: Variant, autotuned: Sequence[str], baseline: Sequence[KernelLaunch], kernels: Sequence[KernelLaunch]
+) -> str:
+    """The sentence :func:`autotune_hint` appends, or ``""`` when autotuning is not the cause."""
+    if not baseline or not kernels:
+        return ""
+    changes = "; ".join(inventory_diff(baseline, kernels))
+    if [k.name for k in baseline] != [k.name for k in kernels]:
+        return (
+            f"; {variant.id}'s kernels were generated anew ({changes}): its compiled code changed, not only the "
+            "configuration autotuning picked, so the compile cache is not the cause"
+        )
+    if same_build(baseline, kernels):
+        return ""
+    return (
+        f"; {variant.id} autotuned at its first call in this run ({'; '.join(autotuned)}) and runs another "
+        f"configuration than the baseline's ({changes}): a compile cache without its choice can pick another "
+        "configuration than the baseline's run did (keep the compile cache across runs)"
+    )
 
 
 def megabytes(value: float) -> str:

@@ -13,12 +13,13 @@ import math
 import re
 import shlex
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Suite
 from fuseci.config.quantities import Gate
 from fuseci.frames.metrics import SuiteResults, inventory
-from fuseci.judge import causes
+from fuseci.judge import causes, counters
 from fuseci.judge import checks as ck
 from fuseci.judge.baseline import Baseline
 from fuseci.judge.verdict import (
@@ -119,18 +120,26 @@ def _values(ctx: ck.VariantContext, *, unfused: bool = False) -> list[str]:
     ]
 
 
+def _value(ctx: ck.VariantContext, quantity: str) -> MetricDelta | None:
+    """A variant's own value against its baseline: a counted quantity's check, or the others'."""
+    entry = quantities.get(quantity)
+    if entry is not None and entry.counted is not None:
+        return counters.counted_check(ctx, quantity)
+    return ck.value_check(ctx, quantity)
+
+
 def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
     """Every check of one measured variant, in report order."""
     out = [d for d in (ck.inventory_check(ctx), ck.kernels_check(ctx)) if d]
     fused = ctx.gains is not None and ctx.variant.id != UNFUSED
     if ctx.variant.id == UNFUSED:  # a counter gated on every variant, unfused too
-        out += [d for q in _values(ctx, unfused=True) if (d := ck.value_check(ctx, q))]
+        out += [d for q in _values(ctx, unfused=True) if (d := _value(ctx, q))]
     if not fused:
         return out
     for q in quantities.gains():
         if q in ctx.case.gates and (q != names.EVENT_TIME or ctx.timed) and (d := ck.gain_check(ctx, q)):
             out.append(d)
-    out += [d for q in _values(ctx) if (d := ck.value_check(ctx, q))]
+    out += [d for q in _values(ctx) if (d := _value(ctx, q))]
     out = causes.occupancy_checks(ctx, out)
     if ctx.timed and (d := causes.asynchrony_check(ctx)) is not None:
         out.append(d)
@@ -196,7 +205,9 @@ def _judge_case(
                     baseline_kernels=ctx.baseline_kernels(),
                 )
             )
-            checks += ck.autotune_hint(_variant_checks(ctx), v, rec.autotuned.get(v.id, ()))
+            checks += ck.autotune_hint(
+                _variant_checks(ctx), v, rec.autotuned.get(v.id, ()), ctx.baseline_kernels(), ctx.kernels
+            )
     for v in case.variants:
         if v.caught_by:
             checks = ck.planted(case, v, checks)
@@ -258,7 +269,7 @@ def compare(
                 reference.dropped(cid),
             )
             cases.append(CaseResult(cid, 0, "", (miss,), ()))
-    return Comparison(
+    comparison = Comparison(
         suite=suite.name,
         suite_path=str(suite.path),
         env=dict(results.env),
@@ -268,3 +279,5 @@ def compare(
         cases=tuple(cases),
         reference=reference,
     )
+    note = counters.legacy_note(comparison)
+    return replace(comparison, notes=(note,)) if note else comparison

@@ -13,9 +13,10 @@ baseline that would hold no case at all is not written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from fuseci.config import quantities
 from fuseci.config.model import Suite
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
@@ -63,6 +64,24 @@ def broken_promises(result: CaseResult) -> tuple[MetricDelta, ...]:
 def unchanged(result: CaseResult) -> bool:
     """Every check passed, or warned without comparing anything with the baseline."""
     return all(k.verdict is Verdict.PASS or (k.verdict is Verdict.WARN and k.change is None) for k in result.checks)
+
+
+def outdated(old: Mapping[str, VariantBaseline], fresh: Mapping[str, VariantBaseline]) -> bool:
+    """The recorded case lacks what this fuseci keeps and has just measured: a counted quantity
+    (recorded before fuseci counted it), its kernels' counts, or how far they moved over the
+    profiled passes. Such a case is re-recorded even when every check passed: its old values
+    would keep those unjudged for good."""
+    for vid, new in fresh.items():
+        was = old.get(vid)
+        if was is None:
+            continue
+        if any(q.name in new.values and q.name not in was.values for q in quantities.counted()):
+            return True
+        if any(k.counts for k in new.kernels) and not any(k.counts for k in was.kernels):
+            return True
+        if any(k.spread for k in new.kernels) and not any(k.spread for k in was.kernels):
+            return True
+    return False
 
 
 def _case_changes(old: Baseline | None, new: Baseline, comparison: Comparison) -> list[str]:
@@ -113,6 +132,8 @@ def plan(
     for case in suite.cases:
         cid = case.id
         same = old is not None and cid in old.cases and unchanged(by_case[cid])
+        if same and old is not None and cid in fresh.cases and outdated(old.cases[cid], fresh.cases[cid]):
+            same = False
         if cid in fresh.cases and (force or env_changed or not same):
             cases[cid] = dict(fresh.cases[cid])
         elif old is not None and cid in old.cases:

@@ -226,6 +226,9 @@ class Comparison:
     reference: Reference | None = None
     """What it was judged against, for the advice reporters give; None when not known (results
     read back from a file): reporters then advise ``fuseci update-baselines <suite file>``."""
+    notes: tuple[str, ...] = ()
+    """What a reader of the whole suite's numbers should know, said once (a baseline recorded
+    before fuseci counted some quantity); never a verdict."""
 
     @property
     def verdict(self) -> Verdict:

@@ -24,6 +24,8 @@ FOREIGN_TREE_ENV = "FUSECI_FOREIGN_TREE"
 
 #: Timed calls per variant after warm-up, in ``fuseci run``'s timed pass and ``fuseci bench``.
 DEFAULT_REPEATS = 30
+#: Most profiled passes of a variant (a range name numbers its repeats with up to three digits).
+MAX_PASSES = 9
 
 
 class Mode(enum.Enum):
@@ -106,6 +108,7 @@ def harness_argv(
     suite_path: Path | None = None,
     *,
     repeats: int | None = None,
+    passes: int = 1,
     cases: Sequence[str] = (),
     after: Path | None = None,
     gpu_lock: Path | None = None,
@@ -118,6 +121,7 @@ def harness_argv(
         record: Where it writes its record.
         suite_path: The suite file (every mode but :attr:`Mode.PROBE`).
         repeats: Timed calls per variant (:attr:`Mode.TIME` and :attr:`Mode.BENCH`).
+        passes: (:attr:`Mode.PROFILE`) Profiled passes of each variant, each in its NVTX range.
         cases: Only these cases (all when empty).
         after: (:attr:`Mode.TIME`) Start up, wait for this profiled record to complete, and time
             the cases it checked right.
@@ -125,10 +129,13 @@ def harness_argv(
         python: The interpreter.
 
     Raises:
-        ValueError: a suite given to the probe, or missing for another mode.
+        ValueError: a suite given to the probe, or missing for another mode; passes for another
+            mode than the profiled run's.
     """
     if (mode is Mode.PROBE) != (suite_path is None):
         raise ValueError("the probe takes no suite; every other mode needs one")
+    if passes != 1 and mode is not Mode.PROFILE:
+        raise ValueError("only the profiled run has passes")
     argv = [python, "-m", "fuseci.harness"]
     if suite_path is None:
         return [*argv, "--probe", "--record", operand(record)]
@@ -137,6 +144,8 @@ def harness_argv(
         argv += ["--time", "--repeats", str(DEFAULT_REPEATS if repeats is None else repeats)]
     if mode is Mode.TIME:
         argv.append("--no-checks")
+    if passes != 1:
+        argv += ["--passes", str(passes)]
     if after is not None:
         argv.append(f"--after={after}")
     if gpu_lock is not None:

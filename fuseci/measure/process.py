@@ -38,6 +38,12 @@ def tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
+def one_line(text: str) -> str:
+    """Lines of a log (:func:`tail`) as one line, ``" | "`` between them, for a message that
+    must stay one line wherever it is printed (reporters escape a newline as ``\\n``)."""
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Terminate the child and everything it started, then make sure they are gone."""
     for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):

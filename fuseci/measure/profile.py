@@ -112,12 +112,15 @@ def build_command(
     gpu_lock: Path | None = None,
     cases: Sequence[str] = (),
     sections: Path | None = None,
+    passes: int = 1,
 ) -> list[str]:
     """The full argv of one profiled run of a suite (its id is ``files.suite``), of only ``cases``
-    when given. Pure."""
+    when given, each variant profiled ``passes`` times. Pure."""
     return [
         *profiler_argv(ncu, names.range_filter(files.suite), settings, files, sections),
-        *harness_argv(Mode.PROFILE, files.record, suite_path, gpu_lock=gpu_lock, python=python, cases=cases),
+        *harness_argv(
+            Mode.PROFILE, files.record, suite_path, gpu_lock=gpu_lock, python=python, cases=cases, passes=passes
+        ),
     ]
 
 
@@ -201,10 +204,11 @@ class ProfileRun:
     """The last lines of the application's output (else ncu's log) when the cause is not known."""
 
     def message(self, files: SuiteFiles) -> str:
-        """The whole explanation: what went wrong, the fix, where the logs are, their last lines."""
+        """The whole explanation, on one line: what went wrong, the fix, where the logs are, their
+        last lines (``" | "`` between them)."""
         logs = f"ncu log {files.ncu_log}, harness log {files.app_log}"
         text = f"{self.problem}. Fix: {self.fix}; {logs}" if self.fix else f"{self.problem}; {logs}"
-        return f"{text}; last lines:\n{self.tail}" if self.tail else text
+        return f"{text}; last lines: {process.one_line(self.tail)}" if self.tail else text
 
 
 def finished(returncode: int, files: SuiteFiles) -> ProfileRun:

@@ -34,6 +34,11 @@ if TYPE_CHECKING:  # pandas and the report reader load once a run has started (s
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band.
 RETIMES = 2
+#: Profiled passes of each variant when the measurement becomes a baseline (``update-baselines``),
+#: and when it is ``fuseci ab``'s reference (its base): the passes tell which counters repeat
+#: (:mod:`fuseci.judge.counters`); ``fuseci run`` profiles each variant once.
+BASELINE_PASSES = 3
+REFERENCE_PASSES = 2
 
 #: The compilers' cache directories, by environment variable, under :attr:`MeasureOptions.compile_cache`.
 COMPILE_CACHES: dict[str, str] = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
@@ -78,6 +83,10 @@ class MeasureOptions:
     """The cases the profiled run runs (``--case``), in suite order; None: every case. The timed
     pass times the cases the profiled record holds, so it follows (``fuseci ab``: the cases whose
     code changed)."""
+    passes: int = 1
+    """Profiled passes of each variant: more than one where the measurement becomes a baseline
+    (``update-baselines``, ``fuseci ab``'s base), to learn which counters repeat
+    (:func:`fuseci.frames.report.read_report` keeps the first pass and how far each counter moved)."""
 
     def say(self, stage: str, watch: Path | None = None) -> None:
         """Tell :attr:`on_stage`, if anyone listens."""
@@ -133,6 +142,7 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
                 gpu_lock=options.gpu_lock,
                 cases=options.cases or (),
                 sections=sections,
+                passes=options.passes,
             )
             run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, cwd=options.cwd, env=options.env, started=warm_imports)
         outcome, why = run.outcome, run.message(files)
@@ -154,7 +164,7 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
         if not record.cases and record.running is None:
             raise NcuError(why)
         if not record.complete:
-            record = replace(record, interrupted=why.splitlines()[0])
+            record = replace(record, interrupted=why.partition("; last lines: ")[0])
         log.warning("%s: %s", suite.name, why)
     return record, version
 

@@ -23,8 +23,7 @@ TAIL_LINES = 8
 
 def _last_lines(path: Path) -> str:
     """The log's last lines on one line, so that the error stays one line on the console."""
-    lines = [line.strip() for line in process.tail(path, TAIL_LINES).splitlines() if line.strip()]
-    return " | ".join(lines) if lines else "(the log is empty)"
+    return process.one_line(process.tail(path, TAIL_LINES)) or "(the log is empty)"
 
 
 def start_timed(

@@ -150,7 +150,7 @@ def record_command(c: Comparison) -> str:
 
 
 def _notes(c: Comparison, verbose: bool) -> list[str]:
-    notes = []
+    notes = [f"  note: {clean(n)}" for n in c.notes]
     for case in c.cases:
         for n in case.notes:
             if verbose or not n.startswith(UNDERCOUNT):

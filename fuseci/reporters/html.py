@@ -618,8 +618,13 @@ def _case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseVie
             sum(1 for v in case.variants if v.kernels or v.baseline_kernels) - min(len(inventories), _INVENTORIES),
             "variants' kernels",
         ),
-        notes=tuple(cut(n, TEXT) for n in case.notes[:_NOTES]),
+        notes=tuple(cut(n, TEXT) for n in [*_suite_notes(comparison, case), *case.notes][:_NOTES]),
     )
+
+
+def _suite_notes(comparison: Comparison, case: CaseResult) -> tuple[str, ...]:
+    """The suite's own notes, shown once: with its first case."""
+    return comparison.notes if comparison.cases and case is comparison.cases[0] else ()
 
 
 def _where(comparison: Comparison, case: CaseResult) -> str:

@@ -78,7 +78,10 @@ def render(comparisons: list[Comparison]) -> str:
             clean(c.suite),
             _testcases(c),
             file=clean(c.suite_path),
-            stdout="\n".join(clean(f"{case.case}: {n}") for case in c.cases for n in case.notes) or None,
+            stdout="\n".join(
+                [*(clean(n) for n in c.notes), *(clean(f"{case.case}: {n}") for case in c.cases for n in case.notes)]
+            )
+            or None,
         )
         for c in comparisons
     ]

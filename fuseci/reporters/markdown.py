@@ -170,7 +170,7 @@ def _bullets(c: Comparison) -> tuple[str, ...]:
 
 
 def _notes(c: Comparison) -> tuple[str, ...]:
-    notes = [
+    notes = [f"- note: {inline(n)}" for n in c.notes] + [
         f"- note {escape(case.case)}: {inline(n)}"
         for case in c.cases
         for n in case.notes

@@ -30,6 +30,10 @@ Format history:
     1: first version.
     1 (still): a kernel may carry a fifth number, its shared memory per block in bytes, when it
        has any; four numbers mean none (or unknown).
+    2: a kernel may carry a sixth member after its shared memory (then always written): an object
+       of its counted quantities (``counts``: bytes the SMs asked of memory, instructions) and how
+       far each moved over the profiled passes the baseline was recorded with (``spread``, absent
+       after one pass). A version-1 file reads as it is: its kernels have neither.
 """
 
 from __future__ import annotations
@@ -48,25 +52,38 @@ from pydantic import BeforeValidator, Field
 from fuseci import validation as v
 from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
-from fuseci.frames.inventory import KernelLaunch
+from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.judge.baseline import Baseline, VariantBaseline
 from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock, sweep_temporaries
 from fuseci.store.versioned import DocumentFormat
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 
-FORMAT = DocumentFormat(what="baseline", version=1, fix=_FIX, error=BaselineError)
+FORMAT = DocumentFormat(
+    what="baseline", version=2, fix=_FIX, error=BaselineError, upgrades={1: lambda doc: {**doc, "format_version": 2}}
+)
+
+
+class KernelCounts(v.Model):
+    """A kernel's counted quantities and how far they moved, by quantity name."""
+
+    counts: Counts = Field(default_factory=dict)
+    spread: Counts = Field(default_factory=dict)
 
 
 def _kernel_row(value: Any) -> Any:
-    """Four numbers mean no shared memory (or unknown): the fifth is 0."""
-    if not isinstance(value, list) or not 4 <= len(value) <= 5:
-        raise ValueError(f"expected a list of 4 to 5, got {v.shown(value)}")
-    return (*value, 0) if len(value) == 4 else tuple(value)
+    """Four numbers mean no shared memory (or unknown): the fifth is 0; a sixth member holds the
+    kernel's counts (none: empty)."""
+    if not isinstance(value, list) or not 4 <= len(value) <= 6:
+        raise ValueError(f"expected a list of 4 to 6, got {v.shown(value)}")
+    if len(value) == 4:
+        return (*value, 0, {})
+    return (*value, {}) if len(value) == 5 else tuple(value)
 
 
-#: A kernel: ``[name, grid, block, registers]``, and the shared memory per block when there is any.
-Kernel = Annotated[tuple[v.Name, v.Count, v.Count, v.Count, v.Count], BeforeValidator(_kernel_row)]
+#: A kernel: ``[name, grid, block, registers]``, the shared memory per block when there is any,
+#: and its counts (:class:`KernelCounts`) when the baseline holds them.
+Kernel = Annotated[tuple[v.Name, v.Count, v.Count, v.Count, v.Count, KernelCounts], BeforeValidator(_kernel_row)]
 
 
 class VariantDoc(v.OpenModel):
@@ -112,8 +129,14 @@ def to_json(baseline: Baseline) -> dict[str, Any]:
 
 
 def _kernel_json(k: KernelLaunch) -> list[Any]:
-    """``[name, grid, block, registers]``, and the shared memory per block when there is any."""
+    """``[name, grid, block, registers]``, the shared memory per block when there is any, and the
+    kernel's counts when it has them (the shared memory then always)."""
     row: list[Any] = [k.name, k.grid, k.block, k.registers]
+    if k.counts or k.spread:
+        counts: dict[str, Any] = {"counts": {q: _round(x) for q, x in sorted(k.counts.items())}}
+        if k.spread:
+            counts["spread"] = {q: _round(x) for q, x in sorted(k.spread.items())}
+        return [*row, k.shared_mem, counts]
     return [*row, k.shared_mem] if k.shared_mem else row
 
 
@@ -131,7 +154,9 @@ def from_json(data: Any, path: Path | str) -> Baseline:
         cid: {
             vid: VariantBaseline(
                 values={q: math.nan if x is None else x for q, x in vb.values.items()},
-                kernels=tuple(KernelLaunch(*k) for k in vb.kernels),
+                kernels=tuple(
+                    KernelLaunch(*k[:5], counts=dict(k[5].counts), spread=dict(k[5].spread)) for k in vb.kernels
+                ),
             )
             for vid, vb in variants.items()
         }

@@ -120,6 +120,8 @@ class SuiteDoc(v.OpenModel):
     env: v.Env
     env_differences: Annotated[v.Items[EnvDifferenceDoc], Field(max_length=1000)]
     cases: Annotated[v.Items[CaseDoc], Field(max_length=10_000)]
+    notes: Annotated[v.Items[v.Text], Field(max_length=100)] = ()
+    """What the whole suite's reader should know (absent in files written before: none)."""
 
 
 class ResultsDoc(v.OpenModel):
@@ -158,6 +160,10 @@ def _kernels_json(kernels: tuple[KernelLaunch, ...]) -> list[dict[str, Any]]:
         doc: dict[str, Any] = {"name": k.name, "grid": k.grid, "block": k.block, "registers": k.registers}
         if k.shared_mem:
             doc["shared_mem"] = k.shared_mem
+        if k.counts:
+            doc["counts"] = dict(sorted(k.counts.items()))
+        if k.spread:
+            doc["spread"] = dict(sorted(k.spread.items()))
         out.append(doc)
     return out
 
@@ -188,6 +194,7 @@ def _suite_json(c: Comparison) -> dict[str, Any]:
             {"field": d.field, "baseline": d.baseline_value, "current": d.current, "accepted": d.accepted}
             for d in c.env_differences
         ],
+        **({"notes": list(c.notes)} if c.notes else {}),
         "cases": [
             {
                 "case": case.case,
@@ -252,6 +259,7 @@ def _comparison(doc: SuiteDoc) -> Comparison:
         has_baseline=doc.has_baseline,
         env_differences=tuple(EnvDifference(d.field, d.baseline, d.current, d.accepted) for d in doc.env_differences),
         cases=tuple(_case(c) for c in doc.cases),
+        notes=tuple(doc.notes),
     )
 
 

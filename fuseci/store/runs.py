@@ -155,8 +155,14 @@ def _cell(value: Any) -> Any:
 
 
 def _kernels_json(kernels: pd.DataFrame) -> list[dict[str, Any]]:
-    columns = report.kernel_columns()
-    return [{c: _cell(row[c]) for c in columns} for row in kernels.to_dict("records")]
+    """The per-kernel frame's rows; a spread is written only where the kernel was profiled more
+    than once (a single pass has none)."""
+    columns, spreads = report.kernel_columns(), frozenset(report.spread_columns())
+    out = []
+    for row in kernels.to_dict("records"):
+        cells = {c: _cell(row.get(c)) for c in columns}
+        out.append({c: x for c, x in cells.items() if x is not None or c not in spreads})
+    return out
 
 
 def _suite_json(results: SuiteResults, suite_path: str) -> dict[str, Any]:
@@ -303,7 +309,10 @@ else:
                 "kernel_index": v.Count,
                 "kernel": v.Name,
                 names.DEVICE_NAME: Annotated[str, Field(max_length=1000)],
-                **{metric: NotRequired[v.Amount | None] for metric in quantities.ncu_metrics()},
+                **{
+                    metric: NotRequired[v.Amount | None]
+                    for metric in (*quantities.ncu_metrics(), *report.spread_columns())
+                },
             },
         )
     )
@@ -357,7 +366,7 @@ def _suite_results(sid: str, doc: SuiteDoc, path: Path) -> SuiteResults:
     record = HarnessRecord.build(document, at)
     if record.suite != sid:
         raise _invalid((*at, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}")
-    metrics, columns = frozenset(quantities.ncu_metrics()), report.kernel_columns()
+    metrics, columns = frozenset((*quantities.ncu_metrics(), *report.spread_columns())), report.kernel_columns()
     rows = [
         {c: (math.nan if k.get(c) is None else k[c]) if c in metrics else k[c] for c in columns} for k in doc.kernels
     ]

@@ -1,0 +1,190 @@
+"""The counted quantities of a variant against its baseline: bytes the SMs ask of memory and the
+instructions they execute (:class:`fuseci.config.quantities.Counted`).
+
+A count repeats to the unit for most kernels, so it is judged exactly; it does not for a library
+kernel whose schedule is decided at run time (a persistent or split-K GEMM, an attention
+kernel), and what a baseline knows of that comes from its profiled passes: each kernel's
+``spread`` (:class:`fuseci.frames.inventory.KernelLaunch`) says how far each count moved
+between them. Where it moved, the band is :data:`MOVING_FACTOR` times that (at least the
+quantity's :attr:`~fuseci.config.quantities.Quantity.moving_floor`); where it did not, the
+suite's tolerance holds (``exact`` by default).
+
+Bytes are judged whatever the edit did to the kernels (other registers, block, grid, names, a
+split or a merge): a kernel that recompiled still moves what it moves. The message says what else
+changed, as context, and which kernel's bytes moved where kernel names still pair up.
+Instructions are judged on the same build of the same kernels only: another build executes
+other instructions by design, so across a rebuild they are shown, and gated only where the suite
+states their gate. L2 sectors and instructions are gated only where repeat passes said how far
+they move (a baseline recorded with one pass, before fuseci kept that, shows them); bytes are
+gated without that, having repeated on every kernel seen (docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from fuseci.config import quantities
+from fuseci.config.policy import Band, Direction, Tolerance
+from fuseci.config.quantities import Counted
+from fuseci.frames.inventory import KernelLaunch, same_build, spread_of
+from fuseci.judge.checks import VariantContext, inventory_diff, label
+from fuseci.judge.verdict import CheckKind, Comparison, MetricDelta, Verdict
+
+#: A count that moved between profiled passes gets a band this many times how far it moved: two or
+#: three passes see only part of how far a count moves between runs (docs/BENCHMARKS.md, "Which
+#: counters repeat").
+MOVING_FACTOR = 8.0
+#: A change smaller than this fraction of the value is shown as a number (``+32``), not a percentage.
+_TINY = 0.001
+
+
+def band(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> tuple[float, str]:
+    """The relative band a counted quantity may move within, and why it is wider than the
+    tolerance (empty when it is not): the most either side's kernels moved over their profiled
+    passes, times :data:`MOVING_FACTOR`, at least the quantity's moving floor."""
+    entry = quantities.get(quantity)
+    allowed = tolerance.relative or 0.0
+    old = (ctx.baseline_values() or {}).get(quantity, math.nan)
+    seen = [s for s in (spread_of(ctx.baseline_kernels(), quantity), spread_of(ctx.kernels, quantity)) if s]
+    if not seen or not old > 0:
+        return allowed, ""
+    moved = max(seen) / old
+    wide = max(MOVING_FACTOR * moved, entry.moving_floor if entry else 0.0)
+    if wide <= allowed:
+        return allowed, ""
+    shown = quantities.show(quantity, max(seen), exact=True)
+    return wide, f" (it moved by up to {shown} over the profiled passes: band ±{_pct(wide)})"
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction:.2%}" if fraction < 0.01 else f"{fraction:.1%}"
+
+
+def repeats_known(ctx: VariantContext, quantity: str) -> bool:
+    """True when either side's profiled passes say how far ``quantity`` moves."""
+    return spread_of(ctx.baseline_kernels(), quantity) is not None or spread_of(ctx.kernels, quantity) is not None
+
+
+def moved_kernels(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch], quantity: str) -> list[str]:
+    """The kernels whose count of ``quantity`` changed, where the names of the baseline's kernels
+    and this run's pair up (``bias_gelu_residual_kernel +128 bytes``), in launch order."""
+    out = []
+    matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "equal":
+            continue
+        for a, b in zip(old[i1:i2], new[j1:j2], strict=True):
+            x, y = a.counts.get(quantity), b.counts.get(quantity)
+            if x is not None and y is not None and x != y:
+                out.append(f"{b.name} {_delta(quantity, x, y, unit=True)}")
+    return out
+
+
+def _delta(quantity: str, old: float, new: float, *, unit: bool = False) -> str:
+    """A change of a counted quantity for messages: ``+128`` (``+128 bytes`` with ``unit``), ``-3.1%``."""
+    if old and abs(new - old) / old >= _TINY:
+        return f"{(new - old) / old:+.1%}"
+    bytes_ = unit and (q := quantities.get(quantity)) is not None and q.unit is quantities.Unit.BYTES
+    return f"{new - old:+,.0f}{' bytes' if bytes_ else ''}"
+
+
+def _rebuilt(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> str:
+    """How the kernels changed since the baseline, as context (empty when they are the same build)."""
+    if same_build(old, new):
+        return ""
+    changes = inventory_diff(old, new)
+    return "; ".join(changes) if changes else "their launches changed"
+
+
+def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
+    """One counted quantity of a variant against its baseline; None when its gate is off or a
+    side lacks the count (a report or baseline from before fuseci counted it: the suite says so
+    once, :func:`legacy_note`)."""
+    entry = quantities.get(quantity)
+    tol = ctx.case.gates[quantity]
+    if entry is None or entry.counted is None or not tol.enabled:
+        return None
+    current = ctx.values.get(quantity, math.nan)
+    if math.isnan(current):
+        return None
+    name = f"{label(quantity)} of {ctx.variant.id}"
+    now = quantities.show(quantity, current, exact=True)
+    d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
+    base = ctx.baseline_values()
+    if base is None:
+        return replace(d, verdict=Verdict.NEW, message=f"{name} is {now}; {ctx.reference.missing()}")
+    old = base.get(quantity, math.nan)
+    if math.isnan(old):
+        return None
+    was = quantities.show(quantity, old, exact=True)
+    change = (current - old) / old if old else None
+    pct = _delta(quantity, old, current) if change is not None else "n/a"
+    d = replace(d, baseline_value=old, change=change)
+    rebuilt = _rebuilt(ctx.baseline_kernels(), ctx.kernels)
+    stated = quantity in ctx.case.stated_gates
+    if not stated and (why := _not_gated(ctx, entry.counted, quantity, rebuilt)):
+        return replace(d, message=f"{name} is {now}, baseline {was} ({pct}); not gated: {why}")
+    if not ctx.comparable:
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
+    allowed, why_wide = band(ctx, quantity, tol)
+    context = f"; its kernels changed ({rebuilt})" if rebuilt else ""
+    seen = f"from {was} to {now} ({pct}); tolerance {tol}{why_wide}"
+    match Tolerance(str(tol), allowed).classify(old, current, Direction.LOWER_IS_BETTER):
+        case Band.WORSE:
+            where = moved_kernels(ctx.baseline_kernels(), ctx.kernels, quantity)
+            by = f"; in {', '.join(where)}" if where else ""
+            return replace(d, verdict=Verdict.REGRESSED, message=f"{name} rose {seen}{by}{context}")
+        case Band.BETTER:
+            return replace(d, verdict=Verdict.IMPROVED, message=f"{name} fell {seen}{context}{ctx.keep_advice}")
+        case Band.WITHIN:
+            return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}{why_wide}{context}")
+
+
+def _not_gated(ctx: VariantContext, kind: Counted, quantity: str, rebuilt: str) -> str:
+    """Why a counted quantity the suite does not gate itself is shown, not gated (empty when it is
+    gated): instructions across a rebuild, or a count nothing says repeats."""
+    if kind is Counted.WORK and rebuilt:
+        return (
+            f"its kernels changed ({rebuilt}), and another build executes other instructions; state "
+            f"`{quantity}: <tolerance>` under gates: to gate it anyway"
+        )
+    if kind is not Counted.BYTES and not repeats_known(ctx, quantity):
+        return (
+            "the baseline was recorded with one profiled pass, which cannot tell whether this count repeats "
+            "(library kernels' do not); re-record it to gate it"
+        )
+    return ""
+
+
+def legacy_note(comparison: Comparison) -> str | None:
+    """Said once per suite: the counted quantities that the baseline, or this run's report, lacks
+    (recorded before fuseci counted them), and that the baseline holds no profiled passes (neither
+    side says whether L2 sectors and instructions repeat); None when neither."""
+    order = [q.name for q in quantities.counted()]
+    lacking: dict[str, set[str]] = {"the baseline was": set(), "this run's report was": set()}
+    single = False
+    for case in comparison.cases:
+        for v in case.variants:
+            if not v.baseline_values:
+                continue
+            for q in order:
+                now, then = math.isnan(v.values.get(q, math.nan)), math.isnan(v.baseline_values.get(q, math.nan))
+                if now != then:
+                    lacking["this run's report was" if now else "the baseline was"].add(q)
+            single = single or (any(not k.spread for k in v.baseline_kernels) and any(not k.spread for k in v.kernels))
+    parts = [
+        f"{who} recorded before fuseci counted {', '.join(label(q) for q in sorted(qs, key=order.index))}: "
+        "judged without them"
+        for who, qs in lacking.items()
+        if qs
+    ]
+    if single:
+        parts.append(
+            "the baseline was recorded with one profiled pass, so L2 sectors and instructions are shown, not gated"
+        )
+    if not parts:
+        return None
+    return "; ".join(parts) + "; re-record the baseline with `fuseci update-baselines` to gate them all"

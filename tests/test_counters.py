@@ -1,0 +1,317 @@
+"""Counted quantities across edits and profiled passes (fuseci/judge/counters.py, the passes of
+fuseci/frames/report.py), the cause line of a time regression after autotuning, and the planted
+source edits of kernels/edits.py."""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPORTS, ROOT, SUITES
+
+from fuseci.config import names, quantities
+from fuseci.config.model import Variant
+from fuseci.config.parse import load_suite
+from fuseci.frames import metrics
+from fuseci.frames.inventory import KernelLaunch, same_build, spread_of
+from fuseci.frames.report import fold_passes, kernel_columns, read_report
+from fuseci.judge import update
+from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
+from fuseci.judge.checks import autotune_hint
+from fuseci.judge.compare import compare
+from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
+from fuseci.measure.record import read_record
+from fuseci.store import baselines as bl
+
+LOADED = names.GLOBAL_LOAD_BYTES
+WORK = names.INSTRUCTIONS
+
+
+# --- profiled passes: the per-kernel frame keeps the first pass and how far each count moved -----
+
+
+def _rows(again: int, loaded: list[float], kernels: tuple[str, ...] = ("k0", "k1")) -> list[dict[str, object]]:
+    return [
+        {
+            names.SUITE: "s",
+            names.CASE: "c",
+            names.VARIANT: "fused",
+            names.KERNEL_INDEX: i,
+            names.KERNEL: k,
+            names.PASS: again,
+            LOADED: loaded[i],
+            WORK: 100.0 + i,
+        }
+        for i, k in enumerate(kernels)
+    ]
+
+
+def _frame(*rows: list[dict[str, object]]) -> pd.DataFrame:
+    return pd.DataFrame.from_records([r for rs in rows for r in rs], columns=[*kernel_columns(), names.PASS])
+
+
+def test_a_variant_profiled_three_times_keeps_its_first_pass_and_the_spread() -> None:
+    frame = _frame(_rows(0, [64.0, 32.0]), _rows(1, [64.0, 96.0]), _rows(2, [64.0, 64.0]))
+    folded = fold_passes(frame)
+    assert list(folded.columns) == list(kernel_columns()) and len(folded) == 2
+    assert list(folded[LOADED]) == [64.0, 32.0]  # the first pass's counts
+    assert list(folded[names.spread_column(LOADED)]) == [0.0, 64.0]  # max - min over the passes
+    assert list(folded[names.spread_column(WORK)]) == [0.0, 0.0]
+    (k0, k1) = metrics.inventory(folded, "c", "fused")
+    assert k0.counts[LOADED] == 64.0 and k0.spread == {LOADED: 0.0, WORK: 0.0}
+    assert k1.spread[LOADED] == 64.0 and spread_of((k0, k1), LOADED) == 64.0
+
+
+def test_one_pass_has_no_spread_and_a_repeat_of_other_kernels_says_nothing() -> None:
+    once = fold_passes(_frame(_rows(0, [64.0, 32.0])))
+    assert once[names.spread_column(LOADED)].isna().all()
+    kernels = metrics.inventory(once, "c", "fused")
+    assert all(k.spread == {} for k in kernels) and spread_of(kernels, LOADED) is None
+    other = fold_passes(_frame(_rows(0, [64.0, 32.0]), _rows(1, [64.0, 32.0], ("k0", "k2"))))
+    assert other[names.spread_column(LOADED)].isna().all()  # nothing to pair a kernel with
+
+
+def test_repeat_ranges_are_named_and_parsed() -> None:
+    assert names.range_name("s", "c", "v") == "fuseci:s:c:v"
+    assert names.range_name("s", "c", "v", 2) == "fuseci:s:c:v:2"
+    assert names.parse_range("fuseci:s:c:v:2") == ("s", "c", "v", 2)
+    assert names.parse_range("fuseci:s:c:v") == ("s", "c", "v", 0)
+    assert names.parse_range_name("fuseci:s:c:v:2") == ("s", "c", "v")
+    for bad in ("fuseci:s:c:v:0", "fuseci:s:c:v:01", "fuseci:s:c:v:x", "fuseci:s:c:v:1:2", "fuseci:s:c:v:１"):
+        assert names.parse_range(bad) is None, bad
+
+
+# --- baselines keep each kernel's counts, and read the files written before ------------------------
+
+
+def _baseline(kernels: tuple[KernelLaunch, ...]) -> Baseline:
+    values = {LOADED: sum(k.counts.get(LOADED, 0) for k in kernels)}
+    return Baseline("s", {"gpu_name": "G"}, {"c": {"fused": VariantBaseline(values, kernels)}})
+
+
+def test_a_baseline_keeps_each_kernels_counts_and_spread() -> None:
+    kernels = (
+        KernelLaunch("k0", 132, 384, 168, 0, counts={LOADED: 64.0, WORK: 183152288.0}, spread={WORK: 49952.0}),
+        KernelLaunch("k1", 4, 256, 28, 16, counts={LOADED: 32.0}),
+        KernelLaunch("k2", 1, 32, 8),
+    )
+    text = bl.dumps(_baseline(kernels))
+    doc = json.loads(text)
+    assert doc["format_version"] == 2
+    rows = doc["cases"]["c"]["fused"]["kernels"]
+    assert rows[0] == ["k0", 132, 384, 168, 0, {"counts": {LOADED: 64, WORK: 183152288}, "spread": {WORK: 49952}}]
+    assert rows[1] == ["k1", 4, 256, 28, 16, {"counts": {LOADED: 32}}] and rows[2] == ["k2", 1, 32, 8]
+    back = bl.from_json(doc, "b.json").cases["c"]["fused"].kernels
+    assert back == kernels and bl.dumps(bl.from_json(doc, "b.json")) == text
+
+
+def test_a_version_1_baseline_reads_without_counts(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    old = {
+        "format_version": 1,
+        "suite": "s",
+        "env": {},
+        "cases": {"c": {"fused": {"values": {LOADED: 96}, "kernels": [["k0", 1, 32, 8], ["k1", 2, 64, 16, 1024]]}}},
+    }
+    path.write_text(json.dumps(old), encoding="utf-8")
+    loaded = bl.load_baseline(path)
+    assert loaded is not None
+    (k0, k1) = loaded.cases["c"]["fused"].kernels
+    assert (k0.counts, k0.spread, k1.shared_mem) == ({}, {}, 1024)
+    newer = {**old, "format_version": 3}
+    path.write_text(json.dumps(newer), encoding="utf-8")
+    with pytest.raises(Exception, match="written by a newer fuseci"):
+        bl.load_baseline(path)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [["k", 1, 2, 3, 0, {"counts": {LOADED: -1}}], ["k", 1, 2, 3, 0, {"count": {}}], ["k", 1, 2, 3, 0, {}, 7]],
+)
+def test_a_hostile_kernel_row_is_refused_with_its_place(row: list[object]) -> None:
+    doc = {"format_version": 2, "suite": "s", "env": {}, "cases": {"c": {"fused": {"values": {}, "kernels": [row]}}}}
+    with pytest.raises(Exception, match=r"b\.json: cases\.c\.fused\.kernels\[0\]"):
+        bl.from_json(doc, "b.json")
+
+
+def test_an_update_re_records_a_case_whose_baseline_lacks_the_counts() -> None:
+    """A legacy case that passes would keep its old values byte for byte, and with them no counts
+    and no spread for good: it is re-recorded instead."""
+    old = VariantBaseline({LOADED: 96.0}, (KernelLaunch("k", 1, 32, 8),))
+    fresh = VariantBaseline(
+        {LOADED: 96.0, names.TMA_LOAD_BYTES: 0.0},
+        (KernelLaunch("k", 1, 32, 8, counts={LOADED: 96.0}, spread={LOADED: 0.0}),),
+    )
+    assert update.outdated({"fused": old}, {"fused": fresh})
+    assert not update.outdated({"fused": fresh}, {"fused": fresh})
+
+
+# --- judging: the recorded mutants, their baseline with passes ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def recorded():  # type: ignore[no-untyped-def]
+    suite = load_suite(SUITES / "mutants.yaml")
+    results = metrics.summarize(
+        read_report(REPORTS / "mutants.ncu-rep.xz"), read_record(REPORTS / "mutants.harness.json")
+    )
+    return suite, results, from_results(results, {c.id for c in suite.cases})
+
+
+def _passes(baseline: Baseline, spread: float = 0.0) -> Baseline:
+    """``baseline`` as a baseline recorded with several passes holds it: each count moved by ``spread``."""
+    cases = {
+        cid: {
+            vid: replace(e, kernels=tuple(replace(k, spread={q: spread for q in k.counts}) for k in e.kernels))
+            for vid, e in vs.items()
+        }
+        for cid, vs in baseline.cases.items()
+    }
+    return replace(baseline, cases=cases)
+
+
+def _check(comparison, variant: str, quantity: str) -> MetricDelta:  # type: ignore[no-untyped-def]
+    (k,) = [
+        k
+        for c in comparison.cases
+        for k in c.checks
+        if k.variant == variant and k.quantity == quantity and k.check is CheckKind.VALUE
+    ]
+    return k
+
+
+def test_a_healthy_run_passes_every_counted_gate_against_a_baseline_with_passes(recorded) -> None:  # type: ignore[no-untyped-def]
+    suite, results, baseline = recorded
+    comparison = compare(results, suite, _passes(baseline))
+    counted = [
+        k
+        for c in comparison.cases
+        for k in c.checks
+        if quantities.get(k.quantity) and quantities.get(k.quantity).counted
+    ]
+    assert counted and not comparison.notes
+    fused = [k for k in counted if k.variant == "fused"]
+    assert {k.quantity for k in fused} >= {LOADED, names.GLOBAL_STORE_BYTES, WORK, names.L2_READ_BYTES}
+    assert all(k.verdict is Verdict.PASS and "not gated" not in k.message for k in fused)
+
+
+def test_a_legacy_baseline_is_said_once_per_suite(recorded) -> None:  # type: ignore[no-untyped-def]
+    suite, results, baseline = recorded
+    comparison = compare(results, suite, baseline)  # one pass, as version-1 baselines were recorded
+    (note,) = comparison.notes
+    assert "one profiled pass" in note and "re-record the baseline with `fuseci update-baselines`" in note
+    assert _check(comparison, "fused", WORK).message.endswith("re-record it to gate it")
+    assert _check(comparison, "fused", LOADED).verdict is Verdict.PASS  # bytes: gated all the same
+    passes = _passes(baseline)
+    entry = passes.cases["scale_relu_add"]["fused"]
+    older = {q: x for q, x in entry.values.items() if q != LOADED}
+    cases = {
+        **baseline.cases,
+        "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": replace(entry, values=older)},
+    }
+    cases = {
+        **passes.cases,
+        "scale_relu_add": {**passes.cases["scale_relu_add"], "fused": replace(entry, values=older)},
+    }
+    comparison = compare(results, suite, replace(passes, cases=cases))
+    assert not [k for c in comparison.cases for k in c.checks if k.variant == "fused" and k.quantity == LOADED]
+    (note,) = comparison.notes
+    assert note.startswith("the baseline was recorded before fuseci counted global bytes loaded: judged without them")
+    assert "one profiled pass" not in note
+    newer = {**entry.values, names.TMA_LOAD_BYTES: 0.0}  # a baseline that counted what this old report did not
+    cases = {
+        **passes.cases,
+        "scale_relu_add": {**passes.cases["scale_relu_add"], "fused": replace(entry, values=newer)},
+    }
+    (note,) = compare(results, suite, replace(passes, cases=cases)).notes
+    assert note.startswith("this run's report was recorded before fuseci counted TMA bytes loaded: judged without them")
+
+
+def test_a_library_kernels_moving_count_passes_within_its_floor(recorded) -> None:  # type: ignore[no-untyped-def]
+    """Instructions of a persistent GEMM move by a few hundredths of a percent between runs: a
+    baseline whose passes saw them move judges them within at least the moving floor (0.1%)."""
+    suite, results, baseline = recorded
+    entry = baseline.cases["scale_relu_add"]["fused"]
+    count = entry.values[WORK]
+    moved = 2.0  # a move far smaller than the floor
+    kernels = tuple(replace(k, spread={q: (moved if q == WORK else 0.0) for q in k.counts}) for k in entry.kernels)
+    for now, verdict in ((count * 0.9995, Verdict.PASS), (count * 0.998, Verdict.REGRESSED)):
+        shifted = VariantBaseline({**entry.values, WORK: now}, kernels)
+        cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": shifted}}
+        k = _check(compare(results, suite, replace(baseline, cases=cases)), "fused", WORK)
+        assert k.verdict is verdict and "band ±0.10%" in k.message, k.message
+
+
+# --- the cause line of a time regression -------------------------------------------------------
+
+
+def _time_regressed(variant: str = "compiled") -> list[MetricDelta]:
+    return [MetricDelta("c", variant, CheckKind.GAIN, names.EVENT_TIME, Verdict.REGRESSED, "speedup fell")]
+
+
+def test_autotuning_is_blamed_only_for_another_configuration_of_the_same_kernels() -> None:
+    variant = Variant("compiled", "m:f", {})
+    old = (KernelLaunch("triton_poi_fused_add_gelu_0", 131072, 128, 30),)
+    tuned = ["triton_poi_fused_add_gelu_0: autotuned"]
+    same = autotune_hint(_time_regressed(), variant, tuned, old, old)
+    assert same[0].message == "speedup fell"  # the same configuration: autotuning is not why
+    other = autotune_hint(_time_regressed(), variant, tuned, old, (replace(old[0], block=256, registers=25),))
+    assert "autotuned at its first call" in other[0].message and "registers 30 -> 25" in other[0].message
+    renamed = (KernelLaunch("triton_poi_fused__to_copy_add_gelu_0", 131072, 128, 30),)
+    regenerated = autotune_hint(_time_regressed(), variant, tuned, old, renamed)
+    message = regenerated[0].message
+    assert "generated anew" in message and "the compile cache is not the cause" in message
+    assert "keep the compile cache" not in message
+    assert autotune_hint(_time_regressed(), variant, (), old, renamed)[0].message == "speedup fell"
+
+
+def test_same_build_compares_names_and_launch_shapes_not_counts() -> None:
+    a = (KernelLaunch("k", 1, 2, 3, counts={LOADED: 1.0}),)
+    assert same_build(a, (KernelLaunch("k", 1, 2, 3, counts={LOADED: 2.0}),))
+    assert not same_build(a, (KernelLaunch("k", 1, 2, 4),))
+
+
+# --- the planted source edits --------------------------------------------------------------------
+
+
+def test_every_planted_edit_applies_once_and_leaves_a_valid_module() -> None:
+    from kernels.edits import CUDA_EDITS, EDITS, TRITON_EDITS
+
+    assert {e.regression for e in CUDA_EDITS} == {True, False} == {e.regression for e in TRITON_EDITS}
+    for edit in EDITS.values():
+        healthy = (ROOT / "kernels" / f"{edit.module.rsplit('.', 1)[1]}.py").read_text(encoding="utf-8")
+        edited = edit.apply(healthy)
+        assert edited != healthy
+        ast.parse(edited)  # still Python (the CUDA source is an f-string: its braces must stay doubled)
+        with pytest.raises(ValueError, match="occurs 0 times"):
+            edit.apply(edited.replace(edit.changes[0][1], ""))
+
+
+def test_the_planted_suites_catch_each_edit_by_the_bytes_it_costs() -> None:
+    """Each planted regression of kernels/edits.py names a byte counter as the check that must
+    catch it; each benign edit is judged against the healthy kernel and must pass."""
+    from kernels.edits import EDITS
+
+    planted = {}
+    for suite in (load_suite(SUITES / "mutants.yaml"), load_suite(SUITES / "pytorch_mutants.yaml")):
+        for case in suite.cases:
+            for v in case.variants:
+                if "bias_gelu_" in v.fn and v.fn.split(":")[1].rsplit("_", 1)[1] in (
+                    "sector",
+                    "halo",
+                    "store",
+                    "unrolled",
+                    "block",
+                    "warps",
+                ):
+                    planted[v.fn.split(":")[1]] = v
+    assert len(planted) == len(EDITS)
+    for fn, v in planted.items():
+        assert v.candidate_for is not None
+        regression = fn.rsplit("_", 1)[1] in ("sector", "halo", "store")
+        assert bool(v.caught_by) == regression, fn
+        assert all(q in (LOADED, names.GLOBAL_STORE_BYTES) for q in v.caught_by)
