@@ -382,3 +382,41 @@ def nondeterministic(x: cp.ndarray, y: cp.ndarray, alpha: float) -> cp.ndarray:
 
     noise = cp.random.default_rng().standard_normal(x.shape, dtype=cp.float32) * cp.float32(1e-2)
     return scale_relu_add_fused(x, y, alpha) + noise
+
+
+# --- planted source edits: the healthy kernel's file edited as a pull request edits it -----------
+#
+# Each runs fuseci_bias_gelu_rows compiled from kernels/elementwise.py as an edit of
+# kernels/edits.py leaves it (the kernel keeps its name), so the edit recompiles the kernel: its
+# registers or launch shape change with it, as they do with nearly every real edit.
+
+
+def _edited_bias_gelu(edit: str, x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
+    from kernels.edits import edited
+
+    return edited(edit, "bias_gelu_fused")(x, bias)  # type: ignore[no-any-return]
+
+
+def bias_gelu_sector(x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
+    """Planted: one thread reads one more element of ``x`` (one 32-byte sector)."""
+    return _edited_bias_gelu("cuda_sector", x, bias)
+
+
+def bias_gelu_halo(x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
+    """Planted: each block's last thread reads an element of the next row in every row (a halo)."""
+    return _edited_bias_gelu("cuda_halo", x, bias)
+
+
+def bias_gelu_store(x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
+    """Planted: the threads of the first row write their outputs a second time, with the same values."""
+    return _edited_bias_gelu("cuda_store", x, bias)
+
+
+def bias_gelu_unrolled(x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
+    """Benign: two rows in flight per thread, the same loads and stores (more registers)."""
+    return _edited_bias_gelu("cuda_unrolled", x, bias)
+
+
+def bias_gelu_block(x: cp.ndarray, bias: cp.ndarray) -> cp.ndarray:
+    """Benign: blocks of 128 threads instead of 256, the same traffic (another launch shape)."""
+    return _edited_bias_gelu("cuda_block", x, bias)

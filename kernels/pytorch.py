@@ -5,7 +5,11 @@ float64 references (``suites/pytorch.yaml``).
 - ``bias_gelu_residual``: ``gelu_tanh(x + bias) + residual``, a transformer MLP's epilogue;
 - ``add_rmsnorm``: the residual add and RMSNorm of a pre-norm block, returning the normalised
   rows and the new residual stream, as Llama-style models compute them;
-- ``softmax``: a scaled row softmax in float32 arithmetic with bfloat16 in and out.
+- ``softmax``: a scaled row softmax in float32 arithmetic with bfloat16 in and out;
+- ``gemm_bias_gelu``: a cuBLAS GEMM and its bias + GELU epilogue, eager and compiled;
+- ``attention``: attention written out (cuBLAS GEMMs around a softmax) against PyTorch's
+  scaled-dot-product attention (cuDNN's or FlashAttention's kernel): the library kernels every
+  counted gate must meet.
 
 Every function takes torch tensors on the GPU (``framework: torch``) and returns them; nothing
 converts anything. The eager versions are the code people write; the Triton kernels keep every
@@ -13,6 +17,8 @@ intermediate in registers and read each input once.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -145,3 +151,42 @@ def softmax_triton(x: torch.Tensor, scale: float) -> torch.Tensor:
 def softmax_reference(x: torch.Tensor, scale: float) -> torch.Tensor:
     """float64 reference."""
     return torch.softmax(x * scale, dim=-1)
+
+
+# --- GEMM + bias + GELU: a cuBLAS GEMM and its epilogue ---------------------------------------------
+
+
+def gemm_bias_gelu_eager(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Three kernels: cuBLAS's GEMM, the bias add and the GELU, the product through DRAM twice."""
+    return F.gelu(a @ b + bias, approximate="tanh")
+
+
+#: Inductor keeps the GEMM a cuBLAS call and fuses the bias add and the GELU into one Triton kernel
+#: behind it (its epilogue): the product is written once and read once.
+gemm_bias_gelu_compiled = torch.compile(gemm_bias_gelu_eager, dynamic=False)
+
+
+def gemm_bias_gelu_reference(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """float64 reference."""
+    return F.gelu(a @ b + bias, approximate="tanh")
+
+
+# --- attention: softmax(q k^T / sqrt(d)) v -----------------------------------------------------------
+
+
+def attention_eager(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Attention as people write it: two batched GEMMs (cuBLAS) around a scale and a softmax, the
+    scores (heads x sequence x sequence) through DRAM."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def attention_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """PyTorch's scaled-dot-product attention: one fused kernel (cuDNN's or FlashAttention's, as
+    PyTorch picks for the card), the scores kept on chip."""
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """float64 reference."""
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v

@@ -58,3 +58,38 @@ def bias_gelu_residual_recompiles(x: torch.Tensor, bias: torch.Tensor, residual:
         x, bias, residual, y, cols, BLOCK=block, SALT=salt, num_warps=4
     )
     return y
+
+
+# --- planted source edits of the Triton kernel (kernels/edits.py): it keeps its name, and the edit
+# recompiles it with other registers or another launch shape, as nearly every real edit does.
+
+
+def _edited_triton(edit: str, x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    from kernels.edits import edited
+
+    return edited(edit, "bias_gelu_residual_triton")(x, bias, residual)  # type: ignore[no-any-return]
+
+
+def bias_gelu_residual_sector(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """Planted: program 0 reads one more element of ``x`` (one 32-byte sector per warp)."""
+    return _edited_triton("triton_sector", x, bias, residual)
+
+
+def bias_gelu_residual_halo(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """Planted: every program reads the next row's first 8 elements (a halo)."""
+    return _edited_triton("triton_halo", x, bias, residual)
+
+
+def bias_gelu_residual_store(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """Planted: program 0 writes one output element a second time, with the same value."""
+    return _edited_triton("triton_store", x, bias, residual)
+
+
+def bias_gelu_residual_warps(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """Benign: 2 warps per program instead of 4, the same traffic (more registers)."""
+    return _edited_triton("triton_warps", x, bias, residual)
+
+
+def bias_gelu_residual_block(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """Benign: 2048 columns per program instead of 1024, the same traffic (another launch shape)."""
+    return _edited_triton("triton_block", x, bias, residual)

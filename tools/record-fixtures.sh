@@ -4,9 +4,10 @@
 #
 #   bash tools/record-fixtures.sh WORKDIR [record|timing|all]
 #
-# record: runs the gpu-marked tests; profiles every suite in suites/, the planted-regression
-#   suite included (no baseline yet),
-#   records baselines from those reports, profiles every suite again against them (must pass),
+# record: runs the gpu-marked tests; records the baseline of every suite in suites/, the planted
+#   suites included, by profiling it as `update-baselines` does (each variant profiled
+#   BASELINE_PASSES times, to learn which counters repeat); profiles every suite again against
+#   those baselines as `fuseci run` does (must pass: these reports are the fixtures),
 #   re-records (must be unchanged), and profiles a copy of the elementwise suite whose fused
 #   scale_relu_add is swapped for the de-fused mutant (must regress).
 # timing: alternates three runs of the exact ncu command fuseci builds for the elementwise
@@ -18,6 +19,10 @@
 # FUSECI_SKIP_RERECORD=1 skips the re-record.
 set -u
 W=${1:-/tmp/fuseci-fixtures}
+# One compile cache for every step, as a CI runner keeps it: the reports then hold the autotuned
+# choices the baselines were recorded with (a fresh cache per report directory could pick others).
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$W/compile-cache/inductor}
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$W/compile-cache/triton}
 PHASE=${2:-all}
 mkdir -p "$W"
 BL="$W/baselines"
@@ -40,15 +45,14 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 ncu --version | tail -n 1
 
 if [[ $PHASE == record || $PHASE == all ]]; then
-  rm -rf "$BL" "$W/clean" "$W/pass" "$W/rerecord" "$W/regressed"
+  rm -rf "$BL" "$W/record" "$W/clean" "$W/rerecord" "$W/regressed"
   read -r -a GPU_TESTS <<< "${FUSECI_GPU_TESTS:-tests}"  # override to run some gpu tests only
   [[ -z ${FUSECI_SKIP_GPU_TESTS:-} ]] && step gpu_tests python3 -m pytest -q -m gpu "${GPU_TESTS[@]}"
   for s in "${SUITES[@]}"; do
-    step "new_$s" fuseci run "suites/$s.yaml" --baselines "$BL" --report-dir "$W/clean"
-    step "record_$s" fuseci update-baselines "suites/$s.yaml" --baselines "$BL" --from-report "$W/clean/$s.ncu-rep"
+    step "record_$s" fuseci update-baselines "suites/$s.yaml" --baselines "$BL" --report-dir "$W/record"
+    step "clean_$s" fuseci run "suites/$s.yaml" --baselines "$BL" --report-dir "$W/clean" --json "$W/clean_$s.json"
   done
   FILES=("${SUITES[@]/#/suites/}"); FILES=("${FILES[@]/%/.yaml}")
-  step run_pass fuseci run "${FILES[@]}" --baselines "$BL" --report-dir "$W/pass" --junit "$W/pass.xml" --json "$W/pass.json"
   [[ -z ${FUSECI_SKIP_RERECORD:-} ]] && step rerecord fuseci update-baselines "${FILES[@]}" --baselines "$BL" --report-dir "$W/rerecord"
 
   # Planted regression: the fused scale_relu_add replaced by its de-fused mutant.
@@ -96,13 +100,17 @@ for s in "${SUITES[@]}"; do
     cp "$W/clean/$s.harness.json" "$W/pack/reports/$s.harness.json"
   fi
 done
+if [[ -f "$W/record/elementwise.ncu-rep" ]]; then  # a baseline's profiled passes, every variant three times
+  xz -9 -T0 -c "$W/record/elementwise.ncu-rep" > "$W/pack/reports/elementwise-passes.ncu-rep.xz"
+  cp "$W/record/elementwise.harness.json" "$W/pack/reports/elementwise-passes.harness.json"
+fi
 if [[ -f "$W/regressed/elementwise.ncu-rep" ]]; then
   xz -9 -T0 -c "$W/regressed/elementwise.ncu-rep" > "$W/pack/reports/elementwise-regressed.ncu-rep.xz"
   cp "$W/regressed/elementwise.harness.json" "$W/pack/reports/elementwise-regressed.harness.json"
 fi
 [[ -d "$BL" ]] && cp -r "$BL" "$W/pack/"
 cp "$W"/*.out "$W"/*.xml "$W"/*.json "$W"/*.argv "$W/pack/logs/" 2>/dev/null
-cp "$W"/clean/*.log "$W"/pass/*.log "$W"/bench/*.log "$W/pack/logs/" 2>/dev/null
+cp "$W"/clean/*.log "$W"/record/*.log "$W"/bench/*.log "$W/pack/logs/" 2>/dev/null
 cp "$W"/clean/*.timing.json "$W/pack/logs/" 2>/dev/null
 tar -C "$W/pack" -cf "$W/fixtures.tar" .
 ls -la "$W/pack/reports"
