@@ -44,17 +44,18 @@ _TINY = 0.001
 def band(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> tuple[float, str]:
     """The relative band a counted quantity may move within, and why it is wider than the
     tolerance (empty when it is not): the most either side's kernels moved over their profiled
-    passes, times :data:`MOVING_FACTOR`, at least the quantity's moving floor."""
+    passes, times :data:`MOVING_FACTOR`, at least the quantity's moving floor, where that is
+    wider than the tolerance; else the tolerance."""
     entry = quantities.get(quantity)
     allowed = tolerance.relative or 0.0
     old = (ctx.baseline_values() or {}).get(quantity, math.nan)
     seen = [s for s in (spread_of(ctx.baseline_kernels(), quantity), spread_of(ctx.kernels, quantity)) if s]
     if not seen or not old > 0:
         return allowed, ""
-    moved = max(seen) / old
-    wide = max(MOVING_FACTOR * moved, entry.moving_floor if entry else 0.0)
-    if wide <= allowed:
+    wide = MOVING_FACTOR * max(seen) / old
+    if wide <= allowed:  # what it moved is well inside the tolerance: the tolerance holds
         return allowed, ""
+    wide = max(wide, entry.moving_floor if entry else 0.0)
     shown = quantities.show(quantity, max(seen), exact=True)
     return wide, f" (it moved by up to {shown} over the profiled passes: band ±{_pct(wide)})"
 
