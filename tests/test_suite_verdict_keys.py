@@ -103,3 +103,17 @@ def test_planted_suite_and_caught_by(tmp_path: Path) -> None:
         "      unfused: {fn: 'kernels.elementwise:scale_relu_add_unfused', caught_by: [bytes]}\n",
     )
     assert "takes no baseline or caught_by" in _error(tmp_path, unfused)
+
+
+def test_a_planted_suite_without_a_planted_variant_is_refused(tmp_path: Path) -> None:
+    """``planted: true`` takes a suite out of the default run: without a variant that has
+    ``caught_by`` it plants nothing, and would only leave the gate (``fuseci check`` and every
+    command that loads it refuse it)."""
+    message = _error(tmp_path, "planted: true\n" + MINIMAL_SUITE)
+    assert ":1: planted:" in message and "no variant has caught_by" in message
+    assert "remove planted: true" in message
+    from fuseci.config.check import check_files
+
+    (tmp_path / "s.yaml").write_text("planted: true\n" + MINIMAL_SUITE)
+    (checked,) = check_files([tmp_path / "s.yaml"], resolve=False).files
+    assert checked.suite is None and any("no variant has caught_by" in p.message for p in checked.problems)

@@ -11,23 +11,36 @@ For each ``module:function`` a case's variants and reference name, a case's fing
   annotations (and class bases and class-body statements) of every top-level definition, and the
   definitions that code refers to;
 * every other file of the tree the module imports, transitively (as the suite's fingerprint
-  follows them, :func:`fuseci.ab.fingerprint.walk`), and the ``__init__.py`` of every package on
+  follows them, :meth:`fuseci.ab.fingerprint.Reader.walk`), every file they read, and the ``__init__.py`` of every package on
   the way, as whole-file hashes.
 
 Code is compared as :func:`ast.dump` without positions: comments, blank lines and definitions
 moved in the file do not count; any change of code does (a docstring is code).
 
+Definitions other code may reach without naming them count for every case of the module, as
+import-time code does (:mod:`fuseci.ab.escapes`): a function or class a decorator may keep (a
+registry's ``@register``, ``@torch.library.custom_op``), a class whose creation may register it
+(``__init_subclass__``, a metaclass).
+
 The whole module file counts instead (any change of it changes every case that names the
-module) when static reading cannot follow it: the module's source uses one of :data:`DYNAMIC`,
-a name the case's code refers to is neither a top-level definition, nor bound by the module's
-own statements, nor local, nor a builtin (a ``from x import *``, a name made at run time), the
-named function is not a top-level ``def``, a file the module imports imports it back, or the
-file cannot be read or parsed.
+module) when static reading cannot follow it: the module's source uses one of :data:`DYNAMIC`
+(under any name its imports give it: ``import sys as s; s.modules``), reaches itself (``from
+pkg import mod as _self``, ``import pkg.mod as me``, ``pkg.mod.f`` after ``import pkg``), defines
+a module ``__getattr__``, a name the case's code refers to is neither a top-level definition, nor
+bound by the module's own statements, nor local, nor a builtin (a ``from x import *``, a name
+made at run time), the named function is not a top-level ``def``, a file the module imports
+imports it back, or the file cannot be read or parsed.
+
+A case is *unproven*, and always measured, when a file it depends on does what the suite's
+fingerprint cannot follow (:attr:`fuseci.ab.fingerprint.Fingerprint.unproven`: a file read under
+a name made at run time, a ``sys.path`` entry, a dynamic import...). A case whose modules use a
+registry any module of the process may fill (``torch.ops``) depends on every file of the suite.
 
 Nothing is imported or run: files are only read and parsed. What a case fingerprint cannot see
 is what a suite's cannot see (:mod:`fuseci.ab.fingerprint`), and state one case's code leaves
 for another's in the harness process (a module-level cache filled by one case's function and
-read by another's): cases are taken as independent.
+read by another's): cases are taken as independent. The harness audits each measured case
+against its fingerprint (:mod:`fuseci.ab.audit`).
 """
 
 from __future__ import annotations
@@ -35,14 +48,18 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from fuseci.ab.fingerprint import MAX_PARSED_BYTES, Walked, find_module, installed, rel_path, search_roots, walk
+from fuseci.ab.effects import aliases, dotted, imported_as, qualified
+from fuseci.ab.escapes import Escapes, Resolver
+from fuseci.ab.fingerprint import MAX_PARSED_BYTES, Reader, Tree, Walked, rel_path, suite_walk
 from fuseci.config.model import Suite
 
 #: What a module's source may use that static reading cannot follow: a module using any of these
-#: (as a name, a dotted name, an imported module, an attribute or a statement) counts as a whole.
+#: (as a name, a dotted name under any name its imports give it, an imported module, an attribute
+#: or a statement) counts as a whole.
 DYNAMIC: frozenset[str] = frozenset(
     {
         "getattr",
@@ -55,14 +72,27 @@ DYNAMIC: frozenset[str] = frozenset(
         "exec",
         "compile",
         "__import__",
+        "__builtins__",
         "importlib",
         "inspect",
+        "runpy",
+        "pkgutil",
+        "gc",
         "sys.modules",
+        "sys._getframe",
+        "operator.attrgetter",
+        "operator.methodcaller",
         "__dict__",
         "__globals__",
+        "__getattribute__",
+        "f_globals",
+        "f_locals",
+        "f_back",
         "global",
     }
 )
+#: Modules whose every name a ``from m import *`` would make dynamic.
+_STAR_DYNAMIC = frozenset({"sys", "builtins", "importlib", "inspect", "gc", "operator"})
 
 #: Names every module has without binding them.
 _IMPLICIT = frozenset(dir(builtins)) | {"__file__", "__cached__", "__builtins__", "__annotations__", "__path__"}
@@ -76,6 +106,16 @@ class CasePrint:
 
     parts: tuple[str, ...]
     """Each a line ``kind name digest``, sorted: equal parts, identical inputs."""
+    unproven: tuple[str, ...] = ()
+    """What the case depends on that the reader cannot follow (sorted): the case is then always
+    measured."""
+    files: frozenset[str] = frozenset()
+    """Tree-relative files the parts cover whole (what the case's code may run or read there is
+    covered)."""
+    functions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Tree-relative file of a module the parts cover function by function → the top-level
+    definitions covered (the case's functions, what they refer to, and the module's import-time
+    code and escaping definitions)."""
 
     @property
     def digest(self) -> str:
@@ -91,33 +131,42 @@ def _dump(node: ast.AST) -> str:
     return ast.dump(node, include_attributes=False)
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
-
-
-def _uses_dynamic(tree: ast.Module) -> str:
-    """The first of :data:`DYNAMIC` the module uses; empty when none."""
+def _uses_dynamic(tree: ast.Module, names: dict[str, set[str]]) -> str:
+    """The first of :data:`DYNAMIC` the module uses (under any name); empty when none."""
     for node in ast.walk(tree):
-        used: list[str] = []
+        used: set[str] = set()
         if isinstance(node, ast.Name | ast.Attribute):
-            used.append(_dotted(node))
-            if isinstance(node, ast.Attribute):
-                used.append(node.attr if node.attr.startswith("__") else "")
+            used = qualified(node, names)
+            if isinstance(node, ast.Attribute) and node.attr.startswith(("__", "f_")):  # x.__dict__, frame.f_globals
+                used.add(node.attr)
         elif isinstance(node, ast.Import):
-            used += [a.name.split(".")[0] for a in node.names]
+            used = {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            used += [node.module.split(".")[0], *(f"{node.module}.{a.name}" for a in node.names)]
+            used = {node.module.split(".")[0], *(f"{node.module}.{a.name}" for a in node.names)}
+            if node.module in _STAR_DYNAMIC and any(a.name == "*" for a in node.names):
+                return f"from {node.module} import *"
         elif isinstance(node, ast.Global):
-            used.append("global")
-        for name in used:
-            if name in DYNAMIC:
-                return name
+            used = {"global"}
+        found = sorted(used & DYNAMIC)
+        if found:
+            return found[0]
     return ""
+
+
+def _reaches_itself(tree: ast.Module, names: dict[str, set[str]], module: str) -> str:
+    """How the module refers to itself through a name an import gives it (``_self.f`` after
+    ``from pkg import mod as _self``); empty when it does not."""
+    if not module:
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.Attribute):
+            through = imported_as(node, names)
+            if any(q == module or q.startswith(module + ".") for q in through):
+                return f"it reaches itself through {dotted(node)} (line {node.lineno})"
+    getattr_defs = [
+        s.name for s in tree.body if isinstance(s, ast.FunctionDef) and s.name in ("__getattr__", "__dir__")
+    ]
+    return f"it defines a module {getattr_defs[0]}" if getattr_defs else ""
 
 
 def _bound(node: ast.AST) -> set[str]:
@@ -170,15 +219,25 @@ def _import_time(node: ast.stmt, annotations: bool) -> list[ast.AST]:
     return [node]
 
 
-class Source:
-    """One module file read for its cases: its definitions and its import-time code."""
+def _nothing_known(name: str) -> bool:
+    return False
 
-    def __init__(self, data: bytes | None, path: str) -> None:
+
+class Source:
+    """One module file read for its cases: its definitions and its import-time code.
+
+    ``module`` is the dotted name it runs as (to see it reach itself); ``resolver`` tells what a
+    decorator or base class its imports name is (:data:`fuseci.ab.escapes.Resolver`; by default
+    nothing is known, and every decorated definition escapes but those of builtins)."""
+
+    def __init__(self, data: bytes | None, path: str, module: str = "", resolver: Resolver | None = None) -> None:
         self.whole = "unreadable" if data is None else hashlib.sha256(data).hexdigest()
         self.why = "" if data is not None else "it cannot be read"
+        self.module = module
         self.defs: dict[str, list[_Def]] = {}
         self.known: set[str] = set()
         self.shared = ""
+        self.followed: frozenset[str] = frozenset()
         tree = self._parse(data, path)
         if tree is None:
             return
@@ -191,25 +250,36 @@ class Source:
         self.known = set(self.defs) | {n for s in others for n in _bound(s)} | _IMPLICIT
         annotations = not _lazy_annotations(tree)
         at_import: list[ast.AST] = [part for s in tree.body for part in _import_time(s, annotations)]
-        followed = self._closure(_loaded(at_import))
+        escaped = Escapes(self.defs, self.names, resolver or _nothing_known).of()
+        followed = self._closure(_loaded(at_import) | escaped)
         if followed is None:
             return
+        self.followed = frozenset(followed)
         self.shared = _sha("\n".join([*map(_dump, at_import), *self._dumps(followed)]))
 
     def _parse(self, data: bytes | None, path: str) -> ast.Module | None:
+        self.names: dict[str, set[str]] = {}
         if data is None:
             return None
         if len(data) > MAX_PARSED_BYTES:
             self.why = "it is too large to read"
+            return None
+        if not path.endswith(".py"):
+            self.why = "it is not Python source"
             return None
         try:
             tree = ast.parse(data, filename=path)
         except (SyntaxError, ValueError):
             self.why = "it does not parse"
             return None
-        dynamic = _uses_dynamic(tree)
+        self.names = aliases(tree, self.module, path.endswith("__init__.py"))
+        dynamic = _uses_dynamic(tree, self.names)
         if dynamic:
             self.why = f"it uses {dynamic}"
+            return None
+        itself = _reaches_itself(tree, self.names, self.module)
+        if itself:
+            self.why = itself
             return None
         return tree
 
@@ -235,16 +305,26 @@ class Source:
     def _dumps(self, names: set[str]) -> list[str]:
         return [_dump(node) for name in sorted(names) for node in self.defs[name]]
 
-    def function(self, name: str) -> str | None:
-        """The digest of ``name``'s code and what it calls in the module; None when the whole
-        module must count instead (:attr:`why` says why)."""
+    def _reached(self, name: str) -> set[str] | None:
         if not self.shared:
             return None
         if name not in self.defs:
             self.why = f"{name} is not a top-level def"
             return None
-        reached = self._closure({name})
+        return self._closure({name})
+
+    def function(self, name: str) -> str | None:
+        """The digest of ``name``'s code and what it calls in the module; None when the whole
+        module must count instead (:attr:`why` says why)."""
+        reached = self._reached(name)
         return None if reached is None else _sha("\n".join(self._dumps(reached)))
+
+    def covered(self, name: str) -> frozenset[str]:
+        """The top-level definitions a case of ``name`` depends on: what ``name`` reaches, and
+        what the module's import-time code reaches or its escaping definitions are (empty when
+        the whole module counts)."""
+        reached = self._reached(name)
+        return frozenset() if reached is None else frozenset(reached) | self.followed
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,54 +337,106 @@ class _Module:
     walked: Walked
 
 
-def case_prints(suite: Suite, tree: Path) -> dict[str, CasePrint]:
-    """Each case's fingerprint (by case id) of ``suite`` (its file inside ``tree``) as measured in
-    ``tree``."""
-    tree = tree.resolve()
-    roots = search_roots(suite, tree)
-    modules: dict[str, _Module | str] = {}
+class _Prints:
+    """The case fingerprints of one suite in one tree."""
 
-    def module(name: str) -> _Module | str:
-        if name not in modules:
-            found = find_module(name, roots, tree)
-            if found is None or not found or found[-1][1] != name:
-                modules[name] = f"{'outside' if installed(name.split('.')[0]) else 'missing'} {name}"
-            else:
-                path = found[-1][0].resolve()
-                try:
-                    data: bytes | None = path.read_bytes()
-                except OSError:
-                    data = None
-                own = rel_path(path, tree)
-                modules[name] = _Module(own, Source(data, own), walk(found, roots, tree))
-        return modules[name]
+    def __init__(self, suite: Suite, tree: Path | Tree) -> None:
+        self.reader = Reader(suite, tree)
+        self.root = self.reader.root
+        self.suite_files, _, _ = suite_walk(self.reader)  # and the directories files add to sys.path
+        self.modules: dict[str, _Module | tuple[str, str]] = {}
+        self.reading: set[str] = set()
 
-    out: dict[str, CasePrint] = {}
-    for case in suite.cases:
+    def module(self, name: str) -> _Module | tuple[str, str]:
+        """A named module, or (its part, why it cannot be followed) when it is not in the tree."""
+        if name not in self.modules:
+            self.reading.add(name)
+            self.modules[name] = self._read(name)
+            self.reading.discard(name)
+        return self.modules[name]
+
+    def _read(self, name: str) -> _Module | tuple[str, str]:
+        located = self.reader.locate(name)
+        if located.unproven:
+            return f"unproven {name}", f"{name}: {located.unproven}"
+        if located.outside:
+            return f"outside {name}", ""
+        if not located.own:
+            return f"missing {name}", f"{name}: a module the suite names, found nowhere"
+        path = located.files[-1][0].resolve()
+        try:
+            data: bytes | None = path.read_bytes()
+        except OSError:
+            data = None
+        own = rel_path(path, self.root)
+        return _Module(own, Source(data, own, name, self.resolve), self.reader.walk(located.files))
+
+    def resolve(self, qualified_name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | bool:
+        """What a decorator or base class named ``qualified_name`` is (:data:`Resolver`)."""
+        module, _, attr = qualified_name.rpartition(".")
+        if not module or module in self.reading:
+            return False
+        located = self.reader.locate(module)
+        if located.outside:
+            return True
+        if not located.own:
+            return False
+        got = self.module(module)
+        if isinstance(got, tuple) or not got.source.shared:
+            return False
+        nodes = got.source.defs.get(attr, [])
+        one = nodes[0] if len(nodes) == 1 else None
+        return one if isinstance(one, ast.FunctionDef | ast.AsyncFunctionDef) else False
+
+    def case(self, functions: tuple[str, ...]) -> CasePrint:
         parts: set[str] = set()
-        for ref in case.functions:
+        unproven: set[str] = set()
+        files: set[str] = set()
+        covered: dict[str, frozenset[str]] = {}
+        for ref in functions:
             name, _, function = ref.partition(":")
-            got = module(name)
-            if isinstance(got, str):
-                parts.add(got)
+            got = self.module(name)
+            if isinstance(got, tuple):
+                parts.add(got[0])
+                unproven.update([got[1]] if got[1] else [])
                 continue
+            walked = got.walked
+            if walked.registries:  # any module of the suite may fill what it calls through
+                walked = self.suite_files
             cyclic = got.own in got.walked.imported
-            parts.update(f"file {p} {d}" for p, d in got.walked.files.items() if p != got.own or cyclic)
-            if not got.walked.complete:
+            parts.update(f"file {p} {d}" for p, d in walked.files.items() if p != got.own or cyclic)
+            files.update(p for p in walked.files if p != got.own)
+            unproven.update(walked.unproven)
+            if not walked.complete:
                 parts.add("incomplete")
             code = None if cyclic else got.source.function(function)
             if code is None:
                 parts.add(f"file {got.own} {got.source.whole}")
+                files.add(got.own)
             else:
                 parts.add(f"module {got.own} {got.source.shared}")
                 parts.add(f"function {ref} {code}")
-        out[case.id] = CasePrint(tuple(sorted(parts)))
-    return out
+                covered[got.own] = covered.get(got.own, frozenset()) | got.source.covered(function)
+        return CasePrint(tuple(sorted(parts)), tuple(sorted(unproven)), frozenset(files), covered)
 
 
-def changed_cases(base: Suite, base_tree: Path, head: Suite, head_tree: Path) -> tuple[str, ...]:
-    """The head's cases (in suite order) whose fingerprint differs from the base's same case, or
-    that the base does not have."""
+def case_prints(suite: Suite, tree: Path | Tree) -> dict[str, CasePrint]:
+    """Each case's fingerprint (by case id) of ``suite`` (its file inside ``tree``) as measured in
+    ``tree``."""
+    prints = _Prints(suite, tree)
+    return {case.id: prints.case(case.functions) for case in suite.cases}
+
+
+def changed_cases(base: Suite, base_tree: Path | Tree, head: Suite, head_tree: Path | Tree) -> tuple[str, ...]:
+    """The head's cases (in suite order) whose fingerprint differs from the base's same case, that
+    the base does not have, or that either side cannot prove unchanged."""
     before = case_prints(base, base_tree)
     after = case_prints(head, head_tree)
-    return tuple(c.id for c in head.cases if c.id not in before or before[c.id].digest != after[c.id].digest)
+    return tuple(
+        c.id
+        for c in head.cases
+        if c.id not in before
+        or before[c.id].digest != after[c.id].digest
+        or before[c.id].unproven
+        or after[c.id].unproven
+    )

@@ -4,21 +4,34 @@
 A suite's fingerprint covers:
 
 * the bytes of its suite file;
-* the source of every module its variants and references name (``module:function``), found on
-  the harness's search path inside the tree (the tree's root, then the directory above the suite
-  file), with the ``__init__.py`` of every package on the way;
+* the source of every module its variants and references name (``module:function``), found as
+  the harness finds it (:class:`Tree`): the tree's root, the directory above the suite file,
+  then the directories of the tree that the environment imports from (``PYTHONPATH`` entries,
+  ``.pth`` files and editable installs pointing into the repository, each mapped into this
+  side's tree: a ``src/`` layout is read from each side's own ``src/``), then the installed
+  packages; with the ``__init__.py`` of every package on the way. Modules are found by the one
+  finder of module files, :class:`fuseci.config.resolve.ModuleFinder`;
 * every module those import, transitively, that resolves to a file inside the same tree: read
   with :mod:`ast` from ``import``, ``from ... import`` (relative ones too), and
   ``importlib.import_module("name")`` / ``__import__("name")`` with a literal name, wherever they
-  are in the file (inside functions, under ``if``: more than runs, never less);
+  are in the file (inside functions, under ``if``: more than runs, never less), found on the
+  search path above plus every directory of the tree a file adds to ``sys.path``;
+* every file of the tree those modules read and name statically (a ``.cu`` source read at
+  import, a ``RawModule(path=...)``, ``cpp_extension.load`` sources and include directories, a
+  directory listed: :mod:`fuseci.ab.effects`), its bytes, or ``absent``;
 * the version of the fuseci that measures.
 
-It cannot see what is not Python source of the tree reached that way: a file a kernel reads at
-run time (a ``.cu`` file, a table, a ``.so``), a module imported under a computed name,
-installed packages (the same for both sides of one job: one environment measures both), the
-environment (variables, driver, compilers, the GPU). A suite that depends on those should be
-run with ``--all``, or its extra files named in the suite so that editing them changes the
-suite file.
+What the reader cannot follow makes the suite *unproven* (:attr:`Fingerprint.unproven`), and an
+unproven suite is never skipped: a read or a ``sys.path`` entry named only at run time, a
+dynamic import of a computed name, code loaded by path or built at run time, a process started,
+an import hook, a package that sets its own ``__path__``, a named module found nowhere, and a
+module found in the repository but outside this side's tree (an editable install whose directory
+cannot be mapped into the tree). The same holds case by case (:mod:`fuseci.ab.cases`).
+
+It cannot see what is outside the tree: installed packages (the same for both sides of one job:
+one environment measures both), files outside the tree, the environment (variables, driver,
+compilers, the GPU), files read by compiled code (a CUDA ``#include`` found by the compiler on
+its own). The harness audits what ran against it when a side is measured (:mod:`fuseci.ab.audit`).
 
 Nothing is imported or run: files are only read and parsed.
 """
@@ -27,17 +40,23 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuseci import __version__
+from fuseci.ab.effects import effects
 from fuseci.config.model import Suite
+from fuseci.config.resolve import ModuleFinder, editable_locations, environment_dirs
 
 #: Largest source file parsed for its imports (a larger one is still hashed).
 MAX_PARSED_BYTES = 4 << 20
 #: Most files one fingerprint follows; past it the suite counts as changed (``complete`` False).
 MAX_FILES = 5_000
+#: Most rounds of following imports again after a file added a directory to ``sys.path``.
+MAX_ROUNDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +66,8 @@ class Fingerprint:
     suite_file: str
     """SHA-256 of the suite file's bytes."""
     files: dict[str, str] = field(default_factory=dict)
-    """Tree-relative path (``/``-separated) → SHA-256 of each module file followed."""
+    """Tree-relative path (``/``-separated) → SHA-256 of each module file followed and each file
+    read (``absent`` for one that does not exist)."""
     outside: tuple[str, ...] = ()
     """Modules the suite names that are not in the tree (installed packages), sorted."""
     missing: tuple[str, ...] = ()
@@ -56,6 +76,9 @@ class Fingerprint:
     """The fuseci that measures."""
     complete: bool = True
     """False when :data:`MAX_FILES` was reached: the suite is then never skipped."""
+    unproven: tuple[str, ...] = ()
+    """What the reader could not follow, each ``path:line what`` (sorted): the suite is then
+    never skipped, and each case that depends on one of them is measured."""
 
     @property
     def beside_files(self) -> tuple[object, ...]:
@@ -73,6 +96,7 @@ class Fingerprint:
             *(f"outside {m}" for m in self.outside),
             *(f"missing {m}" for m in self.missing),
             f"complete {self.complete}",
+            *(f"unproven {u}" for u in self.unproven),
         ):
             h.update(part.encode("utf-8", "surrogateescape") + b"\n")
         return h.hexdigest()
@@ -111,63 +135,66 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def find_module(name: str, roots: Iterable[Path], tree: Path) -> list[tuple[Path, str, bool]] | None:
-    """The files importing module ``name`` runs when found on ``roots``: the ``__init__.py`` of
-    each package on the way, then the module's own file, each with the dotted name it runs as and
-    whether it is a package's. Found as the import system's path finder would: a package
-    directory before a module file of the same name. None when no root holds it inside ``tree``;
-    a namespace package contributes no file."""
-    parts = name.split(".")
-    if not all(p.isidentifier() for p in parts):
-        return None
-    for root in roots:
-        files: list[tuple[Path, str, bool]] = []
-        base = root
-        for i, part in enumerate(parts):
-            package = base / part
-            init = package / "__init__.py"
-            dotted = ".".join(parts[: i + 1])
-            if init.is_file():
-                files.append((init, dotted, True))
-                base = package
-            elif i == len(parts) - 1 and (base / f"{part}.py").is_file():
-                files.append((base / f"{part}.py", dotted, False))
-            elif package.is_dir():  # a namespace package: nothing of its own runs
-                base = package
-            else:
-                break
+def _installed_code(path: Path, env: tuple[Path, ...]) -> bool:
+    """Whether ``path`` is the interpreter's own code (under one of ``env``, its
+    :func:`~fuseci.config.resolve.environment_dirs`)."""
+    return any(_inside(path, d) for d in env)
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A tree as the harness processes measuring in it import from it."""
+
+    root: Path
+    """The tree's root, resolved: the harness's working directory, first on its search path."""
+    roots: tuple[Path, ...] = ()
+    """More directories of this tree that the environment imports from, in order: each
+    ``sys.path`` entry (``PYTHONPATH``, ``.pth`` files) and editable install inside the
+    repository, mapped into this tree (:func:`tree_of`). The harness gets them first on its
+    ``PYTHONPATH``."""
+    installed: tuple[str, ...] | None = None
+    """The rest of the interpreter's search path (None: ``sys.path`` as it is)."""
+    repo: Path | None = None
+    """The repository's working tree: a module found there but outside :attr:`root` is never
+    taken for an installed one (None: only :attr:`root` counts)."""
+
+
+def _entry(entry: str) -> Path:
+    return Path(os.path.realpath(entry or os.getcwd()))
+
+
+def tree_of(root: Path, repo: Path | None = None) -> Tree:
+    """How the harness measuring in ``root`` (a checkout of the repository whose working tree is
+    ``repo``) imports: every directory inside ``repo`` through which this interpreter finds
+    modules (``sys.path`` entries from ``PYTHONPATH`` and ``.pth`` files; the directory holding a
+    package that an editable install maps into ``repo``) becomes the same directory of ``root``.
+    The interpreter's own directories are left as they are, even inside ``repo``; a directory
+    that would put a ``fuseci`` package before the fuseci that measures is left out (its modules
+    are then found nowhere, and the suites that name them are never skipped)."""
+    root = root.resolve()
+    if repo is None:
+        return Tree(root)
+    repo = repo.resolve()
+    env = environment_dirs()
+    mapped: list[Path] = []
+    installed: list[str] = []
+    for entry in sys.path:
+        where = _entry(entry)
+        if where.exists() and where.is_relative_to(repo) and not any(where.is_relative_to(d) for d in env):
+            mapped.append(root / where.relative_to(repo))
         else:
-            if all(_inside(f, tree) for f, _, _ in files) and _inside(base, tree):
-                return files
-    return None
+            installed.append(entry)
+    for name, location in sorted(editable_locations().items()):
+        where = _entry(str(location))
+        if where.is_relative_to(repo) and where.name in (name, f"{name}.py"):
+            mapped.append(root / where.parent.relative_to(repo))
+    roots = tuple(p for p in dict.fromkeys(mapped) if p != root and not (p / "fuseci").exists())
+    return Tree(root, roots, tuple(installed), repo)
 
 
-def _imported_names(tree_ast: ast.AST, module: str, is_package: bool) -> set[str]:
-    """Every module name the source may import (and, after ``from X import y``, ``X.y`` too,
-    which is a module when ``y`` is a submodule)."""
-    names: set[str] = set()
-    package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(tree_ast):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base_parts = package.split(".") if package else []
-                if node.level - 1 > len(base_parts):
-                    continue
-                base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
-                target = ".".join(p for p in (base, node.module or "") if p)
-            else:
-                target = node.module or ""
-            if target:
-                names.add(target)
-            names.update(f"{target}.{a.name}" if target else a.name for a in node.names if a.name != "*")
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if called in ("import_module", "__import__") and isinstance(node.args[0].value, str):
-                names.add(node.args[0].value)
-    return {n for n in names if n}
+def as_tree(tree: Path | Tree) -> Tree:
+    """A :class:`Tree` as it stands, or a bare directory read with ``sys.path`` as it is."""
+    return tree if isinstance(tree, Tree) else tree_of(tree)
 
 
 def search_roots(suite: Suite, tree: Path) -> list[Path]:
@@ -181,99 +208,234 @@ def named_modules(suite: Suite) -> list[str]:
     return sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions})
 
 
-def fingerprint(suite: Suite, tree: Path) -> Fingerprint:
+#: A module file to follow: its path, the dotted name it runs as, whether it is a package's.
+ModuleFile = tuple[Path, str, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where a module name leads, from one tree."""
+
+    files: tuple[ModuleFile, ...] = ()
+    """The files of the tree importing it runs (each package's ``__init__.py``, then its own)."""
+    own: bool = False
+    """Whether the last of :attr:`files` is the module's own file (not a package's on the way)."""
+    outside: bool = False
+    """Found, outside the tree and the repository: installed code."""
+    unproven: str = ""
+    """Why it cannot be followed (found in the repository outside this tree, or in a package
+    that sets its own ``__path__``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """The files an import graph reaches inside a tree."""
+
+    files: dict[str, str]
+    """Tree-relative path → SHA-256 of its bytes (``unreadable`` when it could not be read,
+    ``absent`` for a file read that does not exist)."""
+    complete: bool
+    """False when :data:`MAX_FILES` was reached before the end."""
+    imported: frozenset[str]
+    """Tree-relative paths reached through an import of a file (its own import of itself too),
+    not only as a start."""
+    unproven: tuple[str, ...] = ()
+    """What could not be followed, each ``path:line what``."""
+    paths: frozenset[Path] = frozenset()
+    """Directories of the tree that files add to ``sys.path``."""
+    registries: frozenset[str] = frozenset()
+    """Tree-relative paths of the files that use a registry shared across modules
+    (:data:`fuseci.ab.effects.SHARED_REGISTRIES`)."""
+
+
+class Reader:
+    """The files of one tree that a suite's modules reach, found as the harness finds them."""
+
+    def __init__(self, suite: Suite, tree: Path | Tree) -> None:
+        self.tree = as_tree(tree)
+        self.root = self.tree.root
+        self.suite = suite
+        self.added: tuple[Path, ...] = ()
+        self.env = environment_dirs()
+        self.finder = self._finder()
+
+    def _finder(self) -> ModuleFinder:
+        installed = self.tree.installed if self.tree.installed is not None else tuple(p for p in sys.path if p)
+        return ModuleFinder([*self.added, *search_roots(self.suite, self.root), *self.tree.roots, *installed])
+
+    def add(self, paths: Iterable[Path]) -> bool:
+        """Search ``paths`` (directories files add to ``sys.path``) first from now on; whether
+        any was new."""
+        new = sorted(set(paths) - set(self.added))
+        if new:
+            self.added = (*new, *self.added)
+            self.finder = self._finder()
+        return bool(new)
+
+    def locate(self, name: str) -> Located:
+        """Where module ``name`` leads from this tree."""
+        found = self.finder.find(name)
+        files: list[ModuleFile] = []
+        for spec in found.specs:
+            if not spec.origin or not spec.has_location:
+                continue  # built in, frozen, or a namespace package: no file of its own
+            path = Path(spec.origin)
+            if _inside(path, self.root) and not _installed_code(path, self.env):
+                files.append((path, spec.name, spec.submodule_search_locations is not None))
+            elif self.tree.repo is not None and _inside(path, self.tree.repo) and not _installed_code(path, self.env):
+                return Located(
+                    unproven=f"module {spec.name} is found at {path}, in the repository but outside this tree"
+                )
+            else:
+                return Located(outside=True)
+        if found.resolution is not None and found.resolution.unverified and files:
+            return Located(tuple(files), unproven=found.resolution.unverified)
+        own = found.resolution is None and bool(found.specs) and bool(files) and files[-1][1] == name
+        return Located(tuple(files), own=own, outside=found.resolution is None and not files)
+
+    def walk(self, start: Iterable[ModuleFile]) -> Walked:
+        """Every file of the tree that importing ``start`` may run or read, following imports
+        transitively, each hashed once."""
+        return _Walk(self).run(list(start))
+
+
+class _Walk:
+    """One walk of an import graph (:meth:`Reader.walk`)."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader, self.root = reader, reader.root
+        self.files: dict[str, str] = {}
+        self.imported: set[str] = set()
+        self.unproven: list[str] = []
+        self.paths: set[Path] = set()
+        self.registries: set[str] = set()
+
+    def run(self, todo: list[ModuleFile]) -> Walked:
+        seen: set[Path] = set()
+        complete = True
+        while todo:
+            where, module, is_package = todo.pop()
+            path = where.resolve()
+            if path in seen:
+                continue
+            if len(seen) >= MAX_FILES:
+                complete = False
+                break
+            seen.add(path)
+            todo.extend(self._file(path, module, is_package))
+        return Walked(
+            self.files,
+            complete,
+            frozenset(self.imported),
+            tuple(sorted(set(self.unproven))),
+            frozenset(self.paths),
+            frozenset(self.registries),
+        )
+
+    def _file(self, path: Path, module: str, is_package: bool) -> list[ModuleFile]:
+        """Hash one module file; what it imports, to follow."""
+        rel = rel_path(path, self.root)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            self.files[rel] = "unreadable"
+            return []
+        self.files[rel] = _sha(data)
+        if path.suffix != ".py" or len(data) > MAX_PARSED_BYTES:
+            return []  # compiled, or too large to read: its bytes are hashed
+        try:
+            parsed = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError):  # the harness will say so; the bytes are hashed
+            return []
+        found = effects(parsed, module, is_package, path, self.root)
+        self.unproven += [f"{rel}:{u.removeprefix('line ')}" for u in found.unknown]
+        self.paths.update(p for p in found.paths if _inside(p, self.root))
+        if found.registries:
+            self.registries.add(rel)
+        for read in found.reads:
+            if _inside(read, self.root) and not _installed_code(read, self.reader.env):
+                self.files.update(_read_hashes(read, self.root))
+        return self._imports(found.imports, rel)
+
+    def _imports(self, names: Iterable[str], rel: str) -> list[ModuleFile]:
+        out: list[ModuleFile] = []
+        for name in sorted(names):
+            located = self.reader.locate(name)
+            if located.unproven:
+                self.unproven.append(f"{rel}: imports {name}: {located.unproven}")
+            if located.own:
+                self.imported.add(rel_path(located.files[-1][0].resolve(), self.root))
+            out.extend(located.files)
+        return out
+
+
+def _read_hashes(path: Path, root: Path) -> dict[str, str]:
+    """Tree-relative path → SHA-256 of a file read (``absent`` when there is none), or of every
+    file under a directory read (``__pycache__`` left out), at most :data:`MAX_FILES`."""
+    if path.is_dir():
+        listed = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        out = {rel_path(p.resolve(), root): _hash_file(p) for p in listed[:MAX_FILES]}
+        return out or {rel_path(path.resolve(), root) + "/": "empty"}
+    return {rel_path(path.resolve(), root): _hash_file(path) if path.exists() else "absent"}
+
+
+def _hash_file(path: Path) -> str:
+    try:
+        return _sha(path.read_bytes())
+    except OSError:
+        return "unreadable"
+
+
+def fingerprint(suite: Suite, tree: Path | Tree) -> Fingerprint:
     """The fingerprint of ``suite`` (its file inside ``tree``) as measured in ``tree``.
 
     Raises:
         OSError: the suite file cannot be read.
     """
-    tree = tree.resolve()
-    roots = search_roots(suite, tree)
+    reader = Reader(suite, tree)
     suite_sha = _sha(suite.path.read_bytes())
-    outside: set[str] = set()
-    missing: set[str] = set()
-    todo: list[tuple[Path, str, bool]] = []
-
-    def follow(name: str, named: bool) -> None:
-        found = find_module(name, roots, tree)
-        if found is None:
-            if named:
-                (outside if installed(name.split(".")[0]) else missing).add(name)
-            return
-        todo.extend(found)
-
-    for name in named_modules(suite):
-        follow(name, named=True)
-    walked = walk(todo, roots, tree)
+    walked, outside, missing = suite_walk(reader)
+    unproven = [*walked.unproven, *(f"{m}: a module the suite names, found nowhere" for m in missing)]
     return Fingerprint(
         suite_file=suite_sha,
         files=walked.files,
         outside=tuple(sorted(outside)),
         missing=tuple(sorted(missing)),
         complete=walked.complete,
+        unproven=tuple(sorted(unproven)),
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Walked:
-    """The module files an import graph reaches inside a tree."""
-
-    files: dict[str, str]
-    """Tree-relative path → SHA-256 of its bytes (``unreadable`` when it could not be read)."""
-    complete: bool
-    """False when :data:`MAX_FILES` was reached before the end."""
-    imported: frozenset[str]
-    """Tree-relative paths reached through an import of another file (not only as a start)."""
-
-
-def walk(start: Iterable[tuple[Path, str, bool]], roots: list[Path], tree: Path) -> Walked:
-    """Every file of ``tree`` that importing ``start`` (files, each with the dotted name it runs
-    as and whether it is a package's ``__init__.py``) may run, following imports transitively
-    (:func:`find_module`), each hashed once."""
-    todo = list(start)
-    files: dict[str, str] = {}
-    imported: set[str] = set()
-    seen: set[Path] = set()
-    complete = True
-    while todo:
-        where, module, is_package = todo.pop()
-        path = where.resolve()
-        rel = rel_path(path, tree)
-        if path in seen:
-            continue
-        if len(seen) >= MAX_FILES:
-            complete = False
+def suite_walk(reader: Reader) -> tuple[Walked, set[str], set[str]]:
+    """Every file of the tree the suite's named modules reach, with the directories those files
+    add to ``sys.path`` followed (``reader`` searches them from then on); and the named modules
+    that are installed, and those found nowhere."""
+    names = named_modules(reader.suite)
+    for _ in range(MAX_ROUNDS):
+        located = {name: reader.locate(name) for name in names}
+        walked = reader.walk(f for where in located.values() for f in where.files)
+        if not reader.add(walked.paths):
             break
-        seen.add(path)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            files[rel] = "unreadable"
-            continue
-        files[rel] = _sha(data)
-        if len(data) > MAX_PARSED_BYTES:
-            continue
-        try:
-            parsed = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError):  # the harness will say so; the bytes are hashed
-            continue
-        for name in sorted(_imported_names(parsed, module, is_package)):
-            found = find_module(name, roots, tree)
-            if found is not None:
-                imported.update(rel_path(f.resolve(), tree) for f, _, _ in found if f.resolve() != path)
-                todo.extend(found)
-    return Walked(files, complete, frozenset(imported))
+    else:
+        walked = _with_unproven(walked, f"sys.path edits still add directories after {MAX_ROUNDS} rounds")
+    for name, where in located.items():
+        if where.unproven:
+            walked = _with_unproven(walked, f"{name}: {where.unproven}")
+    outside = {name for name, where in located.items() if where.outside}
+    missing = {name for name, where in located.items() if not (where.own or where.outside or where.unproven)}
+    return walked, outside, missing
+
+
+def _with_unproven(walked: Walked, reason: str) -> Walked:
+    return Walked(
+        walked.files,
+        walked.complete,
+        walked.imported,
+        tuple(sorted({*walked.unproven, reason})),
+        walked.paths,
+        walked.registries,
+    )
 
 
 def rel_path(path: Path, tree: Path) -> str:
     return path.relative_to(tree).as_posix() if path.is_relative_to(tree) else path.as_posix()
-
-
-def installed(top: str) -> bool:
-    """Whether a top-level module is importable from the installed packages (found, not imported)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(top) is not None
-    except (ImportError, ValueError):
-        return False

@@ -14,7 +14,9 @@ A suite whose fingerprint (:mod:`fuseci.ab.fingerprint`) is the same on both sid
 measured (``unchanged, not measured``) unless ``every``. When only module files differ (the
 suite file and fuseci are the same on both sides), only the cases whose own fingerprint
 (:mod:`fuseci.ab.cases`) differs are measured, on both sides; the others stand as ``unchanged,
-not measured`` cases among the judged ones. A suite file on one side only is
+not measured`` cases among the judged ones; what the fingerprints cannot follow is always
+measured, and what each measured case ran is audited against its fingerprint
+(:mod:`fuseci.ab.audit`). A suite file on one side only is
 ``added`` (measured and judged without a reference: correctness, expectations, the bytes
 allowance, planted regressions) or ``removed`` (said, not measured).
 """
@@ -34,8 +36,9 @@ from typing import Protocol
 
 from fuseci import __version__
 from fuseci.ab import git
+from fuseci.ab.audit import Measured, audited
 from fuseci.ab.cases import changed_cases
-from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint
+from fuseci.ab.fingerprint import Fingerprint, Tree, differences, fingerprint, tree_of
 from fuseci.api.running import Progress, Silent
 from fuseci.api.sharding import shard
 from fuseci.config.model import Case, Suite
@@ -47,7 +50,7 @@ from fuseci.judge.runs import baseline_of
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Reference, Verdict, failed
 from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
-from fuseci.measure.command import FOREIGN_TREE_ENV, SuiteFiles
+from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.record import write_record
 from fuseci.measure.run import REFERENCE_PASSES, RETIMES, MeasureOptions, measure, timed_pass
 from fuseci.store import runs as run_files
@@ -69,6 +72,15 @@ class Side:
     """The root of its tree (a temporary worktree, or the repository's working tree)."""
     commit: str | None = None
     """Its commit; None for the working tree (which may hold uncommitted changes)."""
+    repo: Path | None = None
+    """The repository's working tree: where the environment's import paths into the repository
+    point (``PYTHONPATH``, ``.pth`` files, editable installs), each read in this side's tree
+    instead (:func:`fuseci.ab.fingerprint.tree_of`); None: none are mapped."""
+
+    @property
+    def tree(self) -> Tree:
+        """Its tree as its harness processes import from it."""
+        return tree_of(self.root, self.repo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +115,31 @@ class Pair:
     def unchanged(self) -> bool:
         """Both sides have it, with the same fingerprint (nothing they are measured from differs)."""
         a, b = self.base_print, self.head_print
-        return a is not None and b is not None and a.complete and a.digest == b.digest
+        if a is None or b is None or a.unproven or b.unproven:
+            return False
+        return a.complete and a.digest == b.digest
 
     @property
     def changes(self) -> list[str]:
         """What differs between the sides' fingerprints, for people."""
         if self.base_print is None or self.head_print is None:
             return []
-        return differences(self.base_print, self.head_print)
+        planted = (
+            []
+            if self.base is None or self.head is None or self.base.planted == self.head.planted
+            else [f"planted: {str(self.base.planted).lower()} -> {str(self.head.planted).lower()}"]
+        )
+        return [*planted, *differences(self.base_print, self.head_print)]
+
+    @property
+    def unproven(self) -> list[str]:
+        """What either side's fingerprint cannot follow (its cases are measured whatever changed)."""
+        return sorted(
+            {
+                *(self.base_print.unproven if self.base_print else ()),
+                *(self.head_print.unproven if self.head_print else ()),
+            }
+        )
 
     @property
     def unchanged_cases(self) -> list[Case]:
@@ -262,13 +291,15 @@ def pair_suites(
                 base_suite = load_suite(base.root / rel)
             except FuseciError as exc:
                 base_problem = _relative_message(str(exc), base.root, rel)
-        if not named and any(s is not None and s.planted for s in (head_suite, base_suite)):
+        # A planted suite is left out unless named; one whose flag differs between the sides is not
+        # (gaining planted: true must not take a suite out of the gate).
+        if not named and all(s.planted for s in (head_suite, base_suite) if s is not None):
             log.info("skipping planted-regression suite %s; name the file to run it", rel.as_posix())
             continue
         pair = Pair(rel, base_suite, head_suite, base_problem)
         if head_suite is not None and base_suite is not None:
             pair = replace(
-                pair, base_print=fingerprint(base_suite, base.root), head_print=fingerprint(head_suite, head.root)
+                pair, base_print=fingerprint(base_suite, base.tree), head_print=fingerprint(head_suite, head.tree)
             )
             pair = replace(pair, cases=case_changes(pair, base, head))
         pairs.append(pair)
@@ -289,11 +320,11 @@ def case_changes(pair: Pair, base: Side, head: Side) -> tuple[str, ...] | None:
     case is to be measured (the suite file, fuseci, or which named modules are installed differ,
     or a fingerprint is incomplete)."""
     a, b = pair.base_print, pair.head_print
-    if pair.base is None or pair.head is None or a is None or b is None or a.digest == b.digest:
+    if pair.base is None or pair.head is None or a is None or b is None or pair.unchanged:
         return None
     if not (a.complete and b.complete) or a.beside_files != b.beside_files:
         return None
-    return changed_cases(pair.base, base.root, pair.head, head.root)
+    return changed_cases(pair.base, base.tree, pair.head, head.tree)
 
 
 def pair_state(pair: Pair, base: Side, every: bool) -> str:
@@ -306,7 +337,7 @@ def pair_state(pair: Pair, base: Side, every: bool) -> str:
         return f"added (not in {base.label}): judged without a reference"
     if pair.unchanged:
         return "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
-    state = "changed: " + (", ".join(pair.changes) or "measured")
+    state = _changed_state(pair)
     kept = pair.unchanged_cases
     if not kept:
         return state
@@ -319,6 +350,16 @@ def pair_state(pair: Pair, base: Side, every: bool) -> str:
     return (
         f"{state}; measuring {len(cases)} of {_cases(total)} ({', '.join(cases)}), {len(kept)} unchanged, not measured"
     )
+
+
+def _changed_state(pair: Pair) -> str:
+    """``changed: <what>``, with what the fingerprints cannot follow."""
+    changes, unproven = pair.changes, pair.unproven
+    state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
+    if not unproven:
+        return state if changes else "changed: measured"
+    said = "; ".join(unproven[:3]) + (f"; and {len(unproven) - 3} more" if len(unproven) > 3 else "")
+    return f"{state} (fuseci ab cannot follow: {said})"
 
 
 def _cases(n: int) -> str:
@@ -344,9 +385,15 @@ def side_env(side: Side, other: Side) -> dict[str, str]:
     """What a side's harness processes' environment adds: no current directory at the front of
     ``sys.path`` (so that a tree holding a ``fuseci`` package does not replace the fuseci that
     measures), the other side's tree named as foreign (the harness refuses to measure a module
-    imported from there), and ``PYTHONPATH`` without entries inside the other side's tree."""
-    env = {"PYTHONSAFEPATH": "1", FOREIGN_TREE_ENV: str(other.root)}
+    imported from there), ``PYTHONPATH`` without entries inside the other side's tree and led
+    by this side's own directories that the environment imports from (``src/`` of a tree found
+    through ``PYTHONPATH``, a ``.pth`` file or an editable install), and this side's tree named
+    for the audit of what ran (:data:`fuseci.measure.command.AUDIT_TREE_ENV`)."""
+    env = {"PYTHONSAFEPATH": "1", FOREIGN_TREE_ENV: str(other.root), AUDIT_TREE_ENV: str(side.root)}
     entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    roots = [str(r) for r in side.tree.roots]
+    if roots:
+        entries = [*roots, *(e for e in entries if e not in roots)]
     if entries:
         mine, theirs = Path(os.path.realpath(side.root)), Path(os.path.realpath(other.root))
         kept = [
@@ -713,9 +760,17 @@ def _judged(
     except FuseciError as exc:
         listener.suite_failed(shown, exc)
         return failed(shown, str(exc)), (head_results, base_results)
+    comparison = audited(
+        comparison, [_measured(pair.base, base, base_results), _measured(pair.head, head, head_results)]
+    )
     if only is not None:
         comparison = with_unchanged(comparison, pair, base, head)
     return comparison, (head_results, base_results)
+
+
+def _measured(suite: Suite | None, side: Side, results: SuiteResults | None) -> Measured | None:
+    """One side's measurement, for the audit of its case fingerprints (:mod:`fuseci.ab.audit`)."""
+    return None if suite is None or results is None else Measured(suite, side.tree, results.record, side.label)
 
 
 # --- the trees -----------------------------------------------------------------------------------
@@ -736,11 +791,13 @@ def trees(base_ref: str, head_ref: str | None, cwd: Path) -> Iterator[tuple[Path
     base_sha = git.commit_of(repo, base_ref, "BASE")
     head_sha = git.commit_of(repo, head_ref, "HEAD") if head_ref is not None else None
     with ExitStack() as held:
-        base = Side(BASE, f"base {git.short(base_sha)}", held.enter_context(git.worktree(repo, base_sha)), base_sha)
+        base_root = held.enter_context(git.worktree(repo, base_sha))
+        base = Side(BASE, f"base {git.short(base_sha)}", base_root, base_sha, repo)
         if head_sha is None:
-            head = Side(HEAD, "the working tree", repo)
+            head = Side(HEAD, "the working tree", repo, repo=repo)
         else:
-            head = Side(HEAD, f"head {git.short(head_sha)}", held.enter_context(git.worktree(repo, head_sha)), head_sha)
+            head_root = held.enter_context(git.worktree(repo, head_sha))
+            head = Side(HEAD, f"head {git.short(head_sha)}", head_root, head_sha, repo)
         yield repo, base, head
 
 

@@ -400,6 +400,15 @@ def read_suite(data: object, path: Path) -> SuiteRead:
             ncu=_ncu(suite_doc.ncu),
             planted=suite_doc.planted,
         )
+        if suite.planted and not any(v.caught_by for c in cases for v in c.variants):
+            w.add(
+                "planted",
+                "true, but no variant has caught_by: a planted suite holds planted regressions (variants with "
+                "caught_by), and planted: true leaves it out of `fuseci run` and `fuseci ab` without suite arguments; "
+                "plant one (docs/SUITES.md, 'Writing a suite'), or remove planted: true",
+                data,
+                "planted",
+            )
     # In the order the file reads; on one line, a missing key after the unknown one that may be it, misspelt.
     problems = sorted(w.problems, key=lambda e: (e.line or 0, "missing required key" in str(e)))
     return SuiteRead(suite if not problems else None, tuple(problems))

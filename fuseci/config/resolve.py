@@ -9,7 +9,9 @@ system would find it, from the file system alone: its top-level name among Pytho
 frozen modules, then on the harness's search path (the current directory, the directory above
 the suite file, then Python's path) as :class:`importlib.machinery.PathFinder` would, then in the
 maps of the editable installs (read as source, never imported); each submodule by the same
-search in its parent package's directories. The module's source is then parsed: a function defined, a class, a name assigned or imported at top level all count.
+search in its parent package's directories (:class:`ModuleFinder`, the one finder of module
+files: ``fuseci ab`` finds the files a suite depends on with it too). The module's source is
+then parsed: a function defined, a class, a name assigned or imported at top level all count.
 
 A module that cannot be found is an error. One that exists but whose names its source cannot
 show (a compiled extension, a built-in module, ``from x import *``, a module ``__getattr__``, a
@@ -23,8 +25,11 @@ import ast
 import difflib
 import functools
 import importlib.util
+import os
 import site
 import sys
+import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.machinery import BuiltinImporter, FrozenImporter, ModuleSpec, SourceFileLoader
 from pathlib import Path
@@ -64,6 +69,19 @@ class Finding:
     """The ``module:function`` reference."""
     resolution: Resolution
     """What was found."""
+
+
+def environment_dirs() -> tuple[Path, ...]:
+    """Where this interpreter's own code lives, resolved: the standard library, the site
+    directories of installed packages, and the whole of a virtual environment. A file under one is installed code, never a tree's, even
+    inside a repository (a virtual environment kept in it)."""
+    paths = sysconfig.get_paths()
+    dirs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    if hasattr(site, "getsitepackages"):
+        dirs += [*site.getsitepackages(), site.getusersitepackages()]
+    if sys.prefix != sys.base_prefix:  # a virtual environment: all of it (its bin/ too) is installed
+        dirs.append(sys.prefix)
+    return tuple(dict.fromkeys(Path(os.path.realpath(d)) for d in dirs if d))
 
 
 def _read_source(path: Path) -> bytes | None:
@@ -120,6 +138,12 @@ def _editable_map() -> dict[str, Path]:
     return found
 
 
+def editable_locations() -> dict[str, Path]:
+    """Top-level name → location (a package directory or a module file) of every editable
+    install of this interpreter, read from their finders' source."""
+    return dict(_editable_map())
+
+
 def _spec_at(name: str, location: Path) -> ModuleSpec | None:
     """The spec of module ``name`` whose source is at ``location`` (a package directory or a
     module file), built without importing it."""
@@ -133,7 +157,7 @@ def _spec_at(name: str, location: Path) -> ModuleSpec | None:
     return importlib.util.spec_from_file_location(name, location) if location.is_file() else None
 
 
-def _finder(entry: str) -> Any:
+def _path_hook_finder(entry: str) -> Any:
     """The path entry finder of one directory (or zip file) of a search path, as the import
     system gets it: from its cache, else from the path hooks (which read, never import)."""
     cached = sys.path_importer_cache.get(entry)
@@ -145,35 +169,6 @@ def _finder(entry: str) -> Any:
         except ImportError:  # this hook does not handle such an entry (not a directory, not a zip)
             continue
     return None
-
-
-def _find_in(name: str, entries: list[str]) -> ModuleSpec | None:
-    """Module ``name`` in the first of ``entries`` that holds it, as ``PathFinder`` finds it
-    (a namespace package gathers its directories from every entry). Done here rather than by
-    ``PathFinder.find_spec``, whose namespace packages look their parent up in ``sys.modules``,
-    which holds only what was imported."""
-    portions: list[str] = []
-    for entry in entries:
-        finder = _finder(entry)
-        spec = finder.find_spec(name) if finder is not None and hasattr(finder, "find_spec") else None
-        if spec is None:
-            continue
-        if spec.loader is not None:
-            return cast(ModuleSpec, spec)
-        portions += list(spec.submodule_search_locations or ())
-    if not portions:
-        return None
-    namespace = ModuleSpec(name, None, is_package=True)
-    namespace.submodule_search_locations = portions
-    return namespace
-
-
-def _find_top(name: str, roots: list[str]) -> ModuleSpec | None:
-    """A top-level module's spec, looked for where the harness's import will look for it."""
-    spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or _find_in(name, roots)
-    if spec is None and name in _editable_map():
-        spec = _spec_at(name, _editable_map()[name])
-    return spec
 
 
 def _package_sets_path(spec: ModuleSpec) -> bool:
@@ -189,33 +184,106 @@ def _package_sets_path(spec: ModuleSpec) -> bool:
     return raw is None or b"__path__" in raw
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What looking a dotted module name up found."""
+
+    specs: tuple[ModuleSpec, ...]
+    """The spec of each package on the way, then the module's own: as far as they were found."""
+    resolution: Resolution | None = None
+    """Why the module itself was not found (None when it was: ``specs`` ends with its spec)."""
+
+
+class ModuleFinder:
+    """Modules found on one search path from the file system alone, nothing imported or run: a
+    top-level name among Python's built-in and frozen modules, then in the first of ``roots``
+    that holds it (as :class:`importlib.machinery.PathFinder` finds it: a package directory
+    before a module file, a namespace package gathered from every root), then in the maps of
+    the editable installs (read as source); each submodule by the same search in its parent
+    package's directories. The one finder of module files: ``fuseci check`` resolves references
+    with it, ``fuseci ab`` finds the files a suite depends on with it."""
+
+    def __init__(self, roots: Sequence[Path | str]) -> None:
+        self.roots = [str(r) for r in roots]
+        self._finders: dict[str, Any] = {}
+        self._found: dict[str, Found] = {}
+
+    def _finder(self, entry: str) -> Any:
+        if entry not in self._finders:
+            self._finders[entry] = _path_hook_finder(entry)
+        return self._finders[entry]
+
+    def _find_in(self, name: str, entries: list[str]) -> ModuleSpec | None:
+        """Module ``name`` in the first of ``entries`` that holds it, as ``PathFinder`` finds it
+        (a namespace package gathers its directories from every entry). Done here rather than by
+        ``PathFinder.find_spec``, whose namespace packages look their parent up in ``sys.modules``,
+        which holds only what was imported."""
+        portions: list[str] = []
+        for entry in entries:
+            finder = self._finder(entry)
+            spec = finder.find_spec(name) if finder is not None and hasattr(finder, "find_spec") else None
+            if spec is None:
+                continue
+            if spec.loader is not None:
+                return cast(ModuleSpec, spec)
+            portions += list(spec.submodule_search_locations or ())
+        if not portions:
+            return None
+        namespace = ModuleSpec(name, None, is_package=True)
+        namespace.submodule_search_locations = portions
+        return namespace
+
+    def _find_top(self, name: str) -> ModuleSpec | None:
+        """A top-level module's spec, looked for where the harness's import will look for it."""
+        spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or self._find_in(name, self.roots)
+        if spec is None and name in _editable_map():
+            spec = _spec_at(name, _editable_map()[name])
+        return spec
+
+    def find(self, module: str) -> Found:
+        """Module ``module`` and the packages on the way to it (cached)."""
+        if module not in self._found:
+            self._found[module] = self._search(module)
+        return self._found[module]
+
+    def _search(self, module: str) -> Found:
+        parts = module.split(".")
+        if not all(p.isidentifier() for p in parts):
+            return Found((), Resolution(problem=f"{module!r} is not a module name"))
+        spec = self._find_top(parts[0])
+        if spec is None:
+            where = ", ".join(dict.fromkeys(self.roots[:2]))
+            return Found((), Resolution(problem=f"no module {parts[0]!r} in {where} or the installed packages"))
+        specs = [spec]
+        for i in range(1, len(parts)):
+            parent = specs[-1]
+            if parent.submodule_search_locations is None:
+                why = f"{parent.name!r} ({parent.origin}) is a module, not a package: it has no submodule {parts[i]!r}"
+                return Found(tuple(specs), Resolution(problem=why))
+            inside = list(parent.submodule_search_locations)
+            found = self._find_in(".".join(parts[: i + 1]), inside)
+            if found is None:
+                if _package_sets_path(parent):
+                    return Found(
+                        tuple(specs),
+                        Resolution(
+                            unverified=f"package {parent.name!r} ({parent.origin}) sets its own __path__ when "
+                            f"imported, so where {parts[i]!r} is cannot be read from the file system"
+                        ),
+                    )
+                where = ", ".join(inside[:2]) or "no directory"
+                return Found(
+                    tuple(specs), Resolution(problem=f"package {parent.name!r} ({where}) has no module {parts[i]!r}")
+                )
+            specs.append(found)
+        return Found(tuple(specs))
+
+
 def find_module(module: str, roots: list[Path]) -> ModuleSpec | Resolution:
     """The spec of ``module`` found from the file system alone (nothing is imported or run), or
     the :class:`Resolution` that says why it cannot be found or judged."""
-    parts = module.split(".")
-    search = [str(r) for r in roots]
-    spec = _find_top(parts[0], search)
-    if spec is None:
-        where = ", ".join(dict.fromkeys(str(r) for r in roots[:2]))
-        return Resolution(problem=f"no module {parts[0]!r} in {where} or the installed packages")
-    for i in range(1, len(parts)):
-        parent = spec
-        if parent.submodule_search_locations is None:
-            return Resolution(
-                problem=f"{parent.name!r} ({parent.origin}) is a module, not a package: it has no submodule {parts[i]!r}"
-            )
-        inside = list(parent.submodule_search_locations)
-        found = _find_in(".".join(parts[: i + 1]), inside)
-        if found is None:
-            if _package_sets_path(parent):
-                return Resolution(
-                    unverified=f"package {parent.name!r} ({parent.origin}) sets its own __path__ when imported, "
-                    f"so where {parts[i]!r} is cannot be read from the file system"
-                )
-            where = ", ".join(inside[:2]) or "no directory"
-            return Resolution(problem=f"package {parent.name!r} ({where}) has no module {parts[i]!r}")
-        spec = found
-    return spec
+    found = ModuleFinder(roots).find(module)
+    return found.resolution if found.resolution is not None else found.specs[-1]
 
 
 def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
@@ -269,13 +337,14 @@ def _source_of(spec: ModuleSpec) -> Path | Resolution:
     )
 
 
-def resolve(ref: str, roots: list[Path]) -> Resolution:
+def resolve(ref: str, finder: ModuleFinder) -> Resolution:
     """Whether ``module:function`` can be called, as far as the module's source tells, read
     without importing it."""
     module, _, func = ref.partition(":")
-    spec = find_module(module, roots)
-    if isinstance(spec, Resolution):
-        return spec
+    found = finder.find(module)
+    if found.resolution is not None:
+        return found.resolution
+    spec = found.specs[-1]
     source = _source_of(spec)
     if isinstance(source, Resolution):
         return source
@@ -302,7 +371,7 @@ def resolve(ref: str, roots: list[Path]) -> Resolution:
 def resolve_suite(suite: Suite) -> list[Finding]:
     """Every reference of the suite that does not resolve or could not be verified, in file
     order."""
-    roots = [*search_path(suite), *(Path(p) for p in sys.path if p)]
+    finder = ModuleFinder([*search_path(suite), *(Path(p) for p in sys.path if p)])
     out: list[Finding] = []
     seen: dict[str, Resolution] = {}
     for case in suite.cases:
@@ -312,7 +381,7 @@ def resolve_suite(suite: Suite) -> list[Finding]:
         for line, field, ref in refs:
             found = seen.get(ref)
             if found is None:
-                found = seen[ref] = resolve(ref, roots)
+                found = seen[ref] = resolve(ref, finder)
             if found.problem or found.unverified:
                 out.append(Finding(line, field, ref, found))
     return sorted(out, key=lambda f: f.line)

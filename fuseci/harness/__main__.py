@@ -18,7 +18,7 @@ from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError, HarnessError
 from fuseci.harness import __doc__ as _DOC
-from fuseci.harness import arrays
+from fuseci.harness import arrays, watch
 from fuseci.harness.probe import probe
 from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
@@ -247,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         suite = load_suite(args.suite)
         arrays.cupy()  # fuseci's own device work needs CuPy whatever the suite's functions take
+        if not args.time:  # fuseci ab: what each case's checked calls run and read, for its audit
+            watch.start_if_asked(args.record.resolve().parent)
         preload(suite)
         if os.environ.get(FOREIGN_TREE_ENV):  # fuseci ab: this side's modules, never the other's
             refuse_foreign(Path(os.environ[FOREIGN_TREE_ENV]), Path.cwd())

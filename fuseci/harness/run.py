@@ -17,7 +17,7 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.harness import arrays
+from fuseci.harness import arrays, watch
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
@@ -115,7 +115,8 @@ def run_case(
         autotuned: dict[str, tuple[str, ...]] = {}
         notes: list[str] = []
         if check or timing is None:
-            found = check_case(case, calls, reference, inputs)
+            with watch.checking(case.id, {ref.split(":")[0] for ref in case.functions}):
+                found = check_case(case, calls, reference, inputs)
             checks, min_bytes, notes = found.checks, found.min_bytes, found.notes
             first_calls_ns, autotuned = found.first_call_ns, found.autotuned
             log.debug("case %s: checked", case.id)
@@ -214,7 +215,8 @@ def preload(suite: Suite) -> None:
     for module in sorted({ref.split(":")[0] for ref in refs}):
         started = time.perf_counter()
         try:
-            importlib.import_module(module)
+            with watch.importing(module):
+                importlib.import_module(module)
         except Exception as exc:  # reported by the case that needs it, with where it looked
             log.info("preloading %s failed (%s: %s); its cases will say why", module, type(exc).__name__, exc)
         log.debug("module %s imported in %.2f s", module, time.perf_counter() - started)
@@ -334,7 +336,9 @@ def run(
             return replace(record, cases=dict(cases), running=None, complete=False)
         log.info("case %s", case.id)
         write_record(replace(record, cases=dict(cases), running=case.id), record_path)  # names a hang
-        cases[case.id] = run_case(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
+        cases[case.id] = watch.noted(
+            run_case(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
+        )
         if cases[case.id].status is CaseStatus.ERROR and not cuda_context_alive():
             # An illegal address or a kernel fault poisons the CUDA context for good: later
             # cases would fail for no fault of their own. Say so and stop.

@@ -22,6 +22,11 @@ from pathlib import Path
 #: (:func:`fuseci.harness.run.foreign_modules`).
 FOREIGN_TREE_ENV = "FUSECI_FOREIGN_TREE"
 
+#: The environment variable that names the tree whose files a harness process records running
+#: and reading in each case's checked calls (``fuseci ab``: its own side's), for the audit of the
+#: case fingerprints (:mod:`fuseci.harness.watch`, :mod:`fuseci.ab.audit`).
+AUDIT_TREE_ENV = "FUSECI_AUDIT_TREE"
+
 #: Timed calls per variant after warm-up, in ``fuseci run``'s timed pass and ``fuseci bench``.
 DEFAULT_REPEATS = 30
 #: Most profiled passes of a variant (a range name numbers its repeats with up to three digits).

@@ -23,6 +23,10 @@ Format history (``fuseci-harness-record``):
        first call, by variant), ``autotuned`` (what a variant autotuned at its first call, by
        variant), ``compiled`` (what a variant compiled or autotuned inside its measured range, by
        variant) and ``notes``; absent means unknown or none.
+    2 (still): cases may carry ``ran`` (each file of the measured tree whose code ran while the
+       case was checked or its modules imported, tree-relative, with the first lines of the
+       functions that started there) and ``read`` (the tree's files opened for reading then),
+       written only under ``fuseci ab``; absent means not watched.
 """
 
 from __future__ import annotations
@@ -181,6 +185,10 @@ Timings = Annotated[v.Items[VariantTiming], Field(max_length=1000)]
 """One timed pass of a case: a timing per variant."""
 Words = Annotated[v.Items[v.Text], Field(max_length=100)]
 """What a variant autotuned or compiled."""
+Lines = Annotated[v.Items[v.Count], Field(max_length=100_000)]
+"""Line numbers in a file."""
+TreeFile = Annotated[str, Field(max_length=4096)]
+"""A file's path relative to the measured tree, ``/``-separated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +225,14 @@ class CaseRecord(v.OpenDocument):
     variants that did): its launches there are not all the kernel's own."""
     notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     """What a reader of the checks should know (memory the NaN-filling could not cover)."""
+    ran: Annotated[Mapping[TreeFile, Lines], Field(max_length=10_000)] = field(default_factory=dict)
+    """Under ``fuseci ab``: each file of the measured tree whose code ran while the case was
+    checked (or while the modules it names were imported), tree-relative → the first lines of the
+    functions that started there, ``0`` for code run at import (the module's own, a class body:
+    :mod:`fuseci.harness.watch`);
+    empty when not watched."""
+    read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
+    """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
 
     @property
     def ok(self) -> bool:
@@ -397,6 +413,10 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
         doc["compiled"] = {v: list(what) for v, what in c.compiled.items()}
     if c.notes:
         doc["notes"] = list(c.notes)
+    if c.ran:
+        doc["ran"] = {path: list(lines) for path, lines in c.ran.items()}
+    if c.read:
+        doc["read"] = list(c.read)
     return doc
 
 

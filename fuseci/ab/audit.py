@@ -1,0 +1,135 @@
+"""The audit of ``fuseci ab``'s case fingerprints against what the harness saw each measured case
+do: the case's record says which files of its side's tree ran and were read while the case was
+checked, or while the modules it names were imported (``ran``, ``read``:
+:mod:`fuseci.harness.watch`); the case's fingerprint in the same tree
+(:class:`fuseci.ab.cases.CasePrint`) says what it covers.
+
+A file of the tree whose code ran, or that was opened for reading, and that the fingerprint does
+not cover is an ``ERROR`` check of the case naming it: the static reader missed something the
+case runs, and a later change to it would leave the case ``unchanged, not measured``; so a miss
+is found on the first run that exercises it. In a module the fingerprint covers function by
+function, a top-level definition whose code ran (told by the first line of each function that
+started) and that the case's functions neither reach nor share with every case is such a miss
+too; the module's own import-time code is covered, and reading the module's own source (as
+``inspect``, ``linecache`` or Triton do) is too.
+
+Not audited: a case its fingerprint cannot prove unchanged (it is measured whatever changed), and
+a case the harness did not watch (a record without ``ran``: a harness of another fuseci). Each
+side is audited against its own tree's fingerprints; what either side missed is said on the
+head's case.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from fuseci.ab.cases import CasePrint, case_prints
+from fuseci.ab.fingerprint import Tree
+from fuseci.config.model import Suite
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+from fuseci.measure.record import CaseRecord, HarnessRecord
+
+log = logging.getLogger(__name__)
+
+#: Misses named in one check; the rest are counted.
+MAX_NAMED = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One side's measurement of a suite, as the audit needs it."""
+
+    suite: Suite
+    """The side's suite (its file inside :attr:`tree`)."""
+    tree: Tree
+    """The side's tree."""
+    record: HarnessRecord
+    """The side's harness record."""
+    label: str
+    """What reports call the side: ``base 1a2b3c4``, ``the working tree``."""
+
+
+def _spans(path: Path) -> list[tuple[int, int, str]] | None:
+    """Each top-level definition of a module file as (first line, with its decorators; last
+    line; name); None when the file cannot be read or parsed."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    defs = (s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef))
+    return [(min([s.lineno, *(d.lineno for d in s.decorator_list)]), s.end_lineno or s.lineno, s.name) for s in defs]
+
+
+def _definitions(path: Path, lines: Sequence[int]) -> set[str]:
+    """The top-level definitions of ``path`` the functions starting at ``lines`` belong to (none
+    for the module's own code); ``?`` for a file that cannot be read."""
+    spans = _spans(path)
+    if spans is None:
+        return {"?"}
+    return {name for line in lines if line for first, last, name in spans if first <= line <= last}
+
+
+def misses(case: CaseRecord, covered: CasePrint, root: Path) -> list[str]:
+    """What ``case`` ran or read of the tree at ``root`` that ``covered`` does not cover, each
+    ``ran kernels/x.py`` / ``ran helper (kernels/mod.py:12)`` / ``read kernels/k.cu``."""
+    out: list[str] = []
+    for path, lines in sorted(case.ran.items()):
+        if path in covered.files:
+            continue
+        if path not in covered.functions:
+            out.append(f"ran {path}")
+            continue
+        spans = {name: first for first, _, name in _spans(root / path) or []}
+        for name in sorted(_definitions(root / path, lines) - covered.functions[path]):
+            out.append(f"ran {name} ({path}:{spans.get(name, 0)})" if name != "?" else f"ran {path} (unreadable now)")
+    out += [f"read {p}" for p in case.read if p not in covered.files and p not in covered.functions]
+    return out
+
+
+def _message(label: str, case: str, missed: list[str]) -> str:
+    named = ", ".join(missed[:MAX_NAMED]) + (f" and {len(missed) - MAX_NAMED} more" if len(missed) > MAX_NAMED else "")
+    return (
+        f"{label} {named}, which the fingerprint of case {case!r} does not cover: a later change there would leave "
+        "the case `unchanged, not measured`; make the case's module reach it as the reader follows code (an import "
+        "with a literal name, a call by name, a path built from __file__), or run fuseci ab with --all"
+    )
+
+
+def side_checks(side: Measured) -> dict[str, MetricDelta]:
+    """An ``ERROR`` check per case of ``side`` whose record shows it ran or read what its
+    fingerprint does not cover, by case id."""
+    watched = {cid: rec for cid, rec in side.record.cases.items() if rec.ran or rec.read}
+    if not watched:
+        return {}
+    prints = case_prints(side.suite, side.tree)
+    out: dict[str, MetricDelta] = {}
+    for cid, rec in sorted(watched.items()):
+        covered = prints.get(cid)
+        if covered is None or covered.unproven:
+            continue
+        missed = misses(rec, covered, side.tree.root)
+        if missed:
+            log.warning("case %s: %s", cid, "; ".join(missed))
+            out[cid] = MetricDelta(cid, "", CheckKind.CASE, "", Verdict.ERROR, _message(side.label, cid, missed))
+    return out
+
+
+def audited(comparison: Comparison, sides: Sequence[Measured | None]) -> Comparison:
+    """``comparison`` with an ``ERROR`` check on each case whose fingerprint a side's harness
+    found incomplete (:func:`side_checks`)."""
+    found: dict[str, list[MetricDelta]] = {}
+    for side in sides:
+        if side is not None:
+            for cid, check in side_checks(side).items():
+                found.setdefault(cid, []).append(check)
+    if not found:
+        return comparison
+    return replace(comparison, cases=tuple(_with(c, found.get(c.case, [])) for c in comparison.cases))
+
+
+def _with(case: CaseResult, checks: Sequence[MetricDelta]) -> CaseResult:
+    return replace(case, checks=(*case.checks, *checks)) if checks else case
