@@ -13,7 +13,7 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from fuseci.cli.output import error, stdout_is_gone
+from fuseci.cli.output import close_streams, error, open_streams, stdout_is_gone
 from fuseci.errors import EXIT_SETUP, FuseciError
 
 
@@ -87,13 +87,23 @@ class Group(TyperGroup):
             raise typer.Exit(EXIT_SETUP) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        """click's ``main``, inside the boundary."""
+        """click's ``main``, inside the boundary, with stdout and stderr made writable first and
+        flushed last (:func:`~fuseci.cli.output.open_streams`): a stream that is closed, full or
+        cannot encode a character never turns a verdict into a traceback."""
         argv = kwargs.get("args", args[0] if args else None)
         argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        open_streams()
         try:
-            return super().main(*args, **kwargs)
+            result = super().main(*args, **kwargs)
+        except SystemExit as exc:  # click's way to end in standalone mode
+            if not isinstance(exc.code, int | None):
+                raise
+            sys.exit(close_streams(exc.code or 0))
         except Exception as exc:
             code = failed(exc, verbose="-v" in argv or "--verbose" in argv)
+        else:
+            return close_streams(result) if isinstance(result, int) else result
+        code = close_streams(code)
         if not kwargs.get("standalone_mode", True):
             return code
         sys.exit(code)
