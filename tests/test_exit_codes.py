@@ -130,7 +130,7 @@ def test_an_unwritable_baseline_keeps_a_wrong_result(in_root, tmp_path: Path, mo
     def denied(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("tempfile.mkstemp", denied)
+    monkeypatch.setattr("fuseci.store.atomic._temporary", denied)
     result = invoke("update-baselines", SUITE, "--baselines", root)
     assert result.exit_code == 1, result.output
     assert "cannot write baseline" in result.stderr and not (root / "nvidia-h200" / "elementwise.json").exists()

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.store.atomic import same_file, write_output
+from fuseci.store.atomic import append_output, atomic_write_text, same_file, write_output
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and links are POSIX")
 
@@ -112,10 +112,50 @@ def test_an_unwritable_directory_changes_nothing(tmp_path: Path, monkeypatch: py
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr("tempfile.mkstemp", denied)  # as a read-only directory does (root ignores modes)
+    monkeypatch.setattr("fuseci.store.atomic._temporary", denied)  # as a read-only directory does (root ignores modes)
     with pytest.raises(PermissionError):
         write_output(path, "new\n")
     assert path.read_text() == "old\n" and _files(tmp_path) == ["j.xml"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
+def test_files_fuseci_creates_get_the_mode_the_umask_leaves(tmp_path: Path, umask: int) -> None:
+    """As ``>`` and ``>>`` make them: 0666 less the umask (0644 under the usual 022), never
+    executable; the step summary fuseci appends to is created so too."""
+    old = os.umask(umask)
+    try:
+        append_output(tmp_path / "summary.md", "x\n")
+        write_output(tmp_path / "j.xml", "x\n")
+        atomic_write_text(tmp_path / "new" / "run.json", "{}\n")
+    finally:
+        os.umask(old)
+    for made in ("summary.md", "j.xml", "new/run.json"):
+        assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o666 & ~umask, made
+
+
+def test_a_write_never_changes_the_umask_other_threads_create_files_under(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The umask is the process's: a writer that set it to 0 for a moment, to learn it, would
+    let a file another thread creates in that moment (a log, a record) be writable by anyone.
+    Each call of ``os.umask`` stands for that moment here: a file is created inside it."""
+    made: list[Path] = []
+    real = os.umask
+
+    def umask(mask: int) -> int:
+        old = real(mask)
+        made.append(tmp_path / f"other-{len(made)}")
+        made[-1].write_text("another thread's file")
+        return old
+
+    monkeypatch.setattr(os, "umask", umask)
+    write_output(tmp_path / "j.xml", "x\n")
+    atomic_write_text(tmp_path / "r.json", "{}\n")
+    monkeypatch.undo()
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in made:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path.name
 
 
 def test_text_that_is_not_unicode_is_written_escaped(tmp_path: Path) -> None:
