@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import typer
 
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError
 
 if TYPE_CHECKING:
     from fuseci.cli.terminal import Stream
@@ -302,10 +302,12 @@ def _write_reports(comparisons: list[Comparison], outputs: Mapping[str, Path]) -
         try:
             check_outputs({name: path}, judged, summary=False)
             write_output(path, FORMATS[name](comparisons))
+        except OutputError as exc:  # one of the inputs
+            failures.append(str(exc))
         except OSError as exc:
             failures.append(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
-        except FuseciError as exc:  # an input, or a document fuseci could not read back
-            failures.append(str(exc))
+        except FuseciError as exc:  # a document fuseci could not read back
+            failures.append(f"{path}: cannot write the {name} report: {exc}")
     summary = step_summary()
     if summary is not None:
         from fuseci.reporters import markdown as markdown_reporter
@@ -313,10 +315,10 @@ def _write_reports(comparisons: list[Comparison], outputs: Mapping[str, Path]) -
         try:
             check_outputs({}, judged)
             _append_summary(summary, comparisons, markdown_reporter.STEP_SUMMARY_LIMIT, markdown_reporter.render)
+        except OutputError as exc:
+            failures.append(str(exc))
         except OSError as exc:
             failures.append(f"{summary}: cannot append the step summary ({SUMMARY}): {exc.strerror or exc}")
-        except FuseciError as exc:
-            failures.append(str(exc))
     return failures
 
 

@@ -265,4 +265,4 @@ def _why(exc: OSError, directory: Path) -> str:
 
 def normalized(baseline: Baseline) -> Baseline:
     """The baseline as it reads back from its file (values rounded), for exact comparisons."""
-    return from_json(json.loads(dumps(baseline)), "<memory>")
+    return from_json(json.loads(FORMAT.text(to_json(baseline))), "<memory>")

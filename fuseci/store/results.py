@@ -14,10 +14,11 @@ Format history (no ``format`` field):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from fuseci import validation as v
 from fuseci.config import names
@@ -86,6 +87,29 @@ class VariantDoc(v.OpenModel):
     baseline_kernels: Kernels = ()
 
 
+def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A check that each item of a list names its ``key`` (a case or variant id) once, letter case
+    ignored (:func:`~fuseci.config.names.id_key`): an item listed twice would be counted twice."""
+
+    def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            name = getattr(item, key)
+            j = first.setdefault(names.id_key(name), i)
+            if j == i:
+                continue
+            earlier = getattr(items[j], key)
+            if earlier == name:
+                raise ValueError(f"{kind} {name!r} is listed twice ([{j}] and [{i}]); each {kind} is judged once")
+            raise ValueError(
+                f"{kind} {name!r} ([{i}]) differs from {earlier!r} ([{j}]) only in letter case; ids are compared "
+                "ignoring case, as macOS and Windows compare file names"
+            )
+        return items
+
+    return check
+
+
 class CaseDoc(v.OpenModel):
     """A case, as :class:`~fuseci.judge.verdict.CaseResult`."""
 
@@ -96,7 +120,7 @@ class CaseDoc(v.OpenModel):
     """Derived from the checks when read back."""
     notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     checks: Annotated[v.Items[CheckDoc], Field(max_length=100_000)]
-    variants: Annotated[v.Items[VariantDoc], Field(max_length=1000)]
+    variants: Annotated[v.Items[VariantDoc], Field(max_length=1000), AfterValidator(_once("variant", "variant"))]
 
 
 class EnvDifferenceDoc(v.OpenModel):
@@ -119,7 +143,7 @@ class SuiteDoc(v.OpenModel):
     has_baseline: bool
     env: v.Env
     env_differences: Annotated[v.Items[EnvDifferenceDoc], Field(max_length=1000)]
-    cases: Annotated[v.Items[CaseDoc], Field(max_length=10_000)]
+    cases: Annotated[v.Items[CaseDoc], Field(max_length=10_000), AfterValidator(_once("case", "case"))]
 
 
 class ResultsDoc(v.OpenModel):
