@@ -42,6 +42,9 @@ MAX_BYTES = 256 << 20
 FORMAT = DocumentFormat(
     what="results file", version=1, fix="results files are written by `fuseci run --json FILE`", max_bytes=MAX_BYTES
 )
+#: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
+MAX_SUITES = 10_000
+MAX_CASES = 10_000
 
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
@@ -143,13 +146,13 @@ class SuiteDoc(v.OpenModel):
     has_baseline: bool
     env: v.Env
     env_differences: Annotated[v.Items[EnvDifferenceDoc], Field(max_length=1000)]
-    cases: Annotated[v.Items[CaseDoc], Field(max_length=10_000), AfterValidator(_once("case", "case"))]
+    cases: Annotated[v.Items[CaseDoc], Field(max_length=MAX_CASES), AfterValidator(_once("case", "case"))]
 
 
 class ResultsDoc(v.OpenModel):
     """What a results file holds (after ``format_version``, checked by :data:`FORMAT`)."""
 
-    suites: Annotated[v.Items[SuiteDoc], Field(max_length=10_000)]
+    suites: Annotated[v.Items[SuiteDoc], Field(max_length=MAX_SUITES)]
     exit_code: Annotated[int, Field(ge=0, lt=4)] = 0
 
 
@@ -228,7 +231,23 @@ def _suite_json(c: Comparison) -> dict[str, Any]:
 
 
 def dumps(comparisons: list[Comparison]) -> str:
-    """The results document (sorted keys, trailing newline)."""
+    """The results document (sorted keys, trailing newline).
+
+    Raises:
+        ReportError: fuseci would not read it back: more suites (merged from many results), cases
+            or bytes than a results file may hold.
+    """
+    crowded = next((c for c in comparisons if len(c.cases) > MAX_CASES), None)
+    if len(comparisons) > MAX_SUITES or crowded is not None:
+        what = (
+            f"{len(comparisons):,} suites"
+            if crowded is None
+            else f"{len(crowded.cases):,} cases in suite {crowded.suite!r}"
+        )
+        raise ReportError(
+            f"a results file of {what} is more than fuseci reads back ({MAX_SUITES:,} suites of at most "
+            f"{MAX_CASES:,} cases), so it is not written: split what it holds over several files"
+        )
     return FORMAT.dumps({"exit_code": exit_code(comparisons), "suites": [_suite_json(c) for c in comparisons]})
 
 
