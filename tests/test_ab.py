@@ -692,3 +692,31 @@ def test_a_broken_head_suite_file_is_reported_before_anything_is_measured(repo: 
     result = _cli(repo, "HEAD")
     assert result.exit_code == 3 and "suites/stencil.yaml" in result.output
     assert recorded["calls"] == [] or all(not t.calls for t in recorded["calls"])
+
+
+def test_no_report_replaces_a_baseline_a_suite_a_run_file_or_a_sides_own_file(repo: Path, recorded) -> None:
+    """ab reads no baseline, but the repository keeps them: `--json baselines/<card>/<suite>.json`
+    would replace a committed one."""
+    shutil.copytree(ROOT / "baselines" / "nvidia-h200", repo / "baselines" / "nvidia-h200")
+    _commit(repo, "baselines")
+    runs = repo.parent / "runs"
+    write(runs / "20260101T000000Z-nvidia-h200.json", "{}")
+    _edit_function(repo / "kernels" / "stencil.py", "conv_bias_relu_fused")
+    before = {p: p.read_bytes() for p in [*repo.rglob("*.json"), *repo.rglob("*.yaml"), *runs.iterdir()]}
+    out = repo.parent / "out"
+    cases = [
+        (("--json", "baselines/nvidia-h200/elementwise.json"), "a baseline"),
+        (("--markdown", "baselines/nvidia-h200/pytorch.json"), "a baseline"),
+        (("--junit", "suites/elementwise.yaml"), "the suite file of 'elementwise'"),
+        (("--results-dir", str(runs), "--json", str(runs / "20260101T000000Z-nvidia-h200.json")), "a run file"),
+        (("--report-dir", str(out), "--json", str(out / "head" / "stencil.harness.json")), "a harness record"),
+    ]
+    for args, what in cases:
+        result = _cli(repo, "HEAD", *args)
+        assert result.exit_code == 3, (args, result.output)
+        assert f": is {what}" in result.stderr and "would replace it" in result.stderr, (args, result.stderr)
+    summary = _cli(repo, "HEAD", env={"GITHUB_STEP_SUMMARY": str(repo / "baselines" / "nvidia-h200" / "stencil.json")})
+    assert summary.exit_code == 3 and "$GITHUB_STEP_SUMMARY would replace it" in summary.stderr
+    assert recorded["calls"] == [] or all(not t.calls for t in recorded["calls"])  # refused before measuring
+    assert {p: p.read_bytes() for p in before} == before
+    assert len(_worktrees(repo)) == 1

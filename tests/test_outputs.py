@@ -292,10 +292,15 @@ def test_bench_refuses_its_suite(tree: Path) -> None:
 
 
 def test_a_merged_report_never_replaces_a_baseline_it_names(tree: Path) -> None:
-    """merge reads results files only, but the baselines they were judged against are kept files."""
-    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", "res.json").exit_code == 1
+    """merge reads results files only, but the baselines they were judged against are kept files,
+    wherever they are (those under ./baselines are refused before anything is read)."""
+    shutil.move(tree / "baselines", tree / "elsewhere")
+    run = invoke(
+        "run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--baselines", "elsewhere", "--json", "res.json"
+    )
+    assert run.exit_code == 1, run.output
     before = _snapshot(tree)
-    result = invoke("merge", "res.json", "--junit", "baselines/nvidia-h200/elementwise.json")
+    result = invoke("merge", "res.json", "--junit", "elsewhere/nvidia-h200/elementwise.json")
     assert result.exit_code == 1, result.output  # the regression stays the exit code
     assert "the baseline suite 'elementwise' was judged against" in result.stderr
     assert _snapshot(tree) == before
@@ -578,3 +583,56 @@ def test_a_full_disk_under_a_report_is_an_error(in_root, tmp_path: Path, monkeyp
         f"fuseci: error: {tmp_path / 'r.html'}: cannot write the html report: No space left on device\n"
     )
     assert _files(tmp_path) == []
+
+
+# --- what fuseci keeps, whether the command reads it or not -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "what"),
+    [
+        ("baselines/nvidia-h200/stencil.json", "a baseline"),  # another suite's: not read by this run
+        ("suites/stencil.yaml", "a suite file"),
+    ],
+)
+def test_every_command_refuses_a_report_over_a_file_fuseci_keeps(tree: Path, target: str, what: str) -> None:
+    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", "res.json").exit_code == 1
+    (run,) = _runs(tree)[-1:]
+    before = _snapshot(tree)
+    commands = [
+        ("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", target),
+        ("check", SUITE, "--junit", target),
+        ("compare", run, run, SUITE, "-q", "--markdown", target),
+        ("merge", "res.json", "--html", target),
+        ("history", "runs", "--html", target),
+        ("bench", SUITE, "--json", target),
+        ("doctor", "--json", target),
+    ]
+    for args in commands:
+        result = invoke(*args)
+        assert result.exit_code == 3, (args, result.output)
+        assert result.stdout == "", args  # refused before anything was measured, read or printed
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, (args, result.stderr)
+        line = lines[0]
+        assert line.startswith(f"fuseci: error: {target}: is {what} ("), (args, line)
+        assert "would replace it: fuseci never writes a report over a file it reads or keeps" in line
+    assert _snapshot(tree) == before
+
+
+def test_run_refuses_a_report_over_a_run_file_of_its_results_directory(tree: Path) -> None:
+    (older, _) = _runs(tree)
+    before = _snapshot(tree)
+    result = invoke("run", SUITE, "--from-report", CLEAN_REPORT, "--results-dir", "runs", "--junit", older)
+    assert result.exit_code == 3 and result.stdout == "", result.output
+    assert f"{older}: is a run file of the results directory" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def test_the_baselines_given_are_kept_too(tree: Path) -> None:
+    shutil.copytree(tree / "baselines", tree / "b")
+    before = _snapshot(tree)
+    target = "b/nvidia-h100-80gb-hbm3/stencil.json"
+    result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--baselines", "b", "--json", target)
+    assert result.exit_code == 3 and f"fuseci: error: {target}: is a baseline (" in result.stderr
+    assert _snapshot(tree) == before

@@ -29,7 +29,7 @@ from fuseci.cli.options import (
     Verbose,
     report_files,
 )
-from fuseci.cli.output import Terminal, check_outputs, echo, error, report, say, setup_logging
+from fuseci.cli.output import Terminal, check_outputs, echo, error, kept_files, report, say, setup_logging
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
 
 app = typer.Typer(
@@ -136,7 +136,8 @@ def run(
         gpus=(None,) if from_report is not None else devices.select(gpus),
         in_flight=in_flight,
     )
-    check_outputs(outputs, [*read, *api.own_files(loaded, options)])
+    kept = kept_files(baselines=[baselines], results_dirs=[results_dir])
+    check_outputs(outputs, [*read, *api.own_files(loaded, options), *kept])
     with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
         outcome = api.run(loaded, options, display)
     comparisons = list(outcome.comparisons)
@@ -297,10 +298,11 @@ def ab_command(
                 pairs = ab.shard_pairs(pairs, *parts)
                 names = ", ".join(p.name for p in pairs) or "no suites"
                 say(f"fuseci: shard {parts[0]}/{parts[1]}: {names}", err=True)
-            check_outputs(outputs, read)
             options = ab.AbOptions(
                 report_dir=report_dir, ncu=ncu, accept_env=accepted, every=every, in_flight=in_flight
             )
+            kept = kept_files(root=repo, results_dirs=[results_dir])
+            check_outputs(outputs, [*read, *ab.own_files(pairs, options), *kept])
             _say_pairs(pairs, base_side, head_side, every)
             with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
                 outcome = ab.run_ab(pairs, base_side, head_side, options, display)

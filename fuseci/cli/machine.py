@@ -114,6 +114,8 @@ def doctor(
     from fuseci.store.atomic import write_output
 
     setup_logging(verbose)
+    if json_out not in (None, "-"):  # before the checks, which take a while
+        check_outputs({"json": Path(json_out)}, [], summary=False)
     result = diagnose(DoctorOptions(ncu=ncu))
     code = result.exit_code
     if json_out not in (None, "-"):  # before the table, whose last line says the exit code

@@ -194,16 +194,38 @@ def step_summary() -> Path | None:
     return Path(summary) if summary else None
 
 
+def kept_files(
+    *, root: Path = Path("."), baselines: Iterable[Path] = (), results_dirs: Iterable[Path | None] = ()
+) -> list[tuple[Path, str]]:
+    """The files fuseci keeps around a command, whether it reads them this time or not: the suite
+    files a command finds by default (``suites/*.yaml`` and ``*.yml`` under ``root``), every
+    baseline under ``root/baselines`` and under each baseline root given, and every run file of
+    each results directory given. :func:`check_outputs` adds those of the current directory."""
+    from fuseci.store import baselines as stored
+    from fuseci.store import runs
+
+    suites = root / "suites"
+    found = [(p, "a suite file") for pattern in ("*.yaml", "*.yml") for p in sorted(suites.glob(pattern))]
+    for root_of_baselines in dict.fromkeys([root / "baselines", *baselines]):
+        found += [(p, "a baseline") for p in stored.kept_in(root_of_baselines)]
+    for results in results_dirs:
+        if results is not None and results.is_dir():
+            found += [(p, "a run file of the results directory") for p in runs.kept_in(results)]
+    return found
+
+
 def check_outputs(
     outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
 ) -> None:
-    """Refuse report files that would replace one of the command's inputs, or each other
-    (:func:`fuseci.store.atomic.check_outputs`); call it before any measuring, so that nothing
-    is spent on a run whose reports would be refused.
+    """Refuse report files that would replace one of the command's inputs, a file fuseci keeps
+    (:func:`kept_files`: a suite file, a baseline, a run file, whether this command reads it or
+    not), or each other (:func:`fuseci.store.atomic.check_outputs`); call it before any
+    measuring, so that nothing is spent on a run whose reports would be refused.
 
     Args:
         outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
-        inputs: Every file the command reads (or writes for itself), with what it is for messages.
+        inputs: Every file the command reads (or writes for itself), with what it is for messages,
+            and the files it keeps beyond those of the current directory (:func:`kept_files`).
         summary: Whether the command appends to the step summary (:func:`step_summary`), which is
             then an output like the others.
 
@@ -219,7 +241,8 @@ def check_outputs(
     github = step_summary() if summary else None
     if github is not None:
         named.append(Output(github, SUMMARY))
-    check(named, inputs)
+    if named:
+        check(named, [*inputs, *kept_files()])  # the command's own names first: the messages say what each is to it
 
 
 def _judged_files(comparisons: list[Comparison]) -> list[tuple[str, str]]:
