@@ -30,7 +30,7 @@ from fuseci.cli.options import (
     report_files,
 )
 from fuseci.cli.output import Terminal, check_outputs, echo, error, kept_files, report, say, setup_logging
-from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
+from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, Cancelled, FuseciError, UsageError
 
 app = typer.Typer(
     name="fuseci",
@@ -273,7 +273,6 @@ def ab_command(
 
     bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
-    from fuseci.ab.git import Cancelled
     from fuseci.api import ab
     from fuseci.cli.progress import RunDisplay, choose
     from fuseci.judge.verdict import exit_code
@@ -318,9 +317,9 @@ def ab_command(
                 if results_dir is None
                 else lambda code: _keep_ab_run(outcome, pairs, head_side, results_dir, code),
             )
-    except Cancelled:
-        error("cancelled (SIGTERM): the measurements in flight were stopped and the temporary worktrees removed")
-        return 128 + 15
+    except Cancelled as exc:
+        error(f"cancelled ({exc.name}): the measurements in flight were stopped and the temporary worktrees removed")
+        return exc.exit_code
 
 
 def _say_pairs(pairs: list[Any], base: Any, head: Any, every: bool) -> None:
