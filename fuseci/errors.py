@@ -14,6 +14,33 @@ EXIT_USAGE = 2
 EXIT_SETUP = 3
 
 
+class Cancelled(BaseException):
+    """A signal that ends the job arrived (SIGTERM: a cancelled CI job; SIGHUP: a closed terminal
+    or SSH session): unwind, stopping the processes fuseci started and removing its temporary
+    worktrees on the way, and exit as the signal would (128 + its number). A ``BaseException``,
+    as ``KeyboardInterrupt``: nothing that handles errors may swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        """The signal's number."""
+
+    @property
+    def name(self) -> str:
+        """The signal's name (``SIGHUP``)."""
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+    @property
+    def exit_code(self) -> int:
+        """The exit status a shell gives a process the signal ended."""
+        return 128 + self.signum
+
+
 class FuseciError(Exception):
     """Base class: a failure with a message that says what, where and how to fix it."""
 

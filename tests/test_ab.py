@@ -4,6 +4,7 @@ judging of a head against a base from recorded reports (only the measuring step 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -118,6 +119,67 @@ def test_a_killed_runs_registration_is_pruned_by_the_next(repo: Path) -> None:
     with ab.trees("HEAD", None, repo):
         pass
     assert len(_worktrees(repo)) == 1
+
+
+def _left_by_a_killed_run(repo: Path, *, locked: bool) -> Path:
+    """A worktree as ``fuseci ab`` makes it, its process gone (killed with SIGKILL): registered,
+    its directory still there, and with ``locked`` the lock ``git worktree add`` holds while it
+    checks out (killed during the checkout)."""
+    tree = Path(tempfile.mkdtemp(prefix=git.WORKTREE_PREFIX)) / "tree"
+    _git(repo, "worktree", "add", "--detach", "-q", str(tree), "HEAD")
+    if locked:
+        _git(repo, "worktree", "lock", "--reason", "initializing", str(tree))
+    return tree
+
+
+@pytest.mark.parametrize("locked", [False, True])
+def test_a_worktree_a_killed_run_left_is_removed_by_the_next_and_said(
+    repo: Path, locked: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    left = _left_by_a_killed_run(repo, locked=locked)
+    assert len(_worktrees(repo)) == 2
+    with caplog.at_level("WARNING", logger="fuseci"), ab.trees("HEAD", None, repo):
+        pass
+    assert len(_worktrees(repo)) == 1 and not left.parent.exists()
+    assert f"removed the temporary worktree {left} that a stopped fuseci ab left" in caplog.text
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from fuseci.ab import git
+with git.worktree(Path(sys.argv[1]), sys.argv[2]) as tree:
+    print(tree, flush=True)
+    time.sleep(120)
+"""
+
+
+def _holding(repo: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A process holding a worktree of ``repo``, as a running ``fuseci ab`` does."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(repo), _git(repo, "rev-parse", "HEAD")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals")
+def test_a_running_abs_worktree_is_kept_and_a_killed_ones_removed(repo: Path) -> None:
+    proc, tree = _holding(repo)
+    try:
+        assert tree.is_dir()
+        assert git.prune(repo) == [] and tree.is_dir() and len(_worktrees(repo)) == 2  # another run's: alive
+        proc.kill()
+        proc.wait(timeout=10)
+        assert tree.is_dir() and len(_worktrees(repo)) == 2  # a SIGKILL leaves it
+        assert git.prune(repo) == [tree]
+        assert not tree.parent.exists() and len(_worktrees(repo)) == 1
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def _cli(cwd: Path, *args: str, env: dict[str, str] | None = None):
@@ -744,3 +806,99 @@ def test_a_broken_head_suite_file_is_reported_before_anything_is_measured(repo: 
     result = _cli(repo, "HEAD")
     assert result.exit_code == 3 and "suites/stencil.yaml" in result.output
     assert recorded["calls"] == [] or all(not t.calls for t in recorded["calls"])
+
+
+def test_no_report_replaces_a_baseline_a_suite_a_run_file_or_a_sides_own_file(repo: Path, recorded) -> None:
+    """ab reads no baseline, but the repository keeps them: `--json baselines/<card>/<suite>.json`
+    would replace a committed one."""
+    shutil.copytree(ROOT / "baselines" / "nvidia-h200", repo / "baselines" / "nvidia-h200")
+    _commit(repo, "baselines")
+    runs = repo.parent / "runs"
+    write(runs / "20260101T000000Z-nvidia-h200.json", "{}")
+    _edit_function(repo / "kernels" / "stencil.py", "conv_bias_relu_fused")
+    before = {p: p.read_bytes() for p in [*repo.rglob("*.json"), *repo.rglob("*.yaml"), *runs.iterdir()]}
+    out = repo.parent / "out"
+    cases = [
+        (("--json", "baselines/nvidia-h200/elementwise.json"), "a baseline"),
+        (("--markdown", "baselines/nvidia-h200/pytorch.json"), "a baseline"),
+        (("--junit", "suites/elementwise.yaml"), "the suite file of 'elementwise'"),
+        (("--results-dir", str(runs), "--json", str(runs / "20260101T000000Z-nvidia-h200.json")), "a run file"),
+        (("--report-dir", str(out), "--json", str(out / "head" / "stencil.harness.json")), "a harness record"),
+    ]
+    for args, what in cases:
+        result = _cli(repo, "HEAD", *args)
+        assert result.exit_code == 3, (args, result.output)
+        assert f": is {what}" in result.stderr and "would replace it" in result.stderr, (args, result.stderr)
+    summary = _cli(repo, "HEAD", env={"GITHUB_STEP_SUMMARY": str(repo / "baselines" / "nvidia-h200" / "stencil.json")})
+    assert summary.exit_code == 3 and "$GITHUB_STEP_SUMMARY would replace it" in summary.stderr
+    assert recorded["calls"] == [] or all(not t.calls for t in recorded["calls"])  # refused before measuring
+    assert {p: p.read_bytes() for p in before} == before
+    assert len(_worktrees(repo)) == 1
+
+
+# --- a job that ends: SIGTERM (a cancelled CI job), SIGHUP (a closed SSH session) -----------------
+
+#: A stand-in for ncu that profiles for ever: it says its pid and waits, as ncu on a long suite does.
+_SLOW_NCU = """#!{python}
+import os, sys, time
+if sys.argv[1:] == ["--version"]:
+    print("NVIDIA (R) Nsight Compute Command Line Profiler\\nVersion 2025.3.1.0 (build 1) (public-release)")
+    sys.exit(0)
+open(os.path.join(os.environ["FAKE_NCU_PIDS"], str(os.getpid())), "w").close()
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals")
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM"])
+@pytest.mark.parametrize("command", ["ab", "run"])
+def test_a_signal_that_ends_the_job_stops_both_sides_and_removes_the_worktree(
+    repo: Path, sig: str, command: str
+) -> None:
+    """ab: both sides' profiled runs stopped and the worktree removed; run: its profiled run
+    stopped (it runs in a session of its own, where no signal to the job reaches it)."""
+    import signal
+
+    ncu, pids = repo.parent / "ncu", repo.parent / "pids"
+    ncu.write_text(_SLOW_NCU.format(python=sys.executable))
+    ncu.chmod(0o755)
+    pids.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_NCU_PIDS": str(pids), "NO_COLOR": "1"}
+    env.pop("GITHUB_ACTIONS", None)
+    args = ["ab", "HEAD", "--all", "--suite"] if command == "ab" else ["run"]
+    sides = 2 if command == "ab" else 1
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fuseci", *args, "suites/elementwise.yaml", "--ncu", str(ncu),
+         "--report-dir", str(repo.parent / "out")],
+        cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # both sides' profiled runs under way
+            if len(list(pids.iterdir())) == sides or proc.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        started = [int(p.name) for p in pids.iterdir()]
+        assert len(started) == sides, proc.communicate(timeout=30)
+        assert len(_worktrees(repo)) == sides
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for p in pids.iterdir():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(p.name), signal.SIGKILL)
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert f"fuseci: error: cancelled ({sig})" in err and "Traceback" not in err
+    assert not any(_alive(pid) for pid in started)  # both sides' ncu stopped
+    assert len(_worktrees(repo)) == 1
+    assert not [p for p in Path(tempfile.gettempdir()).glob(f"{git.WORKTREE_PREFIX}*") if (p / "tree").exists() and
+                str(p) in _git(repo, "worktree", "list")]  # fmt: skip

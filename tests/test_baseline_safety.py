@@ -4,6 +4,7 @@ import errno
 import io
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,21 @@ def test_full_disk_keeps_the_old_file_and_leaves_no_temporary(
     assert "free some space" in str(info.value) and "the old file is unchanged" in str(info.value)
     assert _snapshot(root) == before  # byte for byte, no temporary and no lock file
     assert api.update_baselines(relaxed, _opts(committed_copy)).written  # once there is space again
+
+
+def test_a_baseline_too_big_to_read_back_is_not_written(
+    committed_copy: Path, relaxed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One more byte than fuseci reads: the next run and update would refuse the file."""
+    root = committed_copy.parent.parent
+    before = _snapshot(root)
+    limit = committed_copy.stat().st_size + 10  # the old one is read; the update is larger
+    monkeypatch.setattr(bl, "FORMAT", replace(bl.FORMAT, max_bytes=limit))
+    with pytest.raises(BaselineError) as info:
+        api.update_baselines(relaxed, _opts(committed_copy))
+    assert str(info.value).startswith(f"{committed_copy}: cannot write baseline: a baseline of ")
+    assert f"more than the {limit:,} bytes fuseci reads back" in str(info.value)
+    assert _snapshot(root) == before
 
 
 def test_failure_before_the_write_keeps_the_old_file(committed_copy: Path, elementwise, relaxed) -> None:
@@ -212,7 +228,7 @@ def test_unwritable_directory_for_the_temporary_file(
     committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = committed_copy.read_bytes()
-    monkeypatch.setattr("tempfile.mkstemp", _denied)
+    monkeypatch.setattr("fuseci.store.atomic._temporary", _denied)
     with pytest.raises(BaselineError) as info:
         api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value) == (

@@ -147,3 +147,86 @@ def test_merge_of_a_bad_file_exits_3(tmp_path: Path, content: str) -> None:
     bad.write_text(content)
     result = invoke("merge", str(bad))
     assert result.exit_code == 3 and str(bad) in result.stderr
+
+
+def _edited(path: Path, edit) -> Path:
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("spelling", ["scale_relu_add", "Scale_Relu_Add"])
+def test_merge_refuses_a_case_listed_twice(in_root, tmp_path: Path, spelling: str) -> None:
+    """Counted twice, a case would double the totals (and a regression could hide behind a pass)."""
+
+    def repeat(doc) -> None:
+        cases = doc["suites"][0]["cases"]
+        cases.append({**next(c for c in cases if c["case"] == "scale_relu_add"), "case": spelling})
+
+    bad = _edited(_results(tmp_path, CLEAN_REPORT, "r.json"), repeat)
+    out = tmp_path / "m.json"
+    result = invoke("merge", str(bad), "--json", str(out))
+    assert result.exit_code == 3, result.output
+    assert not out.exists()
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"fuseci: error: {bad}: suites[0].cases: ")
+    assert f"case {spelling!r} is listed twice" in line or "only in letter case" in line
+
+
+def test_merge_refuses_a_variant_listed_twice(in_root, tmp_path: Path) -> None:
+    def repeat(doc) -> None:
+        variants = doc["suites"][0]["cases"][0]["variants"]
+        variants.append(dict(variants[-1]))
+
+    bad = _edited(_results(tmp_path, CLEAN_REPORT, "r.json"), repeat)
+    result = invoke("merge", str(bad))
+    assert result.exit_code == 3, result.output
+    assert f"fuseci: error: {bad}: suites[0].cases[0].variants: " in result.stderr
+    assert "is listed twice" in result.stderr
+
+
+def test_merge_refuses_suite_ids_that_differ_only_in_letter_case(in_root, tmp_path: Path) -> None:
+    """Two ids one file system takes for one name (a baseline file each) are not two suites."""
+    h200 = _results(tmp_path, CLEAN_REPORT, "h200.json")
+    h100 = _edited(
+        _results(tmp_path, REPORTS / "elementwise-h100.ncu-rep.xz", "h100.json"),
+        lambda doc: doc["suites"][0].update(suite="Elementwise"),
+    )
+    out = tmp_path / "m.json"
+    result = invoke("merge", str(h200), str(h100), "--json", str(out))
+    assert result.exit_code == 3 and not out.exists()
+    assert result.stderr == (
+        f"fuseci: error: {h100}: suite 'Elementwise' differs from 'elementwise' (in {h200}) only in letter case; "
+        "suite ids are compared ignoring case, as macOS and Windows compare the file names they give: rename one\n"
+    )
+
+    def twice(doc) -> None:
+        doc["suites"].append({**doc["suites"][0], "suite": "ELEMENTWISE"})
+
+    one = _edited(_results(tmp_path, CLEAN_REPORT, "one.json"), twice)
+    alone = invoke("merge", str(one))
+    assert (
+        alone.exit_code == 3
+        and "suite 'ELEMENTWISE' differs from 'elementwise' (earlier in the same file)" in alone.stderr
+    )
+
+
+def test_a_merged_results_file_fuseci_could_not_read_back_is_not_written(
+    in_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from fuseci.store import results
+
+    h200 = _results(tmp_path, CLEAN_REPORT, "h200.json")
+    h100 = _results(tmp_path, REPORTS / "elementwise-h100.ncu-rep.xz", "h100.json")
+    limit = max(h200.stat().st_size, h100.stat().st_size) + 100  # each part is read, the two together are too big
+    monkeypatch.setattr(results, "FORMAT", replace(results.FORMAT, max_bytes=limit))
+    out, junit = tmp_path / "m.json", tmp_path / "j.xml"
+    result = invoke("merge", str(h200), str(h100), "--json", str(out), "--junit", str(junit))
+    assert result.exit_code == 3, result.output
+    assert not out.exists() and junit.is_file()  # the other reports are written
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
+    assert line.startswith(f"fuseci: error: {out}: cannot write the json report: a results file of ")
+    assert f"more than the {limit:,} bytes fuseci reads back" in line

@@ -130,7 +130,7 @@ def test_an_unwritable_baseline_keeps_a_wrong_result(in_root, tmp_path: Path, mo
     def denied(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("tempfile.mkstemp", denied)
+    monkeypatch.setattr("fuseci.store.atomic._temporary", denied)
     result = invoke("update-baselines", SUITE, "--baselines", root)
     assert result.exit_code == 1, result.output
     assert "cannot write baseline" in result.stderr and not (root / "nvidia-h200" / "elementwise.json").exists()
@@ -167,3 +167,91 @@ def test_a_closed_stdout_keeps_the_regression_and_the_files() -> None:
         assert "Exception ignored" not in regressed.stderr + clean.stderr
     finally:
         out.unlink(missing_ok=True)
+
+
+# --- broken streams: a regression stays 1, nothing else passes for one, no traceback -------------
+
+
+def _fuseci(*args: object, env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """The real command line in a process of its own, from the repository's root."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})}
+    full.pop("GITHUB_ACTIONS", None)
+    full.pop("GITHUB_STEP_SUMMARY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "fuseci", *map(str, args)], cwd=ROOT, env=full, text=True, timeout=180, **kwargs
+    )
+
+
+def _no_bug(stderr: str | None) -> None:
+    text = stderr or ""
+    assert "internal error" not in text and "Traceback" not in text and "Exception ignored" not in text, text
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(("report", "code"), [(REGRESSED_REPORT, 1), (CLEAN_REPORT, 3)])
+def test_stdout_on_a_full_disk(report: Path, code: int) -> None:
+    with open("/dev/full", "w") as full:
+        done = _fuseci("run", SUITE, "--from-report", report, stdout=full, stderr=subprocess.PIPE)
+    assert done.returncode == code, done.stderr
+    _no_bug(done.stderr)
+    assert done.stderr.splitlines()[-1] == (
+        f"fuseci: error: stdout: cannot write what fuseci prints there (No space left on device); exit {code}"
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(("report", "code"), [(REGRESSED_REPORT, 1), (CLEAN_REPORT, 0)])
+def test_stderr_on_a_full_disk_or_closed_changes_no_verdict(report: Path, code: int, tmp_path: Path) -> None:
+    """Only the progress and the messages are lost: the report on stdout and the exit code stand."""
+    out = tmp_path / "r.json"
+    with open("/dev/full", "w") as full:
+        on_full = _fuseci("run", SUITE, "--from-report", report, "--json", out, stdout=subprocess.PIPE, stderr=full)
+    closed = _fuseci(
+        "run", SUITE, "--from-report", report, stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2)
+    )  # as `2>&-` leaves it: sys.stderr is None
+    for done in (on_full, closed):
+        assert done.returncode == code, done.stdout
+        assert done.stdout.splitlines()[-1].endswith(f"; exit {code}")
+    assert json.loads(out.read_text())["exit_code"] == code
+
+
+@pytest.mark.parametrize(("report", "code"), [(REGRESSED_REPORT, 1), (CLEAN_REPORT, 0)])
+def test_an_ascii_only_encoding(report: Path, code: int) -> None:
+    done = _fuseci("run", SUITE, "--from-report", report, env={"PYTHONIOENCODING": "ascii"}, capture_output=True)
+    assert done.returncode == code, done.stderr
+    _no_bug(done.stderr)
+    assert "time \\xb5s" in done.stdout  # what the encoding cannot hold is shown escaped
+    assert done.stdout.splitlines()[-1].endswith(f"; exit {code}")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_commands_that_print_lines_on_a_full_disk(tmp_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        checked = _fuseci("check", SUITE, stdout=full, stderr=subprocess.PIPE)
+        history = _fuseci("history", tmp_path, stdout=full, stderr=subprocess.PIPE)
+    assert checked.returncode == 3, checked.stderr
+    _no_bug(checked.stderr)
+    assert history.returncode == 3 and "holds no run file" in history.stderr  # the directory's own error
+    _no_bug(history.stderr)
+    with open("/dev/full", "w") as full:
+        quiet = _fuseci("check", SUITE, stdout=subprocess.PIPE, stderr=full)
+    assert quiet.returncode == 0 and quiet.stdout.endswith("all valid\n")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (a directory nothing can be created in)")
+def test_the_last_line_says_the_exit_code_the_process_ends_with(tmp_path: Path) -> None:
+    blocker = write(tmp_path / "file", "x")
+    for extra in (["--junit", "/proc/j.xml"], ["--results-dir", blocker / "runs"]):
+        done = _fuseci("run", SUITE, "--from-report", CLEAN_REPORT, *extra, capture_output=True)
+        assert done.returncode == 3, done.stderr
+        assert done.stdout.splitlines()[-1] == "fuseci: 10 variants pass: 78 checks; exit 3"
+
+
+def test_doctor_says_the_exit_code_it_ends_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuseci.doctor import Check, Diagnosis, Status
+
+    diagnosis = Diagnosis(checks=(Check("fuseci", Status.OK, "fuseci 0.1.0"),))
+    monkeypatch.setattr("fuseci.doctor.diagnose", lambda options: diagnosis)
+    result = invoke("doctor", "--json", "/proc/d.json")
+    assert result.exit_code == 3, result.output
+    assert result.stdout.splitlines()[-1] == "fuseci doctor: 1 ok; exit 3"

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.store.atomic import same_file, write_output
+from fuseci.store.atomic import append_output, atomic_write_text, same_file, write_output
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and links are POSIX")
 
@@ -112,10 +112,50 @@ def test_an_unwritable_directory_changes_nothing(tmp_path: Path, monkeypatch: py
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr("tempfile.mkstemp", denied)  # as a read-only directory does (root ignores modes)
+    monkeypatch.setattr("fuseci.store.atomic._temporary", denied)  # as a read-only directory does (root ignores modes)
     with pytest.raises(PermissionError):
         write_output(path, "new\n")
     assert path.read_text() == "old\n" and _files(tmp_path) == ["j.xml"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
+def test_files_fuseci_creates_get_the_mode_the_umask_leaves(tmp_path: Path, umask: int) -> None:
+    """As ``>`` and ``>>`` make them: 0666 less the umask (0644 under the usual 022), never
+    executable; the step summary fuseci appends to is created so too."""
+    old = os.umask(umask)
+    try:
+        append_output(tmp_path / "summary.md", "x\n")
+        write_output(tmp_path / "j.xml", "x\n")
+        atomic_write_text(tmp_path / "new" / "run.json", "{}\n")
+    finally:
+        os.umask(old)
+    for made in ("summary.md", "j.xml", "new/run.json"):
+        assert stat.S_IMODE((tmp_path / made).stat().st_mode) == 0o666 & ~umask, made
+
+
+def test_a_write_never_changes_the_umask_other_threads_create_files_under(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The umask is the process's: a writer that set it to 0 for a moment, to learn it, would
+    let a file another thread creates in that moment (a log, a record) be writable by anyone.
+    Each call of ``os.umask`` stands for that moment here: a file is created inside it."""
+    made: list[Path] = []
+    real = os.umask
+
+    def umask(mask: int) -> int:
+        old = real(mask)
+        made.append(tmp_path / f"other-{len(made)}")
+        made[-1].write_text("another thread's file")
+        return old
+
+    monkeypatch.setattr(os, "umask", umask)
+    write_output(tmp_path / "j.xml", "x\n")
+    atomic_write_text(tmp_path / "r.json", "{}\n")
+    monkeypatch.undo()
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in made:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path.name
 
 
 def test_text_that_is_not_unicode_is_written_escaped(tmp_path: Path) -> None:
@@ -252,10 +292,15 @@ def test_bench_refuses_its_suite(tree: Path) -> None:
 
 
 def test_a_merged_report_never_replaces_a_baseline_it_names(tree: Path) -> None:
-    """merge reads results files only, but the baselines they were judged against are kept files."""
-    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", "res.json").exit_code == 1
+    """merge reads results files only, but the baselines they were judged against are kept files,
+    wherever they are (those under ./baselines are refused before anything is read)."""
+    shutil.move(tree / "baselines", tree / "elsewhere")
+    run = invoke(
+        "run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--baselines", "elsewhere", "--json", "res.json"
+    )
+    assert run.exit_code == 1, run.output
     before = _snapshot(tree)
-    result = invoke("merge", "res.json", "--junit", "baselines/nvidia-h200/elementwise.json")
+    result = invoke("merge", "res.json", "--junit", "elsewhere/nvidia-h200/elementwise.json")
     assert result.exit_code == 1, result.output  # the regression stays the exit code
     assert "the baseline suite 'elementwise' was judged against" in result.stderr
     assert _snapshot(tree) == before
@@ -538,3 +583,56 @@ def test_a_full_disk_under_a_report_is_an_error(in_root, tmp_path: Path, monkeyp
         f"fuseci: error: {tmp_path / 'r.html'}: cannot write the html report: No space left on device\n"
     )
     assert _files(tmp_path) == []
+
+
+# --- what fuseci keeps, whether the command reads it or not -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "what"),
+    [
+        ("baselines/nvidia-h200/stencil.json", "a baseline"),  # another suite's: not read by this run
+        ("suites/stencil.yaml", "a suite file"),
+    ],
+)
+def test_every_command_refuses_a_report_over_a_file_fuseci_keeps(tree: Path, target: str, what: str) -> None:
+    assert invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", "res.json").exit_code == 1
+    (run,) = _runs(tree)[-1:]
+    before = _snapshot(tree)
+    commands = [
+        ("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--json", target),
+        ("check", SUITE, "--junit", target),
+        ("compare", run, run, SUITE, "-q", "--markdown", target),
+        ("merge", "res.json", "--html", target),
+        ("history", "runs", "--html", target),
+        ("bench", SUITE, "--json", target),
+        ("doctor", "--json", target),
+    ]
+    for args in commands:
+        result = invoke(*args)
+        assert result.exit_code == 3, (args, result.output)
+        assert result.stdout == "", args  # refused before anything was measured, read or printed
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, (args, result.stderr)
+        line = lines[0]
+        assert line.startswith(f"fuseci: error: {target}: is {what} ("), (args, line)
+        assert "would replace it: fuseci never writes a report over a file it reads or keeps" in line
+    assert _snapshot(tree) == before
+
+
+def test_run_refuses_a_report_over_a_run_file_of_its_results_directory(tree: Path) -> None:
+    (older, _) = _runs(tree)
+    before = _snapshot(tree)
+    result = invoke("run", SUITE, "--from-report", CLEAN_REPORT, "--results-dir", "runs", "--junit", older)
+    assert result.exit_code == 3 and result.stdout == "", result.output
+    assert f"{older}: is a run file of the results directory" in result.stderr
+    assert _snapshot(tree) == before
+
+
+def test_the_baselines_given_are_kept_too(tree: Path) -> None:
+    shutil.copytree(tree / "baselines", tree / "b")
+    before = _snapshot(tree)
+    target = "b/nvidia-h100-80gb-hbm3/stencil.json"
+    result = invoke("run", SUITE, "--from-report", "r/elementwise.ncu-rep.xz", "--baselines", "b", "--json", target)
+    assert result.exit_code == 3 and f"fuseci: error: {target}: is a baseline (" in result.stderr
+    assert _snapshot(tree) == before

@@ -96,6 +96,21 @@ def test_save_then_load_gives_the_same_measurements(tmp_path: Path, clean: Suite
     assert len(doc["suites"]["elementwise"]["kernels"]) == len(clean.kernels) > 0
 
 
+def test_a_run_file_too_big_to_read_back_is_not_written(
+    tmp_path: Path, clean: SuiteResults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compare and history read at most the format's bytes: a bigger run file would be lost to them."""
+    size = _saved(tmp_path, clean, name="first").stat().st_size
+    monkeypatch.setattr(runs, "FORMAT", replace(runs.FORMAT, max_bytes=size - 1))
+    with pytest.raises(ReportError) as info:
+        _saved(tmp_path, clean)
+    assert str(info.value).startswith(
+        f"{tmp_path / 'runs'}: cannot write the run file: a run file of {size:,} bytes is more than the "
+        f"{size - 1:,} bytes fuseci reads back, so it is not written"
+    )
+    assert not [p for p in (tmp_path / "runs").glob("*") if not p.name.startswith(".")]
+
+
 def test_nan_is_written_as_null_and_read_back_as_nan(tmp_path: Path, clean: SuiteResults) -> None:
     kernels = clean.kernels.copy()
     kernels.loc[0, names.DRAM_PCT_PEAK] = math.nan

@@ -61,3 +61,16 @@ def test_bad_results_file(tmp_path: Path, text: str, fragment: str) -> None:
     path.write_text(text)
     with pytest.raises(ReportError, match=re.escape(fragment)):
         read_results(path)
+
+
+def test_a_results_file_of_more_suites_than_fuseci_reads_is_not_written() -> None:
+    """A merge of many results may hold more suites than a results file may: it would be lost to
+    the next merge."""
+    from fuseci.judge.verdict import failed
+    from fuseci.store import results
+
+    suite = load_suite(SUITES / "elementwise.yaml")
+    many = [failed(suite, "not run")] * (results.MAX_SUITES + 1)
+    with pytest.raises(ReportError, match=re.escape(f"a results file of {results.MAX_SUITES + 1:,} suites is more")):
+        json_reporter.render(many)
+    assert json_reporter.render(many[:2]).startswith("{")

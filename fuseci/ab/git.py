@@ -2,27 +2,33 @@
 git worktrees that are always removed.
 
 A worktree is made with ``git worktree add --detach`` in a directory of its own under the
-system's temporary directory, and removed (``git worktree remove --force``, the directory
-deleted, ``git worktree prune``) however the block ends: normally, on an error, on Ctrl-C, or on
-the SIGTERM that a cancelled CI job sends (turned into :class:`Cancelled` while a worktree is
-held, in the main thread). A run killed outright leaves a directory in the temporary directory;
-its registration is pruned by the next ``fuseci ab`` (``git worktree prune`` runs first).
+system's temporary directory, ``fuseci-ab-XXXXXXXX/tree``, whose holder keeps
+``fuseci-ab-XXXXXXXX/owner.lock`` locked while the worktree lives. It is removed (``git worktree
+remove --force --force``, which takes a locked one too, the directory deleted, ``git worktree
+prune``) however the block ends: normally, on an error, on Ctrl-C, or on the SIGTERM of a
+cancelled CI job or the SIGHUP of a closed session (turned into :class:`Cancelled` while a
+worktree is held, in the main thread: :func:`fuseci.measure.process.cancel_on_signals`). A run
+killed outright (SIGKILL) leaves its worktree, registered and on disk, locked by git if it was
+killed during ``git worktree add``; the kernel releases its lock file, so the next ``fuseci ab``
+in the repository finds it (:func:`prune`), removes it and says so, leaving alone those of runs
+still going.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
-from fuseci.errors import FuseciError
+from fuseci.errors import Cancelled, FuseciError
+from fuseci.measure.process import cancel_on_signals
+from fuseci.store.atomic import file_lock, is_held
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +37,26 @@ GIT_TIMEOUT_S = 600.0
 
 #: What a temporary worktree's directory is called, under the temporary directory.
 WORKTREE_PREFIX = "fuseci-ab-"
+#: The lock file its holder keeps locked beside it while the worktree lives.
+OWNER_LOCK = "owner.lock"
+_HOLDER = re.compile(re.escape(WORKTREE_PREFIX) + r"[a-z0-9_]{8}")
+
+__all__ = [
+    "OWNER_LOCK",
+    "WORKTREE_PREFIX",
+    "Cancelled",
+    "GitError",
+    "commit_of",
+    "prune",
+    "repo_root",
+    "short",
+    "worktree",
+]
 
 
 class GitError(FuseciError):
     """git is missing, this is not a repository, a ref names no commit, or a worktree could not
     be made (exit 3)."""
-
-
-class Cancelled(BaseException):
-    """SIGTERM arrived while a worktree was held: unwind, removing it (exit 143 as the signal's)."""
 
 
 def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
@@ -103,36 +120,68 @@ def short(sha: str) -> str:
     return sha[:7]
 
 
-def prune(root: Path) -> None:
-    """Forget the worktrees whose directories are gone (a run that was killed); never raises."""
+def prune(root: Path) -> list[Path]:
+    """Remove the temporary worktrees of ``fuseci ab`` runs that were killed (their holders' lock
+    files are no longer locked), locked ones included, each said in a warning; then forget the
+    registrations whose directories are gone (``git worktree prune``). Worktrees of runs still
+    going, and every worktree fuseci did not make, are left alone. Never raises.
+
+    Returns:
+        The worktrees removed.
+    """
+    removed: list[Path] = []
     try:
+        listed = _git(["worktree", "list", "--porcelain"], root, "list the worktrees")
+        for tree in _stale(listed.stdout if listed.returncode == 0 else ""):
+            done = _git(["worktree", "remove", "--force", "--force", str(tree)], root, "remove a stale worktree")
+            if done.returncode != 0:  # a git that cannot remove a locked one: unlock it, prune below
+                _git(["worktree", "unlock", str(tree)], root, "unlock a stale worktree")
+            shutil.rmtree(tree.parent, ignore_errors=True)
+            removed.append(tree)
+            log.warning("removed the temporary worktree %s that a stopped fuseci ab left", tree)
         _git(["worktree", "prune"], root, "prune worktrees")
     except GitError as exc:
         log.info("git worktree prune: %s", exc)
+    return removed
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Cancelled(signum)
+def _stale(porcelain: str) -> list[Path]:
+    """The worktrees ``git worktree list --porcelain`` names that a killed ``fuseci ab`` left: in a
+    holder directory of its making in the temporary directory, owned by this user, whose lock
+    file no process holds."""
+    temporary = Path(os.path.realpath(tempfile.gettempdir()))
+    found = []
+    for line in porcelain.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        tree = Path(line[len("worktree ") :])
+        holder = tree.parent
+        if tree.name != "tree" or not _HOLDER.fullmatch(holder.name):
+            continue
+        if Path(os.path.realpath(holder.parent)) != temporary or not _ours(holder):
+            continue
+        if not is_held(holder / OWNER_LOCK):
+            found.append(tree)
+    return found
 
 
-@contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """While held (in the main thread only), SIGTERM raises :class:`Cancelled`, so that the
-    worktrees are removed on the way out; the old handler comes back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
+def _ours(holder: Path) -> bool:
+    """Whether ``holder`` is missing (removed from under git) or this user's directory."""
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+        st = os.lstat(holder)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
 
 
 @contextmanager
 def worktree(root: Path, sha: str) -> Iterator[Path]:
     """A detached worktree of commit ``sha`` of the repository at ``root``, in a new temporary
-    directory, for the block; removed afterwards however the block ends.
+    directory, for the block; removed afterwards however the block ends (a signal that ends the
+    job included). Its holder's lock file (:data:`OWNER_LOCK`) is locked until it is removed, so
+    that :func:`prune` of another run leaves it alone.
 
     Raises:
         GitError: the worktree could not be made (the message has git's reason).
@@ -140,19 +189,34 @@ def worktree(root: Path, sha: str) -> Iterator[Path]:
     holder = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
     path = holder / "tree"
     try:
-        with _sigterm_unwinds():
-            done = _git(["worktree", "add", "--detach", "--quiet", str(path), sha], root, f"check out {short(sha)}")
-            if done.returncode != 0:
-                raise GitError(
-                    f"cannot check out {short(sha)} into a temporary worktree ({_first_line(done.stderr)}); "
-                    f"run `git worktree prune` in {root} and check that {holder.parent} is writable"
-                )
-            log.info("worktree of %s at %s", short(sha), path)
-            yield path
+        with file_lock(holder / OWNER_LOCK, timeout_s=0):
+            try:
+                with cancel_on_signals():
+                    done = _git(
+                        ["worktree", "add", "--detach", "--quiet", str(path), sha], root, f"check out {short(sha)}"
+                    )
+                    if done.returncode != 0:
+                        raise GitError(
+                            f"cannot check out {short(sha)} into a temporary worktree ({_first_line(done.stderr)}); "
+                            f"run `git worktree prune` in {root} and check that {holder.parent} is writable"
+                        )
+                    log.info("worktree of %s at %s", short(sha), path)
+                    yield path
+            finally:
+                _remove(root, path)
     finally:
-        try:
-            _git(["worktree", "remove", "--force", str(path)], root, "remove the temporary worktree")
-        except GitError as exc:
-            log.warning("%s", exc)
         shutil.rmtree(holder, ignore_errors=True)
-        prune(root)
+        try:
+            _git(["worktree", "prune"], root, "prune worktrees")  # its registration, should removing it have failed
+        except GitError as exc:
+            log.info("git worktree prune: %s", exc)
+
+
+def _remove(root: Path, path: Path) -> None:
+    """Remove the worktree at ``path`` (a locked one too: one stopped during ``git worktree
+    add`` is locked) and its directory; never raises."""
+    try:
+        _git(["worktree", "remove", "--force", "--force", str(path)], root, "remove the temporary worktree")
+    except GitError as exc:
+        log.warning("%s", exc)
+    shutil.rmtree(path, ignore_errors=True)

@@ -428,6 +428,13 @@ def side_options(
     )
 
 
+def own_files(pairs: Sequence[Pair], options: AbOptions) -> list[tuple[Path, str]]:
+    """Every file measuring either side of ``pairs`` writes (``<report-dir>/<side>``), with what
+    it is: no report may be one of them."""
+    report_dir = options.report_dir.absolute()
+    return [f for p in pairs for side in (BASE, HEAD) for f in SuiteFiles(report_dir / side, p.name).written]
+
+
 def _not_measured(pair: Pair, verdict: Verdict, message: str, description: str, base: Side) -> Comparison:
     """A suite fuseci ab did not measure, and why."""
     suite = pair.head or pair.base

@@ -75,15 +75,14 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
     decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
     new = decided.baseline
-    written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
-    if written and new is not None:
-        try:
+    try:
+        written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
+        if written and new is not None:
             bl.save_baseline(new, path)
-        except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
-            code = update_exit_code(comparison, decided.kept, bool(decided.refused))
-            raise BaselineError(
-                str(exc), exit_code=EXIT_REGRESSION if code == EXIT_REGRESSION else exc.exit_code
-            ) from None
+    except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
+        code = update_exit_code(comparison, decided.kept, bool(decided.refused))
+        message = str(exc) if str(exc).startswith(f"{path}: ") else f"{path}: cannot write baseline: {exc}"
+        raise BaselineError(message, exit_code=EXIT_REGRESSION if code == EXIT_REGRESSION else exc.exit_code) from None
     return BaselineUpdate(
         path=path,
         written=written,

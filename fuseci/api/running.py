@@ -15,7 +15,7 @@ from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
 from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.measure import devices, process
 from fuseci.measure import profile as profiler
-from fuseci.measure.command import Mode, SuiteFiles
+from fuseci.measure.command import SuiteFiles
 from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions, measure, remeasure
 
@@ -73,12 +73,7 @@ def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool =
         for path in sorted(options.baselines.glob(f"*/{suite.name}.json")) if baselines else ():
             found.append((path, f"a baseline of suite {suite.name!r}"))  # ids hold no glob characters
         if options.from_report is None:
-            files = SuiteFiles(options.report_dir, suite.name)
-            found.append((files.report, f"the report a profiled run of {suite.name!r} writes"))
-            found.append((files.ncu_log, "ncu's log"))
-            for mode in (Mode.PROFILE, Mode.TIME):
-                harness = files.harness(mode)
-                found += [(harness.record, f"a harness record of {suite.name!r}"), (harness.log, "a harness log")]
+            found += SuiteFiles(options.report_dir, suite.name).written
     if options.from_report is not None:
         found.append((options.from_report, "the report being re-analysed"))
         found.append((record_path_for(options.from_report), "the harness record of the report being re-analysed"))

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fuseci.config.model import Suite
-from fuseci.config.names import gpu_slug
+from fuseci.config.names import gpu_slug, id_key
 from fuseci.errors import ReportError, UsageError
 from fuseci.judge.verdict import Comparison
 from fuseci.store.atomic import same_file
@@ -94,28 +94,43 @@ def merge_results(paths: Sequence[Path]) -> list[Comparison]:
 
     Two results of one suite on one card (the same file named twice, two runs of a suite on one
     GPU model, or a merged file and one of its parts) are refused rather than merged silently or
-    one of them picked: which one counts is the user's decision.
+    one of them picked: which one counts is the user's decision. So are two suite ids that differ
+    only in letter case (:func:`~fuseci.config.names.id_key`), which name one baseline file where
+    file names ignore case; a case listed twice in a suite is refused by the reader.
 
     Raises:
         ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
-            that another file (or the same one) also holds.
+            that another file (or the same one) also holds, or a suite id that differs from
+            another only in letter case.
     """
     for i, path in enumerate(paths):
         for earlier in paths[:i]:
             if same_file(path, earlier):
                 raise ReportError(f"{path}: named twice (also as {earlier}); pass each results file once")
     seen: dict[tuple[str, str], Path] = {}
+    spelled: dict[str, tuple[str, Path]] = {}
     comparisons: list[Comparison] = []
     for path in paths:
         for c in read_results(path):
-            key = (_base_name(c.suite), _card(c))
-            if c.env and key in seen:
-                where = "earlier in the same file" if seen[key] == path else f"in {seen[key]}"
+            name = _base_name(c.suite)
+            first, where = spelled.setdefault(id_key(name), (name, path))
+            if first != name:
                 raise ReportError(
-                    f"{path}: suite {key[0]!r} on {key[1]} is also {where}: two results of one suite on one card "
-                    "cannot be merged (which should count?); pass one results file per suite and card, the run "
-                    "you want judged"
+                    f"{path}: suite {name!r} differs from {first!r} ({_where(where, path)}) only in letter case; "
+                    "suite ids are compared ignoring case, as macOS and Windows compare the file names they give: "
+                    "rename one"
+                )
+            key = (id_key(name), _card(c))
+            if c.env and key in seen:
+                raise ReportError(
+                    f"{path}: suite {name!r} on {key[1]} is also {_where(seen[key], path)}: two results of one suite "
+                    "on one card cannot be merged (which should count?); pass one results file per suite and card, "
+                    "the run you want judged"
                 )
             seen.setdefault(key, path)
             comparisons.append(c)
     return merge(comparisons)
+
+
+def _where(earlier: Path, path: Path) -> str:
+    return "earlier in the same file" if earlier == path else f"in {earlier}"

@@ -1,7 +1,9 @@
 """The one error boundary, as typer's group and command classes (the app's and each command's
 ``cls``): a :class:`~fuseci.errors.FuseciError` is one line on stderr and its exit code; anything
 else is a bug, reported on one line with exit 3 (its traceback before it under ``-v``), never the
-1 of a regression. A command's body returns its exit code."""
+1 of a regression; a signal that ends the job (SIGTERM, SIGHUP) unwinds the command, stopping
+what it started, and is its exit code (128 + the signal's number). A command's body returns its
+exit code."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from fuseci.cli.output import error, stdout_is_gone
-from fuseci.errors import EXIT_SETUP, FuseciError
+from fuseci.cli.output import close_streams, error, open_streams, stdout_is_gone
+from fuseci.errors import EXIT_SETUP, Cancelled, FuseciError
+from fuseci.measure.process import cancel_on_signals
 
 
 def internal_error(exc: BaseException, verbose: bool) -> int:
@@ -49,7 +52,11 @@ class Command(TyperCommand):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            code = super().invoke(ctx)
+            with cancel_on_signals():  # children run in sessions of their own: stop them ourselves
+                code = super().invoke(ctx)
+        except Cancelled as exc:
+            error(f"cancelled ({exc.name}): what it had started was stopped")
+            code = exc.exit_code
         except Exception as exc:  # a FuseciError is one line; anything else a bug, never exit 1
             code = failed(exc, verbose=bool(ctx.params.get("verbose")))
         raise typer.Exit(code)
@@ -87,13 +94,23 @@ class Group(TyperGroup):
             raise typer.Exit(EXIT_SETUP) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        """click's ``main``, inside the boundary."""
+        """click's ``main``, inside the boundary, with stdout and stderr made writable first and
+        flushed last (:func:`~fuseci.cli.output.open_streams`): a stream that is closed, full or
+        cannot encode a character never turns a verdict into a traceback."""
         argv = kwargs.get("args", args[0] if args else None)
         argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        open_streams()
         try:
-            return super().main(*args, **kwargs)
+            result = super().main(*args, **kwargs)
+        except SystemExit as exc:  # click's way to end in standalone mode
+            if not isinstance(exc.code, int | None):
+                raise
+            sys.exit(close_streams(exc.code or 0))
         except Exception as exc:
             code = failed(exc, verbose="-v" in argv or "--verbose" in argv)
+        else:
+            return close_streams(result) if isinstance(result, int) else result
+        code = close_streams(code)
         if not kwargs.get("standalone_mode", True):
             return code
         sys.exit(code)

@@ -29,8 +29,8 @@ from fuseci.cli.options import (
     Verbose,
     report_files,
 )
-from fuseci.cli.output import Terminal, check_outputs, error, report, say, setup_logging
-from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError, UsageError
+from fuseci.cli.output import Terminal, check_outputs, echo, error, kept_files, report, say, setup_logging
+from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, Cancelled, FuseciError, UsageError
 
 app = typer.Typer(
     name="fuseci",
@@ -126,7 +126,7 @@ def run(
     if shard is not None:
         k, n = api.parse_shard(shard)
         loaded = api.shard(loaded, k, n)
-        typer.echo(f"fuseci: shard {k}/{n}: {', '.join(s.name for s in loaded) or 'no suites'}", err=True)
+        say(f"fuseci: shard {k}/{n}: {', '.join(s.name for s in loaded) or 'no suites'}", err=True)
     options = api.RunOptions(
         baselines=baselines,
         report_dir=report_dir,
@@ -136,21 +136,20 @@ def run(
         gpus=(None,) if from_report is not None else devices.select(gpus),
         in_flight=in_flight,
     )
-    check_outputs(outputs, [*read, *api.own_files(loaded, options)])
+    kept = kept_files(baselines=[baselines], results_dirs=[results_dir])
+    check_outputs(outputs, [*read, *api.own_files(loaded, options), *kept])
     with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
         outcome = api.run(loaded, options, display)
     comparisons = list(outcome.comparisons)
-    code = report(
+    return report(
         terminal,
         comparisons,
         outputs,
         exit_code(comparisons),
         tables_shown=display.printed == len(comparisons),
         verbose=verbose,
+        keep=None if results_dir is None else lambda code: _keep_run(outcome, loaded, results_dir, code),
     )
-    if results_dir is not None:
-        code = _keep_run(outcome, loaded, results_dir, code)
-    return code
 
 
 def _suite_inputs(check: Any) -> list[tuple[Path, str]]:
@@ -274,7 +273,6 @@ def ab_command(
 
     bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
-    from fuseci.ab.git import Cancelled
     from fuseci.api import ab
     from fuseci.cli.progress import RunDisplay, choose
     from fuseci.judge.verdict import exit_code
@@ -298,29 +296,30 @@ def ab_command(
             if parts is not None:
                 pairs = ab.shard_pairs(pairs, *parts)
                 names = ", ".join(p.name for p in pairs) or "no suites"
-                typer.echo(f"fuseci: shard {parts[0]}/{parts[1]}: {names}", err=True)
-            check_outputs(outputs, read)
+                say(f"fuseci: shard {parts[0]}/{parts[1]}: {names}", err=True)
             options = ab.AbOptions(
                 report_dir=report_dir, ncu=ncu, accept_env=accepted, every=every, in_flight=in_flight
             )
+            kept = kept_files(root=repo, results_dirs=[results_dir])
+            check_outputs(outputs, [*read, *ab.own_files(pairs, options), *kept])
             _say_pairs(pairs, base_side, head_side, every)
             with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
                 outcome = ab.run_ab(pairs, base_side, head_side, options, display)
             comparisons = list(outcome.comparisons)
-            code = report(
+            return report(
                 terminal,
                 comparisons,
                 outputs,
                 exit_code(comparisons),
                 tables_shown=display.printed == len(comparisons),
                 verbose=verbose,
+                keep=None
+                if results_dir is None
+                else lambda code: _keep_ab_run(outcome, pairs, head_side, results_dir, code),
             )
-            if results_dir is not None:
-                code = _keep_ab_run(outcome, pairs, head_side, results_dir, code)
-            return code
-    except Cancelled:
-        error("cancelled (SIGTERM): the measurements in flight were stopped and the temporary worktrees removed")
-        return 128 + 15
+    except Cancelled as exc:
+        error(f"cancelled ({exc.name}): the measurements in flight were stopped and the temporary worktrees removed")
+        return exc.exit_code
 
 
 def _say_pairs(pairs: list[Any], base: Any, head: Any, every: bool) -> None:
@@ -559,7 +558,7 @@ def history_command(
             {"html": html}, [*kept, *((s.path, f"the suite file of {s.name!r}") for s in gates)], summary=False
         )
     found = api.history(results_dir, suite or (), last, gates)
-    typer.echo(history_reporter.render_text(found, str(results_dir)), nl=False)
+    echo(history_reporter.render_text(found, str(results_dir)), nl=False)
     if html is not None:
         try:
             write_output(html, history_reporter.render_html(found, str(results_dir)))
@@ -622,21 +621,21 @@ def update_baselines(
         for line in update.changes:
             say(f"  {line}")
         for cid in update.kept:
-            typer.echo(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
+            say(f"  ! {cid}: not recorded (wrong result or error; old values kept)")
         for r in update.refused:
-            typer.echo(
+            say(
                 f"  ! {r.case}: not recorded: {r.describe()} (the next run would fail on it; fix the kernel or the "
                 "suite, or record it anyway with --force)"
             )
         for r in update.overridden:
-            typer.echo(f"  ! {r.case}: recorded with --force although {r.describe()}")
+            say(f"  ! {r.case}: recorded with --force although {r.describe()}")
         codes.append(update_exit_code(update.comparison, update.kept, bool(update.refused)))
     return max(codes, key=lambda c: (c == EXIT_REGRESSION, c), default=EXIT_PASS)
 
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"fuseci {__version__}")
+        echo(f"fuseci {__version__}")
         raise typer.Exit(0)
 
 

@@ -17,7 +17,7 @@ from fuseci.cli.options import (
     SuitesArg,
     Verbose,
 )
-from fuseci.cli.output import check_outputs, error, setup_logging
+from fuseci.cli.output import check_outputs, echo, error, setup_logging
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError
 from fuseci.measure.command import DEFAULT_REPEATS
 
@@ -70,14 +70,14 @@ def bench_command(
         except FuseciError as exc:
             error(str(exc))
             results.append(bench.failed(suite, str(exc)))
-    typer.echo(BENCH_FORMATS["console"](results), nl=False)
     code = bench.exit_code(results)
-    if json_out is not None:
+    if json_out is not None:  # before the table, whose last line says the exit code
         try:
             write_output(json_out, BENCH_FORMATS["json"](results))
         except OSError as exc:
             error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    echo(BENCH_FORMATS["console"](results, code=code), nl=False)
     return code
 
 
@@ -114,14 +114,17 @@ def doctor(
     from fuseci.store.atomic import write_output
 
     setup_logging(verbose)
+    if json_out not in (None, "-"):  # before the checks, which take a while
+        check_outputs({"json": Path(json_out)}, [], summary=False)
     result = diagnose(DoctorOptions(ncu=ncu))
-    typer.echo(render_table(result), nl=False, err=json_out == "-")
-    if json_out == "-":
-        typer.echo(render_json(result), nl=False)
-    elif json_out is not None:
+    code = result.exit_code
+    if json_out not in (None, "-"):  # before the table, whose last line says the exit code
         try:
             write_output(Path(json_out), render_json(result))
         except OSError as exc:
             error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
-            return EXIT_SETUP
-    return result.exit_code
+            code = EXIT_SETUP
+    echo(render_table(result, code=code), nl=False, err=json_out == "-")
+    if json_out == "-":
+        echo(render_json(result), nl=False)
+    return code

@@ -3,6 +3,7 @@ report files built from the reporter registry, GitHub's step summary and annotat
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -10,11 +11,11 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import typer
 
-from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, OutputError
+from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, FuseciError, OutputError
 
 if TYPE_CHECKING:
     from fuseci.cli.terminal import Stream
@@ -39,25 +40,121 @@ def setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
 
 
+def echo(text: str, err: bool = False, nl: bool = True) -> None:
+    """Print ``text`` as it is (lines laid out and made safe by the caller) on stdout, or stderr
+    with ``err``; a stream that cannot take it is noted (:func:`lost`), never raised."""
+    try:
+        typer.echo(text, err=err, nl=nl)
+    except (OSError, ValueError) as exc:  # a closed pipe, a full disk, a closed file
+        lost(stderr=err, why=exc)
+
+
 def say(message: str, err: bool = False) -> None:
     """Print one line that may hold text from files (kernel names, messages, paths), made safe."""
     from fuseci.reporters.text import clean
 
-    typer.echo(clean(message), err=err)
+    echo(clean(message), err=err)
 
 
 def error(message: str) -> None:
     say(f"fuseci: error: {message}", err=True)
 
 
+class _Streams:
+    """What became of this process's stdout during the command: whether what was printed there
+    was lost (:func:`lost`), and why."""
+
+    stdout_lost = False
+    why = ""
+
+
+def _to_devnull(fd: int) -> None:
+    """Point descriptor ``fd`` at /dev/null (a closed one is opened there)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    if devnull != fd:
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def _gone(stream: TextIO | None, fd: int) -> None:
+    """Point a stream that cannot be written at /dev/null, so that neither a later print nor the
+    flush at exit fails again (Python would then end with status 120, whatever fuseci decided)."""
+    try:
+        if stream is None or stream.fileno() != fd:
+            return
+        _to_devnull(fd)
+    except (OSError, ValueError, AttributeError):  # no real descriptor behind it (a test runner's)
+        pass
+
+
 def stdout_is_gone() -> None:
     """Point a closed pipe's stdout at /dev/null, so that the flush at exit cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # no real descriptor behind stdout (a test runner's)
-        pass
+    _gone(sys.stdout, 1)
+
+
+def lost(*, stderr: bool, why: BaseException | str = "") -> None:
+    """A write to stdout (or stderr) failed: it is pointed at /dev/null from now on; a lost stdout
+    makes a pass exit 3 (:func:`close_streams`), a lost stderr only loses messages."""
+    if stderr:
+        _gone(sys.stderr, 2)
+        return
+    if not _Streams.stdout_lost:
+        _Streams.stdout_lost = True
+        _Streams.why = (getattr(why, "strerror", None) or str(why)) if why else "closed"
+    stdout_is_gone()
+
+
+def open_streams() -> None:
+    """Make stdout and stderr writable for a command, whatever the caller left: a closed
+    descriptor 0, 1 or 2 is opened on /dev/null (so that no file fuseci opens takes its number
+    and no child inherits it), a stream Python could not make (``2>&-``: ``sys.stderr`` is None)
+    is made on it, and characters the streams' encoding lacks (``PYTHONIOENCODING=ascii``: the µ
+    of a time) are written as backslash escapes. A stdout that was closed is lost already."""
+    _Streams.stdout_lost, _Streams.why = False, ""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                _to_devnull(fd)
+            except OSError:  # no /dev/null: nothing better to do
+                continue
+            if fd == 1:
+                _Streams.stdout_lost, _Streams.why = True, "closed"
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", errors="backslashreplace", closefd=False)  # noqa: SIM115 (the process's)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", errors="backslashreplace", closefd=False)  # noqa: SIM115 (the process's)
+    for stream in (sys.stdout, sys.stderr):
+        # AttributeError: not a text file Python made (a test runner's)
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+def close_streams(code: int) -> int:
+    """Flush stdout and stderr at the end of a command; the exit code the process ends with:
+    ``code``, but 3 for a pass whose report on stdout was lost (a regression stays 1), said on
+    stderr.
+
+    Returns:
+        The exit code.
+    """
+    for stream, err in ((sys.stdout, False), (sys.stderr, True)):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError) as exc:
+            lost(stderr=err, why=exc)
+    if not _Streams.stdout_lost:
+        return code
+    final = EXIT_SETUP if code == 0 else code
+    error(f"stdout: cannot write what fuseci prints there ({_Streams.why}); exit {final}")
+    return final
+
+
+def stdout_lost() -> bool:
+    """Whether something printed on stdout during this command was lost."""
+    return _Streams.stdout_lost
 
 
 class Terminal:
@@ -97,16 +194,38 @@ def step_summary() -> Path | None:
     return Path(summary) if summary else None
 
 
+def kept_files(
+    *, root: Path = Path("."), baselines: Iterable[Path] = (), results_dirs: Iterable[Path | None] = ()
+) -> list[tuple[Path, str]]:
+    """The files fuseci keeps around a command, whether it reads them this time or not: the suite
+    files a command finds by default (``suites/*.yaml`` and ``*.yml`` under ``root``), every
+    baseline under ``root/baselines`` and under each baseline root given, and every run file of
+    each results directory given. :func:`check_outputs` adds those of the current directory."""
+    from fuseci.store import baselines as stored
+    from fuseci.store import runs
+
+    suites = root / "suites"
+    found = [(p, "a suite file") for pattern in ("*.yaml", "*.yml") for p in sorted(suites.glob(pattern))]
+    for root_of_baselines in dict.fromkeys([root / "baselines", *baselines]):
+        found += [(p, "a baseline") for p in stored.kept_in(root_of_baselines)]
+    for results in results_dirs:
+        if results is not None and results.is_dir():
+            found += [(p, "a run file of the results directory") for p in runs.kept_in(results)]
+    return found
+
+
 def check_outputs(
     outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
 ) -> None:
-    """Refuse report files that would replace one of the command's inputs, or each other
-    (:func:`fuseci.store.atomic.check_outputs`); call it before any measuring, so that nothing
-    is spent on a run whose reports would be refused.
+    """Refuse report files that would replace one of the command's inputs, a file fuseci keeps
+    (:func:`kept_files`: a suite file, a baseline, a run file, whether this command reads it or
+    not), or each other (:func:`fuseci.store.atomic.check_outputs`); call it before any
+    measuring, so that nothing is spent on a run whose reports would be refused.
 
     Args:
         outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
-        inputs: Every file the command reads (or writes for itself), with what it is for messages.
+        inputs: Every file the command reads (or writes for itself), with what it is for messages,
+            and the files it keeps beyond those of the current directory (:func:`kept_files`).
         summary: Whether the command appends to the step summary (:func:`step_summary`), which is
             then an output like the others.
 
@@ -122,7 +241,8 @@ def check_outputs(
     github = step_summary() if summary else None
     if github is not None:
         named.append(Output(github, SUMMARY))
-    check(named, inputs)
+    if named:
+        check(named, [*inputs, *kept_files()])  # the command's own names first: the messages say what each is to it
 
 
 def _judged_files(comparisons: list[Comparison]) -> list[tuple[str, str]]:
@@ -145,41 +265,72 @@ def report(
     tables_shown: bool = False,
     console: bool = True,
     verbose: bool = False,
+    keep: Callable[[int], int] | None = None,
 ) -> int:
-    """The console report (only its totals line when ``tables_shown``: each suite's table was
-    printed as it was judged), the files asked for, and GitHub's step summary and annotations.
+    """The files asked for, GitHub's step summary and annotations, then the console report (only
+    its totals line when ``tables_shown``: each suite's table was printed as it was judged), last,
+    so that its last line says the exit code the command ends with.
 
     A file asked for that is a baseline or suite file of the comparisons is refused, as one that
     cannot be written (commands refuse their other inputs before measuring: :func:`check_outputs`).
 
+    Args:
+        keep: Saves what else the command keeps (the run file of ``--results-dir``) once the
+            files are written, given the exit code so far; returns the exit code after it.
+
     Returns:
-        ``code``, or 3 when a file could not be written or stdout was closed before the report
+        ``code``, or 3 when a file could not be written or stdout was lost before the report
         was printed (a regression's 1 stays 1).
     """
     # Each reporter is imported where it is used: `fuseci check` prints no console report.
-    from fuseci.reporters import FORMATS
     from fuseci.reporters.text import totals
-    from fuseci.store.atomic import write_output
 
+    failures = _write_reports(comparisons, outputs)
+    for message in failures:
+        error(message)
+    if failures:
+        code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    if keep is not None:
+        code = keep(code)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from fuseci.reporters import github as github_reporter
+
+        # An output that could not be written is an error annotation of its own, first, with the
+        # verdict in it: a step summary that is missing must not hide what was found.
+        verdict = totals(comparisons, code)
+        annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
+        if not terminal.out.show(annotations):
+            code = code if code == EXIT_REGRESSION else EXIT_SETUP
     if tables_shown or console:
         from fuseci.reporters import console as console_reporter
 
         if tables_shown:
-            shown = terminal.out.show(totals(comparisons) + "\n")
+            shown = terminal.out.show(totals(comparisons, code) + "\n")
         else:
-            shown = terminal.out.show_lines(console_reporter.report(comparisons, verbose=verbose))
-        if not shown:  # lost now, or while a suite's table was printed
+            shown = terminal.out.show_lines(console_reporter.report(comparisons, verbose=verbose, code=code))
+        if not shown or terminal.out.lost:  # lost now, or while a suite's table was printed
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    return code
+
+
+def _write_reports(comparisons: list[Comparison], outputs: Mapping[str, Path]) -> list[str]:
+    """Write the files asked for and append the step summary; what could not be written, one
+    message each."""
+    from fuseci.reporters import FORMATS
+    from fuseci.store.atomic import write_output
+
     judged = _judged_files(comparisons)
-    failures: list[str] = []  # outputs that could not be written, for the annotations
+    failures: list[str] = []
     for name, path in outputs.items():
         try:
             check_outputs({name: path}, judged, summary=False)
             write_output(path, FORMATS[name](comparisons))
-        except OutputError as exc:
+        except OutputError as exc:  # one of the inputs
             failures.append(str(exc))
         except OSError as exc:
             failures.append(f"{path}: cannot write the {name} report: {exc.strerror or exc}")
+        except FuseciError as exc:  # a document fuseci could not read back
+            failures.append(f"{path}: cannot write the {name} report: {exc}")
     summary = step_summary()
     if summary is not None:
         from fuseci.reporters import markdown as markdown_reporter
@@ -191,20 +342,7 @@ def report(
             failures.append(str(exc))
         except OSError as exc:
             failures.append(f"{summary}: cannot append the step summary ({SUMMARY}): {exc.strerror or exc}")
-    for message in failures:
-        error(message)
-    if failures:
-        code = code if code == EXIT_REGRESSION else EXIT_SETUP
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        from fuseci.reporters import github as github_reporter
-
-        # An output that could not be written is an error annotation of its own, first, with the
-        # verdict in it: a step summary that is missing must not hide what was found.
-        verdict = totals(comparisons, code)
-        annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
-        if not terminal.out.show(annotations):
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
-    return code
+    return failures
 
 
 def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from rich.console import Console, Group
 from rich.text import Text
 
-from fuseci.cli.output import stdout_is_gone
+from fuseci.cli.output import lost
 
 
 class Stream(Console):
@@ -20,9 +20,9 @@ class Stream(Console):
     shows colour. Text is printed as it is given: no markup, emoji codes or highlighting (names
     and messages come from files), no wrapping (the lines are laid out already).
 
-    A reader that went away (``fuseci run | head``) is noted in :attr:`lost`, not fatal: rich
-    would exit 1, the code of a regression; the command still writes its files and its exit code
-    still says what was found.
+    A reader that went away (``fuseci run | head``), a full disk (``> /dev/full``) or a closed
+    file is noted in :attr:`lost`, not fatal: rich would exit 1, the code of a regression; the
+    command still writes its files and its exit code still says what was found.
     """
 
     def __init__(self, *, stderr: bool = False) -> None:
@@ -50,13 +50,15 @@ class Stream(Console):
     def _print(self, renderable: Text | Group, end: str = "\n") -> bool:
         try:
             self.print(renderable, end=end)
-        except BrokenPipeError:  # a rich without the hook below
-            self.on_broken_pipe()
+        except (OSError, ValueError) as exc:  # a full disk, a closed file; a closed pipe in a rich without the hook
+            self._lose(exc)
         return not self.lost
 
     def on_broken_pipe(self) -> None:
         """rich's hook for a closed pipe: note it and print nothing more."""
+        self._lose(BrokenPipeError("the reader went away"))
+
+    def _lose(self, why: BaseException) -> None:
         self.lost = True
         self.quiet = True
-        if not self.stderr:
-            stdout_is_gone()
+        lost(stderr=self.stderr, why=why)

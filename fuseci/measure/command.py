@@ -92,6 +92,16 @@ class SuiteFiles:
         """The profiled harness's output."""
         return self.harness(Mode.PROFILE).log
 
+    @property
+    def written(self) -> list[tuple[Path, str]]:
+        """Every file a measurement (the profiled run and the timed pass) writes here, with what
+        it is: no report may be one of them."""
+        found = [(self.report, f"the report a profiled run of {self.suite!r} writes"), (self.ncu_log, "ncu's log")]
+        for mode in (Mode.PROFILE, Mode.TIME):
+            files = self.harness(mode)
+            found += [(files.record, f"a harness record of {self.suite!r}"), (files.log, "a harness log")]
+        return found
+
 
 def waiting_file(record: Path) -> Path:
     """The file a profiled run's harness keeps beside its ``record`` while it waits for the GPU:

@@ -2,7 +2,10 @@
 
 The child gets a session of its own, so that a timeout stops it and everything it started.
 Every live child is known here, so that Ctrl-C in a run with several suites in flight (other
-threads waiting on their children) stops them all (:func:`stop_all`).
+threads waiting on their children) stops them all (:func:`stop_all`). In a session of its own a
+child hears no signal sent to the job (a closed terminal's SIGHUP, a cancelled CI job's SIGTERM
+to the process group): :func:`cancel_on_signals` turns those into :class:`~fuseci.errors.Cancelled`
+in fuseci's main thread, which unwinds through :func:`stop_all` like Ctrl-C.
 """
 
 from __future__ import annotations
@@ -12,10 +15,59 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+
+from fuseci.errors import Cancelled
 
 log = logging.getLogger(__name__)
+
+#: The signals that end a job, turned into :class:`~fuseci.errors.Cancelled` while held.
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Cancelling:
+    """How many :func:`cancel_on_signals` blocks are open, and whether one signal was turned into
+    :class:`~fuseci.errors.Cancelled` already (then the next are ignored until the outermost
+    block ends, so that a second signal cannot cut the cleanup short)."""
+
+    depth = 0
+    raised = False
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _Cancelling.raised:
+        return
+    _Cancelling.raised = True
+    raise Cancelled(signum)
+
+
+@contextmanager
+def cancel_on_signals() -> Iterator[None]:
+    """While held (in the main thread; elsewhere it does nothing), SIGTERM and SIGHUP raise
+    :class:`~fuseci.errors.Cancelled`, once: the blocks it unwinds stop their children and
+    remove their files. A signal ignored when the block starts (``nohup``) stays ignored; the old
+    handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.getsignal(sig) for sig in ENDING_SIGNALS}
+    _Cancelling.depth += 1
+    try:
+        for sig, handler in old.items():
+            if handler is not signal.SIG_IGN:
+                signal.signal(sig, _on_signal)
+        yield
+    finally:
+        for sig, handler in old.items():
+            if handler is not None:  # None: set from outside Python; leave what is there
+                signal.signal(sig, handler)
+        _Cancelling.depth -= 1
+        if not _Cancelling.depth:
+            _Cancelling.raised = False
+
 
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()

@@ -16,14 +16,20 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from fuseci.judge.verdict import Comparison
     from fuseci.measure.bench import BenchResult
 
 Renderer = Callable[[list["Comparison"]], str]
-BenchRenderer = Callable[[list["BenchResult"]], str]
+
+
+class BenchRenderer(Protocol):
+    """``fuseci bench``'s renderer; ``code`` is the console's only: the exit code the command ends
+    with, which its last line says."""
+
+    def __call__(self, results: list[BenchResult], /, *, code: int | None = None) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

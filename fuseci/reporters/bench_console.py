@@ -86,8 +86,9 @@ def _suite(r: BenchResult) -> list[str]:
     return out
 
 
-def render(results: list[BenchResult]) -> str:
-    """The whole console report."""
+def render(results: list[BenchResult], code: int | None = None) -> str:
+    """The whole console report; its last line says the exit code (the results', unless the
+    command ends with another ``code``: a JSON file it could not write)."""
     lines: list[str] = []
     for r in results:
         lines += _suite(r)
@@ -99,5 +100,5 @@ def render(results: list[BenchResult]) -> str:
         parts.append(f"{wrong} wrong")
     if broken:
         parts.append(f"{broken} error{'s' if broken > 1 else ''}")
-    lines.append(f"fuseci bench: {', '.join(parts)}; exit {exit_code(results)}")
+    lines.append(f"fuseci bench: {', '.join(parts)}; exit {exit_code(results) if code is None else code}")
     return "\n".join(map(clean, lines)) + "\n"  # one string, one line: see clean()

@@ -197,9 +197,10 @@ def _suite(c: Comparison, verbose: bool) -> list[Text]:
     return out
 
 
-def report(comparisons: list[Comparison], *, verbose: bool = False) -> list[Text]:
-    """The whole console report, line by line."""
-    return [*(line for c in comparisons for line in _suite(c, verbose)), Text(clean(totals(comparisons)))]
+def report(comparisons: list[Comparison], *, verbose: bool = False, code: int | None = None) -> list[Text]:
+    """The whole console report, line by line; its last line says the exit code (the verdicts',
+    unless the command ends with another ``code``: a report it could not write)."""
+    return [*(line for c in comparisons for line in _suite(c, verbose)), Text(clean(totals(comparisons, code)))]
 
 
 def suite_report(comparison: Comparison, *, verbose: bool = False) -> list[Text]:

@@ -24,8 +24,10 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
     return lines
 
 
-def render_table(diagnosis: Diagnosis, width: int = 96) -> str:
-    """The table for people: one row per check, a ``fix:`` line under each that is not OK."""
+def render_table(diagnosis: Diagnosis, width: int = 96, code: int | None = None) -> str:
+    """The table for people: one row per check, a ``fix:`` line under each that is not OK, and a
+    last line with the exit code (the diagnosis', unless the command ends with another ``code``:
+    a JSON file it could not write)."""
     name_width = max(len("check"), *(len(c.title) for c in diagnosis.checks))
     indent = " " * (2 + name_width + 2 + len("status") + 2)
     lines = ["fuseci doctor", "", f"  {'check':<{name_width}}  status  detail"]
@@ -45,7 +47,7 @@ def render_table(diagnosis: Diagnosis, width: int = 96) -> str:
         )
         if (n := sum(c.status is status for c in diagnosis.checks))
     ]
-    lines += ["", f"fuseci doctor: {', '.join(counts)}; exit {diagnosis.exit_code}"]
+    lines += ["", f"fuseci doctor: {', '.join(counts)}; exit {diagnosis.exit_code if code is None else code}"]
     return "\n".join(map(clean, lines)) + "\n"  # one string, one line: see clean()
 
 

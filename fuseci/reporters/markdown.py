@@ -12,7 +12,8 @@ Everything that comes from outside this module (ids, paths, messages, kernel nam
 values) is only text: it can neither break the table nor inject HTML, start a line of its own
 (a newline shows as ``\\n``), mention anyone, reference an issue or make a link (a zero-width
 space is put after ``@``, before the digits of ``#123`` and ``GH-123``, and into ``www.`` and
-``://``), and it is cut at :data:`MAX_TEXT` characters.
+``://``), or write a formula (each ``$`` is an element of its own, so ``$...$`` and ``$$...$$``
+stay text), and it is cut at :data:`MAX_TEXT` characters.
 
 Every document fits its limit by construction: :data:`COMMENT_LIMIT` for the file ``--markdown``
 writes (what the pull-request comment shows), what is left of GitHub's 1 MiB for a step summary.
@@ -69,6 +70,10 @@ _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # intrawor
 # `https://`). A zero-width space breaks each where it starts.
 _LIVE = re.compile(r"@|#(?=[0-9])|(?i:gh-)(?=[0-9])|(?i:www)(?=\.)|(?<=[A-Za-z0-9])(?=://)")
 _ZERO_WIDTH_SPACE = "&#8203;"
+#: A dollar sign as GitHub documents writing one outside a formula: in an element of its own.
+#: Two ``$`` in one text make a formula (``$x$``, ``$$x$$``), and GitHub honours no backslash
+#: escape or entity for them, since it finds them in the rendered text.
+_DOLLAR = "<span>$</span>"
 
 
 def _cut(text: str) -> str:
@@ -81,12 +86,12 @@ def _cut(text: str) -> str:
 
 def escape(text: str) -> str:
     """``text`` as literal Markdown inline text, safe in a table cell and inert: no markup, HTML,
-    mention, reference or link; newlines and other control characters shown as escapes
+    mention, reference, link or formula; newlines and other control characters shown as escapes
     (:func:`~fuseci.reporters.text.clean`); cut at :data:`MAX_TEXT` characters."""
     text = _BACKSLASHED.sub(r"\\\1", clean(_cut(text)))
     text = _EDGE_UNDERSCORE.sub(r"\\_", text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _LIVE.sub(lambda m: m.group() + _ZERO_WIDTH_SPACE, text)
+    return _LIVE.sub(lambda m: m.group() + _ZERO_WIDTH_SPACE, text).replace("$", _DOLLAR)
 
 
 def code(text: str) -> str:

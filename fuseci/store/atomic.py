@@ -24,11 +24,11 @@ import functools
 import logging
 import os
 import re
+import secrets
 import select
 import socket
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -64,10 +64,32 @@ def atomic_write_text(path: Path, text: str, *, links: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), links=links)
 
 
-def _default_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask  # what open() would have given a new file
+#: How the temporary file of an atomic write is opened: a new file, never through a link.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _temporary(path: Path, directory: int | None = None) -> tuple[int, str]:
+    """Create the temporary file of an atomic write of ``path``, beside it
+    (``.<name>.XXXXXXXX.tmp``, which :func:`sweep_temporaries` knows): in the directory opened as
+    ``directory`` when given. It gets the mode ``open()`` gives a new file, 0666 less the umask,
+    which the kernel applies: the umask is never read, since setting it to learn it would change
+    it for a moment for every thread of the process.
+
+    Returns:
+        Its descriptor and its name (a path, or without ``directory`` a name in it).
+
+    Raises:
+        OSError: the directory cannot be written.
+    """
+    for _ in range(100):
+        name = f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            if directory is None:
+                return os.open(path.parent / name, _CREATE, 0o666), str(path.parent / name)
+            return os.open(name, _CREATE, 0o666, dir_fd=directory), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path.parent))
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
@@ -84,10 +106,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
     if not links and (path.parent.is_symlink() or path.is_symlink()):
         raise OSError(errno.ELOOP, "is a symbolic link (or its directory is one)", str(path))
     try:
-        mode = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
+        mode: int | None = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
     except FileNotFoundError:
-        mode = _default_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        mode = None  # a new file: the mode its creation gave it
+    fd, tmp = _temporary(path)
     try:
         _fill(fd, data, mode)
         os.replace(tmp, path)
@@ -105,11 +127,12 @@ _AT_FUNCTIONS = (
 )
 
 
-def _fill(fd: int, data: bytes, mode: int) -> None:
-    """Write the temporary file ``fd`` (closing it): its mode, its bytes, on disk."""
+def _fill(fd: int, data: bytes, mode: int | None) -> None:
+    """Write the temporary file ``fd`` (closing it): its mode (None: as it was made), its bytes,
+    on disk."""
     with os.fdopen(fd, "wb") as fh:  # owns fd from here on
-        if hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
-            os.fchmod(fh.fileno(), mode)  # mkstemp creates 0600
+        if mode is not None and hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
+            os.fchmod(fh.fileno(), mode)
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
@@ -126,37 +149,22 @@ def _write_in_directory(path: Path, data: bytes) -> None:
             raise OSError(errno.ELOOP, "its directory is a symbolic link", str(path.parent)) from None
         raise
     try:
+        mode: int | None = None  # a new file: the mode its creation gave it
         try:
             st = os.stat(path.name, dir_fd=directory, follow_symlinks=False)
         except FileNotFoundError:
-            mode = _default_mode()
+            pass
         else:
             if stat.S_ISLNK(st.st_mode):
                 raise OSError(errno.ELOOP, "is a symbolic link", str(path))
             mode = st.st_mode & 0o777
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        name = os.path.basename(tmp)
-        ours = handed = False
+        fd, name = _temporary(path, directory)  # in the directory opened: a link put in its place changes nothing
         try:
-            made = os.fstat(fd)
-            try:
-                here = os.stat(name, dir_fd=directory, follow_symlinks=False)
-                ours = (here.st_dev, here.st_ino) == (made.st_dev, made.st_ino)
-            except FileNotFoundError:
-                pass
-            if not ours:  # made through a link put in the directory's place: not ours to finish
-                raise OSError(errno.ELOOP, "its directory was replaced by a symbolic link", str(path.parent))
-            handed = True
             _fill(fd, data, mode)
             os.replace(name, path.name, src_dir_fd=directory, dst_dir_fd=directory)
         except BaseException:
-            if not handed:
-                os.close(fd)
             with contextlib.suppress(OSError):
-                if ours:
-                    os.unlink(name, dir_fd=directory)
-                else:
-                    os.unlink(tmp)
+                os.unlink(name, dir_fd=directory)
             raise
     finally:
         os.close(directory)
@@ -555,7 +563,9 @@ def _open_for_writing(path: Path, flags: int) -> int:
     delay = 0.01
     while True:
         try:
-            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(
+                path, flags | getattr(os, "O_NONBLOCK", 0), 0o666
+            )  # created as `>>` would: 0666 less the umask
             break
         except OSError as exc:
             left = deadline - time.monotonic()

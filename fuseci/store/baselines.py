@@ -178,6 +178,15 @@ def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
     return root / gpu_slug(gpu_name) / f"{suite}.json"
 
 
+def kept_in(root: Path) -> list[Path]:
+    """Every baseline file under the baseline root ``root`` (``<root>/<gpu-slug>/<suite>.json``),
+    of every card and suite: no report may replace one (:func:`fuseci.store.atomic.check_outputs`)."""
+    try:
+        return sorted(root.glob("*/*.json"))
+    except OSError:  # unreadable: nothing known to keep
+        return []
+
+
 def load_baseline(path: Path) -> Baseline | None:
     """Read a baseline; None when the file does not exist.
 
@@ -290,4 +299,4 @@ def _why(exc: OSError, directory: Path) -> str:
 
 def normalized(baseline: Baseline) -> Baseline:
     """The baseline as it reads back from its file (values rounded), for exact comparisons."""
-    return from_json(json.loads(dumps(baseline)), "<memory>")
+    return from_json(json.loads(FORMAT.text(to_json(baseline))), "<memory>")

@@ -14,10 +14,11 @@ Format history (no ``format`` field):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from fuseci import validation as v
 from fuseci.config import names
@@ -41,6 +42,9 @@ MAX_BYTES = 256 << 20
 FORMAT = DocumentFormat(
     what="results file", version=1, fix="results files are written by `fuseci run --json FILE`", max_bytes=MAX_BYTES
 )
+#: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
+MAX_SUITES = 10_000
+MAX_CASES = 10_000
 
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
@@ -86,6 +90,29 @@ class VariantDoc(v.OpenModel):
     baseline_kernels: Kernels = ()
 
 
+def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A check that each item of a list names its ``key`` (a case or variant id) once, letter case
+    ignored (:func:`~fuseci.config.names.id_key`): an item listed twice would be counted twice."""
+
+    def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            name = getattr(item, key)
+            j = first.setdefault(names.id_key(name), i)
+            if j == i:
+                continue
+            earlier = getattr(items[j], key)
+            if earlier == name:
+                raise ValueError(f"{kind} {name!r} is listed twice ([{j}] and [{i}]); each {kind} is judged once")
+            raise ValueError(
+                f"{kind} {name!r} ([{i}]) differs from {earlier!r} ([{j}]) only in letter case; ids are compared "
+                "ignoring case, as macOS and Windows compare file names"
+            )
+        return items
+
+    return check
+
+
 class CaseDoc(v.OpenModel):
     """A case, as :class:`~fuseci.judge.verdict.CaseResult`."""
 
@@ -96,7 +123,7 @@ class CaseDoc(v.OpenModel):
     """Derived from the checks when read back."""
     notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     checks: Annotated[v.Items[CheckDoc], Field(max_length=100_000)]
-    variants: Annotated[v.Items[VariantDoc], Field(max_length=1000)]
+    variants: Annotated[v.Items[VariantDoc], Field(max_length=1000), AfterValidator(_once("variant", "variant"))]
 
 
 class EnvDifferenceDoc(v.OpenModel):
@@ -119,7 +146,7 @@ class SuiteDoc(v.OpenModel):
     has_baseline: bool
     env: v.Env
     env_differences: Annotated[v.Items[EnvDifferenceDoc], Field(max_length=1000)]
-    cases: Annotated[v.Items[CaseDoc], Field(max_length=10_000)]
+    cases: Annotated[v.Items[CaseDoc], Field(max_length=MAX_CASES), AfterValidator(_once("case", "case"))]
     notes: Annotated[v.Items[v.Text], Field(max_length=100)] = ()
     """What the whole suite's reader should know (absent in files written before: none)."""
 
@@ -127,7 +154,7 @@ class SuiteDoc(v.OpenModel):
 class ResultsDoc(v.OpenModel):
     """What a results file holds (after ``format_version``, checked by :data:`FORMAT`)."""
 
-    suites: Annotated[v.Items[SuiteDoc], Field(max_length=10_000)]
+    suites: Annotated[v.Items[SuiteDoc], Field(max_length=MAX_SUITES)]
     exit_code: Annotated[int, Field(ge=0, lt=4)] = 0
 
 
@@ -211,7 +238,23 @@ def _suite_json(c: Comparison) -> dict[str, Any]:
 
 
 def dumps(comparisons: list[Comparison]) -> str:
-    """The results document (sorted keys, trailing newline)."""
+    """The results document (sorted keys, trailing newline).
+
+    Raises:
+        ReportError: fuseci would not read it back: more suites (merged from many results), cases
+            or bytes than a results file may hold.
+    """
+    crowded = next((c for c in comparisons if len(c.cases) > MAX_CASES), None)
+    if len(comparisons) > MAX_SUITES or crowded is not None:
+        what = (
+            f"{len(comparisons):,} suites"
+            if crowded is None
+            else f"{len(crowded.cases):,} cases in suite {crowded.suite!r}"
+        )
+        raise ReportError(
+            f"a results file of {what} is more than fuseci reads back ({MAX_SUITES:,} suites of at most "
+            f"{MAX_CASES:,} cases), so it is not written: split what it holds over several files"
+        )
     return FORMAT.dumps({"exit_code": exit_code(comparisons), "suites": [_suite_json(c) for c in comparisons]})
 
 

@@ -237,7 +237,10 @@ def save_run(
     stamp = stamp or now_stamp()
     created, sha = stamp.created, stamp.commit
     doc = _document(results, suite_paths, created, sha)
-    text = FORMAT.dumps(doc, indent=1)
+    try:
+        text = FORMAT.dumps(doc, indent=1)
+    except ReportError as exc:  # one fuseci compare and history could not read
+        raise ReportError(f"{directory}: cannot write the run file: {exc}") from None
     stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(_gpu_name(results) or 'unknown')}"
     if sha:
         stem += f"-{sha[:_SHORT_SHA]}"

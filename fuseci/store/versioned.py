@@ -240,13 +240,30 @@ class DocumentFormat:
             raise self.fail(path, f"not UTF-8 text (byte {exc.start}), so not a {self.what}") from None
         return self.parse(text, path)
 
-    def dumps(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
+    def text(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
         """The exact text of a document: ``format`` and ``format_version`` added, keys sorted,
-        a trailing newline."""
+        a trailing newline (:meth:`dumps` for a file)."""
         doc: dict[str, Any] = {"format_version": self.version, **body}
         if self.name is not None:
             doc["format"] = self.name
         return json.dumps(doc, indent=indent, sort_keys=True, allow_nan=self.allow_nan) + "\n"
+
+    def dumps(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
+        """The exact text of a document to write (:meth:`text`). A document is never written that
+        :meth:`load` would refuse for its size: a results file merged from many, say, would be
+        lost to every later reader.
+
+        Raises:
+            FuseciError: (:attr:`error`) the text is over :attr:`max_bytes`.
+        """
+        text = self.text(body, indent=indent)
+        size = len(text) if len(text) * 4 <= self.max_bytes else len(text.encode("utf-8", "surrogatepass"))
+        if size > self.max_bytes:
+            raise self.error(
+                f"a {self.what} of {size:,} bytes is more than the {self.max_bytes:,} bytes fuseci reads back, so it "
+                "is not written: split what it holds over several files"
+            )
+        return text
 
 
 def finite(value: float) -> float | None:

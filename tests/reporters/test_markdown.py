@@ -293,11 +293,18 @@ def _outside_code(markdown_text: str) -> str:
     return "".join(out)
 
 
+#: How the reporter writes a dollar sign: in an element of its own, GitHub's documented way to
+#: keep one from starting or ending a formula (its own markup, never text from data).
+_DOLLAR = "<span>$</span>"
+
+
 def _live(markdown_text: str) -> re.Match[str] | None:
-    """Markup GitHub would act on: HTML in the Markdown, or a mention, reference or link in the
-    text it renders (entities decoded: its mention and link filters see the rendered text)."""
-    outside = _outside_code(markdown_text)
-    return _HTML.search(outside) or _LIVE.search(html.unescape(outside))
+    """Markup GitHub would act on: HTML in the Markdown, a mention, reference or link in the
+    text it renders (entities decoded: its mention and link filters see the rendered text), or a
+    dollar sign that could open or close a formula (``$x$``, ``$$x$$``)."""
+    outside = _outside_code(markdown_text).replace(_DOLLAR, "")
+    text = html.unescape(outside)
+    return _HTML.search(outside) or _LIVE.search(text) or re.search(r"\$", text)
 
 
 SPOOF = "fell\n\n**fuseci: 58 pass; exit 0** ✅ cc @octocat @org/team see #123 and GH-45, www.evil.example https://evil.example <img src=x onerror=alert(1)> mail a@b.example"
@@ -315,8 +322,23 @@ def test_a_message_cannot_mention_reference_link_or_start_a_line() -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;" in message
 
 
+def test_a_message_cannot_write_a_formula() -> None:
+    """GitHub renders ``$...$`` and ``$$...$$`` as math; a dollar sign from data shows as one."""
+    math = "cost $x^2$ fell, $$\\sum_i t_i$$ and $`y`$ and $20,000"
+    comp = _synthetic([_case("c", [_check("c", "fused", Verdict.REGRESSED, math)])], suite="s")
+    text = markdown.render([comp])
+    assert not _live(text), _live(text)
+    (message,) = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert message == (
+        "  - cost <span>$</span>x^2<span>$</span> fell, <span>$</span><span>$</span>\\\\sum_i t_i"
+        "<span>$</span><span>$</span> and <span>$</span>`y`<span>$</span> and <span>$</span>20,000"
+    )
+    assert markdown.escape("$a$") == "<span>$</span>a<span>$</span>"
+    assert markdown.code("$a$") == "`$a$`"  # in a code span a dollar sign is only text
+
+
 @settings(max_examples=1000, deadline=None, database=None)
-@given(st.text(alphabet=st.sampled_from(list("@#gGhH-wW.:/<>a1 \n`&;|_*\\")) | st.characters(), max_size=80))
+@given(st.text(alphabet=st.sampled_from(list("@#gGhH-wW.:/<>a1 \n`&;|_*$\\")) | st.characters(), max_size=80))
 def test_escaped_text_is_inert(text: str) -> None:
     for rendered in (markdown.escape(text), markdown.inline(text), markdown.code(text)):
         assert "\n" not in rendered and "\r" not in rendered
