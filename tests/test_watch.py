@@ -137,3 +137,17 @@ def test_the_harness_watches_only_under_fuseci_ab(tree: Path, monkeypatch: pytes
         assert started.files.relative(str(tree / "pkg" / "a.py")) == "pkg/a.py"
     finally:
         watch._watch = None
+
+
+def test_a_name_that_is_no_file_is_not_noted(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable install puts a name like ``__editable__.fuseci-0.1.0.finder.__path_hook__`` on
+    sys.path; the import system tries to open it relative to the working directory (the tree), and
+    the open fails: nothing was read, so nothing is noted (every PyTorch case read it on a GPU)."""
+    monkeypatch.chdir(tree)
+    w = watch.Watch(tree, [tree / "outputs"])
+    with w.checking("c", ()):
+        for name in ("__editable__.fuseci-0.1.0.finder.__path_hook__", "pkg/missing.txt"):
+            with pytest.raises(OSError):
+                open(name)  # noqa: SIM115
+        (tree / "pkg" / "data.txt").read_text()
+    assert w.cases["c"].read == {"pkg/data.txt"}

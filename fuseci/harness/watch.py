@@ -162,11 +162,15 @@ class Watch:
             seen.ran.setdefault(rel, set()).add(code.co_firstlineno if code.co_flags & _CO_NEWLOCALS else 0)
 
     def opened(self, path: str, mode: object, flags: object) -> None:
-        """A file was opened (the audit hook calls this)."""
+        """A file was opened (the audit hook calls this). Only a file that exists is noted: the
+        event comes before the open, and an open that fails reads nothing (the import system
+        tries names that are no files, such as the entry ``__editable__.<dist>.finder.__path_hook__``
+        an editable install puts on ``sys.path``, which a relative path would place in the tree)."""
         seen = self._seen
         if seen is not None and _reads(mode, flags):
-            rel = self.files.relative(os.path.abspath(path))
-            if rel is not None:
+            full = os.path.abspath(path)
+            rel = self.files.relative(full)
+            if rel is not None and os.path.isfile(full):
                 seen.read.add(rel)
 
     @contextmanager
