@@ -523,14 +523,28 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
         return name in (c.check.value, c.quantity)
 
     missed = [n for n in variant.caught_by if not any(catches(n, c) for c in failing)]
+    # A check that had nothing to compare with (no baseline value yet, on a card or for a case
+    # recorded before) neither caught nor missed anything: the gate was never put to the test.
+    unjudged = [
+        n
+        for n in missed
+        if any(catches(n, c) and c.variant == variant.id and c.verdict is Verdict.NEW for c in checks)
+    ]
     out = [
         replace(c, verdict=Verdict.PASS, message=f"caught as planted: {c.message}", retry=False) if c in failing else c
         for c in checks
     ]
-    if missed:
+    if missed and len(unjudged) < len(missed):
+        passed = [n for n in missed if n not in unjudged]
         verdict, message = (
             Verdict.REGRESSED,
-            f"planted regression NOT caught by {', '.join(missed)}: the check meant to catch {variant.id} passed",
+            f"planted regression NOT caught by {', '.join(passed)}: the check meant to catch {variant.id} passed",
+        )
+    elif missed:
+        verdict, message = (
+            Verdict.NEW,
+            f"planted regression not judged by {', '.join(unjudged)}: nothing to compare {variant.id} with yet "
+            f"(no baseline value of {variant.judged_as}: record one, then it must be caught)",
         )
     else:
         verdict, message = Verdict.PASS, f"planted regression caught by {', '.join(variant.caught_by)}"
