@@ -25,7 +25,7 @@ def test_clean_report_passes_with_junit(in_root, tmp_path: Path) -> None:
         "run", SUITE, "--from-report", str(CLEAN_REPORT), "--junit", str(junit), "--json", str(tmp_path / "r.json")
     )
     assert result.exit_code == 0, result.output
-    assert "fuseci: 10 variants pass: 78 checks; exit 0" in result.stdout
+    assert "fuseci: 10 variants pass: 88 checks; exit 0" in result.stdout
     root = ET.parse(junit).getroot()
     assert int(root.get("tests")) >= 1 and root.get("failures") == "0" and root.get("errors") == "0"
     assert (tmp_path / "r.json").read_text().startswith("{")
@@ -36,7 +36,7 @@ def test_regressed_report_exits_1_and_says_which_gain_dropped(in_root, tmp_path:
     result = invoke("run", SUITE, "--from-report", str(REGRESSED_REPORT), "--junit", str(junit))
     assert result.exit_code == 1, result.output
     messages = [f.get("message") for f in ET.parse(junit).getroot().iter("failure")]
-    assert "DRAM bytes gain (unfused ÷ fused) fell from 2.32x to 1.4x (-39.6%); tolerance ±1%" in messages
+    assert "DRAM bytes gain (unfused ÷ fused) fell from 2.32x to 1.4x (-39.5%); tolerance ±1%" in messages
 
 
 def test_malformed_suite_exits_3_with_one_line(tmp_path: Path) -> None:

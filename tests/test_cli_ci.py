@@ -36,12 +36,12 @@ def test_step_summary_and_annotations_under_github_actions(in_root, tmp_path: Pa
     assert text.startswith("earlier step\n")  # appended, never overwritten
     assert "elementwise: **REGRESSED**" in text
     errors = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
-    # One regressed variant, one annotation: its 8 regressed checks and the 4 exact counters not
-    # compared (its kernels are not the baseline's) in it.
+    # One regressed variant, one annotation: its 11 regressed checks (the bytes its other kernels
+    # asked of memory among them) in it.
     assert len(errors) == 1
     assert errors[0].startswith(
         "::error file=suites/elementwise.yaml,line=17,title=fuseci elementwise/scale_relu_add/fused::"
-        "REGRESSED: 8 checks; NEW: 4 checks%0A"
+        "REGRESSED: 11 checks%0A"
     )
 
 
@@ -69,7 +69,7 @@ def test_shard_runs_its_share(in_root) -> None:
     # With one suite given, shard 1/2 runs it and shard 2/2 runs nothing and passes.
     first = invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--shard", "1/2")
     second = invoke("run", SUITE, "--from-report", str(CLEAN_REPORT), "--shard", "2/2")
-    assert first.exit_code == 0 and "fuseci: 10 variants pass: 78 checks" in first.stdout
+    assert first.exit_code == 0 and "fuseci: 10 variants pass: 88 checks" in first.stdout
     assert second.exit_code == 0 and "no suites" in second.stderr and "no checks" in second.stdout
     assert invoke("run", SUITE, "--shard", "3/2").exit_code == 2
 

@@ -174,12 +174,12 @@ def _passes(baseline: Baseline, spread: float = 0.0) -> Baseline:
     return replace(baseline, cases=cases)
 
 
-def _check(comparison, variant: str, quantity: str) -> MetricDelta:  # type: ignore[no-untyped-def]
+def _check(comparison, variant: str, quantity: str, case: str = "scale_relu_add") -> MetricDelta:  # type: ignore[no-untyped-def]
     (k,) = [
         k
         for c in comparison.cases
         for k in c.checks
-        if k.variant == variant and k.quantity == quantity and k.check is CheckKind.VALUE
+        if k.case == case and k.variant == variant and k.quantity == quantity and k.check is CheckKind.VALUE
     ]
     return k
 
@@ -203,32 +203,30 @@ def test_a_legacy_baseline_is_said_once_per_suite(recorded) -> None:  # type: ig
     suite, results, baseline = recorded
     comparison = compare(results, suite, baseline)  # one pass, as version-1 baselines were recorded
     (note,) = comparison.notes
-    assert "one profiled pass" in note and "re-record the baseline with `fuseci update-baselines`" in note
-    assert _check(comparison, "fused", WORK).message.endswith("re-record it to gate it")
+    assert "the baseline was profiled once" in note and "re-record it (`fuseci update-baselines " in note
+    assert _check(comparison, "fused", WORK).message.endswith("mutants.yaml`) to gate them")
     assert _check(comparison, "fused", LOADED).verdict is Verdict.PASS  # bytes: gated all the same
     passes = _passes(baseline)
     entry = passes.cases["scale_relu_add"]["fused"]
     older = {q: x for q, x in entry.values.items() if q != LOADED}
     cases = {
-        **baseline.cases,
-        "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": replace(entry, values=older)},
-    }
-    cases = {
         **passes.cases,
         "scale_relu_add": {**passes.cases["scale_relu_add"], "fused": replace(entry, values=older)},
     }
     comparison = compare(results, suite, replace(passes, cases=cases))
-    assert not [k for c in comparison.cases for k in c.checks if k.variant == "fused" and k.quantity == LOADED]
+    assert not [k for k in comparison.cases[0].checks if k.variant == "fused" and k.quantity == LOADED]
     (note,) = comparison.notes
     assert note.startswith("the baseline was recorded before fuseci counted global bytes loaded: judged without them")
-    assert "one profiled pass" not in note
-    newer = {**entry.values, names.TMA_LOAD_BYTES: 0.0}  # a baseline that counted what this old report did not
-    cases = {
-        **passes.cases,
-        "scale_relu_add": {**passes.cases["scale_relu_add"], "fused": replace(entry, values=newer)},
-    }
-    (note,) = compare(results, suite, replace(passes, cases=cases)).notes
+    assert "profiled once" not in note
+    # a report recorded before fuseci counted TMA bytes, judged against a baseline that has them
+    kernels = results.kernels.copy()
+    kernels[names.TMA_LOAD_BYTES] = float("nan")
+    older_report = metrics.summarize(kernels, results.record)
+    counting = replace(suite, ncu=replace(suite.ncu, tma=True))
+    (note,) = compare(older_report, counting, passes).notes
     assert note.startswith("this run's report was recorded before fuseci counted TMA bytes loaded: judged without them")
+    # a suite that leaves the TMA out (ncu: {tma: false}) does not count it: nothing to say
+    assert not suite.ncu.tma and compare(older_report, suite, passes).notes == ()
 
 
 def test_a_library_kernels_moving_count_passes_within_its_floor(recorded) -> None:  # type: ignore[no-untyped-def]
@@ -332,3 +330,23 @@ def test_the_planted_suites_catch_each_edit_by_the_bytes_it_costs() -> None:
         regression = fn.rsplit("_", 1)[1] in ("sector", "halo", "store")
         assert bool(v.caught_by) == regression, fn
         assert all(q in (LOADED, names.GLOBAL_STORE_BYTES) for q in v.caught_by)
+
+
+def test_a_planted_regression_with_nothing_to_compare_is_not_judged(recorded) -> None:  # type: ignore[no-untyped-def]
+    """A card whose baseline predates a planted case (or has none of its values) cannot put the
+    gate to the test: the planted check says not judged (NEW), not NOT caught (a failure that no
+    gate caused), and says what to record."""
+    from fuseci.judge.verdict import exit_code
+
+    suite, results, baseline = recorded
+    older = replace(baseline, cases={c: v for c, v in baseline.cases.items() if c != "bias_gelu"})
+    comparison = compare(results, suite, older)
+    planted = {k.variant: k for c in comparison.cases for k in c.checks if k.check is CheckKind.PLANTED}
+    for variant in ("sector", "halo", "store"):
+        assert planted[variant].verdict is Verdict.NEW, planted[variant].message
+        assert planted[variant].message.startswith(
+            "planted regression not judged by l1tex__t_bytes_pipe_lsu_mem_global_op_"
+        )
+        assert "no baseline value of fused: record one" in planted[variant].message
+    assert planted["defused"].verdict is Verdict.PASS  # its own case's baseline is there: caught
+    assert exit_code([comparison]) == 0

@@ -244,7 +244,7 @@ def test_the_last_line_says_the_exit_code_the_process_ends_with(tmp_path: Path) 
     for extra in (["--junit", "/proc/j.xml"], ["--results-dir", blocker / "runs"]):
         done = _fuseci("run", SUITE, "--from-report", CLEAN_REPORT, *extra, capture_output=True)
         assert done.returncode == 3, done.stderr
-        assert done.stdout.splitlines()[-1] == "fuseci: 10 variants pass: 78 checks; exit 3"
+        assert done.stdout.splitlines()[-1] == "fuseci: 10 variants pass: 88 checks; exit 3"
 
 
 def test_doctor_says_the_exit_code_it_ends_with(monkeypatch: pytest.MonkeyPatch) -> None:

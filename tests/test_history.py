@@ -63,18 +63,18 @@ def test_runs_re_analysed_from_recordings_read_in_the_order_they_were_recorded(
     # history of recordings needed its clock and commit faked.
     monkeypatch.setenv("GITHUB_SHA", _sha(8))
     directory = tmp_path / "runs"
-    recorded = [CLEAN_REPORT, REGRESSED_REPORT, CLEAN_REPORT.parent / "elementwise-h100.ncu-rep.xz"]
+    recorded = [CLEAN_REPORT.parent / "elementwise-h100.ncu-rep.xz", CLEAN_REPORT, REGRESSED_REPORT]
     for report in reversed(recorded):  # re-analysed newest first: the order must come from the recordings
         result = invoke("run", "suites/elementwise.yaml", "--from-report", report, "--results-dir", directory, "-q")
         assert result.exit_code in (0, 1), result.output
     names = sorted(p.name for p in directory.glob("*.json"))
     assert names == [
-        "20261126T165145Z-nvidia-h200.json",
-        "20261126T165448Z-nvidia-h200.json",
         "20261126T172808Z-nvidia-h100-80gb-hbm3.json",
+        "20261127T043413Z-nvidia-h200.json",
+        "20261127T043517Z-nvidia-h200.json",
     ]
-    doc = json.loads((directory / names[0]).read_text())
-    assert doc["created"] == "2026-11-26T16:51:45Z" and doc["git_commit"] is None
+    doc = json.loads((directory / names[1]).read_text())
+    assert doc["created"] == "2026-11-27T04:34:13Z" and doc["git_commit"] is None
     found = api.history(directory)
     assert [r.short_commit for r in found.runs] == ["no commit"] * 3
     dram = next(
@@ -190,7 +190,7 @@ def test_history_prints_every_change_point_with_its_commit(in_root, runs_dir: Pa
         "at commit 3333333 (2026-11-22 09:00 UTC)"
     ) in lines
     assert (
-        "  elementwise: scale_relu_add/fused DRAM bytes gain stepped from 1.4x to 2.32x (+65.5%, beyond its ±1% gate) "
+        "  elementwise: scale_relu_add/fused DRAM bytes gain stepped from 1.4x to 2.32x (+65.6%, beyond its ±1% gate) "
         "at commit 5555555 (2026-11-24 09:00 UTC)"
     ) in lines
     changes = [line for line in lines if "stepped from" in line]

@@ -30,6 +30,10 @@ INTENDED = {
     },
     ("scale_relu_add", "host_sync"): {("asynchrony", "host_blocking")},
     ("wrong_result", "fused"): {("correctness", "reference.output0"), ("correctness", "unfused.output0")},
+    # source edits of the CUDA kernel (kernels/edits.py): caught by the bytes they ask of memory
+    ("bias_gelu", "sector"): {("value", "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")},
+    ("bias_gelu", "halo"): {("value", "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")},
+    ("bias_gelu", "store"): {("value", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum")},
 }
 
 
@@ -63,8 +67,10 @@ def test_every_mutant_fails_the_checks_meant_to_catch_it(suite, results, baselin
                 failed.setdefault((k.case, k.variant), set()).add((k.check.value, k.quantity))
     for planted, checks in INTENDED.items():
         assert checks <= failed.get(planted, set()), (planted, failed.get(planted))
-    # The healthy kernels beside them pass everything.
-    assert ("scale_relu_add", "fused") not in failed and ("scale_relu_add", "unfused") not in failed
+    # The healthy kernels beside them, and the benign edits (the same bytes), pass everything.
+    for healthy in ("fused", "unfused"):
+        assert ("scale_relu_add", healthy) not in failed and ("bias_gelu", healthy) not in failed
+    assert ("bias_gelu", "unrolled") not in failed and ("bias_gelu", "block") not in failed
     assert exit_code([raw]) == 1
 
 
@@ -107,7 +113,7 @@ def test_caught_mutants_read_as_caught_in_the_console_and_markdown(suite, result
     from fuseci.reporters import console, markdown
 
     comp = compare(results, suite, baseline)
-    totals = "fuseci: 7 planted regressions caught; 3 variants pass: 16 checks; exit 0"
+    totals = "fuseci: 10 planted regressions caught; 7 variants pass: 65 checks; exit 0"
     text, doc = console.render([comp]), markdown.render([comp])
     assert text.endswith(totals + "\n") and doc.startswith(f"**{totals}**\n")
     for case, variant in INTENDED:
@@ -122,7 +128,7 @@ def test_a_mutant_that_got_through_counts_as_one_regressed_variant(suite, result
 
     blind = replace(suite, cases=tuple(replace(c, bytes_allowance=parse_tolerance("off")) for c in suite.cases))
     line = totals([compare(results, blind, baseline)])
-    assert line.startswith("fuseci: 2 variants regressed: 2 checks; 5 planted regressions caught; ")
+    assert line.startswith("fuseci: 2 variants regressed: 2 checks; 8 planted regressions caught; ")
 
 
 def test_run_without_suites_skips_the_planted_suite(in_root, monkeypatch) -> None:

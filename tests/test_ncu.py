@@ -230,3 +230,23 @@ def test_a_failed_profiled_run_is_explained_on_one_line(tmp_path: Path) -> None:
     message = run.message(files)
     assert "\n" not in message
     assert message.endswith("last lines: importing | fuseci-harness: error: imported x (y) from the other side's tree")
+
+
+def test_a_suite_may_leave_the_tma_counters_out() -> None:
+    """``ncu: {tma: false}``: the two TMA counters (two more replay passes per kernel) are not asked
+    for, and the rest of the list is the same."""
+    with_tma = ncu.profiler_argv("/opt/ncu", "f", NcuSettings(), FILES)
+    without = ncu.profiler_argv("/opt/ncu", "f", NcuSettings(tma=False), FILES)
+    metrics = with_tma[with_tma.index("--metrics") + 1].split(",")
+    assert without[without.index("--metrics") + 1].split(",") == [
+        m
+        for m in metrics
+        if m
+        not in (
+            "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",
+            "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+        )
+    ]
+    assert len(metrics) == 25 and [a for a in with_tma if a != with_tma[with_tma.index("--metrics") + 1]] == [
+        a for a in without if a != without[without.index("--metrics") + 1]
+    ]

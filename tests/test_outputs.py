@@ -562,9 +562,9 @@ def test_a_step_summary_that_cannot_be_written(
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("fuseci: error: ")]
     assert line.startswith(f"fuseci: error: {path}: cannot append the step summary ($GITHUB_STEP_SUMMARY): ")
     verdict = (
-        "1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1"
+        "1 variant regressed: 11 checks; 9 variants pass: 72 checks; exit 1"
         if regressed
-        else "10 variants pass: 78 checks; exit 3"
+        else "10 variants pass: 88 checks; exit 3"
     )
     (annotation,) = [a for a in result.stdout.splitlines() if a.startswith("::error title=fuseci")]
     assert "cannot append the step summary" in annotation and annotation.endswith(verdict)

@@ -22,6 +22,10 @@ INTENDED = {
     "graph_break": {("kernels", "kernels"), ("gain", "launches"), ("gain", "dram__bytes.sum")},
     "fallback": {("kernels", "kernels"), ("gain", "launches")},
     "recompiles": {("compile", "")},
+    # source edits of the Triton kernel (kernels/edits.py): caught by the bytes they ask of memory
+    "triton_sector": {("value", "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")},
+    "triton_halo": {("value", "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")},
+    "triton_store": {("value", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum")},
 }
 
 
@@ -58,7 +62,8 @@ def test_every_mutant_fails_the_checks_meant_to_catch_it(suite, results, baselin
     failed = _failed(compare(results, _unplanted(suite), baseline))
     for variant, checks in INTENDED.items():
         assert checks <= failed.get(variant, set()), (variant, failed.get(variant))
-    assert "compiled" not in failed and "unfused" not in failed  # the healthy ones pass
+    # the healthy ones pass, and the benign edits (the same bytes) too
+    assert not {"compiled", "unfused", "triton", "triton_warps", "triton_block"} & set(failed)
 
 
 def test_a_graph_break_and_a_fallback_are_caught_without_a_baseline(suite, results) -> None:
@@ -102,4 +107,4 @@ def test_the_pytorch_suite_records_its_frameworks_and_first_calls() -> None:
     )
     for case in suite.cases:
         first = results.record.cases[case.id].first_call_ns
-        assert set(first) == {"unfused", "compiled", "triton"} and all(ns > 0 for ns in first.values())
+        assert set(first) == {v.id for v in case.variants} and all(ns > 0 for ns in first.values())

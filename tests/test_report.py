@@ -44,7 +44,9 @@ def test_metrics_are_real_numbers(clean_kernels) -> None:
     large = clean_kernels[clean_kernels[names.GRID_SIZE] > 1000]
     assert (large[names.DRAM_WRITE] > 2**27).all()
     assert set(clean_kernels[names.DEVICE_NAME]) == {"NVIDIA H200"}
-    assert set(clean_kernels[names.REPLAY_PASSES]) == {1.0}
+    # Recorded with the TMA byte counters, which take ncu three replay passes (docs/NCU.md); the
+    # shipped CuPy suites now leave them out (one pass), and a report holding them reads the same.
+    assert set(clean_kernels[names.REPLAY_PASSES]) == {3.0}
     # The fused kernel reads x and y (2 x 256 MiB) from DRAM.
     fused = clean_kernels[(clean_kernels.case == "scale_relu_add") & (clean_kernels.variant == "fused")].iloc[0]
     assert fused[names.DRAM_READ] == pytest.approx(2 * 2**28, rel=0.02)

@@ -205,7 +205,7 @@ def test_an_occupancy_the_suite_gates_is_a_hard_gate(clean, elementwise) -> None
 def test_undercounted_dram_writes_are_noted(clean, elementwise) -> None:
     comp = compare(clean, elementwise, BASELINE)
     note = next(n for n in comp.cases[0].notes if n.startswith("DRAM writes undercount"))
-    assert "still there when the kernel ended" in note and ", fused 19.2 MB of 268.4 MB (7%);" in note
+    assert "still there when the kernel ended" in note and ", fused 17.4 MB of 268.4 MB (6%);" in note
 
 
 def test_timings_reach_the_baseline(clean) -> None:
@@ -246,7 +246,7 @@ def test_low_occupancy_at_the_memory_roof_is_no_warning(in_root) -> None:
     warned = _low_occupancy_warnings(compare(replace(results, variants=variants), suite, baseline))
     assert list(warned) == ["add_layernorm"]
     assert (
-        "keeps only 32.0% of the warps" in warned["add_layernorm"] and "limited by registers" in warned["add_layernorm"]
+        "keeps only 32.1% of the warps" in warned["add_layernorm"] and "limited by registers" in warned["add_layernorm"]
     )
     # The same slow kernel loading through the TMA (a cuBLAS GEMM, cuDNN's attention): its few
     # warps are its design (warp-specialised), not a cause: no warning.

@@ -568,6 +568,13 @@ class Ncu(v.Model):
     replay_mode: Annotated[
         str, v.Choice(REPLAY_MODES, what="unknown setting"), Field(description="ncu's replay mode.")
     ] = "kernel"
+    tma: Annotated[
+        bool,
+        Field(
+            description="Count the bytes Hopper's TMA loads and stores (cuBLAS's GEMMs, cuDNN's attention load "
+            "through it): two more replay passes per kernel; false where no kernel of the suite uses the TMA."
+        ),
+    ] = True
     timeout: Annotated[
         float,
         PlainValidator(_positive),

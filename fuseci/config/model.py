@@ -245,6 +245,10 @@ class NcuSettings:
     """``kernel`` or ``application`` replay."""
     timeout_s: float = 1800.0
     """Wall-clock limit for the whole profiled run."""
+    tma: bool = True
+    """Count the bytes the TMA loads and stores (:func:`fuseci.config.quantities.ncu_metrics`): the
+    counters of cuBLAS's and cuDNN's Hopper kernels, at two more replay passes per kernel. Not part
+    of the environment fingerprint: where it is off, those counts are simply not judged."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -349,7 +349,11 @@ def _case(w: _Where, c: doc.Case, node: Any, d: _Defaults) -> Case:
 def _ncu(n: doc.Ncu | None) -> NcuSettings:
     n = n or doc.Ncu()
     return NcuSettings(
-        clock_control=n.clock_control, cache_control=n.cache_control, replay_mode=n.replay_mode, timeout_s=n.timeout
+        clock_control=n.clock_control,
+        cache_control=n.cache_control,
+        replay_mode=n.replay_mode,
+        timeout_s=n.timeout,
+        tma=n.tma,
     )
 
 

@@ -392,9 +392,15 @@ def get(name: str) -> Quantity | None:
     return next((q for q in QUANTITIES if q.name == name), None)
 
 
-def ncu_metrics() -> tuple[str, ...]:
-    """Every metric ncu is asked for, in catalogue order (each once)."""
-    return tuple(dict.fromkeys(s for q in QUANTITIES for s in q.sources))
+#: The metrics of the TMA's bytes: with them ncu needs three replay passes per kernel instead of
+#: one (docs/NCU.md), so a suite whose kernels never use the TMA may leave them out (``ncu: {tma: false}``).
+TMA_METRICS = (names.TMA_LOAD_BYTES, names.TMA_STORE_BYTES)
+
+
+def ncu_metrics(tma: bool = True) -> tuple[str, ...]:
+    """Every metric ncu is asked for, in catalogue order (each once); without ``tma``, all but
+    :data:`TMA_METRICS`."""
+    return tuple(dict.fromkeys(s for q in QUANTITIES for s in q.sources if tma or s not in TMA_METRICS))
 
 
 def variant_quantities() -> tuple[str, ...]:

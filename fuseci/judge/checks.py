@@ -526,9 +526,7 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
     # A check that had nothing to compare with (no baseline value yet, on a card or for a case
     # recorded before) neither caught nor missed anything: the gate was never put to the test.
     unjudged = [
-        n
-        for n in missed
-        if any(catches(n, c) and c.variant == variant.id and c.verdict is Verdict.NEW for c in checks)
+        n for n in missed if any(catches(n, c) and c.variant == variant.id and c.verdict is Verdict.NEW for c in checks)
     ]
     out = [
         replace(c, verdict=Verdict.PASS, message=f"caught as planted: {c.message}", retry=False) if c in failing else c

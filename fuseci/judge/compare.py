@@ -279,5 +279,5 @@ def compare(
         cases=tuple(cases),
         reference=reference,
     )
-    note = counters.legacy_note(comparison)
+    note = counters.legacy_note(comparison, () if suite.ncu.tma else quantities.TMA_METRICS)
     return replace(comparison, notes=(note,)) if note else comparison

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from fuseci.config import quantities
@@ -31,7 +31,7 @@ from fuseci.config.policy import Band, Direction, Tolerance
 from fuseci.config.quantities import Counted
 from fuseci.frames.inventory import KernelLaunch, same_build, spread_of
 from fuseci.judge.checks import VariantContext, inventory_diff, label
-from fuseci.judge.verdict import CheckKind, Comparison, MetricDelta, Verdict
+from fuseci.judge.verdict import CheckKind, Comparison, MetricDelta, Reference, Verdict
 
 #: A count that moved between profiled passes gets a band this many times how far it moved: two or
 #: three passes see only part of how far a count moves between runs (docs/BENCHMARKS.md, "Which
@@ -122,7 +122,7 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         return None
     was = quantities.show(quantity, old, exact=True)
     change = (current - old) / old if old else None
-    pct = _delta(quantity, old, current) if change is not None else "n/a"
+    pct = _delta(quantity, old, current)
     d = replace(d, baseline_value=old, change=change)
     rebuilt = _rebuilt(ctx.baseline_kernels(), ctx.kernels)
     stated = quantity in ctx.case.stated_gates
@@ -154,18 +154,20 @@ def _not_gated(ctx: VariantContext, kind: Counted, quantity: str, rebuilt: str) 
         )
     if kind is not Counted.BYTES and not repeats_known(ctx, quantity):
         return (
-            "the baseline was recorded with one profiled pass, which cannot tell whether this count repeats "
-            "(library kernels' do not); re-record it to gate it"
+            f"{ctx.reference.name} was profiled once, which cannot tell whether this count repeats (library "
+            f"kernels' do not){_remedy(ctx.reference)}"
         )
     return ""
 
 
-def legacy_note(comparison: Comparison) -> str | None:
+def legacy_note(comparison: Comparison, left_out: Collection[str] = ()) -> str | None:
     """Said once per suite: the counted quantities that the baseline, or this run's report, lacks
-    (recorded before fuseci counted them), and that the baseline holds no profiled passes (neither
-    side says whether L2 sectors and instructions repeat); None when neither."""
-    order = [q.name for q in quantities.counted()]
-    lacking: dict[str, set[str]] = {"the baseline was": set(), "this run's report was": set()}
+    (recorded before fuseci counted them; those the suite leaves out, ``left_out``, excepted), and
+    that the baseline holds no profiled passes (neither side says whether L2 sectors and
+    instructions repeat); None when neither."""
+    order = [q.name for q in quantities.counted() if q.name not in left_out]
+    reference = comparison.reference or Reference("fuseci update-baselines")
+    lacking: dict[str, set[str]] = {f"{reference.name} was": set(), "this run's report was": set()}
     single = False
     for case in comparison.cases:
         for v in case.variants:
@@ -174,7 +176,7 @@ def legacy_note(comparison: Comparison) -> str | None:
             for q in order:
                 now, then = math.isnan(v.values.get(q, math.nan)), math.isnan(v.baseline_values.get(q, math.nan))
                 if now != then:
-                    lacking["this run's report was" if now else "the baseline was"].add(q)
+                    lacking["this run's report was" if now else f"{reference.name} was"].add(q)
             single = single or (any(not k.spread for k in v.baseline_kernels) and any(not k.spread for k in v.kernels))
     parts = [
         f"{who} recorded before fuseci counted {', '.join(label(q) for q in sorted(qs, key=order.index))}: "
@@ -183,9 +185,13 @@ def legacy_note(comparison: Comparison) -> str | None:
         if qs
     ]
     if single:
-        parts.append(
-            "the baseline was recorded with one profiled pass, so L2 sectors and instructions are shown, not gated"
-        )
+        parts.append(f"{reference.name} was profiled once, so L2 sectors and instructions are shown, not gated")
     if not parts:
         return None
-    return "; ".join(parts) + "; re-record the baseline with `fuseci update-baselines` to gate them all"
+    return "; ".join(parts) + _remedy(reference)
+
+
+def _remedy(reference: Reference) -> str:
+    """How to get a reference that judges every count: re-record the baseline (its command); a
+    run (``fuseci compare``) is what it is."""
+    return f"; re-record it (`{reference.command}`) to gate them" if reference.command else ""

@@ -57,10 +57,10 @@ from fuseci.reporters.text import tally_text, totals, verdict_count
 
 #: Bytes of the page for each section (they add up to less than the page's budget, leaving
 #: room for the fixed markup and style sheet).
-_OVERVIEW_BYTES = 300_000
-_FAILURE_BYTES = 500_000
-_DETAIL_BYTES = 1_700_000
-_ROW_BYTES = 400_000
+_OVERVIEW_BYTES = 200_000
+_FAILURE_BYTES = 400_000
+_DETAIL_BYTES = 2_100_000
+_ROW_BYTES = 250_000
 #: At most this many of each.
 _FAILURES = 100
 _DETAILED = 40

@@ -28,10 +28,10 @@ def test_junit_document_is_pinned(report: Path, name: str, in_root) -> None:
 def test_junit_structure(in_root) -> None:
     root = ET.fromstring(junit.render([recorded_comparison(REGRESSED_REPORT)]).encode())
     (suite,) = root.findall("testsuite")
-    assert suite.get("name") == "elementwise" and suite.get("tests") == "78" and suite.get("failures") == "8"
+    assert suite.get("name") == "elementwise" and suite.get("tests") == "88" and suite.get("failures") == "11"
     failure = suite.find("testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
     assert failure is not None
-    assert "fell from 2.32x to 1.4x (-39.6%); tolerance ±1%" in failure.get("message")
+    assert "fell from 2.32x to 1.4x (-39.5%); tolerance ±1%" in failure.get("message")
 
 
 def test_suite_that_could_not_run_is_an_error_testcase(elementwise) -> None:
@@ -48,9 +48,15 @@ def test_json_holds_every_number(in_root) -> None:
     fused = next(v for v in case["variants"] if v["variant"] == "fused")
     assert fused["values"]["launches"] == 1 and fused["values"]["dram__bytes.sum"] > 7e8
     assert fused["gains"]["launches"] == 3
-    assert fused["kernels"] == [
-        {"name": "fuseci_scale_relu_add", "grid": 1056, "block": 256, "registers": fused["kernels"][0]["registers"]}
-    ]
+    (kernel,) = fused["kernels"]
+    assert {k: kernel[k] for k in ("name", "grid", "block")} == {
+        "name": "fuseci_scale_relu_add",
+        "grid": 1056,
+        "block": 256,
+    }
+    # each kernel's counted quantities, and (recorded with one pass) no spread
+    assert kernel["counts"]["l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"] == 536870912 and "spread" not in kernel
+    assert all("spread" in k for k in fused["baseline_kernels"])  # the baseline's three profiled passes
     gain = next(k for k in case["checks"] if k["check"] == "gain" and k["quantity"] == "dram__bytes.sum")
     assert gain["verdict"] == "pass" and gain["baseline"] == pytest.approx(gain["current"], rel=0.03)
 
@@ -61,31 +67,29 @@ def test_console_table_and_attention_lines(in_root) -> None:
     assert lines[0] == "suite elementwise: REGRESSED  suites/elementwise.yaml"
     assert "GPU NVIDIA H200 (sm_90)" in text and "\x1b[" not in text  # no colour unless asked
     # One block for the variant, headed by its verdict and where the case is: the split, then each
-    # gain it cost, then the exact counters it was not compared on (its kernels are not the
-    # baseline's), then how many of its checks still pass.
+    # gain it cost, then the bytes its kernels asked of memory (compared though they are others),
+    # then how many of its checks still pass.
     (head,) = [i for i, line in enumerate(lines) if line.startswith("  REGRESSED  scale_relu_add/fused")]
     assert lines[head] == "  REGRESSED  scale_relu_add/fused  suites/elementwise.yaml:17"
     block = lines[head + 1 : lines.index("", head)]
     assert block[0].startswith("    - fused launches 2 kernels, the baseline 1: the fusion split:")
     assert "    - launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%); tolerance exact" in block
-    assert len(block) == 13 and block[-1] == "    (2 more checks pass)"
-    # The baseline has these counters: recording the regressed report is not the advice.
-    not_compared = [line for line in block if "; not compared: its kernels are not the baseline's (split: " in line]
-    assert [line.split(" of fused is ")[0] for line in not_compared] == [
+    assert len(block) == 12 and block[-1] == "    (5 more checks pass)"
+    counted = [line for line in block if "; its kernels changed (split: fuseci_scale_relu_add became" in line]
+    assert [line.split(" of fused rose ")[0] for line in counted] == [
         "    - global bytes loaded",
         "    - global bytes stored",
-        "    - instructions executed",
         "    - L2 bytes requested",
     ]
     assert not any("no baseline value yet" in line for line in block)
-    assert "1,301.2 MB for a minimum of 805.3 MB" in text  # the table's unit: 1301.2 in the DRAM MB column
+    assert "1,306.0 MB for a minimum of 805.3 MB" in text  # the table's unit: 1306.0 in the DRAM MB column
     assert "MiB" not in text
     # The L2 undercount notes: one line; each case's with -v.
     (note,) = [line for line in lines if "DRAM writes" in line]
     assert note.startswith("  note: DRAM writes read up to 9% low in 5 cases") and note.endswith("-v shows each case")
     verbose = console.render([recorded_comparison(REGRESSED_REPORT)], verbose=True)
     assert sum("DRAM writes undercount" in line for line in verbose.splitlines()) == 5
-    assert text.rstrip().endswith("fuseci: 1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1")
+    assert text.rstrip().endswith("fuseci: 1 variant regressed: 11 checks; 9 variants pass: 72 checks; exit 1")
 
 
 def test_console_colour_is_rich_styles(in_root) -> None:
@@ -99,7 +103,7 @@ def test_console_colour_is_rich_styles(in_root) -> None:
     assert "\x1b[31mREGRESSED\x1b[0m" in coloured and "\x1b[90msuites/elementwise.yaml:17\x1b[0m" in coloured
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
     codes = {code for sgr in re.findall(r"\x1b\[([0-9;]*)m", coloured) for code in sgr.split(";")}
-    assert codes == {"0", "31", "36", "90"}  # reset and colours: red, cyan, grey; no bold (1) or dim (2)
+    assert codes == {"0", "31", "90"}  # reset and colours: red, grey; no bold (1) or dim (2)
     terminal = Console(file=io.StringIO(), force_terminal=True, color_system="standard", no_color=True, soft_wrap=True)
     terminal.print(Group(*lines))
     assert terminal.file.getvalue() == plain
@@ -125,7 +129,7 @@ def test_junit_names_are_unique_and_failures_carry_the_detail(in_root) -> None:
     failure = root.find(".//testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
     body = failure.text.splitlines()
     assert body[0] == "REGRESSED: " + failure.get("message")
-    assert body[1] == "now 1.402, baseline 2.321, change -39.6%, tolerance ±1%"
+    assert body[1] == "now 1.402, baseline 2.316, change -39.5%, tolerance ±1%"
     assert any(
         line.startswith("fused kernels now: fuseci_mutant_scale_relu (1056 blocks of 256 threads") for line in body
     )
@@ -165,8 +169,8 @@ def test_counts_read_in_the_singular_and_the_plural(elementwise, in_root) -> Non
     text = console.render([replace(comparison, cases=(warned, *rest)), *broken[:3]])
     # The two warned checks are the split variant's (regressed) and unfused's (one variant warned).
     assert text.endswith(
-        "fuseci: 1 variant regressed: 8 checks; 3 suites in error: 3 checks; 1 variant with warnings: 1 check; "
-        "8 variants pass: 62 checks; exit 1\n"
+        "fuseci: 1 variant regressed: 11 checks; 3 suites in error: 3 checks; 1 variant with warnings: 1 check; "
+        "8 variants pass: 70 checks; exit 1\n"
     )
     page = html.render(broken)
     assert ">4 suites in error: 4 checks</span>" in page
