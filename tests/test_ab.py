@@ -144,6 +144,28 @@ def test_a_worktree_a_killed_run_left_is_removed_by_the_next_and_said(
     assert f"removed the temporary worktree {left} that a stopped fuseci ab left" in caplog.text
 
 
+def test_a_temporary_directory_that_cannot_lock_is_refused_in_one_line(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without its lock, a running ab's worktree would look like a killed one's to another run."""
+
+    def no_locks(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    made: list[str] = []
+    real = tempfile.mkdtemp
+    monkeypatch.setattr(git, "file_lock", no_locks)
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(real(**kw)) or made[-1])
+    sha = _git(repo, "rev-parse", "HEAD")
+    with (
+        pytest.raises(git.GitError, match="cannot lock it .Function not implemented.; .* set TMPDIR"),
+        git.worktree(repo, sha),
+    ):
+        pass
+    assert len(_worktrees(repo)) == 1
+    assert made and not Path(made[0]).exists()
+
+
 _HOLD = """
 import sys, time
 from pathlib import Path

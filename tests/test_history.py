@@ -435,6 +435,29 @@ def test_extreme_but_finite_gains_are_followed_and_drawn(in_root, runs_dir: Path
     assert sum("beyond this axis" in f.all_text() for f in duration) >= 4
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("runs", [1, 5])
+def test_gains_near_the_top_of_float_range_in_most_runs_are_drawn(
+    in_root, runs_dir: Path, tmp_path: Path, runs: int
+) -> None:
+    """An unfused kernel of 1.5e308 ns over a fused one of 1 ns: a gain of 1.5e308 in every run,
+    so the axis is set around it (a single run's history, say)."""
+    directory = tmp_path / "runs"
+    directory.mkdir()
+    for path in sorted(runs_dir.glob("*.json"))[:runs]:
+        doc = json.loads(path.read_text())
+        kernels = [k for k in doc["suites"]["elementwise"]["kernels"] if k["case"] == "scale_relu_add"]
+        for k in kernels:
+            k["gpu__time_duration.sum"] = 1.0 if k["variant"] == "fused" else 1.5e308 / 3
+        (directory / path.name).write_text(json.dumps(doc))
+    out = tmp_path / "history.html"
+    result = invoke("history", directory, "--html", out)
+    assert result.exit_code == 0, result.output
+    root, _ = parse(out.read_text())
+    (chart,) = [f for f in root.find_all("figure", cls="chart") if "scale_relu_add: duration gain" in f.all_text()]
+    assert chart.find_all("svg")[0].find_all("path")
+
+
 def test_a_history_of_hundreds_of_gains_over_thousands_of_runs_is_one_bounded_page() -> None:
     runs = tuple(
         history.RunPoint(f"runs/{i}.json", START + timedelta(hours=i), f"{i:07x}" + "0" * 33) for i in range(2000)

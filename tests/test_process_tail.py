@@ -1,7 +1,12 @@
-"""The end of a child's log, quoted in error messages: the last lines, read from the end only."""
+"""A child's log: its end, quoted in error messages (the last lines, read from the end only), and
+what a child writes into it."""
 
+import sys
 from pathlib import Path
 
+import pytest
+
+from fuseci.measure import process
 from fuseci.measure.process import TAIL_BYTES, tail
 
 
@@ -19,3 +24,15 @@ def test_a_huge_log_is_read_from_its_end_only(tmp_path: Path) -> None:
         fh.write(b"\nTraceback (most recent call last):\nRuntimeError: boom\n")
     assert tail(log, 2) == "Traceback (most recent call last):\nRuntimeError: boom"
     assert len(tail(log, 15)) <= TAIL_BYTES
+
+
+def test_a_child_writes_any_character_into_its_log_whatever_encoding_fuseci_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log is UTF-8, as fuseci reads it: a harness (or a kernel module) that prints a µ under
+    ``PYTHONIOENCODING=ascii`` must not die of it."""
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
+    log = tmp_path / "child.log"
+    script = "import sys; print('322.9 µs'); print('µ', file=sys.stderr)"
+    assert process.run_logged([sys.executable, "-c", script], log, timeout_s=60) == 0, log.read_text()
+    assert log.read_text(encoding="utf-8") == "322.9 µs\nµ\n"

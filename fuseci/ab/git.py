@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from fuseci.errors import Cancelled, FuseciError
@@ -189,7 +189,7 @@ def worktree(root: Path, sha: str) -> Iterator[Path]:
     holder = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
     path = holder / "tree"
     try:
-        with file_lock(holder / OWNER_LOCK, timeout_s=0):
+        with _owned(holder):
             try:
                 with cancel_on_signals():
                     done = _git(
@@ -210,6 +210,24 @@ def worktree(root: Path, sha: str) -> Iterator[Path]:
             _git(["worktree", "prune"], root, "prune worktrees")  # its registration, should removing it have failed
         except GitError as exc:
             log.info("git worktree prune: %s", exc)
+
+
+@contextmanager
+def _owned(holder: Path) -> Iterator[None]:
+    """Hold ``holder``'s lock file (:data:`OWNER_LOCK`) for the block.
+
+    Raises:
+        GitError: the temporary directory cannot lock a file.
+    """
+    with ExitStack() as held:
+        try:
+            held.enter_context(file_lock(holder / OWNER_LOCK, timeout_s=0))
+        except OSError as exc:
+            raise GitError(
+                f"{holder / OWNER_LOCK}: cannot lock it ({exc.strerror or exc}); fuseci ab locks a file beside each "
+                "temporary worktree while it lives: set TMPDIR to a local directory that can lock files"
+            ) from None
+        yield
 
 
 def _remove(root: Path, path: Path) -> None:

@@ -13,8 +13,9 @@ from fuseci.reporters import FILE_FORMATS
 EXIT_CODES_HELP = (
     "Exit codes: 0 every check passed (or has no baseline yet); 1 a gain regressed or a variant "
     "computed a wrong result; 2 usage error; 3 tool, environment or input error (ncu missing or "
-    "refused, bad suite or baseline, baseline from another environment). A regression (1) wins "
-    "over an error (3) when both occur."
+    "refused, bad suite or baseline, baseline from another environment; a report that could not "
+    "be written). A regression (1) wins over an error (3) when both occur; 143 or 129: SIGTERM or "
+    "SIGHUP ended it, what it had started stopped."
 )
 
 BENCH_EXIT_CODES_HELP = (

@@ -73,6 +73,10 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
+#: How a Python child writes into its log (``PYTHONIOENCODING``): UTF-8, and what cannot be
+#: encoded (a lone surrogate) as an escape rather than an error.
+LOG_ENCODING = "utf-8:backslashreplace"
+
 #: The most of a log's end that :func:`tail` reads (a kernel that prints in a loop can leave gigabytes).
 TAIL_BYTES = 64 * 1024
 
@@ -114,7 +118,10 @@ def start_logged(
     argv: list[str], log_path: Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (an argument list, never a shell) in a session of its own, with stdout and
-    stderr in ``log_path`` and ``env`` added to this process's environment.
+    stderr in ``log_path`` and ``env`` added to this process's environment. The log is UTF-8, as
+    fuseci reads it: a Python child writes its output so (:data:`LOG_ENCODING`), whatever
+    encoding fuseci itself was given (``PYTHONIOENCODING=ascii`` would kill a harness at its
+    first µ).
 
     Raises:
         FileNotFoundError: ``argv[0]`` does not exist.
@@ -128,7 +135,7 @@ def start_logged(
             stderr=subprocess.STDOUT,
             cwd=cwd,
             start_new_session=True,
-            env={**os.environ, **env} if env else None,
+            env={**os.environ, **(env or {}), "PYTHONIOENCODING": LOG_ENCODING},
         )
     with _LIVE_LOCK:
         _LIVE.add(proc)

@@ -262,9 +262,9 @@ def _linear_range(values: Sequence[float], reference: float | None, factor: floa
     shown = [v for v in values if _finite(v) and v >= 0]
     if not _positive(reference):
         reference = _median([v for v in shown if v > 0]) if any(v > 0 for v in shown) else 1.0
-    cap = min(reference * factor, _HUGE)
+    cap = min(max(reference * factor, _TINY), _HUGE)  # no axis ends at 0 in its units (µs, MB)
     top = min(max(shown, default=cap), cap) or cap
-    return _Range(0.0, top * 1.1)
+    return _Range(0.0, max(top, _TINY) * 1.1)
 
 
 def _note_beyond(ax: Axes, left: bool = False) -> None:
@@ -395,6 +395,7 @@ def gain_chart(rows: Sequence[GainRow], chart_id: str, title: str) -> Chart:
                 far = axis.beyond(row.current)
                 marker = (">" if row.current > axis.high else "<") if far else "o"
                 ax.plot([axis.at(row.current)], [y], marker=marker, markersize=6, color=row.tone.value, zorder=5)
+        ax.set_xlim(axis.low, axis.high)  # first: drawn at one value, the marks alone make no axis
         ax.set_xscale("log")
         _gain_axis(ax, axis)
         ax.set_xlim(axis.low, axis.high)
@@ -642,10 +643,12 @@ def _edge(times: Sequence[float], i: int, side: int) -> float:
 
 def _trend_range(values: Sequence[float]) -> _Range:
     """A gain axis around the runs' median: what lies within ten-fold of it, padded; past
-    that, a run is drawn at the edge."""
-    centre = _median(values)
-    low = max(min(values), centre / 10)
-    high = min(max(values), centre * 10)
+    that, a run is drawn at the edge. The axis stays within :data:`_TINY` and :data:`_HUGE`,
+    however near the ends of float range the runs are (a single run's gain of 1.5e308)."""
+    shown = [min(max(v, _TINY), _HUGE) for v in values]
+    centre = _median(shown)
+    low = max(min(shown), centre / 10)
+    high = min(max(shown), centre * 10)
     pad = max((high - low) * 0.25, high * 0.08, centre * 1e-6)
     return _Range(max(low - pad, 0.0), high + pad)
 

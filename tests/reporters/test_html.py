@@ -354,6 +354,23 @@ def test_any_finite_value_is_drawn_and_the_chart_says_what_lies_beyond_its_axis(
     assert all(len(t.all_text()) < 120 for f in figures for t in f.find_all("text"))  # no 300-digit numbers
 
 
+#: The smallest finite values: a run's every number at the bottom of float range.
+TINY = 5e-324
+
+
+@pytest.mark.filterwarnings("error")  # matplotlib's warnings about an axis it had to widen reach the user
+def test_the_smallest_finite_values_are_drawn_without_a_warning() -> None:
+    spread = charts.Spread(TINY, TINY, TINY, TINY, TINY, 0.0, 30)
+    drawn = [
+        charts.gain_chart([charts.GainRow("fused", None, 1e300, (1e300, 1e300), None, "", charts.Tone.OK)], "g", "t"),
+        charts.fusion_chart(
+            [charts.FusionBar("fused", TINY, TINY, TINY, TINY, charts.Tone.OK)], TINY, 1.5, None, "f", "t"
+        ),
+        charts.timing_chart([charts.TimingRow("fused", spread, spread, charts.Tone.OK)], "t", "t"),
+    ]
+    assert all("<path" in str(chart.svg) for chart in drawn)
+
+
 def test_a_regression_with_extreme_values_keeps_exit_1_and_writes_its_page(tmp_path: Path) -> None:
     from fuseci.store import results
 
