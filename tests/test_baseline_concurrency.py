@@ -86,8 +86,11 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
-def _copy_baselines(dest: Path) -> Path:
+def _copy_baselines(dest: Path, suite) -> Path:
+    """The committed baselines, with elementwise's recorded from the clean report: the committed
+    file was recorded from three profiled passes, which the one-pass clean report never equals."""
     shutil.copytree(H200_BASELINES, dest)
+    api.update_baselines(suite, api.RunOptions(baselines=dest, from_report=CLEAN_REPORT), force=True)
     return dest / "nvidia-h200" / "elementwise.json"
 
 
@@ -96,14 +99,14 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def committed_copy(tmp_path: Path) -> Path:
-    return _copy_baselines(tmp_path / "baselines")
+def committed_copy(tmp_path: Path, relaxed) -> Path:
+    return _copy_baselines(tmp_path / "baselines", relaxed)
 
 
 @pytest.fixture(scope="module")
 def after_regressed(tmp_path_factory: pytest.TempPathFactory, elementwise, relaxed) -> bytes:
     """The file one update from the regressed report makes of the committed baseline, alone."""
-    path = _copy_baselines(tmp_path_factory.mktemp("alone") / "baselines")
+    path = _copy_baselines(tmp_path_factory.mktemp("alone") / "baselines", relaxed)
     api.update_baselines(relaxed, api.RunOptions(baselines=path.parent.parent, from_report=REGRESSED_REPORT))
     return path.read_bytes()
 
@@ -164,9 +167,9 @@ def test_concurrent_updates_are_serialised_and_none_is_lost(
     checked = api.check(elementwise, options)
     if state == "clean":
         assert checked.verdict is Verdict.PASS
-    else:  # the fusion is whole again: its gains rose, its exact counters (other kernels) not compared
+    else:  # the fusion is whole again: its gains rose and its bytes fell (judged across other kernels)
         found = {k.verdict for case in checked.cases for k in case.checks if k.verdict is not Verdict.PASS}
-        assert found == {Verdict.IMPROVED, Verdict.NEW} and checked.verdict is Verdict.NEW
+        assert found == {Verdict.IMPROVED} and checked.verdict is Verdict.IMPROVED, found
         assert exit_code([checked]) == 0
     assert api.update_baselines(relaxed, options, lock_timeout_s=1).written == (state != "clean")
     assert committed_copy.read_bytes() == original

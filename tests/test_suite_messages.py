@@ -85,7 +85,7 @@ def _error(tmp_path: Path, text: str) -> str:
         ),
         (
             GOOD + "ncu: {timeuot: 5}\n",
-            ":9: ncu: unknown key 'timeuot'; did you mean 'timeout'? allowed keys: clock_control, cache_control, replay_mode, timeout",
+            ":9: ncu: unknown key 'timeuot'; did you mean 'timeout'? allowed keys: clock_control, cache_control, replay_mode, tma, timeout",
         ),
         (
             GOOD.replace(X, "{shape: [1024], sed: 1}"),
