@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,18 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` as a test author; its output, stripped."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 @pytest.fixture(autouse=True)

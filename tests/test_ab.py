@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, ROOT, write
+from conftest import git as _git
 from typer.testing import CliRunner
 
 from fuseci import __version__
@@ -31,17 +32,6 @@ from fuseci.measure import process
 from fuseci.measure.run import MeasureOptions, measure
 
 runner = CliRunner()
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def _commit(repo: Path, message: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write
+from conftest import git as _git
 
 from fuseci.api import ab
 from fuseci.config import resolve
@@ -34,17 +35,6 @@ cases:
       unfused: MODULE:b
       fused: MODULE:b
 """
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def _repo(root: Path, files: dict[str, str], module: str = "kernels.mod") -> Path:
