@@ -75,7 +75,7 @@ class Gate(enum.Enum):
 
 class Counted(enum.Enum):
     """How a quantity the SMs count exactly (bytes they ask of memory, instructions they execute)
-    is judged against its baseline (:func:`fuseci.judge.checks.counted_check`).
+    is judged against its baseline (:func:`fuseci.judge.counters.counted_check`).
 
     Such a count repeats to the unit for most kernels, but not for all: a library kernel with a
     persistent or split-K schedule decides its work at run time. When a baseline is recorded each
