@@ -159,7 +159,7 @@ def time_around(
     """
     ahead = None
     waiting = waiting_file(after)
-    if lock is not None and not after.exists() and not waiting.exists():
+    if lock is not None and os.environ.get("FUSECI_TIMED_AHEAD") != "0" and not after.exists() and not waiting.exists():
         with gpu_if_free(lock) as held:
             if held:
                 arrays.open_context()
