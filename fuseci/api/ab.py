@@ -209,7 +209,7 @@ def run_ab(
         said = session.unready([_shown(p) for p in todo])
         if said is not None:
             by_pair = {id(p): c for p, c in zip(todo, said, strict=True)}
-            return AbOutcome(tuple(by_pair.get(id(p)) or skipped(p, base, head) for p in pairs), ())
+            return AbOutcome(tuple(by_pair[id(p)] if id(p) in by_pair else skipped(p, base, head) for p in pairs), ())
     jobs = _Jobs(session, base, head, options, {id(p): i for i, p in enumerate(todo, 1)})
     comparisons: list[Comparison] = []
     measured: list[SuiteResults] = []

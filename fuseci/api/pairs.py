@@ -283,6 +283,9 @@ def shard_pairs(pairs: list[Pair], k: int, n: int) -> list[Pair]:
     return [p for p, s in zip(pairs, suites, strict=True) if id(s) in chosen]
 
 
+# --- what a suite not measured says ----------------------------------------------------------
+
+
 def _not_measured(pair: Pair, verdict: Verdict, message: str, description: str, base: Side) -> Comparison:
     """A suite fuseci ab did not measure, and why."""
     suite = pair.head or pair.base
