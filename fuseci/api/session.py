@@ -19,8 +19,8 @@ A job's states, and what moves it on:
 ==============  =====================================================================================
 submitted       queued on its GPU's pool (:meth:`Session.submit`); at most ``in_flight`` run at once
                 per GPU, their harness processes taking turns on the GPU through its lock file
-blocked         a job before it found ncu unable to profile on this machine (:meth:`Session.latch`):
-                not measured, it says so (:meth:`Session.blocked`)
+blocked         a job that starts once another found ncu unable to profile on this machine
+                (:meth:`Session.latch`): not measured, it says so (:meth:`Session.blocked`)
 measuring       :meth:`Measurer.measure`: the profiled run and the timed pass
 judged          its comparison made; a borderline speedup re-measured first (:meth:`Session.remeasure`)
 failed          an error that stands as its suite's one ``ERROR``; a report and record that are not
