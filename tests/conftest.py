@@ -160,6 +160,37 @@ def pinned(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
+#: The one seam where tests stand in for the GPU: every command that measures (run, ab,
+#: update-baselines, api.check) measures through what this function returns.
+MEASURER = "fuseci.api.session.measurer"
+
+
+def measure_with(monkeypatch: pytest.MonkeyPatch, tool):
+    """Every suite measured through ``tool`` (a :class:`fuseci.api.session.Measurer`), or through
+    what ``tool(ncu)`` makes when it is a function; returns ``tool``."""
+    monkeypatch.setattr(MEASURER, tool if callable(tool) else lambda ncu=None: tool)
+    return tool
+
+
+class Given:
+    """A :class:`fuseci.api.session.Measurer` that measures every suite as ``results`` and whose
+    timed passes add nothing; it notes the cases of each pass (:attr:`retimed`)."""
+
+    def __init__(self, results) -> None:
+        self.results = results
+        self.retimed: list[list[str]] = []
+
+    def ready(self) -> None:
+        pass
+
+    def measure(self, suite, options):
+        return self.results
+
+    def retime(self, suite, options, results, cases):
+        self.retimed.append(cases)
+        return results
+
+
 def recorded_comparison(report: Path, baselines: Path = Path("baselines")):
     """The elementwise suite re-analysed from a recorded report against the committed baselines
     (or those under ``baselines``; call from the repository root: the ``in_root`` fixture)."""

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, ROOT, write
+from conftest import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, ROOT, measure_with, write
 from conftest import git as _git
 from typer.testing import CliRunner
 
@@ -482,7 +482,7 @@ def load_record():
 
 
 class Recorded:
-    """A :class:`fuseci.api.ab.Measurer` that reads recorded reports instead of profiling: per
+    """A :class:`fuseci.api.session.Measurer` that reads recorded reports instead of profiling: per
     side, suite id → report. It notes every call, in order."""
 
     def __init__(self, base: dict[str, Path], head: dict[str, Path]) -> None:
@@ -522,7 +522,9 @@ def _pair(name: str, *, base: bool = True, head: bool = True) -> ab.Pair:
 
 
 def _ab(pairs: list[ab.Pair], tool: Recorded, **kw) -> ab.AbOutcome:
-    return ab.run_ab(pairs, _side("base"), _side("head"), ab.AbOptions(report_dir=Path("out"), **kw), measurer=tool)
+    with pytest.MonkeyPatch.context() as patched:
+        measure_with(patched, tool)
+        return ab.run_ab(pairs, _side("base"), _side("head"), ab.AbOptions(report_dir=Path("out"), **kw))
 
 
 def test_a_a_passes_and_says_what_it_was_judged_against() -> None:
@@ -728,7 +730,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Path]]:
         made.append(Recorded(reports["base"], reports["head"]))
         return made[-1]
 
-    monkeypatch.setattr(ab, "Profiler", profiler)
+    measure_with(monkeypatch, profiler)
     reports["calls"] = made  # type: ignore[assignment]
     return reports
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REPORTS, ROOT, write
+from conftest import CLEAN_REPORT, REPORTS, ROOT, measure_with, write
 from test_ab import Recorded, _side
 
 from fuseci.ab import audit
@@ -134,12 +134,12 @@ class _Watched(Recorded):
         return replace(got, record=record)
 
 
-def test_a_miss_is_an_error_of_the_case_in_fuseci_ab() -> None:
+def test_a_miss_is_an_error_of_the_case_in_fuseci_ab(monkeypatch: pytest.MonkeyPatch) -> None:
     suite = load_suite(ROOT / "suites" / "elementwise.yaml")
     pair = ab.Pair(Path("suites") / "elementwise.yaml", suite, suite)
-    tool = _Watched({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT})
+    measure_with(monkeypatch, _Watched({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT}))
     options = ab.AbOptions(report_dir=Path("out"))
-    (c,) = ab.run_ab([pair], _side("base"), _side("head"), options, measurer=tool).comparisons
+    (c,) = ab.run_ab([pair], _side("base"), _side("head"), options).comparisons
     errors = [k for case in c.cases for k in case.checks if k.verdict is Verdict.ERROR]
     (error,) = errors
     assert error.case == "scale_relu_add" and error.check is CheckKind.CASE

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import typer.core
-from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, write
+from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, Given, measure_with, write
 from typer.testing import CliRunner
 
 from fuseci.cli import app, commands
@@ -123,7 +123,7 @@ def test_an_unwritable_baseline_keeps_a_wrong_result(in_root, tmp_path: Path, mo
     wrong = replace(case, status=CaseStatus.WRONG, message="fused is wrong", measured=(), checks=(bad,))
     kernels = clean.kernels[clean.kernels["case"] != "bias_gelu"].reset_index(drop=True)
     results = summarize(kernels, replace(clean.record, cases={**clean.record.cases, "bias_gelu": wrong}))
-    monkeypatch.setattr("fuseci.api.baselines.measure", lambda suite, options: results)
+    measure_with(monkeypatch, Given(results))
     root = tmp_path / "b"
     (root / "nvidia-h200").mkdir(parents=True)  # no baseline yet: every right case would be recorded
 

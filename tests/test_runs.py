@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, write
+from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, Given, measure_with, write
 from typer.testing import CliRunner
 
 from fuseci import api
@@ -205,9 +205,7 @@ def test_a_profiled_run_keeps_what_check_judged(
     tmp_path: Path, clean: SuiteResults, monkeypatch: pytest.MonkeyPatch, in_root
 ) -> None:
     """The run file holds the results the verdicts were made on."""
-    monkeypatch.setattr("fuseci.api.running.measure", lambda suite, options: clean)  # profiling needs a GPU
-    monkeypatch.setattr("fuseci.measure.profile.find_ncu", lambda explicit=None: "ncu")  # ... and ncu
-    monkeypatch.setattr("fuseci.measure.profile.ncu_version", lambda exe: "2025.3.1.0")
+    measure_with(monkeypatch, Given(clean))  # profiling needs a GPU and ncu
     out = tmp_path / "runs"
     result = invoke("run", SUITE, "--report-dir", tmp_path / "o", "--results-dir", out)
     assert result.exit_code == 0, result.output

@@ -5,9 +5,10 @@ import math
 from dataclasses import replace
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES
+from conftest import CLEAN_REPORT, H200_BASELINES, Given, measure_with
 
 from fuseci import api
+from fuseci.api.session import Retime, Session
 from fuseci.config import names
 from fuseci.config.policy import parse_tolerance
 from fuseci.frames.inventory import KernelLaunch
@@ -87,7 +88,7 @@ def test_remeasure_pools_the_passes_and_rewrites_the_record(clean, elementwise, 
 
     monkeypatch.setattr(measure_run, "timed_pass", fake_timed_pass)
     options = MeasureOptions(report_dir=tmp_path)
-    again = measure_run.remeasure(elementwise, options, clean, ["scale_relu_add"])
+    (again,) = Session().remeasure([Retime(elementwise, options, clean, ["scale_relu_add"])])
     assert calls == [(("scale_relu_add",), True)] * measure_run.RETIMES
     rec = again.record.cases["scale_relu_add"]
     assert len(rec.retimings) == measure_run.RETIMES
@@ -103,13 +104,9 @@ def test_remeasure_pools_the_passes_and_rewrites_the_record(clean, elementwise, 
 def test_check_remeasures_only_borderline_cases(clean, elementwise, tmp_path, monkeypatch) -> None:
     root = tmp_path / "baselines"
     bl.save_baseline(_with_fused_time(BASELINE, 0.87), root / "nvidia-h200" / "elementwise.json")
-    seen = []
-    monkeypatch.setattr("fuseci.api.running.measure", lambda suite, options: clean)
-    monkeypatch.setattr(
-        "fuseci.api.running.remeasure", lambda suite, options, results, cases: seen.append(cases) or results
-    )
+    seen = measure_with(monkeypatch, Given(clean)).retimed
     api.check(elementwise, api.RunOptions(baselines=root, report_dir=tmp_path))
-    assert seen == [["scale_relu_add"]]
+    assert seen == [["scale_relu_add"]] * measure_run.RETIMES
     seen.clear()  # a re-analysed report cannot be re-measured: its verdict stands
     comp = api.check(elementwise, api.RunOptions(baselines=root, from_report=CLEAN_REPORT))
     assert seen == [] and _check(comp).verdict is Verdict.REGRESSED

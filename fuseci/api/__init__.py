@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fuseci.api.baselines import BaselineUpdate, update_baselines
     from fuseci.api.running import (
-        Progress,
         RunOptions,
         RunOutcome,
-        Silent,
         baseline_file,
         check,
         check_results,
@@ -26,6 +24,7 @@ if TYPE_CHECKING:
         own_files,
         run,
     )
+    from fuseci.api.session import Progress, Silent
     from fuseci.api.sharding import MAX_SHARDS, merge, merge_results, parse_shard, shard
     from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
     from fuseci.api.timing import BenchOptions, bench, bench_own_files
@@ -38,9 +37,9 @@ if TYPE_CHECKING:
 _MODULES: dict[str, tuple[str, ...]] = {
     "fuseci.api.baselines": ("BaselineUpdate", "update_baselines"),
     "fuseci.api.running": (
-        *("Progress", "RunOptions", "RunOutcome", "Silent", "baseline_file", "check", "check_results"),
-        *("keep_run", "own_files", "run"),
+        *("RunOptions", "RunOutcome", "baseline_file", "check", "check_results", "keep_run", "own_files", "run"),
     ),
+    "fuseci.api.session": ("Progress", "Silent"),
     "fuseci.api.sharding": ("MAX_SHARDS", "merge", "merge_results", "parse_shard", "shard"),
     "fuseci.api.suites": ("check_suites", "load_suites", "parse_accept_env", "runnable", "suite_files"),
     "fuseci.api.timing": ("BenchOptions", "bench", "bench_own_files"),

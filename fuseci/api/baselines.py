@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from fuseci.api import session
 from fuseci.api.running import RunOptions, baseline_file, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
@@ -12,7 +13,7 @@ from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import update
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, update_exit_code
-from fuseci.measure.run import BASELINE_PASSES, measure
+from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
 from fuseci.store.atomic import Output, check_outputs
 
@@ -62,7 +63,7 @@ def update_baselines(
         OutputError: the baseline file is one of the update's inputs (the suite file, the
             report or its record); nothing is read from it or written.
     """
-    results = measure(suite, replace(options.measuring, passes=BASELINE_PASSES))
+    results = session.measurer(options.ncu).measure(suite, replace(options.measuring, passes=BASELINE_PASSES))
     path = baseline_file(options, results)
     check_outputs([Output(path, "update-baselines", "baseline")], own_files([suite], options, baselines=False))
     with bl.locked(path, lock_timeout_s):

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import shlex
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from fuseci.api.session import Progress, Retime, Session, retry_cases
 from fuseci.api.sharding import shard
 from fuseci.config.model import Suite
 from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
 from fuseci.judge.verdict import Comparison, Reference, failed
-from fuseci.measure import devices, process
-from fuseci.measure import profile as profiler
-from fuseci.measure.command import SuiteFiles
+from fuseci.measure import devices
+from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
-from fuseci.measure.run import MeasureOptions, measure, remeasure
+from fuseci.measure.run import MeasureOptions
 
 if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.frames.metrics import SuiteResults
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +123,9 @@ def check(suite: Suite, options: RunOptions) -> Comparison:
     return check_results(suite, options)[0]
 
 
-def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteResults]:
-    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them.
+def check_results(suite: Suite, options: RunOptions, session: Session | None = None) -> tuple[Comparison, SuiteResults]:
+    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them;
+    measured through ``session`` (one of its own without).
 
     A CUDA-event speedup that fell borderline outside its band
     (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) is re-measured and the suite judged again
@@ -131,60 +134,32 @@ def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteR
     Raises:
         FuseciError: anything that keeps the suite from being judged at all.
     """
-    results = measure(suite, options.measuring)  # before the judge's imports (pandas): the spawn comes first
+    session = session or Session(options.ncu)
+    measuring = options.measuring
+    results = session.tool.measure(suite, measuring)  # before the judge's imports (pandas): the spawn comes first
     from fuseci.judge.compare import compare
     from fuseci.store import baselines as bl
 
     path = baseline_file(options, results)
     baseline = bl.load_baseline(path)
-    options.measuring.say("judging")
+    measuring.say("judging")
     judged_against = reference(suite, options)
-    comparison = compare(
-        results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env, reference=judged_against
-    )
-    retry = sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
-    if not retry or options.from_report is not None:
+
+    def judge(results: SuiteResults) -> Comparison:
+        return compare(
+            results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env, reference=judged_against
+        )
+
+    comparison = judge(results)
+    cases = retry_cases(comparison)
+    if not cases or options.from_report is not None:
         return comparison, results
-    results = remeasure(suite, options.measuring, results, retry)
-    again = compare(
-        results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env, reference=judged_against
+    log.info("%s: re-measuring borderline speedup(s) of %s", suite.name, ", ".join(cases))
+    measuring.say(
+        f"re-measuring {', '.join(cases)}", SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME).record
     )
-    return again, results
-
-
-class Progress(Protocol):
-    """Hears what a long command is doing, as it does it (the CLI shows it; :class:`Silent` is
-    the default). Its methods are called from the thread that runs the command.
-    """
-
-    def suite_started(self, suite: Suite, index: int, total: int) -> None:
-        """Suite ``index`` (from 1) of ``total`` starts."""
-
-    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
-        """The suite entered a stage (``profiling under ncu``, ``judging``...); ``watch`` is the
-        harness record that names the case being worked on, when there is one."""
-
-    def suite_judged(self, comparison: Comparison) -> None:
-        """A suite was judged (or failed: its comparison is then one ``ERROR``)."""
-
-    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
-        """A suite could not be judged at all."""
-
-
-class Silent:
-    """A :class:`Progress` that hears nothing."""
-
-    def suite_started(self, suite: Suite, index: int, total: int) -> None:
-        """Ignored."""
-
-    def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
-        """Ignored."""
-
-    def suite_judged(self, comparison: Comparison) -> None:
-        """Ignored."""
-
-    def suite_failed(self, suite: Suite, error: FuseciError) -> None:
-        """Ignored."""
+    (results,) = session.remeasure([Retime(suite, measuring, results, cases)])
+    return judge(results), results
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,10 +178,12 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
     """Measure and judge every suite; a suite that fails stands as one ``ERROR`` and the others
     still run. ``progress`` hears each suite start and end (from worker threads).
 
-    The suites are dealt out over :attr:`RunOptions.gpus` like shards (:func:`shard`), and up to
-    :attr:`RunOptions.in_flight` of each GPU's suites are in flight at once; each harness process
-    holds its GPU's lock while it uses the GPU, so measurements never overlap on a GPU. The
-    outcome lists the suites in the order given, whatever order they finished in.
+    A :class:`~fuseci.api.session.Session` whose jobs are the suites, dealt out over
+    :attr:`RunOptions.gpus` like shards (:func:`shard`), up to :attr:`RunOptions.in_flight` of
+    each GPU's suites in flight at once; each harness process holds its GPU's lock while it uses
+    the GPU, so measurements never overlap on a GPU. Each job judges its suite against the stored
+    baseline as soon as it is measured. The outcome lists the suites in the order given, whatever
+    order they finished in.
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.
@@ -214,66 +191,55 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
     """
     if options.from_report is not None and len(suites) > 1:  # none: an empty shard
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
-    listener = progress or Silent()
-    order = {id(s): i for i, s in enumerate(suites, 1)}
-    machine: list[str] = []  # the first suite's word that ncu cannot profile on this machine
+    session = Session(options.ncu, progress, options.in_flight, options.gpus)
     if options.from_report is None and suites:  # ncu missing or broken: said once, for the first suite
-        try:
-            profiler.ncu_version(profiler.find_ncu(options.ncu))
-        except NcuError as exc:
-            exc = NcuError(
-                f"{str(exc).rstrip('.')}{from_report_hint(suites[0], options)}", machine_wide=exc.machine_wide
-            )
-            listener.suite_failed(suites[0], exc)
-            first = failed(suites[0], str(exc))
-            rest = [failed(s, f"not run: ncu cannot profile here ({suites[0].name} says why)") for s in suites[1:]]
-            return RunOutcome((first, *rest), ())
+        said = session.unready(suites, lambda: from_report_hint(suites[0], options))
+        if said is not None:
+            return RunOutcome(tuple(said), ())
+    order = {id(s): i for i, s in enumerate(suites, 1)}
 
     def one(suite: Suite, device: str | None) -> tuple[Comparison, SuiteResults | None]:
-        if machine:
-            return failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)"), None
-        listener.suite_started(suite, order[id(suite)], len(suites))
+        return _job(session, suite, replace(options, device=device), order[id(suite)], len(suites))
 
-        def heard(what: str, watch: Path | None = None) -> None:
-            listener.stage(suite, what, watch)
-
-        try:
-            comparison, results = check_results(suite, replace(options, device=device, on_stage=heard))
-        except MismatchError:  # inputs that are not one run's: judge nothing, write nothing
-            raise
-        except NcuError as exc:
-            if exc.machine_wide and machine:
-                comparison = failed(suite, f"not run: ncu cannot profile on this machine ({machine[0]} says why)")
-            else:
-                machine.extend([suite.name] if exc.machine_wide else [])
-                listener.suite_failed(suite, exc)
-                comparison = failed(suite, str(exc))
-            results = None
-        except FuseciError as exc:
-            listener.suite_failed(suite, exc)
-            comparison, results = failed(suite, str(exc)), None
-        listener.suite_judged(comparison)
-        return comparison, results
-
-    slots = options.gpus or (None,)
-    pools = [ThreadPoolExecutor(max_workers=max(1, options.in_flight)) for _ in slots]
-    futures = {}
-    try:
-        for k, (device, pool) in enumerate(zip(slots, pools, strict=True), 1):
-            for suite in shard(list(suites), k, len(slots)):
-                futures[id(suite)] = pool.submit(one, suite, device)
+    with session:
+        futures = {}
+        for k, device in enumerate(session.gpus):
+            for suite in shard(list(suites), k + 1, len(session.gpus)):
+                futures[id(suite)] = session.submit(k, one, suite, device)
         done = [futures[id(s)].result() for s in suites]
-    except BaseException:  # Ctrl-C or a bug: stop every child of every suite in flight
-        for f in futures.values():
-            f.cancel()
-        process.stop_all()
-        raise
-    finally:
-        for pool in pools:
-            pool.shutdown(wait=True, cancel_futures=True)
     return RunOutcome(
         tuple(c for c, _ in done), tuple(r for _, r in done if r is not None), from_report=options.from_report
     )
+
+
+def _job(
+    session: Session, suite: Suite, options: RunOptions, index: int, total: int
+) -> tuple[Comparison, SuiteResults | None]:
+    """One suite of :func:`run`: measured and judged; an ``ERROR`` when it cannot be."""
+    blocked = session.blocked()
+    if blocked:
+        return failed(suite, blocked), None
+    listener = session.progress
+    session.started(suite, index, total)
+
+    def heard(what: str, watch: Path | None = None) -> None:
+        listener.stage(suite, what, watch)
+
+    results: SuiteResults | None = None
+    try:
+        comparison, results = check_results(suite, replace(options, on_stage=heard), session)
+    except MismatchError:  # inputs that are not one run's: judge nothing, write nothing
+        raise
+    except NcuError as exc:
+        blocked = session.latch(suite.name, exc)
+        if blocked is None:
+            listener.suite_failed(suite, exc)
+        comparison = failed(suite, blocked or str(exc))
+    except FuseciError as exc:
+        listener.suite_failed(suite, exc)
+        comparison = failed(suite, str(exc))
+    listener.suite_judged(comparison)
+    return comparison, results
 
 
 def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:

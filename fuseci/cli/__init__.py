@@ -1,7 +1,8 @@
 """The ``fuseci`` command line: thin commands over :mod:`fuseci.api`.
 
 :mod:`fuseci.cli.commands` holds the commands (:mod:`fuseci.cli.machine` bench and doctor),
-:mod:`fuseci.cli.options` the options they share, :mod:`fuseci.cli.boundary` the one error
+:mod:`fuseci.cli.options` their options, :mod:`fuseci.cli.measuring` what ``run`` and ``ab``
+share once parsed, :mod:`fuseci.cli.boundary` the one error
 boundary as typer's group and command classes (a :class:`~fuseci.errors.FuseciError` becomes one
 line on stderr and its exit code; anything else is a bug, reported on one line with exit 3 and
 its traceback under ``-v``), :mod:`fuseci.cli.output` the report files built from

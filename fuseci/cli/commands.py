@@ -4,19 +4,28 @@ that ``fuseci --help`` is fast."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from fuseci import __version__
 from fuseci.cli.boundary import Command, Group
+from fuseci.cli.measuring import Keep, keeper, measure_and_report, say_pairs, suite_inputs, suite_problems
 from fuseci.cli.options import (
     EXIT_CODES_HELP,
     HISTORY_EXIT_CODES_HELP,
+    AbBase,
+    AbEvery,
+    AbHead,
+    AbInFlight,
+    AbShard,
+    AbSuites,
     AcceptEnv,
     Baselines,
     FromReport,
+    Gpus,
     HtmlFile,
     JsonFile,
     JunitFile,
@@ -25,6 +34,8 @@ from fuseci.cli.options import (
     Quiet,
     ReportDir,
     ResultsDirOpt,
+    RunInFlight,
+    RunShard,
     SuitesArg,
     Verbose,
     report_files,
@@ -53,33 +64,10 @@ def run(
     baselines: Baselines = Path("baselines"),
     report_dir: ReportDir = Path("fuseci-out"),
     accept_env: AcceptEnv = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="K/N",
-            help="Run only shard K of N: whole suites, dealt out deterministically by size (for a CI matrix; merge the --json results with `fuseci merge`).",
-        ),
-    ] = None,
+    shard: RunShard = None,
     results_dir: ResultsDirOpt = None,
-    gpus: Annotated[
-        str,
-        typer.Option(
-            "--gpus",
-            metavar="SPEC",
-            help="GPUs to deal the suites out over: all (every visible GPU), a number N (the first N), or a list like 0,1. Each suite is judged against its card model's baselines; one report.",
-        ),
-    ] = "all",
-    in_flight: Annotated[
-        int,
-        typer.Option(
-            "--in-flight",
-            min=1,
-            max=8,
-            metavar="N",
-            help="Suites in flight at once per GPU: while one measures, the next starts up and the last is judged (they take turns on the GPU).",
-        ),
-    ] = 2,
+    gpus: Gpus = "all",
+    in_flight: RunInFlight = 2,
     ncu: NcuOpt = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -107,10 +95,7 @@ def run(
 
     bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
-    from fuseci.cli.progress import RunDisplay, choose
-    from fuseci.judge.verdict import exit_code
     from fuseci.measure import devices
-    from fuseci.reporters import console
 
     outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
     terminal = ctx.ensure_object(Terminal)
@@ -118,10 +103,10 @@ def run(
     if from_report is not None and len(suites or ()) != 1:
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
     check = api.check_suites(suites, resolve=from_report is None)
-    read = _suite_inputs(check)
+    read = suite_inputs(check)
     if check.problems:  # nothing is measured: every problem is reported, where it is
         check_outputs(outputs, read)
-        return _suite_problems(terminal, check, outputs)
+        return suite_problems(terminal, check, outputs)
     loaded = api.runnable(check, bool(suites))
     if shard is not None:
         k, n = api.parse_shard(shard)
@@ -138,109 +123,23 @@ def run(
     )
     kept = kept_files(baselines=[baselines], results_dirs=[results_dir])
     check_outputs(outputs, [*read, *api.own_files(loaded, options), *kept])
-    with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
-        outcome = api.run(loaded, options, display)
-    comparisons = list(outcome.comparisons)
-    return report(
-        terminal,
-        comparisons,
-        outputs,
-        exit_code(comparisons),
-        tables_shown=display.printed == len(comparisons),
-        verbose=verbose,
-        keep=None if results_dir is None else lambda code: _keep_run(outcome, loaded, results_dir, code),
-    )
-
-
-def _suite_inputs(check: Any) -> list[tuple[Path, str]]:
-    """Every suite file a command read, valid or not, as inputs no report may replace."""
-    found = [(s.path, f"the suite file of {s.name!r}") for s in check.suites]
-    return found + [(p.path, "a suite file") for p in check.problems]
-
-
-def _suite_problems(terminal: Terminal, check: Any, outputs: dict[str, Path]) -> int:
-    """Every problem of the suite files, one ``fuseci: error:`` line each, and in the report
-    files and GitHub's annotations as an error at its file and line; exit 3."""
-    from fuseci.api.suites import check_report
-
-    for p in check.problems:
-        error(p.message)
-    return report(terminal, check_report(check, every_file=False), outputs, EXIT_SETUP, console=False)
-
-
-def _keep_run(outcome: Any, suites: list[Any], directory: Path, code: int) -> int:
-    """Save the run file; the exit code, turned to 3 (unless 1) when it cannot be saved."""
-    from fuseci import api
-
-    try:
-        path = api.keep_run(outcome, suites, directory)
-    except FuseciError as exc:
-        error(str(exc))
-        return code if code == EXIT_REGRESSION else exc.exit_code
-    if path is None:
-        say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
-    else:
-        say(f"fuseci: results saved to {path}", err=True)
-    return code
+    keep: Keep[api.RunOutcome] = keeper(results_dir, lambda outcome, to: api.keep_run(outcome, loaded, to))
+    session = partial(api.run, loaded, options)
+    return measure_and_report(terminal, outputs, session, keep, quiet=quiet, verbose=verbose)
 
 
 @app.command("ab", epilog=EXIT_CODES_HELP, cls=Command)
 def ab_command(
     ctx: typer.Context,
-    base: Annotated[
-        str,
-        typer.Argument(
-            help="The base: a git ref (branch, tag, commit) whose suite files and kernel modules are checked out into a temporary worktree.",
-            metavar="BASE",
-            show_default=False,
-        ),
-    ],
-    head: Annotated[
-        str | None,
-        typer.Argument(
-            help="The head, judged against BASE: a git ref. Default: the working tree as it is, uncommitted changes included.",
-            metavar="HEAD",
-            show_default=False,
-        ),
-    ] = None,
-    suite: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--suite",
-            "-s",
-            help="A suite file, relative to the current directory (repeatable). Default: every suites/*.yaml of either side.",
-            metavar="FILE",
-            show_default=False,
-        ),
-    ] = None,
-    every: Annotated[
-        bool,
-        typer.Option(
-            "--all",
-            help="Measure every suite, also those whose suite file, kernel modules and fuseci version are the same on both sides.",
-        ),
-    ] = False,
+    base: AbBase,
+    head: AbHead = None,
+    suite: AbSuites = None,
+    every: AbEvery = False,
     report_dir: ReportDir = Path("fuseci-out"),
     accept_env: AcceptEnv = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="K/N",
-            help="Compare only shard K of N: whole suites, dealt out as `fuseci run --shard` deals them.",
-        ),
-    ] = None,
+    shard: AbShard = None,
     results_dir: ResultsDirOpt = None,
-    in_flight: Annotated[
-        int,
-        typer.Option(
-            "--in-flight",
-            min=1,
-            max=8,
-            metavar="N",
-            help="Measurements in flight at once: while one side uses the GPU, the next starts up (they take turns on the GPU).",
-        ),
-    ] = 2,
+    in_flight: AbInFlight = 2,
     ncu: NcuOpt = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -274,14 +173,13 @@ def ab_command(
     bytecode.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.api import ab
-    from fuseci.cli.progress import RunDisplay, choose
-    from fuseci.judge.verdict import exit_code
-    from fuseci.reporters import console
 
     outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
     terminal = ctx.ensure_object(Terminal)
     setup_logging(verbose)
-    accepted = api.parse_accept_env(accept_env)
+    options = ab.AbOptions(
+        report_dir=report_dir, ncu=ncu, accept_env=api.parse_accept_env(accept_env), every=every, in_flight=in_flight
+    )
     parts = api.parse_shard(shard) if shard is not None else None
     cwd = Path.cwd()
     try:
@@ -295,56 +193,18 @@ def ab_command(
                 return EXIT_SETUP
             if parts is not None:
                 pairs = ab.shard_pairs(pairs, *parts)
-                names = ", ".join(p.name for p in pairs) or "no suites"
-                say(f"fuseci: shard {parts[0]}/{parts[1]}: {names}", err=True)
-            options = ab.AbOptions(
-                report_dir=report_dir, ncu=ncu, accept_env=accepted, every=every, in_flight=in_flight
-            )
+                say(f"fuseci: shard {parts[0]}/{parts[1]}: {', '.join(p.name for p in pairs) or 'no suites'}", err=True)
             kept = kept_files(root=repo, results_dirs=[results_dir])
             check_outputs(outputs, [*read, *ab.own_files(pairs, options), *kept])
-            _say_pairs(pairs, base_side, head_side, every)
-            with RunDisplay(choose(quiet), terminal, lambda c: console.suite_report(c, verbose=verbose)) as display:
-                outcome = ab.run_ab(pairs, base_side, head_side, options, display)
-            comparisons = list(outcome.comparisons)
-            return report(
-                terminal,
-                comparisons,
-                outputs,
-                exit_code(comparisons),
-                tables_shown=display.printed == len(comparisons),
-                verbose=verbose,
-                keep=None
-                if results_dir is None
-                else lambda code: _keep_ab_run(outcome, pairs, head_side, results_dir, code),
+            say_pairs(pairs, base_side, head_side, every)
+            keep: Keep[ab.AbOutcome] = keeper(
+                results_dir, lambda outcome, to: ab.keep_head_run(outcome, pairs, head_side, to), "the head's results"
             )
+            session = partial(ab.run_ab, pairs, base_side, head_side, options)
+            return measure_and_report(terminal, outputs, session, keep, quiet=quiet, verbose=verbose)
     except Cancelled as exc:
         error(f"cancelled ({exc.name}): the measurements in flight were stopped and the temporary worktrees removed")
         return exc.exit_code
-
-
-def _say_pairs(pairs: list[Any], base: Any, head: Any, every: bool) -> None:
-    """One line on stderr: what is judged against what, and each suite's state."""
-    from fuseci.api.ab import pair_state, reference_label
-
-    say(f"fuseci: judging {head.label} against {reference_label(base)}", err=True)
-    for p in pairs:
-        say(f"fuseci:   {p.name} ({p.rel.as_posix()}): {pair_state(p, base, every)}", err=True)
-
-
-def _keep_ab_run(outcome: Any, pairs: list[Any], head: Any, directory: Path, code: int) -> int:
-    """Save the head's run file; the exit code, turned to 3 (unless 1) when it cannot be saved."""
-    from fuseci.api import ab
-
-    try:
-        path = ab.keep_head_run(outcome, pairs, head, directory)
-    except FuseciError as exc:
-        error(str(exc))
-        return code if code == EXIT_REGRESSION else exc.exit_code
-    if path is None:
-        say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
-    else:
-        say(f"fuseci: the head's results saved to {path}", err=True)
-    return code
 
 
 @app.command(
@@ -379,7 +239,7 @@ def check_command(
     outputs = report_files(junit=junit_file, json=json_file, markdown=markdown_file, html=html_file)
     terminal = ctx.ensure_object(Terminal)
     check = api.check_suites(suites)
-    check_outputs(outputs, _suite_inputs(check))
+    check_outputs(outputs, suite_inputs(check))
     for f in check.files:
         for p in f.reported:
             error(p.message)

@@ -1,5 +1,6 @@
-"""The options and arguments several commands share, declared once each as an ``Annotated`` type,
-and the exit codes their help states."""
+"""The options and arguments of the commands, declared once each as an ``Annotated`` type (those
+several commands share, and those of ``run`` and ``ab``, which measure), and the exit codes
+their help states."""
 
 from __future__ import annotations
 
@@ -81,6 +82,87 @@ NcuOpt = Annotated[
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log what fuseci does to stderr.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress while it runs: only the report at the end.")]
+
+# fuseci run's own.
+RunShard = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        metavar="K/N",
+        help="Run only shard K of N: whole suites, dealt out deterministically by size (for a CI matrix; merge the --json results with `fuseci merge`).",
+    ),
+]
+Gpus = Annotated[
+    str,
+    typer.Option(
+        "--gpus",
+        metavar="SPEC",
+        help="GPUs to deal the suites out over: all (every visible GPU), a number N (the first N), or a list like 0,1. Each suite is judged against its card model's baselines; one report.",
+    ),
+]
+RunInFlight = Annotated[
+    int,
+    typer.Option(
+        "--in-flight",
+        min=1,
+        max=8,
+        metavar="N",
+        help="Suites in flight at once per GPU: while one measures, the next starts up and the last is judged (they take turns on the GPU).",
+    ),
+]
+
+# fuseci ab's own.
+AbBase = Annotated[
+    str,
+    typer.Argument(
+        help="The base: a git ref (branch, tag, commit) whose suite files and kernel modules are checked out into a temporary worktree.",
+        metavar="BASE",
+        show_default=False,
+    ),
+]
+AbHead = Annotated[
+    str | None,
+    typer.Argument(
+        help="The head, judged against BASE: a git ref. Default: the working tree as it is, uncommitted changes included.",
+        metavar="HEAD",
+        show_default=False,
+    ),
+]
+AbSuites = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--suite",
+        "-s",
+        help="A suite file, relative to the current directory (repeatable). Default: every suites/*.yaml of either side.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+AbEvery = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Measure every suite, also those whose suite file, kernel modules and fuseci version are the same on both sides.",
+    ),
+]
+AbShard = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        metavar="K/N",
+        help="Compare only shard K of N: whole suites, dealt out as `fuseci run --shard` deals them.",
+    ),
+]
+AbInFlight = Annotated[
+    int,
+    typer.Option(
+        "--in-flight",
+        min=1,
+        max=8,
+        metavar="N",
+        help="Measurements in flight at once: while one side uses the GPU, the next starts up (they take turns on the GPU).",
+    ),
+]
 
 
 def _report_file(name: str) -> Any:

@@ -1,5 +1,5 @@
-"""Measuring one suite for ``fuseci run``: the profiled run under ncu, the timed pass outside it,
-re-measurement of borderline speedups, and the frames built from what they left.
+"""Measuring one suite: the profiled run under ncu, the timed pass outside it, one more timed
+pass of a borderline speedup (:func:`retime`), and the frames built from what they left.
 
 The harness record comes back from each harness process once, as a typed value, and travels in
 memory from here on; the complete record (profiler facts and timings included) is written once
@@ -32,7 +32,8 @@ from fuseci.measure.timed import finish_timed, run_timed, start_timed
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
     from fuseci.frames.metrics import SuiteResults
 
-#: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band.
+#: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band
+#: (:meth:`fuseci.api.session.Session.remeasure`).
 RETIMES = 2
 #: Profiled passes of each variant when the measurement becomes a baseline (``update-baselines``),
 #: and when it is ``fuseci ab``'s reference (its base): the passes tell which counters repeat
@@ -424,22 +425,17 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     return summarize(kernels, record)
 
 
-def remeasure(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: list[str]) -> SuiteResults:
-    """Time ``cases`` :data:`RETIMES` more times, each pass in a fresh process, and rewrite the
-    run's record with the extra passes; the comparison then uses the median of all passes.
+def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: list[str]) -> SuiteResults:
+    """One more timed pass of ``cases`` in a fresh process, added to each case's passes (the judge
+    takes the median of all of them); the run's record rewritten with it. The session decides how
+    many passes and in what order (:meth:`fuseci.api.session.Session.remeasure`).
 
     Raises:
-        BenchError: a timed pass failed.
+        BenchError: the timed pass failed.
     """
     from fuseci.frames.metrics import summarize
 
-    log.info("%s: re-measuring borderline speedup(s) of %s", suite.name, ", ".join(cases))
-    options.say(
-        f"re-measuring {', '.join(cases)}", SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME).record
-    )
-    record = results.record
-    for _ in range(RETIMES):
-        record = timed_pass(suite, options, record, cases, again=True)
+    record = timed_pass(suite, options, results.record, cases, again=True)
     write_record(record, SuiteFiles(options.report_dir, suite.name).record)
     return summarize(results.kernels, record)
 

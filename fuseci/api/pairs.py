@@ -1,0 +1,409 @@
+"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees (a temporary
+git worktree of the base, the working tree or a second worktree as the head), which suite files
+are compared and how each side has them, what the fingerprints say changed (:func:`pair_state`:
+the line said before measuring), and what a suite that is not measured says instead
+(:func:`skipped`: removed, unchanged, or no case's code changed).
+
+Nothing here measures; :mod:`fuseci.api.ab` measures and judges the pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from fuseci import __version__
+from fuseci.ab import git
+from fuseci.ab.cases import changed_cases
+from fuseci.ab.fingerprint import Fingerprint, Tree, differences, fingerprint, tree_of
+from fuseci.api.sharding import shard
+from fuseci.config.model import Case, Suite
+from fuseci.config.parse import load_suite
+from fuseci.errors import FuseciError, UsageError
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Reference, Verdict
+
+log = logging.getLogger("fuseci.api")
+
+BASE, HEAD = "base", "head"
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of the comparison: a tree and what to call it."""
+
+    name: str
+    """``base`` or ``head``: also its subdirectory of the report directory."""
+    label: str
+    """What reports call it: ``base 1a2b3c4``, ``head 5d6e7f8``, ``the working tree``."""
+    root: Path
+    """The root of its tree (a temporary worktree, or the repository's working tree)."""
+    commit: str | None = None
+    """Its commit; None for the working tree (which may hold uncommitted changes)."""
+    repo: Path | None = None
+    """The repository's working tree: where the environment's import paths into the repository
+    point (``PYTHONPATH``, ``.pth`` files, editable installs), each read in this side's tree
+    instead (:func:`fuseci.ab.fingerprint.tree_of`); None: none are mapped."""
+
+    @property
+    def tree(self) -> Tree:
+        """Its tree as its harness processes import from it."""
+        return tree_of(self.root, self.repo)
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One suite file, as each side has it."""
+
+    rel: Path
+    """Its path relative to the repository's root: the path reports show."""
+    base: Suite | None = None
+    """The base's suite (its path inside the base tree); None when the base has no such file or
+    it could not be read (:attr:`base_problem`)."""
+    head: Suite | None = None
+    """The head's suite (its path inside the head tree); None when the head has no such file."""
+    base_problem: str = ""
+    """Why the base's file could not be read (the head is then judged without a reference)."""
+    base_print: Fingerprint | None = None
+    """The base's fingerprint (both sides loaded)."""
+    head_print: Fingerprint | None = None
+    """The head's fingerprint (both sides loaded)."""
+    cases: tuple[str, ...] | None = None
+    """The head's cases whose own fingerprint differs from the base's, in suite order, when only
+    module files differ between the sides (:func:`case_changes`); None: every case counts as
+    changed (the suite file or fuseci differs, or one side lacks the suite)."""
+
+    @property
+    def name(self) -> str:
+        """The suite id (the head's, else the base's)."""
+        suite = self.head or self.base
+        return suite.name if suite is not None else self.rel.stem
+
+    @property
+    def unchanged(self) -> bool:
+        """Both sides have it, with the same fingerprint (nothing they are measured from differs)."""
+        a, b = self.base_print, self.head_print
+        if a is None or b is None or a.unproven or b.unproven:
+            return False
+        return a.complete and a.digest == b.digest
+
+    @property
+    def changes(self) -> list[str]:
+        """What differs between the sides' fingerprints, for people."""
+        if self.base_print is None or self.head_print is None:
+            return []
+        planted = (
+            []
+            if self.base is None or self.head is None or self.base.planted == self.head.planted
+            else [f"planted: {str(self.base.planted).lower()} -> {str(self.head.planted).lower()}"]
+        )
+        return [*planted, *differences(self.base_print, self.head_print)]
+
+    @property
+    def unproven(self) -> list[str]:
+        """What either side's fingerprint cannot follow (its cases are measured whatever changed)."""
+        return sorted(
+            {
+                *(self.base_print.unproven if self.base_print else ()),
+                *(self.head_print.unproven if self.head_print else ()),
+            }
+        )
+
+    @property
+    def unchanged_cases(self) -> list[Case]:
+        """The head's cases not measured because their own code is the same on both sides
+        (none when :attr:`cases` is None)."""
+        if self.head is None or self.cases is None or self.unchanged:
+            return []
+        return [c for c in self.head.cases if c.id not in self.cases]
+
+    def shown(self) -> Suite | None:
+        """The head's suite as reports name it: at :attr:`rel`."""
+        return None if self.head is None else replace(self.head, path=self.rel)
+
+
+def reference_label(base: Side) -> str:
+    """What the head was judged against, as reports say it: ``base 1a2b3c4 (same runner)``."""
+    return f"{base.label} (same runner)"
+
+
+# --- which suites ------------------------------------------------------------------------------
+
+
+def relative_suite(path: Path, root: Path, cwd: Path) -> Path:
+    """A suite file named on the command line, as a path relative to the repository's root.
+
+    Raises:
+        UsageError: it lies outside the repository, or is not a .yaml/.yml file.
+    """
+    full = Path(os.path.realpath(cwd / path))
+    real_root = Path(os.path.realpath(root))
+    if not full.is_relative_to(real_root):
+        raise UsageError(
+            f"{path}: is outside the git repository {root}; fuseci ab compares the repository's own suite files: "
+            "pass one inside it"
+        )
+    if full.suffix not in (".yaml", ".yml"):
+        raise UsageError(f"{path}: a suite file is a .yaml or .yml file")
+    return full.relative_to(real_root)
+
+
+def _default_suites(root: Path, reldir: Path) -> set[Path]:
+    folder = root / reldir
+    return {reldir / p.name for p in folder.glob("*.yaml")} if folder.is_dir() else set()
+
+
+def pair_suites(
+    named: Sequence[Path] | None, base: Side, head: Side, *, cwd: Path, repo: Path
+) -> tuple[list[Pair], list[str]]:
+    """The suite files to compare, loaded on each side, with their fingerprints; and the
+    problems of the head's suite files (each one line naming the file and the fix).
+
+    Default: every ``suites/*.yaml`` of either side (the ``suites`` directory under ``cwd``,
+    relative to the repository at ``repo``), planted-regression suites only when named, as
+    ``fuseci run``. A named file may be on one side only.
+
+    Raises:
+        UsageError: no suite named and none found on either side, or a named file is outside the
+            repository or on neither side.
+    """
+    if named:
+        rels = list(dict.fromkeys(relative_suite(p, repo, cwd) for p in named))
+    else:
+        reldir = relative_suite(Path("suites") / "x.yaml", repo, cwd).parent
+        rels = sorted(_default_suites(base.root, reldir) | _default_suites(head.root, reldir))
+        if not rels:
+            raise UsageError(f"no suite given and no {reldir.as_posix()}/*.yaml on either side; pass --suite FILE")
+    pairs: list[Pair] = []
+    problems: list[str] = []
+    for rel in rels:
+        in_base, in_head = (base.root / rel).is_file(), (head.root / rel).is_file()
+        if not in_base and not in_head:
+            raise UsageError(f"{rel.as_posix()}: no such suite file in {base.label} nor in {head.label}")
+        head_suite = base_suite = None
+        base_problem = ""
+        if in_head:
+            try:
+                head_suite = load_suite(head.root / rel)
+            except FuseciError as exc:
+                problems.append(_relative_message(str(exc), head.root, rel))
+                continue
+        if in_base:
+            try:
+                base_suite = load_suite(base.root / rel)
+            except FuseciError as exc:
+                base_problem = _relative_message(str(exc), base.root, rel)
+        # A planted suite is left out unless named; one whose flag differs between the sides is not
+        # (gaining planted: true must not take a suite out of the gate).
+        if not named and all(s.planted for s in (head_suite, base_suite) if s is not None):
+            log.info("skipping planted-regression suite %s; name the file to run it", rel.as_posix())
+            continue
+        pair = Pair(rel, base_suite, head_suite, base_problem)
+        if head_suite is not None and base_suite is not None:
+            pair = replace(
+                pair, base_print=fingerprint(base_suite, base.tree), head_print=fingerprint(head_suite, head.tree)
+            )
+            pair = replace(pair, cases=case_changes(pair, base, head))
+        pairs.append(pair)
+    ids: dict[str, Path] = {}
+    for p in pairs:
+        if p.name in ids:
+            problems.append(
+                f"{p.rel.as_posix()}: defines suite {p.name!r}, as {ids[p.name].as_posix()} does; give each suite "
+                "its own id"
+            )
+        ids[p.name] = p.rel
+    return pairs, problems
+
+
+def case_changes(pair: Pair, base: Side, head: Side) -> tuple[str, ...] | None:
+    """The head's cases to measure when the sides differ only in module files: those whose case
+    fingerprint differs (:func:`fuseci.ab.cases.changed_cases`), in suite order; None when every
+    case is to be measured (the suite file, fuseci, or which named modules are installed differ,
+    or a fingerprint is incomplete)."""
+    a, b = pair.base_print, pair.head_print
+    if pair.base is None or pair.head is None or a is None or b is None or pair.unchanged:
+        return None
+    if not (a.complete and b.complete) or a.beside_files != b.beside_files:
+        return None
+    return changed_cases(pair.base, base.tree, pair.head, head.tree)
+
+
+def pair_state(pair: Pair, base: Side, every: bool) -> str:
+    """What ``fuseci ab`` does with a suite, for the line it says before measuring."""
+    if pair.head is None:
+        return f"removed (only in {base.label}): not measured"
+    if pair.base is None:
+        if pair.base_problem:
+            return f"unreadable in {base.label}: judged without a reference"
+        return f"added (not in {base.label}): judged without a reference"
+    if pair.unchanged:
+        return "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
+    state = _changed_state(pair)
+    kept = pair.unchanged_cases
+    if not kept:
+        return state
+    total = len(pair.head.cases)
+    if every:
+        return f"{state}; {_cases(len(kept))} unchanged, measured anyway (--all)"
+    if len(kept) == total:
+        return f"{state}; no case's code changed: {_cases(total)} unchanged, not measured"
+    cases = pair.cases or ()
+    return (
+        f"{state}; measuring {len(cases)} of {_cases(total)} ({', '.join(cases)}), {len(kept)} unchanged, not measured"
+    )
+
+
+def _changed_state(pair: Pair) -> str:
+    """``changed: <what>``, with what the fingerprints cannot follow."""
+    changes, unproven = pair.changes, pair.unproven
+    state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
+    if not unproven:
+        return state if changes else "changed: measured"
+    said = "; ".join(unproven[:3]) + (f"; and {len(unproven) - 3} more" if len(unproven) > 3 else "")
+    return f"{state} (fuseci ab cannot follow: {said})"
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'s' if n != 1 else ''}"
+
+
+def _relative_message(message: str, root: Path, rel: Path) -> str:
+    """A suite error's message with the side's temporary path shown as the repository's."""
+    return message.replace(str(root / rel), rel.as_posix())
+
+
+def shard_pairs(pairs: list[Pair], k: int, n: int) -> list[Pair]:
+    """Shard ``k`` of ``n``'s pairs: whole suites dealt out as ``fuseci run --shard`` deals them."""
+    suites = [p.head or p.base for p in pairs]
+    chosen = {id(s) for s in shard([s for s in suites if s is not None], k, n)}
+    return [p for p, s in zip(pairs, suites, strict=True) if id(s) in chosen]
+
+
+# --- what a suite not measured says ----------------------------------------------------------
+
+
+def _not_measured(pair: Pair, verdict: Verdict, message: str, description: str, base: Side) -> Comparison:
+    """A suite fuseci ab did not measure, and why."""
+    suite = pair.head or pair.base
+    check = MetricDelta("(suite)", "", CheckKind.CASE, "", verdict, message)
+    return _unmeasured(pair, (CaseResult("(suite)", suite.line if suite else 0, description, (check,), ()),), base)
+
+
+def _unmeasured(pair: Pair, cases: tuple[CaseResult, ...], base: Side) -> Comparison:
+    """A comparison of ``pair`` made of ``cases`` alone, nothing measured (no environment)."""
+    return Comparison(
+        suite=pair.name,
+        suite_path=pair.rel.as_posix(),
+        env={},
+        baseline_path=reference_label(base),
+        has_baseline=True,
+        env_differences=(),
+        cases=cases,
+        reference=Reference("", name=base.label),
+    )
+
+
+def unchanged_case(case: Case, base: Side, head: Side, *, noted: bool = False) -> CaseResult:
+    """A case not measured because the code it runs is the same on both sides: one PASS check
+    saying what was compared; with ``noted``, a note saying so too (a table of measured cases
+    shows no check that passed)."""
+    message = (
+        f"unchanged, not measured: the suite file, the code this case runs ({', '.join(case.functions)}, what they "
+        f"call, their modules' import-time code and the files they import) and fuseci {__version__} are identical "
+        f"in {base.label} and {head.label} (--all measures it anyway)"
+    )
+    check = MetricDelta(case.id, "", CheckKind.CASE, "", Verdict.PASS, message)
+    note = f"unchanged, not measured: its code is identical in {base.label} and {head.label} (--all measures it)"
+    return CaseResult(case.id, case.line, case.description, (check,), (), (note,) if noted else ())
+
+
+def cases_unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+    """A suite whose module files differ between the sides but no case's code (a comment, code
+    no case runs): each case ``unchanged, not measured``."""
+    assert pair.head is not None
+    return _unmeasured(pair, tuple(unchanged_case(c, base, head) for c in pair.head.cases), base)
+
+
+def with_unchanged(comparison: Comparison, pair: Pair, base: Side, head: Side) -> Comparison:
+    """The comparison of a partly measured suite: the measured cases as judged, each unchanged
+    case ``unchanged, not measured``, in suite order (then any case only the base has)."""
+    assert pair.head is not None
+    kept = {c.id for c in pair.unchanged_cases}
+    # A case the base's results hold but the head's were not asked for is no removed case: it
+    # was not measured (the suite files are identical, so both sides have the same cases).
+    judged = {c.case: c for c in comparison.cases if c.case not in kept}
+    cases = [
+        unchanged_case(c, base, head, noted=True) if c.id in kept else judged.pop(c.id)
+        for c in pair.head.cases
+        if c.id in kept or c.id in judged
+    ]
+    return replace(comparison, cases=(*cases, *judged.values()))
+
+
+def unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+    """``unchanged, not measured``: what was compared, and how to measure it anyway."""
+    printed = pair.head_print
+    files = sorted(printed.files) if printed else []
+    listed = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+    modules = f"{len(files)} module file{'s' if len(files) != 1 else ''} ({listed})" if files else "no module file"
+    version = printed.fuseci_version if printed else "?"
+    return _not_measured(
+        pair,
+        Verdict.PASS,
+        f"unchanged, not measured: the suite file, {modules} and fuseci {version} are identical in {base.label} "
+        f"and {head.label} (--all measures it anyway)",
+        "unchanged, not measured",
+        base,
+    )
+
+
+def removed_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+    """A suite file the base has and the head does not: said, not measured, not a failure."""
+    return _not_measured(
+        pair,
+        Verdict.MISSING,
+        f"removed: {pair.rel.as_posix()} is in {base.label} but not in {head.label}; not measured",
+        "removed",
+        base,
+    )
+
+
+def skipped(pair: Pair, base: Side, head: Side) -> Comparison:
+    """The comparison of a pair that is not measured: removed, unchanged, or no case changed."""
+    if pair.head is None:
+        return removed_comparison(pair, base, head)
+    if pair.unchanged:
+        return unchanged_comparison(pair, base, head)
+    return cases_unchanged_comparison(pair, base, head)
+
+
+# --- the trees -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def trees(base_ref: str, head_ref: str | None, cwd: Path) -> Iterator[tuple[Path, Side, Side]]:
+    """The repository's root and the two sides, for the block: the base a temporary worktree of
+    ``base_ref``, the head one of ``head_ref`` or, without it, the working tree as it is
+    (uncommitted changes included). The worktrees are removed however the block ends.
+
+    Raises:
+        GitError: git is missing, ``cwd`` is in no repository, a ref names no commit, or a
+            worktree could not be made.
+    """
+    repo = git.repo_root(cwd)
+    git.prune(repo)  # the registrations a killed run left
+    base_sha = git.commit_of(repo, base_ref, "BASE")
+    head_sha = git.commit_of(repo, head_ref, "HEAD") if head_ref is not None else None
+    with ExitStack() as held:
+        base_root = held.enter_context(git.worktree(repo, base_sha))
+        base = Side(BASE, f"base {git.short(base_sha)}", base_root, base_sha, repo)
+        if head_sha is None:
+            head = Side(HEAD, "the working tree", repo, repo=repo)
+        else:
+            head_root = held.enter_context(git.worktree(repo, head_sha))
+            head = Side(HEAD, f"head {git.short(head_sha)}", head_root, head_sha, repo)
+        yield repo, base, head
