@@ -13,11 +13,11 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, PlainValidator
 
-from fuseci import validation as v
 from fuseci.config import quantities
 from fuseci.config.model import CHECK_NAMES, KernelRule
 from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_expectation, parse_tolerance
 from fuseci.config.values import Keys, Schema, shown
+from fuseci.wording import did_you_mean
 
 
 def _policy_message(exc: ValueError, text: object) -> str:
@@ -95,9 +95,7 @@ Allowance = Annotated[
 def _gate_key(key: object) -> str:
     gateable = quantities.gateable()
     if key not in gateable:
-        raise ValueError(
-            f"cannot gate {brief_repr(key)}; {v.did_you_mean(key, gateable)}gateable: {', '.join(gateable)}"
-        )
+        raise ValueError(f"cannot gate {brief_repr(key)}; {did_you_mean(key, gateable)}gateable: {', '.join(gateable)}")
     return str(key)
 
 
@@ -105,7 +103,7 @@ def _gain_key(key: object) -> str:
     gains = quantities.gains()
     if key not in gains:
         raise ValueError(
-            f"no gain named {brief_repr(key)}; {v.did_you_mean(key, gains)}expectations apply to: {', '.join(gains)}"
+            f"no gain named {brief_repr(key)}; {did_you_mean(key, gains)}expectations apply to: {', '.join(gains)}"
         )
     return str(key)
 
@@ -133,9 +131,7 @@ def _checks(raw: object) -> tuple[str, ...]:
         raise ValueError(f"expected a check name or a list of them, got {shown(raw)}")
     for n in picked:
         if n not in allowed:
-            raise ValueError(
-                f"no check named {brief_repr(n)}; {v.did_you_mean(n, allowed)}checks: {', '.join(allowed)}"
-            )
+            raise ValueError(f"no check named {brief_repr(n)}; {did_you_mean(n, allowed)}checks: {', '.join(allowed)}")
     return tuple(dict.fromkeys(picked))
 
 
