@@ -246,13 +246,13 @@ def test_a_library_kernels_moving_count_passes_within_its_floor(recorded) -> Non
 
 def test_l2_sectors_that_barely_moved_keep_their_tolerance(recorded) -> None:  # type: ignore[no-untyped-def]
     """Our kernels' L2 sectors move by a few thousandths of a percent (what warps share through the
-    L1): eight times that is inside the 0.5% tolerance, which holds; the moving floor (10%) is for
+    L1): eight times that is inside the 0.5% tolerance, which holds; the moving floor (25%) is for
     counts that move by more than the tolerance can take (a library kernel's)."""
     suite, results, baseline = recorded
     entry = baseline.cases["scale_relu_add"]["fused"]
     l2 = names.L2_READ_BYTES
     old = entry.values[l2]
-    for moved, shown in ((old * 1e-5, "tolerance ±0.5%"), (old * 0.01, "band ±10.0%")):
+    for moved, shown in ((old * 1e-5, "tolerance ±0.5%"), (old * 0.01, "band ±25.0%")):
         kernels = tuple(replace(k, spread={q: (moved if q == l2 else 0.0) for q in k.counts}) for k in entry.kernels)
         lower = VariantBaseline({**entry.values, l2: old / 1.006}, kernels)  # now 0.6% above the baseline
         cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": lower}}
