@@ -241,7 +241,7 @@ def save_run(
 def kept_in(path: Path) -> list[Path]:
     """Every run file ``path`` stands for as a command's input: a results directory's every run
     file (by name), whichever of them the command reads, or ``path`` itself. A report must be
-    none of them (:func:`fuseci.store.atomic.check_outputs`)."""
+    none of them (:func:`fuseci.store.outputs.check_outputs`)."""
     if not path.is_dir():
         return [path]
     try:
