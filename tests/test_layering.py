@@ -15,7 +15,7 @@ ROOT = Path(fuseci.__file__).parent
 #: Bottom to top; a module may import from its own layer and those below. A name stands for the
 #: module and everything under it; the longest name that matches a module gives its layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("fuseci", "fuseci.errors", "fuseci.validation", "fuseci.config"),
+    ("fuseci", "fuseci.errors", "fuseci.wording", "fuseci.validation", "fuseci.config"),
     ("fuseci.store.versioned", "fuseci.store.atomic", "fuseci.store.locks", "fuseci.store.outputs"),
     ("fuseci.measure",),
     ("fuseci.harness",),
