@@ -22,7 +22,7 @@ from fuseci.harness.timing import TimingOptions
 from fuseci.measure import run as measure_run
 from fuseci.measure.command import HarnessFiles, waiting_file
 from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
-from fuseci.store.atomic import file_lock
+from fuseci.store.locks import file_lock
 
 SUITE = """
 suite: s

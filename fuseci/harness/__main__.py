@@ -24,7 +24,7 @@ from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
 from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV, MAX_PASSES, waiting_file
 from fuseci.measure.record import HarnessRecord, write_record
-from fuseci.store.atomic import LockTimeout, file_lock, is_held
+from fuseci.store.locks import LockTimeout, file_lock, is_held
 
 log = logging.getLogger("fuseci.harness")
 
