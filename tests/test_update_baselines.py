@@ -26,3 +26,20 @@ def test_anything_else_but_pass_is_a_change() -> None:
     for verdict in (Verdict.IMPROVED, Verdict.NEW, Verdict.REGRESSED, Verdict.MISSING):
         assert not unchanged(_case(_check(verdict, 0.1, CheckKind.GAIN))), verdict
     assert unchanged(_case(_check(Verdict.PASS, 0.01, CheckKind.GAIN)))
+
+
+def test_a_re_recorded_case_names_its_new_variants_instead_of_their_no_baseline_checks() -> None:
+    """A planted variant added to a recorded case: the summary names it, and never tells the user
+    to record a baseline with the very command that is recording it."""
+    from fuseci.judge.baseline import VariantBaseline
+    from fuseci.judge.update import _what_moved
+
+    old = {"fused": VariantBaseline({"q": 1.0}, ())}
+    new = {"fused": VariantBaseline({"q": 1.2}, ()), "sector": VariantBaseline({"q": 1.0}, ())}
+    result = _case(
+        MetricDelta("c", "fused", CheckKind.VALUE, "q", Verdict.IMPROVED, "q of fused rose", change=0.2),
+        MetricDelta("c", "sector", CheckKind.VALUE, "q", Verdict.NEW, "no baseline yet (record one with ...)"),
+    )
+    assert _what_moved(old, new, result) == "new variant sector; q of fused rose"
+    assert _what_moved(new, old, _case()) == "variant sector removed"
+    assert _what_moved(old, old, _case()) == "re-recorded"

@@ -93,14 +93,24 @@ def _case_changes(old: Baseline | None, new: Baseline, comparison: Comparison) -
         elif cid not in new.cases:
             lines.append(f"- {cid}: removed (no longer in the suite)")
         elif old.cases[cid] != new.cases[cid]:
-            moved = [
-                c.message
-                for c in by_case[cid].checks
-                if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.NEW, Verdict.INCOMPARABLE, Verdict.WARN)
-                and c.check in (CheckKind.GAIN, CheckKind.VALUE, CheckKind.ASYNCHRONY, CheckKind.INVENTORY)
-            ]
-            lines.append(f"~ {cid}: " + ("; ".join(moved) if moved else "re-recorded"))
+            lines.append(f"~ {cid}: " + _what_moved(old.cases[cid], new.cases[cid], by_case[cid]))
     return lines
+
+
+def _what_moved(old: Mapping[str, VariantBaseline], new: Mapping[str, VariantBaseline], result: CaseResult) -> str:
+    """What changed in a re-recorded case: its new and removed variants by name, then the checks
+    that moved against the old baseline (a new variant's checks had nothing to move from)."""
+    added, gone = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+    parts = [f"new variant{'s' if len(added) > 1 else ''} {', '.join(added)}"] if added else []
+    parts += [f"variant{'s' if len(gone) > 1 else ''} {', '.join(gone)} removed"] if gone else []
+    parts += [
+        c.message
+        for c in result.checks
+        if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.INCOMPARABLE, Verdict.WARN)
+        and c.check in (CheckKind.GAIN, CheckKind.VALUE, CheckKind.ASYNCHRONY, CheckKind.INVENTORY)
+        and c.variant not in added
+    ]
+    return "; ".join(parts) if parts else "re-recorded"
 
 
 def plan(
