@@ -46,7 +46,7 @@ from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.compare import compare
 from fuseci.judge.runs import baseline_of
 from fuseci.judge.verdict import Comparison, Reference, failed
-from fuseci.measure import devices
+from fuseci.measure import turn
 from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.run import REFERENCE_PASSES, MeasureOptions
 from fuseci.store import runs as run_files
@@ -127,7 +127,7 @@ def side_options(
     return MeasureOptions(
         report_dir=report_dir / side.name,
         ncu=options.ncu,
-        gpu_lock=devices.lock_path(None),
+        gpu_lock=turn.lock_path(None),
         on_stage=on_stage,
         cwd=side.root,
         extra_env=side_env(side, other),

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,9 +24,10 @@ from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
 from fuseci.measure import process
 from fuseci.measure import profile as ncu
 from fuseci.measure.bytecode import COMPILE_CACHE, PYCACHE
-from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv, waiting_file
+from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
+from fuseci.measure.turn import AheadWatch, ahead_limit_s, waiting_file
 
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
     from fuseci.frames.metrics import SuiteResults
@@ -236,63 +236,6 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
         process.stop(timer)
     write_record(record, files.record)
     return record, (files.report if files.report.exists() else None)
-
-
-def ahead_limit_s(suite: Suite) -> float:
-    """How long a timed pass timing one case ahead of its profiled run may keep the GPU while the
-    profiled run waits for it (:class:`AheadWatch`): a quarter of the suite's ``ncu.timeout``, at
-    least 30 s (a cold ``torch.compile`` with autotuning takes that long)."""
-    return max(30.0, suite.ncu.timeout_s / 4)
-
-
-class AheadWatch:
-    """Stops a timed pass that keeps the GPU for one case longer than ``limit_s`` ahead of its
-    profiled run while that run waits (a hang, say), so that the profiled run still measures,
-    and stops at ``ncu.timeout``, where the case that hangs is named; the cases that checked
-    right are then timed by a fresh process after it (:attr:`stopped`).
-
-    The timed harness names the case it is in in its record (``running``), rewritten as each case
-    starts; the profiled harness keeps :func:`~fuseci.measure.command.waiting_file` while it
-    waits for the GPU."""
-
-    POLL_S = 0.25
-
-    def __init__(self, timer: subprocess.Popen[bytes], record: Path, waiting: Path, limit_s: float) -> None:
-        self.stopped = False
-        """Whether the timed process was stopped."""
-        self._timer, self._record, self._waiting, self._limit_s = timer, record, waiting, limit_s
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="fuseci-ahead-watch", daemon=True)
-        self._thread.start()
-
-    def _stuck(self) -> bool:
-        if not self._waiting.exists():
-            return False
-        try:
-            age = time.time() - self._record.stat().st_mtime
-            running = read_record(self._record).running if age > self._limit_s else None
-        except (OSError, ReportError):
-            return False
-        return running is not None
-
-    def _watch(self) -> None:
-        while not self._done.wait(self.POLL_S):
-            if self._timer.poll() is not None:
-                return
-            if self._stuck():
-                log.warning(
-                    "the timed pass kept the GPU for over %g s in one case ahead of the profiled run, which waits: "
-                    "stopped; it times the cases after the profiled run instead",
-                    self._limit_s,
-                )
-                self.stopped = True
-                process.stop(self._timer)
-                return
-
-    def close(self) -> None:
-        """Stop watching."""
-        self._done.set()
-        self._thread.join()
 
 
 def _with_timings(
