@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import subprocess
 import sys
 import threading
@@ -21,9 +20,8 @@ from typing import TYPE_CHECKING
 
 from fuseci.config.model import Suite
 from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
-from fuseci.measure import process
+from fuseci.measure import caches, process
 from fuseci.measure import profile as ncu
-from fuseci.measure.bytecode import COMPILE_CACHE, PYCACHE
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
@@ -40,14 +38,6 @@ RETIMES = 2
 #: (:mod:`fuseci.judge.counters`); ``fuseci run`` profiles each variant once.
 BASELINE_PASSES = 3
 REFERENCE_PASSES = 2
-
-#: The compilers' cache directories, by environment variable, under :attr:`MeasureOptions.compile_cache`.
-COMPILE_CACHES: dict[str, str] = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
-#: What else the harness processes' environment holds unless the user's sets it: Inductor compiles
-#: in the process itself, without a pool of worker processes that each import PyTorch again (and
-#: run under ncu in the profiled run): with its cache warm there is little to compile, and a one-case
-#: torch.compile suite took 17-21 s instead of 25 s on an H200 (docs/BENCHMARKS.md).
-HARNESS_ENV_DEFAULTS: dict[str, str] = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 log = logging.getLogger(__name__)
 
@@ -97,30 +87,16 @@ class MeasureOptions:
     @property
     def compile_cache(self) -> Path:
         """Where the harness processes keep ``torch.compile``'s (Inductor's) and Triton's caches and
-        Python's bytecode (:data:`PYCACHE`):
-        the timed process finds what the profiled one compiled, and a CI cache of this directory
-        keeps it across runs (a ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
-        return (self.report_dir if self.cache_root is None else self.cache_root) / COMPILE_CACHE
+        Python's bytecode (:mod:`fuseci.measure.caches`): the timed process finds what the profiled
+        one compiled, and a CI cache of this directory keeps it across runs (a
+        ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
+        return caches.compile_cache(self.report_dir if self.cache_root is None else self.cache_root)
 
     @property
     def env(self) -> dict[str, str]:
         """What the harness processes' environment adds."""
         extra = {} if self.device is None else {"CUDA_VISIBLE_DEVICES": self.device}
-        for var, sub in COMPILE_CACHES.items():
-            if not os.environ.get(var):
-                extra[var] = str((self.compile_cache / sub).absolute())
-        for var, value in HARNESS_ENV_DEFAULTS.items():
-            if not os.environ.get(var):
-                extra[var] = value
-        if not os.environ.get("PYTHONPYCACHEPREFIX"):
-            # With bytecode writing off (``PYTHONDONTWRITEBYTECODE``, common in CI images) or a
-            # read-only site-packages without ``.pyc`` files, Python compiled PyTorch's 2,000 modules
-            # from source in both processes of every run (``import torch`` and Inductor: 11.7 s on an
-            # H200). Kept under the cache, the bytecode never lands in site-packages or the user's
-            # tree, so writing it is switched back on (:mod:`fuseci.measure.bytecode`).
-            extra["PYTHONPYCACHEPREFIX"] = str((self.compile_cache / PYCACHE).absolute())
-            extra["PYTHONDONTWRITEBYTECODE"] = ""  # an empty value lets Python write (under the prefix only)
-        return {**extra, **self.extra_env}
+        return {**extra, **caches.harness_env(self.compile_cache), **self.extra_env}
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
