@@ -49,7 +49,7 @@ from pathlib import Path
 from fuseci import __version__
 from fuseci.ab.effects import effects
 from fuseci.config.model import Suite
-from fuseci.config.resolve import ModuleFinder, editable_locations, environment_dirs
+from fuseci.config.resolve import ModuleFinder, editable_locations, environment_dirs, suite_finder
 
 #: Largest source file parsed for its imports (a larger one is still hashed).
 MAX_PARSED_BYTES = 4 << 20
@@ -197,12 +197,6 @@ def as_tree(tree: Path | Tree) -> Tree:
     return tree if isinstance(tree, Tree) else tree_of(tree)
 
 
-def search_roots(suite: Suite, tree: Path) -> list[Path]:
-    """The harness's search path for a suite measured in ``tree`` (its working directory), in
-    order: ``tree``, then the directory above the suite file."""
-    return list(dict.fromkeys([tree, suite.path.resolve().parent.parent]))
-
-
 def named_modules(suite: Suite) -> list[str]:
     """Every module the suite's variants and references name, sorted."""
     return sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions})
@@ -260,8 +254,9 @@ class Reader:
         self.finder = self._finder()
 
     def _finder(self) -> ModuleFinder:
-        installed = self.tree.installed if self.tree.installed is not None else tuple(p for p in sys.path if p)
-        return ModuleFinder([*self.added, *search_roots(self.suite, self.root), *self.tree.roots, *installed])
+        return suite_finder(
+            self.suite, self.root, before=self.added, after=self.tree.roots, installed=self.tree.installed
+        )
 
     def add(self, paths: Iterable[Path]) -> bool:
         """Search ``paths`` (directories files add to ``sys.path``) first from now on; whether
