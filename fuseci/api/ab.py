@@ -186,7 +186,7 @@ def judge(
 
 def measured_cases(pair: Pair, options: AbOptions) -> tuple[str, ...] | None:
     """The cases of ``pair`` to measure on both sides; None: every case."""
-    return None if options.every or pair.unchanged else pair.cases
+    return None if options.every else pair.cases
 
 
 def run_ab(
@@ -204,7 +204,7 @@ def run_ab(
         MismatchError: a report and its record are not one run's (nothing is judged then).
     """
     session = Session(options.ncu, progress, options.in_flight)
-    todo = [p for p in pairs if p.head is not None and (options.every or not (p.unchanged or p.cases == ()))]
+    todo = [p for p in pairs if p.head is not None and (options.every or p.cases != ())]
     if todo:
         said = session.unready([_shown(p) for p in todo])
         if said is not None:

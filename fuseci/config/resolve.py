@@ -292,7 +292,7 @@ def suite_finder(
     imports: ``before``, :func:`search_path`, ``after``, then ``installed`` (None: this
     interpreter's ``sys.path``). ``fuseci check`` uses it as it stands; ``fuseci ab`` with the
     directories of a side's tree that the environment imports from
-    (:class:`fuseci.ab.fingerprint.Tree`)."""
+    (:class:`fuseci.ab.reader.Tree`)."""
     rest = [p for p in sys.path if p] if installed is None else installed
     return ModuleFinder([*before, *search_path(suite, cwd), *after, *rest])
 
