@@ -95,7 +95,7 @@ def test_no_update_leaves_anything_in_the_tree(tmp_path: Path) -> None:
 CONTENDER = r"""
 import os, sys
 from pathlib import Path
-from fuseci.store.atomic import file_lock
+from fuseci.store.locks import file_lock
 
 lock, turns = Path(sys.argv[1]), int(sys.argv[2])
 inside, count = lock.with_name("inside"), lock.with_name("count")

@@ -105,8 +105,8 @@ def test_a_baseline_keeps_each_kernels_counts_and_spread() -> None:
     rows = doc["cases"]["c"]["fused"]["kernels"]
     assert rows[0] == ["k0", 132, 384, 168, 0, {"counts": {LOADED: 64, WORK: 183152288}, "spread": {WORK: 49952}}]
     assert rows[1] == ["k1", 4, 256, 28, 16, {"counts": {LOADED: 32}}] and rows[2] == ["k2", 1, 32, 8]
-    back = bl.from_json(doc, "b.json").cases["c"]["fused"].kernels
-    assert back == kernels and bl.dumps(bl.from_json(doc, "b.json")) == text
+    back = bl.Baseline.from_json(doc, "b.json").cases["c"]["fused"].kernels
+    assert back == kernels and bl.dumps(bl.Baseline.from_json(doc, "b.json")) == text
 
 
 def test_a_version_1_baseline_reads_without_counts(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ def test_a_version_1_baseline_reads_without_counts(tmp_path: Path) -> None:
 def test_a_hostile_kernel_row_is_refused_with_its_place(row: list[object]) -> None:
     doc = {"format_version": 2, "suite": "s", "env": {}, "cases": {"c": {"fused": {"values": {}, "kernels": [row]}}}}
     with pytest.raises(Exception, match=r"b\.json: cases\.c\.fused\.kernels\[0\]"):
-        bl.from_json(doc, "b.json")
+        bl.Baseline.from_json(doc, "b.json")
 
 
 def test_an_update_re_records_a_case_whose_baseline_lacks_the_counts() -> None:
@@ -246,13 +246,13 @@ def test_a_library_kernels_moving_count_passes_within_its_floor(recorded) -> Non
 
 def test_l2_sectors_that_barely_moved_keep_their_tolerance(recorded) -> None:  # type: ignore[no-untyped-def]
     """Our kernels' L2 sectors move by a few thousandths of a percent (what warps share through the
-    L1): eight times that is inside the 0.5% tolerance, which holds; the moving floor (10%) is for
+    L1): eight times that is inside the 0.5% tolerance, which holds; the moving floor (25%) is for
     counts that move by more than the tolerance can take (a library kernel's)."""
     suite, results, baseline = recorded
     entry = baseline.cases["scale_relu_add"]["fused"]
     l2 = names.L2_READ_BYTES
     old = entry.values[l2]
-    for moved, shown in ((old * 1e-5, "tolerance ±0.5%"), (old * 0.01, "band ±10.0%")):
+    for moved, shown in ((old * 1e-5, "tolerance ±0.5%"), (old * 0.01, "band ±25.0%")):
         kernels = tuple(replace(k, spread={q: (moved if q == l2 else 0.0) for q in k.counts}) for k in entry.kernels)
         lower = VariantBaseline({**entry.values, l2: old / 1.006}, kernels)  # now 0.6% above the baseline
         cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": lower}}

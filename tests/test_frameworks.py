@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import ROOT
+from philox import host_values
 
 from fuseci.config import names
 from fuseci.config.dtypes import DTYPES, FRAMEWORKS, dtype, dtype_of
@@ -23,7 +24,7 @@ from fuseci.config.parse import load_suite
 from fuseci.errors import HarnessError, SuiteError
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.harness.arrays import minifloat
-from fuseci.harness.inputs import _store, host_values
+from fuseci.harness.inputs import _store
 from fuseci.judge import checks as ck
 from fuseci.judge.verdict import CheckKind, Verdict, env_differences
 from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, dumps

@@ -9,11 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import MINIMAL_SUITE, write
+from philox import host_values, philox4x32
 
 from fuseci.config.model import INT_RANGES, InputSpec
 from fuseci.config.parse import load_suite
 from fuseci.errors import HarnessError
-from fuseci.harness.inputs import host_values, philox4x32, randint_bounds
+from fuseci.harness.inputs import randint_bounds
 
 # Random123's published known-answer vectors for Philox4x32-10: (counter, key, output).
 KNOWN_ANSWERS = [

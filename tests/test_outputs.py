@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.store.atomic import append_output, atomic_write_text, same_file, write_output
+from fuseci.store.atomic import atomic_write_text
+from fuseci.store.outputs import append_output, same_file, write_output
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and links are POSIX")
 
@@ -169,7 +170,7 @@ def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(tmp_path: P
     and stays the file the shell opened."""
     log = tmp_path / "log"
     script = (
-        "import sys; from pathlib import Path; from fuseci.store.atomic import write_output\n"
+        "import sys; from pathlib import Path; from fuseci.store.outputs import write_output\n"
         "print('before', flush=True); write_output(Path('/dev/stdout'), 'report\\n'); print('after')\n"
     )
     with log.open("w") as out:
@@ -181,7 +182,7 @@ def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(tmp_path: P
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 def test_dev_stdout_as_a_pipe() -> None:
-    script = "from pathlib import Path; from fuseci.store.atomic import write_output; write_output(Path('/dev/stdout'), 'r\\n')"
+    script = "from pathlib import Path; from fuseci.store.outputs import write_output; write_output(Path('/dev/stdout'), 'r\\n')"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
     assert (done.returncode, done.stdout, done.stderr) == (0, "r\n", "")
 
@@ -502,7 +503,7 @@ def _release(fifo: Path) -> None:
 
 @pytest.fixture
 def short_fifo_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("fuseci.store.atomic.FIFO_WAIT_S", 0.3)
+    monkeypatch.setattr("fuseci.store.outputs.FIFO_WAIT_S", 0.3)
 
 
 def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path: Path, short_fifo_wait) -> None:

@@ -24,7 +24,7 @@ from fuseci.measure import turn
 from fuseci.measure.command import HarnessFiles
 from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 from fuseci.measure.turn import gpu_turn, waiting_file
-from fuseci.store.atomic import file_lock
+from fuseci.store.locks import file_lock
 
 SUITE = """
 suite: s

@@ -11,6 +11,7 @@ import pytest
 from pydantic import Field, ValidationError, field_validator
 
 from fuseci import validation as v
+from fuseci import wording
 from fuseci.config import names
 
 
@@ -222,9 +223,9 @@ def test_values_are_shown_short_and_on_one_line() -> None:
 
 
 def test_did_you_mean() -> None:
-    assert v.did_you_mean("shpe", ("shape", "dtype")) == "did you mean 'shape'? "
-    assert v.did_you_mean("zzz", ("shape",)) == "" and v.did_you_mean(3, ("shape",)) == ""
-    assert v.did_you_mean("s" * 101, ("s" * 101,)) == ""
+    assert wording.did_you_mean("shpe", ("shape", "dtype")) == "did you mean 'shape'? "
+    assert wording.did_you_mean("zzz", ("shape",)) == "" and wording.did_you_mean(3, ("shape",)) == ""
+    assert wording.did_you_mean("s" * 101, ("s" * 101,)) == ""
 
 
 def test_a_nested_list_of_the_wrong_type() -> None:

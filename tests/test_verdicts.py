@@ -11,10 +11,10 @@ from fuseci import api
 from fuseci.api.session import Retime, Session
 from fuseci.config import names
 from fuseci.config.policy import parse_tolerance
-from fuseci.frames.inventory import KernelLaunch
+from fuseci.frames.inventory import KernelLaunch, inventory_diff
 from fuseci.frames.metrics import summarize
 from fuseci.judge import baseline as jb
-from fuseci.judge.checks import BORDERLINE_FACTOR, NOISE_Z, inventory_diff, time_band, time_noise
+from fuseci.judge.checks import BORDERLINE_FACTOR, NOISE_Z, time_band, time_noise
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
 from fuseci.measure import run as measure_run

@@ -59,6 +59,14 @@ FAILS_LOW = ("gain", "value")
 BOUND_KINDS = ("bytes", "expect")
 #: What the exact comparison treats as no change (fuseci.config.policy.Tolerance.classify).
 EXACT_SLACK = 1e-9
+#: Quantities that fail on a rise (counts the SMs keep: bytes asked of memory, L2 sectors,
+#: instructions; fuseci.judge.counters): more than the baseline is REGRESSED.
+FAILS_HIGH = ("l1tex__", "lts__", "smsp__inst_executed")
+#: A counted check whose count moved between its baseline's profiled passes is judged within a
+#: band of its own, which its message gives ("... over the profiled passes: band ±18.6%)"); its
+#: change is taken in units of that band, against a tolerance of one band.
+_BAND = re.compile(r"over the profiled passes: band ±(\d+(?:\.\d+)?)%\)")
+BANDED = "band"
 
 USAGE_FIX = "results files are written by `fuseci run --json FILE` (tools/noise-study.sh keeps one per run)"
 
@@ -303,6 +311,12 @@ def read(paths: Sequence[str]) -> Study:
                         re.search(r"median of \d+ timed passes", message)
                     )
                     row["where"] = kw
+                    if isinstance(message, str) and "; not gated:" in message:  # shown across a rebuild, never red
+                        row["tolerance"] = ""
+                    banded = _BAND.search(message) if isinstance(message, str) else None
+                    if banded and row["change"] is not None:  # in units of its band: red beyond 1
+                        row["change"] /= float(banded.group(1)) / 100.0
+                        row["tolerance"] = BANDED
                     rows.append(row)
                 planted = {r["variant"] for r in rows if r["check"] == "planted"}
                 for r in rows:
@@ -317,7 +331,7 @@ def read(paths: Sequence[str]) -> Study:
                             continue  # nothing measured, or not a bound this tool knows
                     elif r["change"] is not None and r["tolerance"]:  # no tolerance: a warning, never red
                         sample = r["change"]
-                        if r["tolerance"] != "exact" and not _RELATIVE.fullmatch(r["tolerance"]):
+                        if r["tolerance"] not in ("exact", BANDED) and not _RELATIVE.fullmatch(r["tolerance"]):
                             raise _fail(
                                 path, f"{r['where']}.tolerance", f"{r['tolerance']!r} is neither 'exact' nor '±X%'"
                             )
@@ -341,6 +355,8 @@ def _base_tolerance(text: str) -> str:
 
 
 def _percent(tolerance: str) -> float:
+    if tolerance == BANDED:  # the change is in units of the check's own band
+        return 1.0
     m = _RELATIVE.fullmatch(tolerance)
     assert m, tolerance
     return float(m.group(1)) / 100.0
@@ -446,7 +462,8 @@ def estimate(study: Study) -> list[Row]:
             family = "exact"
         else:
             family = "relative"
-        groups[(family, c.quantity if c.kind != "bytes" else "bytes over the minimum")].append(c)
+        quantity = c.quantity if c.kind != "bytes" else "bytes over the minimum"
+        groups[(family, quantity + (" (its own band)" if c.tolerance == BANDED else ""))].append(c)
     rows = []
     order = {"relative": 0, "bound": 1, "exact": 2}
     for (family, quantity), checks in sorted(groups.items(), key=lambda item: (order[item[0][0]], item[0][1])):
@@ -491,6 +508,9 @@ def _relative_row(study: Study, quantity: str, checks: list[Check], per_run: flo
         if c.quantity == EVENT_TIME and c.kind == "gain":
             p = retimed_red(tau, up, s.shared)
             sides = f"re-measured, ρ={s.shared:.2f}"
+        elif c.quantity.startswith(FAILS_HIGH):  # a count: a rise fails (N(0, σ²) is symmetric)
+            p = lower_tail(tau, up)
+            sides = "upper tail" + (" (in units of each check's band)" if c.tolerance == BANDED else "")
         elif c.kind in FAILS_LOW:
             p = lower_tail(tau, up)
         else:  # a gate this tool does not know: both ways, to be safe

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from fuseci.errors import Cancelled, FuseciError
 from fuseci.measure.process import cancel_on_signals
-from fuseci.store.atomic import file_lock, is_held
+from fuseci.store.locks import file_lock, is_held
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, update_exit_code
 from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
-from fuseci.store.atomic import Output, check_outputs
+from fuseci.store.outputs import Output, check_outputs
 
 
 @dataclass(frozen=True, slots=True)

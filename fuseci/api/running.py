@@ -68,7 +68,7 @@ def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool =
     files, each suite's baselines (on every card that has one; not with ``baselines=False``, for
     the update that writes one), and the re-analysed report and its record or, when profiling,
     the files of the report directory. A report the user asks for must be none of these
-    (:func:`fuseci.store.atomic.check_outputs`)."""
+    (:func:`fuseci.store.outputs.check_outputs`)."""
     found: list[tuple[Path, str]] = []
     for suite in suites:
         found.append((suite.path, f"the suite file of {suite.name!r}"))

@@ -408,7 +408,7 @@ def history_command(
     from fuseci.config.parse import load_suite
     from fuseci.reporters import history as history_reporter
     from fuseci.store import runs
-    from fuseci.store.atomic import write_output
+    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     gates = [load_suite(p) for p in suites or ()]

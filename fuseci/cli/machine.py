@@ -57,7 +57,7 @@ def bench_command(
     from fuseci import api
     from fuseci.measure import bench
     from fuseci.reporters import BENCH_FORMATS
-    from fuseci.store.atomic import write_output
+    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     loaded = api.load_suites(suites)
@@ -111,7 +111,7 @@ def doctor(
     """
     from fuseci.doctor import DoctorOptions, diagnose
     from fuseci.reporters.doctor import render_json, render_table
-    from fuseci.store.atomic import write_output
+    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     if json_out not in (None, "-"):  # before the checks, which take a while

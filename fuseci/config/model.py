@@ -217,11 +217,6 @@ class Case:
         raise KeyError(variant_id)
 
     @property
-    def fused_variants(self) -> tuple[Variant, ...]:
-        """Every variant except ``unfused``."""
-        return tuple(v for v in self.variants if v.id != UNFUSED)
-
-    @property
     def functions(self) -> tuple[str, ...]:
         """The ``module:function`` references it runs, variants then reference, each once."""
         return tuple(dict.fromkeys([*(v.fn for v in self.variants), *([self.reference] if self.reference else [])]))

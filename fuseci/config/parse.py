@@ -21,8 +21,7 @@ from pydantic import ValidationError
 import fuseci
 from fuseci import validation as v
 from fuseci.config import document as doc
-from fuseci.config import names, quantities
-from fuseci.config.document import MAX_DIMS  # noqa: F401  (re-exported: the schema test reads it here)
+from fuseci.config import names, quantities, values
 from fuseci.config.dtypes import DEFAULT_FRAMEWORK, dtype
 from fuseci.config.model import (
     DEFAULT_BYTES_ALLOWANCE,
@@ -36,6 +35,7 @@ from fuseci.config.model import (
     randint_range,
 )
 from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_tolerance
+from fuseci.config.values import MAX_DIMS  # noqa: F401  (re-exported: the schema test reads it here)
 from fuseci.config.yaml_loader import kind as _kind
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import SuiteError
@@ -113,7 +113,7 @@ def _place(data: Any, loc: v.Loc) -> tuple[str, int]:
 
 
 def _shape_problems(w: _Where, exc: ValidationError, data: Any) -> None:
-    for p in v.problems(exc, data, doc.SuiteDoc, show=doc.shown, mapping="a mapping"):
+    for p in v.problems(exc, data, doc.SuiteDoc, show=values.shown, mapping="a mapping"):
         message = p.message
         if p.type == "missing" and p.key in doc.EXAMPLES:
             message += f" (e.g. {doc.EXAMPLES[str(p.key)]})"

@@ -285,7 +285,7 @@ QUANTITIES: tuple[Quantity, ...] = (
         source=names.L2_READ_SECTORS,
         scale=32.0,
         default="0.5%",
-        moving_floor=0.1,
+        moving_floor=0.25,
     ),
     Quantity(names.HOST_BLOCKING, "host blocking", Unit.FRACTION, Aggregate.RECORD, gate=Gate.RULE, default="exact"),
     Quantity(

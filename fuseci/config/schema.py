@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fuseci.config.document import MAX_DIMS, MAX_ELEMENTS, SuiteDoc
+from fuseci.config.document import SuiteDoc
+from fuseci.config.values import MAX_DIMS, MAX_ELEMENTS
 
 _COMMENT = (
     "Generated from fuseci/config/document.py by `python -m fuseci.config.schema`; do not edit. The loader also "

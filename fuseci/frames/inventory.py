@@ -3,6 +3,7 @@ can hold one without pandas."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
@@ -66,3 +67,45 @@ def counts_of(kernels: Sequence[KernelLaunch], quantity: str) -> list[float] | N
     if any(quantity not in k.counts for k in kernels):
         return None
     return [k.counts[quantity] for k in kernels]
+
+
+def kernel_names(kernels: Sequence[KernelLaunch]) -> str:
+    """The kernels' names joined by `` + `` (``nothing`` for none)."""
+    return " + ".join(k.name for k in kernels) or "nothing"
+
+
+def inventory_diff(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
+    """How a variant's ordered kernels changed, as phrases: splits, merges, new and vanished
+    kernels, renames, and changed launch shapes (grid, block, registers) of kernels that stayed."""
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        a, b = old[i1:i2], new[j1:j2]
+        match op:
+            case "equal":
+                for ka, kb in zip(a, b, strict=True):
+                    shape = [
+                        f"{what} {x} -> {y}"
+                        for what, x, y in (
+                            ("grid", ka.grid, kb.grid),
+                            ("block", ka.block, kb.block),
+                            ("registers", ka.registers, kb.registers),
+                            ("shared memory", ka.shared_mem, kb.shared_mem),
+                        )
+                        if x != y
+                    ]
+                    if shape:
+                        out.append(f"{ka.name}: {', '.join(shape)}")
+            case "insert":
+                same = [k for k in b if any(k.name == o.name for o in old)]
+                what = "extra launch" if len(same) == len(b) else "new kernel"
+                out.append(f"{what}{'s' if len(b) > 1 else ''}: {kernel_names(b)}")
+            case "delete":
+                out.append(f"vanished kernel{'s' if len(a) > 1 else ''}: {kernel_names(a)}")
+            case "replace" if len(b) > len(a):
+                out.append(f"split: {kernel_names(a)} became {kernel_names(b)}")
+            case "replace" if len(b) < len(a):
+                out.append(f"merged: {kernel_names(a)} became {kernel_names(b)}")
+            case _:
+                out.append(f"replaced: {kernel_names(a)} by {kernel_names(b)}")
+    return out

@@ -33,11 +33,6 @@ from fuseci.frames.inventory import KernelLaunch
 from fuseci.measure.record import HarnessRecord, VariantTiming
 
 
-def record_quantities() -> tuple[str, ...]:
-    """The quantities :func:`summarize` takes from the harness record rather than the report."""
-    return tuple(q.name for q in quantities.QUANTITIES if q.aggregate is Aggregate.RECORD)
-
-
 def variant_columns() -> tuple[str, ...]:
     """Columns of the variants frame: suite, case, variant, then every per-variant quantity of
     the catalogue (:func:`fuseci.config.quantities.variant_quantities`)."""
@@ -220,7 +215,7 @@ def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
 
 
 def _fill(records: list[dict[str, Any]], record: HarnessRecord) -> None:
-    """Fill the :func:`record_quantities` of per-variant rows in from the harness record."""
+    """Fill the quantities taken from the harness record (``Aggregate.RECORD``) of per-variant rows in."""
     for row in records:
         case = record.cases.get(row[names.CASE])
         if case is None:
@@ -231,13 +226,6 @@ def _fill(records: list[dict[str, Any]], record: HarnessRecord) -> None:
         if case.min_bytes:
             row[names.MIN_BYTES] = float(case.min_bytes)
             row[names.BYTES_RATIO] = float(row[names.DRAM_BYTES]) / case.min_bytes
-
-
-def with_record(variants: pd.DataFrame, record: HarnessRecord) -> pd.DataFrame:
-    """The variants frame with the :func:`record_quantities` filled in from the harness record."""
-    records = [{str(c): v for c, v in row.items()} for row in variants.to_dict("records")]
-    _fill(records, record)
-    return pd.DataFrame.from_records(records, columns=list(variants.columns), index=variants.index)
 
 
 def ratio(numerator: float, denominator: float) -> float:

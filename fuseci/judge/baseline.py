@@ -1,43 +1,172 @@
-"""The baseline model: what a suite measured when its baseline was recorded, per case and
-variant, and the environment it was recorded under. Files are :mod:`fuseci.store.baselines`'s
-business; fusion gains are derived from the stored quantities when comparing, so a baseline
-has one source of truth."""
+"""The baseline: what a suite measured when its baseline was recorded, per case and variant,
+and the environment it was recorded under, declared once as the document a baseline file holds.
+
+Its dataclasses are the document's declaration (:class:`fuseci.validation.Document`, as the
+harness record's): their annotations say what a file may hold, reading validates a file into
+them, and :meth:`Baseline.to_json` writes one. Where the files lie, their locks and writes are
+:mod:`fuseci.store.baselines`' business. Fusion gains are derived from the stored quantities when
+comparing, so a baseline has one source of truth.
+
+Format history:
+    1: first version.
+    1 (still): a kernel may carry a fifth number, its shared memory per block in bytes, when it
+       has any; four numbers mean none (or unknown).
+    2: a kernel may carry a sixth member after its shared memory (then always written): an object
+       of its counted quantities (``counts``: bytes the SMs asked of memory, instructions) and how
+       far each moved over the profiled passes the baseline was recorded with (``spread``, absent
+       after one pass). A version-1 file reads as it is: its kernels have neither.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from fuseci import __version__
+from fuseci import validation as v
 from fuseci.config.names import CASE, ENV_FIELDS, FRAMEWORK_ENV_FIELDS, VARIANT
-from fuseci.frames.inventory import KernelLaunch
+from fuseci.errors import BaselineError
+from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
+from fuseci.store.versioned import DocumentFormat
+
+_FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
+
+FORMAT = DocumentFormat(
+    what="baseline", version=2, fix=_FIX, error=BaselineError, upgrades={1: lambda doc: {**doc, "format_version": 2}}
+)
 
 
 @dataclass(frozen=True, slots=True)
-class VariantBaseline:
-    """What one variant measured when the baseline was recorded."""
+class KernelCounts(v.Document):
+    """A kernel's counted quantities and how far they moved, by quantity name (a file's sixth
+    member of a kernel)."""
 
-    values: Mapping[str, float]
+    counts: Counts = field(default_factory=dict)
+    spread: Counts = field(default_factory=dict)
+
+
+def _kernel_row(value: Any) -> Any:
+    """Four numbers mean no shared memory (or unknown): the fifth is 0; a sixth member holds the
+    kernel's counts (none: empty)."""
+    if not isinstance(value, list) or not 4 <= len(value) <= 6:
+        raise ValueError(f"expected a list of 4 to 6, got {v.shown(value)}")
+    if len(value) == 4:
+        return (*value, 0, {})
+    return (*value, {}) if len(value) == 5 else tuple(value)
+
+
+def _launch(row: tuple[str, int, int, int, int, KernelCounts]) -> KernelLaunch:
+    return KernelLaunch(*row[:5], counts=dict(row[5].counts), spread=dict(row[5].spread))
+
+
+def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
+    return {q: math.nan if x is None else x for q, x in values.items()}
+
+
+if TYPE_CHECKING:
+    Kernel = KernelLaunch
+    Values = Mapping[str, float]
+else:
+    #: A kernel: ``[name, grid, block, registers]``, the shared memory per block when there is any,
+    #: and its counts (:class:`KernelCounts`) when the baseline holds them.
+    Kernel = Annotated[
+        tuple[v.Name, v.Count, v.Count, v.Count, v.Count, KernelCounts],
+        BeforeValidator(_kernel_row),
+        AfterValidator(_launch),
+    ]
+    #: Quantities by name; null in a file: not measured (NaN).
+    Values = Annotated[Mapping[v.QuantityName, v.Amount | None], Field(max_length=1000), AfterValidator(_nan_for_null)]
+
+
+@dataclass(frozen=True, slots=True)
+class VariantBaseline(v.OpenDocument):
+    """What one variant measured when the baseline was recorded (unknown keys are left out)."""
+
+    values: Values
     """Aggregated quantities by name (see :data:`fuseci.frames.metrics.VARIANT_QUANTITIES`)."""
-    kernels: tuple[KernelLaunch, ...]
+    kernels: Annotated[v.Items[Kernel], Field(max_length=100_000)]
     """Kernel inventory in launch order."""
 
+    def to_json(self) -> dict[str, Any]:
+        """The variant's object, values rounded."""
+        return {
+            "values": {q: _round(x) for q, x in self.values.items()},
+            "kernels": [_kernel_json(k) for k in self.kernels],
+        }
+
 
 @dataclass(frozen=True, slots=True)
-class Baseline:
-    """One suite's baseline on one GPU."""
+class Baseline(v.OpenDocument):
+    """One suite's baseline on one GPU (after ``format_version``, checked by :data:`FORMAT`)."""
 
-    suite: str
+    suite: v.Id
     """Suite id."""
-    env: Mapping[str, Any]
+    env: v.Env
     """Environment fingerprint it was recorded under."""
-    cases: Mapping[str, Mapping[str, VariantBaseline]]
+    cases: Annotated[
+        Mapping[v.Id, Annotated[Mapping[v.Id, VariantBaseline], Field(max_length=1000)]], Field(max_length=10_000)
+    ]
     """case id → variant id → measurements."""
-    fuseci_version: str = __version__
-    """fuseci version that wrote it."""
+    fuseci_version: Annotated[str, Field(max_length=100)] = __version__
+    """fuseci version that wrote it (``?`` in a file that does not say)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_version(cls, data: Any) -> Any:
+        return {"fuseci_version": "?", **data} if isinstance(data, dict) else data
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's object without ``format_version`` (values rounded, ready for sorted-key JSON)."""
+        return {
+            "fuseci_version": self.fuseci_version,
+            "suite": self.suite,
+            "env": dict(self.env),
+            "cases": {cid: {vid: vb.to_json() for vid, vb in variants.items()} for cid, variants in self.cases.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path | str) -> Baseline:
+        """Parse (and upgrade) a baseline file's contents.
+
+        Raises:
+            BaselineError: malformed, or written by a newer fuseci.
+        """
+        try:
+            return v.validate(cls, FORMAT.check(data, path))
+        except v.Invalid as exc:
+            raise FORMAT.invalid(path, exc) from None
+
+
+def normalized(baseline: Baseline) -> Baseline:
+    """The baseline as it reads back from its file (values rounded), for exact comparisons."""
+    return Baseline.from_json(json.loads(FORMAT.text(baseline.to_json())), "<memory>")
+
+
+def _kernel_json(k: KernelLaunch) -> list[Any]:
+    """``[name, grid, block, registers]``, the shared memory per block when there is any, and the
+    kernel's counts when it has them (the shared memory then always)."""
+    row: list[Any] = [k.name, k.grid, k.block, k.registers]
+    if k.counts or k.spread:
+        counts: dict[str, Any] = {"counts": {q: _round(x) for q, x in sorted(k.counts.items())}}
+        if k.spread:
+            counts["spread"] = {q: _round(x) for q, x in sorted(k.spread.items())}
+        return [*row, k.shared_mem, counts]
+    return [*row, k.shared_mem] if k.shared_mem else row
+
+
+def _round(value: float) -> float | int | None:
+    if not math.isfinite(value):  # not measured, or beyond measuring (a rate over a zero-length time)
+        return None
+    if value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return float(f"{value:.6g}")
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:

@@ -8,7 +8,7 @@
 * :func:`value_check` per gated value (occupancy, an exact counter): the variant's own value
   against its baseline, in the direction the catalogue gives it.
 * :func:`inventory_check` while launches are gated: the ordered kernel names against the
-  baseline's; a split, a new kernel or a vanished one is named as such (:func:`inventory_diff`).
+  baseline's; a split, a new kernel or a vanished one is named as such (:func:`~fuseci.frames.inventory.inventory_diff`).
 * :func:`kernels_check`: the kernels a variant launched against those the suite declares it
   must launch, with or without a baseline.
 * :func:`compile_check`: a compilation or autotuning inside the variant's measured range.
@@ -22,7 +22,6 @@ the context's baseline figures are those of :attr:`~fuseci.config.model.Variant.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from dataclasses import dataclass, replace
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Variant
 from fuseci.config.policy import Band, Direction
-from fuseci.frames.inventory import KernelLaunch, same_build
+from fuseci.frames.inventory import KernelLaunch, inventory_diff, kernel_names, same_build
 from fuseci.frames.metrics import ratio
 from fuseci.judge.baseline import Baseline
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, VariantMeasurement, Verdict
@@ -281,47 +280,6 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
             return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}")
 
 
-def _kernel_names(kernels: Sequence[KernelLaunch]) -> str:
-    return " + ".join(k.name for k in kernels) or "nothing"
-
-
-def inventory_diff(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
-    """How a variant's ordered kernels changed, as phrases: splits, merges, new and vanished
-    kernels, renames, and changed launch shapes (grid, block, registers) of kernels that stayed."""
-    out: list[str] = []
-    matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        a, b = old[i1:i2], new[j1:j2]
-        match op:
-            case "equal":
-                for ka, kb in zip(a, b, strict=True):
-                    shape = [
-                        f"{what} {x} -> {y}"
-                        for what, x, y in (
-                            ("grid", ka.grid, kb.grid),
-                            ("block", ka.block, kb.block),
-                            ("registers", ka.registers, kb.registers),
-                            ("shared memory", ka.shared_mem, kb.shared_mem),
-                        )
-                        if x != y
-                    ]
-                    if shape:
-                        out.append(f"{ka.name}: {', '.join(shape)}")
-            case "insert":
-                same = [k for k in b if any(k.name == o.name for o in old)]
-                what = "extra launch" if len(same) == len(b) else "new kernel"
-                out.append(f"{what}{'s' if len(b) > 1 else ''}: {_kernel_names(b)}")
-            case "delete":
-                out.append(f"vanished kernel{'s' if len(a) > 1 else ''}: {_kernel_names(a)}")
-            case "replace" if len(b) > len(a):
-                out.append(f"split: {_kernel_names(a)} became {_kernel_names(b)}")
-            case "replace" if len(b) < len(a):
-                out.append(f"merged: {_kernel_names(a)} became {_kernel_names(b)}")
-            case _:
-                out.append(f"replaced: {_kernel_names(a)} by {_kernel_names(b)}")
-    return out
-
-
 def inventory_check(ctx: VariantContext) -> MetricDelta | None:
     """The variant's kernels against its baseline's, while the launch count is gated."""
     launches = ctx.case.gates.get(names.LAUNCHES)
@@ -339,7 +297,7 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
     count = f"{variant.id} launches {len(kernels)} kernel{'s' if len(kernels) != 1 else ''}, {against} {len(old)}"
     if not names_changed:
         shape = f"; launch shape changed: {'; '.join(changes)}" if changes else ""
-        return replace(d, message=f"{count}, the same: {_kernel_names(kernels)}{shape}")
+        return replace(d, message=f"{count}, the same: {kernel_names(kernels)}{shape}")
     if not ctx.comparable:
         return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{count}: {'; '.join(changes)}; not compared")
     if variant.id != UNFUSED:
@@ -367,7 +325,7 @@ def kernels_check(ctx: VariantContext) -> MetricDelta | None:
         if not rule.holds(len(matched)):
             got = f"{len(matched)}: {', '.join(matched)}" if matched else "none"
             broken.append(f"{rule.describe()} matching {rule.pattern!r} declared, {got}")
-    seen = f"{ctx.variant.id} launched {len(launched)} kernel{'s' if len(launched) != 1 else ''}: {_kernel_names(ctx.kernels)}"
+    seen = f"{ctx.variant.id} launched {len(launched)} kernel{'s' if len(launched) != 1 else ''}: {kernel_names(ctx.kernels)}"
     d = ctx.delta(CheckKind.KERNELS, "kernels", Verdict.PASS, current=len(launched))
     if not broken:
         return replace(d, message=f"{seen}; as declared ({'; '.join(f'{r.describe()} {r.pattern!r}' for r in rules)})")

@@ -29,8 +29,8 @@ from dataclasses import replace
 from fuseci.config import quantities
 from fuseci.config.policy import Band, Direction, Tolerance
 from fuseci.config.quantities import Counted
-from fuseci.frames.inventory import KernelLaunch, same_build, spread_of
-from fuseci.judge.checks import VariantContext, inventory_diff, label
+from fuseci.frames.inventory import KernelLaunch, inventory_diff, same_build, spread_of
+from fuseci.judge.checks import VariantContext, label
 from fuseci.judge.verdict import CheckKind, Comparison, MetricDelta, Reference, Verdict
 
 #: A count that moved between profiled passes gets a band this many times how far it moved: two or

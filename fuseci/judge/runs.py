@@ -13,11 +13,10 @@ from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
 from fuseci.errors import BaselineError, ReportError
 from fuseci.frames.metrics import SuiteResults
-from fuseci.judge.baseline import Baseline, from_results
+from fuseci.frames.run import Run
+from fuseci.judge.baseline import Baseline, from_results, normalized
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, failed
-from fuseci.store.baselines import normalized
-from fuseci.store.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +107,7 @@ def _one_sided(suite: Suite, a: Run, b: Run) -> Comparison:
 
 def baseline_of(results: SuiteResults) -> Baseline:
     """A run's results as a baseline: its cases that the harness ran ok, rounded as a baseline
-    file would hold them (:func:`fuseci.store.baselines.normalized`)."""
+    file would hold them (:func:`fuseci.judge.baseline.normalized`)."""
     return normalized(from_results(results, cases=set(results.record.cases)))
 
 

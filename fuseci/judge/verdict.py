@@ -4,15 +4,28 @@ Every check of a case is a :class:`MetricDelta` of one :class:`CheckKind` with a
 :class:`Verdict`; a :class:`CaseResult` holds a case's checks and measurements, and a
 :class:`Comparison` a suite's cases. Reporters depend on this module alone; the checks that
 produce these live in :mod:`fuseci.judge.checks` and :mod:`fuseci.judge.compare`.
+
+These dataclasses are also the declaration of a results file's objects (``fuseci run --json``,
+written and read by :mod:`fuseci.store.results`), as the harness record's are of its file
+(:class:`fuseci.validation.Document`): their annotations say what a file may hold, and reading
+validates a file into them. Each names its members in the file's order (``__document__``); a
+member is required in a file though code may leave it at its default, and a field that is not
+a member (a check's case, a comparison's reference) is never read from a file.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from pydantic import AfterValidator, Field, GetCoreSchemaHandler, model_validator
+from pydantic_core import core_schema
+
+from fuseci import validation as v
+from fuseci.config import names
 from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
@@ -78,69 +91,196 @@ class Verdict(enum.Enum):
                 return EXIT_PASS
 
 
+#: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
+MAX_SUITES = 10_000
+MAX_CASES = 10_000
+
+
+class Stored(v.OpenDocument):
+    """The base of a value a results file holds as an object (unknown members are left out, as a
+    newer fuseci may add some): see the module docstring."""
+
+    __slots__ = ()
+    __document__: ClassVar[tuple[str, ...]] = ()
+    """The fields a file holds, in its order (a field's key is its ``validation_alias`` if it has one)."""
+    __optional__: ClassVar[frozenset[str]] = frozenset()
+    """Those of :attr:`__document__` a file may leave out (then at their defaults)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        """The dataclass's schema with its members in the file's order, required unless optional,
+        and its other fields at their defaults whatever a file holds."""
+        schema = super().__get_pydantic_core_schema__(source, handler)
+        node: Any = schema
+        while node["type"] == "function-after":  # an after-validator wraps the dataclass
+            node = node["schema"]
+        if node["type"] != "dataclass":
+            return schema
+        node["strict"] = False  # as Document's: an object is taken, its fields stay strict
+        args = node["schema"]
+        while args["type"] != "dataclass-args":
+            args = args["schema"]
+        order = {name: i for i, name in enumerate(cls.__document__)}
+        for f in args["fields"]:
+            inner = f["schema"]
+            if f["name"] not in order:  # not the file's: its default, never a file's value
+                f["schema"] = _ignored(inner)
+            elif inner["type"] == "default" and f["name"] not in cls.__optional__:
+                f["schema"] = inner["schema"]
+        args["fields"].sort(key=lambda f: order.get(f["name"], len(order)))
+        return schema
+
+
+def _ignored(schema: Any) -> core_schema.CoreSchema:
+    """A field's schema that takes nothing from a file: its default (None for a field without
+    one, which the enclosing object fills in)."""
+    factory = schema.get("default_factory") if schema["type"] == "default" else None
+    value = schema.get("default") if schema["type"] == "default" else None
+    return core_schema.with_default_schema(
+        core_schema.no_info_plain_validator_function(lambda _: factory() if factory else value),
+        **({"default_factory": factory} if factory else {"default": value}),
+    )
+
+
+def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A check that each item of a list names its ``key`` (a case or variant id) once, letter case
+    ignored (:func:`~fuseci.config.names.id_key`): an item listed twice would be counted twice."""
+
+    def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            name = getattr(item, key)
+            j = first.setdefault(names.id_key(name), i)
+            if j == i:
+                continue
+            earlier = getattr(items[j], key)
+            if earlier == name:
+                raise ValueError(f"{kind} {name!r} is listed twice ([{j}] and [{i}]); each {kind} is judged once")
+            raise ValueError(
+                f"{kind} {name!r} ([{i}]) differs from {earlier!r} ([{j}]) only in letter case; ids are compared "
+                "ignoring case, as macOS and Windows compare file names"
+            )
+        return items
+
+    return check
+
+
+def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
+    return {q: math.nan if x is None else x for q, x in values.items()}
+
+
+#: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
+SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
+CaseId = Annotated[
+    str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^(?:[A-Za-z0-9_-]+|\(suite\))$"), v.Expect("a case id")
+]
+"""A case id, or ``(suite)`` for the checks of a whole suite."""
+VariantId = Annotated[
+    str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
+]
+"""A variant id, or empty for a case's own checks."""
+Figure = Annotated[float, v.AsWritten]
+"""A finite number, kept as the file wrote it (an integer stays one); NaN or infinite: null."""
+Kernels = Annotated[v.Items[KernelLaunch], Field(max_length=100_000)]
+Notes = Annotated[v.Items[v.Text], Field(max_length=1000)]
+if TYPE_CHECKING:
+    Values = Mapping[str, float]
+    VerdictName = Verdict
+    KindName = CheckKind
+else:
+    #: Quantities by name; null in a file: NaN or infinite.
+    Values = Annotated[Mapping[v.QuantityName, float | None], Field(max_length=1000), AfterValidator(_nan_for_null)]
+    VerdictName = Annotated[Verdict, v.Choice(tuple(x.value for x in Verdict))]
+    KindName = Annotated[CheckKind, v.Choice(tuple(k.value for k in CheckKind))]
+
+
 @dataclass(frozen=True, slots=True)
-class MetricDelta:
-    """One check of one case."""
+class MetricDelta(Stored):
+    """One check of one case (in a file, its case is the case's that holds it)."""
+
+    __document__ = (
+        *("variant", "check", "quantity", "verdict", "message"),
+        *("current", "baseline_value", "change", "tolerance", "retry"),
+    )
+    __optional__ = frozenset({"retry"})
 
     case: str
     """Case id."""
-    variant: str
+    variant: VariantId
     """Variant id, or empty for case-level checks."""
-    check: CheckKind
+    check: KindName
     """Which kind of check it is."""
-    quantity: str
+    quantity: Annotated[str, Field(max_length=200)]
     """Gated quantity (ncu metric name or ``launches``); empty for correctness and case checks."""
-    verdict: Verdict
+    verdict: VerdictName
     """Outcome."""
-    message: str
+    message: v.Text
     """One sentence for people: what was expected, what was seen, by how much."""
-    current: float | None = None
+    current: Figure | None = None
     """Current value (a gain for gain and expect checks)."""
-    baseline_value: float | None = None
-    """The baseline's value, when there is one."""
-    change: float | None = None
+    baseline_value: Annotated[Figure | None, Field(validation_alias="baseline")] = None
+    """The baseline's value, when there is one (``baseline`` in a file)."""
+    change: Figure | None = None
     """Relative change from the baseline (-0.4 is 40% lower); None without one or when it is 0."""
-    tolerance: str = ""
+    tolerance: Annotated[str, Field(max_length=1000)] = ""
     """The tolerance or expectation applied, as written for people."""
     retry: bool = False
     """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
 
 
 @dataclass(frozen=True, slots=True)
-class VariantMeasurement:
+class VariantMeasurement(Stored):
     """What one variant measured, for reports."""
 
-    variant: str
+    __document__ = ("variant", "values", "gains", "kernels", "baseline_values", "baseline_kernels")
+    __optional__ = frozenset({"baseline_values", "baseline_kernels"})
+
+    variant: v.Id
     """Variant id."""
-    values: Mapping[str, float]
+    values: Values
     """Aggregated quantities (empty when the variant was not measured)."""
-    gains: Mapping[str, float]
+    gains: Values
     """Fusion gains (empty for ``unfused``)."""
-    kernels: tuple[KernelLaunch, ...]
+    kernels: Kernels
     """Kernel inventory."""
-    baseline_values: Mapping[str, float] = field(default_factory=dict)
+    baseline_values: Values = field(default_factory=dict)
     """The quantities of the baseline it is judged against (empty without one)."""
-    baseline_kernels: tuple[KernelLaunch, ...] = ()
+    baseline_kernels: Kernels = ()
     """The kernel inventory of that baseline (empty without one)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CaseResult:
+class CaseResult(Stored):
     """All checks and measurements of one case."""
 
-    case: str
+    __document__ = ("case", "line", "description", "stated_verdict", "notes", "checks", "variants")
+    __optional__ = frozenset({"stated_verdict", "notes"})
+
+    case: CaseId
     """Case id."""
-    line: int
+    line: Annotated[int, Field(ge=0, lt=10**9)]
     """Line of the case in the suite file (0 when unknown)."""
-    description: str
+    description: v.Text
     """From the suite."""
-    checks: tuple[MetricDelta, ...]
+    checks: Annotated[v.Items[MetricDelta], Field(max_length=100_000)]
     """Every check, in a stable order."""
-    variants: tuple[VariantMeasurement, ...]
+    variants: Annotated[
+        v.Items[VariantMeasurement], Field(max_length=1000), AfterValidator(_once("variant", "variant"))
+    ]
     """Measurements per variant."""
-    notes: tuple[str, ...] = ()
+    notes: Notes = ()
     """What a reader of the numbers should know (DRAM writes undercounted because output stayed
     in L2); never a verdict."""
+    stated_verdict: Annotated[VerdictName | None, Field(validation_alias="verdict")] = field(
+        default=None, compare=False, repr=False
+    )
+    """The verdict a file states (``verdict``; when read back, :attr:`verdict` is derived from
+    the checks); None in memory."""
+
+    @model_validator(mode="after")
+    def _checks_of_this_case(self) -> CaseResult:
+        """A file's checks are the case's that holds them."""
+        return replace(self, checks=tuple(replace(k, case=self.case) for k in self.checks))
 
     @property
     def verdict(self) -> Verdict:
@@ -149,14 +289,16 @@ class CaseResult:
 
 
 @dataclass(frozen=True, slots=True)
-class EnvDifference:
+class EnvDifference(Stored):
     """One fingerprint field that differs between the baseline and this run."""
 
-    field: str
+    __document__ = ("field", "baseline_value", "current", "accepted")
+
+    field: Annotated[str, Field(max_length=200)]
     """Field name (see :data:`fuseci.config.names.ENV_FIELDS`)."""
-    baseline_value: Any
-    """Value in the baseline."""
-    current: Any
+    baseline_value: Annotated[v.Scalar, Field(validation_alias="baseline")]
+    """Value in the baseline (``baseline`` in a file)."""
+    current: v.Scalar
     """Value now."""
     accepted: bool
     """True when the user accepted the difference with ``--accept-env``."""
@@ -206,29 +348,40 @@ class Reference:
 
 
 @dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(Stored):
     """The result of comparing one suite's run with its baseline."""
 
-    suite: str
+    __document__ = (
+        *("suite", "suite_path", "stated_verdict", "baseline_path", "has_baseline"),
+        *("env", "env_differences", "cases", "notes"),
+    )
+    __optional__ = frozenset({"stated_verdict", "notes"})
+
+    suite: SuiteName
     """Suite id."""
-    suite_path: str
+    suite_path: v.PathText
     """Suite file, as given."""
-    env: Mapping[str, Any]
+    env: v.Env
     """This run's environment."""
-    baseline_path: str | None
+    baseline_path: v.PathText | None
     """Where the baseline was looked for."""
     has_baseline: bool
     """False when no baseline file exists."""
-    env_differences: tuple[EnvDifference, ...]
+    env_differences: Annotated[v.Items[EnvDifference], Field(max_length=1000)]
     """Fingerprint fields that differ from the baseline's."""
-    cases: tuple[CaseResult, ...]
+    cases: Annotated[v.Items[CaseResult], Field(max_length=MAX_CASES), AfterValidator(_once("case", "case"))]
     """Per case, in suite order, then cases only the baseline has."""
     reference: Reference | None = None
     """What it was judged against, for the advice reporters give; None when not known (results
     read back from a file): reporters then advise ``fuseci update-baselines <suite file>``."""
-    notes: tuple[str, ...] = ()
+    notes: Annotated[v.Items[v.Text], Field(max_length=100)] = ()
     """What a reader of the whole suite's numbers should know, said once (a baseline recorded
-    before fuseci counted some quantity); never a verdict."""
+    before fuseci counted some quantity); never a verdict (absent in files written before: none)."""
+    stated_verdict: Annotated[VerdictName | None, Field(validation_alias="verdict")] = field(
+        default=None, compare=False, repr=False
+    )
+    """The verdict a file states (``verdict``; when read back, :attr:`verdict` is derived from
+    the cases); None in memory."""
 
     @property
     def verdict(self) -> Verdict:

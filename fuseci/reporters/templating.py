@@ -1,6 +1,6 @@
 """The Jinja2 templates of the HTML reports (``fuseci/reporters/templates``), rendered with
 autoescaping on: every value a template prints is escaped unless it is already
-:class:`markupsafe.Markup` (the charts' SVG, which :mod:`fuseci.reporters.charts` builds). No
+:class:`markupsafe.Markup` (the charts' SVG, which :mod:`fuseci.reporters.chartkit` builds). No
 template marks data safe."""
 
 from __future__ import annotations

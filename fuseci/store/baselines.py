@@ -14,7 +14,7 @@ most :data:`LOCK_TIMEOUT_S`. Locking the directory creates no file, so nothing i
 user's tree, however an update ends; the temporary file of an update that was killed between
 writing and renaming (``.<suite>.json.XXXXXXXX.tmp``) is removed by the next update of that
 file, under the lock. Readers (``fuseci run``) take no lock: the atomic rename shows them the
-old file or the new one. Locking is POSIX-only (see :mod:`fuseci.store.atomic`).
+old file or the new one. Locking is POSIX-only (see :mod:`fuseci.store.locks`).
 
 A baseline file, or a card's directory, that is a symbolic link is read through the link but
 never written through: replacing the file atomically would turn the link into a file, and
@@ -26,151 +26,26 @@ write itself happens in the directory opened without following a link
 during an update changes nothing either. The root (``--baselines``) may be a link: the user
 named it.
 
-Format history:
-    1: first version.
-    1 (still): a kernel may carry a fifth number, its shared memory per block in bytes, when it
-       has any; four numbers mean none (or unknown).
-    2: a kernel may carry a sixth member after its shared memory (then always written): an object
-       of its counted quantities (``counts``: bytes the SMs asked of memory, instructions) and how
-       far each moved over the profiled passes the baseline was recorded with (``spread``, absent
-       after one pass). A version-1 file reads as it is: its kernels have neither.
+The format (its history, its declaration, how it reads and writes) is
+:mod:`fuseci.judge.baseline`'s.
 """
 
 from __future__ import annotations
 
 import errno
-import json
-import math
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
-
-from fuseci import validation as v
 from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
-from fuseci.frames.inventory import Counts, KernelLaunch
-from fuseci.judge.baseline import Baseline, VariantBaseline
-from fuseci.store.atomic import LockTimeout, atomic_write_text, exclusive_lock, sweep_temporaries
-from fuseci.store.versioned import DocumentFormat
-
-_FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
-
-FORMAT = DocumentFormat(
-    what="baseline", version=2, fix=_FIX, error=BaselineError, upgrades={1: lambda doc: {**doc, "format_version": 2}}
-)
-
-
-class KernelCounts(v.Model):
-    """A kernel's counted quantities and how far they moved, by quantity name."""
-
-    counts: Counts = Field(default_factory=dict)
-    spread: Counts = Field(default_factory=dict)
-
-
-def _kernel_row(value: Any) -> Any:
-    """Four numbers mean no shared memory (or unknown): the fifth is 0; a sixth member holds the
-    kernel's counts (none: empty)."""
-    if not isinstance(value, list) or not 4 <= len(value) <= 6:
-        raise ValueError(f"expected a list of 4 to 6, got {v.shown(value)}")
-    if len(value) == 4:
-        return (*value, 0, {})
-    return (*value, {}) if len(value) == 5 else tuple(value)
-
-
-#: A kernel: ``[name, grid, block, registers]``, the shared memory per block when there is any,
-#: and its counts (:class:`KernelCounts`) when the baseline holds them.
-Kernel = Annotated[tuple[v.Name, v.Count, v.Count, v.Count, v.Count, KernelCounts], BeforeValidator(_kernel_row)]
-
-
-class VariantDoc(v.OpenModel):
-    """What one variant measured (unknown keys are left out)."""
-
-    values: Annotated[dict[v.QuantityName, v.Amount | None], Field(max_length=1000)]
-    """By quantity; null: not measured (NaN)."""
-    kernels: Annotated[v.Items[Kernel], Field(max_length=100_000)]
-    """The kernel inventory, in launch order."""
-
-
-class BaselineDoc(v.OpenModel):
-    """What a baseline holds (after ``format_version``, checked by :data:`FORMAT`)."""
-
-    suite: v.Id
-    env: v.Env
-    cases: Annotated[dict[v.Id, Annotated[dict[v.Id, VariantDoc], Field(max_length=1000)]], Field(max_length=10_000)]
-    """case id → variant id → measurements."""
-    fuseci_version: Annotated[str, Field(max_length=100)] = "?"
-
+from fuseci.judge.baseline import FORMAT, Baseline, VariantBaseline, normalized  # noqa: F401  (re-exported: the API's and tests' names)
+from fuseci.store.atomic import atomic_write_text, sweep_temporaries
+from fuseci.store.locks import LockTimeout, exclusive_lock
 
 #: How long ``update-baselines`` waits for another update of the same file (seconds).
 LOCK_TIMEOUT_S = 600.0
-
-
-def to_json(baseline: Baseline) -> dict[str, Any]:
-    """The file's object without ``format_version`` (values rounded, ready for sorted-key JSON)."""
-    return {
-        "fuseci_version": baseline.fuseci_version,
-        "suite": baseline.suite,
-        "env": dict(baseline.env),
-        "cases": {
-            cid: {
-                vid: {
-                    "values": {q: _round(v) for q, v in vb.values.items()},
-                    "kernels": [_kernel_json(k) for k in vb.kernels],
-                }
-                for vid, vb in variants.items()
-            }
-            for cid, variants in baseline.cases.items()
-        },
-    }
-
-
-def _kernel_json(k: KernelLaunch) -> list[Any]:
-    """``[name, grid, block, registers]``, the shared memory per block when there is any, and the
-    kernel's counts when it has them (the shared memory then always)."""
-    row: list[Any] = [k.name, k.grid, k.block, k.registers]
-    if k.counts or k.spread:
-        counts: dict[str, Any] = {"counts": {q: _round(x) for q, x in sorted(k.counts.items())}}
-        if k.spread:
-            counts["spread"] = {q: _round(x) for q, x in sorted(k.spread.items())}
-        return [*row, k.shared_mem, counts]
-    return [*row, k.shared_mem] if k.shared_mem else row
-
-
-def from_json(data: Any, path: Path | str) -> Baseline:
-    """Parse (and upgrade) a baseline file's contents.
-
-    Raises:
-        BaselineError: malformed, or written by a newer fuseci.
-    """
-    try:
-        doc = v.validate(BaselineDoc, FORMAT.check(data, path))
-    except v.Invalid as exc:
-        raise FORMAT.invalid(path, exc) from None
-    cases = {
-        cid: {
-            vid: VariantBaseline(
-                values={q: math.nan if x is None else x for q, x in vb.values.items()},
-                kernels=tuple(
-                    KernelLaunch(*k[:5], counts=dict(k[5].counts), spread=dict(k[5].spread)) for k in vb.kernels
-                ),
-            )
-            for vid, vb in variants.items()
-        }
-        for cid, variants in doc.cases.items()
-    }
-    return Baseline(suite=doc.suite, env=doc.env, cases=cases, fuseci_version=doc.fuseci_version)
-
-
-def _round(value: float) -> float | int | None:
-    if not math.isfinite(value):  # not measured, or beyond measuring (a rate over a zero-length time)
-        return None
-    if value == int(value) and abs(value) < 2**53:
-        return int(value)
-    return float(f"{value:.6g}")
 
 
 def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
@@ -180,7 +55,7 @@ def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
 
 def kept_in(root: Path) -> list[Path]:
     """Every baseline file under the baseline root ``root`` (``<root>/<gpu-slug>/<suite>.json``),
-    of every card and suite: no report may replace one (:func:`fuseci.store.atomic.check_outputs`)."""
+    of every card and suite: no report may replace one (:func:`fuseci.store.outputs.check_outputs`)."""
     try:
         return sorted(root.glob("*/*.json"))
     except OSError:  # unreadable: nothing known to keep
@@ -197,12 +72,12 @@ def load_baseline(path: Path) -> Baseline | None:
         data = FORMAT.load(path)
     except FileNotFoundError:
         return None
-    return from_json(data, path)
+    return Baseline.from_json(data, path)
 
 
 def dumps(baseline: Baseline) -> str:
     """The exact text written for a baseline."""
-    return FORMAT.dumps(to_json(baseline))
+    return FORMAT.dumps(baseline.to_json())
 
 
 def save_baseline(baseline: Baseline, path: Path) -> None:
@@ -295,8 +170,3 @@ def _why(exc: OSError, directory: Path) -> str:
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return f"{exc}; free some space on that file system and run again"
     return str(exc)
-
-
-def normalized(baseline: Baseline) -> Baseline:
-    """The baseline as it reads back from its file (values rounded), for exact comparisons."""
-    return from_json(json.loads(FORMAT.text(to_json(baseline))), "<memory>")

@@ -14,24 +14,22 @@ Format history (no ``format`` field):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from fuseci import validation as v
-from fuseci.config import names
 from fuseci.errors import ReportError
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import (
-    CaseResult,
-    CheckKind,
+from fuseci.judge.verdict import (  # noqa: F401  (CaseId, MAX_SUITES and MAX_CASES re-exported: tests read them here)
+    MAX_CASES,
+    MAX_SUITES,
+    CaseId,
     Comparison,
-    EnvDifference,
     MetricDelta,
     VariantMeasurement,
-    Verdict,
     exit_code,
 )
 from fuseci.store.versioned import DocumentFormat
@@ -42,119 +40,15 @@ MAX_BYTES = 256 << 20
 FORMAT = DocumentFormat(
     what="results file", version=1, fix="results files are written by `fuseci run --json FILE`", max_bytes=MAX_BYTES
 )
-#: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
-MAX_SUITES = 10_000
-MAX_CASES = 10_000
-
-#: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
-SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
-CaseId = Annotated[
-    str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^(?:[A-Za-z0-9_-]+|\(suite\))$"), v.Expect("a case id")
-]
-"""A case id, or ``(suite)`` for the checks of a whole suite."""
-VerdictName = Annotated[Verdict, v.Choice(tuple(x.value for x in Verdict))]
-Values = Annotated[dict[v.QuantityName, float | None], Field(max_length=1000)]
-"""Quantities by name; null: NaN or infinite."""
-Kernels = Annotated[v.Items[KernelLaunch], Field(max_length=100_000)]
-Figure = Annotated[float, v.AsWritten]
-"""A finite number, kept as the file wrote it (an integer stays one)."""
-
-# Every object of a results file leaves out members a newer fuseci may add (v.OpenModel).
 
 
-class CheckDoc(v.OpenModel):
-    """A check, as :class:`~fuseci.judge.verdict.MetricDelta` (``baseline`` is its ``baseline_value``)."""
+@dataclass(frozen=True, slots=True)
+class Results(v.OpenDocument):
+    """What a results file holds (after ``format_version``, checked by :data:`FORMAT`); its
+    suites are :class:`~fuseci.judge.verdict.Comparison`, each object of the file declared by its
+    dataclass there."""
 
-    variant: Annotated[
-        str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
-    ]
-    check: Annotated[CheckKind, v.Choice(tuple(k.value for k in CheckKind))]
-    quantity: Annotated[str, Field(max_length=200)]
-    verdict: VerdictName
-    message: v.Text
-    current: Figure | None
-    baseline: Figure | None
-    change: Figure | None
-    tolerance: Annotated[str, Field(max_length=1000)]
-    retry: bool = False
-
-
-class VariantDoc(v.OpenModel):
-    """A variant's measurements, as :class:`~fuseci.judge.verdict.VariantMeasurement`."""
-
-    variant: v.Id
-    values: Values
-    gains: Values
-    kernels: Kernels
-    baseline_values: Values = Field(default_factory=dict)
-    baseline_kernels: Kernels = ()
-
-
-def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """A check that each item of a list names its ``key`` (a case or variant id) once, letter case
-    ignored (:func:`~fuseci.config.names.id_key`): an item listed twice would be counted twice."""
-
-    def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
-        first: dict[str, int] = {}
-        for i, item in enumerate(items):
-            name = getattr(item, key)
-            j = first.setdefault(names.id_key(name), i)
-            if j == i:
-                continue
-            earlier = getattr(items[j], key)
-            if earlier == name:
-                raise ValueError(f"{kind} {name!r} is listed twice ([{j}] and [{i}]); each {kind} is judged once")
-            raise ValueError(
-                f"{kind} {name!r} ([{i}]) differs from {earlier!r} ([{j}]) only in letter case; ids are compared "
-                "ignoring case, as macOS and Windows compare file names"
-            )
-        return items
-
-    return check
-
-
-class CaseDoc(v.OpenModel):
-    """A case, as :class:`~fuseci.judge.verdict.CaseResult`."""
-
-    case: CaseId
-    line: Annotated[int, Field(ge=0, lt=10**9)]
-    description: v.Text
-    verdict: VerdictName | None = None
-    """Derived from the checks when read back."""
-    notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
-    checks: Annotated[v.Items[CheckDoc], Field(max_length=100_000)]
-    variants: Annotated[v.Items[VariantDoc], Field(max_length=1000), AfterValidator(_once("variant", "variant"))]
-
-
-class EnvDifferenceDoc(v.OpenModel):
-    """An environment field that differs from the baseline's."""
-
-    field: Annotated[str, Field(max_length=200)]
-    baseline: v.Scalar
-    current: v.Scalar
-    accepted: bool
-
-
-class SuiteDoc(v.OpenModel):
-    """A suite's comparison, as :class:`~fuseci.judge.verdict.Comparison`."""
-
-    suite: SuiteName
-    suite_path: v.PathText
-    verdict: VerdictName | None = None
-    """Derived from the cases when read back."""
-    baseline_path: v.PathText | None
-    has_baseline: bool
-    env: v.Env
-    env_differences: Annotated[v.Items[EnvDifferenceDoc], Field(max_length=1000)]
-    cases: Annotated[v.Items[CaseDoc], Field(max_length=MAX_CASES), AfterValidator(_once("case", "case"))]
-    notes: Annotated[v.Items[v.Text], Field(max_length=100)] = ()
-    """What the whole suite's reader should know (absent in files written before: none)."""
-
-
-class ResultsDoc(v.OpenModel):
-    """What a results file holds (after ``format_version``, checked by :data:`FORMAT`)."""
-
-    suites: Annotated[v.Items[SuiteDoc], Field(max_length=MAX_SUITES)]
+    suites: Annotated[v.Items[Comparison], Field(max_length=MAX_SUITES)]
     exit_code: Annotated[int, Field(ge=0, lt=4)] = 0
 
 
@@ -258,54 +152,6 @@ def dumps(comparisons: list[Comparison]) -> str:
     return FORMAT.dumps({"exit_code": exit_code(comparisons), "suites": [_suite_json(c) for c in comparisons]})
 
 
-def _float(value: float | None) -> float:
-    return math.nan if value is None else value
-
-
-def _case(doc: CaseDoc) -> CaseResult:
-    checks = tuple(
-        MetricDelta(
-            case=doc.case,
-            variant=k.variant,
-            check=k.check,
-            quantity=k.quantity,
-            verdict=k.verdict,
-            message=k.message,
-            current=k.current,
-            baseline_value=k.baseline,
-            change=k.change,
-            tolerance=k.tolerance,
-            retry=k.retry,
-        )
-        for k in doc.checks
-    )
-    variants = tuple(
-        VariantMeasurement(
-            variant=x.variant,
-            values={q: _float(n) for q, n in x.values.items()},
-            gains={q: _float(n) for q, n in x.gains.items()},
-            kernels=x.kernels,
-            baseline_values={q: _float(n) for q, n in x.baseline_values.items()},
-            baseline_kernels=x.baseline_kernels,
-        )
-        for x in doc.variants
-    )
-    return CaseResult(doc.case, doc.line, doc.description, checks, variants, doc.notes)
-
-
-def _comparison(doc: SuiteDoc) -> Comparison:
-    return Comparison(
-        suite=doc.suite,
-        suite_path=doc.suite_path,
-        env=doc.env,
-        baseline_path=doc.baseline_path,
-        has_baseline=doc.has_baseline,
-        env_differences=tuple(EnvDifference(d.field, d.baseline, d.current, d.accepted) for d in doc.env_differences),
-        cases=tuple(_case(c) for c in doc.cases),
-        notes=tuple(doc.notes),
-    )
-
-
 def read_results(path: Path) -> list[Comparison]:
     """The comparisons in one results file.
 
@@ -321,7 +167,6 @@ def read_results(path: Path) -> list[Comparison]:
         other = f" (it is a {str(data['format'])[:40]!r} document)" if "format" in data else ""
         raise FORMAT.fail(path, f"not a fuseci results file{other}")
     try:
-        doc = v.validate(ResultsDoc, data)
+        return list(v.validate(Results, data).suites)
     except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
-    return [_comparison(s) for s in doc.suites]

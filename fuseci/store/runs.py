@@ -50,6 +50,7 @@ from fuseci.config import names, quantities
 from fuseci.errors import ReportError
 from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
+from fuseci.frames.run import Run
 from fuseci.measure.record import HarnessRecord
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
@@ -76,26 +77,6 @@ def _lookalike(data: Any) -> str:
 FORMAT = DocumentFormat(
     what="run file", name="fuseci-run", version=1, fix=_WHAT_IS_A_RUN, allow_nan=True, lookalike=_lookalike
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    """One run file, read back."""
-
-    path: Path
-    """The file."""
-    fuseci_version: str
-    """fuseci version that wrote it."""
-    created: str
-    """UTC time the run was saved, ``YYYY-mm-ddTHH:MM:SSZ``."""
-    git_commit: str | None
-    """Commit the run measured (``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
-    gpu_name: str | None
-    """GPU the suites ran on (None when the run measured no suite)."""
-    suites: Mapping[str, SuiteResults]
-    """Measurements by suite id, rebuilt with :func:`fuseci.frames.metrics.summarize`."""
-    suite_paths: Mapping[str, str]
-    """Suite file of each suite id, as given to ``fuseci run``."""
 
 
 def _now() -> datetime:
@@ -260,7 +241,7 @@ def save_run(
 def kept_in(path: Path) -> list[Path]:
     """Every run file ``path`` stands for as a command's input: a results directory's every run
     file (by name), whichever of them the command reads, or ``path`` itself. A report must be
-    none of them (:func:`fuseci.store.atomic.check_outputs`)."""
+    none of them (:func:`fuseci.store.outputs.check_outputs`)."""
     if not path.is_dir():
         return [path]
     try:

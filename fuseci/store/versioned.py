@@ -14,7 +14,6 @@ the file and how to get a good one, raised as the format's error class.
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -264,8 +263,3 @@ class DocumentFormat:
                 "is not written: split what it holds over several files"
             )
         return text
-
-
-def finite(value: float) -> float | None:
-    """A number for a document that holds no NaN or infinity: those become null."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value

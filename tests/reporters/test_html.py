@@ -20,7 +20,7 @@ from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import CheckKind, EnvDifference, failed
-from fuseci.reporters import FORMATS, charts, html
+from fuseci.reporters import FORMATS, chartkit, charts, html, html_case
 
 SIZE_LIMIT = 3 * 1024 * 1024
 CHART_KINDS = {"gains", "fusion", "timing"}
@@ -91,11 +91,11 @@ def test_gain_chart_draws_every_gain_against_its_baseline() -> None:
 
 
 def test_band_follows_the_tolerance_as_reports_write_it() -> None:
-    assert html.band("±3%", 2.0) == pytest.approx((1.94, 2.06))
-    assert html.band("exact", 3.0) == (3.0, 3.0)
-    assert html.band("±12.5% (tolerance ±10%, widened by measured noise)", 4.0) == pytest.approx((3.5, 4.5))
-    assert html.band("off", 2.0) is None
-    assert html.band("±3%", None) is None
+    assert html_case.band("±3%", 2.0) == pytest.approx((1.94, 2.06))
+    assert html_case.band("exact", 3.0) == (3.0, 3.0)
+    assert html_case.band("±12.5% (tolerance ±10%, widened by measured noise)", 4.0) == pytest.approx((3.5, 4.5))
+    assert html_case.band("off", 2.0) is None
+    assert html_case.band("±3%", None) is None
 
 
 def test_inventory_shows_the_split_against_the_baseline() -> None:
@@ -129,7 +129,7 @@ def _k(name: str, grid: int = 8, block: int = 256, registers: int = 32) -> Kerne
     ],
 )
 def test_inventory_alignment(old: list, new: list, statuses: list[str]) -> None:
-    rows = html.align(old, new)
+    rows = html_case.align(old, new)
     assert [r.status for r in rows] == statuses
     if statuses == ["changed"]:
         assert rows[0].changed == {"registers"}
@@ -182,8 +182,8 @@ def test_data_never_becomes_markup() -> None:
 
 
 def test_chart_labels_lose_control_characters_and_length() -> None:
-    assert charts.label("a\x00b\nc") == "a?b?c"
-    assert len(charts.label("k" * 500)) == 48
+    assert chartkit.label("a\x00b\nc") == "a?b?c"
+    assert len(chartkit.label("k" * 500)) == 48
 
 
 def test_a_suite_that_could_not_run_is_a_failure_without_charts(elementwise) -> None:
@@ -362,11 +362,11 @@ TINY = 5e-324
 def test_the_smallest_finite_values_are_drawn_without_a_warning() -> None:
     spread = charts.Spread(TINY, TINY, TINY, TINY, TINY, 0.0, 30)
     drawn = [
-        charts.gain_chart([charts.GainRow("fused", None, 1e300, (1e300, 1e300), None, "", charts.Tone.OK)], "g", "t"),
+        charts.gain_chart([charts.GainRow("fused", None, 1e300, (1e300, 1e300), None, "", chartkit.Tone.OK)], "g", "t"),
         charts.fusion_chart(
-            [charts.FusionBar("fused", TINY, TINY, TINY, TINY, charts.Tone.OK)], TINY, 1.5, None, "f", "t"
+            [charts.FusionBar("fused", TINY, TINY, TINY, TINY, chartkit.Tone.OK)], TINY, 1.5, None, "f", "t"
         ),
-        charts.timing_chart([charts.TimingRow("fused", spread, spread, charts.Tone.OK)], "t", "t"),
+        charts.timing_chart([charts.TimingRow("fused", spread, spread, chartkit.Tone.OK)], "t", "t"),
     ]
     assert all("<path" in str(chart.svg) for chart in drawn)
 
@@ -388,12 +388,12 @@ def test_a_healthy_bandwidth_bar_is_not_painted_by_another_checks_verdict() -> N
     # no check: its bar is neutral, its DRAM bytes (which regressed) red; the axis ends just past
     # the peak, and the numbers sit under the bars, clear of the baseline ticks.
     (comparison,) = regressed_comparisons()
-    view = html._case_view(comparison, comparison.cases[0], "case-0")
+    view = html_case.case_view(comparison, comparison.cases[0], "case-0")
     fusion = next(c for c in view.charts if c.kind == "fusion")
     svg = str(fusion.svg)
     bars = re.findall(r'<path d="M [^"]*z\s*"[^>]*style="fill: (#[0-9a-f]{6})', svg)
-    assert charts.Tone.BAD.value in bars  # the fused variant's DRAM bytes
-    assert bars.count(charts.Tone.OK.value) == 3  # unfused twice, and fused's bandwidth
+    assert chartkit.Tone.BAD.value in bars  # the fused variant's DRAM bytes
+    assert bars.count(chartkit.Tone.OK.value) == 3  # unfused twice, and fused's bandwidth
     texts = " ".join(t.all_text() for t in parse(svg)[0].find_all("text"))
     assert "84% of peak" in texts and "dashed: peak 4,812 GB/s" in texts
     ticks = [

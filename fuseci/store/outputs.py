@@ -1,0 +1,282 @@
+"""Report files written without replacing what is not fuseci's to replace:
+:func:`write_output` writes the reports a user asks for (atomically where the path is a file;
+to a terminal, a pipe or a FIFO as a stream), :func:`append_output` appends (the step summary),
+and :func:`check_outputs` is every command's check that none of its outputs is one of its inputs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import select
+import stat
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fuseci.errors import OutputError, UsageError
+from fuseci.store.atomic import atomic_write_bytes
+
+
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """True when ``a`` and ``b`` are one file: the same inode when both exist (hard and symbolic
+    links, ``..`` and case-insensitive file systems included), else the same resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except ValueError:  # a path no file system takes (a NUL in it, from a document): no file at all
+        return False
+    except OSError:  # one is missing
+        pass
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A file a command writes, as the user named it."""
+
+    path: Path
+    """Where."""
+    by: str
+    """What named it, for messages: an option (``--junit``), ``$GITHUB_STEP_SUMMARY``, a command."""
+    kind: str = "report"
+    """What fuseci writes there (``report``, ``baseline``)."""
+
+
+def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[Path | str, str]]) -> None:
+    """Refuse outputs that would replace one of the command's inputs, or one another: the one
+    check of every command, called before anything is written (and, where it can be, before
+    anything is measured).
+
+    Files are compared as files (:func:`same_file`: the inode when both exist, so symbolic and
+    hard links and ``..`` are seen through; else the resolved path). An atomic replacement would
+    only break a hard link, but an append or a stream (the step summary, a FIFO) writes into the
+    file itself, and a report over a suite, a baseline or a run file loses what the user had.
+
+    Args:
+        outputs: Every file the command will write.
+        inputs: Every file it reads or keeps, with what it is for messages; for a directory it
+            was given, every file of it the command reads or keeps (every run file of a results
+            directory), not just the ones it happens to read this time.
+
+    Raises:
+        UsageError: two outputs name one file.
+        OutputError: an output is one of the inputs.
+    """
+    sources = list(inputs)
+    for i, out in enumerate(outputs):
+        for other in outputs[:i]:
+            if same_file(out.path, other.path):
+                raise UsageError(f"{other.by} and {out.by} both name {out.path}: give each {out.kind} its own file")
+        for source, what in sources:
+            if same_file(out.path, source):
+                raise OutputError(
+                    f"{out.path}: is {what} ({source}); {out.by} would replace it: fuseci never writes a "
+                    f"{out.kind} over a file it reads or keeps, choose another path"
+                )
+
+
+_FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z")
+
+
+def _descriptor_link(path: Path) -> tuple[bool, int | None]:
+    """Whether ``path`` reaches its file through a process's descriptor (``/dev/stdout``,
+    ``/dev/fd/N``, ``/proc/self/fd/N``), and the descriptor's number when it is one of this
+    process's own. Such a file is whatever the descriptor is open on (a terminal, a pipe, a file
+    the shell redirected stdout to): it must be written to, never replaced."""
+    p = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        parent = os.path.realpath(os.path.dirname(p))
+        m = _FD_DIRECTORY.match(parent)
+        if m:
+            name = os.path.basename(p)
+            own = re.fullmatch("[0-9]{1,9}", name) is not None and (m.group(1) in (None, str(os.getpid())))
+            return True, int(name) if own else None
+        if parent == "/proc" or parent.startswith("/proc/"):
+            return True, None
+        try:
+            link = os.readlink(p)
+        except OSError:  # not a link (or gone): the chain ends here
+            return False, None
+        p = os.path.join(parent, link)
+    return False, None
+
+
+#: How long writing to a FIFO waits for a process to open it for reading, and then for the reader
+#: to take more (a FIFO nobody reads would otherwise hang fuseci for ever).
+FIFO_WAIT_S = 10.0
+
+
+def _room(fd: int, timeout_s: float) -> bool:
+    """Whether ``fd`` can take more bytes within ``timeout_s``."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return bool(poller.poll(timeout_s * 1000))
+    return bool(select.select([], [fd], [], timeout_s)[1])
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    """Write every byte to ``fd``; through a non-blocking FIFO, waiting at most
+    :data:`FIFO_WAIT_S` each time its reader leaves no room.
+
+    Raises:
+        OSError: ``fd`` is not a file fuseci writes to, a write failed (a full disk,
+            ``/dev/full``, a reader that went away), or the reader stopped reading.
+    """
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
+        raise OSError(errno.EINVAL, "not a regular file, a character device, a pipe or a socket", str(path))
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            if not _room(fd, FIFO_WAIT_S):
+                raise OSError(
+                    errno.ETIMEDOUT,
+                    f"the process reading it stopped reading (nothing taken for {FIFO_WAIT_S:g} s)",
+                    str(path),
+                ) from None
+
+
+def _open_for_writing(path: Path, flags: int) -> int:
+    """Open ``path`` for writing without ever blocking: a FIFO is opened non-blocking, which
+    fails at once when no process has it open for reading; that is tried again for at most
+    :data:`FIFO_WAIT_S` (a reader started just before may not have opened it yet). Anything but a
+    FIFO gets a blocking descriptor, as an ordinary open would.
+
+    Raises:
+        OSError: ``path`` cannot be opened, or it is a FIFO no process reads.
+    """
+    deadline = time.monotonic() + FIFO_WAIT_S
+    delay = 0.01
+    while True:
+        try:
+            fd = os.open(
+                path, flags | getattr(os, "O_NONBLOCK", 0), 0o666
+            )  # created as `>>` would: 0666 less the umask
+            break
+        except OSError as exc:
+            left = deadline - time.monotonic()
+            if exc.errno != errno.ENXIO:
+                raise
+            if left <= 0:
+                raise OSError(
+                    errno.ENXIO, f"is a FIFO and no process reads it (waited {FIFO_WAIT_S:g} s for a reader)", str(path)
+                ) from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.25)
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _stream(path: Path, data: bytes, *, create: bool = False) -> None:
+    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never
+    truncated (what was written to a redirected stdout before stays), never renamed over, created
+    only with ``create``, and never waiting for ever on a FIFO (:func:`_open_for_writing`)."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    # Without O_CREAT, a path that changed since it was looked at fails rather than becoming a file.
+    fd = _open_for_writing(path, flags | (os.O_CREAT if create else 0))
+    try:
+        _write_all(fd, data, path)
+    finally:
+        os.close(fd)
+
+
+def _to_own_descriptor(fd: int, data: bytes, path: Path) -> None:
+    """Write through this process's own descriptor, at its offset, after what Python buffered
+    for it: ``--junit /dev/stdout > log`` then reads in the order it was printed."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing of ours is pending in it
+            pass
+    _write_all(fd, data, path)
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a report the user asked for at ``path``, without replacing what is not ours to replace.
+
+    * A new path, or a regular file, is replaced atomically (a reader sees the old report or the
+      new one). A symbolic link is followed: its target is replaced and the link stays a link to
+      it (the user named the link; writing where it points is what ``>`` would do). A link whose
+      target's directory does not exist is an error: no directory is created through a link.
+    * A character device or a FIFO (``/dev/null``, a terminal, a named pipe), and any file reached
+      through a process's descriptor (``/dev/stdout``, ``/dev/fd/N``, even when the shell
+      redirected it to a regular file), is written to as a stream and never renamed over, so
+      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. A FIFO
+      that no process reads, or whose reader stops reading, is an error after
+      :data:`FIFO_WAIT_S`, never a hang.
+    * A directory, a socket or a block device is refused.
+
+    Text that is not valid Unicode (a lone surrogate) is written with backslash escapes, never
+    refused half-way.
+
+    Raises:
+        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
+            is refused; a file replaced atomically is unchanged.
+    """
+    data = text.encode("utf-8", "backslashreplace")
+    through_descriptor, own = _descriptor_link(path)
+    if own is not None:
+        _to_own_descriptor(own, data, path)
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None  # nothing there (or a link to nothing): a new file
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and through_descriptor):
+            _stream(path, data)
+            return
+        if not stat.S_ISREG(st.st_mode):
+            what = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket or another special file"
+            raise OSError(errno.EINVAL, f"is {what}, not a file fuseci writes reports to", str(path))
+    elif through_descriptor:
+        raise FileNotFoundError(errno.ENOENT, "no such open file descriptor", str(path))
+    linked = path.is_symlink()
+    target = Path(os.path.realpath(path))
+    if linked and not target.parent.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
+        )
+    atomic_write_bytes(target, data)
+
+
+def append_output(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary): a regular
+    file (followed through a link) is appended to, or created; a device, a FIFO or a process's
+    descriptor is written to as a stream, never waiting for ever on a FIFO; a directory, a socket
+    or a block device is refused.
+
+    Raises:
+        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
+            is refused.
+    """
+    data = text.encode("utf-8", "backslashreplace")
+    _, own = _descriptor_link(path)
+    if own is not None:
+        _to_own_descriptor(own, data, path)
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, a block device or another special file"
+        raise OSError(errno.EINVAL, f"is {what}, not a file fuseci appends to", str(path))
+    _stream(path, data, create=st is None)

@@ -1,0 +1,100 @@
+"""The package's layers: no module imports from a layer above its own.
+
+Every import counts, at module level or inside a function, ``TYPE_CHECKING`` ones too. The
+order is declared once, here, and docs/DEVELOPMENT.md says the same."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import fuseci
+
+ROOT = Path(fuseci.__file__).parent
+
+#: Bottom to top; a module may import from its own layer and those below. A name stands for the
+#: module and everything under it; the longest name that matches a module gives its layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("fuseci", "fuseci.errors", "fuseci.wording", "fuseci.validation", "fuseci.config"),
+    ("fuseci.store.versioned", "fuseci.store.atomic", "fuseci.store.locks", "fuseci.store.outputs"),
+    ("fuseci.measure",),
+    ("fuseci.harness",),
+    ("fuseci.frames",),
+    ("fuseci.measure.run",),
+    ("fuseci.judge",),
+    ("fuseci.store",),
+    ("fuseci.doctor",),
+    ("fuseci.reporters",),
+    ("fuseci.ab",),
+    ("fuseci.api",),
+    ("fuseci.cli", "fuseci.__main__"),
+)
+
+
+def layer_of(name: str) -> int | None:
+    """The layer of a module, or of a name imported from one (``fuseci.judge.verdict.Verdict``);
+    None for a package or module under ``fuseci`` that no layer names."""
+    best, level = "", None
+    for i, names in enumerate(LAYERS):
+        for prefix in names:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, level = prefix, i
+    top = name.split(".")[1] if name.count(".") else ""
+    if best == "fuseci" and top and ((ROOT / top).is_dir() or (ROOT / f"{top}.py").exists()):
+        return None  # the package's own names (``fuseci.__version__``) are its; a module must be placed
+    return level
+
+
+def stated() -> str:
+    """The order as docs/DEVELOPMENT.md states it: each layer's names, bottom first."""
+    return " → ".join(", ".join(f"`{n.removeprefix('fuseci.')}`" for n in names if n != "fuseci") for names in LAYERS)
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[int, str, str]]:
+    """``(line, import as written, imported name)`` for every fuseci import of a file."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    source = path.read_text(encoding="utf-8")
+    out = []
+    for node in ast.walk(ast.parse(source, str(path))):
+        if isinstance(node, ast.Import):
+            found = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            found = [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        text = ast.get_source_segment(source, node) or ""
+        out += [(node.lineno, text.splitlines()[0], name) for name in found if name.split(".")[0] == "fuseci"]
+    return out
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [_module(p) for p in sorted(ROOT.rglob("*.py")) if layer_of(_module(p)) is None]
+    assert not unplaced, f"modules in no layer of LAYERS: {unplaced}"
+
+
+def test_no_import_runs_back_up() -> None:
+    problems = []
+    for path in sorted(ROOT.rglob("*.py")):
+        own = layer_of(_module(path))
+        assert own is not None
+        for line, text, name in imports(path):
+            theirs = layer_of(name)
+            if theirs is not None and theirs > own:
+                where = path.relative_to(ROOT.parent)
+                problems.append(f"{where}:{line}: {text.strip()} ({name} is above {_module(path)})")
+    assert not problems, "imports that run back up the layers:\n" + "\n".join(problems)
+
+
+def test_development_md_states_the_order() -> None:
+    text = (ROOT.parent / "docs" / "DEVELOPMENT.md").read_text(encoding="utf-8")
+    assert stated() in " ".join(text.split()), f"docs/DEVELOPMENT.md should state the layers as: {stated()}"
