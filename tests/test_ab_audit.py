@@ -14,7 +14,7 @@ from test_ab import Recorded, _side
 
 from fuseci.ab import audit
 from fuseci.ab.cases import case_prints
-from fuseci.ab.fingerprint import tree_of
+from fuseci.ab.reader import tree_of
 from fuseci.api import ab
 from fuseci.config.parse import load_suite
 from fuseci.frames.metrics import SuiteResults

@@ -425,8 +425,8 @@ def test_fuseci_itself_keeps_bytecode_in_the_compile_cache_only_where_writing_it
     (tree / "pkg" / "__init__.py").write_text("VALUE = 41 + 1\n")
     cache = tmp_path / "out" / "compile-cache"
     code = (
-        "import sys; from pathlib import Path; from fuseci.measure import bytecode; "
-        f"kept = bytecode.keep(Path({str(tmp_path / 'out')!r})); import pkg; print(kept, sys.dont_write_bytecode, pkg.VALUE)"
+        "import sys; from pathlib import Path; from fuseci.measure import caches; "
+        f"kept = caches.keep(Path({str(tmp_path / 'out')!r})); import pkg; print(kept, sys.dont_write_bytecode, pkg.VALUE)"
     )
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     base["PYTHONPATH"] = os.pathsep.join([str(tree), str(Path.cwd())])

@@ -1,4 +1,4 @@
-"""The GPU's turn (fuseci.harness.gpu_turn): a lock file in the temporary directory that every
+"""The GPU's turn (fuseci.measure.turn.gpu_turn): a lock file in the temporary directory that every
 fuseci process on the machine takes before it measures, so measurements never overlap on a GPU.
 CPU-only: the lock is the same whatever runs inside it."""
 
@@ -12,13 +12,12 @@ import pytest
 from conftest import ROOT
 
 from fuseci.errors import HarnessError
-from fuseci.harness.__main__ import gpu_turn
-from fuseci.measure.devices import lock_path
+from fuseci.measure.turn import gpu_turn, lock_path
 
 HOLDER = r"""
 import sys
 from pathlib import Path
-from fuseci.harness.__main__ import gpu_turn
+from fuseci.measure.turn import gpu_turn
 
 with gpu_turn(Path(sys.argv[1]), 30):
     print("held", flush=True)
@@ -134,7 +133,7 @@ def test_a_waiter_for_the_gpu_tries_often_however_long_it_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The GPU is handed on within GPU_POLL_S: the wait does not back off as a baseline lock's does."""
-    from fuseci.harness.__main__ import GPU_POLL_S
+    from fuseci.measure.turn import GPU_POLL_S
     from fuseci.store import locks as atomic
 
     naps: list[float] = []
@@ -162,7 +161,7 @@ WAITER = r"""
 import sys, time
 from contextlib import ExitStack
 from pathlib import Path
-from fuseci.harness.__main__ import claim_next_turn, gpu_turn
+from fuseci.measure.turn import claim_next_turn, gpu_turn
 
 lock, log, who, record = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 with ExitStack() as claim:
@@ -191,7 +190,7 @@ def _waiter(lock: Path, log: Path, who: str, record: str) -> subprocess.Popen:
 
 def test_the_timed_pass_takes_the_gpu_right_after_its_profiled_run(tmp_path: Path) -> None:
     """Another suite's process that waited longer still comes after the claimed turn."""
-    from fuseci.harness.__main__ import next_turn_file
+    from fuseci.measure.turn import next_turn_file
     from fuseci.store.locks import is_held
 
     lock, log, record = tmp_path / "fuseci-gpu-0.lock", tmp_path / "order.txt", tmp_path / "a.harness.json"
@@ -208,7 +207,7 @@ def test_the_timed_pass_takes_the_gpu_right_after_its_profiled_run(tmp_path: Pat
 
 
 def test_an_unclaimed_next_turn_holds_nobody_up(tmp_path: Path) -> None:
-    from fuseci.harness.__main__ import next_turn_file
+    from fuseci.measure.turn import next_turn_file
     from fuseci.store.locks import is_held
 
     lock = tmp_path / "fuseci-gpu-0.lock"
@@ -220,7 +219,7 @@ def test_an_unclaimed_next_turn_holds_nobody_up(tmp_path: Path) -> None:
 
 
 def test_a_claim_waits_for_the_profiled_record(tmp_path: Path) -> None:
-    from fuseci.harness.__main__ import claim_next_turn
+    from fuseci.measure.turn import claim_next_turn
 
     lock = tmp_path / "fuseci-gpu-0.lock"
     with pytest.raises(HarnessError, match="wrote no record within 0.2 s"), claim_next_turn(lock, tmp_path / "r", 0.2):
@@ -228,7 +227,7 @@ def test_a_claim_waits_for_the_profiled_record(tmp_path: Path) -> None:
 
 
 def test_while_the_next_turn_is_claimed_only_the_claimant_takes_a_free_gpu(tmp_path: Path) -> None:
-    from fuseci.harness.__main__ import next_turn_file
+    from fuseci.measure.turn import next_turn_file
     from fuseci.store.locks import file_lock
 
     lock = tmp_path / "fuseci-gpu-0.lock"  # free: nobody holds the GPU

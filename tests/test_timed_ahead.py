@@ -17,11 +17,13 @@ import pytest
 
 from fuseci.config.model import Suite
 from fuseci.harness import __main__ as harness
-from fuseci.harness.__main__ import gpu_turn, time_around
+from fuseci.harness.__main__ import time_around
 from fuseci.harness.timing import TimingOptions
 from fuseci.measure import run as measure_run
-from fuseci.measure.command import HarnessFiles, waiting_file
+from fuseci.measure import turn
+from fuseci.measure.command import HarnessFiles
 from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
+from fuseci.measure.turn import gpu_turn, waiting_file
 from fuseci.store.locks import file_lock
 
 SUITE = """
@@ -175,7 +177,7 @@ def test_a_timed_pass_stuck_ahead_of_a_waiting_profiled_run_is_stopped(tmp_path:
     _stuck_record(record, age_s=100)
     waiting.touch()
     timer = _timed_process()
-    watch = measure_run.AheadWatch(timer, record, waiting, limit_s=30)
+    watch = turn.AheadWatch(timer, record, waiting, limit_s=30)
     try:
         timer.wait(timeout=20)
     finally:
@@ -196,9 +198,9 @@ def test_a_timed_pass_is_left_alone_unless_stuck_while_the_profiled_run_waits(
     if waits:
         waiting.touch()
     timer = _timed_process()
-    watch = measure_run.AheadWatch(timer, record, waiting, limit_s=30)
+    watch = turn.AheadWatch(timer, record, waiting, limit_s=30)
     try:
-        time.sleep(4 * measure_run.AheadWatch.POLL_S)
+        time.sleep(4 * turn.AheadWatch.POLL_S)
         assert timer.poll() is None and not watch.stopped
     finally:
         watch.close()

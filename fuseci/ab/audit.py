@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.ab.cases import CasePrint, case_prints
-from fuseci.ab.fingerprint import Tree
+from fuseci.ab.reader import Tree
 from fuseci.config.model import Suite
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
 from fuseci.measure.record import CaseRecord, HarnessRecord

@@ -11,7 +11,7 @@ For each ``module:function`` a case's variants and reference name, a case's fing
   annotations (and class bases and class-body statements) of every top-level definition, and the
   definitions that code refers to;
 * every other file of the tree the module imports, transitively (as the suite's fingerprint
-  follows them, :meth:`fuseci.ab.fingerprint.Reader.walk`), every file they read, and the ``__init__.py`` of every package on
+  follows them, :meth:`fuseci.ab.reader.Reader.walk`), every file they read, and the ``__init__.py`` of every package on
   the way, as whole-file hashes.
 
 Code is compared as :func:`ast.dump` without positions: comments, blank lines and definitions
@@ -48,13 +48,13 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuseci.ab.effects import aliases, dotted, imported_as, qualified
 from fuseci.ab.escapes import Escapes, Resolver
-from fuseci.ab.fingerprint import MAX_PARSED_BYTES, Reader, Tree, Walked, rel_path, suite_walk
+from fuseci.ab.reader import MAX_PARSED_BYTES, Reader, Tree, Walked, rel_path, suite_walk
 from fuseci.config.model import Suite
 
 #: What a module's source may use that static reading cannot follow: a module using any of these
@@ -337,13 +337,17 @@ class _Module:
     walked: Walked
 
 
-class _Prints:
-    """The case fingerprints of one suite in one tree."""
+class Prints:
+    """The case fingerprints of one suite in one tree, from one reading of it: the suite's walk
+    first (:attr:`suite_files`; it finds the directories files add to ``sys.path``), then each
+    case's (:meth:`case`)."""
 
     def __init__(self, suite: Suite, tree: Path | Tree) -> None:
         self.reader = Reader(suite, tree)
         self.root = self.reader.root
-        self.suite_files, _, _ = suite_walk(self.reader)  # and the directories files add to sys.path
+        self.suite_files, self.outside, self.missing = suite_walk(self.reader)
+        """Every file the suite's named modules reach; those named modules that are installed,
+        and those found nowhere."""
         self.modules: dict[str, _Module | tuple[str, str]] = {}
         self.reading: set[str] = set()
 
@@ -423,20 +427,21 @@ class _Prints:
 def case_prints(suite: Suite, tree: Path | Tree) -> dict[str, CasePrint]:
     """Each case's fingerprint (by case id) of ``suite`` (its file inside ``tree``) as measured in
     ``tree``."""
-    prints = _Prints(suite, tree)
+    prints = Prints(suite, tree)
     return {case.id: prints.case(case.functions) for case in suite.cases}
+
+
+def changed(before: Mapping[str, CasePrint], after: Mapping[str, CasePrint], order: Sequence[str]) -> tuple[str, ...]:
+    """The cases of ``order`` (in its order) whose fingerprint in ``after`` differs from the same
+    case's in ``before``, that ``before`` lacks, or that either side cannot prove unchanged."""
+    return tuple(
+        c
+        for c in order
+        if c not in before or before[c].digest != after[c].digest or before[c].unproven or after[c].unproven
+    )
 
 
 def changed_cases(base: Suite, base_tree: Path | Tree, head: Suite, head_tree: Path | Tree) -> tuple[str, ...]:
     """The head's cases (in suite order) whose fingerprint differs from the base's same case, that
     the base does not have, or that either side cannot prove unchanged."""
-    before = case_prints(base, base_tree)
-    after = case_prints(head, head_tree)
-    return tuple(
-        c.id
-        for c in head.cases
-        if c.id not in before
-        or before[c.id].digest != after[c.id].digest
-        or before[c.id].unproven
-        or after[c.id].unproven
-    )
+    return changed(case_prints(base, base_tree), case_prints(head, head_tree), [c.id for c in head.cases])

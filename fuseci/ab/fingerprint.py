@@ -1,7 +1,14 @@
-"""What a suite's measurement depends on in its tree, read statically: the fingerprint that lets
-``fuseci ab`` skip a suite that did not change.
+"""What a suite's measurement depends on in its tree, read statically: the one fingerprint per
+suite that tells ``fuseci ab`` which of its cases to measure (:func:`to_measure`).
 
-A suite's fingerprint covers:
+A suite's fingerprint is its suite file, the fuseci that measures, and each case's fingerprint
+(:mod:`fuseci.ab.cases`), all made from one reading of the tree (:class:`fuseci.ab.reader.Reader`).
+Every case is measured when the suite file or fuseci differ, when which named modules are
+installed or missing differs, or when the reading was cut short (:data:`~fuseci.ab.reader.MAX_FILES`);
+otherwise exactly the cases whose own fingerprint differs or cannot be proven, and none when
+none does. The files the reading reached are kept beside, to say what differs.
+
+What the suite's modules reach covers:
 
 * the bytes of its suite file;
 * the source of every module its variants and references name (``module:function``), found as
@@ -10,7 +17,7 @@ A suite's fingerprint covers:
   ``.pth`` files and editable installs pointing into the repository, each mapped into this
   side's tree: a ``src/`` layout is read from each side's own ``src/``), then the installed
   packages; with the ``__init__.py`` of every package on the way. Modules are found by the one
-  finder of module files, :class:`fuseci.config.resolve.ModuleFinder`;
+  finder of module files, :func:`fuseci.config.resolve.suite_finder`;
 * every module those import, transitively, that resolves to a file inside the same tree: read
   with :mod:`ast` from ``import``, ``from ... import`` (relative ones too), and
   ``importlib.import_module("name")`` / ``__import__("name")`` with a literal name, wherever they
@@ -21,12 +28,12 @@ A suite's fingerprint covers:
   directory listed: :mod:`fuseci.ab.effects`), its bytes, or ``absent``;
 * the version of the fuseci that measures.
 
-What the reader cannot follow makes the suite *unproven* (:attr:`Fingerprint.unproven`), and an
-unproven suite is never skipped: a read or a ``sys.path`` entry named only at run time, a
+What the reader cannot follow makes the suite *unproven* (:attr:`Fingerprint.unproven`), and
+each case that depends on it is measured: a read or a ``sys.path`` entry named only at run time, a
 dynamic import of a computed name, code loaded by path or built at run time, a process started,
 an import hook, a package that sets its own ``__path__``, a named module found nowhere, and a
 module found in the repository but outside this side's tree (an editable install whose directory
-cannot be mapped into the tree). The same holds case by case (:mod:`fuseci.ab.cases`).
+cannot be mapped into the tree).
 
 It cannot see what is outside the tree: installed packages (the same for both sides of one job:
 one environment measures both), files outside the tree, the environment (variables, driver,
@@ -38,25 +45,15 @@ Nothing is imported or run: files are only read and parsed.
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import os
-import sys
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuseci import __version__
-from fuseci.ab.effects import effects
+from fuseci.ab.cases import CasePrint, Prints, changed
+from fuseci.ab.reader import MAX_FILES, Tree
 from fuseci.config.model import Suite
-from fuseci.config.resolve import ModuleFinder, editable_locations, environment_dirs
-
-#: Largest source file parsed for its imports (a larger one is still hashed).
-MAX_PARSED_BYTES = 4 << 20
-#: Most files one fingerprint follows; past it the suite counts as changed (``complete`` False).
-MAX_FILES = 5_000
-#: Most rounds of following imports again after a file added a directory to ``sys.path``.
-MAX_ROUNDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +75,13 @@ class Fingerprint:
     """False when :data:`MAX_FILES` was reached: the suite is then never skipped."""
     unproven: tuple[str, ...] = ()
     """What the reader could not follow, each ``path:line what`` (sorted): the suite is then
-    never skipped, and each case that depends on one of them is measured."""
+    never called unchanged, and each case that depends on one of them is measured."""
+    cases: Mapping[str, CasePrint] = field(default_factory=dict)
+    """Each case's fingerprint, by case id: what decides which cases are measured."""
 
     @property
-    def beside_files(self) -> tuple[object, ...]:
-        """Everything but the module files: equal on both sides, only module files differ."""
+    def beside_cases(self) -> tuple[object, ...]:
+        """What, when it differs between the sides, has every case measured."""
         return (self.suite_file, self.fuseci_version, self.outside, self.missing, self.complete)
 
     @property
@@ -97,6 +96,7 @@ class Fingerprint:
             *(f"missing {m}" for m in self.missing),
             f"complete {self.complete}",
             *(f"unproven {u}" for u in self.unproven),
+            *(f"case {c} {p.digest}" for c, p in sorted(self.cases.items())),
         ):
             h.update(part.encode("utf-8", "surrogateescape") + b"\n")
         return h.hexdigest()
@@ -124,318 +124,32 @@ def differences(a: Fingerprint, b: Fingerprint) -> list[str]:
     return out
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root)
-    except (OSError, RuntimeError):  # a link loop
-        return False
-
-
-def _installed_code(path: Path, env: tuple[Path, ...]) -> bool:
-    """Whether ``path`` is the interpreter's own code (under one of ``env``, its
-    :func:`~fuseci.config.resolve.environment_dirs`)."""
-    return any(_inside(path, d) for d in env)
-
-
-@dataclass(frozen=True, slots=True)
-class Tree:
-    """A tree as the harness processes measuring in it import from it."""
-
-    root: Path
-    """The tree's root, resolved: the harness's working directory, first on its search path."""
-    roots: tuple[Path, ...] = ()
-    """More directories of this tree that the environment imports from, in order: each
-    ``sys.path`` entry (``PYTHONPATH``, ``.pth`` files) and editable install inside the
-    repository, mapped into this tree (:func:`tree_of`). The harness gets them first on its
-    ``PYTHONPATH``."""
-    installed: tuple[str, ...] | None = None
-    """The rest of the interpreter's search path (None: ``sys.path`` as it is)."""
-    repo: Path | None = None
-    """The repository's working tree: a module found there but outside :attr:`root` is never
-    taken for an installed one (None: only :attr:`root` counts)."""
-
-
-def _entry(entry: str) -> Path:
-    return Path(os.path.realpath(entry or os.getcwd()))
-
-
-def tree_of(root: Path, repo: Path | None = None) -> Tree:
-    """How the harness measuring in ``root`` (a checkout of the repository whose working tree is
-    ``repo``) imports: every directory inside ``repo`` through which this interpreter finds
-    modules (``sys.path`` entries from ``PYTHONPATH`` and ``.pth`` files; the directory holding a
-    package that an editable install maps into ``repo``) becomes the same directory of ``root``.
-    The interpreter's own directories are left as they are, even inside ``repo``; a directory
-    that would put a ``fuseci`` package before the fuseci that measures is left out (its modules
-    are then found nowhere, and the suites that name them are never skipped)."""
-    root = root.resolve()
-    if repo is None:
-        return Tree(root)
-    repo = repo.resolve()
-    env = environment_dirs()
-    mapped: list[Path] = []
-    installed: list[str] = []
-    for entry in sys.path:
-        where = _entry(entry)
-        if where.exists() and where.is_relative_to(repo) and not any(where.is_relative_to(d) for d in env):
-            mapped.append(root / where.relative_to(repo))
-        else:
-            installed.append(entry)
-    for name, location in sorted(editable_locations().items()):
-        where = _entry(str(location))
-        if where.is_relative_to(repo) and where.name in (name, f"{name}.py"):
-            mapped.append(root / where.parent.relative_to(repo))
-    roots = tuple(p for p in dict.fromkeys(mapped) if p != root and not (p / "fuseci").exists())
-    return Tree(root, roots, tuple(installed), repo)
-
-
-def as_tree(tree: Path | Tree) -> Tree:
-    """A :class:`Tree` as it stands, or a bare directory read with ``sys.path`` as it is."""
-    return tree if isinstance(tree, Tree) else tree_of(tree)
-
-
-def search_roots(suite: Suite, tree: Path) -> list[Path]:
-    """The harness's search path for a suite measured in ``tree`` (its working directory), in
-    order: ``tree``, then the directory above the suite file."""
-    return list(dict.fromkeys([tree, suite.path.resolve().parent.parent]))
-
-
-def named_modules(suite: Suite) -> list[str]:
-    """Every module the suite's variants and references name, sorted."""
-    return sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions})
-
-
-#: A module file to follow: its path, the dotted name it runs as, whether it is a package's.
-ModuleFile = tuple[Path, str, bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Located:
-    """Where a module name leads, from one tree."""
-
-    files: tuple[ModuleFile, ...] = ()
-    """The files of the tree importing it runs (each package's ``__init__.py``, then its own)."""
-    own: bool = False
-    """Whether the last of :attr:`files` is the module's own file (not a package's on the way)."""
-    outside: bool = False
-    """Found, outside the tree and the repository: installed code."""
-    unproven: str = ""
-    """Why it cannot be followed (found in the repository outside this tree, or in a package
-    that sets its own ``__path__``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Walked:
-    """The files an import graph reaches inside a tree."""
-
-    files: dict[str, str]
-    """Tree-relative path → SHA-256 of its bytes (``unreadable`` when it could not be read,
-    ``absent`` for a file read that does not exist)."""
-    complete: bool
-    """False when :data:`MAX_FILES` was reached before the end."""
-    imported: frozenset[str]
-    """Tree-relative paths reached through an import of a file (its own import of itself too),
-    not only as a start."""
-    unproven: tuple[str, ...] = ()
-    """What could not be followed, each ``path:line what``."""
-    paths: frozenset[Path] = frozenset()
-    """Directories of the tree that files add to ``sys.path``."""
-    registries: frozenset[str] = frozenset()
-    """Tree-relative paths of the files that use a registry shared across modules
-    (:data:`fuseci.ab.effects.SHARED_REGISTRIES`)."""
-
-
-class Reader:
-    """The files of one tree that a suite's modules reach, found as the harness finds them."""
-
-    def __init__(self, suite: Suite, tree: Path | Tree) -> None:
-        self.tree = as_tree(tree)
-        self.root = self.tree.root
-        self.suite = suite
-        self.added: tuple[Path, ...] = ()
-        self.env = environment_dirs()
-        self.finder = self._finder()
-
-    def _finder(self) -> ModuleFinder:
-        installed = self.tree.installed if self.tree.installed is not None else tuple(p for p in sys.path if p)
-        return ModuleFinder([*self.added, *search_roots(self.suite, self.root), *self.tree.roots, *installed])
-
-    def add(self, paths: Iterable[Path]) -> bool:
-        """Search ``paths`` (directories files add to ``sys.path``) first from now on; whether
-        any was new."""
-        new = sorted(set(paths) - set(self.added))
-        if new:
-            self.added = (*new, *self.added)
-            self.finder = self._finder()
-        return bool(new)
-
-    def locate(self, name: str) -> Located:
-        """Where module ``name`` leads from this tree."""
-        found = self.finder.find(name)
-        files: list[ModuleFile] = []
-        for spec in found.specs:
-            if not spec.origin or not spec.has_location:
-                continue  # built in, frozen, or a namespace package: no file of its own
-            path = Path(spec.origin)
-            if _inside(path, self.root) and not _installed_code(path, self.env):
-                files.append((path, spec.name, spec.submodule_search_locations is not None))
-            elif self.tree.repo is not None and _inside(path, self.tree.repo) and not _installed_code(path, self.env):
-                return Located(
-                    unproven=f"module {spec.name} is found at {path}, in the repository but outside this tree"
-                )
-            else:
-                return Located(outside=True)
-        if found.resolution is not None and found.resolution.unverified and files:
-            return Located(tuple(files), unproven=found.resolution.unverified)
-        own = found.resolution is None and bool(found.specs) and bool(files) and files[-1][1] == name
-        return Located(tuple(files), own=own, outside=found.resolution is None and not files)
-
-    def walk(self, start: Iterable[ModuleFile]) -> Walked:
-        """Every file of the tree that importing ``start`` may run or read, following imports
-        transitively, each hashed once."""
-        return _Walk(self).run(list(start))
-
-
-class _Walk:
-    """One walk of an import graph (:meth:`Reader.walk`)."""
-
-    def __init__(self, reader: Reader) -> None:
-        self.reader, self.root = reader, reader.root
-        self.files: dict[str, str] = {}
-        self.imported: set[str] = set()
-        self.unproven: list[str] = []
-        self.paths: set[Path] = set()
-        self.registries: set[str] = set()
-
-    def run(self, todo: list[ModuleFile]) -> Walked:
-        seen: set[Path] = set()
-        complete = True
-        while todo:
-            where, module, is_package = todo.pop()
-            path = where.resolve()
-            if path in seen:
-                continue
-            if len(seen) >= MAX_FILES:
-                complete = False
-                break
-            seen.add(path)
-            todo.extend(self._file(path, module, is_package))
-        return Walked(
-            self.files,
-            complete,
-            frozenset(self.imported),
-            tuple(sorted(set(self.unproven))),
-            frozenset(self.paths),
-            frozenset(self.registries),
-        )
-
-    def _file(self, path: Path, module: str, is_package: bool) -> list[ModuleFile]:
-        """Hash one module file; what it imports, to follow."""
-        rel = rel_path(path, self.root)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            self.files[rel] = "unreadable"
-            return []
-        self.files[rel] = _sha(data)
-        if path.suffix != ".py" or len(data) > MAX_PARSED_BYTES:
-            return []  # compiled, or too large to read: its bytes are hashed
-        try:
-            parsed = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError):  # the harness will say so; the bytes are hashed
-            return []
-        found = effects(parsed, module, is_package, path, self.root)
-        self.unproven += [f"{rel}:{u.removeprefix('line ')}" for u in found.unknown]
-        self.paths.update(p for p in found.paths if _inside(p, self.root))
-        if found.registries:
-            self.registries.add(rel)
-        for read in found.reads:
-            if _inside(read, self.root) and not _installed_code(read, self.reader.env):
-                self.files.update(_read_hashes(read, self.root))
-        return self._imports(found.imports, rel)
-
-    def _imports(self, names: Iterable[str], rel: str) -> list[ModuleFile]:
-        out: list[ModuleFile] = []
-        for name in sorted(names):
-            located = self.reader.locate(name)
-            if located.unproven:
-                self.unproven.append(f"{rel}: imports {name}: {located.unproven}")
-            if located.own:
-                self.imported.add(rel_path(located.files[-1][0].resolve(), self.root))
-            out.extend(located.files)
-        return out
-
-
-def _read_hashes(path: Path, root: Path) -> dict[str, str]:
-    """Tree-relative path → SHA-256 of a file read (``absent`` when there is none), or of every
-    file under a directory read (``__pycache__`` left out), at most :data:`MAX_FILES`."""
-    if path.is_dir():
-        listed = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-        out = {rel_path(p.resolve(), root): _hash_file(p) for p in listed[:MAX_FILES]}
-        return out or {rel_path(path.resolve(), root) + "/": "empty"}
-    return {rel_path(path.resolve(), root): _hash_file(path) if path.exists() else "absent"}
-
-
-def _hash_file(path: Path) -> str:
-    try:
-        return _sha(path.read_bytes())
-    except OSError:
-        return "unreadable"
-
-
 def fingerprint(suite: Suite, tree: Path | Tree) -> Fingerprint:
     """The fingerprint of ``suite`` (its file inside ``tree``) as measured in ``tree``.
 
     Raises:
         OSError: the suite file cannot be read.
     """
-    reader = Reader(suite, tree)
-    suite_sha = _sha(suite.path.read_bytes())
-    walked, outside, missing = suite_walk(reader)
-    unproven = [*walked.unproven, *(f"{m}: a module the suite names, found nowhere" for m in missing)]
+    suite_sha = hashlib.sha256(suite.path.read_bytes()).hexdigest()
+    prints = Prints(suite, tree)
+    walked = prints.suite_files
+    unproven = [*walked.unproven, *(f"{m}: a module the suite names, found nowhere" for m in prints.missing)]
     return Fingerprint(
         suite_file=suite_sha,
         files=walked.files,
-        outside=tuple(sorted(outside)),
-        missing=tuple(sorted(missing)),
+        outside=tuple(sorted(prints.outside)),
+        missing=tuple(sorted(prints.missing)),
         complete=walked.complete,
         unproven=tuple(sorted(unproven)),
+        cases={case.id: prints.case(case.functions) for case in suite.cases},
     )
 
 
-def suite_walk(reader: Reader) -> tuple[Walked, set[str], set[str]]:
-    """Every file of the tree the suite's named modules reach, with the directories those files
-    add to ``sys.path`` followed (``reader`` searches them from then on); and the named modules
-    that are installed, and those found nowhere."""
-    names = named_modules(reader.suite)
-    for _ in range(MAX_ROUNDS):
-        located = {name: reader.locate(name) for name in names}
-        walked = reader.walk(f for where in located.values() for f in where.files)
-        if not reader.add(walked.paths):
-            break
-    else:
-        walked = _with_unproven(walked, f"sys.path edits still add directories after {MAX_ROUNDS} rounds")
-    for name, where in located.items():
-        if where.unproven:
-            walked = _with_unproven(walked, f"{name}: {where.unproven}")
-    outside = {name for name, where in located.items() if where.outside}
-    missing = {name for name, where in located.items() if not (where.own or where.outside or where.unproven)}
-    return walked, outside, missing
-
-
-def _with_unproven(walked: Walked, reason: str) -> Walked:
-    return Walked(
-        walked.files,
-        walked.complete,
-        walked.imported,
-        tuple(sorted({*walked.unproven, reason})),
-        walked.paths,
-        walked.registries,
-    )
-
-
-def rel_path(path: Path, tree: Path) -> str:
-    return path.relative_to(tree).as_posix() if path.is_relative_to(tree) else path.as_posix()
+def to_measure(base: Fingerprint, head: Fingerprint, order: Sequence[str]) -> tuple[str, ...] | None:
+    """The head's cases to measure, of ``order`` (its case ids, in suite order): None when every
+    case is (:attr:`Fingerprint.beside_cases` differ, or a reading was cut short); else those whose
+    case fingerprint differs from the base's same case, that the base lacks, or that either side
+    cannot prove unchanged (empty: none)."""
+    if not (base.complete and head.complete) or base.beside_cases != head.beside_cases:
+        return None
+    return changed(base.cases, head.cases, order)

@@ -46,7 +46,7 @@ from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.compare import compare
 from fuseci.judge.runs import baseline_of
 from fuseci.judge.verdict import Comparison, Reference, failed
-from fuseci.measure import devices
+from fuseci.measure import turn
 from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.run import REFERENCE_PASSES, MeasureOptions
 from fuseci.store import runs as run_files
@@ -127,7 +127,7 @@ def side_options(
     return MeasureOptions(
         report_dir=report_dir / side.name,
         ncu=options.ncu,
-        gpu_lock=devices.lock_path(None),
+        gpu_lock=turn.lock_path(None),
         on_stage=on_stage,
         cwd=side.root,
         extra_env=side_env(side, other),
@@ -186,7 +186,7 @@ def judge(
 
 def measured_cases(pair: Pair, options: AbOptions) -> tuple[str, ...] | None:
     """The cases of ``pair`` to measure on both sides; None: every case."""
-    return None if options.every or pair.unchanged else pair.cases
+    return None if options.every else pair.cases
 
 
 def run_ab(
@@ -204,7 +204,7 @@ def run_ab(
         MismatchError: a report and its record are not one run's (nothing is judged then).
     """
     session = Session(options.ncu, progress, options.in_flight)
-    todo = [p for p in pairs if p.head is not None and (options.every or not (p.unchanged or p.cases == ()))]
+    todo = [p for p in pairs if p.head is not None and (options.every or p.cases != ())]
     if todo:
         said = session.unready([_shown(p) for p in todo])
         if said is not None:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from fuseci import __version__
 from fuseci.ab import git
-from fuseci.ab.cases import changed_cases
-from fuseci.ab.fingerprint import Fingerprint, Tree, differences, fingerprint, tree_of
+from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint, to_measure
+from fuseci.ab.reader import Tree, tree_of
 from fuseci.api.sharding import shard
 from fuseci.config.model import Case, Suite
 from fuseci.config.parse import load_suite
@@ -46,7 +46,7 @@ class Side:
     repo: Path | None = None
     """The repository's working tree: where the environment's import paths into the repository
     point (``PYTHONPATH``, ``.pth`` files, editable installs), each read in this side's tree
-    instead (:func:`fuseci.ab.fingerprint.tree_of`); None: none are mapped."""
+    instead (:func:`fuseci.ab.reader.tree_of`); None: none are mapped."""
 
     @property
     def tree(self) -> Tree:
@@ -72,9 +72,9 @@ class Pair:
     head_print: Fingerprint | None = None
     """The head's fingerprint (both sides loaded)."""
     cases: tuple[str, ...] | None = None
-    """The head's cases whose own fingerprint differs from the base's, in suite order, when only
-    module files differ between the sides (:func:`case_changes`); None: every case counts as
-    changed (the suite file or fuseci differs, or one side lacks the suite)."""
+    """The head's cases to measure, in suite order: those whose own fingerprint differs from the
+    base's or cannot be proven (:func:`fuseci.ab.fingerprint.to_measure`); empty: none; None: every
+    case (the suite file or fuseci differs, or one side lacks the suite)."""
 
     @property
     def name(self) -> str:
@@ -84,7 +84,9 @@ class Pair:
 
     @property
     def unchanged(self) -> bool:
-        """Both sides have it, with the same fingerprint (nothing they are measured from differs)."""
+        """Both sides have it, with the same fingerprint (nothing they are measured from differs,
+        no case's fingerprint either): said as a whole suite ``unchanged``; it then has no case
+        to measure (:attr:`cases` is empty)."""
         a, b = self.base_print, self.head_print
         if a is None or b is None or a.unproven or b.unproven:
             return False
@@ -203,10 +205,9 @@ def pair_suites(
             continue
         pair = Pair(rel, base_suite, head_suite, base_problem)
         if head_suite is not None and base_suite is not None:
-            pair = replace(
-                pair, base_print=fingerprint(base_suite, base.tree), head_print=fingerprint(head_suite, head.tree)
-            )
-            pair = replace(pair, cases=case_changes(pair, base, head))
+            before, after = fingerprint(base_suite, base.tree), fingerprint(head_suite, head.tree)
+            cases = to_measure(before, after, [c.id for c in head_suite.cases])
+            pair = replace(pair, base_print=before, head_print=after, cases=cases)
         pairs.append(pair)
     ids: dict[str, Path] = {}
     for p in pairs:
@@ -217,19 +218,6 @@ def pair_suites(
             )
         ids[p.name] = p.rel
     return pairs, problems
-
-
-def case_changes(pair: Pair, base: Side, head: Side) -> tuple[str, ...] | None:
-    """The head's cases to measure when the sides differ only in module files: those whose case
-    fingerprint differs (:func:`fuseci.ab.cases.changed_cases`), in suite order; None when every
-    case is to be measured (the suite file, fuseci, or which named modules are installed differ,
-    or a fingerprint is incomplete)."""
-    a, b = pair.base_print, pair.head_print
-    if pair.base is None or pair.head is None or a is None or b is None or pair.unchanged:
-        return None
-    if not (a.complete and b.complete) or a.beside_files != b.beside_files:
-        return None
-    return changed_cases(pair.base, base.tree, pair.head, head.tree)
 
 
 def pair_state(pair: Pair, base: Side, every: bool) -> str:

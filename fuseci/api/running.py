@@ -14,7 +14,7 @@ from fuseci.api.sharding import shard
 from fuseci.config.model import Suite
 from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
 from fuseci.judge.verdict import Comparison, Reference, failed
-from fuseci.measure import devices
+from fuseci.measure import turn
 from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions
@@ -58,7 +58,7 @@ class RunOptions:
             from_report=self.from_report,
             ncu=self.ncu,
             device=self.device,
-            gpu_lock=None if self.from_report is not None else devices.lock_path(self.device),
+            gpu_lock=None if self.from_report is not None else turn.lock_path(self.device),
             on_stage=self.on_stage,
         )
 

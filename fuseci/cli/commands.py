@@ -91,9 +91,9 @@ def run(
       fuseci run --gpus 0,1 --results-dir runs/   # two GPUs; keep the run for compare/history
       fuseci run suites/elementwise.yaml --from-report fuseci-out/elementwise.ncu-rep  # no GPU
     """
-    from fuseci.measure import bytecode
+    from fuseci.measure import caches
 
-    bytecode.keep(report_dir)  # before the heavy imports below
+    caches.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.measure import devices
 
@@ -168,9 +168,9 @@ def ab_command(
       fuseci ab HEAD HEAD --all                    # A/A: the false-alarm test, must pass
       fuseci ab main HEAD --suite suites/elementwise.yaml
     """
-    from fuseci.measure import bytecode
+    from fuseci.measure import caches
 
-    bytecode.keep(report_dir)  # before the heavy imports below
+    caches.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.api import ab
 
@@ -457,9 +457,9 @@ def update_baselines(
       fuseci update-baselines                           # every suites/*.yaml
       fuseci update-baselines suites/elementwise.yaml --force
     """
-    from fuseci.measure import bytecode
+    from fuseci.measure import caches
 
-    bytecode.keep(report_dir)  # before the heavy imports below
+    caches.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.judge.verdict import update_exit_code
 

@@ -41,10 +41,11 @@ from fuseci.config.model import Suite
 MAX_SOURCE_BYTES = 4 << 20
 
 
-def search_path(suite: Suite) -> list[Path]:
-    """Where ``module:function`` references are looked up besides installed packages: the same
-    places the harness adds to ``sys.path``."""
-    return [Path.cwd(), suite.path.resolve().parent.parent]
+def search_path(suite: Suite, cwd: Path | None = None) -> list[Path]:
+    """Where ``module:function`` references are looked up besides installed packages: the places
+    the harness adds to ``sys.path``, in order: its working directory (``cwd``; None: this
+    process's), then the directory above the suite file."""
+    return [Path.cwd() if cwd is None else cwd, suite.path.resolve().parent.parent]
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +280,23 @@ class ModuleFinder:
         return Found(tuple(specs))
 
 
+def suite_finder(
+    suite: Suite,
+    cwd: Path | None = None,
+    *,
+    before: Sequence[Path] = (),
+    after: Sequence[Path] = (),
+    installed: Sequence[Path | str] | None = None,
+) -> ModuleFinder:
+    """The finder of the modules ``suite`` names, searching as its harness process in ``cwd``
+    imports: ``before``, :func:`search_path`, ``after``, then ``installed`` (None: this
+    interpreter's ``sys.path``). ``fuseci check`` uses it as it stands; ``fuseci ab`` with the
+    directories of a side's tree that the environment imports from
+    (:class:`fuseci.ab.reader.Tree`)."""
+    rest = [p for p in sys.path if p] if installed is None else installed
+    return ModuleFinder([*before, *search_path(suite, cwd), *after, *rest])
+
+
 def find_module(module: str, roots: list[Path]) -> ModuleSpec | Resolution:
     """The spec of ``module`` found from the file system alone (nothing is imported or run), or
     the :class:`Resolution` that says why it cannot be found or judged."""
@@ -371,7 +389,7 @@ def resolve(ref: str, finder: ModuleFinder) -> Resolution:
 def resolve_suite(suite: Suite) -> list[Finding]:
     """Every reference of the suite that does not resolve or could not be verified, in file
     order."""
-    finder = ModuleFinder([*search_path(suite), *(Path(p) for p in sys.path if p)])
+    finder = suite_finder(suite)
     out: list[Finding] = []
     seen: dict[str, Resolution] = {}
     for case in suite.cases:

@@ -106,62 +106,7 @@ def run_case(
     (see :func:`run`). Foreign exceptions become an error record."""
     frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get("cupy")}
     try:
-        calls, reference = _calls(case, search)
-        inputs = {spec.name: make_input(spec) for spec in case.inputs}
-        log.debug("case %s: inputs made", case.id)
-        checks: list[CheckRecord] = []
-        min_bytes = None
-        first_calls_ns: dict[str, float] = {}
-        autotuned: dict[str, tuple[str, ...]] = {}
-        notes: list[str] = []
-        if check or timing is None:
-            with watch.checking(case.id, {ref.split(":")[0] for ref in case.functions}):
-                found = check_case(case, calls, reference, inputs)
-            checks, min_bytes, notes = found.checks, found.min_bytes, found.notes
-            first_calls_ns, autotuned = found.first_call_ns, found.autotuned
-            log.debug("case %s: checked", case.id)
-        if case.min_bytes is not None:
-            min_bytes = case.min_bytes
-        failed = [k for k in checks if not k.passed]
-        if failed:
-            worst = max(failed, key=lambda k: k.max_abs_err)
-            return CaseRecord(
-                case.id,
-                CaseStatus.WRONG,
-                f"wrong result: {worst.describe()}",
-                tuple(checks),
-                min_bytes=min_bytes,
-                first_call_ns=first_calls_ns,
-                notes=tuple(notes),
-            )
-        if timing is not None:
-            if first_calls and not first_calls_ns:  # not timed by the checks
-                first_calls_ns, autotuned = first_calls_of(case, calls, inputs)
-            timings = time_case(case, calls, inputs, timing)
-            log.debug("case %s: timed", case.id)
-            return CaseRecord(
-                case.id,
-                CaseStatus.OK,
-                "",
-                tuple(checks),
-                timings=timings,
-                min_bytes=min_bytes,
-                first_call_ns=first_calls_ns,
-                autotuned=autotuned,
-            )
-        compiled = _measure(suite, case, calls, inputs, passes)
-        return CaseRecord(
-            case.id,
-            CaseStatus.OK,
-            "",
-            tuple(checks),
-            tuple(v.id for v in case.variants),
-            min_bytes=min_bytes,
-            first_call_ns=first_calls_ns,
-            autotuned=autotuned,
-            compiled=compiled,
-            notes=tuple(notes),
-        )
+        return _case_record(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
     except FuseciError as exc:
         return CaseRecord(case.id, CaseStatus.ERROR, str(exc))
     except Exception as exc:  # a user's kernel may raise anything; the other cases still run
@@ -177,6 +122,75 @@ def run_case(
             log.warning("case %s: could not free device memory", case.id)
 
 
+def _case_record(
+    suite: Suite,
+    case: Case,
+    search: list[Path],
+    timing: TimingOptions | None,
+    *,
+    check: bool,
+    first_calls: bool,
+    passes: int,
+) -> CaseRecord:
+    """:func:`run_case`'s work, whatever it raises passed on."""
+    calls, reference = _calls(case, search)
+    inputs = {spec.name: make_input(spec) for spec in case.inputs}
+    log.debug("case %s: inputs made", case.id)
+    checks: list[CheckRecord] = []
+    min_bytes = None
+    first_calls_ns: dict[str, float] = {}
+    autotuned: dict[str, tuple[str, ...]] = {}
+    notes: list[str] = []
+    if check or timing is None:
+        with watch.checking(case.id, {ref.split(":")[0] for ref in case.functions}):
+            found = check_case(case, calls, reference, inputs)
+        checks, min_bytes, notes = found.checks, found.min_bytes, found.notes
+        first_calls_ns, autotuned = found.first_call_ns, found.autotuned
+        log.debug("case %s: checked", case.id)
+    if case.min_bytes is not None:
+        min_bytes = case.min_bytes
+    failed = [k for k in checks if not k.passed]
+    if failed:
+        worst = max(failed, key=lambda k: k.max_abs_err)
+        return CaseRecord(
+            case.id,
+            CaseStatus.WRONG,
+            f"wrong result: {worst.describe()}",
+            tuple(checks),
+            min_bytes=min_bytes,
+            first_call_ns=first_calls_ns,
+            notes=tuple(notes),
+        )
+    if timing is not None:
+        if first_calls and not first_calls_ns:  # not timed by the checks
+            first_calls_ns, autotuned = first_calls_of(case, calls, inputs)
+        timings = time_case(case, calls, inputs, timing)
+        log.debug("case %s: timed", case.id)
+        return CaseRecord(
+            case.id,
+            CaseStatus.OK,
+            "",
+            tuple(checks),
+            timings=timings,
+            min_bytes=min_bytes,
+            first_call_ns=first_calls_ns,
+            autotuned=autotuned,
+        )
+    compiled = _measure(suite, case, calls, inputs, passes)
+    return CaseRecord(
+        case.id,
+        CaseStatus.OK,
+        "",
+        tuple(checks),
+        tuple(v.id for v in case.variants),
+        min_bytes=min_bytes,
+        first_call_ns=first_calls_ns,
+        autotuned=autotuned,
+        compiled=compiled,
+        notes=tuple(notes),
+    )
+
+
 def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
     """The head of a long message (a compiler's log, say); the whole text goes to the log."""
     kept = text.strip().splitlines()[:lines]
@@ -184,6 +198,14 @@ def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
     if len(head) > chars:
         head = head[:chars] + "..."
     return head + (" ... (full text in the harness log)" if len(text.strip().splitlines()) > lines else "")
+
+
+def _put_on_path(search: list[Path]) -> None:
+    """Put the directories the suite's modules are found in (:func:`fuseci.config.resolve.search_path`)
+    at the front of ``sys.path``, in order, each once."""
+    for p in reversed(search):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
 
 
 #: Modules that CuPy and NumPy import on first use, in the middle of a case: CuPy's first ufunc
@@ -196,9 +218,7 @@ def preload(suite: Suite) -> None:
     """Import every module the suite names, before the GPU is needed, so that a process that
     waits for its turn on the GPU has done its slow start by then, :data:`LAZY_IMPORTS` too. A
     module that fails to import is left for its case to report."""
-    for p in reversed(search_path(suite)):
-        if str(p) not in sys.path:
-            sys.path.insert(0, str(p))
+    _put_on_path(search_path(suite))
     refs = {ref for c in suite.cases for ref in c.functions}
     for module in LAZY_IMPORTS:
         try:
@@ -314,9 +334,7 @@ def run(
         HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.
     """
     search = search_path(suite)
-    for p in reversed(search):
-        if str(p) not in sys.path:
-            sys.path.insert(0, str(p))
+    _put_on_path(search)
     usable = start_frameworks(suite)
     arrays.compiler_keys_ready()  # before any variant is called or anything is measured
     record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})

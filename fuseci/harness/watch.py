@@ -44,13 +44,11 @@ from typing import Any
 
 import fuseci
 from fuseci.config.resolve import environment_dirs
+from fuseci.measure.caches import CACHE_ENVS
 from fuseci.measure.command import AUDIT_TREE_ENV
 from fuseci.measure.record import CaseRecord
 
 log = logging.getLogger(__name__)
-
-#: Where compilers keep their caches: read while a case is checked, never the tree's code.
-CACHE_ENVS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUPY_CACHE_DIR", "NUMBA_CACHE_DIR")
 
 #: The code flag of a function's code (a fresh namespace per call), which a module's and a class
 #: body's code, run once at import, lack (``inspect.CO_NEWLOCALS``).

@@ -103,12 +103,6 @@ class SuiteFiles:
         return found
 
 
-def waiting_file(record: Path) -> Path:
-    """The file a profiled run's harness keeps beside its ``record`` while it waits for the GPU:
-    its timed pass, timing cases ahead of it, then hands the GPU over."""
-    return record.with_name(record.name + ".waiting")
-
-
 def operand(path: Path) -> str:
     """A path as a command-line argument that no option parser takes for an option: a relative
     path starting with ``-`` (a suite file named ``-x.yaml``, a ``--report-dir`` of ``-out``)

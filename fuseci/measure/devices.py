@@ -2,7 +2,7 @@
 
 A run deals its suites out over the GPUs it is given (``fuseci run --gpus``); each harness
 process sees one of them through ``CUDA_VISIBLE_DEVICES`` and takes turns on it with the other
-processes of that GPU through a lock file (:func:`lock_path`).
+processes of that GPU through a lock file (:func:`fuseci.measure.turn.lock_path`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 from fuseci.errors import UsageError
 
@@ -66,12 +64,3 @@ def select(spec: str, visible: list[str] | None = None) -> tuple[str | None, ...
     if len(chosen) <= 1:
         return (None,) if not chosen or chosen == gpus else (chosen[0],)
     return tuple(chosen)
-
-
-def lock_path(device: str | None) -> Path:
-    """The lock file of one GPU, shared by every fuseci process on this machine, so that two runs
-    (two CI jobs on one runner) never measure on one GPU at once either."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    name = device if device is not None else (visible.replace(",", "_") or "all")
-    safe = re.sub(r"[^0-9A-Za-z_-]", "_", name)[:64]
-    return Path(tempfile.gettempdir()) / f"fuseci-gpu-{safe}.lock"

@@ -21,7 +21,8 @@ from fuseci.config import names, quantities
 from fuseci.config.model import NcuSettings
 from fuseci.errors import NcuError
 from fuseci.measure import process
-from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand, waiting_file
+from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand
+from fuseci.measure.turn import waiting_file
 
 log = logging.getLogger(__name__)
 

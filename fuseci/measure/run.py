@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from fuseci.config.model import Suite
 from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
-from fuseci.measure import process
+from fuseci.measure import caches, process
 from fuseci.measure import profile as ncu
-from fuseci.measure.bytecode import COMPILE_CACHE, PYCACHE
-from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv, waiting_file
+from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
+from fuseci.measure.turn import AheadWatch, ahead_limit_s, waiting_file
 
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
     from fuseci.frames.metrics import SuiteResults
@@ -40,14 +38,6 @@ RETIMES = 2
 #: (:mod:`fuseci.judge.counters`); ``fuseci run`` profiles each variant once.
 BASELINE_PASSES = 3
 REFERENCE_PASSES = 2
-
-#: The compilers' cache directories, by environment variable, under :attr:`MeasureOptions.compile_cache`.
-COMPILE_CACHES: dict[str, str] = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
-#: What else the harness processes' environment holds unless the user's sets it: Inductor compiles
-#: in the process itself, without a pool of worker processes that each import PyTorch again (and
-#: run under ncu in the profiled run): with its cache warm there is little to compile, and a one-case
-#: torch.compile suite took 17-21 s instead of 25 s on an H200 (docs/BENCHMARKS.md).
-HARNESS_ENV_DEFAULTS: dict[str, str] = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 log = logging.getLogger(__name__)
 
@@ -97,30 +87,16 @@ class MeasureOptions:
     @property
     def compile_cache(self) -> Path:
         """Where the harness processes keep ``torch.compile``'s (Inductor's) and Triton's caches and
-        Python's bytecode (:data:`PYCACHE`):
-        the timed process finds what the profiled one compiled, and a CI cache of this directory
-        keeps it across runs (a ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
-        return (self.report_dir if self.cache_root is None else self.cache_root) / COMPILE_CACHE
+        Python's bytecode (:mod:`fuseci.measure.caches`): the timed process finds what the profiled
+        one compiled, and a CI cache of this directory keeps it across runs (a
+        ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
+        return caches.compile_cache(self.report_dir if self.cache_root is None else self.cache_root)
 
     @property
     def env(self) -> dict[str, str]:
         """What the harness processes' environment adds."""
         extra = {} if self.device is None else {"CUDA_VISIBLE_DEVICES": self.device}
-        for var, sub in COMPILE_CACHES.items():
-            if not os.environ.get(var):
-                extra[var] = str((self.compile_cache / sub).absolute())
-        for var, value in HARNESS_ENV_DEFAULTS.items():
-            if not os.environ.get(var):
-                extra[var] = value
-        if not os.environ.get("PYTHONPYCACHEPREFIX"):
-            # With bytecode writing off (``PYTHONDONTWRITEBYTECODE``, common in CI images) or a
-            # read-only site-packages without ``.pyc`` files, Python compiled PyTorch's 2,000 modules
-            # from source in both processes of every run (``import torch`` and Inductor: 11.7 s on an
-            # H200). Kept under the cache, the bytecode never lands in site-packages or the user's
-            # tree, so writing it is switched back on (:mod:`fuseci.measure.bytecode`).
-            extra["PYTHONPYCACHEPREFIX"] = str((self.compile_cache / PYCACHE).absolute())
-            extra["PYTHONDONTWRITEBYTECODE"] = ""  # an empty value lets Python write (under the prefix only)
-        return {**extra, **self.extra_env}
+        return {**extra, **caches.harness_env(self.compile_cache), **self.extra_env}
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
@@ -236,63 +212,6 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
         process.stop(timer)
     write_record(record, files.record)
     return record, (files.report if files.report.exists() else None)
-
-
-def ahead_limit_s(suite: Suite) -> float:
-    """How long a timed pass timing one case ahead of its profiled run may keep the GPU while the
-    profiled run waits for it (:class:`AheadWatch`): a quarter of the suite's ``ncu.timeout``, at
-    least 30 s (a cold ``torch.compile`` with autotuning takes that long)."""
-    return max(30.0, suite.ncu.timeout_s / 4)
-
-
-class AheadWatch:
-    """Stops a timed pass that keeps the GPU for one case longer than ``limit_s`` ahead of its
-    profiled run while that run waits (a hang, say), so that the profiled run still measures,
-    and stops at ``ncu.timeout``, where the case that hangs is named; the cases that checked
-    right are then timed by a fresh process after it (:attr:`stopped`).
-
-    The timed harness names the case it is in in its record (``running``), rewritten as each case
-    starts; the profiled harness keeps :func:`~fuseci.measure.command.waiting_file` while it
-    waits for the GPU."""
-
-    POLL_S = 0.25
-
-    def __init__(self, timer: subprocess.Popen[bytes], record: Path, waiting: Path, limit_s: float) -> None:
-        self.stopped = False
-        """Whether the timed process was stopped."""
-        self._timer, self._record, self._waiting, self._limit_s = timer, record, waiting, limit_s
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="fuseci-ahead-watch", daemon=True)
-        self._thread.start()
-
-    def _stuck(self) -> bool:
-        if not self._waiting.exists():
-            return False
-        try:
-            age = time.time() - self._record.stat().st_mtime
-            running = read_record(self._record).running if age > self._limit_s else None
-        except (OSError, ReportError):
-            return False
-        return running is not None
-
-    def _watch(self) -> None:
-        while not self._done.wait(self.POLL_S):
-            if self._timer.poll() is not None:
-                return
-            if self._stuck():
-                log.warning(
-                    "the timed pass kept the GPU for over %g s in one case ahead of the profiled run, which waits: "
-                    "stopped; it times the cases after the profiled run instead",
-                    self._limit_s,
-                )
-                self.stopped = True
-                process.stop(self._timer)
-                return
-
-    def close(self) -> None:
-        """Stop watching."""
-        self._done.set()
-        self._thread.join()
 
 
 def _with_timings(
