@@ -1,31 +1,210 @@
-"""A run: the suites one ``fuseci run`` measured, as its run file (:mod:`fuseci.store.runs`)
-gives them back, for the judge to compare runs (``fuseci compare``) and follow them (``fuseci
-history``)."""
+"""A run: the suites one ``fuseci run`` measured, declared once as the document a run file holds
+(:mod:`fuseci.store.runs` names, writes and reads the files), for the judge to compare runs
+(``fuseci compare``) and follow them (``fuseci history``).
+
+Its dataclasses are the document's declaration (:class:`fuseci.validation.Document`, as the
+harness record's and the baseline's): their annotations say what a file may hold, reading
+validates a file straight into a :class:`Run`, and :meth:`Run.to_json` writes one. A suite is
+held as its frames (:class:`~fuseci.frames.metrics.SuiteResults`), stored as its file's path, its
+harness record and its per-kernel frame (:class:`RunSuite`); reading rebuilds the frames from
+the two (:func:`suite_results`), once every value of the file is known to fit.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
-from fuseci.frames.metrics import SuiteResults
+import numpy as np
+import pandas as pd
+from pydantic import Field, GetCoreSchemaHandler, model_validator, with_config
+from pydantic_core import core_schema
+from typing_extensions import NotRequired, TypedDict
+
+from fuseci import __version__
+from fuseci import validation as v
+from fuseci.config import names, quantities
+from fuseci.errors import FuseciError
+from fuseci.frames import pairing, report
+from fuseci.frames.metrics import SuiteResults, summarize
+from fuseci.measure.record import HarnessRecord
+
+#: A commit hash, as a run file holds it (and ``git rev-parse HEAD`` prints it).
+COMMIT_PATTERN = "[0-9a-fA-F]{7,64}"
+
+if TYPE_CHECKING:
+    KernelRow = dict[str, Any]
+else:
+    #: A kernel as a run file keeps it: one row of the per-kernel frame (metrics null when not measured).
+    KernelRow = with_config(v.OpenModel.model_config)(
+        TypedDict(
+            "KernelRow",
+            {
+                "suite": v.Id,
+                "case": v.Id,
+                "variant": v.Id,
+                "kernel_index": v.Count,
+                "kernel": v.Name,
+                names.DEVICE_NAME: Annotated[str, Field(max_length=1000)],
+                **{
+                    metric: NotRequired[v.Amount | None]
+                    for metric in (*quantities.ncu_metrics(), *report.spread_columns())
+                },
+            },
+        )
+    )
+
+Commit = Annotated[str, Field(max_length=64, pattern=f"^{COMMIT_PATTERN}$"), v.Expect("a commit hash")]
+Created = Annotated[
+    str,
+    Field(max_length=20, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"),
+    v.Expect("a UTC time (YYYY-mm-ddTHH:MM:SSZ)"),
+]
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
-    """One run file, read back."""
+class RunSuite(v.OpenDocument):
+    """One suite of a run file, as the file holds it (unknown keys are left out)."""
 
-    path: Path
-    """The file."""
-    fuseci_version: str
-    """fuseci version that wrote it."""
-    created: str
+    suite_path: v.PathText
+    """The suite file, as given to ``fuseci run``."""
+    record: Any
+    """Its harness record: checked by :meth:`HarnessRecord.check_format`, after its own format and
+    version, when the suite is rebuilt (:func:`suite_results`)."""
+    kernels: Annotated[v.Items[KernelRow], Field(max_length=1_000_000)]
+    """The per-kernel frame, a row per kernel."""
+
+    @classmethod
+    def of(cls, results: SuiteResults, suite_path: str) -> RunSuite:
+        """A measured suite as its run file keeps it."""
+        return cls(suite_path, results.record.to_json(), tuple(kernel_rows(results.kernels)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The suite's object."""
+        return {"suite_path": self.suite_path, "record": self.record, "kernels": list(self.kernels)}
+
+
+if TYPE_CHECKING:
+    Suites = Mapping[str, SuiteResults]
+else:
+    #: The suites by id: in a file, each as :class:`RunSuite`; read back, its frames.
+    Suites = Annotated[Mapping[v.Id, RunSuite], Field(max_length=10_000)]
+
+#: Fields of a :class:`Run` that no file holds: never read from one.
+_NOT_STORED = ("path", "suite_paths")
+
+
+@dataclass(frozen=True, slots=True)
+class Run(v.OpenDocument):
+    """One run file (after ``format`` and ``format_version``, checked by the store's format)."""
+
+    created: Created
     """UTC time the run was saved, ``YYYY-mm-ddTHH:MM:SSZ``."""
-    git_commit: str | None
-    """Commit the run measured (``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
-    gpu_name: str | None
-    """GPU the suites ran on (None when the run measured no suite)."""
-    suites: Mapping[str, SuiteResults]
+    suites: Suites
     """Measurements by suite id, rebuilt with :func:`fuseci.frames.metrics.summarize`."""
-    suite_paths: Mapping[str, str]
-    """Suite file of each suite id, as given to ``fuseci run``."""
+    fuseci_version: Annotated[str, Field(max_length=100)] = __version__
+    """fuseci version that wrote it (``?`` in a file that does not say)."""
+    git_commit: Commit | None = None
+    """Commit the run measured (``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
+    gpu_name: Annotated[str, Field(max_length=4096)] | None = None
+    """GPU the suites ran on (None when the run measured no suite)."""
+    suite_paths: Mapping[str, str] = field(default_factory=dict)
+    """Suite file of each suite id, as given to ``fuseci run`` (each suite's ``suite_path`` in a file)."""
+    path: Path = Path()
+    """The file (not in it: its reader says)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        """As :class:`~fuseci.validation.Document`'s, under the rebuilding that wraps the dataclass."""
+        schema = handler(source)
+        node: Any = schema
+        while node["type"] == "function-after":
+            node = node["schema"]
+        node["strict"] = False  # an object is taken, its fields stay strict
+        return schema
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_stored(cls, data: Any) -> Any:
+        """A file's members only (the reader gives the path); a file that does not say who wrote it: ``?``."""
+        if not isinstance(data, dict):
+            return data
+        return {"fuseci_version": "?", **{k: x for k, x in data.items() if k not in _NOT_STORED}}
+
+    @model_validator(mode="after")
+    def _rebuilt(self) -> Run:
+        """Each suite's frames, once every value of the file fits."""
+        stored = cast("Mapping[str, RunSuite]", self.suites)  # as read, before rebuilding
+        return replace(
+            self,
+            suites={sid: suite_results(sid, s) for sid, s in stored.items()},
+            suite_paths={sid: s.suite_path for sid, s in stored.items()},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's object without ``format`` and ``format_version``."""
+        return {
+            "fuseci_version": self.fuseci_version,
+            "created": self.created,
+            "git_commit": self.git_commit,
+            "gpu_name": self.gpu_name,
+            "suites": {sid: RunSuite.of(r, self.suite_paths[sid]).to_json() for sid, r in self.suites.items()},
+        }
+
+
+def _cell(value: Any) -> Any:
+    """A frame cell as JSON: native types, NaN (or any missing value) as null."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value
+
+
+def kernel_rows(kernels: pd.DataFrame) -> list[dict[str, Any]]:
+    """The per-kernel frame's rows as a run file keeps them (:data:`KernelRow`); a spread is
+    written only where the kernel was profiled more than once (a single pass has none)."""
+    columns, spreads = report.kernel_columns(), frozenset(report.spread_columns())
+    out = []
+    for row in kernels.to_dict("records"):
+        cells = {c: _cell(row.get(c)) for c in columns}
+        out.append({c: x for c, x in cells.items() if x is not None or c not in spreads})
+    return out
+
+
+def _invalid(loc: v.Loc, problem: str) -> ValueError:
+    """A problem of a suite found while rebuilding it, with its place written out: the file's
+    values all fit by then, so it is the document's one problem."""
+    return ValueError(f"{v.json_path(loc)}: {problem}")
+
+
+def suite_results(sid: str, suite: RunSuite) -> SuiteResults:
+    """One suite of a run file as its frames: its record checked and built, its kernels as the
+    per-kernel frame, and the two checked to be one run's.
+
+    Raises:
+        ValueError: the record is not a harness record, is from a newer fuseci or holds a value
+            its format does not allow, or the record and kernels disagree; the message starts
+            with the value's place in the run file.
+    """
+    at = ("suites", sid, "record")
+    try:
+        record = HarnessRecord.build(HarnessRecord.check_format(suite.record, v.json_path(at)), at)
+    except FuseciError as exc:
+        raise ValueError(f"{exc} (the record of suite {sid!r})") from None
+    except v.Invalid as exc:
+        raise ValueError(str(exc)) from None
+    if record.suite != sid:
+        raise _invalid((*at, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}")
+    metrics, columns = frozenset((*quantities.ncu_metrics(), *report.spread_columns())), report.kernel_columns()
+    rows = [
+        {c: (math.nan if k.get(c) is None else k[c]) if c in metrics else k[c] for c in columns} for k in suite.kernels
+    ]
+    kernels = pd.DataFrame.from_records(rows, columns=list(columns)) if rows else report.read_report_empty()
+    problem = pairing.mismatch(kernels, record)
+    if problem:
+        raise _invalid(("suites", sid), f"its kernels and its record are not one run's: {problem}")
+    return summarize(kernels, record)

@@ -29,29 +29,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Any
 
-import numpy as np
-import pandas as pd
-from pydantic import Field, with_config
-from typing_extensions import NotRequired, TypedDict
-
-from fuseci import __version__
 from fuseci import validation as v
-from fuseci.config import names, quantities
+from fuseci.config import names
 from fuseci.errors import ReportError
-from fuseci.frames import pairing, report
-from fuseci.frames.metrics import SuiteResults, summarize
-from fuseci.frames.run import Run
-from fuseci.measure.record import HarnessRecord
+from fuseci.frames import report
+from fuseci.frames.metrics import SuiteResults
+from fuseci.frames.run import COMMIT_PATTERN, Run
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 
@@ -61,8 +53,7 @@ log = logging.getLogger(__name__)
 #: Names of run files as :func:`save_run` writes them; the timestamp orders a directory's runs.
 NAME_PATTERN = re.compile(r"\A(\d{8}T\d{6}Z)-[a-z0-9-]+(?:_(\d+))?\.json\Z")
 
-_SHA_PATTERN = "[0-9a-fA-F]{7,64}"
-_SHA = re.compile(rf"\A{_SHA_PATTERN}\Z")
+_SHA = re.compile(rf"\A{COMMIT_PATTERN}\Z")
 _SHORT_SHA = 7
 _WHAT_IS_A_RUN = "a run file is written by `fuseci run --results-dir DIR`: pass one, or DIR itself for its newest run"
 
@@ -126,54 +117,28 @@ def git_commit() -> str | None:
     return out.lower() if done.returncode == 0 and _SHA.match(out) else None
 
 
-def _cell(value: Any) -> Any:
-    """A frame cell as JSON: native types, NaN (or any missing value) as null."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    return value
-
-
-def _kernels_json(kernels: pd.DataFrame) -> list[dict[str, Any]]:
-    """The per-kernel frame's rows; a spread is written only where the kernel was profiled more
-    than once (a single pass has none)."""
-    columns, spreads = report.kernel_columns(), frozenset(report.spread_columns())
-    out = []
-    for row in kernels.to_dict("records"):
-        cells = {c: _cell(row.get(c)) for c in columns}
-        out.append({c: x for c, x in cells.items() if x is not None or c not in spreads})
-    return out
-
-
-def _suite_json(results: SuiteResults, suite_path: str) -> dict[str, Any]:
-    return {"suite_path": suite_path, "record": results.record.to_json(), "kernels": _kernels_json(results.kernels)}
-
-
 def _gpu_name(results: Sequence[SuiteResults]) -> str | None:
     gpus = sorted({str(r.env.get("gpu_name")) for r in results if r.env.get("gpu_name")})
     return ", ".join(gpus) or None
 
 
-def _document(
-    results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path], created: datetime, commit: str | None
-) -> dict[str, Any]:
-    """The run file's dict."""
-    suites: dict[str, Any] = {}
+def _run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path], stamp: Stamp) -> Run:
+    """The run to write: one result per suite name."""
+    suites: dict[str, SuiteResults] = {}
     for r in results:
         if r.suite in suites:
             raise ReportError(
                 f"suite {r.suite!r} was measured twice in this run ({suite_paths[r.suite]}); a run file keeps "
                 "one result per suite name: give each suite file its own `suite:` name"
             )
-        suites[r.suite] = _suite_json(r, str(suite_paths[r.suite]))
-    return {
-        "fuseci_version": __version__,
-        "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "git_commit": commit,
-        "gpu_name": _gpu_name(results),
-        "suites": suites,
-    }
+        suites[r.suite] = r
+    return Run(
+        created=stamp.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        suites=suites,
+        git_commit=stamp.commit,
+        gpu_name=_gpu_name(results),
+        suite_paths={sid: str(suite_paths[sid]) for sid in suites},
+    )
 
 
 def _publish(staged: Path, directory: Path, stem: str) -> Path:
@@ -217,12 +182,12 @@ def save_run(
     """
     stamp = stamp or now_stamp()
     created, sha = stamp.created, stamp.commit
-    doc = _document(results, suite_paths, created, sha)
+    run = _run(results, suite_paths, stamp)
     try:
-        text = FORMAT.dumps(doc, indent=1)
+        text = FORMAT.dumps(run.to_json(), indent=1)
     except ReportError as exc:  # one fuseci compare and history could not read
         raise ReportError(f"{directory}: cannot write the run file: {exc}") from None
-    stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(_gpu_name(results) or 'unknown')}"
+    stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(run.gpu_name or 'unknown')}"
     if sha:
         stem += f"-{sha[:_SHORT_SHA]}"
     staged = directory / f".{stem}.{os.getpid()}.staged"
@@ -279,90 +244,9 @@ def resolve_run(path: Path) -> Path:
     return path
 
 
-if TYPE_CHECKING:
-    KernelRow = dict[str, Any]
-else:
-    #: A kernel as a run file keeps it: one row of the per-kernel frame (metrics null when not measured).
-    KernelRow = with_config(v.OpenModel.model_config)(
-        TypedDict(
-            "KernelRow",
-            {
-                "suite": v.Id,
-                "case": v.Id,
-                "variant": v.Id,
-                "kernel_index": v.Count,
-                "kernel": v.Name,
-                names.DEVICE_NAME: Annotated[str, Field(max_length=1000)],
-                **{
-                    metric: NotRequired[v.Amount | None]
-                    for metric in (*quantities.ncu_metrics(), *report.spread_columns())
-                },
-            },
-        )
-    )
-
-
-Commit = Annotated[str, Field(max_length=64, pattern=f"^{_SHA_PATTERN}$"), v.Expect("a commit hash")]
-
-
-class SuiteDoc(v.OpenModel):
-    """One suite of a run file."""
-
-    suite_path: v.PathText
-    """The suite file, as given to ``fuseci run``."""
-    record: Any
-    """Its harness record: checked by :meth:`HarnessRecord.build`, after its own format and version."""
-    kernels: Annotated[v.Items[KernelRow], Field(max_length=1_000_000)]
-    """The per-kernel frame, a row per kernel."""
-
-
-class RunDoc(v.OpenModel):
-    """What a run file holds (after ``format`` and ``format_version``, checked by :data:`FORMAT`)."""
-
-    created: Annotated[
-        str,
-        Field(max_length=20, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"),
-        v.Expect("a UTC time (YYYY-mm-ddTHH:MM:SSZ)"),
-    ]
-    suites: Annotated[dict[v.Id, SuiteDoc], Field(max_length=10_000)]
-    fuseci_version: Annotated[str, Field(max_length=100)] = "?"
-    git_commit: Commit | None = None
-    gpu_name: Annotated[str, Field(max_length=4096)] | None = None
-
-
-def _invalid(loc: v.Loc, problem: str) -> v.Invalid:
-    return v.Invalid([v.Problem(loc, problem, "value_error")])
-
-
-def _suite_results(sid: str, doc: SuiteDoc, path: Path) -> SuiteResults:
-    """One suite of a run file: its record checked and built, its kernels as the per-kernel
-    frame, and the two checked to be one run's.
-
-    Raises:
-        ReportError: the record is not a harness record or is from a newer fuseci.
-        Invalid: a value of the record is not allowed, or the record and kernels disagree.
-    """
-    at = ("suites", sid, "record")
-    try:
-        document = HarnessRecord.check_format(doc.record, f"{path}: {v.json_path(at)}")
-    except ReportError as exc:
-        raise ReportError(f"{exc} (the record of suite {sid!r}); {_WHAT_IS_A_RUN}") from None
-    record = HarnessRecord.build(document, at)
-    if record.suite != sid:
-        raise _invalid((*at, "suite"), f"the record filed under suite {sid!r} is of suite {record.suite!r}")
-    metrics, columns = frozenset((*quantities.ncu_metrics(), *report.spread_columns())), report.kernel_columns()
-    rows = [
-        {c: (math.nan if k.get(c) is None else k[c]) if c in metrics else k[c] for c in columns} for k in doc.kernels
-    ]
-    kernels = pd.DataFrame.from_records(rows, columns=list(columns)) if rows else report.read_report_empty()
-    problem = pairing.mismatch(kernels, record)
-    if problem:
-        raise _invalid(("suites", sid), f"its kernels and its record are not one run's: {problem}")
-    return summarize(kernels, record)
-
-
 def load_run(path: Path) -> Run:
-    """Read a run file back, rebuilding each suite's frames from its record and kernels.
+    """Read a run file back, each suite's frames rebuilt from its record and kernels
+    (:class:`~fuseci.frames.run.Run`, the file's declaration).
 
     Raises:
         ReportError: the file is missing, unreadable, not JSON, not a run file, from a newer
@@ -374,16 +258,6 @@ def load_run(path: Path) -> Run:
     except FileNotFoundError:
         raise ReportError(f"{path}: run file not found; {_WHAT_IS_A_RUN}") from None
     try:
-        doc = v.validate(RunDoc, data)
-        suites = {sid: _suite_results(sid, entry, path) for sid, entry in doc.suites.items()}
+        return replace(v.validate(Run, data), path=path)
     except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
-    return Run(
-        path=path,
-        fuseci_version=doc.fuseci_version,
-        created=doc.created,
-        git_commit=doc.git_commit,
-        gpu_name=doc.gpu_name,
-        suites=suites,
-        suite_paths={sid: entry.suite_path for sid, entry in doc.suites.items()},
-    )
