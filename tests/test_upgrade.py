@@ -46,7 +46,7 @@ def test_an_upgrade_is_compared_and_passes_where_the_numbers_hold(clean, element
     comp = compare(clean, elementwise, _upgraded())
     assert comp.comparable and comp.verdict is Verdict.PASS and exit_code([comp]) == 0
     assert comp.notes[0] == _line(clean)
-    assert sum("upgrade" in n for n in comp.notes) == 1  # one line per suite, not per check
+    assert sum("compared across an upgrade" in n for n in comp.notes) == 1  # one line per suite, not per check
     assert all(d.accepted for d in comp.env_differences)
     assert not any("likely cause" in k.message for c in comp.cases for k in c.checks)
 
@@ -73,7 +73,7 @@ def test_an_ncu_patch_is_an_upgrade_another_release_is_not(clean, elementwise) -
     assert patch.notes[0].endswith("ncu 2025.3.0.0 -> 2025.3.1.0")
     release = compare(clean, elementwise, replace(BASELINE, env={**BASELINE.env, "ncu_version": "2025.2.1.0"}))
     assert not release.comparable and exit_code([release]) == 3
-    assert not any("upgrade" in n for n in release.notes)
+    assert not any("compared across an upgrade" in n for n in release.notes)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,9 @@ def test_what_changes_a_numbers_meaning_stays_incomparable(clean, elementwise, f
     assert [d.field for d in comp.env_differences if not d.accepted] == [field]
     gains = [k for c in comp.cases for k in c.checks if k.check is CheckKind.GAIN]
     assert {k.verdict for k in gains} == {Verdict.INCOMPARABLE}
-    assert f"--accept-env {field}" in gains[0].message  # the upgrade fields need no accepting
+    assert comp.notes[0].startswith(f"not compared with the baseline: recorded under {field} ")
+    assert comp.notes[0].endswith(f"--accept-env {field}")  # the upgrade fields need no accepting
+    assert sum("not compared with" in n for n in comp.notes) == 1  # one line per suite, not per check
 
 
 def test_run_across_an_upgrade_says_it_once(in_root, tmp_path: Path) -> None:

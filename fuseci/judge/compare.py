@@ -9,7 +9,8 @@ occupancy, bytes over the minimum, expectations); ``planted`` for planted regres
 An environment difference blocks the baseline comparison (``INCOMPARABLE``) only where it
 changes what a number means; an upgrade (driver, CUDA runtime, CuPy, PyTorch, Triton, an ncu
 patch) is compared across and named: one note per suite, and the likely cause of each
-``REGRESSED`` check (the table is :mod:`fuseci.judge.causes`').
+``REGRESSED`` check (the table is :mod:`fuseci.judge.causes`'). A blocking difference is said
+once too, in a note with the advice; each check it blocks says only ``not compared``.
 """
 
 from __future__ import annotations
@@ -193,7 +194,6 @@ def _judge_case(
                 unfused=unfused,
                 baseline=baseline,
                 comparable=not blocking,
-                why_incomparable=_why_incomparable(blocking, reference),
                 reference=reference,
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
@@ -238,8 +238,11 @@ def _positive(value: object) -> float:
 
 
 def _why_incomparable(blocking: Sequence[EnvDifference], reference: Reference) -> str:
+    """The suite's one line for a baseline its checks are not compared with; ``""`` when none."""
+    if not blocking:
+        return ""
     return (
-        "recorded under "
+        f"not compared with {reference.name}: recorded under "
         + "; ".join(f"{d.field} {d.baseline_value!r} (now {d.current!r})" for d in blocking)
         + reference.incomparable(",".join(d.field for d in blocking))
     )
@@ -292,5 +295,5 @@ def compare(
     )
     note = counters.legacy_note(comparison, () if suite.ncu.tma else quantities.TMA_METRICS)
     upgraded = f"compared across an upgrade since {reference.name}: {said}" if said else ""
-    notes = tuple(n for n in (upgraded, note) if n)
+    notes = tuple(n for n in (_why_incomparable(blocking, reference), upgraded, note) if n)
     return replace(comparison, notes=notes) if notes else comparison
