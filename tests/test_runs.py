@@ -316,7 +316,12 @@ def test_runs_on_other_cards_are_incomparable_until_accepted(
     assert "environment differs: gpu_name baseline 'NVIDIA H100 80GB HBM3', now 'NVIDIA H200'" in result.stdout
     # Run A is no baseline file: the advice is another run A, or --accept-env, never update-baselines.
     advice = "; if this is intended, compare with a run A measured in the same environment, or compare anyway with --accept-env gpu_name"
-    assert all(k["message"].endswith(advice) for k in compared)
+    notes = json.loads(out.read_text())["suites"][0]["notes"]
+    assert [n for n in notes if n.endswith(advice)] == [
+        "not compared with run A: recorded under gpu_name 'NVIDIA H100 80GB HBM3' (now 'NVIDIA H200')" + advice
+    ]  # said once for the suite, not per check
+    assert all("not compared" in k["message"] and advice not in k["message"] for k in compared)
+    assert result.stdout.count(advice) == 1
     assert "update-baselines" not in result.output
     accepted = invoke("compare", h100, clean_run, "--accept-env", "gpu_name", "--json", out)
     assert accepted.exit_code == 0, accepted.output

@@ -5,7 +5,13 @@ Each file is read and validated, every problem of it found in one pass
 (:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files whose
 ``suite:`` ids differ at most in letter case would share, and delete each other's cases from,
 one baseline file; and every ``module:function`` must resolve, read from source and never
-imported (:mod:`fuseci.config.resolve`). Every problem is kept, with the file and the line of
+imported (:mod:`fuseci.config.resolve`), and take the case's inputs and params by the names
+the case gives them (the harness calls every variant and the reference with them as keyword
+arguments): a parameter without a default that the case does not give, a name the case gives
+that no parameter takes (unless the function takes ``*args`` or ``**kwargs``) and a positional-only
+parameter without a default are errors. A function whose parameters its source cannot show (a
+wrapper other than ``torch.compile(g)``, a ``functools.partial``, a class instance) is not
+checked for them. Every problem is kept, with the file and the line of
 the offending key, so that one pass shows them all.
 
 Besides problems, a file may carry *notes*: a reference that exists but whose names could not be
@@ -23,7 +29,8 @@ from pathlib import Path
 from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.parse import check_suite
-from fuseci.config.resolve import Finding, resolve_suite
+from fuseci.config.resolve import Finding, ModuleFinder, Parameters, parameters, resolve_suite, suite_finder
+from fuseci.wording import did_you_mean
 
 #: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
 #: what to fix first.
@@ -239,8 +246,60 @@ def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Findin
             problems.append(SuiteProblem(suite.path, f.line, message, suite.name))
         else:
             unverified.append(f)
+    if resolve:
+        problems += parameter_problems(suite, suite_finder(suite))
     warnings = [w for w in (input_bytes_warning(suite, c) for c in suite.cases) if w is not None]
     return problems, unverified, warnings
+
+
+def _mismatches(given: Sequence[str], takes: Parameters) -> list[str]:
+    """What is wrong between the names a case gives and the parameters a function takes."""
+    out = [
+        f"parameter {name!r} is positional-only (before /), but inputs and params are passed by keyword; "
+        "move it after the /"
+        for name in takes.positional_only
+    ]
+    unknown = [n for n in given if n not in takes.keywords and not takes.open]
+    missing = [n for n in takes.required if n not in given]
+
+    def hint(name: str, options: list[str]) -> str:
+        # One name missing and one too many: the one is the other, however unlike.
+        paired = f"did you mean {options[0]!r}? " if len(unknown) == len(missing) == 1 else ""
+        return did_you_mean(name, options) or paired
+
+    out += [
+        f"parameter {name!r} is given by no input or params entry of the case; {hint(name, unknown)}name an input "
+        f"or a params entry {name!r}, or give the parameter a default"
+        for name in missing
+    ]
+    out += [
+        f"the case gives {name!r}, which it takes no parameter for; {hint(name, missing)}rename the input or params "
+        "entry, or add the parameter"
+        for name in unknown
+    ]
+    return out
+
+
+def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]:
+    """Every variant and reference whose function's parameters do not match the names its case
+    gives (its inputs, then its params), one problem per name, at the reference's line."""
+    read: dict[str, Parameters | None] = {}
+    out: list[SuiteProblem] = []
+    for case in suite.cases:
+        given = [*(i.name for i in case.inputs), *case.params]
+        refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn) for v in case.variants]
+        if case.reference:
+            refs.append((case.reference_line, f"case {case.id!r}.reference", case.reference))
+        for line, where, ref in refs:
+            if ref not in read:
+                read[ref] = parameters(ref, finder)
+            takes = read[ref]
+            if takes is None:
+                continue
+            for wrong in _mismatches(given, takes):
+                message = f"{suite.path}:{line}: {where}: {ref!r}: {takes.function}() {wrong}"
+                out.append(SuiteProblem(suite.path, line, message, suite.name))
+    return sorted(out, key=lambda p: p.line)
 
 
 def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:

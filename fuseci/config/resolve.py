@@ -403,3 +403,98 @@ def resolve_suite(suite: Suite) -> list[Finding]:
             if found.problem or found.unverified:
                 out.append(Finding(line, field, ref, found))
     return sorted(out, key=lambda f: f.line)
+
+
+#: Decorators, by the dotted name written, that leave the parameters of what they wrap as they
+#: are: a function under any other decorator is not read (its wrapper may take other names).
+SAME_PARAMETERS = frozenset(
+    {
+        *("torch.compile", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"),
+        *("functools.cache", "functools.lru_cache", "cache", "lru_cache"),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Parameters:
+    """What a function's source says it takes, for a call by keyword (as the harness calls)."""
+
+    function: str
+    """The ``def`` read (``g`` for ``f = torch.compile(g)``)."""
+    keywords: tuple[str, ...]
+    """Names a keyword argument may have (every parameter but the positional-only ones)."""
+    required: tuple[str, ...]
+    """Of those, the ones without a default."""
+    positional_only: tuple[str, ...]
+    """Positional-only parameters without a default: no keyword call can give them."""
+    open: bool
+    """True with ``*args`` or ``**kwargs``: any other name may be passed."""
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}" if _dotted(node.value) else ""
+    return ""
+
+
+def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Parameters | None:
+    if any(_dotted(d) not in SAME_PARAMETERS for d in node.decorator_list):
+        return None
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaulted = {p.arg for p in positional[len(positional) - len(a.defaults) :]}
+    defaulted |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
+    keywords = [p.arg for p in (*a.args, *a.kwonlyargs)]
+    return Parameters(
+        node.name,
+        tuple(keywords),
+        tuple(n for n in keywords if n not in defaulted),
+        tuple(p.arg for p in a.posonlyargs if p.arg not in defaulted),
+        a.vararg is not None or a.kwarg is not None,
+    )
+
+
+def parameters(ref: str, finder: ModuleFinder) -> Parameters | None:
+    """The parameters of ``module:function`` as its module's source shows them, read without
+    importing it; None when they cannot be read: a module not found or without source, a name
+    bound more than once or by anything but a ``def`` (a ``functools.partial``, a class, an
+    instance), a ``def`` under a decorator not in :data:`SAME_PARAMETERS`. A name bound to
+    ``torch.compile(g)`` is read as ``g``."""
+    module, _, func = ref.partition(":")
+    found = finder.find(module)
+    if found.resolution is not None:
+        return None
+    source = _source_of(found.specs[-1])
+    try:
+        raw = None if isinstance(source, Resolution) else _read_source(source)
+        tree = None if raw is None else ast.parse(raw)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    if tree is None:
+        return None
+    defs: dict[str, list[ast.stmt]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs.setdefault(node.name, []).append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            bound, _ = _top_level_names([node])
+            for name in bound:
+                defs.setdefault(name, []).append(node)
+    for hop in range(2):
+        one = defs.get(func, [])
+        if len(one) != 1:
+            return None
+        node = one[0]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return _of_def(node)
+        wrapped = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if hop or not isinstance(wrapped, ast.Call) or _dotted(wrapped.func) != "torch.compile" or not wrapped.args:
+            return None
+        if not isinstance(wrapped.args[0], ast.Name):
+            return None
+        func = wrapped.args[0].id
+    return None

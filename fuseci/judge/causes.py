@@ -1,7 +1,37 @@
 """The checks that say why, beside the gain gates: occupancy as a cause (a fall in theoretical
 occupancy named as the likely why of a slower kernel, or a warning; low achieved occupancy away
-from the memory roof, a warning) and the asynchrony check (a fused call that now waits for the
-GPU before it returns)."""
+from the memory roof, a warning), the asynchrony check (a fused call that now waits for the
+GPU before it returns), and an upgrade since the baseline as a cause.
+
+An upgrade is the commonest way a fusion breaks, so a baseline is compared across one: each
+environment fingerprint field (:data:`fuseci.config.names.ENV_FIELDS`) either leaves the numbers
+meaning what they meant (an upgrade: compared, and named once per suite and as the likely cause
+of each ``REGRESSED`` check) or changes what a number means (``INCOMPARABLE`` unless accepted
+with ``--accept-env``):
+
+======================  =============  ==================================================
+field                   judged         why
+======================  =============  ==================================================
+``gpu_name``            INCOMPARABLE   another card: other bandwidth, SMs and caches (each
+                                       card has its own baseline directory too)
+``compute_capability``  INCOMPARABLE   another architecture: other instructions, counters
+``driver_version``      compared       an upgrade: the same counters, clocks and replay
+``cuda_runtime``        compared       an upgrade of what the kernels run on
+``cupy_version``        compared       an upgrade of what the kernels are built with
+``torch_version``       compared       PyTorch: an upgrade, as CuPy (only where used)
+``triton_version``      compared       Triton: an upgrade, as CuPy (only where used)
+``ncu_version``         compared       within a release (``2025.3.0`` -> ``2025.3.1``:
+                        within a       the same metrics); another release (``2025.2`` ->
+                        release        ``2025.3``) or year is INCOMPARABLE: its counters
+                                       may differ
+``clock_control``       INCOMPARABLE   locked or free clocks: another meaning of a time
+``cache_control``       INCOMPARABLE   flushed or warm caches: another meaning of DRAM bytes
+``replay_mode``         INCOMPARABLE   kernel or application replay: other counter values
+======================  =============  ==================================================
+
+A metric set that changed (counters the baseline never recorded) is judged per quantity by
+:mod:`fuseci.judge.counters`, not here.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +42,7 @@ from dataclasses import replace
 from fuseci.config import names
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.checks import VariantContext
-from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
+from fuseci.judge.verdict import CaseResult, CheckKind, EnvDifference, MetricDelta, Verdict
 
 #: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
 OCCUPANCY_DROP = 0.05
@@ -185,3 +215,49 @@ def asynchrony_check(ctx: VariantContext) -> MetricDelta | None:
         message=f"{ctx.variant.id} now waits for the GPU inside each call: {call}; at baseline it returned after "
         f"{_us(old_host)} (a result read back, a stream or device synchronisation, or a copy to the host in the call?)",
     )
+
+
+#: The fingerprint fields compared across a change (an upgrade), with their names for people;
+#: ``ncu_version`` only within a release (:func:`is_upgrade`).
+UPGRADES: Mapping[str, str] = {
+    "driver_version": "driver",
+    "cuda_runtime": "CUDA runtime",
+    "cupy_version": "CuPy",
+    "torch_version": "PyTorch",
+    "triton_version": "Triton",
+    "ncu_version": "ncu",
+}
+
+
+def _ncu_release(version: object) -> tuple[str, ...] | None:
+    """``2025.3`` of ``2025.3.1.0``: the release whose metrics a patch keeps; None when unknown."""
+    parts = str(version).split(".") if isinstance(version, str) else []
+    return tuple(parts[:2]) if len(parts) >= 2 else None
+
+
+def is_upgrade(d: EnvDifference) -> bool:
+    """True when the difference leaves the numbers meaning what they meant (the module's table)."""
+    if d.field == "ncu_version":
+        old = _ncu_release(d.baseline_value)
+        return old is not None and old == _ncu_release(d.current)
+    return d.field in UPGRADES
+
+
+def upgrade_said(upgrades: Sequence[EnvDifference]) -> str:
+    """``PyTorch 2.11.0 -> 2.12.0, driver 580.65 -> 580.159``: what changed, for the note and
+    the cause; ``""`` when nothing did."""
+    return ", ".join(f"{UPGRADES[d.field]} {_said(d.baseline_value)} -> {_said(d.current)}" for d in upgrades)
+
+
+def _said(value: object) -> str:
+    return "none" if value is None else str(value)
+
+
+def upgrade_cause(case: CaseResult, said: str, reference: str) -> CaseResult:
+    """The case with ``; likely cause: <said> since <reference>`` after each ``REGRESSED``
+    check's message; the verdicts stay."""
+    if not said or not any(k.verdict is Verdict.REGRESSED for k in case.checks):
+        return case
+    cause = f"; likely cause: {said} since {reference}"
+    checks = tuple(replace(k, message=k.message + cause) if k.verdict is Verdict.REGRESSED else k for k in case.checks)
+    return replace(case, checks=checks)

@@ -70,7 +70,13 @@ class VariantContext:
     comparable: bool = True
     """False when an unaccepted environment difference blocks every baseline comparison."""
     why_incomparable: str = ""
-    """What that difference is, for messages."""
+    """What that difference is, for messages (empty: the suite's note says it, once)."""
+
+    @property
+    def not_compared(self) -> str:
+        """``not compared``, with why when the context holds it."""
+        return f"not compared: {self.why_incomparable}" if self.why_incomparable else "not compared"
+
     remeasured: int = 0
     """Extra timed passes the case had (its speedups are medians over them)."""
     timed: bool = True
@@ -197,7 +203,7 @@ def gain_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         return replace(
             d,
             verdict=Verdict.INCOMPARABLE,
-            message=f"{name} is {fmt_gain(current)}, baseline {fmt_gain(base)}, not compared: {ctx.why_incomparable}",
+            message=f"{name} is {fmt_gain(current)}, baseline {fmt_gain(base)}, {ctx.not_compared}",
         )
     moved = f"{name} {'fell' if current < base else 'rose'} from {fmt_gain(base)} to {fmt_gain(current)} ({pct}); tolerance {tol}"
     match tol.classify(base, current, Direction.HIGHER_IS_BETTER):
@@ -233,7 +239,7 @@ def time_check(ctx: VariantContext) -> MetricDelta:
     d = replace(d, baseline_value=base, change=change)
     seen = f"{fmt_gain(current)}, baseline {fmt_gain(base)} ({change:+.1%}){passes}; band {shown}"
     if not ctx.comparable:
-        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {seen}; not compared: {ctx.why_incomparable}")
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {seen}; {ctx.not_compared}")
     if abs(change) <= band:
         return replace(d, verdict=Verdict.PASS, message=f"{name} {seen}")
     if change > 0:

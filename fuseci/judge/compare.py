@@ -5,6 +5,12 @@ from the harness (a wrong result is ``WRONG``); a ``case`` error when the case c
 measured; then per variant the checks of :mod:`fuseci.judge.checks` (inventory, gains,
 occupancy, bytes over the minimum, expectations); ``planted`` for planted regressions; and a
 ``case`` ``MISSING`` per case only the baseline has.
+
+An environment difference blocks the baseline comparison (``INCOMPARABLE``) only where it
+changes what a number means; an upgrade (driver, CUDA runtime, CuPy, PyTorch, Triton, an ncu
+patch) is compared across and named: one note per suite, and the likely cause of each
+``REGRESSED`` check (the table is :mod:`fuseci.judge.causes`'). A blocking difference is said
+once too, in a note with the advice; each check it blocks says only ``not compared``.
 """
 
 from __future__ import annotations
@@ -188,7 +194,6 @@ def _judge_case(
                 unfused=unfused,
                 baseline=baseline,
                 comparable=not blocking,
-                why_incomparable=_why_incomparable(blocking, reference),
                 reference=reference,
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
@@ -233,8 +238,11 @@ def _positive(value: object) -> float:
 
 
 def _why_incomparable(blocking: Sequence[EnvDifference], reference: Reference) -> str:
+    """The suite's one line for a baseline its checks are not compared with; ``""`` when none."""
+    if not blocking:
+        return ""
     return (
-        "recorded under "
+        f"not compared with {reference.name}: recorded under "
         + "; ".join(f"{d.field} {d.baseline_value!r} (now {d.current!r})" for d in blocking)
         + reference.incomparable(",".join(d.field for d in blocking))
     )
@@ -254,9 +262,15 @@ def compare(
     ``reference`` says what the baseline is, for the advice of messages (default: a baseline
     file that ``fuseci update-baselines <suite file>`` records)."""
     reference = reference or Reference(f"fuseci update-baselines {shlex.quote(str(suite.path))}")
-    diffs = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
+    found = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
+    upgrades = [d for d in found if causes.is_upgrade(d)]
+    diffs = tuple(replace(d, accepted=True) if causes.is_upgrade(d) else d for d in found)
     blocking = [d for d in diffs if not d.accepted]
-    cases = [_judge_case(case, results, baseline, blocking, reference) for case in suite.cases]
+    said = causes.upgrade_said(upgrades)
+    cases = [
+        causes.upgrade_cause(_judge_case(case, results, baseline, blocking, reference), said, reference.name)
+        for case in suite.cases
+    ]
     if baseline is not None:
         known = {c.id for c in suite.cases}
         for cid in sorted(set(baseline.cases) - known):
@@ -280,4 +294,6 @@ def compare(
         reference=reference,
     )
     note = counters.legacy_note(comparison, () if suite.ncu.tma else quantities.TMA_METRICS)
-    return replace(comparison, notes=(note,)) if note else comparison
+    upgraded = f"compared across an upgrade since {reference.name}: {said}" if said else ""
+    notes = tuple(n for n in (_why_incomparable(blocking, reference), upgraded, note) if n)
+    return replace(comparison, notes=notes) if notes else comparison

@@ -1,0 +1,108 @@
+"""``fuseci check`` compares each function's parameters with the names its case gives (inputs and
+params, passed by keyword), read from source without importing anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write
+from typer.testing import CliRunner
+
+from fuseci.cli import app
+
+runner = CliRunner()
+
+SUITE = """\
+suite: demo
+cases:
+  - id: c1
+    inputs:
+      x: {shape: [67108864]}
+    params: {alpha: 2.0}
+    variants:
+      unfused: kern.ops:unfused
+      fused: kern.ops:fused
+    reference: kern.ops:reference
+"""
+GOOD = "def unfused(x, alpha):\n    return x\n\ndef reference(x, alpha):\n    return x\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check(project: Path, fused: str, suite: str = SUITE):
+    write(project / "kern" / "__init__.py", "")
+    write(project / "kern" / "ops.py", GOOD + fused)
+    path = write(project / "suites" / "s.yaml", suite)
+    return path, runner.invoke(app, ["check", str(path)])
+
+
+def test_an_input_the_function_does_not_take_is_an_error(project: Path) -> None:
+    path, result = check(project, "def fused(inp, alpha):\n    return inp\n")
+    assert result.exit_code == 3, result.output
+    assert (
+        f"{path}:9: case 'c1'.variants.fused: 'kern.ops:fused': fused() parameter 'inp' is given by no input or "
+        "params entry of the case; did you mean 'x'? name an input or a params entry 'inp', or give the "
+        "parameter a default"
+    ) in result.stderr
+    assert (
+        f"{path}:9: case 'c1'.variants.fused: 'kern.ops:fused': fused() the case gives 'x', which it takes no "
+        "parameter for; did you mean 'inp'? rename the input or params entry, or add the parameter"
+    ) in result.stderr
+    assert "all valid" not in result.stdout
+
+
+def test_a_param_the_function_does_not_take_is_an_error(project: Path) -> None:
+    path, result = check(project, "def fused(x):\n    return x\n")
+    assert result.exit_code == 3
+    assert f"{path}:9: case 'c1'.variants.fused: 'kern.ops:fused': fused() the case gives 'alpha'" in result.stderr
+    assert result.stderr.count("kern.ops:") == 1  # unfused and the reference take what the case gives
+
+
+def test_the_reference_is_checked_at_its_line(project: Path) -> None:
+    suite = SUITE.replace("reference: kern.ops:reference", "reference: kern.ops:ref2")
+    path, result = check(project, "def fused(x, alpha):\n    return x\n\ndef ref2(x):\n    return x\n", suite)
+    assert result.exit_code == 3
+    assert f"{path}:10: case 'c1'.reference: 'kern.ops:ref2': ref2() the case gives 'alpha'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "fused",
+    [
+        "def fused(x, alpha, beta=1.0):\n    return x\n",  # a default need not be given
+        "def fused(x, *, alpha, out=None):\n    return x\n",  # keyword-only
+        "def fused(x, **kw):\n    return x\n",  # **kwargs takes any name
+        "def fused(*args, **kw):\n    return 0\n",
+        "def fused(x, *args, alpha):\n    return x\n",
+        "def fused(w=None, /, *, x, alpha):\n    return x\n",  # a positional-only one with a default
+        "import functools\n\ndef _g(x, alpha, beta):\n    return x\n\nfused = functools.partial(_g, beta=1)\n",
+        "class _K:\n    def __call__(self, y):\n        return y\n\nfused = _K()\n",  # an instance: not read
+        "import mylib\n\n@mylib.wrap\ndef fused(y):\n    return y\n",  # a decorator that may change them
+        "import torch\n\n@torch.compile(mode='max-autotune')\ndef fused(x, alpha):\n    return x\n",
+        "import torch\n\ndef _g(x, alpha):\n    return x\n\nfused = torch.compile(_g)\n",
+        "from elsewhere import fused\n",  # imported: not followed
+    ],
+)
+def test_what_may_take_the_names_or_cannot_be_read_passes(project: Path, fused: str) -> None:
+    _, result = check(project, fused)
+    assert result.exit_code == 0, result.output
+    assert "all valid" in result.stdout
+
+
+def test_torch_compile_of_a_function_is_read_as_the_function(project: Path) -> None:
+    path, result = check(project, "import torch\n\ndef _g(inp, alpha):\n    return inp\n\nfused = torch.compile(_g)\n")
+    assert result.exit_code == 3
+    assert f"{path}:9: case 'c1'.variants.fused: 'kern.ops:fused': _g() parameter 'inp'" in result.stderr
+
+
+def test_a_positional_only_parameter_without_default_is_an_error(project: Path) -> None:
+    _, result = check(project, "def fused(x, /, alpha):\n    return x\n")
+    assert result.exit_code == 3
+    assert "fused() parameter 'x' is positional-only (before /), but inputs and params are passed by keyword" in (
+        result.stderr
+    )
+    assert "the case gives 'x'" in result.stderr
