@@ -33,8 +33,8 @@ from fuseci.errors import SuiteError
 
 #: Where fuseci's GitHub Action lives when the installed fuseci does not say (a git install does).
 ACTION_FALLBACK = f"OWNER/fuseci@v{__version__}"
-#: The placeholder shape of every input: 16 Mi elements, 64 MiB in float32, over an H100's L2.
-PLACEHOLDER_SHAPE = 1 << 24
+#: The placeholder shape of every input: 64 Mi elements, 256 MiB in float32, over 4x an H200's L2
+PLACEHOLDER_SHAPE = 1 << 26
 #: Where the written files go, relative to the repository.
 SUITES_DIR = Path("suites")
 WORKFLOW = Path(".github/workflows/fuseci.yml")
