@@ -184,3 +184,19 @@ def test_the_action_comes_from_where_fuseci_was_installed(monkeypatch) -> None:
     ]:  # fmt: skip
         monkeypatch.setattr(module.metadata, "distribution", lambda name, text=text: Dist(text))
         assert installed_action() == expected
+
+
+def test_help_has_examples_and_exit_codes() -> None:
+    result = CliRunner().invoke(app, ["init", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    examples = result.output.split("Examples:", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert examples and all(line.strip().startswith("fuseci init ") for line in examples if line.strip())
+    assert "Exit codes: 0 written, or already there" in result.output
+
+
+def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(repo: Path) -> None:
+    (repo / ".github").write_text("a file where a directory goes")
+    result = invoke(repo, *FUNCTIONS)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"fuseci: error: {repo / '.github'}") and len(result.stderr.splitlines()) == 1
+    assert "cannot write" in result.stderr

@@ -13,7 +13,7 @@ from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import echo, setup_logging
-from fuseci.errors import EXIT_PASS
+from fuseci.errors import EXIT_PASS, FuseciError
 
 
 @app.command(
@@ -97,7 +97,10 @@ def init_command(
         framework=framework,
         action=action,
     )
-    done = init(options)
+    try:
+        done = init(options)
+    except OSError as exc:
+        raise FuseciError(f"{exc.filename or root}: cannot write: {exc.strerror or exc}") from exc
     for item in done:
         detail = f" ({item.detail})" if item.detail else ""
         echo(f"{item.status:<8} {item.path.as_posix()}{detail}")
