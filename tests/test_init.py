@@ -3,6 +3,7 @@ a file replaced, and a suite that passes fuseci check."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,8 @@ def test_help_has_examples_and_exit_codes() -> None:
     examples = result.output.split("Examples:", 1)[1].split("\n\n", 1)[0].splitlines()
     assert examples and all(line.strip().startswith("fuseci init ") for line in examples if line.strip())
     assert "Exit codes: 0 written, or already there" in result.output
+    assert not re.search(r"<(list\[|int|float|str|bool|path|Path)[^>]*>", result.output), result.output
+    assert "FUNCTION" in next(line for line in result.output.splitlines() if "Usage:" in line)
 
 
 def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(repo: Path) -> None:

@@ -26,8 +26,8 @@ def init_command(
     functions: Annotated[
         list[str],
         typer.Argument(
-            help="module:function of the unfused variant, then of each fused one.",
-            metavar="UNFUSED FUSED...",
+            help="module:function of the unfused variant, then of each fused one (two or more).",
+            metavar="FUNCTION",
             show_default=False,
         ),
     ],
@@ -46,7 +46,8 @@ def init_command(
         ),
     ] = None,
     report_dir: Annotated[
-        str, typer.Option("--report-dir", help="The report directory: ignored by git, kept by the Action.")
+        str,
+        typer.Option("--report-dir", help="The report directory: ignored by git, kept by the Action.", metavar="DIR"),
     ] = "fuseci-out",
     framework: Annotated[
         str | None,
