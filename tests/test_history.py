@@ -310,6 +310,22 @@ def test_a_suite_file_of_no_run_is_a_usage_error(in_root, runs_dir: Path) -> Non
     assert result.stderr.startswith("fuseci: error: suites/reduction.yaml: suite 'reduction' is in no run in ")
 
 
+def test_a_suite_file_of_no_run_beside_others_is_a_note_and_the_others_go_on(in_root, runs_dir: Path) -> None:
+    """`fuseci history runs/ suites/*.yaml` in CI names suites added since the runs, or skipped
+    by them: each is a note, and the suites of the runs are followed with their gates."""
+    result = invoke("history", runs_dir, SUITE, "suites/mutants.yaml", "suites/reduction.yaml")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stdout.splitlines() if line.startswith("fuseci: note: ")]
+    assert notes[:2] == [
+        f"fuseci: note: suites/{name}.yaml: suite '{name}' is in no run in {runs_dir}: left out "
+        "(a suite added since, or one the runs skipped)"
+        for name in ("mutants", "reduction")
+    ]
+    assert notes[2] == f"fuseci: note: gates from the suite files given: elementwise ({SUITE})"
+    assert "beyond its ±1% gate" in result.stdout
+    assert result.stderr == ""
+
+
 def _copy_runs(runs_dir: Path, target: Path, edit) -> Path:
     target.mkdir()
     for path in sorted(runs_dir.glob("*.json")):

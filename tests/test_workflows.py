@@ -1,9 +1,11 @@
-"""The GitHub Actions workflows: actionlint-clean, fork-safe, and doing what docs/CI.md says."""
+"""The GitHub Actions workflows and fuseci's Action (action.yml): actionlint-clean, fork-safe, and doing
+what docs/CI.md says."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,6 +56,111 @@ def test_workflow_passes_actionlint(workflow: Path) -> None:
     assert findings == []
 
 
+ACTION = ROOT / "action.yml"
+#: What GitHub requires of an action's metadata, and of a composite action.
+ACTION_KEYS = {"name", "description", "runs"}
+
+
+def _action() -> dict:
+    return yaml.safe_load(ACTION.read_text())
+
+
+def _action_step(name: str) -> dict:
+    return next(s for s in _action()["runs"]["steps"] if s.get("name") == name)
+
+
+def _action_as_workflow(path: Path, action: dict | None = None) -> Path:
+    """action.yml's steps as one job of a reusable workflow whose inputs are the action's: what
+    actionlint lints (it does not lint an action's metadata), so that its expressions, the
+    inputs they name, the steps' ids and the inputs of the actions it uses are checked."""
+    action = action or _action()
+    inputs = {
+        name: {"type": "string", "required": False, "default": spec.get("default", "")}
+        for name, spec in action["inputs"].items()
+    }
+    job = {
+        "runs-on": "ubuntu-latest",
+        "outputs": {name: spec["value"] for name, spec in action["outputs"].items()},
+        "steps": action["runs"]["steps"],
+    }
+    path.write_text(yaml.safe_dump({"on": {"workflow_call": {"inputs": inputs}}, "jobs": {"action": job}}))
+    return path
+
+
+def test_action_passes_actionlint(tmp_path: Path) -> None:
+    assert _actionlint([_action_as_workflow(tmp_path / "action-as-workflow.yml")]) == []
+
+
+def test_action_lint_sees_an_undeclared_input(tmp_path: Path) -> None:
+    broken = yaml.safe_load(ACTION.read_text().replace("${{ inputs.history-runs }}", "${{ inputs.history-run }}"))
+    (finding,) = _actionlint([_action_as_workflow(tmp_path / "action-as-workflow.yml", broken)])
+    assert finding["kind"] == "expression" and '"history-run" is not defined' in finding["message"]
+
+
+def test_action_is_a_composite_action_whose_inputs_are_declared_and_used() -> None:
+    text = ACTION.read_text()
+    action = _action()
+    assert set(action) >= ACTION_KEYS and action["runs"]["using"] == "composite"
+    declared = set(action["inputs"])
+    used = set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", text))
+    assert used == declared, (used - declared, declared - used)
+    for name, spec in action["inputs"].items():
+        assert spec["description"] and "default" in spec and spec["required"] is False, name
+    for step in action["runs"]["steps"]:
+        assert ("run" in step) != ("uses" in step), step
+        if "run" in step:
+            assert step["shell"] == "bash", step["name"]  # a composite action's run step names its shell
+    ids = {s["id"] for s in action["runs"]["steps"] if "id" in s}
+    for spec in action["outputs"].values():
+        assert set(re.findall(r"steps\.([A-Za-z0-9_-]+)\.outputs", spec["value"])) <= ids
+
+
+def test_action_keeps_caches_and_history_and_uploads_its_reports() -> None:
+    steps = _action()["runs"]["steps"]
+    uses = [s.get("uses", "") for s in steps]
+    assert steps[uses.index("actions/cache@v4")]["with"]["path"].startswith("${{ inputs.compile-cache ||")
+    restore = uses.index("actions/cache/restore@v4")
+    save = uses.index("actions/cache/save@v4")
+    run = [s.get("name") for s in steps].index("Profile and compare")
+    assert restore < run < save
+    assert steps[restore]["with"]["key"] == steps[save]["with"]["key"]
+    assert "${{ github.ref_name }}" in steps[save]["with"]["key"] and steps[save]["if"].startswith("always()")
+    assert steps[restore]["with"]["path"] == steps[save]["with"]["path"] == "${{ inputs.history-dir }}"
+    doctor = [s.get("name") for s in steps].index("Doctor")
+    assert doctor < run and "fuseci doctor" in steps[doctor]["run"]
+    history = _action_step("History")
+    assert 'fuseci history "$HISTORY_DIR"' in history["run"] and history["if"].startswith("always()")
+    upload = steps[-1]
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"].startswith("always()")
+    assert "!${{ inputs.report-dir }}/compile-cache" in upload["with"]["path"]
+    for out in ("junit.xml", "results.json", "fuseci-report.html"):
+        assert out in _action_step("Profile and compare")["run"]
+
+
+def test_gpu_workflow_passes_the_action_only_inputs_it_declares() -> None:
+    declared = set(_action()["inputs"])
+    (own,) = [s for s in _steps("profile") if s.get("uses") == "./"]
+    assert set(own["with"]) <= declared, set(own["with"]) - declared
+    assert not [s for s in _steps("profile") if s.get("uses", "").startswith("actions/cache@")], "the Action caches"
+
+
+def test_the_workflow_fuseci_init_writes_passes_actionlint(tmp_path: Path) -> None:
+    from fuseci.api.init import InitOptions, init
+
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "ops.py").write_text("def add_unfused(x, y):\n    pass\n\n\ndef add_fused(x, y):\n    pass\n")
+    init(InitOptions(functions=("mypkg.ops:add_unfused", "mypkg.ops:add_fused"), root=tmp_path, action="me/fuseci@v1"))
+    written = tmp_path / ".github" / "workflows" / "fuseci.yml"
+    labels = _self_hosted_labels()
+    findings = [
+        f for f in _actionlint([written]) if not (f["kind"] == "runner-label" and f["message"].split('"')[1] in labels)
+    ]
+    assert findings == []
+    steps = yaml.safe_load(written.read_text())["jobs"]["fuseci"]["steps"]
+    assert set(steps[1]["with"]) <= set(_action()["inputs"])
+
+
 def _gpu_workflow() -> dict:
     return yaml.safe_load((ROOT / ".github" / "workflows" / "gpu.yml").read_text())
 
@@ -72,7 +179,11 @@ def test_gpu_job_shape() -> None:
     assert job["timeout-minutes"] <= 120
     runs = [s.get("run", "") for s in job["steps"]]
     assert any("fuseci doctor" in r for r in runs)
-    assert any("fuseci run --shard" in r and "--junit" in r and "--json" in r for r in runs)
+    (own,) = [s for s in job["steps"] if s.get("uses") == "./"]  # fuseci's Action runs the suites
+    assert own["with"]["shard"] == "${{ env.SHARD }}" and job["env"]["OUT"] == "fuseci-out"
+    assert own["with"]["report-dir"] == "${{ env.OUT }}"
+    push = _action_step("Profile and compare")["run"]
+    assert "fuseci run " in push and '--shard "$SHARD"' in push and "--junit" in push and "--json" in push
     upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
     cleanup = job["steps"][-1]
@@ -144,20 +255,26 @@ def _step(job: str, name: str) -> dict:
 
 
 def test_pull_requests_are_judged_against_their_base_and_pushes_against_stored_baselines() -> None:
-    """docs/CI.md's two gates: a pull request runs `fuseci ab` against its base commit (which the
-    checkout must hold), a push `fuseci run` against the stored baselines; both write the JUnit
-    file and JSON results the report job merges, so the check and the comment work for both."""
+    """docs/CI.md's two gates, run by fuseci's Action (action.yml) from gpu.yml: a pull request
+    runs `fuseci ab` against its base commit (which the checkout must hold), a push `fuseci run`
+    against the stored baselines; both write the JUnit file and JSON results the report job
+    merges, so the check and the comment work for both."""
     checkout = next(s for s in _steps("profile") if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0
-    push = _step("profile", "Profile and compare")
-    pr = _step("profile", "Judge the pull request against its base")
+    own = next(s for s in _steps("profile") if s.get("uses") == "./")
+    assert own["with"]["base-ref"] == "${{ github.event.pull_request.base.sha }}"
+    assert _action()["inputs"]["base-ref"]["default"] == "${{ github.event.pull_request.base.sha }}"
+    push = _action_step("Profile and compare")
+    pr = _action_step("Judge the pull request against its base")
     assert push["if"] == "github.event_name != 'pull_request'" and pr["if"] == "github.event_name == 'pull_request'"
-    assert push["run"].startswith("fuseci run --shard") and "--results-dir" in push["run"]
-    assert pr["run"].startswith('fuseci ab "$BASE_SHA" --shard "$SHARD"')
-    assert pr["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
-    assert "${{" not in pr["run"], "expressions in a script are an injection risk: pass them through env"
-    for out in ('--junit "$OUT/junit.xml"', '--json "$OUT/results.json"', '--report-dir "$OUT"'):
+    assert "fuseci run " in push["run"] and '--results-dir "$HISTORY_DIR"' in push["run"]
+    assert 'fuseci ab "$BASE_REF" "${args[@]}"' in pr["run"] and '--shard "$SHARD"' in pr["run"]
+    assert pr["env"]["BASE_REF"] == "${{ inputs.base-ref }}"
+    for step in _action()["runs"]["steps"]:
+        assert "${{" not in step.get("run", ""), "expressions in a script are an injection risk: pass them through env"
+    for out in ('--junit "$REPORT_DIR/junit.xml"', '--json "$REPORT_DIR/results.json"', '--report-dir "$REPORT_DIR"'):
         assert out in push["run"] and out in pr["run"]
+    assert push["env"]["REPORT_DIR"] == pr["env"]["REPORT_DIR"] == "${{ inputs.report-dir }}"
     planted = [s for s in _steps("profile") if s.get("name", "").startswith("Planted regressions")]
     assert sorted(s["if"] for s in planted) == [
         "matrix.shard == 1 && github.event_name != 'pull_request'",
@@ -180,7 +297,11 @@ def _rehearsal():
 def test_the_rehearsal_runs_the_steps_of_the_event_it_rehearses() -> None:
     holds = _rehearsal().condition_holds
     ran = {
-        event: [s.get("name") for s in _steps("profile") if holds(str(s.get("if", "success()")), {"shard": 1}, event)]
+        event: [
+            s.get("name")
+            for s in [*_steps("profile"), *_action()["runs"]["steps"]]
+            if holds(str(s.get("if", "success()")), {"shard": 1}, event)
+        ]
         for event in ("push", "pull_request")
     }
     assert "Profile and compare" in ran["push"] and "Judge the pull request against its base" not in ran["push"]

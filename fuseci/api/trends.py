@@ -69,7 +69,8 @@ def history(
 
     Raises:
         ReportError: the directory is missing or holds no run file, or a run file is unreadable.
-        UsageError: a suite of ``suites`` or ``gates`` is in none of the runs, or two of
+        UsageError: a suite of ``suites`` is in none of the runs, every suite of ``gates`` is
+            in none (one that is while others are not is a note, and left out), or two of
             ``gates`` are one suite's.
     """
     loaded = _gains(run_files_in(directory, last))
@@ -81,19 +82,27 @@ def history(
             f"the runs measured {', '.join(sorted(measured)) or 'no suite'}"
         )
     given: dict[str, Suite] = {}
+    absent = [suite for suite in gates if suite.name not in measured]
+    if absent and len(absent) == len(gates):
+        raise UsageError(
+            f"{absent[0].path}: suite {absent[0].name!r} is in no run in {directory}; the runs measured "
+            f"{', '.join(sorted(measured)) or 'no suite'}: pass their suite files"
+        )
+    notes = [
+        f"{suite.path}: suite {suite.name!r} is in no run in {directory}: left out (a suite added since, "
+        "or one the runs skipped)"
+        for suite in absent
+    ]
     for suite in gates:
         if suite.name not in measured:
-            raise UsageError(
-                f"{suite.path}: suite {suite.name!r} is in no run in {directory}; the runs measured "
-                f"{', '.join(sorted(measured)) or 'no suite'}: pass their suite files"
-            )
+            continue
         if suite.name in given:
             raise UsageError(
                 f"{suite.path}: suite {suite.name!r} is also {given[suite.name].path}: pass one suite file per suite"
             )
         given[suite.name] = suite
     chosen = {sid: given.get(sid) for sid in (suites or sorted(measured))}
-    return judge_history.build(loaded, chosen, [_gates_note(chosen, directory)])
+    return judge_history.build(loaded, chosen, [*notes, _gates_note(chosen, directory)])
 
 
 def _gates_note(chosen: dict[str, Suite | None], directory: Path) -> str:

@@ -1,0 +1,112 @@
+"""``fuseci init``: a starter suite, the workflow that runs fuseci's GitHub Action, and the
+report directory in ``.gitignore``, written into a repository without replacing anything
+(:mod:`fuseci.api.init`). Registered on :data:`fuseci.cli.commands.app` after the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fuseci.cli.boundary import Command
+from fuseci.cli.commands import app
+from fuseci.cli.options import Verbose
+from fuseci.cli.output import echo, setup_logging
+from fuseci.errors import EXIT_PASS, FuseciError
+
+
+@app.command(
+    "init",
+    epilog="Exit codes: 0 written, or already there (nothing is ever replaced); "
+    "3 a function cannot be found or read (nothing is written).",
+    cls=Command,
+)
+def init_command(
+    functions: Annotated[
+        list[str],
+        typer.Argument(
+            help="module:function of the unfused variant, then of each fused one (two or more).",
+            metavar="FUNCTION",
+            show_default=False,
+        ),
+    ],
+    suite: Annotated[
+        str | None, typer.Option("--suite", help="Suite id. Default: the first function's top package.", metavar="ID")
+    ] = None,
+    case: Annotated[
+        str | None, typer.Option("--case", help="Case id. Default: the fused function's name.", metavar="ID")
+    ] = None,
+    runner_label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--runner-label",
+            help="A label of the GPU runner (repeatable). Default: self-hosted, gpu.",
+            metavar="LABEL",
+        ),
+    ] = None,
+    report_dir: Annotated[
+        str,
+        typer.Option("--report-dir", help="The report directory: ignored by git, kept by the Action.", metavar="DIR"),
+    ] = "fuseci-out",
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            "--framework",
+            help="cupy or torch. Default: torch when the functions' modules import torch and not CuPy.",
+            metavar="NAME",
+        ),
+    ] = None,
+    action: Annotated[
+        str | None,
+        typer.Option(
+            "--action",
+            help="owner/fuseci@ref of the Action. Default: where the installed fuseci came from (a git install).",
+            metavar="REF",
+        ),
+    ] = None,
+    root: Annotated[
+        Path, typer.Option("--root", help="The repository to write into.", file_okay=False, metavar="DIR")
+    ] = Path("."),
+    verbose: Verbose = False,
+) -> int:
+    """Start fuseci in a repository: a suite of the functions named, a workflow, .gitignore lines.
+
+    Reads each function's parameters from its source without importing it: arrays become the
+    case's inputs (placeholder shapes to edit), scalars its params. Writes suites/<suite>.yaml,
+    .github/workflows/fuseci.yml (fuseci's GitHub Action on the runner labels given) and the
+    report directory's line in .gitignore. A file that exists is left alone and named.
+
+    \b
+    Examples:
+      fuseci init mypkg.ops:add_unfused mypkg.ops:add_fused
+      fuseci init mypkg.ops:add_unfused mypkg.ops:add_fused --runner-label self-hosted --runner-label gpu
+    """
+    from fuseci.api.init import InitOptions, init
+    from fuseci.errors import UsageError
+
+    setup_logging(verbose)
+    if framework not in (None, "cupy", "torch"):
+        raise UsageError(f"--framework {framework}: not cupy or torch")
+    options = InitOptions(
+        functions=tuple(functions),
+        root=root,
+        suite=suite,
+        case=case,
+        runner_labels=tuple(runner_label or ("self-hosted", "gpu")),
+        report_dir=report_dir,
+        framework=framework,
+        action=action,
+    )
+    try:
+        done = init(options)
+    except OSError as exc:
+        raise FuseciError(f"{exc.filename or root}: cannot write: {exc.strerror or exc}") from exc
+    for item in done:
+        detail = f" ({item.detail})" if item.detail else ""
+        echo(f"{item.status:<8} {item.path.as_posix()}{detail}")
+    if all(item.status == "exists" for item in done):
+        echo("fuseci init: everything was already there; nothing written")
+    else:
+        echo("fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files")
+    return EXIT_PASS
