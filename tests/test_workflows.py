@@ -309,3 +309,28 @@ def test_the_rehearsal_runs_the_steps_of_the_event_it_rehearses() -> None:
     assert "Profile and compare" not in ran["pull_request"]
     assert holds("matrix.shard == 1 && github.event_name == 'push'", {"shard": 2}, "push") is False
     assert holds("github.event.pull_request.head.repo.full_name == github.repository", {}, "push") is None
+
+
+def test_the_rehearsal_runs_a_local_actions_steps_with_its_inputs(tmp_path: Path) -> None:
+    """`uses: ./` (fuseci's own Action) is rehearsed step by step: the step's `with:` over the
+    action's defaults, its `if: inputs.X == '...'` evaluated, its caches listed as not rehearsed."""
+    module = _rehearsal()
+    (tmp_path / "action.yml").write_text(
+        "inputs:\n  word: {default: none}\n  flag: {default: 'false'}\n  kept: {default: plain}\n"
+        "runs:\n  using: composite\n  steps:\n"
+        "    - {name: say, shell: bash, run: 'echo ${{ inputs.word }}-${{ inputs.kept }} > said.txt'}\n"
+        "    - {name: flagged, if: inputs.flag == 'true', shell: bash, run: 'touch flagged.txt'}\n"
+        "    - {name: cache, uses: actions/cache@v4}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    ctx = module.Context(tmp_path, out, {}, {})
+    log: list[str] = []
+    job = {"steps": [{"name": "fuseci", "uses": "./", "with": {"word": "hello"}}]}
+    assert module.run_job("profile", job, ctx, set(), log)
+    assert (tmp_path / "said.txt").read_text().strip() == "hello-plain"
+    assert not (tmp_path / "flagged.txt").exists()
+    assert any("skipped (if: inputs.flag == 'true'): flagged" in line for line in log), log
+    assert any("not rehearsed: cache" in line for line in log), log
+    assert ctx.inputs == {}

@@ -14,8 +14,10 @@ succeeds; ``if: always()`` steps run regardless; ``if:`` conditions made of ``ma
 ``--event`` (default ``push``). ``--event pull_request`` rehearses a pull request whose base
 commit (``github.event.pull_request.base.sha``) is ``--base`` (default ``HEAD~1``, resolved with
 git). Of the ``uses:`` steps, checkout is the
-working tree itself and upload-artifact copies its path to DIR/artifacts/NAME; the others are
-listed as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
+working tree itself, upload-artifact copies its path to DIR/artifacts/NAME, and a local action
+(``uses: ./``, fuseci's own ``action.yml``) runs its steps the same way, with its inputs (the
+step's ``with:`` over the action's defaults) for ``${{ inputs.X }}``; the others (the caches)
+are listed as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
 where the workflow puts them.
 ``--skip`` leaves out a step by name (say, an install step on a machine without network),
 which the summary lists. Exit status: 0 when every job rehearsed as it would pass on GitHub.
@@ -51,6 +53,7 @@ class Context:
     ) -> None:
         self.root, self.out, self.matrix, self.env = root, out, matrix, env
         self.event, self.base = event, base
+        self.inputs: dict[str, str] = {}  # a local action's inputs, while its steps run
         self.path_file = out / "github_path"
         self.summary = out / "step_summary.md"
         self.output = out / "github_output"
@@ -70,8 +73,16 @@ class Context:
                 return str(self.matrix[expr.removeprefix("matrix.")])
             if expr.startswith("env."):
                 return self.env.get(expr.removeprefix("env."), "")
-            if expr == "github.run_id":
-                return "rehearsal"
+            if expr.startswith("inputs."):
+                return self.inputs[expr.removeprefix("inputs.")]
+            if expr in ("github.run_id", "github.run_attempt", "github.sha"):
+                return {"github.run_id": "rehearsal", "github.run_attempt": "1"}.get(expr) or _git("HEAD", self.root)
+            if expr == "github.ref_name":
+                return _git("--abbrev-ref HEAD", self.root)
+            if expr == "github.base_ref":
+                return "main" if self.event == "pull_request" else ""
+            if expr == "runner.os":
+                return "Linux"
             if expr.startswith(("steps.", "needs.")):  # outputs of actions that are not rehearsed
                 return ""
             if expr == "github.event_name":
@@ -104,11 +115,19 @@ class Context:
         return env
 
 
-def _term(term: str, matrix: dict[str, Any], event: str) -> bool | None:
+def _git(args: str, root: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", *args.split()], cwd=root, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def _term(term: str, matrix: dict[str, Any], event: str, inputs: dict[str, str] | None = None) -> bool | None:
     """One term of a condition; None when it is not one this rehearsal evaluates."""
     m = re.fullmatch(r"\s*matrix\.(\w+)\s*==\s*'?([\w.-]+)'?\s*", term)
     if m is not None:
         return str(matrix.get(m.group(1))) == m.group(2)
+    m = re.fullmatch(r"\s*inputs\.([\w-]+)\s*(==|!=)\s*'([^']*)'\s*", term)
+    if m is not None and inputs is not None and m.group(1) in inputs:
+        return (inputs[m.group(1)] == m.group(3)) == (m.group(2) == "==")
     m = re.fullmatch(r"\s*github\.event_name\s*(==|!=)\s*'([\w-]+)'\s*", term)
     if m is not None:
         return (event == m.group(2)) == (m.group(1) == "==")
@@ -117,13 +136,15 @@ def _term(term: str, matrix: dict[str, Any], event: str) -> bool | None:
     return None
 
 
-def condition_holds(condition: str, matrix: dict[str, Any], event: str = "push") -> bool | None:
+def condition_holds(
+    condition: str, matrix: dict[str, Any], event: str = "push", inputs: dict[str, str] | None = None
+) -> bool | None:
     """A step's ``if:`` made of terms joined by ``&&`` (``matrix.KEY == VALUE``,
     ``github.event_name == 'EVENT'`` or ``!=``, ``always()``), evaluated against this
     combination and event; None when any term is another kind (the step then runs)."""
     if "||" in condition:
         return None
-    values = [_term(t, matrix, event) for t in condition.split("&&")]
+    values = [_term(t, matrix, event, inputs) for t in condition.split("&&")]
     if any(v is None for v in values):
         return None
     return all(values)
@@ -138,7 +159,7 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
         if not ok and not always:
             log.append(f"  skipped (an earlier step failed): {label}")
             continue
-        if condition_holds(condition, ctx.matrix, ctx.event) is False:
+        if condition_holds(condition, ctx.matrix, ctx.event, ctx.inputs) is False:
             log.append(f"  skipped (if: {condition}): {label}")
             continue
         if label in skip:
@@ -159,6 +180,9 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
                 if src.exists():
                     shutil.copytree(src, dest, dirs_exist_ok=True)
                 log.append(f"  {label}: copied {src} to {dest}" if src.exists() else f"  {label}: nothing at {src}")
+            elif uses.startswith("./"):
+                ok = run_action(f"{name} / {label}", step, ctx, skip, log) and ok
+                continue
             elif uses.startswith("actions/download-artifact@"):
                 dest = ctx.root / ctx.expand(str(step.get("with", {}).get("path", ".")))
                 shutil.copytree(ctx.out / "artifacts", dest, dirs_exist_ok=True)
@@ -175,6 +199,24 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
         log.append(f"  {'ok  ' if rc == 0 else 'FAIL'} rc={rc} {time.monotonic() - start:6.1f}s  {label}")
         ok = ok and rc == 0
     return ok
+
+
+def run_action(name: str, step: dict[str, Any], ctx: Context, skip: set[str], log: list[str]) -> bool:
+    """A local composite action's steps, with its inputs: the step's ``with:`` over the
+    action's defaults, each expanded where the step stands."""
+    action = yaml.safe_load((ctx.root / step["uses"] / "action.yml").read_text(encoding="utf-8"))
+    given = {k: ctx.expand(str(v)) for k, v in (step.get("with") or {}).items()}
+    inputs = {
+        k: given[k] if k in given else ctx.expand(str((spec or {}).get("default", "")))
+        for k, spec in action["inputs"].items()
+    }
+    outer = ctx.inputs
+    ctx.inputs = inputs
+    log.append(f"  {name}: the steps of {step['uses']}action.yml")
+    try:
+        return run_job(name, {"steps": action["runs"]["steps"]}, ctx, skip, log)
+    finally:
+        ctx.inputs = outer
 
 
 def main() -> int:
