@@ -5,7 +5,6 @@ become markup, and its size for every shipped suite."""
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -256,9 +255,7 @@ def _many(count: int, message: str | None = None) -> list:
 def test_a_suite_of_5000_cases_is_one_page_of_its_worst_cases_and_the_rest_counted() -> None:
     # Every case was drawn in full: 16 minutes and a 319 MB page for these 5,000.
     comparisons = _many(5000)
-    start = time.perf_counter()
     text = html.render(comparisons)
-    assert time.perf_counter() - start < 60
     assert len(text.encode()) < SIZE_LIMIT
     root, ids = parse(text)
     assert len(ids) == len(set(ids))
