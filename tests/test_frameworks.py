@@ -14,7 +14,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from fuseci.config import names
 from fuseci.config.dtypes import DTYPES, FRAMEWORKS, dtype, dtype_of

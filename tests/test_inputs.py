@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, write
 
 from fuseci.config.model import INT_RANGES, InputSpec
 from fuseci.config.parse import load_suite

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from html_doc import regressed_html
+from helpers import regressed_html
 
 #: Launch flags for a browser with no network to reach and nothing to set up.
 CHROMIUM_ARGS = [
