@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,9 +90,34 @@ def in_root(monkeypatch: pytest.MonkeyPatch) -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _command_line_built_once() -> Iterator[None]:
+    """typer's CliRunner builds fuseci's click command from the app's functions at every
+    ``invoke`` (a third of a quick fuzzed command's time); the app never changes during a run:
+    build it once per session, as ``fuseci`` builds it once per process."""
+    import typer.main
+    import typer.testing
+
+    with pytest.MonkeyPatch.context() as patch:
+        if hasattr(typer.testing, "_get_command"):
+            patch.setattr(typer.testing, "_get_command", functools.cache(typer.main.get_command))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _not_in_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests run in CI too: keep their reports out of the real job's step summary and annotations
     (tests of that output set the variables themselves)."""
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
         monkeypatch.delenv(name, raising=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The screenshots tests took (their ``screenshot`` property), pass or fail: a line printed
+    by the test itself would be lost in a pytest-xdist worker."""
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) == "call":
+                for name, value in getattr(report, "user_properties", ()):
+                    if name == "screenshot":
+                        terminalreporter.write_line(str(value))
