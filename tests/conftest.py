@@ -1,22 +1,19 @@
-"""Shared fixtures: recorded reports from a real GPU, suites, and the gpu marker's skip rule."""
+"""Shared fixtures (the recorded runs parsed, the suites loaded: once per session, that is once per
+pytest-xdist worker) and the gpu marker's skip rule. The helpers test files import are in
+helpers.py."""
 
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, committed_baselines, relaxed_elementwise_text
 
 #: The fuzz tests' seed: drawn or taken from FUSECI_FUZZ_SEED, printed, named beside failures.
 pytest_plugins = ["fuzzing"]
-
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data"
-REPORTS = DATA / "reports"
-SUITES = ROOT / "suites"
 
 
 @functools.cache
@@ -47,24 +44,6 @@ def root() -> Path:
     return ROOT
 
 
-#: The smallest valid suite, for tests that break one thing at a time.
-MINIMAL_SUITE = """\
-suite: demo
-cases:
-  - id: c1
-    inputs:
-      x: {shape: [1024]}
-    variants:
-      unfused: kernels.elementwise:scale_relu_add_unfused
-      fused: kernels.elementwise:scale_relu_add_fused
-"""
-
-ELEMENTWISE = SUITES / "elementwise.yaml"
-CLEAN_REPORT = REPORTS / "elementwise.ncu-rep.xz"
-REGRESSED_REPORT = REPORTS / "elementwise-regressed.ncu-rep.xz"
-H200_BASELINES = ROOT / "baselines"
-
-
 @pytest.fixture(scope="session")
 def clean_kernels():
     """Per-kernel frame of the recorded clean elementwise run."""
@@ -81,23 +60,9 @@ def regressed_kernels():
     return read_report(REGRESSED_REPORT)
 
 
-def relaxed_elementwise_text() -> str:
-    """suites/elementwise.yaml as a user leaves it after accepting the split scale_relu_add of
-    the regressed report: its expectations dropped and its bytes allowance off, so that
-    ``update-baselines`` may record the split (it refuses to record a broken expectation)."""
-    import yaml
-
-    doc = yaml.safe_load(ELEMENTWISE.read_text(encoding="utf-8"))
-    for case in doc["cases"]:
-        if case["id"] == "scale_relu_add":
-            case.pop("expect", None)
-            case["bytes_allowance"] = "off"
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
 @pytest.fixture(scope="session")
 def relaxed(tmp_path_factory: pytest.TempPathFactory):
-    """The elementwise suite that accepts the regressed report (:func:`relaxed_elementwise_text`)."""
+    """The elementwise suite that accepts the regressed report (:func:`helpers.relaxed_elementwise_text`)."""
     from fuseci.config.parse import load_suite
 
     path = tmp_path_factory.mktemp("relaxed") / "elementwise.yaml"
@@ -113,28 +78,30 @@ def elementwise():
 
 
 @pytest.fixture
+def committed_copy(tmp_path: Path) -> Path:
+    """A copy of the committed baselines in the test's directory; its H200 elementwise file."""
+    return committed_baselines(tmp_path)
+
+
+@pytest.fixture
 def in_root(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run the test from the repository root, so relative suite paths resolve as in README."""
     monkeypatch.chdir(ROOT)
     return ROOT
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+@pytest.fixture(scope="session", autouse=True)
+def _command_line_built_once() -> Iterator[None]:
+    """typer's CliRunner builds fuseci's click command from the app's functions at every
+    ``invoke`` (a third of a quick fuzzed command's time); the app never changes during a run:
+    build it once per session, as ``fuseci`` builds it once per process."""
+    import typer.main
+    import typer.testing
 
-
-def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` as a test author; its output, stripped."""
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
+    with pytest.MonkeyPatch.context() as patch:
+        if hasattr(typer.testing, "_get_command"):
+            patch.setattr(typer.testing, "_get_command", functools.cache(typer.main.get_command))
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -145,59 +112,12 @@ def _not_in_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-EXPECTED = DATA / "expected"
-
-
-def pinned(name: str, text: str) -> None:
-    """Compare ``text`` with the whole expected document ``tests/data/expected/NAME``.
-
-    After an intended change, regenerate with ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters``
-    and review the diff.
-    """
-    path = EXPECTED / name
-    if os.environ.get("FUSECI_UPDATE_EXPECTED"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
-
-
-#: The one seam where tests stand in for the GPU: every command that measures (run, ab,
-#: update-baselines, api.check) measures through what this function returns.
-MEASURER = "fuseci.api.session.measurer"
-
-
-def measure_with(monkeypatch: pytest.MonkeyPatch, tool):
-    """Every suite measured through ``tool`` (a :class:`fuseci.api.session.Measurer`), or through
-    what ``tool(ncu)`` makes when it is a function; returns ``tool``."""
-    monkeypatch.setattr(MEASURER, tool if callable(tool) else lambda ncu=None: tool)
-    return tool
-
-
-class Given:
-    """A :class:`fuseci.api.session.Measurer` that measures every suite as ``results`` and whose
-    timed passes add nothing; it notes the cases of each pass (:attr:`retimed`)."""
-
-    def __init__(self, results) -> None:
-        self.results = results
-        self.retimed: list[list[str]] = []
-
-    def ready(self) -> None:
-        pass
-
-    def measure(self, suite, options):
-        return self.results
-
-    def retime(self, suite, options, results, cases):
-        self.retimed.append(cases)
-        return results
-
-
-def recorded_comparison(report: Path, baselines: Path = Path("baselines")):
-    """The elementwise suite re-analysed from a recorded report against the committed baselines
-    (or those under ``baselines``; call from the repository root: the ``in_root`` fixture)."""
-    from fuseci import api
-    from fuseci.config.parse import load_suite
-
-    suite = load_suite("suites/elementwise.yaml")
-    # As a user types it from the repository root (README): the advice in messages quotes it.
-    relative = report.relative_to(ROOT) if report.is_relative_to(ROOT) else report
-    return api.check(suite, api.RunOptions(baselines=baselines, from_report=relative))
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The screenshots tests took (their ``screenshot`` property), pass or fail: a line printed
+    by the test itself would be lost in a pytest-xdist worker."""
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) == "call":
+                for name, value in getattr(report, "user_properties", ()):
+                    if name == "screenshot":
+                        terminalreporter.write_line(str(value))

@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, ROOT, measure_with, write
-from conftest import git as _git
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, ROOT, measure_with, write
+from helpers import git as _git
 from typer.testing import CliRunner
 
 from fuseci import __version__
@@ -376,7 +376,10 @@ def test_a_module_from_the_other_tree_is_refused(tmp_path: Path) -> None:
         "FUSECI_FOREIGN_TREE": str(head),
         "PYTHONPATH": os.pathsep.join([str(head), str(ROOT)]),
     }
-    rc, out = _start_like_the_harness(suite, MeasureOptions(cwd=base, extra_env=env), tmp_path)
+    options = MeasureOptions(
+        cwd=base, extra_env=env, report_dir=tmp_path / "out"
+    )  # its compile cache: not the repository's
+    rc, out = _start_like_the_harness(suite, options, tmp_path)
     assert rc != 0
     assert "kernels.mine" in out and "from the other side's tree" in out and str(head) in out
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REPORTS, ROOT, measure_with, write
+from helpers import CLEAN_REPORT, REPORTS, ROOT, measure_with, write
 from test_ab import Recorded, _side
 
 from fuseci.ab import audit

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write
+from helpers import ROOT, write
 
 from fuseci.ab.cases import DYNAMIC, Source, case_prints, changed_cases
 from fuseci.config.parse import load_suite

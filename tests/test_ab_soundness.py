@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write
-from conftest import git as _git
+from helpers import ROOT, write
+from helpers import git as _git
 
 from fuseci.api import ab
 from fuseci.config import resolve

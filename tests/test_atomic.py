@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT, ROOT, write
+from helpers import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT, ROOT, write
 
 from fuseci import api
 from fuseci.config.parse import load_suite

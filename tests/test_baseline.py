@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import H200_BASELINES
+from helpers import H200_BASELINES
 
 from fuseci.config import names
 from fuseci.errors import BaselineError

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT, ROOT
+from helpers import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT, ROOT
+from helpers import snapshot as _snapshot
 
 from fuseci import api
 from fuseci.errors import BaselineError
@@ -92,10 +93,6 @@ def _copy_baselines(dest: Path, suite) -> Path:
     shutil.copytree(H200_BASELINES, dest)
     api.update_baselines(suite, api.RunOptions(baselines=dest, from_report=CLEAN_REPORT), force=True)
     return dest / "nvidia-h200" / "elementwise.json"
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
+from helpers import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
+from helpers import snapshot as _snapshot
 
 from fuseci import api
 from fuseci.errors import BaselineError
@@ -16,18 +17,8 @@ from fuseci.judge.verdict import Verdict
 from fuseci.store import baselines as bl
 
 
-@pytest.fixture
-def committed_copy(tmp_path: Path) -> Path:
-    shutil.copytree(H200_BASELINES, tmp_path / "baselines")
-    return tmp_path / "baselines" / "nvidia-h200" / "elementwise.json"
-
-
 def _opts(path: Path, report: Path = REGRESSED_REPORT) -> api.RunOptions:
     return api.RunOptions(baselines=path.parent.parent, from_report=report)
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def _no_space(*args, **kwargs):
@@ -174,7 +165,7 @@ def test_a_linked_card_directory_is_read_through_but_never_written_through(
 
 
 def test_update_baselines_refuses_a_linked_card_directory_in_one_line(tmp_path: Path, monkeypatch) -> None:
-    from conftest import ROOT
+    from helpers import ROOT
     from typer.testing import CliRunner
 
     from fuseci.cli import app

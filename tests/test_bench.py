@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ELEMENTWISE, REPORTS, write
+from helpers import DATA, ELEMENTWISE, REPORTS, write
 from typer.testing import CliRunner
 
 from fuseci import api

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 #: Each stand-in logs its arguments; ``python`` plays pytest's part, exiting with $STUB_RC.
 STUBS = {

@@ -6,17 +6,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, write
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, invoke, write
 from typer.testing import CliRunner
-
-from fuseci.cli import app
 
 runner = CliRunner()
 SUITE = "suites/elementwise.yaml"
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args))
 
 
 def test_clean_report_passes_with_junit(in_root, tmp_path: Path) -> None:

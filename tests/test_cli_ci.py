@@ -7,16 +7,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, REPORTS
-from typer.testing import CliRunner
-
-from fuseci.cli import app
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, invoke
 
 SUITE = "suites/elementwise.yaml"
-
-
-def invoke(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, list(args), env=env)
 
 
 def _results(tmp_path: Path, report: Path, name: str, suite: str = SUITE) -> Path:

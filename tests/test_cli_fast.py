@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 HELP_HEAVY = ("pandas", "numpy", "cupy", "matplotlib", "jinja2", "junit_xml", "ncu_report", "rich.live")
 CHECK_HEAVY = ("pandas", "numpy", "cupy", "torch", "matplotlib", "jinja2", "ncu_report", "rich.live")

@@ -12,20 +12,26 @@ part) is cached; everything after it runs for real.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT, REPORTS, ROOT
-from fuzzing import fuzz_settings, mutated
+from helpers import (
+    CLEAN_REPORT,
+    H200_BASELINES,
+    REGRESSED_REPORT,
+    REPORTS,
+    ROOT,
+    fuzz_settings,
+    invoke,
+    mutated,
+    reports_read_once,
+)
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError, MismatchError
 from fuseci.judge.verdict import exit_code
@@ -40,33 +46,16 @@ REPORTS_BY_NAME = {"clean": CLEAN_REPORT, "regressed": REGRESSED_REPORT}
 
 @pytest.fixture(scope="module", autouse=True)
 def cached_reports() -> Iterator[None]:
-    """Each report read once per module; a copy of its frame handed out each time."""
-    from fuseci.frames import report
-
-    real = report.read_report
-    cache: dict[str, Any] = {}
-
-    def read(path: Path) -> Any:
-        key = os.path.realpath(path)
-        if key not in cache:
-            cache[key] = real(Path(key))
-        return cache[key].copy()
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(report, "read_report", read)
-    patch.delenv("GITHUB_ACTIONS", raising=False)
-    patch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    yield
-    patch.undo()
+    """Each report read once; a copy of its frame handed out each time."""
+    with reports_read_once(), pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GITHUB_ACTIONS", raising=False)
+        patch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+        yield
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cli-fuzz")
-
-
-def invoke(*args: object) -> Any:
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def _valid(read: Any, path: Path) -> bool:

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import REGRESSED_REPORT
+from helpers import REGRESSED_REPORT
 from typer.main import get_command
 from typer.testing import CliRunner
 

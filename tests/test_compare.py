@@ -1,7 +1,7 @@
 from dataclasses import replace
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
+from helpers import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
 
 from fuseci.frames.metrics import summarize
 from fuseci.judge.compare import compare

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPORTS, ROOT, SUITES
+from helpers import REPORTS, ROOT, SUITES
 
 from fuseci.config import names, quantities
 from fuseci.config.model import Variant

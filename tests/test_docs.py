@@ -16,7 +16,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write
+from helpers import ROOT, write
 from typer.testing import CliRunner
 
 from fuseci.cli import app

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CLEAN_REPORT
+from helpers import CLEAN_REPORT
 from typer.testing import CliRunner
 
 from fuseci import doctor

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 import typer.core
-from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, Given, measure_with, write
-from typer.testing import CliRunner
+from helpers import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, Given, invoke, measure_with, write
 
-from fuseci.cli import app, commands
+from fuseci.cli import commands
 from fuseci.config.parse import load_suite
 from fuseci.errors import UsageError
 from fuseci.frames.metrics import summarize
@@ -26,10 +25,6 @@ from fuseci.measure.run import MeasureOptions
 
 SUITE = "suites/elementwise.yaml"
 BUG = "internal error: RuntimeError: boom (a bug in fuseci; run again with -v for its traceback)"
-
-
-def invoke(*args: object) -> Any:
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def _boom(*args: Any, **kwargs: Any) -> Any:
@@ -136,12 +131,12 @@ def test_an_unwritable_baseline_keeps_a_wrong_result(in_root, tmp_path: Path, mo
     assert "cannot write baseline" in result.stderr and not (root / "nvidia-h200" / "elementwise.json").exists()
 
 
-def _closed_stdout(report: Path) -> subprocess.CompletedProcess[str]:
-    """``fuseci run`` whose stdout reader has gone before it printed anything."""
+def _closed_stdout(report: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``fuseci run`` whose stdout reader has gone before it printed anything; its JSON to ``out``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GITHUB_ACTIONS", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fuseci", "run", SUITE, "--from-report", str(report), "--json", "out.json"],
+        [sys.executable, "-m", "fuseci", "run", SUITE, "--from-report", str(report), "--json", str(out)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -155,13 +150,13 @@ def _closed_stdout(report: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
-def test_a_closed_stdout_keeps_the_regression_and_the_files() -> None:
-    out = ROOT / "out.json"
+def test_a_closed_stdout_keeps_the_regression_and_the_files(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
     try:
-        regressed = _closed_stdout(REGRESSED_REPORT)
+        regressed = _closed_stdout(REGRESSED_REPORT, out)
         assert regressed.returncode == 1, regressed.stderr
         assert json.loads(out.read_text())["exit_code"] == 1  # the file was still written
-        clean = _closed_stdout(CLEAN_REPORT)
+        clean = _closed_stdout(CLEAN_REPORT, out)
         assert clean.returncode == 3, clean.stderr
         assert "Traceback" not in regressed.stderr + clean.stderr
         assert "Exception ignored" not in regressed.stderr + clean.stderr

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
 from fuseci.store import results

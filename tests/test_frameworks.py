@@ -14,7 +14,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from philox import host_values
 
 from fuseci.config import names

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from helpers import ROOT
 
 #: A fuzz test that logs every example it draws and fails on one in seven.
 PROBE = """
 from hypothesis import given, strategies as st
-from fuzzing import fuzz_settings
+from helpers import fuzz_settings
 
 @fuzz_settings(30)
 @given(st.integers(0, 10**12))

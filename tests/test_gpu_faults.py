@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from helpers import DATA
 from typer.testing import CliRunner
 
 from fuseci.cli import app

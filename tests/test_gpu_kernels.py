@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import SUITES
+from helpers import SUITES
 
 from fuseci.config.dtypes import dtype
 from fuseci.config.model import Case

@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("gpu_timeline", ROOT / "tools" / "gpu_timeline.py")
 assert spec is not None and spec.loader is not None

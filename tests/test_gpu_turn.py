@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from fuseci.errors import HarnessError
 from fuseci.measure.turn import gpu_turn, lock_path

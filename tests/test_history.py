@@ -12,14 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT
-from html_doc import parse
-from typer.testing import CliRunner
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, ROOT, invoke, parse
 
 import fuseci.store.runs as run_files
 from fuseci import api
 from fuseci.api import trends
-from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.judge import history
 from fuseci.reporters import history as history_reporter
@@ -32,10 +29,6 @@ SUITE = "suites/elementwise.yaml"
 
 def _sha(i: int) -> str:
     return f"{i + 1}" * 7 + "0" * 33
-
-
-def invoke(*args: object):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")
@@ -401,15 +394,25 @@ def many_runs(tmp_path_factory: pytest.TempPathFactory, runs_dir: Path) -> Path:
     return directory
 
 
-def test_history_of_hundreds_of_runs_finds_each_step(in_root, many_runs: Path) -> None:
+@pytest.fixture(scope="module")
+def many_runs_history(many_runs: Path) -> history.History:
+    """The history of :func:`many_runs`, read from the repository root (by several processes)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)
+        return api.history(many_runs)
+
+
+def test_history_of_hundreds_of_runs_finds_each_step(many_runs_history: history.History) -> None:
     # Its time (30 s here before, and minutes for thousands of runs) is in docs/BENCHMARKS.md.
-    found = api.history(many_runs)
+    found = many_runs_history
     dram = next(s for s in found.series if (s.case, s.quantity) == ("scale_relu_add", "dram__bytes.sum"))
     assert len(dram.values) == 400 and [c.index for c in dram.changes] == [160, 320]
 
 
-def test_history_read_by_several_processes_is_the_one_read_by_one(in_root, many_runs: Path, monkeypatch) -> None:
-    together = api.history(many_runs)
+def test_history_read_by_several_processes_is_the_one_read_by_one(
+    in_root, many_runs: Path, many_runs_history: history.History, monkeypatch
+) -> None:
+    together = many_runs_history
     monkeypatch.setattr(trends, "_RUNS_PER_WORKER", 10**9)
     alone = api.history(many_runs)
     assert together == alone

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MINIMAL_SUITE, REGRESSED_REPORT, ROOT
-from typer.testing import CliRunner
+from helpers import MINIMAL_SUITE, REGRESSED_REPORT, ROOT
+from helpers import invoke as _invoke
+from helpers import within as _within
 
-from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import SuiteError
 
@@ -23,29 +23,6 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices and FIF
 
 RECORD = REGRESSED_REPORT.with_name("elementwise-regressed.harness.json")
 SUITE = "suites/elementwise.yaml"
-
-
-def _within(seconds: float, fn: Any, *args: Any) -> Any:
-    """``fn(*args)``, failing the test (instead of hanging it) when it takes longer."""
-    out: list[Any] = []
-
-    def call() -> None:
-        try:
-            out.append(fn(*args))
-        except BaseException as exc:  # handed to the test's thread
-            out.append(exc)
-
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), f"{fn.__name__}{args} still running after {seconds} s"
-    if isinstance(out[0], BaseException):
-        raise out[0]
-    return out[0]
-
-
-def _invoke(*args: object) -> Any:
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def _special(kind: str, path: Path) -> Path:

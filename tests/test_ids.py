@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE, SUITES, write
+from helpers import MINIMAL_SUITE, SUITES, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, write
 from philox import host_values, philox4x32
 
 from fuseci.config.model import INT_RANGES, InputSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA, ROOT
+from helpers import DATA, ROOT
 from typer.testing import CliRunner
 
 from fuseci.cli import app

@@ -5,7 +5,7 @@ catching its mutant turns the planted verdict into a failure."""
 from dataclasses import replace
 
 import pytest
-from conftest import H200_BASELINES, REPORTS, SUITES
+from helpers import H200_BASELINES, REPORTS, SUITES
 
 from fuseci.config.parse import load_suite
 from fuseci.config.policy import parse_tolerance

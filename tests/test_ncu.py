@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE, ROOT
+from helpers import MINIMAL_SUITE, ROOT
 
 from fuseci.config.model import NcuSettings
 from fuseci.config.parse import load_suite

@@ -18,23 +18,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, write
-from fuzzing import fuzz_settings
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, ROOT, fuzz_settings, invoke, write
+from helpers import snapshot as _snapshot
+from helpers import within as _within
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from fuseci.cli import app
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.outputs import append_output, same_file, write_output
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and links are POSIX")
 
 SUITE = "suites/elementwise.yaml"
-
-
-def invoke(*args: object, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, [str(a) for a in args], env=env)
 
 
 def _files(directory: Path) -> list[str]:
@@ -214,10 +209,6 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))  # the kernels package the suites name
     return tmp_path
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize(
@@ -474,25 +465,6 @@ def _numbers(value):
 
 
 # --- outputs that cannot be written: an error, never a hang, never a pass --------------------------
-
-
-def _within(seconds: float, fn, *args):
-    """``fn(*args)``, failing the test (instead of hanging it) when it takes longer."""
-    out: list = []
-
-    def call() -> None:
-        try:
-            out.append(fn(*args))
-        except BaseException as exc:  # handed to the test's thread
-            out.append(exc)
-
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), f"{getattr(fn, '__name__', fn)} still running after {seconds} s"
-    if isinstance(out[0], BaseException):
-        raise out[0]
-    return out[0]
 
 
 def _release(fifo: Path) -> None:

@@ -2,7 +2,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT
+from helpers import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT
 
 from fuseci import api
 from fuseci.config.parse import load_suite
@@ -14,12 +14,6 @@ from fuseci.store import baselines as bl
 
 def _opts(tmp_path: Path, report: Path) -> api.RunOptions:
     return api.RunOptions(baselines=tmp_path / "baselines", from_report=report)
-
-
-@pytest.fixture
-def committed_copy(tmp_path: Path) -> Path:
-    shutil.copytree(H200_BASELINES, tmp_path / "baselines")
-    return tmp_path / "baselines" / "nvidia-h200" / "elementwise.json"
 
 
 def test_first_update_writes_every_case(tmp_path: Path, elementwise) -> None:

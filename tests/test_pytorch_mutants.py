@@ -6,7 +6,7 @@ PyTorch suite's own report judged right."""
 from dataclasses import replace
 
 import pytest
-from conftest import H200_BASELINES, REPORTS, SUITES
+from helpers import H200_BASELINES, REPORTS, SUITES
 
 from fuseci.config.parse import load_suite
 from fuseci.judge.compare import compare

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from conftest import ELEMENTWISE, MINIMAL_SUITE, REPORTS, write
+from helpers import ELEMENTWISE, MINIMAL_SUITE, REPORTS, write
 
 from fuseci.config import names, quantities, schema
 from fuseci.config.model import CHECK_NAMES
@@ -174,7 +174,7 @@ def test_the_loader_takes_a_new_gated_quantity_only_once_it_is_declared(tmp_path
 def test_the_suites_doc_lists_every_gain() -> None:
     import re
 
-    from conftest import ROOT
+    from helpers import ROOT
 
     text = (ROOT / "docs" / "SUITES.md").read_text(encoding="utf-8")
     table = text.split("| quantity | gain means |", 1)[1].split("\n\n", 1)[0]

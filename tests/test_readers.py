@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, ROOT
-from typer.testing import CliRunner
+from helpers import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, ROOT, invoke
+from helpers import snapshot as _snapshot
 
 from fuseci import validation as v
-from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError
 from fuseci.measure import record as record_format
@@ -30,14 +29,6 @@ RECORD = REPORTS / "elementwise.harness.json"
 BASELINE = ROOT / "baselines" / "nvidia-h200" / "elementwise.json"
 LEGACY_RESULTS = ROOT / "tests" / "data" / "legacy" / "results-elementwise-regressed.json"
 LEGACY_RUN = ROOT / "tests" / "data" / "legacy" / "run-elementwise-regressed.json"
-
-
-def invoke(*args: object) -> Any:
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def _one_line(result: Any, *fragments: str) -> str:

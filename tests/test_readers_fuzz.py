@@ -19,8 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REPORTS, ROOT
-from fuzzing import fuzz_settings, mutated
+from helpers import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REPORTS, ROOT, fuzz_settings, mutated
 from hypothesis import event, given
 from hypothesis import strategies as st
 

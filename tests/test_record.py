@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPORTS
+from helpers import REPORTS
 
 from fuseci.errors import ReportError
 from fuseci.measure.command import DEFAULT_REPEATS as TIMING_REPEATS

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPORTS, SUITES
+from helpers import REPORTS, SUITES
 from typer.testing import CliRunner
 
 from fuseci.cli import app

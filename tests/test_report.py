@@ -2,7 +2,7 @@ import lzma
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT
+from helpers import CLEAN_REPORT
 
 from fuseci.config import names
 from fuseci.errors import ReportError

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, Given, measure_with, write
+from helpers import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, Given, invoke, measure_with, write
 from typer.testing import CliRunner
 
 from fuseci import api
-from fuseci.cli import app
 from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError
@@ -34,10 +33,6 @@ SUITE = "suites/elementwise.yaml"
 H100_REPORT = REPORTS / "elementwise-h100.ncu-rep.xz"
 PATHS = {"elementwise": SUITE, "reduction": "suites/reduction.yaml"}
 REAL_GIT_COMMIT = runs.git_commit
-
-
-def invoke(*args: str | Path):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def _results(report: Path, suite: Path = ELEMENTWISE) -> SuiteResults:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, SUITES
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, SUITES
 
 from fuseci import api
 from fuseci.config.parse import load_suite

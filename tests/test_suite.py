@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE, SUITES, write
+from helpers import MINIMAL_SUITE, SUITES, write
 
 from fuseci.config.model import UNFUSED
 from fuseci.config.parse import load_suite

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers import write
 from typer.testing import CliRunner
 
 from fuseci.cli import app

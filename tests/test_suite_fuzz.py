@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SUITES
-from fuzzing import fuzz_settings
+from helpers import SUITES, fuzz_settings
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 

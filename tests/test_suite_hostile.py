@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, write
 
 from fuseci.config import yaml_loader as suite_mod
 from fuseci.config.parse import load_suite

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import MINIMAL_SUITE, ROOT, SUITES, write
+from helpers import MINIMAL_SUITE, ROOT, SUITES, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, write
 
 from fuseci.config import names
 from fuseci.config.parse import load_suite

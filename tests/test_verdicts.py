@@ -5,7 +5,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES, Given, measure_with
+from helpers import CLEAN_REPORT, H200_BASELINES, Given, measure_with
 
 from fuseci import api
 from fuseci.api.session import Retime, Session

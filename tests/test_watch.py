@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers import write
 
 from fuseci.harness import watch
 from fuseci.measure.record import CaseRecord, CaseStatus

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from conftest import ELEMENTWISE, pinned
+from helpers import ELEMENTWISE, pinned
 
 from fuseci.config.parse import load_suite
 from fuseci.measure.bench import BenchCase, BenchResult, exit_code, failed, result_from_record

@@ -2,7 +2,7 @@
 Regenerate the pinned document after an intended change with
 ``FUSECI_UPDATE_EXPECTED=1 pytest tests/reporters`` and review the diff."""
 
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, failed

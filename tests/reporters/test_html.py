@@ -9,8 +9,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, REPORTS, SUITES
-from html_doc import Element, parse, regressed_comparisons, regressed_html
+from helpers import (
+    CLEAN_REPORT,
+    ELEMENTWISE,
+    REGRESSED_REPORT,
+    REPORTS,
+    SUITES,
+    Element,
+    parse,
+    regressed_comparisons,
+    regressed_html,
+)
 from typer.testing import CliRunner
 
 from fuseci import api

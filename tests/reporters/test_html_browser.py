@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from html_doc import regressed_html
+from helpers import regressed_html
 
 #: Launch flags for a browser with no network to reach and nothing to set up.
 CHROMIUM_ARGS = [
@@ -83,7 +83,7 @@ def _screenshot_dir(tmp_path: Path) -> Path:
 
 
 def test_report_loads_draws_and_shows_the_failure_first(
-    browser: Any, report: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    browser: Any, report: Path, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     page = browser.new_page(viewport=VIEWPORT)
     problems: list[str] = []
@@ -120,7 +120,7 @@ def test_report_loads_draws_and_shows_the_failure_first(
 
     shot = _screenshot_dir(tmp_path) / "elementwise-regressed-first-screen.png"
     page.screenshot(path=str(shot))
-    with capsys.disabled():  # shown even when the test passes: CI keeps the file
-        print(f"\nscreenshot of the HTML report's first screen: {shot}")
+    # shown at the end of the run (conftest.py) even when the test passes: CI keeps the file
+    record_property("screenshot", f"screenshot of the HTML report's first screen: {shot}")
     page.close()
     assert problems == []

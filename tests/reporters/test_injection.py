@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import REGRESSED_REPORT, ROOT
+from helpers import REGRESSED_REPORT, ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner

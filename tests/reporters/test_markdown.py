@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, pinned, recorded_comparison
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,8 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, REGRESSED_REPORT, ROOT, pinned, recorded_comparison
-from html_doc import regressed_comparisons
+from helpers import CLEAN_REPORT, REGRESSED_REPORT, ROOT, pinned, recorded_comparison, regressed_comparisons
 from rich.console import Console, Group
 
 from fuseci.judge.verdict import Verdict, failed
