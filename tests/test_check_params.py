@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers import write
 from typer.testing import CliRunner
 
 from fuseci.cli import app

@@ -5,7 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
+from helpers import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
 from typer.testing import CliRunner
 
 from fuseci.cli import app

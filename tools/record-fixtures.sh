@@ -47,7 +47,7 @@ ncu --version | tail -n 1
 if [[ $PHASE == record || $PHASE == all ]]; then
   rm -rf "$BL" "$W/record" "$W/clean" "$W/rerecord" "$W/regressed"
   read -r -a GPU_TESTS <<< "${FUSECI_GPU_TESTS:-tests}"  # override to run some gpu tests only
-  [[ -z ${FUSECI_SKIP_GPU_TESTS:-} ]] && step gpu_tests python3 -m pytest -q -m gpu "${GPU_TESTS[@]}"
+  [[ -z ${FUSECI_SKIP_GPU_TESTS:-} ]] && step gpu_tests python3 -m pytest -q -m gpu -n 0 "${GPU_TESTS[@]}"
   for s in "${SUITES[@]}"; do
     step "record_$s" fuseci update-baselines "suites/$s.yaml" --baselines "$BL" --report-dir "$W/record"
     step "clean_$s" fuseci run "suites/$s.yaml" --baselines "$BL" --report-dir "$W/clean" --json "$W/clean_$s.json"
