@@ -4,8 +4,9 @@ report directory in ``.gitignore``, written into a repository without replacing 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,6 +16,47 @@ from fuseci.cli.options import Verbose
 from fuseci.cli.output import echo, setup_logging
 from fuseci.errors import EXIT_PASS, FuseciError
 
+Functions = Annotated[
+    list[str],
+    typer.Argument(
+        help="module:function of the unfused variant, then of each fused one (two or more).",
+        metavar="FUNCTION",
+        show_default=False,
+    ),
+]
+SuiteId = Annotated[
+    str | None, typer.Option("--suite", help="Suite id. Default: the first function's top package.", metavar="ID")
+]
+CaseId = Annotated[
+    str | None, typer.Option("--case", help="Case id. Default: the fused function's name.", metavar="ID")
+]
+RunnerLabels = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--runner-label", help="A label of the GPU runner (repeatable). Default: self-hosted, gpu.", metavar="LABEL"
+    ),
+]
+ReportDir = Annotated[
+    str, typer.Option("--report-dir", help="The report directory: ignored by git, kept by the Action.", metavar="DIR")
+]
+Framework = Annotated[
+    str | None,
+    typer.Option(
+        "--framework",
+        help="cupy or torch. Default: torch when the functions' modules import torch and not CuPy.",
+        metavar="NAME",
+    ),
+]
+ActionRef = Annotated[
+    str | None,
+    typer.Option(
+        "--action",
+        help="owner/fuseci@ref of the Action. Default: where the installed fuseci came from (a git install).",
+        metavar="REF",
+    ),
+]
+Root = Annotated[Path, typer.Option("--root", help="The repository to write into.", file_okay=False, metavar="DIR")]
+
 
 @app.command(
     "init",
@@ -23,51 +65,14 @@ from fuseci.errors import EXIT_PASS, FuseciError
     cls=Command,
 )
 def init_command(
-    functions: Annotated[
-        list[str],
-        typer.Argument(
-            help="module:function of the unfused variant, then of each fused one (two or more).",
-            metavar="FUNCTION",
-            show_default=False,
-        ),
-    ],
-    suite: Annotated[
-        str | None, typer.Option("--suite", help="Suite id. Default: the first function's top package.", metavar="ID")
-    ] = None,
-    case: Annotated[
-        str | None, typer.Option("--case", help="Case id. Default: the fused function's name.", metavar="ID")
-    ] = None,
-    runner_label: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--runner-label",
-            help="A label of the GPU runner (repeatable). Default: self-hosted, gpu.",
-            metavar="LABEL",
-        ),
-    ] = None,
-    report_dir: Annotated[
-        str,
-        typer.Option("--report-dir", help="The report directory: ignored by git, kept by the Action.", metavar="DIR"),
-    ] = "fuseci-out",
-    framework: Annotated[
-        str | None,
-        typer.Option(
-            "--framework",
-            help="cupy or torch. Default: torch when the functions' modules import torch and not CuPy.",
-            metavar="NAME",
-        ),
-    ] = None,
-    action: Annotated[
-        str | None,
-        typer.Option(
-            "--action",
-            help="owner/fuseci@ref of the Action. Default: where the installed fuseci came from (a git install).",
-            metavar="REF",
-        ),
-    ] = None,
-    root: Annotated[
-        Path, typer.Option("--root", help="The repository to write into.", file_okay=False, metavar="DIR")
-    ] = Path("."),
+    functions: Functions,
+    suite: SuiteId = None,
+    case: CaseId = None,
+    runner_label: RunnerLabels = None,
+    report_dir: ReportDir = "fuseci-out",
+    framework: Framework = None,
+    action: ActionRef = None,
+    root: Root = Path("."),
     verbose: Verbose = False,
 ) -> int:
     """Start fuseci in a repository: a suite of the functions named, a workflow, .gitignore lines.
@@ -102,6 +107,12 @@ def init_command(
         done = init(options)
     except OSError as exc:
         raise FuseciError(f"{exc.filename or root}: cannot write: {exc.strerror or exc}") from exc
+    _say(done)
+    return EXIT_PASS
+
+
+def _say(done: Sequence[Any]) -> None:
+    """Each file init wrote or found, then what to do next."""
     for item in done:
         detail = f" ({item.detail})" if item.detail else ""
         echo(f"{item.status:<8} {item.path.as_posix()}{detail}")
@@ -109,4 +120,3 @@ def init_command(
         echo("fuseci init: everything was already there; nothing written")
     else:
         echo("fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files")
-    return EXIT_PASS
