@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,15 +57,23 @@ _FILES = {
 }
 
 
+def _kernels_modules() -> list[str]:
+    return [m for m in sys.modules if m == "kernels" or m.startswith("kernels.")]
+
+
 @pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A tree with a package ``kernels`` of its own, imported for the test and forgotten after
+    it: the repository's ``kernels`` (its own modules, which later tests import) comes back."""
     root = tmp_path / "tree"
     for rel, text in _FILES.items():
         write(root / rel, text)
     monkeypatch.syspath_prepend(str(root))
-    for name in [m for m in sys.modules if m == "kernels" or m.startswith("kernels.")]:
-        monkeypatch.delitem(sys.modules, name)
-    return root
+    saved = {name: sys.modules.pop(name) for name in _kernels_modules()}
+    yield root
+    for name in _kernels_modules():
+        del sys.modules[name]
+    sys.modules.update(saved)
 
 
 def _as_the_harness_runs(root: Path, case: str, call) -> CaseRecord:
