@@ -334,3 +334,35 @@ def test_a_bound_is_judged_by_each_checks_margin(tmp_path: Path, capsys: pytest.
     margins = [(1.10 - 1.09) / 1.09, (1.10 - 1.02) / 1.02]
     assert rows["bytes over the minimum"].expected == pytest.approx(sum(fa.lower_tail(m, s.upper) for m in margins))
     assert run(paths, capsys)[0] == 1  # a check 0.9% under its allowance, with 0.4% spread, fails the budget
+
+
+def test_a_moving_count_is_judged_in_units_of_its_own_band_and_a_shown_count_is_no_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A library kernel's L2 requests moved between the baseline's passes: its check's band is in
+    its message, and its changes are taken in units of that band (a rise fails). Instructions
+    of another build are shown, not gated: they are no gated check, however far they moved."""
+    l2, inst = "lts__t_bytes_srcunit_tex_op_read.sum", "smsp__inst_executed.sum"
+    changes = [0.003, -0.002, 0.001, 0.004]
+    paths = []
+    for i, x in enumerate(changes):
+        moving = MetricDelta(
+            "c0", "fused", CheckKind.VALUE, l2, Verdict.PASS,
+            f"L2 bytes requested of fused ({x:+.1%}); tolerance ±0.5% (it moved by up to 9 bytes over the "
+            "profiled passes: band ±20.0%)", current=1 + x, baseline_value=1.0, change=x, tolerance="±0.5%",
+        )  # fmt: skip
+        shown = MetricDelta(
+            "c0", "fused", CheckKind.VALUE, inst, Verdict.PASS,
+            "instructions executed of fused is 6, baseline 5 (+20.0%); not gated: its kernels changed (k: "
+            "registers 30 -> 31), and another build executes other instructions", current=6.0, baseline_value=5.0,
+            change=0.2, tolerance="exact",
+        )  # fmt: skip
+        cases = {"c0": [gain("c0", DRAM, 0.0001 * (i - 1.5), "±1%"), moving, shown]}
+        paths.append(str(write_run(tmp_path / f"run-{i}.json", {"pytorch": cases})))
+    rc, out, _ = run(paths, capsys)
+    banded = row(out, f"{l2} (its own band)")
+    sigma = math.sqrt(sum((x / 0.2) ** 2 for x in changes) / len(changes))
+    assert banded[3].startswith(f"{sigma:.3%}") and banded[4] == "band", banded
+    assert "upper tail (in units of each check's band)" in banded[7]
+    assert inst not in out and "Gates not modelled" not in out
+    assert rc == 0, out
