@@ -204,8 +204,11 @@ def test_a_legacy_baseline_is_said_once_per_suite(recorded) -> None:  # type: ig
     comparison = compare(results, suite, baseline)  # one pass, as version-1 baselines were recorded
     (note,) = comparison.notes
     assert "the baseline was profiled once" in note and "re-record it (`fuseci update-baselines " in note
-    assert _check(comparison, "fused", WORK).message.endswith("mutants.yaml`) to gate them")
+    shown = _check(comparison, "fused", WORK)
+    assert shown.message.endswith("mutants.yaml`) to gate them")
+    assert shown.tolerance == ""  # shown, not gated: no tolerance in the results file either
     assert _check(comparison, "fused", LOADED).verdict is Verdict.PASS  # bytes: gated all the same
+    assert _check(comparison, "fused", LOADED).tolerance == "exact"
     passes = _passes(baseline)
     entry = passes.cases["scale_relu_add"]["fused"]
     older = {q: x for q, x in entry.values.items() if q != LOADED}

@@ -127,7 +127,7 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     rebuilt = _rebuilt(ctx.baseline_kernels(), ctx.kernels)
     stated = quantity in ctx.case.stated_gates
     if not stated and (why := _not_gated(ctx, entry.counted, quantity, rebuilt)):
-        return replace(d, message=f"{name} is {now}, baseline {was} ({pct}); not gated: {why}")
+        return replace(d, tolerance="", message=f"{name} is {now}, baseline {was} ({pct}); not gated: {why}")
     if not ctx.comparable:
         return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
     allowed, why_wide = band(ctx, quantity, tol)
