@@ -1,0 +1,6 @@
+"""The fusion ledger: every kernel of a ``torch.compile``'d model's forward, traced to the graph
+nodes it implements (Inductor's provenance) and judged by the bytes it moves against the least
+those nodes must move.
+
+- :mod:`.model`: the ledger's rows and totals, the data every other part passes around.
+"""

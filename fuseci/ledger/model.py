@@ -1,0 +1,106 @@
+"""The ledger of one compiled forward: one row per kernel call of Inductor's wrapper, what it
+implements and what it moved, and the graph's totals. Frozen data, built by
+:mod:`fuseci.ledger.build`, stored with a run and compared by :mod:`fuseci.ledger.gate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What a ledger row is."""
+
+    TRITON = "triton"
+    """A kernel Inductor generated (one launch per call)."""
+    EXTERN = "extern"
+    """A library call in the compiled graph (cuBLAS GEMM, attention, convolution): an island
+    named by its node; it may launch several kernels."""
+    UNTRACED = "untraced"
+    """Kernels inside the forward's range that no wrapper call accounts for (CUDA-graph replay,
+    a kernel launched outside Inductor's wrapper, provenance missing): kept, with a note."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A post-grad graph node a kernel implements."""
+
+    name: str
+    """The post-grad node's name (``add_2``); names change when the graph changes."""
+    op: str
+    """Its ATen target (``aten.add.Tensor``)."""
+    source: str
+    """The pre-grad node it came from (``layer_norm_1``), or ""."""
+    line: str
+    """The model source line it came from, as ``file:line: code`` (the innermost frame of its
+    stack trace), or "" when Inductor recorded none. Stable across edits elsewhere in the model:
+    the identity the gate matches nodes by (with :attr:`op`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What a row's kernels moved and took, summed over their launches (ncu, one pass)."""
+
+    launches: int
+    dram_bytes: float
+    """DRAM bytes read and written."""
+    global_bytes: float
+    """Global bytes loaded and stored through the LSU pipe (exact for a kernel that repeats its
+    work; TMA loads are not counted)."""
+    l2_bytes: float
+    """L2 bytes the SMs requested (sectors read and written, 32 B each)."""
+    duration_ns: float
+    kernels: tuple[str, ...]
+    """The names ncu saw, in launch order (distinct names only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One wrapper call of the compiled forward (or the untraced kernels)."""
+
+    graph: str
+    """The compiled graph it belongs to, as Dynamo numbers it (``0/0``; a graph break makes ``1/0``)."""
+    kernel: str
+    """The Triton kernel's name (``triton_per_fused_add_native_layer_norm_view_1``) or the extern
+    call (``extern_kernels.addmm``)."""
+    kind: Kind
+    nodes: tuple[Node, ...]
+    """The post-grad nodes it implements (views included)."""
+    measured: Measured | None
+    """None when no kernel in the range matched this call."""
+    min_bytes: int | None
+    """Each tensor crossing the call's boundary read or written once: inputs it reads from outside
+    (graph inputs, weights, other calls' outputs) and outputs read outside it or returned. None
+    when the shapes are unknown."""
+    note: str = ""
+    """What is known to be missing or odd about this row, for the reader."""
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured DRAM bytes over :attr:`min_bytes`."""
+        if self.measured is None or not self.min_bytes:
+            return None
+        return self.measured.dram_bytes / self.min_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The ledger of one compiled forward."""
+
+    rows: tuple[Row, ...]
+    floor_bytes: int | None
+    """The graph's own floor: every graph input and weight read once and every output written once."""
+    graphs: tuple[str, ...]
+    """The compiled graphs, in call order (more than one: graph breaks)."""
+    break_reasons: tuple[str, ...] = ()
+    """Dynamo's graph-break reasons, as it logged them."""
+    fusion_refusals: tuple[str, ...] = ()
+    """Inductor's reasons for not fusing two nodes, as it logged them (normalised: no node
+    numbers), one per distinct reason."""
+    notes: tuple[str, ...] = field(default=())
+    """Whole-ledger notes (CUDA graphs, dynamic shapes: several graphs for one frame)."""
+
+    @property
+    def measured_bytes(self) -> float:
+        """DRAM bytes of every row."""
+        return sum(r.measured.dram_bytes for r in self.rows if r.measured is not None)
