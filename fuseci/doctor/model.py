@@ -55,7 +55,8 @@ CLOCKS_FIX = (
 )
 CUPY_FIX = (
     "install fuseci with the CuPy of the driver's CUDA major version (the `CUDA Version` in nvidia-smi's "
-    "header): `pip install 'fuseci[cuda12]'` for CUDA 12, `pip install 'fuseci[cuda13]'` for CUDA 13"
+    "header): `pip install 'fuseci[cuda12]'` for CUDA 12, `pip install 'fuseci[cuda13]'` for CUDA 13; "
+    "or, for suites whose functions all take torch tensors, PyTorch with CUDA alone: `pip install 'fuseci[torch]'`"
 )
 
 

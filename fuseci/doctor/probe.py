@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,14 +61,14 @@ def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: 
     if probe.ok and returncode == 0:
         e = probe.env
         detail = (
-            f"CuPy {e.get('cupy_version', '?')}, CUDA runtime {e.get('cuda_runtime', '?')} "
+            f"{_runtime(e)}, CUDA runtime {e.get('cuda_runtime', '?')} "
             f"(the driver supports {e.get('cuda_driver_api', '?')}), {e.get('gpu_name', '?')} "
             f"({sm_name(str(e.get('compute_capability', '?')))}); a kernel on {PROBE_ELEMENTS} random "
             f"floats computed the right result"
         )
         return _check("cupy", Status.OK, detail, max_abs_err=probe.max_abs_err, **facts)
     if probe.error == ProbeFailure.NO_CUPY:
-        detail, fix = f"CuPy cannot be imported by {python}: {probe.message}", CUPY_FIX
+        detail, fix = f"no device runtime can be imported by {python}: {probe.message}", CUPY_FIX
     elif probe.error == ProbeFailure.NO_DEVICE:
         detail = f"CuPy sees no CUDA device: {probe.message}"
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -87,6 +88,13 @@ def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: 
             "load: " + CUPY_FIX
         )
     return _check("cupy", Status.FAIL, detail, fix, **facts)
+
+
+def _runtime(env: Mapping[str, Any]) -> str:
+    """What fuseci's own device work ran through, as the probe found it."""
+    if env.get("runtime") == "torch":
+        return f"PyTorch {env.get('torch_version', '')} as the runtime (no CuPy)".replace("  ", " ")
+    return f"CuPy {env.get('cupy_version', '?')}"
 
 
 def check_cupy(options: DoctorOptions, work: Path) -> Check:

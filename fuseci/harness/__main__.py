@@ -118,7 +118,7 @@ def _measure(args: argparse.Namespace, timing: TimingOptions | None) -> HarnessR
         FuseciError: the suite cannot be loaded or run, or the GPU's turn was not had.
     """
     suite = load_suite(args.suite)
-    arrays.cupy()  # fuseci's own device work needs CuPy whatever the suite's functions take
+    arrays.runtime()  # fuseci's own device work: CuPy, or PyTorch alone where CuPy is not installed
     if not args.time:  # fuseci ab: what each case's checked calls run and read, for its audit
         watch.start_if_asked(args.record.resolve().parent)
     preload(suite)

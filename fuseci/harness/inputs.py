@@ -4,7 +4,8 @@ Element ``i`` of an input is a pure function of ``(seed, i)``: Philox4x32-10 (Sa
 "Parallel random numbers: as easy as 1, 2, 3", SC 2011) with the seed as its 64-bit key and the
 element's index as its counter, then turned into the value the distribution asks for. So a
 tensor is the same on every run, card and launch shape, and one kernel launch writes it in its
-own dtype with no state to set up. CuPy's ``cupy.random`` generators would do as well, but their
+own dtype with no state to set up (on the PyTorch runtime, a Triton kernel computes the same
+values: :mod:`fuseci.harness.arrays.philox_triton`). CuPy's ``cupy.random`` generators would do as well, but their
 kernels are built with cuRAND's headers, whose precomputed tables make the first use in a
 process cost a few hundred milliseconds (more under ncu), in every harness process, while the
 GPU is held. The tests compute the same values with NumPy on the host (``tests/philox.py``): the
@@ -113,6 +114,8 @@ def make_input(spec: InputSpec) -> arrays.Tensor:
     import numpy as np
 
     kind = dtype(spec.dtype)
+    if arrays.runtime_name() == "torch":
+        return _torch_input(spec)
     out = arrays.empty(spec.shape, kind.storage, f"input {spec.name!r} ({spec.nbytes / 1e6:,.1f} MB)")
     kernel = _kernel(spec.distribution, spec.dtype)
     seed = np.uint64(spec.seed % 2**64)
@@ -124,3 +127,20 @@ def make_input(spec: InputSpec) -> arrays.Tensor:
     else:
         kernel(seed, np.float64(spec.mean), np.float64(spec.std), out)
     return arrays.Tensor(out, kind)
+
+
+def _torch_input(spec: InputSpec) -> arrays.Tensor:
+    """:func:`make_input` on the PyTorch runtime: the same values, written by Triton
+    (:mod:`fuseci.harness.arrays.philox_triton`)."""
+    kind = dtype(spec.dtype)
+    p0: float
+    p1: float
+    if spec.distribution == "randint":
+        lo, count = randint_bounds(spec)
+        p0, p1 = lo, count - 1
+    elif spec.distribution == "uniform":
+        p0, p1 = spec.low, spec.high
+    else:
+        p0, p1 = spec.mean, spec.std
+    data = arrays.runtime().random_input(spec.shape, kind, spec.distribution, spec.seed, p0, p1)
+    return arrays.Tensor(data, kind)

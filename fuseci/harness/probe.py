@@ -27,7 +27,7 @@ class ProbeFailure:
     """Why ``--probe`` failed, as its record says (strings, so the JSON stays readable)."""
 
     NO_CUPY = "no-cupy"
-    """CuPy cannot be imported."""
+    """Neither runtime can be imported (CuPy, or PyTorch with CUDA where CuPy is not installed)."""
     NO_DEVICE = "no-device"
     """CuPy sees no CUDA device, or cannot ask (no driver, a driver too old for CuPy's CUDA)."""
     CUDA = "cuda-error"
@@ -66,7 +66,7 @@ def probe(record_path: Path) -> int:
         return code
 
     try:
-        arrays.cupy()
+        doc["runtime"] = arrays.runtime_name()
     except HarnessError as exc:
         return finish(EXIT_SETUP, ProbeFailure.NO_CUPY, str(exc))
     try:
@@ -80,13 +80,10 @@ def probe(record_path: Path) -> int:
         doc["seed"] = seed = int.from_bytes(os.urandom(8), "little") >> 1
         host = np.random.default_rng(seed).standard_normal(PROBE_ELEMENTS, dtype=np.float32)
         a, b = np.float32(0.75), np.float32(-0.5)
-        kernel = arrays.elementwise_kernel(
-            "float32 x, float32 a, float32 b", "float32 y", "y = a * x + b", "fuseci_probe"
-        )
         x = arrays.upload(host)  # a copy, not a kernel: the range below holds the probe's kernel only
         arrays.synchronize()
         with arrays.nvtx_range(doc["range"]):
-            y = kernel(x, a, b)
+            y = arrays.affine(x, float(a), float(b))
             arrays.synchronize()
         err = np.abs(arrays.host_float64(arrays.from_array(y)) - (a * host.astype(np.float64) + b))
         doc["max_abs_err"] = max_err = float(err.max())

@@ -104,7 +104,7 @@ def run_case(
     ``timing``; ``check=False`` (timing only) skips the correctness checks that the profiled run
     made, ``first_calls`` (timing only, without checks) still times each variant's first call
     (see :func:`run`). Foreign exceptions become an error record."""
-    frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get("cupy")}
+    frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get(arrays.runtime_name())}
     try:
         return _case_record(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
     except FuseciError as exc:

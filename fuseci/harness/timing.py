@@ -59,15 +59,6 @@ MIN_FILL_NS = 50_000
 FILL_OVER_CALL = 2
 MAX_FILL_NS = 5_000_000
 
-_SPIN_SOURCE = r"""
-extern "C" __global__ void fuseci_spin(const unsigned long long ns) {
-  // The GPU's nanosecond clock, not SM cycles: the spin lasts as long whatever the clocks do.
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
-}
-"""
-
 
 @dataclass(frozen=True, slots=True)
 class TimingOptions:
@@ -168,7 +159,7 @@ def time_case(
             turn += 1
     arrays.synchronize()
     fills = {v.id: np.uint64(fill_ns(statistics.median(returns.get(v.id, [0])))) for v in case.variants}
-    spin = arrays.raw_kernel(_SPIN_SOURCE, "fuseci_spin") if options.queue_fill else None
+    spin = arrays.spinner() if options.queue_fill else None
     events = {v.id: [(arrays.Event(), arrays.Event()) for _ in range(options.repeats)] for v in case.variants}
     for i in range(options.repeats):
         for v in case.variants:
@@ -176,7 +167,7 @@ def time_case(
             args = handed[v.id][turn % len(sets)]
             turn += 1
             if spin is not None:
-                spin((1,), (1,), (fills[v.id],))
+                spin(fills[v.id])
             start.record()
             calls[v.id].raw(args)
             end.record()
@@ -226,11 +217,11 @@ def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
     arrays.synchronize()
     host_ns = float(np.median(quiet))
     spin_ns = max(MIN_SPIN_NS, SPIN_OVER_CALL * int(host_ns))
-    spin = arrays.raw_kernel(_SPIN_SOURCE, "fuseci_spin")
+    spin = arrays.spinner()
     blocked = 0
     for _ in range(BLOCK_TRIALS):
         arrays.synchronize()
-        spin((1,), (1,), (np.uint64(spin_ns),))
+        spin(spin_ns)
         t0 = time.perf_counter_ns()
         call()
         waited = time.perf_counter_ns() - t0

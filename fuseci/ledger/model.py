@@ -5,10 +5,10 @@ implements and what it moved, and the graph's totals. Frozen data, built by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum
 
 
-class Kind(StrEnum):
+class Kind(str, Enum):
     """What a ledger row is."""
 
     TRITON = "triton"

@@ -1,8 +1,9 @@
 """Array frameworks and the device, in one place: the only part of the harness that imports
 CuPy, PyTorch or any other array library.
 
-- :mod:`.device`: CuPy as fuseci's own device runtime (inputs, comparisons, probes, events,
-  NVTX ranges, the memory pool, the device's facts);
+- :mod:`.device`: fuseci's own device runtime (inputs, comparisons, probes, events, NVTX
+  ranges, the memory pool, the device's facts): CuPy (:mod:`.device_cupy`), or PyTorch alone
+  (:mod:`.device_torch`, with :mod:`.philox_triton`) where CuPy is not installed;
 - :mod:`.frameworks`: the frameworks a suite's functions take their inputs in (CuPy, PyTorch),
   outputs taken back from any DLPack or CUDA Array Interface producer, and the watch for
   compilations (Triton, Inductor, ``torch.compile``);
@@ -13,6 +14,7 @@ CuPy, PyTorch or any other array library.
 from fuseci.harness.arrays.device import (
     DeviceMemoryError,
     Event,
+    affine,
     context_alive,
     copy,
     cupy,
@@ -23,7 +25,9 @@ from fuseci.harness.arrays.device import (
     free_pool,
     nvtx_range,
     open_context,
-    raw_kernel,
+    runtime,
+    runtime_name,
+    spinner,
     start_driver,
     stream_handle,
     synchronize,
@@ -55,6 +59,7 @@ __all__ = [
     "Event",
     "Framework",
     "Tensor",
+    "affine",
     "compare",
     "compiler_keys_ready",
     "context_alive",
@@ -72,7 +77,9 @@ __all__ = [
     "nvtx_range",
     "open_context",
     "own_copy",
-    "raw_kernel",
+    "runtime",
+    "runtime_name",
+    "spinner",
     "start_driver",
     "stream_handle",
     "synchronize",

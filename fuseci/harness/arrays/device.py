@@ -1,170 +1,159 @@
-"""The device, through CuPy: fuseci's own GPU work (inputs, comparisons, probes, timing) and
-the CUDA runtime facts it records. Only this package imports CuPy."""
+"""The device: fuseci's own GPU work (inputs, comparisons, probes, timing) and the CUDA facts it
+records, through one of two runtimes with the same functions:
+
+- CuPy (:mod:`.device_cupy`), when it can be imported: what fuseci always used;
+- PyTorch alone (:mod:`.device_torch`), for a project that installs PyTorch and not CuPy
+  (``pip install "fuseci[torch]"``): every suite whose functions all take torch tensors runs
+  with it, with the same inputs bit for bit.
+
+``FUSECI_RUNTIME=cupy`` or ``torch`` chooses one where both are installed (the ``gpu`` tests run
+both on one card). The choice is made once per process and recorded (``runtime`` in the run's
+environment).
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
 from fuseci.errors import HarnessError
+from fuseci.harness.arrays.device_errors import DeviceMemoryError
+
+#: The environment variable that chooses the runtime where both are installed.
+RUNTIME_ENV = "FUSECI_RUNTIME"
+RUNTIMES = ("cupy", "torch")
+
+
+@functools.cache
+def runtime() -> ModuleType:
+    """The runtime module of this process: ``FUSECI_RUNTIME``'s, else CuPy when it imports, else
+    PyTorch.
+
+    Raises:
+        HarnessError: ``FUSECI_RUNTIME`` names no runtime, or the runtime cannot be imported.
+    """
+    asked = os.environ.get(RUNTIME_ENV, "").strip().lower()
+    if asked and asked not in RUNTIMES:
+        raise HarnessError(f"{RUNTIME_ENV}={asked!r} names no runtime; use one of {', '.join(RUNTIMES)}, or unset it")
+    no_cupy = ""
+    if not asked:
+        try:
+            importlib.import_module("cupy")
+            asked = "cupy"
+        except ImportError as exc:
+            asked, no_cupy = "torch", str(exc)
+    module = importlib.import_module(f"fuseci.harness.arrays.device_{asked}")
+    try:
+        module.load()
+    except HarnessError as exc:
+        if not no_cupy:
+            raise
+        raise HarnessError(
+            f"neither CuPy ({no_cupy}) nor PyTorch with CUDA ({exc}) can be imported; "
+            "install fuseci with the cuda12 or cuda13 extra (CuPy), or the torch extra"
+        ) from None
+    return module
+
+
+def runtime_name() -> str:
+    """``cupy`` or ``torch``."""
+    return str(runtime().NAME)
 
 
 def cupy() -> Any:
-    """The CuPy module.
+    """The CuPy module (for CuPy arrays themselves: a suite whose functions take them).
 
     Raises:
         HarnessError: CuPy is not installed.
     """
-    try:
-        import cupy as cp
-    except ImportError as exc:
-        raise HarnessError(f"CuPy is not installed ({exc}); install fuseci with the cuda12 or cuda13 extra") from None
-    return cp
+    from fuseci.harness.arrays import device_cupy
+
+    return device_cupy.cupy()
 
 
-class DeviceMemoryError(HarnessError):
-    """The device has no room for an allocation fuseci itself makes."""
+def elementwise_kernel(in_params: str, out_params: str, operation: str, name: str, preamble: str = "") -> Any:
+    """A CuPy ``ElementwiseKernel`` (the CuPy runtime's inputs; cached)."""
+    from fuseci.harness.arrays import device_cupy
+
+    return device_cupy.elementwise_kernel(in_params, out_params, operation, name, preamble)
 
 
 def start_driver() -> None:
     """Start the CUDA driver and read the device, creating no context.
 
     Raises:
-        HarnessError: CUDA cannot start (no device, a driver too old for this CuPy, a lost GPU).
+        HarnessError: CUDA cannot start (no device, a driver too old, a lost GPU).
     """
-    cp = cupy()
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            raise HarnessError("CUDA sees no GPU; `fuseci doctor` checks the set-up")
-        cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())
-    except cp.cuda.runtime.CUDARuntimeError as exc:
-        raise HarnessError(f"CUDA cannot start: {exc}; `fuseci doctor` checks the set-up") from None
+    runtime().start_driver()
 
 
 def device_count() -> int:
     """GPUs CUDA sees.
 
     Raises:
-        Exception: whatever CuPy raises when the driver is absent or too old (the probe reports it).
+        Exception: whatever the runtime raises when the driver is absent or too old (the probe reports it).
     """
-    return int(cupy().cuda.runtime.getDeviceCount())
+    return int(runtime().device_count())
 
 
 def open_context() -> None:
-    """Create this process's CUDA context (``cudaFree(0)``, the customary way, and no more).
+    """Create this process's CUDA context.
 
     Raises:
         HarnessError: the context cannot be created.
     """
-    cp = cupy()
-    try:
-        cp.cuda.runtime.free(0)
-    except cp.cuda.runtime.CUDARuntimeError as exc:
-        raise HarnessError(
-            f"CUDA cannot create a context on this GPU: {exc}; `fuseci doctor` checks the set-up"
-        ) from None
+    runtime().open_context()
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, multiprocessors, L2 and memory size, and
-    the CUDA driver API and runtime versions."""
-    cp = cupy()
-    dev = cp.cuda.Device()
-    props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    return {
-        "gpu_name": name,
-        "compute_capability": f"{props['major']}.{props['minor']}",
-        "sm_count": int(props["multiProcessorCount"]),
-        "l2_bytes": int(props["l2CacheSize"]),
-        "memory_bytes": int(props["totalGlobalMem"]),
-        "cuda_driver_api": _cuda_version(cp.cuda.runtime.driverGetVersion()),
-        "cuda_runtime": _cuda_version(cp.cuda.runtime.runtimeGetVersion()),
-        "cupy_version": cp.__version__,
-    }
-
-
-def _cuda_version(v: int) -> str:
-    return f"{v // 1000}.{(v % 1000) // 10}"
+    """The current device's name, compute capability, multiprocessors, L2 and memory size, the
+    CUDA driver API and runtime versions, the runtime (and CuPy's version when it is CuPy)."""
+    return {**runtime().device_facts(), "runtime": runtime_name()}
 
 
 def stream_handle() -> int:
-    """The CUDA stream fuseci times and synchronises: CuPy's current stream (0: the legacy
-    default stream, where every framework launches unless told otherwise)."""
-    return int(cupy().cuda.get_current_stream().ptr)
+    """The CUDA stream fuseci times and synchronises (0: the legacy default stream, where every
+    framework launches unless told otherwise)."""
+    return int(runtime().stream_handle())
 
 
 def synchronize() -> None:
-    """Wait for everything queued on :func:`stream_handle` (and, for the legacy default stream,
-    on every blocking stream)."""
-    cupy().cuda.get_current_stream().synchronize()
+    """Wait for everything queued on :func:`stream_handle`."""
+    runtime().synchronize()
 
 
 def context_alive() -> bool:
     """False after a sticky CUDA error (illegal address, kernel fault): nothing works after one."""
-    cp = cupy()
-    try:
-        cp.cuda.runtime.deviceSynchronize()  # returns the sticky error, if there is one
-    except cp.cuda.runtime.CUDARuntimeError:
-        return False
-    return True
+    return bool(runtime().context_alive())
 
 
 def free_pool() -> None:
-    """Give CuPy's cached device memory back to the driver."""
-    cupy().get_default_memory_pool().free_all_blocks()
+    """Give the runtime's cached device memory back to the driver."""
+    runtime().free_pool()
 
 
 @contextmanager
 def poisoned_pool(byte: int) -> Iterator[None]:
-    """Fill every allocation CuPy's pool hands out with ``byte`` while the block runs."""
-    cp = cupy()
-    pool = cp.get_default_memory_pool()
-
-    def alloc(size: int) -> Any:
-        mem = pool.malloc(size)
-        if size:
-            mem.memset_async(byte, size)
-        return mem
-
-    pool.free_all_blocks()
-    cp.cuda.set_allocator(alloc)
-    try:
+    """Fill every allocation the runtime's own pool hands out with ``byte`` while the block runs."""
+    with runtime().poisoned_pool(byte):
         yield
-    finally:
-        cp.cuda.set_allocator(pool.malloc)
 
 
 def memset(address: int, byte: int, size: int) -> None:
-    """Fill ``size`` bytes of device memory at ``address`` (memory fuseci did not allocate, such
-    as a framework's cached blocks) with ``byte``, on :func:`stream_handle`."""
-    cp = cupy()
-    cp.cuda.runtime.memsetAsync(address, byte, size, cp.cuda.get_current_stream().ptr)
+    """Fill ``size`` bytes of device memory at ``address`` with ``byte``, on :func:`stream_handle`."""
+    runtime().memset(address, byte, size)
 
 
 @contextmanager
 def nvtx_range(name: str) -> Iterator[None]:
     """An NVTX push/pop range (ncu's ``--nvtx-include`` selects the kernels inside it)."""
-    cp = cupy()
-    cp.cuda.nvtx.RangePush(name)
-    try:
+    with runtime().nvtx_range(name):
         yield
-    finally:
-        cp.cuda.nvtx.RangePop()
-
-
-@functools.cache
-def elementwise_kernel(in_params: str, out_params: str, operation: str, name: str, preamble: str = "") -> Any:
-    """A CuPy ``ElementwiseKernel`` (cached: one compilation per process)."""
-    return cupy().ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
-
-
-@functools.cache
-def raw_kernel(source: str, name: str) -> Any:
-    """A CuPy ``RawKernel`` (cached)."""
-    return cupy().RawKernel(source, name)
 
 
 def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
@@ -173,35 +162,57 @@ def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
     Raises:
         DeviceMemoryError: it does not fit in device memory.
     """
-    cp = cupy()
-    try:
-        return cp.empty(shape, dtype=storage)
-    except cp.cuda.memory.OutOfMemoryError as exc:
-        raise DeviceMemoryError(f"cannot allocate {what} on the GPU ({exc})") from None
+    return runtime().empty(shape, storage, what)
 
 
 def upload(host: Any) -> Any:
     """A NumPy array copied to the device (a copy, no kernel)."""
-    return cupy().asarray(host)
+    return runtime().upload(host)
 
 
 def copy(dst: Any, src: Any) -> None:
     """Device-to-device copy, on :func:`stream_handle`."""
-    cupy().copyto(dst, src)
+    runtime().copy(dst, src)
 
 
-class Event:
-    """A CUDA event on :func:`stream_handle`."""
+def Event() -> Any:
+    """A CUDA event on :func:`stream_handle`: ``record()``, ``ms_since(start)``."""
+    return runtime().Event()
 
-    __slots__ = ("_event",)
 
-    def __init__(self) -> None:
-        self._event = cupy().cuda.Event()
+def spinner() -> Any:
+    """A function queuing one kernel that spins ``ns`` nanoseconds of the GPU's clock."""
+    return runtime().spinner()
 
-    def record(self) -> None:
-        """Record it on fuseci's stream."""
-        self._event.record(cupy().cuda.get_current_stream())
 
-    def ms_since(self, start: Event) -> float:
-        """Milliseconds from ``start`` to this event (both recorded and complete)."""
-        return float(cupy().cuda.get_elapsed_time(start._event, self._event))
+def affine(x: Any, a: float, b: float) -> Any:
+    """``a * x + b`` in one kernel (``fuseci doctor``'s probe)."""
+    return runtime().affine(x, a, b)
+
+
+__all__ = [
+    "RUNTIMES",
+    "RUNTIME_ENV",
+    "DeviceMemoryError",
+    "Event",
+    "affine",
+    "context_alive",
+    "copy",
+    "cupy",
+    "device_count",
+    "device_facts",
+    "elementwise_kernel",
+    "empty",
+    "free_pool",
+    "memset",
+    "nvtx_range",
+    "open_context",
+    "poisoned_pool",
+    "runtime",
+    "runtime_name",
+    "spinner",
+    "start_driver",
+    "stream_handle",
+    "synchronize",
+    "upload",
+]

@@ -55,7 +55,7 @@ class Framework:
 
     def hand(self, t: Tensor) -> Any:
         """``t`` as this framework's array, on the same memory."""
-        return t.data
+        return t.data if device.runtime_name() == "cupy" else device.cupy().from_dlpack(t.data)
 
     def before_call(self) -> None:
         """Called before each call of a function of this framework."""
@@ -121,6 +121,8 @@ class Torch(Framework):
 
     def hand(self, t: Tensor) -> Any:
         torch = self._torch()
+        if isinstance(t.data, torch.Tensor):  # the PyTorch runtime's own tensor
+            return t.data.view(getattr(torch, t.dtype.name)) if t.dtype.minifloat is not None else t.data
         if t.dtype.minifloat is None:
             return torch.from_dlpack(t.data)
         bits = t.data.view("int16" if t.dtype.itemsize == 2 else "int8")  # DLPack carries signed bits everywhere
@@ -380,9 +382,8 @@ def _take_one(o: Any, who: str) -> Tensor:
     if hasattr(o, "__dlpack__") and hasattr(o, "__dlpack_device__"):
         return _take_dlpack(o, who)
     if hasattr(o, "__cuda_array_interface__"):
-        cp = device.cupy()
         try:
-            return from_array(cp.asarray(o))
+            return from_array(device.runtime().from_cuda_array_interface(o))
         except Exception as exc:  # a malformed interface: any producer may get it wrong
             raise HarnessError(f"{who}: cannot read its CUDA Array Interface ({type(exc).__name__}: {exc})") from None
     raise HarnessError(f"{who} is {type(o).__name__}; {_ACCEPTED}")
@@ -397,6 +398,8 @@ def _take_torch(o: Any, who: str) -> Tensor:
     t = o.detach()  # DLPack refuses tensors that require grad
     name = str(t.dtype).removeprefix("torch.")
     known = DTYPES.get(name)
+    if device.runtime_name() == "torch":
+        return from_array(t)
     if known is not None and known.minifloat is not None:
         bits = t.view(torch.int16 if known.itemsize == 2 else torch.int8)
         return Tensor(device.cupy().from_dlpack(bits).view(known.storage), known)
@@ -418,7 +421,7 @@ def _take_dlpack(o: Any, who: str) -> Tensor:
 
         return from_array(np.from_dlpack(o))
     try:
-        return from_array(device.cupy().from_dlpack(o))
+        return from_array(device.runtime().from_dlpack(o))
     except Exception as exc:  # a dtype CuPy has no type for (bfloat16, float8)? PyTorch has
         torch = sys.modules.get("torch")
         if torch is not None:

@@ -1,6 +1,6 @@
-"""A tensor as fuseci holds it: a CuPy array of the element type's storage (raw bits for
-bfloat16 and float8) and the element type; and what fuseci does with one (float64 values,
-comparison, host copies)."""
+"""A tensor as fuseci holds it: a device array of the runtime's (a CuPy array, or a torch tensor
+for the PyTorch runtime) of the element type's storage (raw bits for bfloat16 and float8) and
+the element type; and what fuseci does with one (float64 values, comparison, host copies)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ class Tensor:
     """An input or an output, on the device (or, for a reference computed in NumPy, the host)."""
 
     data: Any
-    """A CuPy array of :attr:`DType.storage` (a NumPy array when it lives on the host)."""
+    """A device array of :attr:`DType.storage` (CuPy's or torch's, as the runtime is; a NumPy
+    array when it lives on the host)."""
     dtype: DType
     """Its element type."""
 
@@ -33,7 +34,10 @@ class Tensor:
     @property
     def size(self) -> int:
         """Elements it holds."""
-        return int(self.data.size)
+        n = 1
+        for d in self.data.shape:
+            n *= int(d)
+        return n
 
     @property
     def on_host(self) -> bool:
@@ -52,35 +56,43 @@ def native_dtype(name: str, itemsize: int, kind: str) -> DType:
 
 
 def from_array(a: Any) -> Tensor:
-    """A CuPy or NumPy array as a tensor; one of an ``ml_dtypes`` type (bfloat16, float8) is
-    viewed as its raw bits."""
+    """A CuPy or NumPy array, or a torch tensor of the PyTorch runtime, as a tensor; one of an
+    ``ml_dtypes`` type (bfloat16, float8) is viewed as its raw bits."""
+    if type(a).__module__.split(".")[0] == "torch":
+        return _from_torch(a)
     dt = native_dtype(str(a.dtype), int(a.dtype.itemsize), str(a.dtype.kind))
     if dt.minifloat is not None and str(a.dtype) != dt.storage:
         a = a.view(dt.storage)
     return Tensor(a, dt)
 
 
-def _decoder(dt: DType) -> Any:
-    fmt = dt.minifloat
-    assert fmt is not None
-    return device.elementwise_kernel(
-        "T x",
-        "float64 y",
-        f"y = {minifloat.decode_name(fmt)}((unsigned int)x)",
-        f"fuseci_decode_{dt.name}",
-        preamble=minifloat.cuda_source(fmt),
+def _from_torch(a: Any) -> Tensor:
+    """A torch tensor (the PyTorch runtime's array) as a tensor: bfloat16 and float8 as raw bits."""
+    import torch
+
+    name = str(a.dtype).removeprefix("torch.")
+    known = dtype_of(name)
+    if known is not None and known.minifloat is not None:
+        return Tensor(a.view(torch.uint16 if known.itemsize == 2 else torch.uint8), known)
+    if a.dtype == torch.bool:
+        a = a.view(torch.uint8)
+        name = "uint8"
+    kind = (
+        "f" if a.dtype.is_floating_point else ("c" if a.dtype.is_complex else ("u" if name.startswith("uint") else "i"))
     )
+    return Tensor(a, native_dtype(name, int(a.element_size()), kind))
 
 
 def float64(t: Tensor) -> Any:
-    """Its exact values as a float64 CuPy array (uploaded when on the host)."""
-    cp = device.cupy()
-    data = cp.asarray(t.data)
-    if t.dtype.minifloat is not None:
-        return _decoder(t.dtype)(data)
+    """Its exact values as a float64 device array (uploaded when on the host)."""
+    rt = device.runtime()
+    data = rt.to_device(t.data)
+    fmt = t.dtype.minifloat
+    if fmt is not None:
+        return rt.decode_minifloat(data, minifloat.cuda_source(fmt), minifloat.decode_name(fmt), t.dtype.name)
     if t.dtype.kind == "complex":
         raise ValueError(f"{t.dtype.name} outputs cannot be compared as real numbers")
-    return data.astype(cp.float64, copy=False)
+    return rt.astype_float64(data)
 
 
 def float64_tensor(t: Tensor) -> Tensor:
@@ -97,13 +109,13 @@ def host_float64(t: Tensor) -> Any:
         if t.dtype.minifloat is not None:
             return minifloat.decode_host(values, t.dtype.minifloat)
         return np.asarray(values).astype(np.float64)
-    return device.cupy().asnumpy(float64(t))
+    return device.runtime().asnumpy(float64(t))
 
 
 def own_copy(t: Tensor) -> Tensor:
     """A copy in memory fuseci owns: a framework's output buffer may be reused or overwritten by
     its next call (CUDA-graph outputs, cached allocations)."""
-    return Tensor(t.data.copy(), t.dtype)
+    return Tensor(t.data.copy() if t.on_host else device.runtime().clone(t.data), t.dtype)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,20 +141,20 @@ def compare(out: Tensor, expected: Tensor, rtol: float, atol: float) -> Differen
     """``|out - expected| <= atol + rtol * |expected|`` elementwise, in float64 on the GPU."""
     import math
 
-    cp = device.cupy()
+    xp = device.runtime().xp()
     o = float64(out).ravel()
     e = float64(expected).ravel()
-    diff = cp.abs(o - e)
-    diff = cp.where(cp.isfinite(diff), diff, cp.inf)  # NaN compares as the worst possible error
-    bad = ~(diff <= atol + rtol * cp.abs(e))
-    worst = int(cp.argmax(diff))
-    ref_norm = float(cp.linalg.norm(e))
-    err_norm = float(cp.linalg.norm(cp.where(cp.isinf(diff), cp.inf, o - e)))
+    diff = xp.abs(o - e)
+    diff = xp.where(xp.isfinite(diff), diff, math.inf)  # NaN compares as the worst possible error
+    bad = ~(diff <= atol + rtol * xp.abs(e))
+    worst = int(xp.argmax(diff))
+    ref_norm = float(xp.linalg.norm(e))
+    err_norm = float(xp.linalg.norm(xp.where(xp.isinf(diff), math.inf, o - e)))
     return Difference(
         mismatches=int(bad.sum()),
-        elements=int(o.size),
+        elements=int(o.shape[0]),
         max_abs_err=float(diff[worst]),
         rel_l2_err=err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf),
         worst_index=worst,
-        nan_count=int((cp.isnan(o) & ~cp.isnan(e)).sum()),
+        nan_count=int((xp.isnan(o) & ~xp.isnan(e)).sum()),
     )

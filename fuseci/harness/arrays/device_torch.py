@@ -1,0 +1,340 @@
+"""The device through PyTorch alone: fuseci's own GPU work (inputs, comparisons, probes, timing)
+and the CUDA facts it records, for a project that installs PyTorch and not CuPy
+(:mod:`fuseci.harness.arrays.device` chooses). The same functions as
+:mod:`fuseci.harness.arrays.device_cupy`, on torch tensors: inputs are the same bits
+(:mod:`fuseci.harness.arrays.philox_triton`), memory comes from torch's caching allocator, and
+the spin kernel that fills the launch queue is Triton's."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fuseci.errors import HarnessError
+from fuseci.harness.arrays.device_errors import DeviceMemoryError
+
+#: The runtime's name, as ``FUSECI_RUNTIME`` and the records say it.
+NAME = "torch"
+
+#: NumPy dtype names (fuseci's storage types) and torch's.
+_STORAGE = {
+    "float64": "float64",
+    "float32": "float32",
+    "float16": "float16",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "bool": "bool",
+}
+
+
+def torch() -> Any:
+    """The torch module.
+
+    Raises:
+        HarnessError: PyTorch is not installed, or has no CUDA.
+    """
+    try:
+        import torch as t
+    except ImportError as exc:
+        raise HarnessError(f"PyTorch is not installed ({exc}); install fuseci with the torch extra") from None
+    return t
+
+
+def load() -> None:
+    """Import PyTorch (before the GPU's turn).
+
+    Raises:
+        HarnessError: it is not installed, or is a CPU build.
+    """
+    t = torch()
+    if t.version.cuda is None:
+        raise HarnessError(f"PyTorch {t.__version__} has no CUDA (a CPU build?); install a CUDA build")
+
+
+def storage_dtype(storage: str) -> Any:
+    """torch's dtype for NumPy dtype name ``storage``."""
+    try:
+        return getattr(torch(), _STORAGE[storage])
+    except (KeyError, AttributeError):
+        raise HarnessError(f"PyTorch has no dtype for {storage!r} arrays") from None
+
+
+def start_driver() -> None:
+    """Start the CUDA driver and read the device, creating no context.
+
+    Raises:
+        HarnessError: CUDA cannot start.
+    """
+    t = torch()
+    try:
+        if t.cuda.device_count() < 1:
+            raise HarnessError("CUDA sees no GPU; `fuseci doctor` checks the set-up")
+        t.cuda.get_device_properties(t.cuda.current_device())
+    except (RuntimeError, AssertionError) as exc:
+        raise HarnessError(f"CUDA cannot start: {exc}; `fuseci doctor` checks the set-up") from None
+
+
+def device_count() -> int:
+    """GPUs CUDA sees."""
+    return int(torch().cuda.device_count())
+
+
+def open_context() -> None:
+    """Create this process's CUDA context.
+
+    Raises:
+        HarnessError: the context cannot be created.
+    """
+    t = torch()
+    try:
+        t.cuda.init()
+        t.cuda.synchronize()
+    except RuntimeError as exc:
+        raise HarnessError(
+            f"CUDA cannot create a context on this GPU: {exc}; `fuseci doctor` checks the set-up"
+        ) from None
+
+
+def _driver_api_version() -> str:
+    """The CUDA driver API version (``cuDriverGetVersion``), or "unknown"."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        v = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(v)) != 0:
+            return "unknown"
+        return f"{v.value // 1000}.{(v.value % 1000) // 10}"
+    except OSError:
+        return "unknown"
+
+
+def device_facts() -> dict[str, Any]:
+    """The current device's name, compute capability, multiprocessors, L2 and memory size, and
+    the CUDA driver API and runtime versions (the runtime PyTorch was built with and ships)."""
+    t = torch()
+    props = t.cuda.get_device_properties(t.cuda.current_device())
+    return {
+        "gpu_name": str(props.name),
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": int(props.multi_processor_count),
+        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
+        "memory_bytes": int(props.total_memory),
+        "cuda_driver_api": _driver_api_version(),
+        "cuda_runtime": str(t.version.cuda),
+        "torch_version": str(t.__version__),
+    }
+
+
+def stream_handle() -> int:
+    """The CUDA stream fuseci times and synchronises: torch's current stream (0: the legacy
+    default stream, unless something set another)."""
+    return int(torch().cuda.current_stream().cuda_stream)
+
+
+def synchronize() -> None:
+    """Wait for everything queued on :func:`stream_handle`."""
+    torch().cuda.current_stream().synchronize()
+
+
+def context_alive() -> bool:
+    """False after a sticky CUDA error (illegal address, kernel fault)."""
+    try:
+        torch().cuda.synchronize()
+    except RuntimeError:
+        return False
+    return True
+
+
+def free_pool() -> None:
+    """Give torch's cached device memory back to the driver."""
+    torch().cuda.empty_cache()
+
+
+@contextmanager
+def poisoned_pool(byte: int) -> Iterator[None]:
+    """fuseci's own allocations come from torch's caching allocator, whose free memory the torch
+    framework fills before each checked call (:meth:`fuseci.harness.arrays.frameworks.Torch.poisoned`):
+    nothing more to do here."""
+    yield
+
+
+class _Memory:
+    """A CUDA Array Interface over raw device memory (torch makes a tensor view of it)."""
+
+    def __init__(self, address: int, size: int) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": (size,),
+            "typestr": "|u1",
+            "data": (address, False),
+            "version": 3,
+            "strides": None,
+        }
+
+
+def memset(address: int, byte: int, size: int) -> None:
+    """Fill ``size`` bytes of device memory at ``address`` with ``byte``, on :func:`stream_handle`."""
+    t = torch()
+    t.as_tensor(_Memory(address, size), device="cuda").fill_(byte)
+
+
+@contextmanager
+def nvtx_range(name: str) -> Iterator[None]:
+    """An NVTX push/pop range (ncu's ``--nvtx-include`` selects the kernels inside it)."""
+    nvtx = torch().cuda.nvtx
+    nvtx.range_push(name)
+    try:
+        yield
+    finally:
+        nvtx.range_pop()
+
+
+def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
+    """An uninitialised device tensor of NumPy dtype ``storage``.
+
+    Raises:
+        DeviceMemoryError: it does not fit in device memory.
+    """
+    t = torch()
+    try:
+        return t.empty(shape, dtype=storage_dtype(storage), device="cuda")
+    except t.cuda.OutOfMemoryError as exc:
+        raise DeviceMemoryError(f"cannot allocate {what} on the GPU ({' '.join(str(exc).split())[:200]})") from None
+
+
+def upload(host: Any) -> Any:
+    """A NumPy array copied to the device."""
+    return torch().from_numpy(host).to("cuda")
+
+
+def copy(dst: Any, src: Any) -> None:
+    """Device-to-device copy, on :func:`stream_handle`."""
+    dst.copy_(src)
+
+
+class Event:
+    """A CUDA event on :func:`stream_handle`."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = torch().cuda.Event(enable_timing=True)
+
+    def record(self) -> None:
+        """Record it on fuseci's stream."""
+        self._event.record(torch().cuda.current_stream())
+
+    def ms_since(self, start: Event) -> float:
+        """Milliseconds from ``start`` to this event (both recorded and complete)."""
+        return float(start._event.elapsed_time(self._event))
+
+
+def spinner() -> Any:
+    """A function that queues one kernel spinning ``ns`` nanoseconds of the GPU's clock on
+    :func:`stream_handle` (and returns at once)."""
+    from fuseci.harness.arrays import philox_triton
+
+    return philox_triton.spinner()
+
+
+def xp() -> Any:
+    """The array namespace fuseci's float64 comparisons use."""
+    return torch()
+
+
+def to_device(a: Any) -> Any:
+    """A NumPy array or torch tensor as a device tensor (uploaded when on the host)."""
+    t = torch()
+    return a if isinstance(a, t.Tensor) else t.as_tensor(a, device="cuda")
+
+
+def astype_float64(a: Any) -> Any:
+    """A real tensor's values in float64 (no copy when it is one)."""
+    return a.to(torch().float64)
+
+
+@functools.cache
+def _minifloat_dtypes() -> dict[str, Any]:
+    t = torch()
+    return {n: getattr(t, n) for n in ("bfloat16", "float8_e4m3fn", "float8_e5m2") if hasattr(t, n)}
+
+
+def decode_minifloat(bits: Any, decoder_source: str, decode_name: str, type_name: str) -> Any:
+    """Raw bits of a bfloat16 or float8 format read as exact float64 values (torch's own
+    conversion, exact for these formats; the CUDA source is CuPy's way and unused here)."""
+    del decoder_source, decode_name
+    try:
+        kind = _minifloat_dtypes()[type_name]
+    except KeyError:
+        raise HarnessError(f"this PyTorch has no {type_name} dtype to read such outputs with") from None
+    return bits.view(kind).to(torch().float64)
+
+
+def asnumpy(a: Any) -> Any:
+    """A device tensor copied to the host."""
+    return a.detach().cpu().numpy()
+
+
+def clone(a: Any) -> Any:
+    """A copy of a device tensor in new memory."""
+    return a.clone()
+
+
+def from_dlpack(o: Any) -> Any:
+    """A DLPack producer's device tensor, on the same memory."""
+    return torch().from_dlpack(o)
+
+
+def from_cuda_array_interface(o: Any) -> Any:
+    """A CUDA Array Interface producer's tensor, on the same memory."""
+    return torch().as_tensor(o, device="cuda")
+
+
+def affine(x: Any, a: float, b: float) -> Any:
+    """``a * x + b`` in one kernel (``fuseci doctor``'s probe)."""
+    t = torch()
+    return t.add(t.tensor(b, dtype=t.float32), x, alpha=a)
+
+
+def random_input(shape: tuple[int, ...], kind: Any, distribution: str, seed: int, p0: Any, p1: Any) -> Any:
+    """An input of fuseci dtype ``kind`` (its storage dtype, raw bits for bfloat16 and float8)
+    written from its seed, the same bits as the CuPy runtime's (see
+    :mod:`fuseci.harness.arrays.philox_triton`).
+
+    Raises:
+        DeviceMemoryError: it does not fit in device memory.
+    """
+    from fuseci.harness.arrays import philox_triton
+
+    t = torch()
+    n = 1
+    for d in shape:
+        n *= int(d)
+    out = empty((n,), kind.storage, f"an input of {n:,} {kind.name} elements")
+    storage = storage_dtype(kind.storage)
+    fmt = kind.minifloat
+    randint = distribution == "randint"
+
+    def convert(v: Any) -> Any:
+        if randint and not kind.is_float:
+            return v.to(storage)  # (T)v
+        if randint:
+            v = v.to(t.float64)  # (double)v
+        if kind.name == "float64":
+            return v
+        if not kind.is_float:
+            return v.to(t.int64).to(storage)  # (T)(long long)v
+        f = v.to(t.float32)
+        if fmt is not None:
+            return f.clamp_(-fmt.max_finite, fmt.max_finite).to(_minifloat_dtypes()[kind.name]).view(storage)
+        return f.to(storage)
+
+    philox_triton.fill(out, distribution, seed, p0, p1, convert)
+    return out.view(shape)

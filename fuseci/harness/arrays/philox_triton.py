@@ -1,0 +1,144 @@
+"""Input values and the spin kernel as Triton kernels, for the PyTorch runtime
+(:mod:`fuseci.harness.arrays.device_torch`): a project without CuPy gets the same inputs, bit
+for bit, as :mod:`fuseci.harness.inputs` writes with CuPy.
+
+Element ``i`` is the same pure function of ``(seed, i)``: Philox4x32-10 with the seed as its key
+and ``i`` as its counter, then the value its distribution asks for, computed in float64 (int64
+for ``randint``) with the operations the CUDA source uses, in the same order: the IEEE
+square root, libdevice's ``log`` and ``cospi``, and the fused multiply-adds NVRTC contracts
+``a + u * (b - a)`` and ``a + b * s * c`` into. The conversion to the input's dtype is torch's,
+which rounds as the CUDA casts do (to nearest even; bfloat16 and float8 clamped to the format's
+largest finite value first, as :mod:`fuseci.harness.arrays.minifloat` does). ``tests`` and the
+``gpu`` tests compare the two runtimes' inputs bit for bit on every dtype and distribution.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from typing import Any
+
+from fuseci.errors import HarnessError
+
+#: Elements computed per launch: the float64 values of a chunk are a temporary of 8 bytes each.
+CHUNK = 1 << 25
+_BLOCK = 1024
+_DISTRIBUTIONS = {"uniform": 0, "normal": 1, "randint": 2}
+
+
+def _bits(x: float) -> int:
+    """A float64's bits as a signed 64-bit integer (Triton types a Python float as float32)."""
+    return int(struct.unpack("<q", struct.pack("<d", float(x)))[0])
+
+
+def _signed(x: int) -> int:
+    """An unsigned 64-bit integer as the signed one with the same bits."""
+    x %= 1 << 64
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+@functools.cache
+def _kernels() -> tuple[Any, Any]:
+    """The Triton kernels (compiled at first use, then from Triton's cache)."""
+    try:
+        import triton
+        import triton.language as tl
+        from triton.language.extra import libdevice
+    except ImportError as exc:
+        raise HarnessError(
+            f"fuseci's PyTorch runtime makes its inputs with Triton, which cannot be imported ({exc}); "
+            "install Triton (it comes with PyTorch's CUDA wheels) or CuPy"
+        ) from None
+
+    @triton.jit
+    def values(out_ptr, n, start, seed_lo, seed_hi, p0_bits, p1_bits, DIST: tl.constexpr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        mask = offs < n
+        i = offs + start
+        c0 = (i & 0xFFFFFFFF).to(tl.uint32)
+        c1 = (i >> 32).to(tl.uint32)
+        c2 = tl.zeros_like(c0)
+        c3 = tl.zeros_like(c0)
+        k0 = seed_lo.to(tl.uint32)
+        k1 = seed_hi.to(tl.uint32)
+        for _ in tl.static_range(10):
+            hi0 = tl.umulhi(c0, 0xD2511F53)
+            lo0 = c0 * 0xD2511F53
+            hi1 = tl.umulhi(c2, 0xCD9E8D57)
+            lo1 = c2 * 0xCD9E8D57
+            c0 = hi1 ^ c1 ^ k0
+            c1 = lo1
+            c2 = hi0 ^ c3 ^ k1
+            c3 = lo0
+            k0 = k0 + 0x9E3779B9
+            k1 = k1 + 0xBB67AE85
+        w0 = (c0.to(tl.uint64) << 32) | c1.to(tl.uint64)
+        if DIST == 2:  # randint: lo + the high half of w0 * span (or w0 itself over 2**64 values)
+            lo = p0_bits.to(tl.uint64, bitcast=True)
+            span_m1 = p1_bits.to(tl.uint64, bitcast=True)
+            if p1_bits == -1:  # noqa: SIM108 (a statement: Triton's JIT compiles it to a branch)
+                off = w0
+            else:
+                off = libdevice.umul64hi(w0, span_m1 + 1)
+            v = (lo + off).to(tl.int64, bitcast=True)
+            tl.store(out_ptr + offs, v, mask=mask)
+        else:
+            a = p0_bits.to(tl.float64, bitcast=True)
+            b = p1_bits.to(tl.float64, bitcast=True)
+            u0 = (w0 >> 11).to(tl.float64) * 1.1102230246251565e-16
+            if DIST == 0:
+                v = tl.fma(u0, b - a, a)
+            else:
+                w1 = (c2.to(tl.uint64) << 32) | c3.to(tl.uint64)
+                u1 = (w1 >> 11).to(tl.float64) * 1.1102230246251565e-16
+                s = tl.sqrt_rn(-2.0 * libdevice.log(1.0 - u0))
+                v = tl.fma(b * s, libdevice.cospi(2.0 * u1), a)
+            tl.store(out_ptr + offs, v, mask=mask)
+
+    @triton.jit
+    def spin(ns, flag):  # type: ignore[no-untyped-def]
+        start = tl.inline_asm_elementwise(
+            "mov.u64 $0, %globaltimer;", "=l,l", [flag], dtype=tl.uint64, is_pure=False, pack=1
+        )
+        now = start
+        while now - start < ns.to(tl.uint64):
+            now = tl.inline_asm_elementwise(
+                "mov.u64 $0, %globaltimer;", "=l,l", [flag], dtype=tl.uint64, is_pure=False, pack=1
+            )
+
+    return values, spin
+
+
+def values(distribution: str, start: int, count: int, seed: int, p0: float | int, p1: float | int) -> Any:
+    """The float64 (int64 for ``randint``) values of elements ``start .. start + count - 1``, as
+    a torch tensor.
+
+    ``p0, p1``: low and high (``uniform``), mean and std (``normal``), or the first value and the
+    number of values less one (``randint``, as integers).
+    """
+    import torch
+
+    kernel, _ = _kernels()
+    dist = _DISTRIBUTIONS[distribution]
+    seed %= 1 << 64
+    randint = dist == _DISTRIBUTIONS["randint"]
+    out = torch.empty(count, dtype=torch.int64 if randint else torch.float64, device="cuda")
+    a, b = (_signed(int(p0)), _signed(int(p1))) if randint else (_bits(float(p0)), _bits(float(p1)))
+    grid = ((count + _BLOCK - 1) // _BLOCK,)
+    kernel[grid](out, count, start, seed & 0xFFFFFFFF, seed >> 32, a, b, DIST=dist, BLOCK=_BLOCK)
+    return out
+
+
+def fill(out: Any, distribution: str, seed: int, p0: float | int, p1: float | int, convert: Any) -> None:
+    """Write every element of the flat device tensor ``out`` (its storage dtype), :data:`CHUNK`
+    elements at a time: ``convert`` turns a chunk of :func:`values` into ``out``'s dtype."""
+    count = out.numel()
+    for start in range(0, count, CHUNK):
+        n = min(CHUNK, count - start)
+        out[start : start + n].copy_(convert(values(distribution, start, n, seed, p0, p1)))
+
+
+def spinner() -> Any:
+    """A function that queues one kernel spinning ``ns`` nanoseconds of the GPU's clock."""
+    _, kernel = _kernels()
+    return lambda ns: kernel[(1,)](int(ns), 0)
