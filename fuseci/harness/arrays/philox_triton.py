@@ -39,74 +39,19 @@ def _signed(x: int) -> int:
 
 @functools.cache
 def _kernels() -> tuple[Any, Any]:
-    """The Triton kernels (compiled at first use, then from Triton's cache)."""
+    """The Triton kernels (compiled at first use, then from Triton's cache).
+
+    Raises:
+        HarnessError: Triton cannot be imported.
+    """
     try:
-        import triton
-        import triton.language as tl
-        from triton.language.extra import libdevice
+        from fuseci.harness.arrays import triton_kernels
     except ImportError as exc:
         raise HarnessError(
             f"fuseci's PyTorch runtime makes its inputs with Triton, which cannot be imported ({exc}); "
             "install Triton (it comes with PyTorch's CUDA wheels) or CuPy"
         ) from None
-
-    @triton.jit
-    def values(out_ptr, n, start, seed_lo, seed_hi, p0_bits, p1_bits, DIST: tl.constexpr, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-        mask = offs < n
-        i = offs + start
-        c0 = (i & 0xFFFFFFFF).to(tl.uint32)
-        c1 = (i >> 32).to(tl.uint32)
-        c2 = tl.zeros_like(c0)
-        c3 = tl.zeros_like(c0)
-        k0 = seed_lo.to(tl.uint32)
-        k1 = seed_hi.to(tl.uint32)
-        for _ in tl.static_range(10):
-            hi0 = tl.umulhi(c0, 0xD2511F53)
-            lo0 = c0 * 0xD2511F53
-            hi1 = tl.umulhi(c2, 0xCD9E8D57)
-            lo1 = c2 * 0xCD9E8D57
-            c0 = hi1 ^ c1 ^ k0
-            c1 = lo1
-            c2 = hi0 ^ c3 ^ k1
-            c3 = lo0
-            k0 = k0 + 0x9E3779B9
-            k1 = k1 + 0xBB67AE85
-        w0 = (c0.to(tl.uint64) << 32) | c1.to(tl.uint64)
-        if DIST == 2:  # randint: lo + the high half of w0 * span (or w0 itself over 2**64 values)
-            lo = p0_bits.to(tl.uint64, bitcast=True)
-            span_m1 = p1_bits.to(tl.uint64, bitcast=True)
-            if p1_bits == -1:  # noqa: SIM108 (a statement: Triton's JIT compiles it to a branch)
-                off = w0
-            else:
-                off = libdevice.umul64hi(w0, span_m1 + 1)
-            v = (lo + off).to(tl.int64, bitcast=True)
-            tl.store(out_ptr + offs, v, mask=mask)
-        else:
-            a = p0_bits.to(tl.float64, bitcast=True)
-            b = p1_bits.to(tl.float64, bitcast=True)
-            u0 = (w0 >> 11).to(tl.float64) * 1.1102230246251565e-16
-            if DIST == 0:
-                v = tl.fma(u0, b - a, a)
-            else:
-                w1 = (c2.to(tl.uint64) << 32) | c3.to(tl.uint64)
-                u1 = (w1 >> 11).to(tl.float64) * 1.1102230246251565e-16
-                s = tl.sqrt_rn(-2.0 * libdevice.log(1.0 - u0))
-                v = tl.fma(b * s, libdevice.cospi(2.0 * u1), a)
-            tl.store(out_ptr + offs, v, mask=mask)
-
-    @triton.jit
-    def spin(ns, flag):  # type: ignore[no-untyped-def]
-        start = tl.inline_asm_elementwise(
-            "mov.u64 $0, %globaltimer;", "=l,l", [flag], dtype=tl.uint64, is_pure=False, pack=1
-        )
-        now = start
-        while now - start < ns.to(tl.uint64):
-            now = tl.inline_asm_elementwise(
-                "mov.u64 $0, %globaltimer;", "=l,l", [flag], dtype=tl.uint64, is_pure=False, pack=1
-            )
-
-    return values, spin
+    return triton_kernels.values, triton_kernels.spin
 
 
 def values(distribution: str, start: int, count: int, seed: int, p0: float | int, p1: float | int) -> Any:
