@@ -5,7 +5,7 @@ for bit, as :mod:`fuseci.harness.inputs` writes with CuPy.
 Element ``i`` is the same pure function of ``(seed, i)``: Philox4x32-10 with the seed as its key
 and ``i`` as its counter, then the value its distribution asks for, computed in float64 (int64
 for ``randint``) with the operations the CUDA source uses, in the same order: the IEEE
-square root, libdevice's ``log`` and ``cospi``, and the fused multiply-adds NVRTC contracts
+square root (libdevice's, correctly rounded), libdevice's ``log`` and ``cospi``, and the fused multiply-adds NVRTC contracts
 ``a + u * (b - a)`` and ``a + b * s * c`` into. The conversion to the input's dtype is torch's,
 which rounds as the CUDA casts do (to nearest even; bfloat16 and float8 clamped to the format's
 largest finite value first, as :mod:`fuseci.harness.arrays.minifloat` does). ``tests`` and the

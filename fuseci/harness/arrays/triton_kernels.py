@@ -61,7 +61,7 @@ def values(out_ptr, n, start, seed_lo, seed_hi, p0_bits, p1_bits, DIST: tl.const
         else:
             w1 = (c2.to(tl.uint64) << 32) | c3.to(tl.uint64)
             u1 = (w1 >> 11).to(tl.float64) * 1.1102230246251565e-16
-            s = tl.sqrt_rn(-2.0 * libdevice.log(1.0 - u0))
+            s = libdevice.sqrt(-2.0 * libdevice.log(1.0 - u0))
             v = tl.fma(b * s, libdevice.cospi(2.0 * u1), a)
         tl.store(out_ptr + offs, v, mask=mask)
 
