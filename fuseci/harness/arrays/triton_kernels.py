@@ -44,8 +44,8 @@ def values(out_ptr, n, start, seed_lo, seed_hi, p0_bits, p1_bits, DIST: tl.const
         k1 = k1 + 0xBB67AE85
     w0 = (c0.to(tl.uint64) << 32) | c1.to(tl.uint64)
     if DIST == 2:  # randint: lo + the high half of w0 * span (or w0 itself over 2**64 values)
-        lo = p0_bits.to(tl.uint64, bitcast=True)
-        span_m1 = p1_bits.to(tl.uint64, bitcast=True)
+        lo = p0_bits.to(tl.int64).to(tl.uint64, bitcast=True)
+        span_m1 = p1_bits.to(tl.int64).to(tl.uint64, bitcast=True)
         if p1_bits == -1:  # noqa: SIM108 (a statement: Triton's JIT compiles it to a branch)
             off = w0
         else:
@@ -53,8 +53,8 @@ def values(out_ptr, n, start, seed_lo, seed_hi, p0_bits, p1_bits, DIST: tl.const
         v = (lo + off).to(tl.int64, bitcast=True)
         tl.store(out_ptr + offs, v, mask=mask)
     else:
-        a = p0_bits.to(tl.float64, bitcast=True)
-        b = p1_bits.to(tl.float64, bitcast=True)
+        a = p0_bits.to(tl.int64).to(tl.float64, bitcast=True)
+        b = p1_bits.to(tl.int64).to(tl.float64, bitcast=True)
         u0 = (w0 >> 11).to(tl.float64) * 1.1102230246251565e-16
         if DIST == 0:
             v = tl.fma(u0, b - a, a)
