@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fuseci.harness",),
     ("fuseci.frames",),
     ("fuseci.measure.run",),
+    ("fuseci.ledger",),
     ("fuseci.judge",),
     ("fuseci.store",),
     ("fuseci.doctor",),
