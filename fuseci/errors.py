@@ -102,6 +102,11 @@ class BaselineError(FuseciError):
     """A baseline file is corrupt, from a newer fuseci, or cannot be written."""
 
 
+class LedgerError(FuseciError):
+    """Inductor's captured artifacts, ncu's kernel rows or a stored ledger cannot be read or put
+    together into a ledger."""
+
+
 class OutputError(FuseciError):
     """A report file asked for would replace one of the command's inputs (a baseline, a suite
     file, a report or its record, a results or run file being read)."""

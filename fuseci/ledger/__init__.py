@@ -3,4 +3,10 @@ nodes it implements (Inductor's provenance) and judged by the bytes it moves aga
 those nodes must move.
 
 - :mod:`.model`: the ledger's rows and totals, the data every other part passes around.
+- :mod:`.artifacts`: Inductor's captured artifacts, per compiled graph (and the caching choices
+  the ledger relies on).
+- :mod:`.wrapper`, :mod:`.graph`: the wrapper's calls and the post-grad graph, read as text.
+- :mod:`.boundary`: the tensors crossing each call, its minimum bytes, the graph's floor.
+- :mod:`.launches`: ncu's kernel rows and the call each belongs to.
+- :mod:`.build`: the ledger from a capture and the rows; :mod:`.store`: its JSON.
 """

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Annotated
+
+from pydantic import Field
+
+from fuseci import validation as v
 
 
 class Kind(str, Enum):
-    """What a ledger row is."""
+    """What a ledger row is (a ``str`` enum: ``enum.StrEnum`` is Python 3.11's, fuseci runs on 3.10)."""
 
     TRITON = "triton"
     """A kernel Inductor generated (one launch per call)."""
@@ -21,58 +26,62 @@ class Kind(str, Enum):
     a kernel launched outside Inductor's wrapper, provenance missing): kept, with a note."""
 
 
+#: How many of a thing a stored ledger may hold (rows, nodes of a row, graphs, notes).
+MAX_ITEMS = 100_000
+
+
 @dataclass(frozen=True, slots=True)
-class Node:
+class Node(v.Document):
     """A post-grad graph node a kernel implements."""
 
-    name: str
+    name: v.Name
     """The post-grad node's name (``add_2``); names change when the graph changes."""
-    op: str
+    op: v.Name
     """Its ATen target (``aten.add.Tensor``)."""
-    source: str
+    source: v.Text
     """The pre-grad node it came from (``layer_norm_1``), or ""."""
-    line: str
+    line: v.Text
     """The model source line it came from, as ``file:line: code`` (the innermost frame of its
     stack trace), or "" when Inductor recorded none. Stable across edits elsewhere in the model:
     the identity the gate matches nodes by (with :attr:`op`)."""
 
 
 @dataclass(frozen=True, slots=True)
-class Measured:
+class Measured(v.Document):
     """What a row's kernels moved and took, summed over their launches (ncu, one pass)."""
 
-    launches: int
-    dram_bytes: float
+    launches: v.Count
+    dram_bytes: v.Amount
     """DRAM bytes read and written."""
-    global_bytes: float
+    global_bytes: v.Amount
     """Global bytes loaded and stored through the LSU pipe (exact for a kernel that repeats its
     work; TMA loads are not counted)."""
-    l2_bytes: float
+    l2_bytes: v.Amount
     """L2 bytes the SMs requested (sectors read and written, 32 B each)."""
-    duration_ns: float
-    kernels: tuple[str, ...]
+    duration_ns: v.Amount
+    kernels: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)]
     """The names ncu saw, in launch order (distinct names only)."""
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class Row(v.Document):
     """One wrapper call of the compiled forward (or the untraced kernels)."""
 
-    graph: str
+    graph: v.Key
     """The compiled graph it belongs to, as Dynamo numbers it (``0/0``; a graph break makes ``1/0``)."""
-    kernel: str
+    kernel: v.Name
     """The Triton kernel's name (``triton_per_fused_add_native_layer_norm_view_1``) or the extern
     call (``extern_kernels.addmm``)."""
-    kind: Kind
-    nodes: tuple[Node, ...]
+    kind: Annotated[Kind, v.Choice(tuple(k.value for k in Kind), what="unknown row kind")]
+    nodes: Annotated[v.Items[Node], Field(max_length=MAX_ITEMS)]
     """The post-grad nodes it implements (views included)."""
     measured: Measured | None
     """None when no kernel in the range matched this call."""
-    min_bytes: int | None
+    min_bytes: v.Count | None
     """Each tensor crossing the call's boundary read or written once: inputs it reads from outside
     (graph inputs, weights, other calls' outputs) and outputs read outside it or returned. None
     when the shapes are unknown."""
-    note: str = ""
+    note: v.Text = ""
     """What is known to be missing or odd about this row, for the reader."""
 
     @property
@@ -84,20 +93,20 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Ledger:
+class Ledger(v.Document):
     """The ledger of one compiled forward."""
 
-    rows: tuple[Row, ...]
-    floor_bytes: int | None
+    rows: Annotated[v.Items[Row], Field(max_length=MAX_ITEMS)]
+    floor_bytes: v.Count | None
     """The graph's own floor: every graph input and weight read once and every output written once."""
-    graphs: tuple[str, ...]
+    graphs: Annotated[v.Items[v.Key], Field(max_length=MAX_ITEMS)]
     """The compiled graphs, in call order (more than one: graph breaks)."""
-    break_reasons: tuple[str, ...] = ()
+    break_reasons: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = ()
     """Dynamo's graph-break reasons, as it logged them."""
-    fusion_refusals: tuple[str, ...] = ()
+    fusion_refusals: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = ()
     """Inductor's reasons for not fusing two nodes, as it logged them (normalised: no node
     numbers), one per distinct reason."""
-    notes: tuple[str, ...] = field(default=())
+    notes: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = field(default=())
     """Whole-ledger notes (CUDA graphs, dynamic shapes: several graphs for one frame)."""
 
     @property

@@ -1,0 +1,204 @@
+"""The ledger of a compiled forward, put together from its capture (Inductor's provenance,
+:mod:`.artifacts`) and ncu's kernel rows of its range (:mod:`.launches`).
+
+One row per call of each graph's wrapper (:mod:`.wrapper`), graphs in the order they were
+compiled (a graph break's second graph after the first; a tensor passed between them is written
+by one and read by the other, so it counts at both): the post-grad nodes the call implements,
+each with its ATen op, pre-grad source node and model source line; its minimum bytes
+(:mod:`.boundary`); and what the kernels ncu attributed to it moved. Kernels in the range that
+no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance, no post-grad
+graph, no kernel matched) leaves a row with what is known and a note, never a failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from fuseci.ledger.artifacts import Capture, CompiledGraph
+from fuseci.ledger.boundary import Boundary, boundaries, floor, implemented
+from fuseci.ledger.graph import PostGradGraph, parse_graph, source_line
+from fuseci.ledger.launches import Attribution, KernelRow, attribute, measured
+from fuseci.ledger.model import Kind, Ledger, Node, Row
+from fuseci.ledger.wrapper import Call, Wrapper, parse_wrapper
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]*\n(?P<code>[^\n]*)')
+
+COPY = "computes no node of the graph (a copy for a library call): its bytes are the buffers the wrapper passes it"
+NO_MAPPINGS = (
+    "no provenance for this graph: compile with provenance tracking on and without Inductor's caches "
+    "(an FX-graph-cache hit writes none)"
+)
+
+
+def innermost(trace: str) -> str:
+    """The innermost frame of a stack trace as a source line (``file:line: code``), or ""."""
+    frames = list(_FRAME.finditer(trace))
+    if not frames:
+        return ""
+    last = frames[-1]
+    return source_line(last["file"], last["line"], last["code"])
+
+
+def _nodes(graph: CompiledGraph, post_grad: PostGradGraph | None, call: Call) -> tuple[Node, ...]:
+    mapped = graph.calls_to_nodes.get(call.handle or "", ())
+    traces = graph.stack_traces.get(call.handle or "", ())
+    fallback = innermost(traces[0]) if len(traces) == 1 else ""
+    names = implemented(post_grad, mapped) if post_grad is not None else mapped
+    out = []
+    for name in names:
+        node = post_grad.nodes.get(name) if post_grad is not None else None
+        out.append(
+            Node(
+                name=name,
+                op=node.target if node is not None else "",
+                source=", ".join(graph.pre_grad.get(name, ())),
+                line=(node.line if node is not None else "") or fallback,
+            )
+        )
+    return tuple(out)
+
+
+def _computed(graph: CompiledGraph, wrapper: Wrapper, post_grad: PostGradGraph | None) -> list[Sequence[str] | None]:
+    """The nodes each call computes: its mapped ones, less, for a Triton kernel, those a library
+    call of the graph computes (Inductor maps a library call's node to the kernels that prepare
+    its inputs too: the layout copies before a convolution, the input of a custom op)."""
+    mapped = [
+        graph.calls_to_nodes.get(c.handle) if c.handle is not None and graph.has_mappings else None
+        for c in wrapper.calls
+    ]
+    if post_grad is None:
+        return list(mapped)
+    owned = {
+        n
+        for c, names in zip(wrapper.calls, mapped, strict=True)
+        if c.kind is Kind.EXTERN and names is not None
+        for n in names
+        if n in post_grad.nodes and not post_grad.nodes[n].is_view
+    }
+    return [
+        names if names is None or c.kind is Kind.EXTERN else tuple(n for n in names if n not in owned)
+        for c, names in zip(wrapper.calls, mapped, strict=True)
+    ]
+
+
+def _from_wrapper(call: Call, wrapper: Wrapper, post_grad: PostGradGraph) -> Boundary:
+    """A Triton kernel that computes no node of the graph (a layout copy): its boundary is the
+    buffers the wrapper passes it, each at its allocation's size."""
+    total: int | None = 0
+    for name in dict.fromkeys((*call.reads, *call.writes)):
+        size = wrapper.sizes.get(name, post_grad.nbytes(name) if name in post_grad.nodes else None)
+        total = None if total is None or size is None else total + size
+    return Boundary((), call.reads, call.writes, total)
+
+
+def _note(graph: CompiledGraph, call: Call, post_grad: PostGradGraph | None, matched: bool) -> str:
+    notes = []
+    if not graph.has_mappings:
+        notes.append(NO_MAPPINGS)
+    elif call.handle is None:
+        notes.append("the wrapper gives this call no provenance handle")
+    elif call.handle not in graph.calls_to_nodes:
+        notes.append(f"no node mapping for {call.handle}")
+    elif post_grad is None:
+        notes.append("no post-grad graph in the capture: shapes unknown")
+    if not matched:
+        notes.append("no kernel in the profiled range matched this call")
+    return "; ".join(notes)
+
+
+def _graph_rows(
+    graph: CompiledGraph, wrapper: Wrapper, post_grad: PostGradGraph | None, found: Attribution
+) -> list[Row]:
+    computed = _computed(graph, wrapper, post_grad)
+    bounds = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
+    rows = []
+    for i, call in enumerate(wrapper.calls):
+        kernels = found.claimed.get((graph.id, i))
+        bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
+        if bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i]:
+            bound = _from_wrapper(call, wrapper, post_grad)
+            note = "; ".join(x for x in (note, COPY) if x)
+        rows.append(
+            Row(
+                graph=graph.id,
+                kernel=call.kernel,
+                kind=call.kind,
+                nodes=_nodes(graph, post_grad, call),
+                measured=measured(kernels) if kernels else None,
+                min_bytes=bound.min_bytes if bound is not None else None,
+                note=note,
+            )
+        )
+    return rows
+
+
+def _untraced(found: Attribution) -> Row:
+    graphs = {g for r in found.unclaimed if (g := _region(r)) is not None}
+    return Row(
+        graph=graphs.pop() if len(graphs) == 1 else "",
+        kernel="(untraced)",
+        kind=Kind.UNTRACED,
+        nodes=(),
+        measured=measured(found.unclaimed),
+        min_bytes=None,
+        note=f"{len(found.unclaimed)} kernel launch(es) that no wrapper call claims: " + "; ".join(found.why),
+    )
+
+
+def _region(row: KernelRow) -> str | None:
+    regions = [n.split(":", 1)[1].split(",")[0].strip() for n in row.nvtx if n.startswith("Torch-Compiled Region:")]
+    return regions[-1] if regions else None
+
+
+def _notes(capture: Capture, parsed: Mapping[str, Wrapper]) -> list[str]:
+    notes = []
+    frames: dict[str, list[str]] = {}
+    for graph in capture.graphs:
+        frames.setdefault(graph.id.split("/")[0], []).append(graph.id)
+        if graph.id not in parsed:
+            notes.append(f"graph {graph.id}: no output code in the capture, so its calls are unknown")
+    for frame, ids in frames.items():
+        if len(ids) > 1:
+            notes.append(
+                f"frame {frame} was compiled {len(ids)} times ({', '.join(ids)}): a recompilation "
+                "(dynamic shapes, or a guard that failed); each compile's calls are rows"
+            )
+    return notes
+
+
+def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
+    """The ledger of one compiled forward.
+
+    Args:
+        capture: Its provenance (:func:`fuseci.ledger.artifacts.read_capture`).
+        kernels: ncu's rows of the forward's range only
+            (:func:`fuseci.ledger.launches.in_range`).
+
+    Raises:
+        LedgerError: a graph's output code or post-grad graph is not the Python Inductor writes.
+    """
+    wrappers: dict[str, Wrapper] = {}
+    graphs: dict[str, PostGradGraph] = {}
+    for graph in capture.graphs:
+        if graph.output_code is not None:
+            wrappers[graph.id] = parse_wrapper(graph.output_code, f"graph {graph.id}'s output code")
+        if graph.post_grad is not None:
+            graphs[graph.id] = parse_graph(graph.post_grad, f"graph {graph.id}'s post-grad graph")
+    found = attribute(kernels, {gid: w.calls for gid, w in wrappers.items()})
+    rows: list[Row] = []
+    for graph in capture.graphs:
+        if graph.id in wrappers:
+            rows.extend(_graph_rows(graph, wrappers[graph.id], graphs.get(graph.id), found))
+    if found.unclaimed:
+        rows.append(_untraced(found))
+    floors = [floor(graphs[g.id]) if g.id in graphs else None for g in capture.graphs if g.id in wrappers]
+    total = None if not floors or any(f is None for f in floors) else sum(f for f in floors if f is not None)
+    return Ledger(
+        rows=tuple(rows),
+        floor_bytes=total,
+        graphs=tuple(g.id for g in capture.graphs),
+        break_reasons=capture.break_reasons,
+        fusion_refusals=capture.fusion_refusals,
+        notes=tuple(_notes(capture, wrappers)),
+    )

@@ -1,0 +1,212 @@
+"""ncu's per-kernel rows of a compiled forward, and which wrapper call each belongs to.
+
+A row is one kernel launch with its NVTX range stack, outermost first, as recorded under
+``torch.autograd.profiler.emit_nvtx()`` inside a range of the forward's own (``case.compiled``):
+``["case.compiled", "Torch-Compiled Region: 0/0, op_id = 2", "## Call CompiledFxGraph None ##,
+op_id = 5", "triton_per_fused_native_layer_norm_0, op_id = 6"]``. The innermost ``Torch-Compiled
+Region: F/C`` range names the compiled graph (a graph break's second graph runs inside the first
+one's region); each ``## Call CompiledFxGraph`` range inside it is one run of that graph's
+wrapper, and the range just below it is one call: a Triton kernel by its name, a library call by
+its ``aten::`` (or ``namespace::``) op, with the library's own ranges nested further down.
+
+Attribution (:func:`attribute`), within each run of a graph's wrapper, walks the wrapper's calls
+in order and the call ranges in order: a Triton call takes the next range of its kernel's name, a
+library call the next range of its op; a range skipped over, one of a graph with no wrapper, and
+a kernel outside any call range (CUDA-graph replay records none) are left unclaimed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuseci.errors import LedgerError
+from fuseci.ledger.model import Kind, Measured
+from fuseci.ledger.wrapper import Call
+from fuseci.store.versioned import read_bounded
+from fuseci.wording import shown
+
+#: The metrics of a row, by what the ledger sums: each is the sum of these ncu metrics.
+METRICS: dict[str, tuple[str, ...]] = {
+    "dram_bytes": ("dram__bytes_read.sum", "dram__bytes_write.sum"),
+    "global_bytes": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
+    "l2_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
+    "duration_ns": ("gpu__time_duration.sum",),
+}
+#: Bytes of an L2 sector.
+SECTOR_BYTES = 32
+MAX_BYTES = 256 << 20
+
+_RANGE = re.compile(r"^(?P<name>.*), op_id = (?P<id>\d+)$")
+_REGION = re.compile(r"^Torch-Compiled Region: (?P<graph>\d+/\d+)")
+_CALL = "## Call CompiledFxGraph"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRow:
+    """One kernel launch ncu profiled."""
+
+    id: int
+    kernel: str
+    """The name ncu gives it (cut short for long names)."""
+    nvtx: tuple[str, ...]
+    """Its NVTX range stack, outermost first."""
+    dram_bytes: float
+    global_bytes: float
+    l2_bytes: float
+    duration_ns: float
+
+
+def _range(text: str) -> tuple[str, int]:
+    m = _RANGE.match(text)
+    return (m["name"], int(m["id"])) if m else (text, -1)
+
+
+def _row(item: Any) -> KernelRow:
+    if not isinstance(item, dict):
+        raise ValueError(f"it is {shown(item)}, not an object")
+    ident, name, nvtx = item.get("id"), item.get("kernel"), item.get("nvtx")
+    if isinstance(ident, bool) or not isinstance(ident, int):
+        raise ValueError(f"id is {shown(ident)}, not an integer")
+    if not isinstance(name, str):
+        raise ValueError(f"kernel is {shown(name)}, not a kernel's name")
+    if isinstance(nvtx, str):
+        nvtx = [nvtx]
+    if not isinstance(nvtx, list) or not all(isinstance(s, str) for s in nvtx):
+        raise ValueError(f"nvtx is {shown(nvtx)}, not a list of NVTX ranges")
+    sums: dict[str, float] = {}
+    for what, metrics in METRICS.items():
+        total = 0.0
+        for metric in metrics:
+            value = item.get(metric)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{metric} is {shown(value)}, not a finite, non-negative number")
+            total += value
+        sums[what] = total
+    return KernelRow(
+        ident, name, tuple(nvtx), sums["dram_bytes"], sums["global_bytes"],
+        sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"],
+    )  # fmt: skip
+
+
+def kernel_rows(data: Any, where: str) -> tuple[KernelRow, ...]:
+    """ncu's rows from their parsed JSON: a list of objects with ``id``, ``kernel``, ``nvtx``
+    and the metrics of :data:`METRICS`.
+
+    Raises:
+        LedgerError: not a list, or a row that is not one, naming the row and the field.
+    """
+    if not isinstance(data, list):
+        raise LedgerError(f"{where}: {shown(data)}, not a list of ncu's kernel rows")
+    rows = []
+    for i, item in enumerate(data):
+        try:
+            rows.append(_row(item))
+        except ValueError as exc:
+            raise LedgerError(f"{where}: row [{i}]: {exc}; export the rows again from the report") from None
+    return tuple(rows)
+
+
+def read_kernel_rows(path: Path) -> tuple[KernelRow, ...]:
+    """Read ncu's rows from a JSON file (see :func:`kernel_rows`).
+
+    Raises:
+        LedgerError: unreadable, not JSON, or not rows.
+    """
+    try:
+        raw = read_bounded(path, MAX_BYTES)
+        return kernel_rows(json.loads(raw.decode("utf-8")), str(path))
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read the kernel rows: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise LedgerError(f"{path}: not JSON ({exc}), so not ncu's kernel rows") from None
+
+
+def in_range(rows: Sequence[KernelRow], name: str) -> tuple[KernelRow, ...]:
+    """The rows inside the NVTX range ``name`` (the forward's own: ``case.compiled``)."""
+    return tuple(r for r in rows if any(_range(n)[0] == name for n in r.nvtx))
+
+
+def measured(rows: Sequence[KernelRow]) -> Measured:
+    """What ``rows`` moved and took, summed."""
+    return Measured(
+        launches=len(rows),
+        dram_bytes=sum(r.dram_bytes for r in rows),
+        global_bytes=sum(r.global_bytes for r in rows),
+        l2_bytes=sum(r.l2_bytes for r in rows),
+        duration_ns=sum(r.duration_ns for r in rows),
+        kernels=tuple(dict.fromkeys(r.kernel for r in rows)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Which rows each call claimed."""
+
+    claimed: dict[tuple[str, int], list[KernelRow]] = field(default_factory=dict)
+    """(graph, index of the call in its wrapper) → its rows, over every run of the wrapper."""
+    unclaimed: list[KernelRow] = field(default_factory=list)
+    why: dict[str, None] = field(default_factory=dict)
+    """Why rows were left unclaimed, each reason once."""
+
+
+def _runs(
+    rows: Sequence[KernelRow], attribution: Attribution
+) -> dict[tuple[str, int], dict[tuple[str, int], list[KernelRow]]]:
+    """Rows grouped by (graph, run of its wrapper) and then by call range, in launch order."""
+    runs: dict[tuple[str, int], dict[tuple[str, int], list[KernelRow]]] = {}
+    for row in sorted(rows, key=lambda r: r.id):
+        region = max((i for i, n in enumerate(row.nvtx) if _REGION.match(n)), default=None)
+        if region is None:
+            attribution.unclaimed.append(row)
+            attribution.why["outside any Torch-Compiled Region (eager code between graphs)"] = None
+            continue
+        graph = _REGION.match(row.nvtx[region])["graph"]  # type: ignore[index]
+        call = next((i for i in range(region + 1, len(row.nvtx)) if row.nvtx[i].startswith(_CALL)), None)
+        if call is None or call + 1 >= len(row.nvtx):
+            attribution.unclaimed.append(row)
+            attribution.why[f"in graph {graph}'s region but in no call's range (CUDA-graph replay, say)"] = None
+            continue
+        run = runs.setdefault((graph, _range(row.nvtx[call])[1]), {})
+        run.setdefault(_range(row.nvtx[call + 1]), []).append(row)
+    return runs
+
+
+def _matches(call: Call, range_name: str) -> bool:
+    if call.kind is Kind.TRITON:
+        return range_name == call.kernel
+    return range_name.split("::")[-1] == call.op
+
+
+def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) -> Attribution:
+    """Which rows each call of each graph's wrapper accounts for (see the module docstring).
+
+    Args:
+        rows: The forward's rows (:func:`in_range`).
+        calls: Each graph's wrapper calls, by graph id.
+    """
+    out = Attribution()
+    for (graph, _), ranges in _runs(rows, out).items():
+        order = list(ranges.items())
+        if graph not in calls:
+            for _, kept in order:
+                out.unclaimed.extend(kept)
+            out.why[f"graph {graph} has no wrapper in the capture"] = None
+            continue
+        taken = [False] * len(order)
+        at = 0
+        for index, call in enumerate(calls[graph]):
+            hit = next((j for j in range(at, len(order)) if _matches(call, order[j][0][0])), None)
+            if hit is not None:
+                out.claimed.setdefault((graph, index), []).extend(order[hit][1])
+                taken[hit], at = True, hit + 1
+        for j, (key, kept) in enumerate(order):
+            if not taken[j]:
+                out.unclaimed.extend(kept)
+                out.why[f"range {key[0]!r} of graph {graph} matches no call of its wrapper"] = None
+    return out

@@ -1,0 +1,98 @@
+"""The ledger as a versioned JSON document, and back.
+
+The document is ``{"format": "fuseci-ledger", "format_version": 1, "fuseci_version": ...,
+"ledger": {...}}``, the ledger's members as :mod:`fuseci.ledger.model` declares them (its
+dataclasses are the document's declaration: reading validates every field of a file into them).
+Reading is :class:`fuseci.store.versioned.DocumentFormat`'s: bounded, a key named twice refused,
+the version checked; each failure one line naming the file and the place.
+
+Format history:
+    1: first version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from fuseci import __version__
+from fuseci import validation as v
+from fuseci.errors import LedgerError
+from fuseci.ledger.model import Ledger
+from fuseci.store.atomic import atomic_write_text
+from fuseci.store.versioned import DocumentFormat
+
+FORMAT = DocumentFormat(
+    what="ledger",
+    version=1,
+    name="fuseci-ledger",
+    fix="build it again from the capture and the profile",
+    error=LedgerError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerDocument(v.Document):
+    """A ledger file's members after ``format`` and ``format_version``."""
+
+    ledger: Ledger
+    fuseci_version: Annotated[str, Field(max_length=100)] = "?"
+
+
+def to_json(ledger: Ledger) -> dict[str, Any]:
+    """The document's body (without ``format`` and ``format_version``)."""
+    return {"fuseci_version": __version__, "ledger": dataclasses.asdict(ledger)}
+
+
+def dumps(ledger: Ledger) -> str:
+    """The exact text of a ledger file (sorted keys, a trailing newline).
+
+    Raises:
+        LedgerError: the text is over what a reader takes.
+    """
+    return FORMAT.dumps(to_json(ledger))
+
+
+def from_json(data: Any, path: Path | str) -> Ledger:
+    """A ledger from a parsed document.
+
+    Raises:
+        LedgerError: not a ledger, newer, or a value its format does not allow, naming the file,
+            the value's place and what is wrong.
+    """
+    body = {k: x for k, x in FORMAT.check(data, path).items() if k not in ("format", "format_version")}
+    try:
+        return v.validate(LedgerDocument, body).ledger
+    except v.Invalid as exc:
+        raise FORMAT.invalid(path, exc) from None
+
+
+def loads(text: str, path: Path | str) -> Ledger:
+    """A ledger from a file's text (see :func:`from_json`).
+
+    Raises:
+        LedgerError: not JSON, or not a ledger.
+    """
+    body = FORMAT.parse(text, path)
+    return from_json(body, path)
+
+
+def load(path: Path) -> Ledger:
+    """Read a ledger file.
+
+    Raises:
+        LedgerError: missing, unreadable, over the size limit, or not a ledger.
+    """
+    try:
+        return from_json(FORMAT.load(path), path)
+    except FileNotFoundError:
+        raise LedgerError(f"{path}: no ledger there; {FORMAT.fix}") from None
+
+
+def save(ledger: Ledger, path: Path) -> None:
+    """Write a ledger file atomically."""
+    atomic_write_text(path, dumps(ledger))
