@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fuseci.frames",),
     ("fuseci.measure.run",),
     ("fuseci.judge",),
+    ("fuseci.ledger",),
     ("fuseci.store",),
     ("fuseci.doctor",),
     ("fuseci.reporters",),
