@@ -183,12 +183,12 @@ def noisy(ledger: Ledger, seed: int = 0) -> Ledger:
 
 
 def with_measured(ledger: Ledger, kernel: str, **changes: float) -> Ledger:
-    """``ledger`` with the measurement of the row ``kernel`` changed."""
-    rows = []
-    for r in ledger.rows:
-        if r.kernel == kernel and r.measured is not None:
-            r = replace(r, measured=replace(r.measured, **changes))
-        rows.append(r)
+    """``ledger`` with the measurement of the first row of ``kernel`` changed."""
+    i = next(i for i, r in enumerate(ledger.rows) if r.kernel == kernel)
+    r = ledger.rows[i]
+    assert r.measured is not None
+    rows = list(ledger.rows)
+    rows[i] = replace(r, measured=replace(r.measured, **changes))
     return replace(ledger, rows=tuple(rows))
 
 

@@ -41,6 +41,8 @@ from fuseci.judge.verdict import Verdict
 from fuseci.ledger.match import Change, Matching, Regroup, labels, match
 from fuseci.ledger.model import Kind, Ledger, Measured, Row
 
+#: The text of a band that is a quantity's moving floor.
+_MOVING = "moving floor"
 #: Names listed in one message before "and N more".
 _LISTED = 6
 
@@ -129,7 +131,7 @@ def _floor(name: str) -> Tolerance:
     """The moving band of the catalogue's quantity ``name``: its moving floor."""
     entry = quantities.get(name)
     relative = entry.moving_floor if entry else 0.0
-    return Tolerance(f"±{relative:.0%} (moving floor)", relative)
+    return Tolerance(_MOVING, relative)
 
 
 def _default(name: str) -> Tolerance:
@@ -311,12 +313,17 @@ def _total_finding(
     return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, kernels, nodes)
 
 
+def _band(tol: Tolerance) -> str:
+    """``±0.5%``, ``±25% (moving floor)``."""
+    return f"{tol} ({_MOVING})" if tol.text == _MOVING else str(tol)
+
+
 def _row_finding(rule: Rule, unit: _Unit, before: float, now: float, tol: Tolerance) -> Finding:
     label = rule.label
     ratio = _ratio(unit)
     message = (
         f"{unit.name}: {label} rose from {rule.show(before)} to {rule.show(now)} ({_signed(rule, now - before)}; "
-        f"tolerance {tol}){ratio}"
+        f"tolerance {_band(tol)}){ratio}"
     )
     nodes = labels(n for r in unit.new for n in r.nodes)
     return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), nodes)
