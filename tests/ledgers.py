@@ -81,8 +81,13 @@ def row(graph: str, kernel: str, kind: Kind, nodes: tuple[Node, ...], m: Measure
     return Row(graph, kernel, kind, nodes, m, least)
 
 
-def addmm(name: str, source: str, n: int, figures: tuple[float, float, float, float], least: int, shift: int = 0) -> Row:
-    nodes = (node(name, "aten.addmm.default", source, n, shift), node(f"view_{name}", "aten.reshape.default", source, n, shift))
+def addmm(
+    name: str, source: str, n: int, figures: tuple[float, float, float, float], least: int, shift: int = 0
+) -> Row:
+    nodes = (
+        node(name, "aten.addmm.default", source, n, shift),
+        node(f"view_{name}", "aten.reshape.default", source, n, shift),
+    )
     gemm = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
     return row("0/0", "extern_kernels.addmm", Kind.EXTERN, nodes, measured(gemm, *figures), least)
 
@@ -134,7 +139,14 @@ def block(shift: int = 0) -> Ledger:
             measured("triton_per_fused_add_native_layer_norm_view_1", 34_478_848, 83_886_080, 50_502_016, 14_656),
             4 * ACT + 4096,
         ),
-        addmm("addmm_2", "linear_2", 20, (82_640_128, 1_048_576, 537_890_560, 126_720), ACT + 8 * MB + 8192 + 4 * ACT, s(20)),
+        addmm(
+            "addmm_2",
+            "linear_2",
+            20,
+            (82_640_128, 1_048_576, 537_890_560, 126_720),
+            ACT + 8 * MB + 8192 + 4 * ACT,
+            s(20),
+        ),
         row(
             "0/0",
             "triton_poi_fused_gelu_view_2",
@@ -143,12 +155,17 @@ def block(shift: int = 0) -> Ledger:
             measured("triton_poi_fused_gelu_view_2", 104_893_696, 134_217_728, 134_217_728, 52_544),
             8 * ACT,
         ),
-        addmm("addmm_3", "linear_3", 21, (94_169_600, 262_144, 388_799_616, 115_904), 4 * ACT + 8 * MB + 2048 + ACT, s(21)),
+        addmm(
+            "addmm_3", "linear_3", 21, (94_169_600, 262_144, 388_799_616, 115_904), 4 * ACT + 8 * MB + 2048 + ACT, s(21)
+        ),
         row(
             "0/0",
             "triton_poi_fused_add_view_3",
             Kind.TRITON,
-            (node("add_7", "aten.add.Tensor", "add_1", 21, s(21)), node("view_9", "aten.reshape.default", "linear_3", 21, s(21))),
+            (
+                node("add_7", "aten.add.Tensor", "add_1", 21, s(21)),
+                node("view_9", "aten.reshape.default", "linear_3", 21, s(21)),
+            ),
             measured("triton_poi_fused_add_view_3", 53_051_648, 67_108_864, 67_108_864, 17_888),
             3 * ACT,
         ),
@@ -215,7 +232,10 @@ def split_add_norm() -> Ledger:
     )
     later = tuple(replace(r, graph="1/0") for r in base.rows[5:])
     rows = (*base.rows[:4], add, norm, *later)
-    names = {"triton_poi_fused_gelu_view_2": "triton_poi_fused_gelu_view_1", "triton_poi_fused_add_view_3": "triton_poi_fused_add_view_2"}
+    names = {
+        "triton_poi_fused_gelu_view_2": "triton_poi_fused_gelu_view_1",
+        "triton_poi_fused_add_view_3": "triton_poi_fused_add_view_2",
+    }
     return renamed(
         replace(base, rows=rows, graphs=("0/0", "1/0"), break_reasons=("Call to `torch._dynamo.graph_break()`",)), names
     )

@@ -49,7 +49,9 @@ def test_the_merge_back_is_structural_not_a_regression() -> None:
 def test_a_new_copy_kernel_is_caught() -> None:
     v = judge(L.block(), L.with_copy())
     assert kinds(v) == [(FindingKind.NEW_KERNEL, Verdict.REGRESSED)]
-    assert v.findings[0].message.startswith("new kernel triton_poi_fused_clone_4 runs contiguous (block.py:16) (+33.6 MB")
+    assert v.findings[0].message.startswith(
+        "new kernel triton_poi_fused_clone_4 runs contiguous (block.py:16) (+33.6 MB"
+    )
 
 
 def test_a_new_kernel_allowed_by_the_suite_passes_with_a_note() -> None:

@@ -3,4 +3,7 @@ nodes it implements (Inductor's provenance) and judged by the bytes it moves aga
 those nodes must move.
 
 - :mod:`.model`: the ledger's rows and totals, the data every other part passes around.
+- :mod:`.match`: which rows of two ledgers are the same work (nodes known by line and op).
+- :mod:`.gate`: a ledger judged against its baseline's (:func:`.gate.judge`).
+- :mod:`.diff`: what an upgrade changed, node by node (:func:`.diff.diff`).
 """

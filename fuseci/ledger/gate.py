@@ -235,7 +235,9 @@ def _regroup_finding(group: Regroup, allowed: Sequence[re.Pattern[str]]) -> list
             return [_new_kernel(row, allowed) for row in new]
         case Change.MERGED:
             nodes = labels(n for r in old for n in r.nodes)
-            message = f"{_nodes(nodes)} ran in {_kernels(old)}; now together in {_kernels(new)}{_bytes_change(old, new)}"
+            message = (
+                f"{_nodes(nodes)} ran in {_kernels(old)}; now together in {_kernels(new)}{_bytes_change(old, new)}"
+            )
         case Change.CHANGED:
             nodes = labels(n for r in new for n in r.nodes)
             message = f"{_kernels(old)} now runs as {_kernels(new)}, with other nodes: {_nodes(nodes)}"
@@ -251,7 +253,11 @@ def _new_kernel(row: Row, allowed: Sequence[re.Pattern[str]]) -> Finding:
     by = next((p for p in allowed if p.fullmatch(row.kernel[:1000])), None)
     if by is not None:
         return Finding(
-            FindingKind.NEW_KERNEL, Verdict.WARN, f"{message}; allowed by allow_new {by.pattern!r}", (row.kernel,), nodes
+            FindingKind.NEW_KERNEL,
+            Verdict.WARN,
+            f"{message}; allowed by allow_new {by.pattern!r}",
+            (row.kernel,),
+            nodes,
         )
     return Finding(FindingKind.NEW_KERNEL, Verdict.REGRESSED, message, (row.kernel,), nodes)
 
@@ -404,4 +410,3 @@ def judge(
     findings += _refusals(baseline, current)
     regressed = [f for f in findings if f.verdict is Verdict.REGRESSED]
     return LedgerVerdict((*regressed, *(f for f in findings if f.verdict is not Verdict.REGRESSED)))
-
