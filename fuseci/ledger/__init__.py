@@ -9,4 +9,7 @@ those nodes must move.
 - :mod:`.boundary`: the tensors crossing each call, its minimum bytes, the graph's floor.
 - :mod:`.launches`: ncu's kernel rows and the call each belongs to.
 - :mod:`.build`: the ledger from a capture and the rows; :mod:`.store`: its JSON.
+- :mod:`.match`: which rows of two ledgers are the same work (nodes known by line and op).
+- :mod:`.gate`: a ledger judged against its baseline's (:func:`.gate.judge`).
+- :mod:`.diff`: what an upgrade changed, node by node (:func:`.diff.diff`).
 """

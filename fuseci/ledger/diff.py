@@ -1,0 +1,142 @@
+"""What an upgrade (another PyTorch, another Triton) did to a model's fusion: per node of the
+model, which nodes it ran with before and which now, with the bytes and time of the rows it ran
+in on each side.
+
+Nodes are known as :mod:`fuseci.ledger.match` knows them (``(line, op)``, views left out), and
+shown by :func:`fuseci.ledger.match.label` (``layer_norm_1 (block.py:19)``): the several ops of
+one pre-grad node that moved together are one change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fuseci.config import names, quantities
+from fuseci.ledger.match import Ident, identity, is_view, label
+from fuseci.ledger.model import Ledger, Row
+
+
+@dataclass(frozen=True, slots=True)
+class RowFigures:
+    """A row a node ran in, as the change shows it."""
+
+    kernel: str
+    dram_bytes: float | None
+    """None when nothing was measured for it."""
+    duration_ns: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """A node of the model whose company changed between two ledgers."""
+
+    node: str
+    """The node, as :func:`fuseci.ledger.match.label` names it."""
+    was_with: tuple[str, ...]
+    """The other nodes it ran with in the old ledger (empty: alone, or absent)."""
+    now_with: tuple[str, ...]
+    """Those it runs with now."""
+    before: tuple[RowFigures, ...]
+    """The rows it ran in (empty: the node was not in the old ledger)."""
+    after: tuple[RowFigures, ...]
+    """The rows it runs in now (empty: gone)."""
+
+    def line(self) -> str:
+        """One line for the terminal: ``add (block.py:17): was fused with layer_norm_1
+        (block.py:19) in k1 (34.5 MB, 14.7 µs); now alone in k2 (34.4 MB, 13.8 µs)``."""
+        if not self.before:
+            return f"{self.node}: new, in {_rows(self.after)}"
+        if not self.after:
+            return f"{self.node}: gone, was in {_rows(self.before)}"
+        was = f"was fused with {_names(self.was_with)}" if self.was_with else "ran alone"
+        now = f"now fused with {_names(self.now_with)}" if self.now_with else "now alone"
+        return f"{self.node}: {was} in {_rows(self.before)}; {now} in {_rows(self.after)}"
+
+
+def _names(items: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(items[:limit])
+    return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
+
+
+def _rows(rows: Sequence[RowFigures]) -> str:
+    return " + ".join(f"{r.kernel} ({_figures(r)})" for r in rows)
+
+
+def _figures(r: RowFigures) -> str:
+    if r.dram_bytes is None or r.duration_ns is None:
+        return "not measured"
+    dram = quantities.show(names.DRAM_BYTES, r.dram_bytes)
+    return f"{dram}, {quantities.show(names.DURATION, r.duration_ns)}"
+
+
+def _figures_of(row: Row) -> RowFigures:
+    m = row.measured
+    return RowFigures(row.kernel, m.dram_bytes if m else None, m.duration_ns if m else None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """Where each node of one ledger ran: its rows (by index) and the labels it ran with."""
+
+    rows: dict[str, tuple[int, ...]]
+    company: dict[str, tuple[str, ...]]
+
+
+def _side(ledger: Ledger) -> _Side:
+    rows: dict[str, list[int]] = {}
+    for i, row in enumerate(ledger.rows):
+        for node in row.nodes:
+            if not is_view(node):
+                rows.setdefault(label(node), [])
+                if i not in rows[label(node)]:
+                    rows[label(node)].append(i)
+    company = {
+        name: tuple(
+            dict.fromkeys(label(n) for i in where for n in ledger.rows[i].nodes if not is_view(n) and label(n) != name)
+        )
+        for name, where in rows.items()
+    }
+    return _Side({k: tuple(v) for k, v in rows.items()}, company)
+
+
+def _idents(ledger: Ledger) -> dict[str, frozenset[Ident]]:
+    out: dict[str, set[Ident]] = {}
+    for row in ledger.rows:
+        for node in row.nodes:
+            if not is_view(node):
+                out.setdefault(label(node), set()).add(identity(node))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
+    """Every node whose company changed from ``old`` to ``new`` (or that came or went), in the
+    order of ``new``'s rows, then ``old``'s.
+
+    A node's company is the set of other nodes in the rows it runs in; renamed kernels doing the
+    same work are no change.
+    """
+    a, b = _side(old), _side(new)
+    ids_old, ids_new = _idents(old), _idents(new)
+    order = list(dict.fromkeys([*b.rows, *a.rows]))
+    out = []
+    for name in order:
+        was, now = set(a.company.get(name, ())), set(b.company.get(name, ()))
+        if name in a.rows and name in b.rows and was == now and ids_old.get(name) == ids_new.get(name):
+            continue
+        out.append(
+            NodeChange(
+                node=name,
+                was_with=a.company.get(name, ()),
+                now_with=b.company.get(name, ()),
+                before=tuple(_figures_of(old.rows[i]) for i in a.rows.get(name, ())),
+                after=tuple(_figures_of(new.rows[i]) for i in b.rows.get(name, ())),
+            )
+        )
+    return out
+
+
+def diff_lines(changes: Sequence[NodeChange]) -> list[str]:
+    """The changes as lines for the terminal (one when nothing changed)."""
+    if not changes:
+        return ["no node of the model changed company"]
+    return [c.line() for c in changes]

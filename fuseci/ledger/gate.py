@@ -1,0 +1,412 @@
+"""A ledger judged against its baseline's: one :class:`Finding` per problem, and a verdict.
+
+What fails (``REGRESSED``):
+
+- **split**: work that ran as one kernel in the baseline now runs across several
+  (:attr:`fuseci.ledger.match.Change.SPLIT`);
+- **new kernel**: a row with no counterpart in the baseline (a copy a ``.contiguous()`` added),
+  unless its kernel's name matches one of ``allow_new``;
+- **bytes**: a counter of the forward's total, or of one row against its counterpart, grew beyond
+  its band (:class:`Bands`).
+
+What is noted (``WARN``, never a failure): **structural** changes that moved no bytes (kernels
+renamed, work merged, a different number of graphs, new graph breaks) and **fusion refusals**
+Inductor logged that the baseline's run did not.
+
+Bands (:meth:`Bands.default`, from the quantity catalogue, as :mod:`fuseci.judge.counters` judges
+a suite's variants): the global bytes the SMs ask for repeat to the byte on every kernel,
+libraries' included, so they are exact. L2 bytes requested move a little on generated kernels
+(the catalogue's tolerance) and by several percent on library ones, whose persistent and
+split-K schedules are decided at run time (the catalogue's moving floor). DRAM bytes are what
+the memory system did, not what the kernel asked for: a model's tensors fit in L2, so a row's
+DRAM bytes move with what the kernel before it left there (docs/BENCHMARKS.md, "Which counters
+repeat"), and every row gets the moving floor. A total's allowance is the sum of its rows'
+(each row's band times its baseline value), so identical work with normal noise passes, and
+growth that is not in a row reported already (a split's, a new kernel's) is reported once for
+the forward.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from fuseci.config import names, quantities
+from fuseci.config.policy import Band, Direction, Tolerance, parse_tolerance
+from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, SuiteError
+from fuseci.judge.verdict import Verdict
+from fuseci.ledger.match import Change, Matching, Regroup, labels, match
+from fuseci.ledger.model import Kind, Ledger, Measured, Row
+
+#: The text of a band that is a quantity's moving floor.
+_MOVING = "moving floor"
+#: Names listed in one message before "and N more".
+_LISTED = 6
+
+
+class FindingKind(enum.Enum):
+    """What a finding is about."""
+
+    SPLIT = "split"
+    NEW_KERNEL = "new kernel"
+    BYTES = "bytes"
+    STRUCTURAL = "structural"
+    FUSION_REFUSAL = "fusion refusal"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem or note of a ledger against its baseline's."""
+
+    kind: FindingKind
+    verdict: Verdict
+    """``REGRESSED``, or ``WARN`` for a note."""
+    message: str
+    """One line naming the nodes (by model line) and the kernels."""
+    kernels: tuple[str, ...] = ()
+    """The kernels it is about, baseline's first."""
+    nodes: tuple[str, ...] = ()
+    """The nodes it is about, as :func:`fuseci.ledger.match.label` names them."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerVerdict:
+    """Every finding of a ledger against its baseline's."""
+
+    findings: tuple[Finding, ...]
+    """Regressions first, then notes, each in the order of the forward."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """``REGRESSED`` if any finding regressed, else ``PASS`` (notes or not)."""
+        return Verdict.REGRESSED if self.regressions else Verdict.PASS
+
+    @property
+    def regressions(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.verdict is Verdict.REGRESSED)
+
+    @property
+    def notes(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.verdict is not Verdict.REGRESSED)
+
+    @property
+    def exit_code(self) -> int:
+        """1 on a regression, else 0."""
+        return EXIT_REGRESSION if self.regressions else EXIT_PASS
+
+
+def library(row: Row) -> bool:
+    """True for a row whose kernels a library chose at run time (extern calls, untraced kernels)."""
+    return row.kind is not Kind.TRITON
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """How far one counter of a row may grow against its baseline."""
+
+    label: str
+    """What messages call it (``global bytes``)."""
+    counter: str
+    """The catalogue's quantity it stands for (its unit in messages, its tolerances)."""
+    read: Callable[[Measured], float] = field(compare=False)
+    """The counter's value of a row's measurement."""
+    generated: Tolerance
+    """For Inductor's own kernels."""
+    library: Tolerance
+    """For extern and untraced rows."""
+
+    def tolerance(self, rows: Iterable[Row]) -> Tolerance:
+        """The band of ``rows`` together: the library's where any is a library row."""
+        return self.library if any(library(r) for r in rows) else self.generated
+
+    def show(self, value: float) -> str:
+        exact = self.generated.relative == 0.0
+        return quantities.show(self.counter, value, exact=exact)
+
+
+def _floor(name: str) -> Tolerance:
+    """The moving band of the catalogue's quantity ``name``: its moving floor."""
+    entry = quantities.get(name)
+    relative = entry.moving_floor if entry else 0.0
+    return Tolerance(_MOVING, relative)
+
+
+def _default(name: str) -> Tolerance:
+    entry = quantities.get(name)
+    return parse_tolerance(entry.default if entry and entry.default else "exact")
+
+
+@dataclass(frozen=True, slots=True)
+class Bands:
+    """The rules of the bytes a ledger's rows and totals may grow by."""
+
+    rules: tuple[Rule, ...]
+
+    @classmethod
+    def default(cls) -> Bands:
+        """The catalogue's: global bytes exact; L2 bytes at its tolerance, library rows at its
+        moving floor; DRAM bytes at the moving floor (see the module's docstring)."""
+        moving, exact = _floor(names.L2_READ_BYTES), _default(names.GLOBAL_LOAD_BYTES)
+        return cls(
+            (
+                Rule("global bytes", names.GLOBAL_LOAD_BYTES, _global, exact, exact),
+                Rule("DRAM bytes", names.DRAM_BYTES, _dram, moving, moving),
+                Rule("L2 bytes", names.L2_READ_BYTES, _l2, _default(names.L2_READ_BYTES), moving),
+            )
+        )
+
+
+def _global(m: Measured) -> float:
+    return m.global_bytes
+
+
+def _dram(m: Measured) -> float:
+    return m.dram_bytes
+
+
+def _l2(m: Measured) -> float:
+    return m.l2_bytes
+
+
+def _listed(items: Sequence[str], joiner: str = ", ") -> str:
+    shown = joiner.join(items[:_LISTED])
+    return f"{shown} and {len(items) - _LISTED} more" if len(items) > _LISTED else shown
+
+
+def _nodes(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(items) <= 1:
+        return "".join(items) or "no traced graph node"
+    if len(items) > _LISTED:
+        return f"{', '.join(items[:_LISTED])} and {len(items) - _LISTED} more"
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _kernels(rows: Sequence[Row]) -> str:
+    return _listed([r.kernel for r in rows], " + ")
+
+
+def _total(rows: Iterable[Row], read: Callable[[Measured], float]) -> float:
+    return math.fsum(read(r.measured) for r in rows if r.measured is not None)
+
+
+def _signed(rule: Rule, delta: float) -> str:
+    text = rule.show(abs(delta))
+    return f"{'+' if delta >= 0 else '-'}{text}"
+
+
+def _bytes_change(old: Sequence[Row], new: Sequence[Row]) -> str:
+    """`` (+33.6 MB global, +17.3 MB DRAM)``: what the rows ``new`` moved more than ``old``."""
+    parts = []
+    for name, read in (("global", _global), ("DRAM", _dram)):
+        delta = _total(new, read) - _total(old, read)
+        parts.append(f"{'+' if delta >= 0 else '-'}{quantities.show(names.DRAM_BYTES, abs(delta))} {name}")
+    return f" ({', '.join(parts)})"
+
+
+def _compile(allow_new: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    out = []
+    for i, pattern in enumerate(allow_new):
+        if not isinstance(pattern, str):
+            raise SuiteError(f"allow_new[{i}] is {type(pattern).__name__}, not a kernel-name pattern; write a string")
+        try:
+            out.append(re.compile(pattern))
+        except re.error as exc:
+            raise SuiteError(
+                f"allow_new[{i}] {pattern[:200]!r} is not a regular expression ({exc}); write one like "
+                "'triton_poi_fused_clone_.*'"
+            ) from exc
+    return tuple(out)
+
+
+def _regroup_finding(group: Regroup, allowed: Sequence[re.Pattern[str]]) -> list[Finding]:
+    """What one regrouping of rows says."""
+    old, new = group.baseline, group.current
+    kernels = tuple(r.kernel for r in (*old, *new))
+    match group.change:
+        case Change.SPLIT:
+            nodes = labels(n for r in old for n in r.nodes)
+            message = f"{_nodes(nodes)} ran in {_kernels(old)}; now in {_kernels(new)}{_bytes_change(old, new)}"
+            return [Finding(FindingKind.SPLIT, Verdict.REGRESSED, message, kernels, nodes)]
+        case Change.NEW:
+            return [_new_kernel(row, allowed) for row in new]
+        case Change.MERGED:
+            nodes = labels(n for r in old for n in r.nodes)
+            message = (
+                f"{_nodes(nodes)} ran in {_kernels(old)}; now together in {_kernels(new)}{_bytes_change(old, new)}"
+            )
+        case Change.CHANGED:
+            nodes = labels(n for r in new for n in r.nodes)
+            message = f"{_kernels(old)} now runs as {_kernels(new)}, with other nodes: {_nodes(nodes)}"
+        case Change.GONE:
+            nodes = labels(n for r in old for n in r.nodes)
+            message = f"{_kernels(old)} ({_nodes(nodes)}) no longer runs{_bytes_change(old, new)}"
+    return [Finding(FindingKind.STRUCTURAL, Verdict.WARN, message, kernels, nodes)]
+
+
+def _new_kernel(row: Row, allowed: Sequence[re.Pattern[str]]) -> Finding:
+    nodes = labels(row.nodes)
+    message = f"new kernel {row.kernel} runs {_nodes(nodes)}{_bytes_change((), (row,))}; the baseline has none like it"
+    by = next((p for p in allowed if p.fullmatch(row.kernel[:1000])), None)
+    if by is not None:
+        return Finding(
+            FindingKind.NEW_KERNEL,
+            Verdict.WARN,
+            f"{message}; allowed by allow_new {by.pattern!r}",
+            (row.kernel,),
+            nodes,
+        )
+    return Finding(FindingKind.NEW_KERNEL, Verdict.REGRESSED, message, (row.kernel,), nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """Rows judged together: a pair, or a merged or changed group."""
+
+    old: tuple[Row, ...]
+    new: tuple[Row, ...]
+
+    @property
+    def name(self) -> str:
+        before, now = _kernels(self.old), _kernels(self.new)
+        nodes = _nodes(labels(n for r in self.new for n in r.nodes))
+        return f"{now} ({nodes})" if before == now else f"{now} (was {before}; {nodes})"
+
+
+def _units(matching: Matching) -> list[_Unit]:
+    units = [_Unit((p.baseline,), (p.current,)) for p in matching.pairs]
+    units += [_Unit(g.baseline, g.current) for g in matching.regroups if g.change in (Change.MERGED, Change.CHANGED)]
+    return [u for u in units if all(r.measured is not None for r in (*u.old, *u.new))]
+
+
+def _bytes_findings(
+    baseline: Ledger, current: Ledger, matching: Matching, reported: Sequence[Regroup], bands: Bands
+) -> list[Finding]:
+    """Each counter of the forward's total, then of each row, against its band."""
+    units = _units(matching)
+    out = []
+    for rule in bands.rules:
+        grew: list[tuple[_Unit, float, float, Tolerance]] = []
+        allowance = 0.0
+        for u in units:
+            tol = rule.tolerance((*u.old, *u.new))
+            before, now = _total(u.old, rule.read), _total(u.new, rule.read)
+            allowance += (tol.relative or 0.0) * before
+            if tol.classify(before, now, Direction.LOWER_IS_BETTER) is Band.WORSE:
+                grew.append((u, before, now, tol))
+        was, total = _total(baseline.rows, rule.read), _total(current.rows, rule.read)
+        explained = math.fsum(_total(g.current, rule.read) - _total(g.baseline, rule.read) for g in reported)
+        if total - was - explained > allowance:
+            out.append(_total_finding(rule, was, total, allowance, grew))
+            continue
+        out += [_row_finding(rule, *g) for g in grew]
+    return out
+
+
+def _total_finding(
+    rule: Rule, was: float, total: float, allowance: float, grew: Sequence[tuple[_Unit, float, float, Tolerance]]
+) -> Finding:
+    label = rule.label
+    band = "exact" if allowance == 0 else f"its rows' bands allow {_signed(rule, allowance)}"
+    where = [f"{u.name} {_signed(rule, now - before)}" for u, before, now, _ in grew]
+    by = f"; in {_listed(where)}" if where else ""
+    message = f"the forward's {label} rose from {rule.show(was)} to {rule.show(total)} ({_signed(rule, total - was)}; {band}){by}"
+    kernels = tuple(r.kernel for u, *_ in grew for r in u.new)
+    nodes = tuple(dict.fromkeys(x for u, *_ in grew for x in labels(n for r in u.new for n in r.nodes)))
+    return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, kernels, nodes)
+
+
+def _band(tol: Tolerance) -> str:
+    """``±0.5%``, ``±25% (moving floor)``."""
+    return f"{tol} ({_MOVING})" if tol.text == _MOVING else str(tol)
+
+
+def _row_finding(rule: Rule, unit: _Unit, before: float, now: float, tol: Tolerance) -> Finding:
+    label = rule.label
+    ratio = _ratio(unit)
+    message = (
+        f"{unit.name}: {label} rose from {rule.show(before)} to {rule.show(now)} ({_signed(rule, now - before)}; "
+        f"tolerance {_band(tol)}){ratio}"
+    )
+    nodes = labels(n for r in unit.new for n in r.nodes)
+    return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), nodes)
+
+
+def _ratio(unit: _Unit) -> str:
+    """``; 1.25x its minimum, was 1.02x`` where both sides know their minimum."""
+    ratios = []
+    for rows in (unit.old, unit.new):
+        least = sum(r.min_bytes or 0 for r in rows)
+        if not least or any(r.min_bytes is None for r in rows):
+            return ""
+        ratios.append(_total(rows, _dram) / least)
+    return f"; DRAM {ratios[1]:.2f}x its minimum, was {ratios[0]:.2f}x"
+
+
+def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> list[Finding]:
+    out = []
+    renamed = [(p.baseline.kernel, p.current.kernel) for p in matching.pairs if p.baseline.kernel != p.current.kernel]
+    if renamed:
+        pairs = [f"{a} → {b}" for a, b in renamed]
+        out.append(
+            Finding(
+                FindingKind.STRUCTURAL,
+                Verdict.WARN,
+                f"{len(renamed)} kernel(s) renamed, same nodes: {_listed(pairs)}",
+                tuple(k for pair in renamed for k in pair),
+            )
+        )
+    if len(baseline.graphs) != len(current.graphs):
+        out.append(
+            Finding(
+                FindingKind.STRUCTURAL,
+                Verdict.WARN,
+                f"{len(current.graphs)} compiled graph(s), was {len(baseline.graphs)}",
+            )
+        )
+    known = set(baseline.break_reasons)
+    for reason in dict.fromkeys(r for r in current.break_reasons if r not in known):
+        out.append(Finding(FindingKind.STRUCTURAL, Verdict.WARN, f"a graph break the baseline did not have: {reason}"))
+    return out
+
+
+def _refusals(baseline: Ledger, current: Ledger) -> list[Finding]:
+    known = set(baseline.fusion_refusals)
+    return [
+        Finding(FindingKind.FUSION_REFUSAL, Verdict.WARN, f"Inductor now refuses a fusion: {reason}")
+        for reason in dict.fromkeys(current.fusion_refusals)
+        if reason not in known
+    ]
+
+
+def judge(
+    baseline: Ledger, current: Ledger, allow_new: Sequence[str] = (), bands: Bands | None = None
+) -> LedgerVerdict:
+    """``current`` judged against ``baseline``: splits, new kernels and grown bytes regress;
+    structural changes and new fusion refusals are noted.
+
+    Args:
+        baseline: the ledger recorded with the baseline.
+        current: this run's.
+        allow_new: regular expressions of kernel names a new row may have without failing (each
+            matched against the whole name).
+        bands: how far each counter may grow (default: :meth:`Bands.default`).
+
+    Raises:
+        SuiteError: a pattern of ``allow_new`` is not a regular expression.
+    """
+    allowed = _compile(allow_new)
+    matching = match(baseline, current)
+    findings: list[Finding] = []
+    for group in matching.regroups:
+        findings += _regroup_finding(group, allowed)
+    # A split's or a new kernel's bytes are its own finding's (or allowed): not the total's again.
+    reported = [g for g in matching.regroups if g.change in (Change.SPLIT, Change.NEW)]
+    findings += _bytes_findings(baseline, current, matching, reported, bands or Bands.default())
+    findings += _structure_notes(baseline, current, matching)
+    findings += _refusals(baseline, current)
+    regressed = [f for f in findings if f.verdict is Verdict.REGRESSED]
+    return LedgerVerdict((*regressed, *(f for f in findings if f.verdict is not Verdict.REGRESSED)))

@@ -1,0 +1,235 @@
+"""Which rows of two ledgers are the same work, across runs whose graphs differ.
+
+A post-grad node's name changes whenever the graph around it changes, so a node is known by
+``(line, op)``: the model source line it came from (its file and code, not its number: a line
+added above must not move every node below) and its ATen target (:func:`identity`). Views
+and aliases move no bytes and come and go with layouts, so they are left out (:data:`VIEW_OPS`);
+a ``clone`` is a copy and counts. A row is known by the set of its compute nodes' identities
+(:func:`row_identity`), extern rows included (``extern_kernels.addmm`` is its ``addmm`` node).
+
+Several nodes of a model share a line and an op (the adds of a norm and of a residual on one
+line), so an identity is not unique: rows are paired first by equal identity sets (same kernel
+name first, then in call order), and what is left is grouped into :class:`Regroup` components,
+rows linked by a shared identity. A component tells how the work was regrouped: one baseline
+row now in several (:attr:`Change.SPLIT`), several in one (:attr:`Change.MERGED`), a row with no
+counterpart (:attr:`Change.NEW`), and so on. Rows with no compute node (untraced kernels) pair
+by kernel name.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from fuseci.ledger.model import Ledger, Node, Row
+
+#: ATen ops that only re-describe memory (no bytes of their own); ``getitem`` picks an output of
+#: a multi-output node. ``clone`` is not one: it copies.
+VIEW_OPS = frozenset(
+    {
+        *("view", "reshape", "permute", "select", "transpose", "expand", "slice", "squeeze", "unsqueeze"),
+        *("alias", "_unsafe_view", "as_strided", "t", "getitem"),
+    }
+)
+
+Ident = tuple[str, str]
+"""A node's identity across runs: its source line and its op (``aten.add.Tensor``)."""
+
+_LOCATION = re.compile(r"^(.*?:\d+)(?::|$)")
+_LINE = re.compile(r"^(.*?):(\d+):\s?(.*)$", re.DOTALL)
+
+
+def op_name(op: str) -> str:
+    """An op's target as fuseci writes it: ``aten.add.Tensor`` (``torch.ops.`` left out)."""
+    return op.strip().removeprefix("torch.ops.")
+
+
+def op_base(op: str) -> str:
+    """An op's name without namespace or overload: ``add`` for ``aten.add.Tensor``,
+    ``getitem`` for ``operator.getitem``."""
+    parts = op_name(op).split(".")
+    if len(parts) >= 3:  # namespace.name.overload
+        return parts[1]
+    return parts[-1] if parts[0] in ("aten", "prims", "operator", "_operator") else parts[0]
+
+
+def is_view(node: Node) -> bool:
+    """True for a node that moves no bytes of its own (:data:`VIEW_OPS`)."""
+    return op_base(node.op) in VIEW_OPS
+
+
+def source_key(node: Node) -> str:
+    """The node's source line as its identity holds it: ``block.py: x = x + y`` of
+    ``block.py:17: x = x + y``. The number is left out so that a line added above does not move
+    every node below; the line as written where it has no code, the pre-grad node's name where
+    Inductor recorded no line."""
+    m = _LINE.match(node.line)
+    if m and m.group(3):
+        return f"{m.group(1)}: {m.group(3)}"
+    return node.line or f"<{node.source}>"
+
+
+def identity(node: Node) -> Ident:
+    """``(line, op)``: what stays of a node when the graph around it changes (:func:`source_key`)."""
+    return (source_key(node), op_name(node.op))
+
+
+def row_identity(row: Row) -> frozenset[Ident]:
+    """The identities of a row's compute nodes (views left out)."""
+    return frozenset(identity(n) for n in row.nodes if not is_view(n))
+
+
+def location(line: str) -> str:
+    """``block.py:17`` of ``block.py:17: x = x + y`` (the whole text when it has no ``:N``)."""
+    m = _LOCATION.match(line)
+    return m.group(1) if m else line
+
+
+#: Characters of a name or place kept in a label (they are user data: any length).
+_LABEL = 200
+
+
+def label(node: Node) -> str:
+    """A node as messages name it: its pre-grad name (else its op) and where it came from,
+    ``layer_norm_1 (block.py:19)``."""
+    name = (node.source or op_base(node.op))[:_LABEL]
+    return f"{name} ({location(node.line)[:_LABEL]})" if node.line else name
+
+
+def labels(nodes: Iterable[Node]) -> tuple[str, ...]:
+    """The distinct :func:`label` of ``nodes``' compute nodes, in order."""
+    return tuple(dict.fromkeys(label(n) for n in nodes if not is_view(n)))
+
+
+class Change(enum.Enum):
+    """How a component of rows without an equal counterpart was regrouped."""
+
+    SPLIT = "split"
+    """Fewer rows in the baseline than now: work that ran together now runs apart."""
+    MERGED = "merged"
+    """More rows in the baseline than now: work that ran apart now runs together."""
+    CHANGED = "changed"
+    """As many rows on each side, with other nodes (a node added, removed or moved)."""
+    NEW = "new"
+    """Rows with no counterpart in the baseline."""
+    GONE = "gone"
+    """Baseline rows with no counterpart now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A baseline row and the current row that does the same work (equal identity sets)."""
+
+    baseline: Row
+    current: Row
+
+
+@dataclass(frozen=True, slots=True)
+class Regroup:
+    """Rows of both ledgers linked by shared node identities, none with an equal counterpart."""
+
+    baseline: tuple[Row, ...]
+    current: tuple[Row, ...]
+
+    @property
+    def change(self) -> Change:
+        """How the work was regrouped."""
+        if not self.baseline:
+            return Change.NEW
+        if not self.current:
+            return Change.GONE
+        if len(self.current) > len(self.baseline):
+            return Change.SPLIT
+        if len(self.current) < len(self.baseline):
+            return Change.MERGED
+        return Change.CHANGED
+
+
+@dataclass(frozen=True, slots=True)
+class Matching:
+    """How the rows of a baseline ledger and a current one correspond."""
+
+    pairs: tuple[Pair, ...]
+    """Rows doing the same work, in the current ledger's order."""
+    regroups: tuple[Regroup, ...]
+    """The rest, in the order of their first current row (then of their first baseline row)."""
+
+
+def _pair(old: list[int], new: list[int], rows_old: Sequence[Row], rows_new: Sequence[Row]) -> list[tuple[int, int]]:
+    """Indices of rows with one identity paired: same kernel name first, then in call order."""
+    out: list[tuple[int, int]] = []
+    free_new = list(new)
+    rest_old = []
+    for i in old:
+        j = next((j for j in free_new if rows_new[j].kernel == rows_old[i].kernel), None)
+        if j is None:
+            rest_old.append(i)
+            continue
+        free_new.remove(j)
+        out.append((i, j))
+    out += zip(rest_old, free_new, strict=False)
+    return out
+
+
+def _key(row: Row) -> tuple[object, ...]:
+    """What rows pair by: their identity set, or for rows with no compute node their kind and kernel."""
+    ids = row_identity(row)
+    return (ids,) if ids else ("", row.kind, row.kernel)
+
+
+def match(baseline: Ledger, current: Ledger) -> Matching:
+    """Pair the rows of ``baseline`` with those of ``current`` and group what is left.
+
+    Rows pair where their identity sets are equal; the rest form components of rows that share
+    an identity (a row that shares none is a component of its own: new or gone).
+    """
+    old, new = baseline.rows, current.rows
+    buckets: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
+    for i, row in enumerate(old):
+        buckets.setdefault(_key(row), ([], []))[0].append(i)
+    for j, row in enumerate(new):
+        buckets.setdefault(_key(row), ([], []))[1].append(j)
+    paired = [p for a, b in buckets.values() for p in _pair(a, b, old, new)]
+    used_old = {i for i, _ in paired}
+    used_new = {j for _, j in paired}
+    pairs = tuple(Pair(old[i], new[j]) for i, j in sorted(paired, key=lambda p: p[1]))
+    left = [("b", i) for i in range(len(old)) if i not in used_old] + [
+        ("c", j) for j in range(len(new)) if j not in used_new
+    ]
+    return Matching(pairs, _components(left, old, new))
+
+
+def _components(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> tuple[Regroup, ...]:
+    """The unpaired rows grouped by shared identities (union-find over rows)."""
+    parent = list(range(len(left)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[Ident, int] = {}
+    for k, (side, i) in enumerate(left):
+        for ident in row_identity(old[i] if side == "b" else new[i]):
+            if ident in owner:
+                parent[find(k)] = find(owner[ident])
+            else:
+                owner[ident] = k
+    groups: dict[int, list[tuple[str, int]]] = {}
+    for k, item in enumerate(left):
+        groups.setdefault(find(k), []).append(item)
+
+    def order(items: list[tuple[str, int]]) -> tuple[int, int]:
+        firsts = [i for side, i in items if side == "c"]
+        return (min(firsts), 0) if firsts else (len(new), min(i for _, i in items))
+
+    return tuple(
+        Regroup(
+            tuple(old[i] for side, i in sorted(items) if side == "b"),
+            tuple(new[i] for side, i in sorted(items) if side == "c"),
+        )
+        for items in sorted(groups.values(), key=order)
+    )
