@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperArgument
 
 from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
@@ -58,11 +59,26 @@ ActionRef = Annotated[
 Root = Annotated[Path, typer.Option("--root", help="The repository to write into.", file_okay=False, metavar="DIR")]
 
 
+class InitCommand(Command):
+    """``fuseci init``'s command: its usage line names the functions ``FUNCTION...``, as the
+    help's Arguments section and the docs do, where typer writes a required argument in braces
+    (``{FUNCTION}...``)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument) and param.required:
+                pieces.append(param.display_name_raw + ("..." if param.nargs != 1 else ""))
+            else:
+                pieces += param.get_usage_pieces(ctx)
+        return pieces
+
+
 @app.command(
     "init",
     epilog="Exit codes: 0 written, or already there (nothing is ever replaced); "
     "3 a function cannot be found or read (nothing is written).",
-    cls=Command,
+    cls=InitCommand,
 )
 def init_command(
     functions: Functions,
