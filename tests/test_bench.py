@@ -228,7 +228,7 @@ def test_cli_without_cupy_runs_the_real_harness_and_exits_3(tmp_path: Path) -> N
     result = runner.invoke(app, ["bench", str(TINY), "--report-dir", str(tmp_path)])
     assert result.exit_code == 3, result.output
     (line,) = result.stderr.strip().splitlines()
-    assert "CuPy is not installed" in line and str(tmp_path / "tiny.bench.log") in line
+    assert "neither CuPy (No module named 'cupy') nor PyTorch" in line and str(tmp_path / "tiny.bench.log") in line
 
 
 def test_cli_repeats_below_minimum_is_a_usage_error() -> None:

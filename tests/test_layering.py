@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fuseci.harness",),
     ("fuseci.frames",),
     ("fuseci.measure.run",),
+    ("fuseci.ledger.model",),
     ("fuseci.judge",),
     ("fuseci.ledger",),
     ("fuseci.store",),

@@ -138,6 +138,20 @@ class KernelRule:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerSpec:
+    """A variant whose whole compiled forward is audited kernel by kernel (the fusion ledger,
+    :mod:`fuseci.ledger`): Inductor's provenance of each kernel, judged by its bytes against the
+    baseline's ledger."""
+
+    allow_new: tuple[str, ...] = ()
+    """Regular expressions (whole kernel names) of kernels that may appear with no counterpart
+    in the baseline without failing the build."""
+    graphs: int | None = None
+    """How many graphs the compiled forward must be (1: no graph break); None: any. A forward
+    with another count is a broken case (exit 3), named with Dynamo's break reasons."""
+
+
+@dataclass(frozen=True, slots=True)
 class Variant:
     """One implementation of a case."""
 
@@ -160,6 +174,8 @@ class Variant:
     ``cupy`` arrays, or ``torch`` tensors on the same memory."""
     kernels: tuple[KernelRule, ...] = ()
     """Kernels it must launch (empty: none declared)."""
+    ledger: LedgerSpec | None = None
+    """Audit its compiled forward kernel by kernel (a ``torch.compile``'d model); None: not."""
 
     @property
     def judged_as(self) -> str:

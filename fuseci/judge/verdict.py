@@ -30,6 +30,7 @@ from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
 from fuseci.frames.inventory import KernelLaunch
+from fuseci.ledger.model import Ledger
 
 
 class CheckKind(enum.Enum):
@@ -53,6 +54,9 @@ class CheckKind(enum.Enum):
     """Whether a fused variant's call returns before its GPU work ends, as at baseline."""
     KERNELS = "kernels"
     """The kernels a variant launched against those the suite declares it must launch."""
+    LEDGER = "ledger"
+    """A compiled forward's kernels, traced to its graph nodes, against the baseline's ledger:
+    a split fusion, a new kernel, more bytes (:mod:`fuseci.ledger.gate`)."""
     COMPILE = "compile"
     """Whether a variant compiled or autotuned inside its measured range (``ERROR`` when it did)."""
     CASE = "case"
@@ -237,8 +241,17 @@ class MetricDelta(Stored):
 class VariantMeasurement(Stored):
     """What one variant measured, for reports."""
 
-    __document__ = ("variant", "values", "gains", "kernels", "baseline_values", "baseline_kernels")
-    __optional__ = frozenset({"baseline_values", "baseline_kernels"})
+    __document__ = (
+        "variant",
+        "values",
+        "gains",
+        "kernels",
+        "baseline_values",
+        "baseline_kernels",
+        "ledger",
+        "baseline_ledger",
+    )
+    __optional__ = frozenset({"baseline_values", "baseline_kernels", "ledger", "baseline_ledger"})
 
     variant: v.Id
     """Variant id."""
@@ -252,6 +265,11 @@ class VariantMeasurement(Stored):
     """The quantities of the baseline it is judged against (empty without one)."""
     baseline_kernels: Kernels = ()
     """The kernel inventory of that baseline (empty without one)."""
+    ledger: Ledger | None = None
+    """The fusion ledger of a variant the suite asks one of (``ledger:``): its compiled
+    forward's kernels, the graph nodes each implements, measured and minimum bytes."""
+    baseline_ledger: Ledger | None = None
+    """The ledger of the baseline it is judged against (None without one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,6 +178,8 @@ def _value(k: MetricDelta, value: float | None) -> str:
             return f"{value:.2f}× min"
         case CheckKind.INVENTORY | CheckKind.KERNELS:
             return f"{value:.0f} kernel{'s' if value != 1 else ''}"
+        case CheckKind.LEDGER:
+            return f"{value / 1e6:,.1f} MB"
         case CheckKind.CORRECTNESS | CheckKind.PLANTED | CheckKind.CASE | CheckKind.COMPILE:
             return f"{value:.4g}"
 

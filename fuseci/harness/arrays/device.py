@@ -52,7 +52,7 @@ def runtime() -> ModuleType:
         module.load()
     except HarnessError as exc:
         if not no_cupy:
-            raise
+            raise HarnessError(f"{exc}; install fuseci with the torch extra, or unset {RUNTIME_ENV}") from None
         raise HarnessError(
             f"neither CuPy ({no_cupy}) nor PyTorch with CUDA ({exc}) can be imported; "
             "install fuseci with the cuda12 or cuda13 extra (CuPy), or the torch extra"

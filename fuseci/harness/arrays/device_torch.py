@@ -45,7 +45,7 @@ def torch() -> Any:
     try:
         import torch as t
     except ImportError as exc:
-        raise HarnessError(f"PyTorch is not installed ({exc}); install fuseci with the torch extra") from None
+        raise HarnessError(f"PyTorch cannot be imported: {exc}") from None
     return t
 
 
