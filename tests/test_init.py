@@ -187,7 +187,10 @@ def test_a_cupy_suite_gets_cupys_extras(repo: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--runner-label", "gpu,h100"), "--runner-label: runner label 'gpu,h100' holds a comma, which separates labels"),
+        (
+            ("--runner-label", "gpu,h100"),
+            "--runner-label: runner label 'gpu,h100' holds a comma, which separates labels",
+        ),
         (("--runner-label", "gpu\nh100"), "--runner-label: runner label 'gpu\\nh100' holds a control character"),
         (("--runner-label", "${{ vars.X }}"), "--runner-label: runner label '${{ vars.X }}' holds ${{, which"),
         (("--runner-label", " "), "--runner-label: an empty runner label; name the label the runner was registered"),
