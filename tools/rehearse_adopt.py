@@ -44,7 +44,8 @@ SETUP_STEP = "Set up fuseci"
 #: The pull request's change: the fused kernel's block size, in the guide's mykernels/ops.py.
 KERNEL = "mykernels/ops.py"
 EDIT = (("BLOCK=1024", "BLOCK=2048"), ("triton.cdiv(n, 1024)", "triton.cdiv(n, 2048)"))
-Row = tuple[str, int | None, float | None]
+#: A row of the table: the step, its exit status, its seconds, and whether it went as it should.
+Row = tuple[str, int | None, float | None, bool]
 
 
 class Missing(Exception):
@@ -107,7 +108,7 @@ def follow_guide(repo: Path, fuseci: str) -> list[Row]:
             adopt_guide.write(repo, step)
             continue
         done = adopt_guide.run(step, repo, fuseci)
-        rows.append((f"guide: {step.label}", done.returncode, done.seconds))
+        rows.append((f"guide: {step.label}", done.returncode, done.seconds, not done.problem()))
         if done.problem():
             raise Missing(f"docs/ADOPT.md, `{step.label}`: {done.problem()}")
     return rows
@@ -147,7 +148,7 @@ def edit_kernel(repo: Path) -> Row:
         done = adopt_guide.run(adopt_guide.Step(command=command), repo, "")
         if done.returncode != 0:
             raise Missing(f"`{done.step.label}` in {repo} exit {done.returncode}: {done.stderr.strip()}")
-    return ("pull request: edit and commit the fused kernel", 0, time.monotonic() - start)
+    return ("pull request: edit and commit the fused kernel", 0, time.monotonic() - start, True)
 
 
 def rehearse(repo: Path, workflow: Path, action: str, event: str, out: Path, dry_run: bool) -> list[Row]:
@@ -160,23 +161,26 @@ def rehearse(repo: Path, workflow: Path, action: str, event: str, out: Path, dry
     done = subprocess.run(argv, cwd=repo, env=adopt_guide.environment(os.environ), check=False)
     steps = out / "steps.json"
     if not steps.is_file():
-        return [(f"{event}: tools/rehearse_workflow.py (no steps.json: see its output above)", done.returncode, None)]
+        return [
+            (f"{event}: tools/rehearse_workflow.py (no steps.json: see its output above)", done.returncode, None, False)
+        ]
     shown = ("ok", "FAIL", "would run", "SKIPPED BY REQUEST")
     rows: list[Row] = [
-        (f"{event}: {r['job']} / {r['step']} ({r['outcome']})", r["rc"], r["seconds"])
+        (f"{event}: {r['job']} / {r['step']} ({r['outcome']})", r["rc"], r["seconds"], r["outcome"] != "FAIL")
         for r in json.loads(steps.read_text(encoding="utf-8"))
         if r["outcome"] in shown
     ]
     if done.returncode != 0:
-        rows.append((f"{event}: the rehearsal", done.returncode, None))
+        rows.append((f"{event}: the rehearsal", done.returncode, None, False))
     return rows
 
 
 def table(rows: list[Row]) -> str:
     """The rows as a Markdown table: step, exit, seconds."""
     lines = ["| step | exit | seconds |", "|---|---|---|"]
-    for step, rc, seconds in rows:
-        lines.append(f"| {step} | {'' if rc is None else rc} | {'' if seconds is None else f'{seconds:.1f}'} |")
+    for step, rc, seconds, _ in rows:
+        cell = step.replace("|", "\\|")
+        lines.append(f"| {cell} | {'' if rc is None else rc} | {'' if seconds is None else f'{seconds:.1f}'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -202,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = table(rows)
     (out / "summary.md").write_text(summary, encoding="utf-8")
     print(("\ndry run: the workflow's steps were listed, not run\n" if args.dry_run else "\n") + summary)
-    failed = [r for r in rows if r[1] not in (0, None)]
-    return 1 if failed else 0
+    return 0 if all(ok for *_, ok in rows) else 1
 
 
 if __name__ == "__main__":
