@@ -1,8 +1,9 @@
 """docs/ADOPT.md, followed as a new user follows it, so that the guide cannot drift from fuseci.
 
-The guide is read as a script: a fenced Python or YAML block whose first line is ``# <path>`` is
-a file to write, and a ``console`` block holds ``$`` commands (fuseci's and git's) with what
-each prints. The walk-through installs fuseci from this checkout into a fresh virtual
+The guide is read as a script (tools/adopt_guide.py, which tools/rehearse_adopt.py shares): a
+fenced Python or YAML block whose first line is ``# <path>`` is a file to write, and a
+``console`` block holds ``$`` commands (fuseci's and git's) with what each prints (its errors
+and exit 3, where the guide shows those). The walk-through installs fuseci from this checkout into a fresh virtual
 environment (no network: ``--no-deps --no-build-isolation``), then writes and runs every step
 in order in a new git repository, comparing what each command prints with what the guide
 shows, and lints the workflow ``fuseci init`` wrote. Every ``fuseci`` command the guide shows,
@@ -11,6 +12,7 @@ GPU ones too, must name a real command and real options.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -18,9 +20,9 @@ import shutil
 import subprocess
 import sys
 import warnings
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import typer.main
@@ -40,7 +42,19 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     tomllib = pytest.importorskip("tomli")
 
-GUIDE = ROOT / "docs" / "ADOPT.md"
+
+def _tool(name: str) -> ModuleType:
+    """A module of tools/, imported by its path (tools/ is no package)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+adopt_guide = _tool("adopt_guide")
+GUIDE = adopt_guide.GUIDE
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: What pip reads to build fuseci's wheel (pyproject.toml's readme and package), copied out of the
 #: checkout so that the build writes nothing into it.
@@ -48,69 +62,27 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "fuseci")
 #: The placeholder the guide writes for the Action's repository and tag.
 ACTION_SHOWN = "<owner>/fuseci@vX.Y.Z"
 
-_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-_FILE = re.compile(r"# ([\w./-]+\.(?:py|yaml))")
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One thing the guide has its reader do, in order."""
-
-    command: tuple[str, ...] = ()
-    """A ``$`` command of a console block, split as a shell splits it."""
-    shown: tuple[str, ...] = ()
-    """What the guide shows it printing."""
-    path: str = ""
-    """A file to write, relative to the repository..."""
-    text: str = ""
-    """... and its text."""
-
-
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """Every fenced block as (info string, body), in order."""
-    return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text)]
-
-
-def _steps(text: str) -> list[Step]:
-    steps: list[Step] = []
-    for info, body in _blocks(text):
-        first = body.splitlines()[0] if body else ""
-        if info in ("python", "yaml") and (m := _FILE.fullmatch(first)):
-            steps.append(Step(path=m.group(1), text=body))
-        elif info == "console":
-            for chunk in re.split(r"^\$ ", body, flags=re.M)[1:]:
-                line, *shown = chunk.splitlines()
-                steps.append(Step(command=tuple(shlex.split(line)), shown=tuple(shown)))
-    return steps
-
-
-def _fuseci_commands(text: str) -> list[list[str]]:
-    """Every ``fuseci`` command of the guide's sh blocks and console blocks' ``$`` lines, comments
-    dropped."""
-    found = []
-    for info, body in _blocks(text):
-        lines = body.splitlines() if info == "sh" else re.findall(r"^\$ (.*)$", body, re.M) if info == "console" else []
-        for line in lines:
-            if line.startswith("fuseci "):
-                found.append(shlex.split(line, comments=True))
-    return found
-
-
 GUIDE_TEXT = GUIDE.read_text(encoding="utf-8")
-STEPS = _steps(GUIDE_TEXT)
+STEPS = adopt_guide.steps(GUIDE_TEXT)
 
 
 def test_the_guide_is_read_as_the_steps_it_shows() -> None:
     assert [s.path for s in STEPS if s.path] == ["mykernels/__init__.py", "mykernels/ops.py", "suites/mykernels.yaml"]
-    commands = [s.command[:2] for s in STEPS if s.command]
-    assert commands == [("fuseci", "init"), ("fuseci", "check"), ("fuseci", "init"), ("git", "add"), ("git", "commit")]
+    commands = [(*s.command[:2], s.exit) for s in STEPS if s.command]
+    assert commands == [
+        ("fuseci", "init", 0),
+        ("fuseci", "check", 0),
+        ("fuseci", "init", 3),  # a second init: each file that exists named, nothing written
+        ("git", "add", 0),
+        ("git", "commit", 0),
+    ]
     assert all(s.shown for s in STEPS if s.command and s.command[0] == "fuseci")
 
 
 def test_every_fuseci_command_of_the_guide_is_real() -> None:
     group = typer.main.get_command(app)
     used = set()
-    for args in _fuseci_commands(GUIDE_TEXT):
+    for args in adopt_guide.fuseci_commands(GUIDE_TEXT):
         name = args[1]  # a command, or an option of fuseci itself (--version)
         assert name in group.commands or name.startswith("-"), (
             f"docs/ADOPT.md: `{shlex.join(args)}`: no command {name!r}"
@@ -196,21 +168,15 @@ def _has(module: str) -> bool:
 
 
 def _env() -> dict[str, str]:
-    """The commands' environment: no PYTHONPATH (fuseci comes from the new environment, never
-    this checkout), no colour, a git identity and no commit signing."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
-    env |= {"NO_COLOR": "1", "COLUMNS": "200", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com"}
-    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return env | {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "commit.gpgsign", "GIT_CONFIG_VALUE_0": "false"}
+    return adopt_guide.environment(os.environ)
 
 
 def _run(bin_dir: Path, repo: Path, command: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
-    assert command[0] in ("fuseci", "git"), f"docs/ADOPT.md: `{shlex.join(command)}`: only fuseci and git run here"
-    exe = str(bin_dir / "fuseci") if command[0] == "fuseci" else "git"
-    return subprocess.run([exe, *command[1:]], cwd=repo, capture_output=True, text=True, env=_env(), timeout=120)
+    done = adopt_guide.run(adopt_guide.Step(command=command), repo, str(bin_dir / "fuseci"))
+    return subprocess.CompletedProcess(list(command), done.returncode, done.stdout, done.stderr)
 
 
-def _replace_written_suite(bin_dir: Path, repo: Path, step: Step) -> None:
+def _replace_written_suite(bin_dir: Path, repo: Path, step: adopt_guide.Step) -> None:
     """Before the guide's edited suite replaces the one ``fuseci init`` wrote: that one passes
     ``fuseci check``, and the edit only says what the guide says it adds."""
     checked = _run(bin_dir, repo, ("fuseci", "check", step.path))
@@ -245,13 +211,13 @@ def test_the_guide_from_an_empty_repository_to_a_checked_suite_and_workflow(tmp_
         if step.path:
             if (repo / step.path).exists():
                 _replace_written_suite(bin_dir, repo, step)
-            write(repo / step.path, step.text)
+            adopt_guide.write(repo, step)
             continue
-        done = _run(bin_dir, repo, step.command)
-        said = f"`{shlex.join(step.command)}` exit {done.returncode}:\n{done.stdout}{done.stderr}"
-        assert done.returncode == 0, said
-        if step.shown:
-            assert done.stdout.splitlines() == list(step.shown), said
+        before = git(repo, "status", "--porcelain", "--ignored")
+        done = adopt_guide.run(step, repo, str(bin_dir / "fuseci"))
+        assert done.problem() == "", done.problem()
+        if done.returncode:  # a refused command wrote nothing
+            assert git(repo, "status", "--porcelain", "--ignored") == before
 
     assert git(repo, "ls-files").splitlines() == [
         ".github/workflows/fuseci.yml",
@@ -269,7 +235,7 @@ def _the_workflow_is_what_the_guide_shows(workflow: Path) -> None:
     """The guide's excerpt of the workflow is in it as shown (the Action's reference aside), and
     it passes actionlint, as it is and with the guide's JUnit step added."""
     text = workflow.read_text(encoding="utf-8")
-    blocks = [body for info, body in _blocks(GUIDE_TEXT) if info == "yaml"]
+    blocks = [body for info, body in adopt_guide.blocks(GUIDE_TEXT) if info == "yaml"]
     job = next(b for b in blocks if b.startswith("jobs:"))
     assert f"uses: {ACTION_FALLBACK}" in text  # not installed from GitHub: the placeholder to edit
     assert job.replace(ACTION_SHOWN, ACTION_FALLBACK) in text

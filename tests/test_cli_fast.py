@@ -48,3 +48,34 @@ def test_every_name_of_the_lazy_api_resolves() -> None:
     assert all(getattr(api, name) is not None for name in api.__all__)  # each found where the map says
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         api.nothing  # noqa: B018
+
+
+#: Every command's usage line: required arguments plain (typer writes them in braces), optional
+#: ones in brackets, as each command's Arguments section and the docs name them.
+USAGE = {
+    "ab": "ab [OPTIONS] BASE [HEAD]",
+    "bench": "bench [OPTIONS] [SUITE]...",
+    "check": "check [OPTIONS] [SUITE]...",
+    "compare": "compare [OPTIONS] A B [SUITE]...",
+    "doctor": "doctor [OPTIONS]",
+    "history": "history [OPTIONS] RESULTS_DIR [SUITE]...",
+    "init": "init [OPTIONS] FUNCTION...",
+    "merge": "merge [OPTIONS] RESULTS...",
+    "run": "run [OPTIONS] [SUITE]...",
+    "update-baselines": "update-baselines [OPTIONS] [SUITE]...",
+}
+
+
+def test_every_usage_line_names_its_arguments_plainly() -> None:
+    import typer.main
+    from typer.testing import CliRunner
+
+    from fuseci.cli import app
+
+    commands = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    assert commands == sorted(USAGE), "a new command: add its usage line here"
+    for name in commands:
+        result = CliRunner().invoke(app, [name, "--help"], prog_name="fuseci", env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        usage = next(line for line in result.output.splitlines() if line.startswith("Usage:"))
+        assert usage == f"Usage: fuseci {USAGE[name]}", usage

@@ -4,6 +4,7 @@ a file replaced, and a suite that passes fuseci check."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from fuseci import api
 from fuseci.api.init import InitOptions, init, installed_action
 from fuseci.cli import app
+from fuseci.errors import SuiteError
 
 OPS = '''"""Kernels of a package of the user's: never imported by fuseci init."""
 import cupy as cp
@@ -90,32 +92,123 @@ def test_the_written_suite_passes_check(repo: Path) -> None:
     assert only.summary().endswith(": ok") and not only.warnings
 
 
-def test_a_second_run_writes_nothing_and_says_what_exists(repo: Path) -> None:
+def _files(repo: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+
+
+def test_a_second_run_names_each_file_that_exists_exits_3_and_writes_nothing(repo: Path) -> None:
     assert invoke(repo, *FUNCTIONS).exit_code == 0
-    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+    (repo / ".gitignore").write_text("*.pyc\n")  # would gain its line: not in a refused run
+    before = _files(repo)
     result = invoke(repo, *FUNCTIONS)
-    assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == [
-        "exists   suites/mypkg.yaml (left alone)",
-        "exists   .github/workflows/fuseci.yml (left alone)",
-        "exists   .gitignore (already ignores fuseci-out/)",
-        "fuseci init: everything was already there; nothing written",
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "fuseci: error: suites/mypkg.yaml: exists (fuseci init never replaces a file: nothing written); "
+        "remove it, or pass --suite ID for another suite (suites/ID.yaml)",
+        "fuseci: error: .github/workflows/fuseci.yml: exists (fuseci init never replaces a file: nothing written); "
+        "remove it, or pass --workflow FILE for another workflow in .github/workflows/",
     ]
-    assert {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()} == before
+    assert _files(repo) == before
 
 
-def test_existing_files_are_left_alone_and_gitignore_only_gains_its_line(repo: Path) -> None:
-    (repo / "suites").mkdir()
-    (repo / "suites" / "mypkg.yaml").write_text("mine\n")
+@pytest.mark.parametrize("there", ["suites/mypkg.yaml", ".github/workflows/fuseci.yml"])
+def test_one_existing_target_is_one_line_and_nothing_else_is_written(repo: Path, there: str) -> None:
+    (repo / there).parent.mkdir(parents=True)
+    (repo / there).write_text("mine\n")
+    before = _files(repo)
+    with pytest.raises(SuiteError) as caught:
+        init(InitOptions(functions=FUNCTIONS, root=repo))
+    assert str(caught.value).startswith(f"{there}: exists") and "\n" not in str(caught.value)
+    assert _files(repo) == before and not (repo / ".gitignore").exists()
+
+
+def test_another_suite_id_and_workflow_file_write_beside_existing_ones(repo: Path) -> None:
+    assert invoke(repo, *FUNCTIONS).exit_code == 0
+    result = invoke(repo, *FUNCTIONS, "--suite", "more", "--workflow", ".github/workflows/more.yaml")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:3] == [
+        "written  suites/more.yaml",
+        "written  .github/workflows/more.yaml",
+        "exists   .gitignore (already ignores fuseci-out/)",
+    ]
+    workflow = yaml.safe_load((repo / ".github" / "workflows" / "more.yaml").read_text())
+    assert workflow["jobs"]["fuseci"]["steps"][1]["with"]["suites"] == "suites/more.yaml"
+
+
+def test_gitignore_only_gains_its_line(repo: Path) -> None:
     (repo / ".gitignore").write_text("*.pyc")  # no newline at its end
     done = init(InitOptions(functions=FUNCTIONS, root=repo))
     assert [(w.path.as_posix(), w.status) for w in done] == [
-        ("suites/mypkg.yaml", "exists"),
+        ("suites/mypkg.yaml", "written"),
         (".github/workflows/fuseci.yml", "written"),
         (".gitignore", "added"),
     ]
-    assert (repo / "suites" / "mypkg.yaml").read_text() == "mine\n"
     assert (repo / ".gitignore").read_text() == "*.pyc\nfuseci-out/\n"
+
+
+TORCH_OPS = """import torch
+import triton
+
+
+def mul_unfused(x: torch.Tensor, y):
+    return x * y
+
+
+def mul_fused(x, y):
+    return x * y
+"""
+
+
+def _extras(repo: Path) -> str:
+    text = (repo / ".github" / "workflows" / "fuseci.yml").read_text()
+    (line,) = [line.strip() for line in text.splitlines() if line.strip().startswith("extras:")]
+    return line
+
+
+def test_the_actions_extras_follow_the_functions_framework(repo: Path) -> None:
+    (repo / "mypkg" / "tops.py").write_text(TORCH_OPS)
+    assert invoke(repo, "mypkg.tops:mul_unfused", "mypkg.tops:mul_fused").exit_code == 0
+    assert _extras(repo) == "extras: torch"
+    assert yaml.safe_load((repo / "suites" / "mypkg.yaml").read_text())["defaults"]["framework"] == "torch"
+    other = repo / "other"
+    shutil.copytree(repo / "mypkg", other / "mypkg")
+    mixed = ("mypkg.tops:mul_unfused", "mypkg.ops:add_fused")  # one CuPy module: CuPy's extras
+    assert invoke(other, *mixed).exit_code == 0
+    assert _extras(other) == "extras: cuda12  # CuPy for CUDA 12; cuda13 on a CUDA 13 driver stack"
+
+
+def test_a_cupy_suite_gets_cupys_extras(repo: Path) -> None:
+    assert invoke(repo, *FUNCTIONS).exit_code == 0
+    assert _extras(repo).startswith("extras: cuda12  #") and "cuda13" in _extras(repo)
+    assert "framework" not in yaml.safe_load((repo / "suites" / "mypkg.yaml").read_text())["defaults"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--runner-label", "gpu,h100"),
+            "--runner-label: runner label 'gpu,h100' holds a comma, which separates labels",
+        ),
+        (("--runner-label", "gpu\nh100"), "--runner-label: runner label 'gpu\\nh100' holds a control character"),
+        (("--runner-label", "${{ vars.X }}"), "--runner-label: runner label '${{ vars.X }}' holds ${{, which"),
+        (("--runner-label", " "), "--runner-label: an empty runner label; name the label the runner was registered"),
+        (("--workflow", "ci/fuseci.yml"), "--workflow ci/fuseci.yml: GitHub runs only the .yml and .yaml files of"),
+        (("--workflow", ".github/workflows/fuseci.txt"), "--workflow .github/workflows/fuseci.txt: GitHub runs only"),
+    ],
+)
+def test_a_label_or_workflow_a_workflow_cannot_hold_exits_3_and_writes_nothing(repo: Path, args, message) -> None:
+    result = invoke(repo, *FUNCTIONS, *args)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith("fuseci: error: " + message) and len(result.stderr.splitlines()) == 1
+    assert sorted(p.name for p in repo.iterdir()) == ["mypkg"]
+
+
+def test_each_bad_label_is_a_line_of_its_own(repo: Path) -> None:
+    result = invoke(repo, *FUNCTIONS, "--runner-label", "a,b", "--runner-label", "gpu", "--runner-label", "c,d")
+    assert result.exit_code == 3, result.output
+    assert [line.split("'")[1] for line in result.stderr.splitlines()] == ["a,b", "c,d"]
 
 
 @pytest.mark.parametrize(
@@ -165,6 +258,7 @@ def test_ids_runner_labels_report_dir_and_framework_are_taken_from_the_command_l
     job = yaml.safe_load((repo / ".github" / "workflows" / "fuseci.yml").read_text())["jobs"]["fuseci"]
     assert job["runs-on"] == ["self-hosted", "linux-gpu.h100", "my gpu"]
     assert job["steps"][1]["with"]["report-dir"] == "out/fuseci"
+    assert job["steps"][1]["with"]["extras"] == "torch"  # --framework torch over the module's CuPy
     assert (repo / ".gitignore").read_text() == "out/fuseci/\n"
 
 
@@ -192,7 +286,7 @@ def test_help_has_examples_and_exit_codes() -> None:
     assert result.exit_code == 0, result.output
     examples = result.output.split("Examples:", 1)[1].split("\n\n", 1)[0].splitlines()
     assert examples and all(line.strip().startswith("fuseci init ") for line in examples if line.strip())
-    assert "Exit codes: 0 written, or already there" in result.output
+    assert "Exit codes: 0 written; 3 a suite or workflow file that exists" in result.output
     assert not re.search(r"<(list\[|int|float|str|bool|path|Path)[^>]*>", result.output), result.output
     assert "FUNCTION" in next(line for line in result.output.splitlines() if "Usage:" in line)
 
@@ -203,3 +297,4 @@ def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(repo: Path) -> Non
     assert result.exit_code == 3, result.output
     assert result.stderr.startswith(f"fuseci: error: {repo / '.github'}") and len(result.stderr.splitlines()) == 1
     assert "cannot write" in result.stderr
+    assert not (repo / "suites" / "mypkg.yaml").exists() and not (repo / ".gitignore").exists()

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -334,3 +335,78 @@ def test_the_rehearsal_runs_a_local_actions_steps_with_its_inputs(tmp_path: Path
     assert any("skipped (if: inputs.flag == 'true'): flagged" in line for line in log), log
     assert any("not rehearsed: cache" in line for line in log), log
     assert ctx.inputs == {}
+
+
+def _composite(where: Path) -> None:
+    (where / "action.yml").parent.mkdir(parents=True, exist_ok=True)
+    (where / "action.yml").write_text(
+        "inputs:\n  word: {default: none}\n"
+        "runs:\n  using: composite\n  steps:\n"
+        "    - {name: Set up, shell: bash, run: 'touch set-up.txt'}\n"
+        "    - {name: say, shell: bash, run: 'echo \"${{ inputs.word }} $GITHUB_ACTION_PATH\" > said.txt'}\n",
+        encoding="utf-8",
+    )
+
+
+def test_the_rehearsal_runs_owner_name_at_any_ref_as_the_local_action_given(tmp_path: Path) -> None:
+    """`uses: acme/fuseci@v9` with `--local-action acme/fuseci=PATH` runs PATH's action.yml, its
+    directory as GITHUB_ACTION_PATH; a step skipped by name is left out; another owner's action
+    is not rehearsed."""
+    module = _rehearsal()
+    action = tmp_path / "checkout"
+    _composite(action)
+    repo = tmp_path / "repo"
+    (repo / "out").mkdir(parents=True)
+    ctx = module.Context(repo, repo / "out", {}, {})
+    ctx.local_actions = module._local_actions([f"acme/fuseci={action}"])
+    log: list[str] = []
+    job = {"steps": [{"uses": "acme/fuseci@v9", "with": {"word": "hi"}}, {"uses": "other/fuseci@v9"}]}
+    assert module.run_job("fuseci", job, ctx, {"Set up"}, log)
+    assert (repo / "said.txt").read_text().split() == ["hi", str(action.resolve())]
+    assert not (repo / "set-up.txt").exists()
+    assert [(r["step"], r["outcome"]) for r in ctx.records] == [
+        ("Set up", "SKIPPED BY REQUEST"),
+        ("say", "ok"),
+        ("other/fuseci@v9", "not rehearsed"),
+    ]
+    with pytest.raises(SystemExit, match="no input wrd"):
+        module.run_job("fuseci", {"steps": [{"uses": "acme/fuseci@v9", "with": {"wrd": "x"}}]}, ctx, set(), log)
+    for bad in ("acme/fuseci", "acme=x", f"acme/fuseci={tmp_path}"):
+        with pytest.raises(SystemExit, match="--local-action"):
+            module._local_actions([bad])
+
+
+def test_a_dry_run_runs_nothing_and_lists_what_it_would(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    _composite(repo)
+    workflow = repo / ".github" / "workflows" / "w.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(
+        "jobs:\n  j:\n    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - {name: mine, run: 'mkdir -p out/cache && touch mine.txt out/x'}\n"
+        "      - uses: ./\n"
+        "      - {name: pr only, if: github.event_name == 'pull_request', run: 'touch pr.txt'}\n"
+        '      - {uses: actions/upload-artifact@v4, with: {name: a, path: "out\\n!out/cache\\n"}}\n',
+        encoding="utf-8",
+    )
+    argv = [sys.executable, str(ROOT / "tools" / "rehearse_workflow.py"), "--workflow", str(workflow)]
+    done = subprocess.run([*argv, "--dry-run", "--out", "dry"], cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (repo / "mine.txt").exists() and not (repo / "said.txt").exists()
+    records = json.loads((repo / "dry" / "steps.json").read_text())
+    assert [(r["step"], r["outcome"]) for r in records] == [
+        ("actions/checkout@v4", "would do"),
+        ("mine", "would run"),
+        ("Set up", "would run"),
+        ("say", "would run"),
+        ("pr only", "skipped (if: github.event_name == 'pull_request')"),
+        ("actions/upload-artifact@v4", "would do"),
+    ]
+    done = subprocess.run([*argv, "--out", "real"], cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (repo / "mine.txt").exists() and (repo / "said.txt").read_text().split()[0] == "none"
+    assert [r["outcome"] for r in json.loads((repo / "real" / "steps.json").read_text())][1:4] == ["ok"] * 3
+    assert (repo / "real" / "artifacts" / "a" / "out" / "x").is_file()  # its paths, the `!` lines left out
+    missing = subprocess.run([*argv[:2], "--workflow", "nope.yml"], cwd=repo, capture_output=True, text=True)
+    assert missing.returncode == 1 and "no workflow file nope.yml" in missing.stderr

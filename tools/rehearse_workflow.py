@@ -2,7 +2,8 @@
 
     python tools/rehearse_workflow.py [--workflow .github/workflows/gpu.yml] [--gpu h200]
                                       [--event push|pull_request] [--base REF]
-                                      [--skip STEP]... [--out DIR]
+                                      [--skip STEP]... [--local-action OWNER/NAME=PATH]...
+                                      [--dry-run] [--out DIR]
 
 Reads the workflow file itself, so the commands rehearsed are the ones CI runs. For every
 matrix combination of the profiling job whose ``gpu`` is this machine's (``--gpu``, default
@@ -16,17 +17,24 @@ commit (``github.event.pull_request.base.sha``) is ``--base`` (default ``HEAD~1`
 git). Of the ``uses:`` steps, checkout is the
 working tree itself, upload-artifact copies its path to DIR/artifacts/NAME, and a local action
 (``uses: ./``, fuseci's own ``action.yml``) runs its steps the same way, with its inputs (the
-step's ``with:`` over the action's defaults) for ``${{ inputs.X }}``; the others (the caches)
-are listed as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
+step's ``with:`` over the action's defaults) for ``${{ inputs.X }}`` and its directory as
+``GITHUB_ACTION_PATH``; so does ``uses: OWNER/NAME@REF`` given ``--local-action
+OWNER/NAME=PATH`` (any ref: the composite ``action.yml`` at PATH, such as this checkout for a
+workflow that ``fuseci init`` wrote in another repository); the others (the caches) are listed
+as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
 where the workflow puts them.
-``--skip`` leaves out a step by name (say, an install step on a machine without network),
-which the summary lists. Exit status: 0 when every job rehearsed as it would pass on GitHub.
+``--skip`` leaves out a step by name (say, an install step on a machine without network, or
+the Action's ``Set up fuseci`` where the fuseci on PATH is the one to rehearse), which the
+summary lists. ``--dry-run`` runs nothing and lists the steps a rehearsal would run. Each step's
+outcome is also written to DIR/steps.json (job, step, outcome, exit status, seconds). Exit
+status: 0 when every job rehearsed as it would pass on GitHub.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import re
 import shutil
@@ -54,6 +62,10 @@ class Context:
         self.root, self.out, self.matrix, self.env = root, out, matrix, env
         self.event, self.base = event, base
         self.inputs: dict[str, str] = {}  # a local action's inputs, while its steps run
+        self.action_path = ""  # a local action's directory, while its steps run
+        self.local_actions: dict[str, Path] = {}  # OWNER/NAME -> the directory of its action.yml
+        self.dry_run = False
+        self.records: list[dict[str, Any]] = []  # each step's outcome, for steps.json
         self.path_file = out / "github_path"
         self.summary = out / "step_summary.md"
         self.output = out / "github_output"
@@ -110,9 +122,21 @@ class Context:
                 "GITHUB_PATH": str(self.path_file),
                 "GITHUB_STEP_SUMMARY": str(self.summary),
                 "GITHUB_OUTPUT": str(self.output),
+                **({"GITHUB_ACTION_PATH": self.action_path} if self.action_path else {}),
             }
         )
         return env
+
+    def record(self, job: str, step: str, outcome: str, rc: int | None = None, seconds: float | None = None) -> None:
+        self.records.append({"job": job, "step": step, "outcome": outcome, "rc": rc, "seconds": seconds})
+
+    def local_action(self, uses: str) -> Path | None:
+        """The directory of the composite action a ``uses:`` names, when it is rehearsed:
+        ``./PATH`` in the working tree, or ``OWNER/NAME@REF`` given with ``--local-action``."""
+        if uses.startswith("./"):
+            return self.root / uses
+        name, at, _ = uses.partition("@")
+        return self.local_actions.get(name) if at else None
 
 
 def _git(args: str, root: Path) -> str:
@@ -150,6 +174,11 @@ def condition_holds(
     return all(values)
 
 
+def _skipped(name: str, label: str, why: str, ctx: Context, log: list[str]) -> None:
+    log.append(f"  {why}: {label}")
+    ctx.record(name, label, why)
+
+
 def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: list[str]) -> bool:
     ok = True
     for i, step in enumerate(job["steps"]):
@@ -157,69 +186,117 @@ def run_job(name: str, job: dict[str, Any], ctx: Context, skip: set[str], log: l
         condition = str(step.get("if", "success()"))
         always = "always()" in condition
         if not ok and not always:
-            log.append(f"  skipped (an earlier step failed): {label}")
+            _skipped(name, label, "skipped (an earlier step failed)", ctx, log)
             continue
         if condition_holds(condition, ctx.matrix, ctx.event, ctx.inputs) is False:
-            log.append(f"  skipped (if: {condition}): {label}")
+            _skipped(name, label, f"skipped (if: {condition})", ctx, log)
             continue
         if label in skip:
-            log.append(f"  SKIPPED BY REQUEST: {label}")
+            _skipped(name, label, "SKIPPED BY REQUEST", ctx, log)
             continue
         if "uses" in step:
-            uses = step["uses"]
-            if uses.startswith("actions/checkout@"):
-                # A fresh checkout holds none of an earlier job's outputs: clear what this job uploads.
-                for other in job["steps"]:
-                    if str(other.get("uses", "")).startswith("actions/upload-artifact@"):
-                        shutil.rmtree(ctx.root / ctx.expand(str(other["with"]["path"])), ignore_errors=True)
-                log.append(f"  {label}: the working tree is the checkout (outputs of earlier jobs cleared)")
-            elif uses.startswith("actions/upload-artifact@"):
-                w = step.get("with", {})
-                dest = ctx.out / "artifacts" / ctx.expand(str(w["name"]))
-                src = ctx.root / ctx.expand(str(w["path"]))
-                if src.exists():
-                    shutil.copytree(src, dest, dirs_exist_ok=True)
-                log.append(f"  {label}: copied {src} to {dest}" if src.exists() else f"  {label}: nothing at {src}")
-            elif uses.startswith("./"):
-                ok = run_action(f"{name} / {label}", step, ctx, skip, log) and ok
-                continue
-            elif uses.startswith("actions/download-artifact@"):
-                dest = ctx.root / ctx.expand(str(step.get("with", {}).get("path", ".")))
-                shutil.copytree(ctx.out / "artifacts", dest, dirs_exist_ok=True)
-                log.append(f"  {label}: copied the rehearsed artifacts to {dest}")
-            else:
-                log.append(f"  not rehearsed: {label} ({uses})")
+            ok = _uses(name, label, step, job, ctx, skip, log) and ok
             continue
         script = ctx.expand(step["run"])
+        if ctx.dry_run:
+            log.append(f"  would run: {label}")
+            ctx.record(name, label, "would run")
+            continue
         start = time.monotonic()
         print(f"== {name} / {label}", flush=True)
         env = ctx.process_env()
         env.update({k: ctx.expand(str(v)) for k, v in step.get("env", {}).items()})  # the step's own
         rc = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=ctx.root, env=env, check=False).returncode
-        log.append(f"  {'ok  ' if rc == 0 else 'FAIL'} rc={rc} {time.monotonic() - start:6.1f}s  {label}")
+        seconds = time.monotonic() - start
+        log.append(f"  {'ok  ' if rc == 0 else 'FAIL'} rc={rc} {seconds:6.1f}s  {label}")
+        ctx.record(name, label, "ok" if rc == 0 else "FAIL", rc, round(seconds, 1))
         ok = ok and rc == 0
     return ok
 
 
-def run_action(name: str, step: dict[str, Any], ctx: Context, skip: set[str], log: list[str]) -> bool:
+def _uses(
+    name: str, label: str, step: dict[str, Any], job: dict[str, Any], ctx: Context, skip: set[str], log: list[str]
+) -> bool:
+    """A ``uses:`` step: checkout, the artifacts, a local composite action; whether it passed."""
+    uses = str(step["uses"])
+    action = ctx.local_action(uses)
+    if action is not None:
+        return run_action(f"{name} / {label}", step, ctx, skip, log, action)
+    done, outcome = f"  not rehearsed: {label} ({uses})", "not rehearsed"
+    if ctx.dry_run and uses.startswith(("actions/checkout@", "actions/upload-artifact@", "actions/download-artifact@")):
+        done, outcome = f"  would do: {label} ({uses})", "would do"
+    elif uses.startswith("actions/checkout@"):
+        # A fresh checkout holds none of an earlier job's outputs: clear what this job uploads.
+        for other in job["steps"]:
+            if str(other.get("uses", "")).startswith("actions/upload-artifact@"):
+                for path in _paths(ctx.expand(str(other["with"]["path"]))):
+                    shutil.rmtree(ctx.root / path, ignore_errors=True)
+        done = f"  {label}: the working tree is the checkout (outputs of earlier jobs cleared)"
+    elif uses.startswith("actions/upload-artifact@"):
+        w = step.get("with", {})
+        dest = ctx.out / "artifacts" / ctx.expand(str(w["name"]))
+        copied = []
+        for path in _paths(ctx.expand(str(w["path"]))):
+            if (ctx.root / path).exists():
+                shutil.copytree(ctx.root / path, dest / path, dirs_exist_ok=True)
+                copied.append(path)
+        done = f"  {label}: copied {', '.join(copied)} to {dest}" if copied else f"  {label}: nothing to copy"
+    elif uses.startswith("actions/download-artifact@"):
+        dest = ctx.root / ctx.expand(str(step.get("with", {}).get("path", ".")))
+        shutil.copytree(ctx.out / "artifacts", dest, dirs_exist_ok=True)
+        done = f"  {label}: copied the rehearsed artifacts to {dest}"
+    log.append(done)
+    ctx.record(name, label, "done" if outcome == "not rehearsed" and not done.startswith("  not") else outcome)
+    return True
+
+
+def _paths(text: str) -> list[str]:
+    """An upload's paths, one a line; its ``!`` exclusions left out (they only narrow it)."""
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("!")]
+
+
+def run_action(
+    name: str, step: dict[str, Any], ctx: Context, skip: set[str], log: list[str], where: Path | None = None
+) -> bool:
     """A local composite action's steps, with its inputs: the step's ``with:`` over the
-    action's defaults, each expanded where the step stands."""
-    action = yaml.safe_load((ctx.root / step["uses"] / "action.yml").read_text(encoding="utf-8"))
+    action's defaults, each expanded where the step stands; ``where`` is its directory
+    (default: ``uses:`` in the working tree)."""
+    where = where or ctx.root / step["uses"]
+    path = where / "action.yml"
+    if not path.is_file():
+        raise SystemExit(f"rehearsal: {step['uses']}: no action.yml at {path}; check --local-action")
+    action = yaml.safe_load(path.read_text(encoding="utf-8"))
     given = {k: ctx.expand(str(v)) for k, v in (step.get("with") or {}).items()}
+    unknown = sorted(set(given) - set(action["inputs"]))
+    if unknown:
+        raise SystemExit(f"rehearsal: {step['uses']}: {path} has no input {', '.join(unknown)}")
     inputs = {
         k: given[k] if k in given else ctx.expand(str((spec or {}).get("default", "")))
         for k, spec in action["inputs"].items()
     }
-    outer = ctx.inputs
-    ctx.inputs = inputs
-    log.append(f"  {name}: the steps of {step['uses']}action.yml")
+    outer = ctx.inputs, ctx.action_path
+    ctx.inputs, ctx.action_path = inputs, str(where.resolve())
+    log.append(f"  {name}: the steps of {path}")
     try:
         return run_job(name, {"steps": action["runs"]["steps"]}, ctx, skip, log)
     finally:
-        ctx.inputs = outer
+        ctx.inputs, ctx.action_path = outer
 
 
-def main() -> int:
+def _local_actions(given: list[str]) -> dict[str, Path]:
+    """``--local-action OWNER/NAME=PATH`` values as OWNER/NAME -> PATH, each checked."""
+    found: dict[str, Path] = {}
+    for value in given:
+        name, eq, path = value.partition("=")
+        if not eq or not re.fullmatch(r"[\w.-]+/[\w.-]+", name) or not path:
+            raise SystemExit(f"rehearsal: --local-action {value!r}: write it OWNER/NAME=PATH")
+        if not (Path(path) / "action.yml").is_file():
+            raise SystemExit(f"rehearsal: --local-action {value!r}: no action.yml in {path}")
+        found[name] = Path(path).resolve()
+    return found
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workflow", type=Path, default=Path(".github/workflows/gpu.yml"))
     parser.add_argument("--gpu", help="rehearse only matrix entries whose gpu is this")
@@ -229,9 +306,32 @@ def main() -> int:
         "--event", default="push", choices=["push", "pull_request", "workflow_dispatch"], help="the event to rehearse"
     )
     parser.add_argument("--base", default="HEAD~1", help="with --event pull_request: the base commit (a git ref)")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--local-action",
+        action="append",
+        default=[],
+        metavar="OWNER/NAME=PATH",
+        help="run `uses: OWNER/NAME@REF` (any ref) as the composite action.yml at PATH (repeatable)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="run nothing; list the steps a rehearsal would run")
+    return parser
+
+
+def main() -> int:
+    args = _parser().parse_args()
     root = Path.cwd()
+    local_actions = _local_actions(args.local_action)
+    if not args.workflow.is_file():
+        raise SystemExit(f"rehearsal: no workflow file {args.workflow} in {root}; pass --workflow FILE")
+    records: list[dict[str, Any]] = []
     base = ""
+
+    def context(out: Path, matrix: dict[str, Any], env: dict[str, Any]) -> Context:
+        ctx = Context(root, out, matrix, {}, args.event, base)
+        ctx.env = {k: ctx.expand(str(v)) for k, v in env.items()}
+        ctx.local_actions, ctx.dry_run, ctx.records = local_actions, args.dry_run, records
+        return ctx
+
     if args.event == "pull_request":
         done = subprocess.run(
             ["git", "rev-parse", "--verify", f"{args.base}^{{commit}}"], capture_output=True, text=True, check=False
@@ -257,21 +357,21 @@ def main() -> int:
                 continue
             out = args.out / "-".join(str(v) for v in values)
             out.mkdir(parents=True)
-            ctx = Context(root, out, combo, {}, args.event, base)
-            ctx.env = {k: ctx.expand(str(v)) for k, v in job.get("env", {}).items()}
+            ctx = context(out, combo, job.get("env", {}))
             ctx.out = args.out  # artifacts of every combination land in one place, as on GitHub
             entries: list[str] = []
             ok = run_job(name, job, ctx, set(args.skip), entries)
             log += [f"{name} {combo}: {'passed' if ok else 'FAILED'}", *entries]
             all_ok = all_ok and ok
     for name in other_jobs:
-        ctx = Context(root, args.out, {}, {}, args.event, base)
-        ctx.env = {k: ctx.expand(str(v)) for k, v in jobs[name].get("env", {}).items()}
+        ctx = context(args.out, {}, jobs[name].get("env", {}))
         entries = []
         ok = run_job(name, jobs[name], ctx, set(args.skip), entries)
         log += [f"{name}: {'passed' if ok else 'FAILED'}", *entries]
         all_ok = all_ok and ok
-    print("\nrehearsal of", args.workflow, "for a", args.event, f"(base {base[:7]})" if base else "")
+    (args.out / "steps.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+    print("\ndry run (nothing ran)" if args.dry_run else "")
+    print("rehearsal of", args.workflow, "for a", args.event, f"(base {base[:7]})" if base else "")
     print("\n".join(log))
     return 0 if all_ok else 1
 

@@ -1,18 +1,21 @@
 """``fuseci init``: what a repository needs to start with fuseci, written without overwriting.
 
-Three things, each left alone when it is already there:
+Three things, none of them ever replaced:
 
 - a starter suite, ``suites/<suite>.yaml``: one case whose variants are the functions named
   (the first the unfused one), its inputs and params read from the functions' source without
   importing it (:class:`fuseci.config.resolve.ModuleFinder`, as ``fuseci check`` finds modules),
   with placeholder shapes to edit;
 - the workflow ``.github/workflows/fuseci.yml`` that runs fuseci's GitHub Action on the runner
-  labels given;
+  labels given, with the Action's extras for the functions' framework (``torch``, else CuPy's
+  ``cuda12``);
 - the report directory's line in ``.gitignore`` (added to the file if it lacks it; nothing else
   of the file changes).
 
-A function that cannot be found or read, or variants that take different parameters, raise
-:class:`~fuseci.errors.SuiteError` (exit 3) before anything is written.
+A function that cannot be found or read, variants that take different parameters, a runner
+label a workflow cannot hold, or a suite or workflow file that already exists raise
+:class:`~fuseci.errors.SuiteError` (exit 3) before anything is written, ``.gitignore``
+included: a second ``fuseci init`` names each file that is there and writes nothing.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ class InitOptions:
     """``cupy`` or ``torch`` (None: torch when the functions' modules import torch and not CuPy)."""
     action: str | None = None
     """``owner/fuseci@ref`` of the Action (None: where the installed fuseci came from)."""
+    workflow: Path = WORKFLOW
+    """The workflow file, relative to the repository, in ``.github/workflows/``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,8 @@ class Written:
     path: Path
     """Relative to the repository."""
     status: Literal["written", "added", "exists"]
-    """``written``: a new file; ``added``: lines added to an existing file; ``exists``: left alone."""
+    """``written``: a new file; ``added``: lines added to an existing file; ``exists``: it held
+    them already (only ``.gitignore``: an existing suite or workflow is an error)."""
     detail: str = ""
     """What it holds or lacks, in a few words."""
 
@@ -164,7 +170,13 @@ def _variants(functions: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _suite_text(options: InitOptions, read: list[_Function]) -> tuple[str, str]:
+def _is_torch(options: InitOptions, read: Sequence[_Function]) -> bool:
+    """Whether the suite's functions take torch tensors: ``--framework``, else every function's
+    module imports torch and not CuPy. The suite's ``framework`` and the Action's extras follow it."""
+    return options.framework == "torch" if options.framework else all(f.torch for f in read)
+
+
+def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tuple[str, str]:
     """The suite's id and its YAML."""
     refs = [f.ref for f in read]
     taken: dict[str, None] = {}
@@ -194,7 +206,6 @@ def _suite_text(options: InitOptions, read: list[_Function]) -> tuple[str, str]:
         raise _fail(refs[0], "takes no array parameter", "name functions that take the arrays they fuse over")
     suite = options.suite or _slug(refs[0].partition(":")[0].split(".")[0], "mysuite")
     case = options.case or _case_id(refs[1])
-    torch = options.framework == "torch" if options.framework else all(f.torch for f in read)
     lines = [
         "# Written by `fuseci init`. The shapes are placeholders: make them the sizes you care about",
         "# (each input over the GPU's L2 shows what fusion saves in DRAM), add a reference and",
@@ -235,10 +246,11 @@ def installed_action() -> str:
     return f"{m.group(1)}@{revision}"
 
 
-def _workflow_text(options: InitOptions, suite_path: Path, action: str) -> str:
+def _workflow_text(options: InitOptions, suite_path: Path, action: str, torch: bool) -> str:
     labels = ", ".join(
         json.dumps(label) if not re.fullmatch(r"[\w.-]+", label) else label for label in options.runner_labels
     )
+    extras = "torch" if torch else "cuda12  # CuPy for CUDA 12; cuda13 on a CUDA 13 driver stack"
     pr_if = "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository"
     return f"""name: fuseci
 
@@ -272,9 +284,46 @@ jobs:
       - uses: {action}
         with:
           suites: {suite_path.as_posix()}
-          extras: cuda12  # cuda13 on a CUDA 13 driver stack; add torch for PyTorch suites
+          extras: {extras}
           report-dir: {options.report_dir}
 """
+
+
+def _label_problem(label: str) -> str:
+    """Why a workflow cannot hold ``label`` as a runner label, or ``""``."""
+    if not label.strip():
+        return "an empty runner label"
+    if any(ord(c) < 32 or ord(c) == 127 for c in label):
+        return f"runner label {label!r} holds a control character"
+    if "," in label:
+        return f"runner label {label!r} holds a comma, which separates labels"
+    if "${{" in label:
+        return f"runner label {label!r} holds ${{{{, which a workflow reads as an expression"
+    return ""
+
+
+def _check_places(options: InitOptions) -> None:
+    """The runner labels and the workflow's path, before anything is read or written.
+
+    Raises:
+        SuiteError: one line for each label a workflow cannot hold, or a workflow path outside
+            ``.github/workflows/``.
+    """
+    problems = [
+        f"--runner-label: {why}; name the label the runner was registered with"
+        for why in map(_label_problem, options.runner_labels)
+        if why
+    ]
+    if not options.runner_labels:
+        problems.append("--runner-label: none given; name the labels the GPU runner was registered with")
+    wf = options.workflow
+    if wf.is_absolute() or wf.parent != WORKFLOW.parent or wf.suffix not in (".yml", ".yaml"):
+        problems.append(
+            f"--workflow {wf.as_posix()}: GitHub runs only the .yml and .yaml files of "
+            f"{WORKFLOW.parent.as_posix()}/; name one there, such as {WORKFLOW.as_posix()}"
+        )
+    if problems:
+        raise SuiteError("\n".join(problems))
 
 
 def plan(options: InitOptions) -> list[tuple[Path, str]]:
@@ -282,43 +331,67 @@ def plan(options: InitOptions) -> list[tuple[Path, str]]:
     ``.gitignore``, the lines it must hold.
 
     Raises:
-        SuiteError: fewer than two functions, or one that cannot be found or read.
+        SuiteError: fewer than two functions, or one that cannot be found or read; a runner label
+            a workflow cannot hold; a workflow path outside ``.github/workflows/``.
     """
     if len(options.functions) < 2:
         raise SuiteError(
             f"fuseci init: {len(options.functions)} function(s) named; name the unfused function, "
             "then one or more fused ones (package.module:function)"
         )
+    _check_places(options)
     root = options.root.resolve()
     finder = ModuleFinder([root, *(p for p in sys.path if p)])
     read = [_read(ref, finder) for ref in options.functions]
-    suite, text = _suite_text(options, read)
+    torch = _is_torch(options, read)
+    suite, text = _suite_text(options, read, torch)
     suite_path = SUITES_DIR / f"{suite}.yaml"
     action = options.action or installed_action()
     return [
         (suite_path, text),
-        (WORKFLOW, _workflow_text(options, suite_path, action)),
+        (options.workflow, _workflow_text(options, suite_path, action, torch)),
         (GITIGNORE, f"{options.report_dir.rstrip('/')}/\n"),
     ]
 
 
-def init(options: InitOptions) -> list[Written]:
-    """Write what :func:`plan` says, never replacing a file: an existing suite or workflow is
-    left alone; ``.gitignore`` gets the lines it lacks, added at its end.
+def _refuse_existing(root: Path, planned: Sequence[tuple[Path, str]]) -> None:
+    """Raise when a suite or workflow :func:`init` would write is already there.
 
     Raises:
-        SuiteError: as :func:`plan`, before anything is written.
+        SuiteError: one line per existing file, naming it and the option that writes elsewhere.
+    """
+    fixes = {
+        SUITES_DIR: "remove it, or pass --suite ID for another suite (suites/ID.yaml)",
+        WORKFLOW.parent: "remove it, or pass --workflow FILE for another workflow in .github/workflows/",
+    }
+    there = [
+        f"{rel.as_posix()}: exists (fuseci init never replaces a file: nothing written); {fixes[rel.parent]}"
+        for rel, _ in planned
+        if rel != GITIGNORE and ((root / rel).exists() or (root / rel).is_symlink())
+    ]
+    if there:
+        raise SuiteError("\n".join(there))
+
+
+def init(options: InitOptions) -> list[Written]:
+    """Write what :func:`plan` says, never replacing a file; ``.gitignore`` gets the lines it
+    lacks, added at its end.
+
+    Raises:
+        SuiteError: as :func:`plan`, or a suite or workflow that exists (each named), before
+            anything is written.
         OSError: a file cannot be written.
     """
+    planned = plan(options)
+    _refuse_existing(options.root, planned)
+    for rel, _ in planned:  # a file where a directory goes fails here, before any file is written
+        (options.root / rel).parent.mkdir(parents=True, exist_ok=True)
     out: list[Written] = []
-    for rel, text in plan(options):
+    for rel, text in planned:
         path = options.root / rel
         if rel == GITIGNORE:
             out.append(_ignore(path, rel, text.splitlines()))
-        elif path.exists():
-            out.append(Written(rel, "exists", "left alone"))
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("x", encoding="utf-8") as f:  # never replaces one made meanwhile
                 f.write(text)
             out.append(Written(rel, "written"))

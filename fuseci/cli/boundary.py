@@ -48,7 +48,18 @@ def failed(exc: Exception, verbose: bool) -> int:
 class Command(TyperCommand):
     """A fuseci command: its body returns its exit code, inside the boundary (its traceback with
     the command's own ``-v``); its help names each argument by its metavar (``SUITE``), where
-    typer would add its Python type (``<list[Path]>``)."""
+    typer would add its Python type (``<list[Path]>``), and its usage line names a required
+    argument plainly (``BASE``, ``RESULTS...``), as the Arguments section and the docs do, where
+    typer writes it in braces (``{BASE}``)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument) and param.required:
+                pieces.append(param.display_name_raw + ("..." if param.nargs != 1 else ""))
+            else:
+                pieces += param.get_usage_pieces(ctx)
+        return pieces
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperArgument
 
 from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
 from fuseci.cli.options import Verbose
-from fuseci.cli.output import echo, setup_logging
-from fuseci.errors import EXIT_PASS, FuseciError
+from fuseci.cli.output import echo, error, setup_logging
+from fuseci.errors import EXIT_PASS, FuseciError, SuiteError
 
 Functions = Annotated[
     list[str],
@@ -56,29 +55,23 @@ ActionRef = Annotated[
         metavar="REF",
     ),
 ]
+WorkflowFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--workflow",
+        help="The workflow file to write, in .github/workflows/. Default: .github/workflows/fuseci.yml.",
+        metavar="FILE",
+    ),
+]
 Root = Annotated[Path, typer.Option("--root", help="The repository to write into.", file_okay=False, metavar="DIR")]
-
-
-class InitCommand(Command):
-    """``fuseci init``'s command: its usage line names the functions ``FUNCTION...``, as the
-    help's Arguments section and the docs do, where typer writes a required argument in braces
-    (``{FUNCTION}...``)."""
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        pieces = [self.options_metavar] if self.options_metavar else []
-        for param in self.get_params(ctx):
-            if isinstance(param, TyperArgument) and param.required:
-                pieces.append(param.display_name_raw + ("..." if param.nargs != 1 else ""))
-            else:
-                pieces += param.get_usage_pieces(ctx)
-        return pieces
 
 
 @app.command(
     "init",
-    epilog="Exit codes: 0 written, or already there (nothing is ever replaced); "
-    "3 a function cannot be found or read (nothing is written).",
-    cls=InitCommand,
+    epilog="Exit codes: 0 written; 3 a suite or workflow file that exists (nothing is ever replaced), "
+    "a function that cannot be found or read, a runner label a workflow cannot hold: one line each, "
+    "nothing written.",
+    cls=Command,
 )
 def init_command(
     functions: Functions,
@@ -88,6 +81,7 @@ def init_command(
     report_dir: ReportDir = "fuseci-out",
     framework: Framework = None,
     action: ActionRef = None,
+    workflow: WorkflowFile = None,
     root: Root = Path("."),
     verbose: Verbose = False,
 ) -> int:
@@ -96,14 +90,16 @@ def init_command(
     Reads each function's parameters from its source without importing it: arrays become the
     case's inputs (placeholder shapes to edit), scalars its params. Writes suites/<suite>.yaml,
     .github/workflows/fuseci.yml (fuseci's GitHub Action on the runner labels given) and the
-    report directory's line in .gitignore. A file that exists is left alone and named.
+    report directory's line in .gitignore. The Action's extras follow the functions' framework:
+    torch, else cuda12 (CuPy). A suite or workflow that exists is never replaced: each is named,
+    and nothing is written.
 
     \b
     Examples:
       fuseci init mypkg.ops:add_unfused mypkg.ops:add_fused
       fuseci init mypkg.ops:add_unfused mypkg.ops:add_fused --runner-label self-hosted --runner-label gpu
     """
-    from fuseci.api.init import InitOptions, init
+    from fuseci.api.init import WORKFLOW, InitOptions, init
     from fuseci.errors import UsageError
 
     setup_logging(verbose)
@@ -118,9 +114,14 @@ def init_command(
         report_dir=report_dir,
         framework=framework,
         action=action,
+        workflow=workflow or WORKFLOW,
     )
     try:
         done = init(options)
+    except SuiteError as exc:  # one problem a line (each existing file, each bad label), each said alone
+        for line in str(exc).splitlines():
+            error(line)
+        return exc.exit_code
     except OSError as exc:
         raise FuseciError(f"{exc.filename or root}: cannot write: {exc.strerror or exc}") from exc
     _say(done)
@@ -128,11 +129,8 @@ def init_command(
 
 
 def _say(done: Sequence[Any]) -> None:
-    """Each file init wrote or found, then what to do next."""
+    """Each file init wrote, or found holding what it needs, then what to do next."""
     for item in done:
         detail = f" ({item.detail})" if item.detail else ""
         echo(f"{item.status:<8} {item.path.as_posix()}{detail}")
-    if all(item.status == "exists" for item in done):
-        echo("fuseci init: everything was already there; nothing written")
-    else:
-        echo("fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files")
+    echo("fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files")
