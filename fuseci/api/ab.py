@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fuseci.ab.audit import Measured, audited
+from fuseci.api import ledgers
 from fuseci.api.pairs import BASE, HEAD, Pair, Side, reference_label, skipped, with_unchanged
 from fuseci.api.pairs import pair_state as pair_state
 from fuseci.api.pairs import pair_suites as pair_suites
@@ -46,6 +47,8 @@ from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.compare import compare
 from fuseci.judge.runs import baseline_of
 from fuseci.judge.verdict import Comparison, Reference, failed
+from fuseci.ledger import store
+from fuseci.ledger.model import Ledger
 from fuseci.measure import turn
 from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.run import REFERENCE_PASSES, MeasureOptions
@@ -174,13 +177,20 @@ def judge(
             accept_env=accept_env,
             reference=Reference(shlex.join(["fuseci", "update-baselines", rel]), name=base.label),
         )
+    reference = Reference("", name=base.label)
+    base_ledgers = {}
+    if pair.base is not None and any(v.ledger for c in shown.cases for v in c.variants):
+        base_ledgers = {
+            store.key(*k): x for k, x in ledgers.built(pair.base, base_results).items() if isinstance(x, Ledger)
+        }
     return compare(
         head_results,
         shown,
         baseline_of(base_results),
         baseline_path=reference_label(base),
         accept_env=accept_env,
-        reference=Reference("", name=base.label),
+        reference=reference,
+        ledgers=ledgers.judged(shown, head_results, base_ledgers, reference),
     )
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fuseci.api import session
+from fuseci.api import ledgers, session
 from fuseci.api.running import RunOptions, baseline_file, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import update
 from fuseci.judge.compare import compare
-from fuseci.judge.verdict import Comparison, update_exit_code
+from fuseci.judge.verdict import Comparison, Reference, update_exit_code
+from fuseci.ledger import store as ledger_store
 from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
 from fuseci.store.outputs import Output, check_outputs
@@ -73,13 +74,19 @@ def update_baselines(
 def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
     """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
-    comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset())
+    old_ledgers = ledgers.stored(path)
+    judged = ledgers.judged(suite, results, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
+    comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset(), ledgers=judged)
     decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
     new = decided.baseline
+    not_kept = {*decided.kept, *(r.case for r in decided.refused)}
+    new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
     try:
         written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
         if written and new is not None:
             bl.save_baseline(new, path)
+        if new_ledgers != old_ledgers:
+            ledger_store.save_suite(new_ledgers, ledger_store.suite_path(path))
     except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
         code = update_exit_code(comparison, decided.kept, bool(decided.refused))
         message = str(exc) if str(exc).startswith(f"{path}: ") else f"{path}: cannot write baseline: {exc}"

@@ -137,6 +137,7 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
     session = session or Session(options.ncu)
     measuring = options.measuring
     results = session.tool.measure(suite, measuring)  # before the judge's imports (pandas): the spawn comes first
+    from fuseci.api import ledgers
     from fuseci.judge.compare import compare
     from fuseci.store import baselines as bl
 
@@ -145,9 +146,17 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
     measuring.say("judging")
     judged_against = reference(suite, options)
 
+    stored = ledgers.stored(path) if any(v.ledger for c in suite.cases for v in c.variants) else {}
+
     def judge(results: SuiteResults) -> Comparison:
         return compare(
-            results, suite, baseline, baseline_path=str(path), accept_env=options.accept_env, reference=judged_against
+            results,
+            suite,
+            baseline,
+            baseline_path=str(path),
+            accept_env=options.accept_env,
+            reference=judged_against,
+            ledgers=ledgers.judged(suite, results, stored, judged_against),
         )
 
     comparison = judge(results)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -311,6 +311,9 @@ class SuiteResults:
     """Per-variant frame."""
     gains: pd.DataFrame
     """Gains frame."""
+    ledger_rows: Mapping[tuple[str, str], tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    """For each ledger variant (``(case, variant)``), its kernels as a ledger reads them
+    (:func:`fuseci.frames.report.read_report`); empty for a suite without one."""
 
     def _row(self, frame: pd.DataFrame, case: str, variant: str, columns: tuple[str, ...]) -> dict[str, float] | None:
         rows = frame[(frame[names.CASE] == case) & (frame[names.VARIANT] == variant)]

@@ -160,12 +160,39 @@ def _string(action: Any, name: str) -> str:
     return "" if metric is None else str(metric.as_string())
 
 
-def read_report(path: Path) -> pd.DataFrame:
+def _stack(action: Any) -> list[str]:
+    """Every push/pop range enclosing a kernel, outermost first, domain by domain."""
+    state = action.nvtx_state()
+    if state is None:
+        return []
+    out: list[str] = []
+    for domain_id in state.domains():
+        out += [str(n) for n in state.domain_by_id(domain_id).push_pop_ranges()]
+    return out
+
+
+#: The metrics of a kernel a ledger reads (:mod:`fuseci.ledger.launches`).
+LEDGER_METRICS = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "lts__t_sectors_srcunit_tex_op_write.sum",
+)
+
+
+def read_report(path: Path, ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] | None = None) -> pd.DataFrame:
     """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
 
     Rows keep launch order within each (case, variant). A variant profiled more than once (a
     baseline's passes) keeps its first pass, each kernel with how far its counted metrics moved
     over the passes (:func:`fold_passes`).
+
+    ``ledger_rows``: for each ``(case, variant)`` key it holds, the kernels of the variant's first
+    pass are appended to its list as a ledger reads them (id, name, the NVTX ranges enclosing it
+    and :data:`LEDGER_METRICS`).
 
     Raises:
         ReportError: the file is missing, truncated, not a report of fuseci's, or the reader is
@@ -205,6 +232,12 @@ def read_report(path: Path) -> pd.DataFrame:
                 row.update({m: _metric(action, m) for m in metrics})
                 order[ids] += 1
                 rows.append(row)
+                wanted = None if ledger_rows is None or ids[3] != 0 else ledger_rows.get((ids[1], ids[2]))
+                if wanted is not None:
+                    wanted.append(
+                        {"id": len(wanted), "kernel": row[names.KERNEL], "nvtx": _stack(action)}
+                        | {m: row.get(m, _metric(action, m)) for m in LEDGER_METRICS}
+                    )
     if not rows and not skipped:
         raise ReportError(
             f"{path}: it holds no profiled kernel; is it a complete report written by `fuseci run`?", by_reader=True

@@ -24,16 +24,17 @@ Tolerances: the case's ``correctness`` when the suite states one, else each outp
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fuseci.config.model import UNFUSED, Case, Correctness
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
-from fuseci.harness.arrays import Tensor
+from fuseci.harness.arrays import Tensor, inductor
 from fuseci.measure.record import CheckRecord
 
 log = logging.getLogger(__name__)
@@ -147,15 +148,22 @@ class CaseCheck:
     """What each variant autotuned at its first call (only variants that did)."""
     notes: list[str]
     """What the NaN-filling could not cover, per variant."""
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Inductor's provenance of each ledger variant's compile at its first call, by variant
+    (:func:`fuseci.harness.arrays.inductor.capturing`)."""
 
 
-def _first_call(call: Call, inputs: Mapping[str, Tensor]) -> tuple[float, int, tuple[str, ...]]:
+def _first_call(
+    call: Call, inputs: Mapping[str, Tensor], provenance: dict[str, Any] | None = None
+) -> tuple[float, int, tuple[str, ...]]:
     """Call once, outside any check: its wall time (ns), the most device memory it held at once,
     and what it autotuned (an autotuner benchmarking its configurations: the compile cache had no
-    choice for it yet)."""
+    choice for it yet). With ``provenance``, what Inductor compiles meanwhile is captured into it
+    (a ledger variant)."""
     peak = call.framework.track_peak()
     start = time.perf_counter_ns()
-    with arrays.watch_compiles() as seen:
+    capture = inductor.capturing(provenance) if provenance is not None else contextlib.nullcontext()
+    with capture, arrays.watch_compiles() as seen:
         outs = call(inputs)
         arrays.synchronize()
     elapsed = time.perf_counter_ns() - start
@@ -195,9 +203,12 @@ def check_case(
     first: dict[str, float] = {}
     autotuned: dict[str, tuple[str, ...]] = {}
     notes: list[str] = []
+    provenance: dict[str, dict[str, Any]] = {}
     for variant in case.variants:
         call = calls[variant.id]
-        first[variant.id], peak, tuned = _first_call(call, inputs)
+        if variant.ledger is not None:
+            provenance[variant.id] = {}
+        first[variant.id], peak, tuned = _first_call(call, inputs, provenance.get(variant.id))
         if tuned:
             autotuned[variant.id] = tuned
         log.debug("case %s: %s first call %.3f s, peak %d bytes", case.id, variant.id, first[variant.id] / 1e9, peak)
@@ -235,4 +246,4 @@ def check_case(
                 for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
             ]
         call.framework.free()
-    return CaseCheck(checks, min_bytes, first, autotuned, notes)
+    return CaseCheck(checks, min_bytes, first, autotuned, notes, provenance)

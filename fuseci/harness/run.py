@@ -3,6 +3,7 @@ ranges (under ncu) or timed with CUDA events, the record rewritten after every c
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import sys
@@ -18,6 +19,7 @@ from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness import arrays, watch
+from fuseci.harness.arrays import inductor
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
@@ -80,8 +82,10 @@ def _measure(
     for again in range(passes):
         for v in case.variants:
             call = calls[v.id]
+            ops = inductor.op_ranges() if v.ledger is not None else contextlib.nullcontext()
             with arrays.watch_compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id, again)):
-                call.raw(handed[v.id])
+                with ops:  # a ledger variant: each kernel inside its wrapper call's range
+                    call.raw(handed[v.id])
                 arrays.synchronize()
             if seen:
                 compiled[v.id] = tuple(dict.fromkeys([*compiled.get(v.id, ()), *seen]))
@@ -137,6 +141,7 @@ def _case_record(
     inputs = {spec.name: make_input(spec) for spec in case.inputs}
     log.debug("case %s: inputs made", case.id)
     checks: list[CheckRecord] = []
+    provenance: dict[str, dict[str, Any]] = {}
     min_bytes = None
     first_calls_ns: dict[str, float] = {}
     autotuned: dict[str, tuple[str, ...]] = {}
@@ -144,7 +149,7 @@ def _case_record(
     if check or timing is None:
         with watch.checking(case.id, {ref.split(":")[0] for ref in case.functions}):
             found = check_case(case, calls, reference, inputs)
-        checks, min_bytes, notes = found.checks, found.min_bytes, found.notes
+        checks, min_bytes, notes, provenance = found.checks, found.min_bytes, found.notes, found.provenance
         first_calls_ns, autotuned = found.first_call_ns, found.autotuned
         log.debug("case %s: checked", case.id)
     if case.min_bytes is not None:
@@ -188,6 +193,7 @@ def _case_record(
         autotuned=autotuned,
         compiled=compiled,
         notes=tuple(notes),
+        provenance=provenance,
     )
 
 

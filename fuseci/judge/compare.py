@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Suite
@@ -39,6 +39,7 @@ from fuseci.judge.verdict import (
     Verdict,
     env_differences,
 )
+from fuseci.ledger.model import Ledger
 from fuseci.measure.record import CaseRecord, CaseStatus
 
 
@@ -168,12 +169,24 @@ def _first_calls(case: Case, rec: CaseRecord) -> str | None:
 FIRST_CALL_NOTE_NS = 0.5e9
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerJudged:
+    """A ledger variant's ledger, its baseline's, and the ledger checks between them (made by
+    :mod:`fuseci.ledger.gate` above this layer, placed here among the case's checks before a
+    planted regression's are weighed)."""
+
+    ledger: Ledger | None
+    baseline: Ledger | None
+    checks: tuple[MetricDelta, ...]
+
+
 def _judge_case(
     case: Case,
     results: SuiteResults,
     baseline: Baseline | None,
     blocking: Sequence[EnvDifference],
     reference: Reference,
+    ledgers: Mapping[tuple[str, str], LedgerJudged],
 ) -> CaseResult:
     rec = results.record.cases.get(case.id)
     checks = _correctness(case, rec)
@@ -200,6 +213,7 @@ def _judge_case(
                 sm_count=_int(results.env.get("sm_count")),
                 dram_peak=_positive(results.env.get(names.DRAM_PEAK)),
             )
+            judged = ledgers.get((case.id, v.id))
             measurements.append(
                 VariantMeasurement(
                     v.id,
@@ -208,8 +222,12 @@ def _judge_case(
                     ctx.kernels,
                     baseline_values=ctx.baseline_values() or {},
                     baseline_kernels=ctx.baseline_kernels(),
+                    ledger=judged.ledger if judged else None,
+                    baseline_ledger=judged.baseline if judged else None,
                 )
             )
+            if judged is not None:
+                checks += judged.checks
             checks += ck.autotune_hint(
                 _variant_checks(ctx), v, rec.autotuned.get(v.id, ()), ctx.baseline_kernels(), ctx.kernels
             )
@@ -256,6 +274,7 @@ def compare(
     baseline_path: str | None = None,
     accept_env: frozenset[str] = frozenset(),
     reference: Reference | None = None,
+    ledgers: Mapping[tuple[str, str], LedgerJudged] | None = None,
 ) -> Comparison:
     """Judge one suite's results against its policies and baseline. Prints nothing.
 
@@ -268,7 +287,9 @@ def compare(
     blocking = [d for d in diffs if not d.accepted]
     said = causes.upgrade_said(upgrades)
     cases = [
-        causes.upgrade_cause(_judge_case(case, results, baseline, blocking, reference), said, reference.name)
+        causes.upgrade_cause(
+            _judge_case(case, results, baseline, blocking, reference, ledgers or {}), said, reference.name
+        )
         for case in suite.cases
     ]
     if baseline is not None:

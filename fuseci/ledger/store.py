@@ -96,3 +96,61 @@ def load(path: Path) -> Ledger:
 def save(ledger: Ledger, path: Path) -> None:
     """Write a ledger file atomically."""
     atomic_write_text(path, dumps(ledger))
+
+
+#: A suite's stored ledgers, beside its baseline (``baselines/<gpu>/<suite>.ledgers.json``).
+SUITE_FORMAT = DocumentFormat(
+    what="suite's ledgers",
+    version=1,
+    name="fuseci-ledgers",
+    fix="record them again with `fuseci update-baselines <suite file>` (they are written beside the baseline)",
+    error=LedgerError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteLedgers(v.Document):
+    """A suite ledgers file's members after ``format`` and ``format_version``: each ledger
+    variant's ledger, keyed ``case/variant``."""
+
+    ledgers: Annotated[dict[Annotated[str, Field(max_length=400)], Ledger], Field(max_length=10_000)]
+    fuseci_version: Annotated[str, Field(max_length=100)] = "?"
+
+
+def suite_path(baseline: Path) -> Path:
+    """The ledgers file beside a suite's baseline file."""
+    return baseline.with_name(baseline.name.removesuffix(".json") + ".ledgers.json")
+
+
+def key(case: str, variant: str) -> str:
+    """A ledger's key in a suite's ledgers file."""
+    return f"{case}/{variant}"
+
+
+def load_suite(path: Path) -> dict[str, Ledger]:
+    """A suite's stored ledgers by :func:`key`; empty when there is no file.
+
+    Raises:
+        LedgerError: unreadable, over the size limit, or not a suite's ledgers, naming the place.
+    """
+    try:
+        data = SUITE_FORMAT.load(path)
+    except FileNotFoundError:
+        return {}
+    body = {k: x for k, x in SUITE_FORMAT.check(data, path).items() if k not in ("format", "format_version")}
+    try:
+        return dict(v.validate(SuiteLedgers, body).ledgers)
+    except v.Invalid as exc:
+        raise SUITE_FORMAT.invalid(path, exc) from None
+
+
+def dumps_suite(ledgers: dict[str, Ledger]) -> str:
+    """The exact text of a suite's ledgers file (sorted keys, a trailing newline)."""
+    return SUITE_FORMAT.dumps(
+        {"fuseci_version": __version__, "ledgers": {k: dataclasses.asdict(x) for k, x in sorted(ledgers.items())}}
+    )
+
+
+def save_suite(ledgers: dict[str, Ledger], path: Path) -> None:
+    """Write a suite's ledgers file atomically."""
+    atomic_write_text(path, dumps_suite(ledgers))

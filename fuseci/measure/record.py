@@ -233,6 +233,9 @@ class CaseRecord(v.OpenDocument):
     empty when not watched."""
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
+    provenance: Annotated[Mapping[v.Id, dict[str, Any]], Field(max_length=1000)] = field(default_factory=dict)
+    """Inductor's provenance of each ledger variant's compile, by variant: the structured-trace
+    artifacts and fusion-log lines :mod:`fuseci.ledger.artifacts` reads (checked there)."""
 
     @property
     def ok(self) -> bool:
@@ -417,6 +420,8 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
         doc["ran"] = {path: list(lines) for path, lines in c.ran.items()}
     if c.read:
         doc["read"] = list(c.read)
+    if c.provenance:
+        doc["provenance"] = {v: dict(capture) for v, capture in c.provenance.items()}
     return doc
 
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fuseci.config.model import Suite
 from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
@@ -320,6 +320,9 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     from fuseci.frames.metrics import summarize
 
     options.say("reading the report")
+    ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] = {
+        (c.id, v.id): [] for c in suite.cases for v in c.variants if v.ledger is not None
+    }
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(
@@ -328,7 +331,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         kernels = report.read_report_empty()
     else:
         try:
-            kernels = report.read_report(report_path)
+            kernels = report.read_report(report_path, ledger_rows)
         except ReportError as exc:
             if record.interrupted:  # a stopped run may leave half a report: nothing in it counts
                 log.warning("%s: %s; its cases count as not measured", suite.name, exc)
@@ -341,7 +344,10 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
             f"{report_path} and {record_path} are not one run's: {problem}; judge a report only with the "
             ".harness.json that `fuseci run` wrote beside it (copy the two together), or profile the suite again"
         )
-    return summarize(kernels, record)
+    results = summarize(kernels, record)
+    if not ledger_rows:
+        return results
+    return replace(results, ledger_rows={k: tuple(rows) for k, rows in ledger_rows.items()})
 
 
 def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: list[str]) -> SuiteResults:

@@ -1,0 +1,128 @@
+"""The fusion ledgers of a suite's ledger variants (``ledger:`` in the suite): each built from
+the provenance its harness captured and the kernels ncu profiled, judged against its baseline's
+ledger (the stored ``<suite>.ledgers.json`` beside the baseline, or ``fuseci ab``'s base side),
+and handed to :func:`fuseci.judge.compare.compare` as ledger checks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from fuseci.config.model import Case, Suite, Variant
+from fuseci.errors import LedgerError
+from fuseci.frames.metrics import SuiteResults
+from fuseci.judge.compare import LedgerJudged
+from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, Verdict
+from fuseci.ledger import artifacts, build, gate, launches, store
+from fuseci.ledger.model import Ledger
+
+Key = tuple[str, str]
+
+
+def _ledger_variants(suite: Suite) -> list[tuple[Case, Variant]]:
+    return [(c, v) for c in suite.cases for v in c.variants if v.ledger is not None]
+
+
+def built(suite: Suite, results: SuiteResults) -> dict[Key, Ledger | LedgerError]:
+    """Each measured ledger variant's ledger (or why it could not be built), by (case, variant)."""
+    out: dict[Key, Ledger | LedgerError] = {}
+    for case, v in _ledger_variants(suite):
+        rec = results.record.cases.get(case.id)
+        if rec is None or not rec.ok or v.id not in rec.measured:
+            continue
+        where = f"suite {suite.name}, case {case.id}, variant {v.id}"
+        try:
+            capture = artifacts.capture_from(
+                rec.provenance.get(v.id, {"artifacts": [], "fusion_log": []}), f"{where}: provenance"
+            )
+            rows = launches.kernel_rows(list(results.ledger_rows.get((case.id, v.id), ())), f"{where}: kernels")
+            out[(case.id, v.id)] = build.build(capture, rows)
+        except LedgerError as exc:
+            out[(case.id, v.id)] = exc
+    return out
+
+
+def _delta(case: Case, v: Variant, verdict: Verdict, quantity: str, message: str) -> MetricDelta:
+    return MetricDelta(case.id, v.id, CheckKind.LEDGER, quantity, verdict, message)
+
+
+def _graphs_check(case: Case, v: Variant, ledger: Ledger) -> MetricDelta | None:
+    """A forward of another number of graphs than the suite demands: a broken case (exit 3)."""
+    want = v.ledger.graphs if v.ledger is not None else None
+    if want is None or len(ledger.graphs) == want:
+        return None
+    why = "; ".join(ledger.break_reasons[:3]) or "Dynamo logged no reason"
+    return _delta(
+        case,
+        v,
+        Verdict.ERROR,
+        "graphs",
+        f"the compiled forward is {len(ledger.graphs)} graph(s), the suite demands {want} (ledger.graphs): "
+        f"graph break: {why}",
+    )
+
+
+def judged(
+    suite: Suite,
+    results: SuiteResults,
+    baselines: Mapping[str, Ledger],
+    reference: Reference,
+) -> dict[Key, LedgerJudged]:
+    """Each ledger variant's ledger judged against ``baselines`` (keyed :func:`store.key` by the
+    variant it is judged as), by (case, variant)."""
+    out: dict[Key, LedgerJudged] = {}
+    ledgers = built(suite, results)
+    for case, v in _ledger_variants(suite):
+        got = ledgers.get((case.id, v.id))
+        if got is None:
+            continue
+        if isinstance(got, LedgerError):
+            message = f"its ledger could not be built: {got}"
+            out[(case.id, v.id)] = LedgerJudged(None, None, (_delta(case, v, Verdict.ERROR, "ledger", message),))
+            continue
+        spec = v.ledger
+        assert spec is not None
+        checks: list[MetricDelta] = [c for c in (_graphs_check(case, v, got),) if c]
+        base = baselines.get(store.key(case.id, v.judged_as))
+        if base is None:
+            checks.append(
+                _delta(
+                    case,
+                    v,
+                    Verdict.NEW,
+                    "ledger",
+                    f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded); "
+                    f"record one with `{reference.name}`",
+                )
+            )
+        else:
+            verdict = gate.judge(base, got, allow_new=spec.allow_new)
+            checks += [_delta(case, v, f.verdict, f.kind.value, f.message) for f in verdict.findings]
+            if not verdict.findings:
+                checks.append(
+                    _delta(case, v, Verdict.PASS, "ledger", f"{len(got.rows)} kernel calls as in the baseline's ledger")
+                )
+        out[(case.id, v.id)] = LedgerJudged(got, base, tuple(checks))
+    return out
+
+
+def stored(baseline_path: Path) -> dict[str, Ledger]:
+    """The ledgers stored beside a baseline file (none: empty).
+
+    Raises:
+        LedgerError: the file is there but unreadable or not a suite's ledgers.
+    """
+    return store.load_suite(store.suite_path(baseline_path))
+
+
+def recorded(suite: Suite, results: SuiteResults, old: Mapping[str, Ledger], keep: set[str]) -> dict[str, Ledger]:
+    """The ledgers to store after an update: this run's ledger of every ledger variant of a case
+    in ``keep`` (a planted variant records none: it is judged against the variant it stands
+    for), the others' as they were."""
+    new = dict(old)
+    for key, got in built(suite, results).items():
+        case = next(c for c in suite.cases if c.id == key[0])
+        v = next(x for x in case.variants if x.id == key[1])
+        if isinstance(got, Ledger) and case.id in keep and v.candidate_for is None:
+            new[store.key(*key)] = got
+    return new

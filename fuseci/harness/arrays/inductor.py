@@ -1,0 +1,144 @@
+"""Inductor's provenance of a ledger variant's compiled forward, captured in the process that
+compiles it, and the NVTX ranges that tie each measured kernel to its wrapper call
+(:mod:`fuseci.ledger` builds the ledger from both).
+
+:func:`capturing` wraps the variant's first call. For that compile only it sets:
+
+- ``trace.provenance_tracking_level = 1``: Inductor maps each kernel call of its wrapper to the
+  post-grad nodes it implements, and those to the model's source lines;
+- ``triton.unique_kernel_names = True``: each Triton kernel launches under its own name
+  (``triton_poi_fused_add_view_3``), the name its NVTX range and ncu show;
+- the FX-graph and AOTAutograd caches off, and Dynamo's compiled code of this process dropped
+  (``torch._dynamo.reset()``): a cache hit emits no provenance, and a compile cached by another
+  run could carry a choice made with another Inductor or another configuration. Triton's own
+  kernel cache and autotuning results stay on: the choice they make is recorded (each kernel's
+  launch shape, by ncu) and judged by the bytes it moves.
+
+and it listens to Inductor's structured trace (a handler on ``torch._logging``'s trace logger,
+as ``TORCH_TRACE`` would write it) and to its fusion log, keeping only the artifacts the ledger
+reads (:data:`WANTED`). :func:`op_ranges` wraps the measured call in
+``torch.autograd.profiler.emit_nvtx()``: every ATen op and every Triton launch of the wrapper
+opens an NVTX range, so ncu attributes each kernel to the call that launched it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: The structured-trace artifacts the ledger reads (:mod:`fuseci.ledger.artifacts`).
+WANTED = frozenset(
+    {
+        "inductor_output_code",
+        "inductor_post_grad_graph",
+        "inductor_provenance_tracking_node_mappings",
+        "inductor_provenance_tracking_kernel_stack_traces",
+        "dynamo_graph_break_reason",
+    }
+)
+#: Fusion-log lines kept at most (the reasons are deduplicated when the ledger is built).
+MAX_FUSION_LINES = 20_000
+
+log = logging.getLogger(__name__)
+
+
+def _name(metadata: Any) -> str | None:
+    if not isinstance(metadata, dict):
+        return None
+    artifact = metadata.get("artifact")
+    if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
+        return str(artifact["name"])
+    return next((k for k in metadata if k in WANTED), None)
+
+
+class _Trace(logging.Handler):
+    """Keeps the wanted artifacts of Inductor's structured trace."""
+
+    def __init__(self, into: list[dict[str, Any]]) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = getattr(record, "metadata", None)
+        name = _name(metadata)
+        if name in WANTED:
+            payload = getattr(record, "payload", None)
+            self.into.append({"name": name, "metadata": metadata, "payload": payload})
+
+
+class _Lines(logging.Handler):
+    """Keeps the fusion log's lines."""
+
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.into) < MAX_FUSION_LINES:
+            try:
+                self.into.append(record.getMessage())
+            except Exception:  # a log record whose arguments do not format: not ours to fix
+                log.debug("an unformattable fusion log record", exc_info=True)
+
+
+@contextmanager
+def capturing(into: dict[str, Any]) -> Iterator[None]:
+    """Capture the provenance of whatever ``torch.compile`` compiles while the block runs into
+    ``into`` (``{"artifacts": [...], "fusion_log": [...]}``: the capture format of
+    :mod:`fuseci.ledger.artifacts`), with the settings of the module docstring."""
+    import torch
+    import torch._inductor.config as inductor_config
+    import torch._logging._internal as logging_internal
+
+    artifacts: list[dict[str, Any]] = []
+    lines: list[str] = []
+    into.update(artifacts=artifacts, fusion_log=lines)
+    trace_log = logging_internal.trace_log
+    trace, fusion = _Trace(artifacts), _Lines(lines)
+    scheduler = logging.getLogger("torch._inductor.scheduler")
+    saved = (trace_log.level, trace_log.propagate)
+    torch._dynamo.reset()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(
+            inductor_config.patch(
+                {
+                    "trace.provenance_tracking_level": 1,
+                    "triton.unique_kernel_names": True,
+                    "fx_graph_cache": False,
+                    "fx_graph_remote_cache": False,
+                }
+            )
+        )
+        functorch = getattr(getattr(torch, "_functorch", None), "config", None)
+        if functorch is not None and hasattr(functorch, "enable_autograd_cache"):
+            stack.enter_context(functorch.patch(enable_autograd_cache=False))
+        trace_log.addHandler(trace)
+        trace_log.setLevel(logging.DEBUG)
+        trace_log.propagate = False
+        scheduler.addHandler(fusion)
+        try:
+            torch._logging.set_logs(fusion=True)
+        except Exception:  # TORCH_LOGS set by the user wins; the refusals are then not captured
+            log.debug("the fusion log could not be turned on", exc_info=True)
+        try:
+            yield
+        finally:
+            trace_log.removeHandler(trace)
+            trace_log.setLevel(saved[0])
+            trace_log.propagate = saved[1]
+            scheduler.removeHandler(fusion)
+            with contextlib.suppress(Exception):
+                torch._logging.set_logs()
+    log.debug("captured %d provenance artifacts and %d fusion log lines", len(artifacts), len(lines))
+
+
+@contextmanager
+def op_ranges() -> Iterator[None]:
+    """An NVTX range per ATen op and per Triton launch while the block runs (``emit_nvtx``)."""
+    import torch
+
+    with torch.autograd.profiler.emit_nvtx():
+        yield
