@@ -139,6 +139,22 @@ def test_the_harness_watches_only_under_fuseci_ab(tree: Path, monkeypatch: pytes
         watch._watch = None
 
 
+def test_the_bytecode_prefix_is_left_out(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYTHONPYCACHEPREFIX inside the tree (the Action keeps it under the report directory): the
+    byte code read from there is the byte code of sources whose running is noted, never a file
+    the fingerprint must cover (a user's pull request failed on it in a rehearsal)."""
+    monkeypatch.setenv("FUSECI_AUDIT_TREE", str(tree))
+    monkeypatch.setattr("sys.pycache_prefix", str(tree / "fuseci-out" / "compile-cache" / "python"))
+    try:
+        started = watch.start_if_asked(tree / "outputs")
+        assert started is not None
+        pyc = tree / "fuseci-out" / "compile-cache" / "python" / "opt" / "venv" / "triton" / "x.cpython-312.pyc"
+        assert started.files.relative(str(pyc)) is None
+        assert started.files.relative(str(tree / "pkg" / "a.py")) == "pkg/a.py"
+    finally:
+        watch._watch = None
+
+
 def test_a_name_that_is_no_file_is_not_noted(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An editable install puts a name like ``__editable__.fuseci-0.1.0.finder.__path_hook__`` on
     sys.path; the import system tries to open it relative to the working directory (the tree), and

@@ -283,6 +283,8 @@ def start_if_asked(outputs: Path) -> Watch | None:
     if not tree:
         return None
     caches = [Path(os.environ[e]) for e in CACHE_ENVS if os.environ.get(e)]
+    if sys.pycache_prefix:  # PYTHONPYCACHEPREFIX: byte code of sources whose running is noted already
+        caches.append(Path(sys.pycache_prefix))
     log.debug("watching what each case's checked calls run and read in %s", tree)
     return start(Path(tree), [outputs, *caches])
 
