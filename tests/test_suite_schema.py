@@ -112,10 +112,14 @@ def test_every_shipped_suite_validates(path: Path) -> None:
 
 
 #: The documented suite examples: the first ```yaml block after each heading.
-DOC_EXAMPLES = [("docs/SUITES.md", "## Writing a suite"), ("README.md", "## Your first suite")]
+DOC_EXAMPLES = [
+    ("docs/SUITES.md", "## Writing a suite"),
+    ("docs/SUITES.md", "## Whole models: the fusion ledger"),
+    ("README.md", "## Your first suite"),
+]
 
 
-@pytest.mark.parametrize(("doc", "heading"), DOC_EXAMPLES, ids=[d for d, _ in DOC_EXAMPLES])
+@pytest.mark.parametrize(("doc", "heading"), DOC_EXAMPLES, ids=[f"{d}:{h}" for d, h in DOC_EXAMPLES])
 def test_the_documented_examples_validate_and_load(tmp_path: Path, doc: str, heading: str) -> None:
     text = (ROOT / doc).read_text(encoding="utf-8")
     assert heading in text, f"{doc} has no {heading!r} section"
