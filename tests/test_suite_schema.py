@@ -29,6 +29,7 @@ PROPERTY = settings(max_examples=300, deadline=None, database=None, suppress_hea
 
 GOOD = MINIMAL_SUITE
 X = "{shape: [1024]}"
+_FUSED = "fused: kernels.elementwise:scale_relu_add_fused"
 
 
 def _schema_errors(data: object) -> list[str]:
@@ -86,6 +87,22 @@ def test_the_schema_names_what_the_loader_takes() -> None:
     assert inputs["shape"]["anyOf"][1]["maxItems"] == MAX_DIMS
 
 
+def test_the_schema_and_the_loader_take_the_same_ledgers(tmp_path: Path) -> None:
+    """``ledger:`` is true, false or a mapping of ``allow_new`` (patterns, or one) and ``graphs``
+    (a positive integer): the schema's keys are the model's, and what it takes the loader takes."""
+    from fuseci.config.document import Ledger
+
+    ledger = DEFS["Ledger"]
+    assert set(ledger["properties"]) == set(Ledger.model_fields) and ledger["additionalProperties"] is False
+    assert ledger["properties"]["graphs"]["minimum"] == 1
+    long = DEFS["LongVariant"]["properties"]["ledger"]["anyOf"]
+    assert long == [{"type": "boolean"}, {"$ref": "#/definitions/Ledger"}]
+    for spec in ("true", "false", "{}", "{allow_new: ['triton_.*', x], graphs: 1}", "{allow_new: 'x.*'}"):
+        text = "defaults: {framework: torch}\n" + GOOD.replace(_FUSED, f"fused: {{fn: a:b, ledger: {spec}}}")
+        assert _schema_errors(yaml.safe_load(text)) == [], spec
+        assert load_suite(write(tmp_path / "s.yaml", text)).cases[0].variant("fused").fn == "a:b"
+
+
 SHIPPED = sorted(SUITES.glob("*.yaml")) + sorted((ROOT / "tests" / "data" / "suites").glob("*.yaml"))
 
 
@@ -95,10 +112,14 @@ def test_every_shipped_suite_validates(path: Path) -> None:
 
 
 #: The documented suite examples: the first ```yaml block after each heading.
-DOC_EXAMPLES = [("docs/SUITES.md", "## Writing a suite"), ("README.md", "## Your first suite")]
+DOC_EXAMPLES = [
+    ("docs/SUITES.md", "## Writing a suite"),
+    ("docs/SUITES.md", "## Whole models: the fusion ledger"),
+    ("README.md", "## Your first suite"),
+]
 
 
-@pytest.mark.parametrize(("doc", "heading"), DOC_EXAMPLES, ids=[d for d, _ in DOC_EXAMPLES])
+@pytest.mark.parametrize(("doc", "heading"), DOC_EXAMPLES, ids=[f"{d}:{h}" for d, h in DOC_EXAMPLES])
 def test_the_documented_examples_validate_and_load(tmp_path: Path, doc: str, heading: str) -> None:
     text = (ROOT / doc).read_text(encoding="utf-8")
     assert heading in text, f"{doc} has no {heading!r} section"
@@ -154,6 +175,14 @@ BROKEN = {
     "unfused with expectation": GOOD.replace(
         "unfused: kernels.elementwise:scale_relu_add_unfused", "unfused: {fn: a:b, expect: {launches: '>= 1x'}}"
     ),
+    "ledger string": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: 'yes'}"),
+    "ledger null": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: null}"),
+    "ledger graphs 0": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: {graphs: 0}}"),
+    "ledger graphs string": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: {graphs: x}}"),
+    "ledger unknown key": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: {alow_new: [x]}}"),
+    "ledger empty pattern": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: {allow_new: ['']}}"),
+    "ledger pattern number": GOOD.replace(_FUSED, "fused: {fn: a:b, framework: torch, ledger: {allow_new: [3]}}"),
+    "caught_by unknown": GOOD.replace(_FUSED, "fused: {fn: a:b, caught_by: [ledgr]}"),
     "negative rtol": GOOD + "    correctness: {rtol: -1}\n",
     "unknown correctness key": GOOD + "    correctness: {eps: 1}\n",
     "ungateable": GOOD + "    gates: {dram_bytes: 3%}\n",

@@ -8,7 +8,8 @@ tolerance, a shape) are its type's validator, which says what is wrong in the wo
 loader; rules that relate fields or depend on the suite's defaults (a ``randint`` range and the
 dtype, frameworks and dtypes, the variants of a case) are checked in :mod:`fuseci.config.parse`.
 The value types are declared in :mod:`fuseci.config.values` (ids, names, numbers, shapes) and
-:mod:`fuseci.config.judging` (tolerances, expectations, gates, planted checks, kernel rules).
+:mod:`fuseci.config.judging` (tolerances, expectations, gates, planted checks, kernel rules and
+patterns).
 
 docs/SUITES.md ("Writing a suite") documents the format with a complete example.
 """
@@ -22,7 +23,7 @@ from typing import Annotated, Union
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator
 
 from fuseci import validation as v
-from fuseci.config.judging import Allowance, CaughtBy, Expect, Gates, Kernels
+from fuseci.config.judging import Allowance, CaughtBy, Expect, Gates, KernelPattern, Kernels, pattern_schema
 from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, REPLAY_MODES, UNFUSED
 from fuseci.config.values import (
     Bytes,
@@ -143,6 +144,75 @@ class Input(v.Model):
     ] = 1.0
 
 
+#: Most ``allow_new`` patterns of one ledger.
+MAX_ALLOW_NEW = 1000
+
+
+def _allow_new(value: object) -> object:
+    """One pattern, written without a list, is a list of one."""
+    return [value] if isinstance(value, str) else value
+
+
+def _graphs(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < v.INT_LIMIT:
+        raise ValueError(
+            f"expected a positive whole number of compiled graphs (1: no graph break allowed), got {shown(value)}"
+        )
+    return value
+
+
+class Ledger(v.Model):
+    """Audit the variant's compiled forward kernel by kernel (the fusion ledger), against the
+    baseline's ledger."""
+
+    allow_new: Annotated[
+        v.Items[KernelPattern],
+        BeforeValidator(_allow_new),
+        Field(max_length=MAX_ALLOW_NEW),
+        Schema(
+            lambda: {
+                "description": "Regular expressions of kernel names (each matched against the whole name) that may "
+                "run with no counterpart in the baseline's ledger without failing: a note instead of a regression.",
+                "anyOf": [pattern_schema(), {"type": "array", "maxItems": MAX_ALLOW_NEW, "items": pattern_schema()}],
+            }
+        ),
+    ] = ()
+    graphs: Annotated[
+        Union[int, None],  # noqa: UP007
+        PlainValidator(_graphs),
+        Schema(
+            lambda: {
+                "type": "integer",
+                "minimum": 1,
+                "description": "How many graphs the compiled forward must be (1: no graph break allowed); another "
+                "count is a broken case. Default: any.",
+            }
+        ),
+    ] = None
+
+
+def _ledger(value: object) -> object:
+    """The mistakes a ledger's value shows before its form is known."""
+    if value is None:
+        raise ValueError(
+            "expected true or a mapping {allow_new: [...], graphs: N}, got null (YAML reads an empty value as null): "
+            "write `ledger: true`"
+        )
+    if not isinstance(value, (bool, dict)):
+        raise ValueError(f"expected true or a mapping {{allow_new: [...], graphs: N}}, got {shown(value)}")
+    return value
+
+
+LedgerValue = Annotated[
+    Union[bool, Ledger],  # noqa: UP007
+    BeforeValidator(_ledger),
+    Field(
+        description="Audit the compiled forward kernel by kernel, against the baseline's ledger (framework: torch "
+        "only): true, or a mapping of allow_new and graphs; false: no ledger (the default)."
+    ),
+]
+
+
 class LongVariant(v.Model):
     """A variant written as a mapping: its function and what it is judged by."""
 
@@ -155,6 +225,7 @@ class LongVariant(v.Model):
     caught_by: CaughtBy = ()
     framework: Framework | None = None
     kernels: Kernels = ()
+    ledger: LedgerValue = False
 
 
 def _variant(value: object) -> object:

@@ -139,7 +139,8 @@ def _check_name_schema() -> dict[str, Any]:
     return {
         "enum": [*CHECK_NAMES, *quantities.gateable()],
         "description": "A check: correctness, inventory (kernel list), bytes (DRAM bytes over the minimum), kernels "
-        "(the declared kernels), compile (compilation or autotuning inside the measured range) or a gated quantity.",
+        "(the declared kernels), compile (compilation or autotuning inside the measured range), ledger (the fusion "
+        "ledger of a compiled forward) or a gated quantity.",
     }
 
 
@@ -175,6 +176,34 @@ def _count(raw: object, pattern: str) -> tuple[int, int | None]:
     return {">=": (n, None), "<=": (0, n)}.get(m["op"] or "==", (n, n))
 
 
+def kernel_pattern(raw: object) -> str:
+    """``raw`` when it is a regular expression of a kernel name (at most 500 characters).
+
+    Raises:
+        ValueError: it is not a string, is empty or too long, or does not compile; says why.
+    """
+    if not isinstance(raw, str) or not raw or len(raw) > 500:
+        raise ValueError(f"expected a regular expression of a kernel name, got {brief_repr(raw)}")
+    try:
+        re.compile(raw)
+    except re.error as exc:
+        raise ValueError(f"{brief_repr(raw)} is not a regular expression ({exc}); quote it in YAML") from None
+    return raw
+
+
+def pattern_schema() -> dict[str, Any]:
+    """The JSON Schema of :data:`KernelPattern`."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 500,
+        "description": "A regular expression, matched against the whole kernel name as ncu reports it.",
+    }
+
+
+KernelPattern = Annotated[str, PlainValidator(kernel_pattern), Schema(pattern_schema)]
+
+
 def _kernels(raw: object) -> tuple[KernelRule, ...]:
     if not isinstance(raw, dict):
         raise ValueError(f"expected a mapping, got {shown(raw)}")
@@ -182,12 +211,7 @@ def _kernels(raw: object) -> tuple[KernelRule, ...]:
         raise ValueError("names no kernel; e.g. `kernels: {'triton_.*fused.*': 1}`")
     rules = []
     for pattern, count in raw.items():
-        if not isinstance(pattern, str) or not pattern or len(pattern) > 500:
-            raise ValueError(f"expected a regular expression of a kernel name, got {brief_repr(pattern)}")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{brief_repr(pattern)} is not a regular expression ({exc}); quote it in YAML") from None
+        kernel_pattern(pattern)
         low, high = _count(count, pattern)
         rules.append(KernelRule(pattern, low, high, text=str(count)))
     return tuple(rules)

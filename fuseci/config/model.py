@@ -61,8 +61,9 @@ DEFAULT_BYTES_ALLOWANCE = "10%"
 
 #: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`):
 #: ``kernels`` is the variant's declared kernels (:class:`KernelRule`), ``compile`` a compilation
-#: or autotuning inside its measured range.
-CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile")
+#: or autotuning inside its measured range, ``ledger`` its compiled forward's fusion ledger
+#: (:class:`LedgerSpec`).
+CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile", "ledger")
 
 _OFF = parse_tolerance("off")
 

@@ -29,6 +29,7 @@ from fuseci.config.model import (
     Case,
     Correctness,
     InputSpec,
+    LedgerSpec,
     NcuSettings,
     Suite,
     Variant,
@@ -43,6 +44,12 @@ from fuseci.errors import SuiteError
 #: The JSON Schema of suite files, for editors and other tools (installed with the package;
 #: generated from :mod:`fuseci.config.document` by ``python -m fuseci.config.schema``).
 SCHEMA_FILE = Path(fuseci.__file__).with_name("suite.schema.json")
+
+#: The framework a ledger's variant takes its inputs in: the ledger audits a ``torch.compile``'d forward.
+_LEDGER_FRAMEWORK = "torch"
+#: The check a planted variant names in ``caught_by`` to be caught by its ledger (the judge's
+#: ``CheckKind.LEDGER``, one of :data:`~fuseci.config.model.CHECK_NAMES`).
+_LEDGER_CHECK = "ledger"
 
 _SIMPLE_KEY = re.compile(r"\A[A-Za-z0-9_.\-]{1,80}\Z")
 
@@ -263,6 +270,7 @@ def _variants(
                 line=_line_of(raw, "fn") if long else _line_of(vnode, vid),
                 framework=(long.framework if long and long.framework else framework),
                 kernels=long.kernels if long else (),
+                ledger=_ledger(long),
             )
         )
     for var in variants:
@@ -281,9 +289,55 @@ def _variants(
                 vnode,
                 var.id,
             )
+    _check_ledgers(w, where, variants, vnode)
     _unique_ids(w, "variant", [(x.id, _sub(f"{where}.variants", x.id), _line_of(vnode, x.id)) for x in variants])
     variants.sort(key=lambda x: x.id != UNFUSED)
     return tuple(variants)
+
+
+def _ledger(long: doc.LongVariant | None) -> LedgerSpec | None:
+    """The variant's own ``ledger:`` (a variant inherits none: not from its case, nor from the
+    variant whose baseline it is judged against)."""
+    if long is None or long.ledger is False:
+        return None
+    if long.ledger is True:
+        return LedgerSpec()
+    return LedgerSpec(allow_new=long.ledger.allow_new, graphs=long.ledger.graphs)
+
+
+def _check_ledgers(w: _Where, where: str, variants: list[Variant], vnode: Any) -> None:
+    """A ledger audits a ``torch.compile``'d forward, so its variant takes torch tensors; a
+    planted variant caught by the ledger states its own, as does the variant it is judged as."""
+    by_id = {x.id: x for x in variants}
+    for var in variants:
+        vwhere, raw = _sub(f"{where}.variants", var.id), vnode.get(var.id)
+        if var.ledger is not None and var.framework != _LEDGER_FRAMEWORK:
+            w.add(
+                f"{vwhere}.ledger",
+                f"audits a torch.compile'd forward, but variant {var.id!r} takes {var.framework} arrays; set "
+                f"`framework: {_LEDGER_FRAMEWORK}` (in defaults, the case or the variant), or remove `ledger:`",
+                raw,
+                "ledger",
+            )
+        if _LEDGER_CHECK not in var.caught_by:
+            continue
+        if var.ledger is None:
+            w.add(
+                f"{vwhere}.caught_by",
+                f"names {_LEDGER_CHECK!r}, but the variant has no ledger (a planted variant inherits none): "
+                "add `ledger: true` to it",
+                raw,
+                "caught_by",
+            )
+        target = by_id.get(var.candidate_for or "")
+        if target is not None and target.candidate_for is None and target.ledger is None:
+            w.add(
+                f"{vwhere}.caught_by",
+                f"names {_LEDGER_CHECK!r}, but {target.id!r}, whose baseline it is judged against, has no "
+                f"ledger to judge it by: add `ledger: true` to {target.id!r}",
+                raw,
+                "caught_by",
+            )
 
 
 def shown_id(value: str) -> str:

@@ -23,8 +23,10 @@ _COMMENT = (
     "expanded, nesting at most 64 deep, integer literals of at most 64 characters, finite numbers, low < high for "
     f"uniform and randint inputs, std > 0 for normal inputs, at most 2**{MAX_ELEMENTS.bit_length() - 1} elements "
     f"per tensor (and at most {MAX_DIMS} dimensions), case ids unique within the suite and variant ids within the "
-    "case (letter case ignored), params not named like inputs, tolerances below 100% after rounding, and Python "
-    "identifiers exactly (the patterns here take any non-ASCII character)."
+    "case (letter case ignored), params not named like inputs, tolerances below 100% after rounding, kernel-name "
+    "patterns that compile as regular expressions, a ledger only on a variant that takes torch tensors (and on a "
+    "planted variant caught by the ledger and the variant it is judged against), and Python identifiers exactly "
+    "(the patterns here take any non-ASCII character)."
 )
 #: What a variant named ``unfused`` may not have: a gain to expect, a baseline to be judged by.
 _NOT_FOR_UNFUSED = ("baseline", "caught_by")
