@@ -219,7 +219,11 @@ def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
     :data:`KNOWN_L2_BYTES`. The runner's card is unknown here, so the largest L2 decides: inputs
     that span it span every known card's; a run notes when DRAM writes did read low
     (:func:`fuseci.judge.checks.undercount_note`). A warning, not an error: small cases have
-    their uses (quick tests, small shapes that matter); they measure the cache as well as DRAM."""
+    their uses (quick tests, small shapes that matter); they measure the cache as well as DRAM.
+    None for a model case (a variant with a ledger): its weights and activations are most of its
+    traffic, and its ledger judges each kernel's global bytes, exact whatever the L2 kept."""
+    if any(v.ledger is not None for v in case.variants):
+        return None
     total = sum(spec.nbytes for spec in case.inputs)
     card, l2 = max(KNOWN_L2_BYTES.items(), key=lambda item: item[1])
     least = L2_SPAN * l2
