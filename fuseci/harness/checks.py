@@ -204,6 +204,8 @@ def check_case(
     autotuned: dict[str, tuple[str, ...]] = {}
     notes: list[str] = []
     provenance: dict[str, dict[str, Any]] = {}
+    if any(v.ledger is not None for v in case.variants):
+        inductor.fresh()  # once per case: every ledger variant below compiles, and is captured, anew
     for variant in case.variants:
         call = calls[variant.id]
         if variant.ledger is not None:

@@ -8,9 +8,12 @@ compiles it, and the NVTX ranges that tie each measured kernel to its wrapper ca
   post-grad nodes it implements, and those to the model's source lines;
 - ``triton.unique_kernel_names = True``: each Triton kernel launches under its own name
   (``triton_poi_fused_add_view_3``), the name its NVTX range and ncu show;
-- the FX-graph and AOTAutograd caches off, and Dynamo's compiled code of this process dropped
-  (``torch._dynamo.reset()``): a cache hit emits no provenance, and a compile cached by another
-  run could carry a choice made with another Inductor or another configuration. Triton's own
+- the FX-graph and AOTAutograd caches off (and, once per case, before its first call, Dynamo's
+  compiled code of this process dropped: :func:`fresh`): a cache hit emits no provenance, and a
+  compile cached by another run could carry a choice made with another Inductor or another
+  configuration. Dropped once per case, not per variant: a variant's code compiled and captured
+  at its first call must be the code its measured call runs (dropping it again would recompile
+  it at the warm-up as another graph, ``1/0`` where the capture holds ``0/0``). Triton's own
   kernel cache and autotuning results stay on: the choice they make is recorded (each kernel's
   launch shape, by ncu) and judged by the bytes it moves.
 
@@ -100,7 +103,6 @@ def capturing(into: dict[str, Any]) -> Iterator[None]:
     trace, fusion = _Trace(artifacts), _Lines(lines)
     scheduler = logging.getLogger("torch._inductor.scheduler")
     saved = (trace_log.level, trace_log.propagate)
-    torch._dynamo.reset()
     with contextlib.ExitStack() as stack:
         stack.enter_context(
             inductor_config.patch(
@@ -133,6 +135,14 @@ def capturing(into: dict[str, Any]) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 torch._logging.set_logs()
     log.debug("captured %d provenance artifacts and %d fusion log lines", len(artifacts), len(lines))
+
+
+def fresh() -> None:
+    """Drop the code ``torch.compile`` compiled in this process (``torch._dynamo.reset()``), so
+    that a ledger variant's first call compiles, and is captured, anew."""
+    import torch
+
+    torch._dynamo.reset()
 
 
 @contextmanager
