@@ -37,7 +37,7 @@ from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Tally, Verdict, exit_code, tally
 from fuseci.reporters import templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
-from fuseci.reporters.chartkit import Tone, amount
+from fuseci.reporters.chartkit import Tone, amount, tone
 from fuseci.reporters.html_case import (
     MESSAGES,
     CaseView,
@@ -47,7 +47,6 @@ from fuseci.reporters.html_case import (
     check_view,
     check_weight,
     failing,
-    tone,
     where,
 )
 from fuseci.reporters.text import tally_text, totals, verdict_count
