@@ -15,9 +15,8 @@ from helpers import parse
 
 from fuseci.ledger.gate import judge
 from fuseci.ledger.model import Kind, Ledger, Node, Row
-from fuseci.reporters import html
+from fuseci.reporters import html, ledger_html
 from fuseci.reporters import ledger as report
-from fuseci.reporters import ledger_html
 from tests.reporters.ledger_results import ledger_comparison, real_ledger
 from tests.reporters.test_html_browser import CHROMIUM_ARGS, VIEWPORT, _chromium
 
