@@ -34,10 +34,10 @@ def _name(k: MetricDelta) -> str:
     return f"{name}[{k.quantity}]" if k.quantity else name
 
 
-def _ledger_detail(case: CaseResult, k: MetricDelta) -> list[str]:
-    """A ledger check's variant's ledger in one line, and what changed since its baseline's."""
-    v = next((v for v in case.variants if v.variant == k.variant and v.ledger is not None), None)
-    if k.check is not CheckKind.LEDGER or v is None or v.ledger is None:
+def _ledger_detail(case: CaseResult, variant: str) -> list[str]:
+    """A variant's ledger in one line, and what changed since its baseline's (none without one)."""
+    v = next((v for v in case.variants if v.variant == variant and v.ledger is not None), None)
+    if v is None or v.ledger is None:
         return []
     lines = [f"ledger: {summary_line(v.ledger)}"]
     if v.baseline_ledger is not None:
@@ -47,12 +47,12 @@ def _ledger_detail(case: CaseResult, k: MetricDelta) -> list[str]:
     return lines
 
 
-def _body(c: Comparison, case: CaseResult, k: MetricDelta) -> str:
+def _body(c: Comparison, case: CaseResult, k: MetricDelta, ledger: list[str]) -> str:
     lines = [f"{k.verdict.value.upper()}: {message(k)}"]
     numbers = check_detail(k)
     if numbers:
         lines.append(numbers)
-    lines += _ledger_detail(case, k)
+    lines += ledger
     lines += variant_detail(case, k.variant)
     lines.append(f"suite {c.suite_path}" + (f", line {case.line}" if case.line else ""))
     if c.env:
@@ -62,19 +62,19 @@ def _body(c: Comparison, case: CaseResult, k: MetricDelta) -> str:
     return "\n".join(clean(line) for line in lines)
 
 
-def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str) -> TestCase:
+def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str, ledger: list[str]) -> TestCase:
     # Every string through clean(): tools that turn JUnit into CI annotations print them raw.
     tc = TestCase(name, classname=clean(f"{c.suite}.{k.case}"), file=clean(c.suite_path), line=case.line or None)
     said = clean(message(k))
     match k.verdict:
         case Verdict.WRONG | Verdict.REGRESSED:
-            tc.add_failure_info(message=said, output=_body(c, case, k), failure_type=k.verdict.value)
+            tc.add_failure_info(message=said, output=_body(c, case, k, ledger), failure_type=k.verdict.value)
         case Verdict.ERROR | Verdict.INCOMPARABLE:
-            tc.add_error_info(message=said, output=_body(c, case, k), error_type=k.verdict.value)
+            tc.add_error_info(message=said, output=_body(c, case, k, ledger), error_type=k.verdict.value)
         case Verdict.NEW | Verdict.MISSING:
             tc.add_skipped_info(message=said)
         case Verdict.WARN:
-            tc.stdout = f"WARNING: {_body(c, case, k)}"
+            tc.stdout = f"WARNING: {_body(c, case, k, ledger)}"
         case Verdict.PASS | Verdict.IMPROVED:
             tc.stdout = said
     return tc
@@ -84,10 +84,14 @@ def _testcases(c: Comparison) -> list[TestCase]:
     seen: dict[str, int] = {}
     out = []
     for case in c.cases:
+        ledgers: dict[str, list[str]] = {}  # a variant's, once for all its ledger checks
         for k in case.checks:
             name = clean(_name(k))
             seen[name] = seen.get(name, 0) + 1
-            out.append(_testcase(c, case, k, name if seen[name] == 1 else f"{name}#{seen[name]}"))
+            if k.check is CheckKind.LEDGER and k.variant not in ledgers:
+                ledgers[k.variant] = _ledger_detail(case, k.variant)
+            ledger = ledgers[k.variant] if k.check is CheckKind.LEDGER else []
+            out.append(_testcase(c, case, k, name if seen[name] == 1 else f"{name}#{seen[name]}", ledger))
     return out
 
 

@@ -35,8 +35,10 @@ CASE_BYTES = 500_000
 PAGE_BYTES = budget.PAGE_BYTES - 200_000
 #: Ledgers shown in one case's section (one per variant that has one).
 LEDGERS = 4
+#: Bytes left below which a case's section shows no further ledger (counts it instead).
+_SMALLEST = 20_000
 #: Markup around one row (its cells and attributes), counted generously.
-_ROW_MARKUP = 500
+_ROW_MARKUP = 300
 #: Markup of a fragment around its rows (the bar, the headings, the table's head).
 _FIXED_MARKUP = 2500
 
@@ -157,11 +159,12 @@ def view(
         changes, left = change_lines(baseline, ledger)
     bar = _bar(ledger)
     totals = totals_line(ledger)
-    fixed = budget.weight(
-        totals, bar.caption if bar else "", *changes, *(m for f in findings for m in f), markup=_FIXED_MARKUP
-    )
-    rows = sorted_rows(ledger)
+    fixed = budget.weight(totals, bar.caption if bar else "", *(m for f in findings for m in f), markup=_FIXED_MARKUP)
     room = budget.Budget(max(size - fixed, 0))
+    start = room.left
+    # What changed comes first (it is what a reviewer of an upgrade reads), then the rows.
+    kept = room.fit(((line, budget.weight(line)) for line in changes), len(changes))
+    rows = sorted_rows(ledger)
     shown = room.fit(((v, _row_weight(v)) for v in map(_row_view, rows)), MAX_ROWS)
     return LedgerView(
         rows=tuple(shown),
@@ -169,21 +172,22 @@ def view(
         bar=bar,
         totals=totals,
         findings=findings,
-        changes=tuple(changes),
-        changes_more=budget.more(left, "changes"),
-        weight=fixed + sum(_row_weight(v) for v in shown),
+        changes=tuple(kept),
+        changes_more=budget.more(left + len(changes) - len(kept), "changes"),
+        weight=fixed + start - room.left,
     )
 
 
 def sections(case: CaseResult) -> tuple[LedgerSection, ...]:
     """The ledgers of a case's variants, for its section of the report: each with what changed
-    since its baseline's, within :data:`CASE_BYTES` together (the first :data:`LEDGERS`)."""
+    since its baseline's, within :data:`CASE_BYTES` together (the first :data:`LEDGERS`, while
+    the bytes left are worth a ledger)."""
     room = budget.Budget(CASE_BYTES)
     out: list[LedgerSection] = []
     for v in case.variants:
         if v.ledger is None:
             continue
-        if len(out) == LEDGERS:
+        if len(out) == LEDGERS or room.left < _SMALLEST:
             break
         shown = view(v.ledger, baseline=v.baseline_ledger, size=room.left)
         room.take(min(shown.weight, room.left))
