@@ -1,7 +1,9 @@
 """The report people read in a terminal or a CI log.
 
 Per suite: a heading with its verdict, the environment and baseline, a table of every (case,
-variant) with its measurements and gains, then one block per variant that needs attention,
+variant) with its measurements and gains, a line per variant's fusion ledger (its kernels,
+bytes against the graph's floor and worst kernel; ``verbose`` adds its rows and what changed since
+its baseline's, node by node), then one block per variant that needs attention,
 headed by its worst verdict, with the messages of its checks that did not pass (a split kernel
 reads as one story: the inventory, then each gain it cost), then the notes. A totals line ends
 the report.

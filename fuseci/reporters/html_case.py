@@ -2,8 +2,9 @@
 rows, the data of its charts (gains against the baseline with the tolerance band, DRAM bytes
 against the minimum and bandwidth against the card's peak, CUDA-event timings), drawn by
 :mod:`fuseci.reporters.charts`, and each variant's kernel inventory aligned with the baseline's
-(splits, new and vanished kernels, changed launch shapes). Every string is cut, and the checks,
-kernels and chart rows of a case are bounded (:mod:`fuseci.reporters.budget`).
+(splits, new and vanished kernels, changed launch shapes), and the fusion ledger of each variant
+that has one (:mod:`fuseci.reporters.ledger_html`). Every string is cut, and the checks,
+kernels, chart rows and ledgers of a case are bounded (:mod:`fuseci.reporters.budget`).
 """
 
 from __future__ import annotations
