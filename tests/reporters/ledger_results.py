@@ -44,12 +44,11 @@ def real_ledger(case: str) -> Ledger:
 
 
 def ledger_checks(case: str, variant: str, baseline: Ledger, current: Ledger) -> tuple[MetricDelta, ...]:
-    """The gate's findings as a results file holds them: one ledger check each (quantity: the
-    finding's kind), and a passing one when there is none."""
+    """The gate's findings as :mod:`fuseci.api.ledgers` makes them checks: one ledger check each
+    (quantity: the finding's kind), and a passing one of the forward's bytes with its values."""
     verdict = judge(baseline, current)
     checks = [
-        MetricDelta(case, variant, CheckKind.LEDGER, f.kind.value.replace(" ", "_"), f.verdict, f.message)
-        for f in verdict.findings
+        MetricDelta(case, variant, CheckKind.LEDGER, f.kind.value, f.verdict, f.message) for f in verdict.findings
     ]
     total = MetricDelta(
         case,
