@@ -36,6 +36,8 @@ from markupsafe import Markup
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from fuseci.judge.verdict import Verdict
+
 #: Drawn for every chart: text stays text (small, searchable, and escaped by matplotlib),
 #: ``$`` in a label is a dollar sign rather than the start of a formula, one font whose metrics
 #: the browser's sans-serif is close to.
@@ -74,6 +76,21 @@ class Tone(Enum):
     """Improved."""
     OK = "#455a64"
     """Passed, or not judged at all (the unfused reference)."""
+
+
+def tone(verdict: Verdict) -> Tone:
+    """The colour a verdict is shown in."""
+    match verdict:
+        case Verdict.WRONG | Verdict.REGRESSED:
+            return Tone.BAD
+        case Verdict.ERROR | Verdict.INCOMPARABLE | Verdict.WARN:
+            return Tone.WARN
+        case Verdict.MISSING | Verdict.NEW:
+            return Tone.INFO
+        case Verdict.IMPROVED:
+            return Tone.GOOD
+        case Verdict.PASS:
+            return Tone.OK
 
 
 BAND = "#bbdefb"

@@ -1,7 +1,9 @@
 """The report people read in a terminal or a CI log.
 
 Per suite: a heading with its verdict, the environment and baseline, a table of every (case,
-variant) with its measurements and gains, then one block per variant that needs attention,
+variant) with its measurements and gains, a line per variant's fusion ledger (its kernels,
+bytes against the graph's floor and worst kernel; ``verbose`` adds its rows and what changed since
+its baseline's, node by node), then one block per variant that needs attention,
 headed by its worst verdict, with the messages of its checks that did not pass (a split kernel
 reads as one story: the inventory, then each gain it cost), then the notes. A totals line ends
 the report.
@@ -26,6 +28,7 @@ from rich.text import Text
 
 from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
+from fuseci.reporters.ledger import change_lines, ledger_lines, summary_line
 from fuseci.reporters.text import (
     UNDERCOUNT,
     attention,
@@ -34,6 +37,7 @@ from fuseci.reporters.text import (
     count,
     env_line,
     gain_columns,
+    message,
     totals,
     undercount_summary,
 )
@@ -121,9 +125,9 @@ def _blocks(c: Comparison) -> list[Text]:
         # says why on a line of its own: recording would hide the change.
         unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
         new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
-        out += [_bullet(k.verdict, k.message) for k, u in zip(a.checks, unrecorded, strict=True) if not u]
+        out += [_bullet(k.verdict, message(k)) for k, u in zip(a.checks, unrecorded, strict=True) if not u]
         if len(new) == 1:
-            out.append(_bullet(Verdict.NEW, new[0].message))
+            out.append(_bullet(Verdict.NEW, message(new[0])))
         elif new:
             command = record_command(c)
             advice = (
@@ -138,6 +142,27 @@ def _blocks(c: Comparison) -> list[Text]:
         caught = Text("CAUGHT".ljust(10), STYLES[Verdict.PASS])
         out.append(Text.assemble("  ", caught, " ", clean(f"{s.case}/{s.variant}"), "  ", _place(c.suite_path, s.line)))
         out += [_bullet(Verdict.PASS, k.message) for k in s.checks if k.check is CheckKind.PLANTED]
+    return out
+
+
+def _ledgers(c: Comparison, verbose: bool) -> list[Text]:
+    """One line per variant with a fusion ledger: its kernels, bytes against its floor and its
+    worst kernel; ``verbose`` adds its rows and what changed since its baseline's, node by node."""
+    out: list[Text] = []
+    for case in c.cases:
+        for v in case.variants:
+            if v.ledger is None:
+                continue
+            out.append(Text(clean(f"  ledger {case.case}/{v.variant}: {summary_line(v.ledger)}")))
+            if not verbose:
+                continue
+            out += [Text("    " + line) for line in ledger_lines(v.ledger)]
+            if v.baseline_ledger is not None:
+                changes, left = change_lines(v.baseline_ledger, v.ledger)
+                out.append(Text("    since the baseline's ledger:"))
+                out += [Text("      " + line) for line in changes]
+                if left:
+                    out.append(Text(f"      and {left:,} more changes", PLACE))
     return out
 
 
@@ -188,6 +213,9 @@ def _suite(c: Comparison, verbose: bool) -> list[Text]:
         differs = clean(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ")
         out.append(Text.assemble(differs, "(", state, ")"))
     out += [Text(), *(Text("  " + r) for r in _table(c.cases)), Text()]
+    ledgers = _ledgers(c, verbose)
+    if ledgers:
+        out += [*ledgers, Text()]
     blocks = _blocks(c)
     notes = [Text(n) for n in _notes(c, verbose)]
     if blocks:

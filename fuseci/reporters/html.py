@@ -12,7 +12,8 @@ external font. Failures come first:
   bytes against the case's minimum and its achieved bandwidth against the card's peak (unfused
   and fused side by side), its CUDA-event timings now and in the baseline, each variant's kernel
   inventory aligned with the baseline's (splits, new and vanished kernels, changed launch
-  shapes highlighted), and every check.
+  shapes highlighted), each variant's fusion ledger (:mod:`fuseci.reporters.ledger_html`), and
+  every check.
 
 However large the run, the page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: every
 string is cut, the worst cases are drawn in full while their share of the page lasts, the next
@@ -37,7 +38,7 @@ from fuseci.config import names
 from fuseci.judge.verdict import CaseResult, Comparison, Tally, Verdict, exit_code, tally
 from fuseci.reporters import templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
-from fuseci.reporters.chartkit import Tone, amount
+from fuseci.reporters.chartkit import Tone, amount, tone
 from fuseci.reporters.html_case import (
     MESSAGES,
     CaseView,
@@ -47,7 +48,6 @@ from fuseci.reporters.html_case import (
     check_view,
     check_weight,
     failing,
-    tone,
     where,
 )
 from fuseci.reporters.text import tally_text, totals, verdict_count

@@ -2,8 +2,9 @@
 rows, the data of its charts (gains against the baseline with the tolerance band, DRAM bytes
 against the minimum and bandwidth against the card's peak, CUDA-event timings), drawn by
 :mod:`fuseci.reporters.charts`, and each variant's kernel inventory aligned with the baseline's
-(splits, new and vanished kernels, changed launch shapes). Every string is cut, and the checks,
-kernels and chart rows of a case are bounded (:mod:`fuseci.reporters.budget`).
+(splits, new and vanished kernels, changed launch shapes), and the fusion ledger of each variant
+that has one (:mod:`fuseci.reporters.ledger_html`). Every string is cut, and the checks,
+kernels, chart rows and ledgers of a case are bounded (:mod:`fuseci.reporters.budget`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
 from fuseci.reporters import charts
 from fuseci.reporters.budget import NAME, TEXT, cut, more, weight
-from fuseci.reporters.chartkit import Chart, Tone
+from fuseci.reporters.chartkit import Chart, Tone, tone
+from fuseci.reporters.ledger_html import LedgerSection, ledgers_more, sections
 
 #: At most this many of each in a case's section (:data:`MESSAGES`: failing checks listed).
 MESSAGES = 12
@@ -39,21 +41,6 @@ _ALIGNED = 2_000
 _BAND = re.compile(r"^±\s*([0-9]+(?:\.[0-9]*)?)\s*%")
 _BOUND = re.compile(r"^(?:>=|<=|==|>|<)\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*x?$")
 _ALLOWANCE = re.compile(r"^<=\s*([0-9]+(?:\.[0-9]*)?)\s*x$")
-
-
-def tone(verdict: Verdict) -> Tone:
-    """The colour a verdict is shown in."""
-    match verdict:
-        case Verdict.WRONG | Verdict.REGRESSED:
-            return Tone.BAD
-        case Verdict.ERROR | Verdict.INCOMPARABLE | Verdict.WARN:
-            return Tone.WARN
-        case Verdict.MISSING | Verdict.NEW:
-            return Tone.INFO
-        case Verdict.IMPROVED:
-            return Tone.GOOD
-        case Verdict.PASS:
-            return Tone.OK
 
 
 def failing(verdict: Verdict) -> bool:
@@ -152,6 +139,10 @@ class CaseView:
     """Per variant (the first of them)."""
     inventories_more: str
     """How many variants' kernels are not shown, or empty."""
+    ledgers: tuple[LedgerSection, ...]
+    """The fusion ledger of each variant that has one (the first of them)."""
+    ledgers_more: str
+    """How many variants' ledgers are not shown, or empty."""
     notes: tuple[str, ...]
     """What a reader of the numbers should know."""
 
@@ -417,6 +408,7 @@ def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView
     drawn.append(_fusion_chart(case, comparison.env, anchor))
     drawn.append(_timing_chart(case, anchor))
     inventories = [i for i in (_inventory(v) for v in case.variants[: _INVENTORIES * 4]) if i is not None]
+    ledgers = sections(case)
     return CaseView(
         anchor=anchor,
         suite=cut(comparison.suite, NAME),
@@ -436,6 +428,8 @@ def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView
             sum(1 for v in case.variants if v.kernels or v.baseline_kernels) - min(len(inventories), _INVENTORIES),
             "variants' kernels",
         ),
+        ledgers=ledgers,
+        ledgers_more=ledgers_more(case, len(ledgers)),
         notes=tuple(cut(n, TEXT) for n in [*_suite_notes(comparison, case), *case.notes][:_NOTES]),
     )
 
@@ -457,4 +451,5 @@ def case_weight(v: CaseView) -> int:
     )
     charts_size = sum(len(c.svg) + weight(c.title, c.legend, markup=300) for c in v.charts)
     checks = sum(check_weight(k) for k in (*v.checks, *v.failures))
-    return weight(*texts, markup=3000) + kernels + charts_size + checks
+    ledgers = sum(weight(s.variant, markup=200) + s.view.weight for s in v.ledgers)
+    return weight(*texts, markup=3000) + kernels + charts_size + checks + ledgers

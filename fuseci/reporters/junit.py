@@ -8,15 +8,21 @@ NEW and MISSING checks are skipped testcases (nothing to compare yet), REGRESSED
 failures, ERROR and INCOMPARABLE are errors, WARN passes with ``WARNING:`` and its message in
 the testcase's ``system-out``. A failure's message is the check's one sentence; its body carries
 the detail: the check's numbers, the variant's measurements and kernels now and at baseline (and
-unfused's, for a gain), and where the case is in the suite file.
+unfused's, for a gain), and where the case is in the suite file. A ledger check's message is cut
+(:func:`~fuseci.reporters.text.message`), and its body carries its variant's ledger in one line
+and what changed since the baseline's ledger, node by node (the first :data:`_CHANGES` lines).
 """
 
 from __future__ import annotations
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Verdict
-from fuseci.reporters.text import check_detail, clean, env_line, variant_detail
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+from fuseci.reporters.ledger import change_lines, summary_line
+from fuseci.reporters.text import check_detail, clean, env_line, message, variant_detail
+
+#: Lines of what changed since the baseline's ledger a ledger check's body carries.
+_CHANGES = 12
 
 
 def _name(k: MetricDelta) -> str:
@@ -28,11 +34,25 @@ def _name(k: MetricDelta) -> str:
     return f"{name}[{k.quantity}]" if k.quantity else name
 
 
-def _body(c: Comparison, case: CaseResult, k: MetricDelta) -> str:
-    lines = [f"{k.verdict.value.upper()}: {k.message}"]
+def _ledger_detail(case: CaseResult, variant: str) -> list[str]:
+    """A variant's ledger in one line, and what changed since its baseline's (none without one)."""
+    v = next((v for v in case.variants if v.variant == variant and v.ledger is not None), None)
+    if v is None or v.ledger is None:
+        return []
+    lines = [f"ledger: {summary_line(v.ledger)}"]
+    if v.baseline_ledger is not None:
+        changes, left = change_lines(v.baseline_ledger, v.ledger, _CHANGES)
+        lines += ["since the baseline's ledger:", *(f"  {line}" for line in changes)]
+        lines += [f"  and {left:,} more changes"] if left else []
+    return lines
+
+
+def _body(c: Comparison, case: CaseResult, k: MetricDelta, ledger: list[str]) -> str:
+    lines = [f"{k.verdict.value.upper()}: {message(k)}"]
     numbers = check_detail(k)
     if numbers:
         lines.append(numbers)
+    lines += ledger
     lines += variant_detail(case, k.variant)
     lines.append(f"suite {c.suite_path}" + (f", line {case.line}" if case.line else ""))
     if c.env:
@@ -42,21 +62,21 @@ def _body(c: Comparison, case: CaseResult, k: MetricDelta) -> str:
     return "\n".join(clean(line) for line in lines)
 
 
-def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str) -> TestCase:
+def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str, ledger: list[str]) -> TestCase:
     # Every string through clean(): tools that turn JUnit into CI annotations print them raw.
     tc = TestCase(name, classname=clean(f"{c.suite}.{k.case}"), file=clean(c.suite_path), line=case.line or None)
-    message = clean(k.message)
+    said = clean(message(k))
     match k.verdict:
         case Verdict.WRONG | Verdict.REGRESSED:
-            tc.add_failure_info(message=message, output=_body(c, case, k), failure_type=k.verdict.value)
+            tc.add_failure_info(message=said, output=_body(c, case, k, ledger), failure_type=k.verdict.value)
         case Verdict.ERROR | Verdict.INCOMPARABLE:
-            tc.add_error_info(message=message, output=_body(c, case, k), error_type=k.verdict.value)
+            tc.add_error_info(message=said, output=_body(c, case, k, ledger), error_type=k.verdict.value)
         case Verdict.NEW | Verdict.MISSING:
-            tc.add_skipped_info(message=message)
+            tc.add_skipped_info(message=said)
         case Verdict.WARN:
-            tc.stdout = f"WARNING: {_body(c, case, k)}"
+            tc.stdout = f"WARNING: {_body(c, case, k, ledger)}"
         case Verdict.PASS | Verdict.IMPROVED:
-            tc.stdout = message
+            tc.stdout = said
     return tc
 
 
@@ -64,10 +84,14 @@ def _testcases(c: Comparison) -> list[TestCase]:
     seen: dict[str, int] = {}
     out = []
     for case in c.cases:
+        ledgers: dict[str, list[str]] = {}  # a variant's, once for all its ledger checks
         for k in case.checks:
             name = clean(_name(k))
             seen[name] = seen.get(name, 0) + 1
-            out.append(_testcase(c, case, k, name if seen[name] == 1 else f"{name}#{seen[name]}"))
+            if k.check is CheckKind.LEDGER and k.variant not in ledgers:
+                ledgers[k.variant] = _ledger_detail(case, k.variant)
+            ledger = ledgers[k.variant] if k.check is CheckKind.LEDGER else []
+            out.append(_testcase(c, case, k, name if seen[name] == 1 else f"{name}#{seen[name]}", ledger))
     return out
 
 

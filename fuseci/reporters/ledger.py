@@ -1,40 +1,46 @@
-"""A fusion ledger for people: lines for the terminal, and an HTML fragment (a table of its rows,
-the worst ratio of measured to minimum DRAM bytes first, under a bar of the graph's measured
-total against its floor) for the report page.
+"""A fusion ledger in words: its rows as a terminal table (the worst ratio of measured to minimum
+DRAM bytes first), its totals in one line, its gate's findings, and what changed against its
+baseline's ledger, node by node (:func:`fuseci.ledger.diff.diff`). The console, JUnit and the
+HTML fragment (:mod:`fuseci.reporters.ledger_html`) say it with these.
 
 Node names and source lines are the model's, so user data: every string passes
-:func:`fuseci.reporters.text.clean` and is cut (:func:`fuseci.reporters.budget.cut`), and the
-template escapes it (:mod:`fuseci.reporters.templating`)."""
+:func:`fuseci.reporters.text.clean` and is cut (:func:`fuseci.reporters.budget.cut`). This
+module draws nothing (no matplotlib), so the console pays nothing for it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
+from fuseci.config import names, quantities
+from fuseci.ledger.diff import diff, diff_lines
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
 from fuseci.ledger.model import Ledger, Row
-from fuseci.reporters import budget, templating
-from fuseci.reporters.chartkit import mb
-from fuseci.reporters.html_case import tone
-from fuseci.reporters.text import clean, columns
+from fuseci.reporters import budget
+from fuseci.reporters.text import clean, columns, count
 
-#: Node labels shown open in a row; more are folded into a ``<details>``.
-OPEN_NODES = 3
-#: Rows a fragment shows (the worst first); the rest are counted.
-MAX_ROWS = 2000
+#: Lines of what changed against the baseline's ledger a report shows; the rest are counted.
+CHANGES = 40
+#: Characters kept of one of those lines (its node lists grow with the model).
+CHANGE_CHARS = budget.TEXT
 
 
-def _cut(text: str, limit: int = budget.NAME) -> str:
+def cut(text: str, limit: int = budget.NAME) -> str:
+    """``text`` cut to ``limit`` characters, and one line (:func:`~fuseci.reporters.text.clean`)."""
     return clean(budget.cut(text, limit))
 
 
-def _ratio(row: Row) -> str:
+def megabytes(value: float) -> str:
+    """``526.3 MB`` (bytes as the gate's messages write them)."""
+    return quantities.show(names.DRAM_BYTES, value)
+
+
+def ratio(row: Row) -> str:
+    """``1.05x``; empty for a row without a minimum or a measurement."""
     return "" if row.ratio is None else f"{row.ratio:.2f}x"
 
 
-def _time(row: Row) -> str:
-    return "" if row.measured is None else f"{row.measured.duration_ns / 1e3:,.1f} µs"
+def duration(row: Row) -> str:
+    """``14.7 µs``; empty for a row not measured."""
+    return "" if row.measured is None else quantities.show(names.DURATION, row.measured.duration_ns)
 
 
 def sorted_rows(ledger: Ledger) -> list[Row]:
@@ -49,14 +55,14 @@ def ledger_lines(ledger: Ledger) -> list[str]:
     head = ["kernel", "kind", "nodes", "launches", "DRAM", "minimum", "ratio", "time"]
     body = [
         [
-            _cut(r.kernel, 80),
+            cut(r.kernel, 80),
             r.kind.value,
-            _cut(", ".join(labels(r.nodes)), 80),
+            cut(", ".join(labels(r.nodes)), 80),
             str(r.measured.launches) if r.measured else "",
-            mb(r.measured.dram_bytes) if r.measured else "not measured",
-            mb(r.min_bytes) if r.min_bytes is not None else "",
-            _ratio(r),
-            _time(r),
+            megabytes(r.measured.dram_bytes) if r.measured else "not measured",
+            megabytes(r.min_bytes) if r.min_bytes is not None else "",
+            ratio(r),
+            duration(r),
         ]
         for r in sorted_rows(ledger)
     ]
@@ -65,115 +71,41 @@ def ledger_lines(ledger: Ledger) -> list[str]:
 
 
 def totals_line(ledger: Ledger) -> str:
-    """``forward: 526 MB of DRAM over 9 rows; floor 50 MB (10.5x)``."""
+    """``forward: 526.3 MB of DRAM over 9 rows; floor 58.7 MB (9.0x)``."""
     measured = ledger.measured_bytes
-    floor = f"; floor {mb(ledger.floor_bytes)}" if ledger.floor_bytes else "; no floor (shapes unknown)"
+    floor = f"; floor {megabytes(ledger.floor_bytes)}" if ledger.floor_bytes else "; no floor (shapes unknown)"
     times = f" ({measured / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
     graphs = f" in {len(ledger.graphs)} graphs" if len(ledger.graphs) > 1 else ""
-    return f"forward: {mb(measured)} of DRAM over {len(ledger.rows)} rows{graphs}{floor}{times}"
+    return f"forward: {megabytes(measured)} of DRAM over {len(ledger.rows)} rows{graphs}{floor}{times}"
+
+
+def summary_line(ledger: Ledger) -> str:
+    """The ledger in one line: ``9 kernels, 526.3 MB measured against a 58.7 MB floor; worst
+    triton_poi_fused_add_view_3 at 1.05x its minimum``."""
+    kernels = count(len(ledger.rows), "kernel")
+    graphs = f" in {len(ledger.graphs)} graphs" if len(ledger.graphs) > 1 else ""
+    unmeasured = sum(1 for r in ledger.rows if r.measured is None)
+    missing = f" ({unmeasured} not measured)" if unmeasured else ""
+    measured = megabytes(ledger.measured_bytes)
+    floor = (
+        f"against a {megabytes(ledger.floor_bytes)} floor" if ledger.floor_bytes else "with no floor (shapes unknown)"
+    )
+    worst = next((r for r in sorted_rows(ledger) if r.ratio is not None), None)
+    at = f"; worst {cut(worst.kernel)} at {ratio(worst)} its minimum" if worst is not None else ""
+    return f"{kernels}{graphs}{missing}, {measured} measured {floor}{at}"
 
 
 def verdict_lines(verdict: LedgerVerdict) -> list[str]:
     """The gate's verdict: one line for it, then one per finding (regressions first)."""
     counts = f"{len(verdict.regressions)} regressed, {len(verdict.notes)} notes"
     out = [f"ledger: {verdict.verdict.name}  ({counts})"]
-    out += [f"  {f.verdict.name} {f.kind.value}: {_cut(f.message, budget.TEXT)}" for f in verdict.findings]
+    out += [f"  {f.verdict.name} {f.kind.value}: {cut(f.message, budget.TEXT)}" for f in verdict.findings]
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class RowView:
-    """One row of the fragment's table, as the template prints it."""
-
-    kernel: str
-    kind: str
-    launches: str
-    nodes: tuple[str, ...]
-    """The first :data:`OPEN_NODES` node labels."""
-    more_nodes: tuple[str, ...]
-    """The rest, folded."""
-    dram: str
-    minimum: str
-    ratio: str
-    ratio_value: str
-    """The ratio as a number for scripts (empty: none)."""
-    time: str
-    note: str
-
-
-@dataclass(frozen=True, slots=True)
-class BarView:
-    """The graph's measured DRAM total against its floor, in percent of the bar's width."""
-
-    measured: str
-    floor: str
-    measured_pct: float
-    floor_pct: float
-    caption: str
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerView:
-    """What the fragment shows."""
-
-    rows: tuple[RowView, ...]
-    more: str
-    bar: BarView | None
-    totals: str
-    findings: tuple[tuple[str, str, str], ...]
-    """Each finding as (tone, status, message)."""
-
-
-def _row_view(r: Row) -> RowView:
-    names = tuple(_cut(n) for n in labels(r.nodes))
-    return RowView(
-        kernel=_cut(r.kernel),
-        kind=r.kind.value,
-        launches=str(r.measured.launches) if r.measured else "",
-        nodes=names[:OPEN_NODES],
-        more_nodes=names[OPEN_NODES:],
-        dram=mb(r.measured.dram_bytes) if r.measured else "not measured",
-        minimum=mb(r.min_bytes) if r.min_bytes is not None else "",
-        ratio=_ratio(r),
-        ratio_value="" if r.ratio is None else f"{r.ratio:.6g}",
-        time=_time(r),
-        note=_cut(r.note, budget.TEXT),
-    )
-
-
-def _bar(ledger: Ledger) -> BarView | None:
-    measured, floor = ledger.measured_bytes, ledger.floor_bytes
-    if not floor or measured <= 0:
-        return None
-    top = max(measured, floor)
-    caption = f"measured {mb(measured)} of DRAM against a floor of {mb(floor)} ({measured / floor:.2f}x)"
-    return BarView(mb(measured), mb(floor), round(100 * measured / top, 2), round(100 * floor / top, 2), caption)
-
-
-def view(ledger: Ledger, verdict: LedgerVerdict | None = None) -> LedgerView:
-    """What :func:`fragment` shows of ``ledger`` (and of its verdict against a baseline)."""
-    rows = sorted_rows(ledger)
-    findings: Sequence[tuple[str, str, str]] = ()
-    if verdict is not None:
-        findings = tuple(
-            (tone(f.verdict).name.lower(), f"{f.verdict.name} {f.kind.value}", _cut(f.message, budget.TEXT))
-            for f in verdict.findings
-        )
-    return LedgerView(
-        rows=tuple(_row_view(r) for r in rows[:MAX_ROWS]),
-        more=budget.more(len(rows) - MAX_ROWS, "rows"),
-        bar=_bar(ledger),
-        totals=totals_line(ledger),
-        findings=tuple(findings),
-    )
-
-
-def fragment(ledger: Ledger, verdict: LedgerVerdict | None = None) -> str:
-    """The ledger as an HTML fragment for a report page (its styles are the page's style sheet)."""
-    return templating.render("ledger.html.j2", ledger=view(ledger, verdict))
-
-
-def document(ledger: Ledger, verdict: LedgerVerdict | None = None, title: str = "fusion ledger") -> str:
-    """The fragment in a page of its own (the reports' head, style sheet and security policy)."""
-    overall = "" if verdict is None else f": {verdict.verdict.name}"
-    return templating.render("ledger_page.html.j2", title=_cut(title) + overall, ledger=view(ledger, verdict))
+def change_lines(baseline: Ledger, current: Ledger, limit: int = CHANGES) -> tuple[list[str], int]:
+    """What changed from ``baseline`` to ``current``, node by node (``add (block.py:17): was fused
+    with layer_norm_1 (block.py:19) in ...; now alone in ...``), at most ``limit`` lines, each cut
+    to :data:`CHANGE_CHARS`; and how many more changes there are. One line when nothing changed."""
+    changes = diff(baseline, current)
+    return [cut(line, CHANGE_CHARS) for line in diff_lines(changes[:limit])], max(len(changes) - limit, 0)

@@ -37,6 +37,7 @@ from fuseci.reporters.text import (
     clean,
     env_line,
     gain_columns,
+    message,
     undercount_summary,
     worst,
 )
@@ -167,7 +168,7 @@ def _bullets(c: Comparison) -> tuple[str, ...]:
     out: list[str] = []
     for a in attention(c):
         out.append(f"- {_icon(a.verdict)} **{a.verdict.value.upper()}** {escape(a.where)}")
-        out += [f"  - {inline(k.message)}" for k in a.checks]
+        out += [f"  - {inline(message(k))}" for k in a.checks]
     for s in (s for s in subjects([c]) if s.caught):
         out.append(f"- {_CAUGHT} **CAUGHT** {escape(f'{s.case}/{s.variant}')}")
         out += [f"  - {inline(k.message)}" for k in s.checks if k.check is CheckKind.PLANTED]

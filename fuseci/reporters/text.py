@@ -15,7 +15,8 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import CaseResult, Comparison, MetricDelta, Tally, Verdict, exit_code, tally
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Tally, Verdict, exit_code, tally
+from fuseci.reporters.budget import cut
 
 #: The gains the tables show, in their order (a layout choice; their headings are the catalogue's
 #: :attr:`~fuseci.config.quantities.Quantity.short`).
@@ -232,6 +233,17 @@ def variant_detail(case: CaseResult, variant: str) -> list[str]:
         if v.baseline_kernels and v.baseline_kernels != v.kernels:
             out.append(f"{v.variant} kernels at baseline: {kernels_line(v.baseline_kernels)}")
     return out
+
+
+#: Characters of a ledger check's message the text reports keep: it names the model's nodes and
+#: kernels (six of each at most) and may quote a graph-break reason, all of them user data.
+LEDGER_MESSAGE = 600
+
+
+def message(k: MetricDelta) -> str:
+    """A check's message as the text reports print it: a ledger check's cut to
+    :data:`LEDGER_MESSAGE` characters (``… (1,204 more characters)``)."""
+    return cut(k.message, LEDGER_MESSAGE) if k.check is CheckKind.LEDGER else k.message
 
 
 def check_detail(k: MetricDelta) -> str:

@@ -228,9 +228,16 @@ def test_run_compare_and_merge_write_the_report(in_root, tmp_path: Path) -> None
     assert "scale_relu_add" in compared.read_text()
 
 
+#: The shipped suites no run of which is recorded here: whole models, which need PyTorch on a GPU
+#: (their ledgers' reports are tested from tests/data/ledger).
+UNRECORDED = {"models", "model_mutants"}
+
+
 def _shipped_comparisons() -> list:
     comparisons = []
-    for suite in sorted(SUITES.glob("*.yaml")):
+    suites = sorted(s for s in SUITES.glob("*.yaml") if s.stem not in UNRECORDED)
+    assert len(suites) >= 7 and all((REPORTS / f"{s.stem}.ncu-rep.xz").exists() for s in suites)
+    for suite in suites:
         options = api.RunOptions(
             baselines=SUITES.parent / "baselines", from_report=REPORTS / f"{suite.stem}.ncu-rep.xz"
         )

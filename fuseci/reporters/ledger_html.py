@@ -1,0 +1,215 @@
+"""A fusion ledger as an HTML fragment: what changed against the baseline's ledger node by node,
+then a table of its rows, the worst ratio of measured to minimum DRAM bytes first, under a bar of
+the graph's measured total against its floor. A case's section of the report
+(:mod:`fuseci.reporters.html_case`) shows one per variant that has a ledger; :func:`document`
+puts one in a page of its own.
+
+Node names and source lines are the model's, so user data: every string is cut and made one line
+(:func:`fuseci.reporters.ledger.cut`), and the template escapes it
+(:mod:`fuseci.reporters.templating`). A fragment stays within the bytes it is given
+(:mod:`fuseci.reporters.budget`): its rows are weighed as they will be written, worst first, and
+those that do not fit are counted; a row's nodes beyond the first :data:`OPEN_NODES` are folded,
+and beyond :data:`FOLDED_NODES` counted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fuseci.judge.verdict import CaseResult
+from fuseci.ledger.gate import LedgerVerdict
+from fuseci.ledger.match import labels
+from fuseci.ledger.model import Ledger, Row
+from fuseci.reporters import budget, templating
+from fuseci.reporters.chartkit import tone
+from fuseci.reporters.ledger import change_lines, cut, duration, megabytes, ratio, sorted_rows, totals_line
+
+#: Node labels shown open in a row; more are folded into a ``<details>``.
+OPEN_NODES = 3
+#: Node labels a row's fold holds; the rest are counted.
+FOLDED_NODES = 40
+#: Rows a fragment shows at most (the worst first); the rest are counted.
+MAX_ROWS = 2000
+#: Bytes the ledgers of one case's section may take in the report.
+CASE_BYTES = 500_000
+#: Bytes a ledger's own page may take (:func:`document`).
+PAGE_BYTES = budget.PAGE_BYTES - 200_000
+#: Ledgers shown in one case's section (one per variant that has one).
+LEDGERS = 4
+#: Bytes left below which a case's section shows no further ledger (counts it instead).
+_SMALLEST = 20_000
+#: Markup around one row (its cells and attributes), counted generously.
+_ROW_MARKUP = 300
+#: Markup of a fragment around its rows (the bar, the headings, the table's head).
+_FIXED_MARKUP = 2500
+
+
+@dataclass(frozen=True, slots=True)
+class RowView:
+    """One row of the fragment's table, as the template prints it."""
+
+    kernel: str
+    kind: str
+    launches: str
+    nodes: tuple[str, ...]
+    """The first :data:`OPEN_NODES` node labels."""
+    more_nodes: tuple[str, ...]
+    """The next ones, folded (at most :data:`FOLDED_NODES`)."""
+    nodes_more: str
+    """How many more nodes there are than labels (``and 460 more nodes``), or empty."""
+    dram: str
+    minimum: str
+    ratio: str
+    ratio_value: str
+    """The ratio as a number for scripts (empty: none)."""
+    time: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class BarView:
+    """The graph's measured DRAM total against its floor, in percent of the bar's width."""
+
+    measured: str
+    floor: str
+    measured_pct: float
+    floor_pct: float
+    caption: str
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerView:
+    """What the fragment shows."""
+
+    rows: tuple[RowView, ...]
+    more: str
+    """The rows left out (``and 120 more rows``), or empty."""
+    bar: BarView | None
+    totals: str
+    findings: tuple[tuple[str, str, str], ...]
+    """Each finding of the gate as (tone, status, message) (:func:`document` only: a report
+    shows them among the case's checks)."""
+    changes: tuple[str, ...]
+    """What changed against the baseline's ledger, node by node; empty without one."""
+    changes_more: str
+    """How many more changes there are (``and 12 more changes``), or empty."""
+    weight: int
+    """About the bytes it takes in a page (more, never less)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerSection:
+    """One variant's ledger in a case's section."""
+
+    variant: str
+    view: LedgerView
+
+
+def _row_view(r: Row) -> RowView:
+    names = labels(r.nodes)
+    return RowView(
+        kernel=cut(r.kernel),
+        kind=r.kind.value,
+        launches=str(r.measured.launches) if r.measured else "",
+        nodes=tuple(cut(n) for n in names[:OPEN_NODES]),
+        more_nodes=tuple(cut(n) for n in names[OPEN_NODES : OPEN_NODES + FOLDED_NODES]),
+        nodes_more=budget.more(len(names) - OPEN_NODES - FOLDED_NODES, "nodes"),
+        dram=megabytes(r.measured.dram_bytes) if r.measured else "not measured",
+        minimum=megabytes(r.min_bytes) if r.min_bytes is not None else "",
+        ratio=ratio(r),
+        ratio_value="" if r.ratio is None else f"{r.ratio:.6g}",
+        time=duration(r),
+        note=cut(r.note, budget.TEXT),
+    )
+
+
+def _row_weight(r: RowView) -> int:
+    cells = (r.kernel, r.kind, r.launches, r.nodes_more, r.dram, r.minimum, r.ratio, r.ratio_value, r.time, r.note)
+    return budget.weight(*cells, *r.nodes, *r.more_nodes, markup=_ROW_MARKUP)
+
+
+def _bar(ledger: Ledger) -> BarView | None:
+    measured, floor = ledger.measured_bytes, ledger.floor_bytes
+    if not floor or measured <= 0:
+        return None
+    top = max(measured, floor)
+    caption = f"measured {megabytes(measured)} of DRAM against a floor of {megabytes(floor)} ({measured / floor:.2f}x)"
+    return BarView(
+        megabytes(measured), megabytes(floor), round(100 * measured / top, 2), round(100 * floor / top, 2), caption
+    )
+
+
+def view(
+    ledger: Ledger,
+    verdict: LedgerVerdict | None = None,
+    baseline: Ledger | None = None,
+    size: int = CASE_BYTES,
+) -> LedgerView:
+    """What :func:`fragment` shows of ``ledger``: with ``verdict``, the gate's findings; with
+    ``baseline``, what changed since it; its rows worst first while they fit in ``size`` bytes
+    (at most :data:`MAX_ROWS`)."""
+    findings: tuple[tuple[str, str, str], ...] = ()
+    if verdict is not None:
+        findings = tuple(
+            (tone(f.verdict).name.lower(), f"{f.verdict.name} {f.kind.value}", cut(f.message, budget.TEXT))
+            for f in verdict.findings
+        )
+    changes: list[str] = []
+    left = 0
+    if baseline is not None:
+        changes, left = change_lines(baseline, ledger)
+    bar = _bar(ledger)
+    totals = totals_line(ledger)
+    fixed = budget.weight(totals, bar.caption if bar else "", *(m for f in findings for m in f), markup=_FIXED_MARKUP)
+    room = budget.Budget(max(size - fixed, 0))
+    start = room.left
+    # What changed comes first (it is what a reviewer of an upgrade reads), then the rows.
+    kept = room.fit(((line, budget.weight(line)) for line in changes), len(changes))
+    rows = sorted_rows(ledger)
+    shown = room.fit(((v, _row_weight(v)) for v in map(_row_view, rows)), MAX_ROWS)
+    return LedgerView(
+        rows=tuple(shown),
+        more=budget.more(len(rows) - len(shown), "rows"),
+        bar=bar,
+        totals=totals,
+        findings=findings,
+        changes=tuple(kept),
+        changes_more=budget.more(left + len(changes) - len(kept), "changes"),
+        weight=fixed + start - room.left,
+    )
+
+
+def sections(case: CaseResult) -> tuple[LedgerSection, ...]:
+    """The ledgers of a case's variants, for its section of the report: each with what changed
+    since its baseline's, within :data:`CASE_BYTES` together (the first :data:`LEDGERS`, while
+    the bytes left are worth a ledger)."""
+    room = budget.Budget(CASE_BYTES)
+    out: list[LedgerSection] = []
+    for v in case.variants:
+        if v.ledger is None:
+            continue
+        if len(out) == LEDGERS or room.left < _SMALLEST:
+            break
+        shown = view(v.ledger, baseline=v.baseline_ledger, size=room.left)
+        room.take(min(shown.weight, room.left))
+        out.append(LedgerSection(cut(v.variant), shown))
+    return tuple(out)
+
+
+def ledgers_more(case: CaseResult, shown: int) -> str:
+    """The variants' ledgers a case's section leaves out (``and 2 more ledgers``), or empty."""
+    return budget.more(sum(1 for v in case.variants if v.ledger is not None) - shown, "ledgers")
+
+
+def fragment(ledger: Ledger, verdict: LedgerVerdict | None = None, baseline: Ledger | None = None) -> str:
+    """The ledger as an HTML fragment for a report page (its styles are the page's style sheet)."""
+    return templating.render("ledger.html.j2", ledger=view(ledger, verdict, baseline))
+
+
+def document(
+    ledger: Ledger, verdict: LedgerVerdict | None = None, title: str = "fusion ledger", baseline: Ledger | None = None
+) -> str:
+    """The fragment in a page of its own (the reports' head, style sheet and security policy)."""
+    overall = "" if verdict is None else f": {verdict.verdict.name}"
+    return templating.render(
+        "ledger_page.html.j2", title=cut(title) + overall, ledger=view(ledger, verdict, baseline, PAGE_BYTES)
+    )
