@@ -91,8 +91,8 @@ def judged(
                     v,
                     Verdict.NEW,
                     "ledger",
-                    f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded); "
-                    f"record one with `{reference.name}`",
+                    f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded)"
+                    + (f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"),
                 )
             )
         else:
