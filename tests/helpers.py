@@ -145,7 +145,9 @@ def reports_read_once() -> Iterator[None]:
 
     real = report.read_report
 
-    def read(path: Path) -> Any:
+    def read(path: Path, ledger_rows: Any = None) -> Any:
+        if ledger_rows:  # a suite with ledger variants: their kernels are read with the frame
+            return real(path, ledger_rows)
         key = os.path.realpath(path)
         if key not in _FRAMES:
             _FRAMES[key] = real(Path(key))
