@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, invoke
 
+from fuseci import __version__
 from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
 from fuseci.ledger import store
 from fuseci.ledger.diff import diff
@@ -111,7 +112,7 @@ def test_json_holds_the_changes_and_the_findings(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     doc = json.loads(out.read_text())
     assert (doc["format"], doc["format_version"], doc["exit_code"]) == ("fuseci-ledger-diff", 1, 1)
-    assert doc["old"] == {"path": str(base), "kind": "suite's ledgers", "about": [doc["old"]["about"][0]]}
+    assert doc["old"] == {"path": str(base), "kind": "suite's ledgers", "about": [f"fuseci {__version__}"]}
     (entry,) = doc["ledgers"]
     assert entry["key"] == "block/compiled" and entry["verdict"] == "regressed"
     assert (entry["old"]["kernel_calls"], entry["new"]["kernel_calls"], entry["new"]["graphs"]) == (9, 10, 2)
@@ -121,6 +122,17 @@ def test_json_holds_the_changes_and_the_findings(tmp_path: Path) -> None:
     kinds = [(f["kind"], f["verdict"]) for f in entry["findings"]]
     assert kinds[0] == ("split", "regressed") and ("structural", "warn") in kinds
     assert all(f["message"] in result.stdout for f in entry["findings"] if len(f["message"]) < 600)
+    over = invoke("ledger", "diff", base, broken, "--json", base)  # never written over an input
+    assert over.exit_code == 3 and "OLD" in over.stderr and json.loads(base.read_text())["ledgers"]
+
+
+def test_show_names_the_graph_breaks(tmp_path: Path) -> None:
+    _, broken = _planted(tmp_path)
+    result = invoke("ledger", "show", broken)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[2] == "block/compiled" and lines[-2].startswith("  forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
+    assert lines[-1].startswith("  graph break: Graph break in user code at /home/ci/probe/models32.py:27")
 
 
 def test_single_ledger_files_and_a_results_file_are_sources_too(tmp_path: Path) -> None:
@@ -207,6 +219,10 @@ def test_usage_lines_of_the_ledger_commands() -> None:
         result = invoke("ledger", name, "--help", env={"COLUMNS": "200"}, prog_name="fuseci")
         assert result.exit_code == 0, result.output
         assert next(x for x in result.output.splitlines() if x.startswith("Usage:")) == f"Usage: fuseci {usage}"
+        examples = result.output.split("Examples:", 1)[1].split("\n\n", 1)[0].splitlines()
+        examples = [x.strip() for x in examples if x.strip()]
+        assert len(examples) == 2 and all(x.startswith(f"fuseci ledger {name} ") for x in examples)
+        assert "Exit codes:" in result.output and "<list[" not in result.output
 
 
 # --- the node diff of a large ledger --------------------------------------------------------------------
