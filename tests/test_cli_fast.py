@@ -60,6 +60,7 @@ USAGE = {
     "doctor": "doctor [OPTIONS]",
     "history": "history [OPTIONS] RESULTS_DIR [SUITE]...",
     "init": "init [OPTIONS] FUNCTION...",
+    "ledger": "ledger [OPTIONS] COMMAND [ARGS]...",
     "merge": "merge [OPTIONS] RESULTS...",
     "run": "run [OPTIONS] [SUITE]...",
     "update-baselines": "update-baselines [OPTIONS] [SUITE]...",

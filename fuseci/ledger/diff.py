@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from fuseci.config import names, quantities
 from fuseci.ledger.match import Ident, identity, is_view, label
@@ -76,36 +77,36 @@ def _figures_of(row: Row) -> RowFigures:
 
 @dataclass(frozen=True, slots=True)
 class _Side:
-    """Where each node of one ledger ran: its rows (by index) and the labels it ran with."""
+    """Where each node of one ledger ran: its rows (by index), the labels it ran with and its
+    identities."""
 
     rows: dict[str, tuple[int, ...]]
     company: dict[str, tuple[str, ...]]
+    idents: dict[str, frozenset[Ident]]
 
 
 def _side(ledger: Ledger) -> _Side:
-    rows: dict[str, list[int]] = {}
+    """One pass over the ledger's nodes: each row's labels computed once (a model of hundreds of
+    rows of dozens of nodes would otherwise label every node again for every node it ran with)."""
+    row_labels: list[tuple[str, ...]] = []
+    rows: dict[str, dict[int, None]] = {}
+    idents: dict[str, set[Ident]] = {}
     for i, row in enumerate(ledger.rows):
+        names = []
         for node in row.nodes:
-            if not is_view(node):
-                rows.setdefault(label(node), [])
-                if i not in rows[label(node)]:
-                    rows[label(node)].append(i)
-    company = {
-        name: tuple(
-            dict.fromkeys(label(n) for i in where for n in ledger.rows[i].nodes if not is_view(n) and label(n) != name)
-        )
-        for name, where in rows.items()
-    }
-    return _Side({k: tuple(v) for k, v in rows.items()}, company)
-
-
-def _idents(ledger: Ledger) -> dict[str, frozenset[Ident]]:
-    out: dict[str, set[Ident]] = {}
-    for row in ledger.rows:
-        for node in row.nodes:
-            if not is_view(node):
-                out.setdefault(label(node), set()).add(identity(node))
-    return {k: frozenset(v) for k, v in out.items()}
+            if is_view(node):
+                continue
+            name = label(node)
+            names.append(name)
+            rows.setdefault(name, {})[i] = None
+            idents.setdefault(name, set()).add(identity(node))
+        row_labels.append(tuple(dict.fromkeys(names)))
+    company = {}
+    for name, where in rows.items():
+        others = dict.fromkeys(chain.from_iterable(row_labels[i] for i in where))
+        del others[name]
+        company[name] = tuple(others)
+    return _Side({k: tuple(x) for k, x in rows.items()}, company, {k: frozenset(x) for k, x in idents.items()})
 
 
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
@@ -116,12 +117,11 @@ def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
     same work are no change.
     """
     a, b = _side(old), _side(new)
-    ids_old, ids_new = _idents(old), _idents(new)
     order = list(dict.fromkeys([*b.rows, *a.rows]))
     out = []
     for name in order:
         was, now = set(a.company.get(name, ())), set(b.company.get(name, ()))
-        if name in a.rows and name in b.rows and was == now and ids_old.get(name) == ids_new.get(name):
+        if name in a.rows and name in b.rows and was == now and a.idents.get(name) == b.idents.get(name):
             continue
         out.append(
             NodeChange(

@@ -6,7 +6,8 @@ A variant (or a case's own checks, or a suite that could not run:
 ``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
 update the baseline to keep it), ``PASS`` is nothing. Its message says how many of its checks did
 not pass, by verdict (``REGRESSED: 8 checks; NEW: 4 checks``), then each on a line of its own, the
-worst first. Each annotation points at the case's
+worst first (a ledger check's message cut as the console cuts it:
+:func:`~fuseci.reporters.text.message`). Each annotation points at the case's
 line in the suite file, titled ``fuseci <suite>/<case>/<variant>``.
 
 GitHub shows at most :data:`ANNOTATIONS_PER_STEP` annotations of each kind per step (and 50 per
@@ -21,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from fuseci.judge.verdict import Comparison, MetricDelta, Subject, Verdict, subjects
-from fuseci.reporters.text import clean
+from fuseci.reporters.text import clean, message
 
 #: Annotations of one kind (error, warning, notice) GitHub shows per step.
 ANNOTATIONS_PER_STEP = 10
@@ -62,7 +63,7 @@ def _command(kind: str, c: Comparison, s: Subject, shown: list[MetricDelta]) -> 
     if s.line:
         props.append(f"line={s.line}")
     props.append(f"title={escape_property('fuseci ' + '/'.join(where))}")
-    lines = [f"{k.verdict.value.upper()}: {k.message}" for k in shown]
+    lines = [f"{k.verdict.value.upper()}: {message(k)}" for k in shown]  # a ledger check cut as the console cuts it
     if len(shown) > 1:  # one annotation per variant: how many of its checks of each verdict, then each
         counts = Counter(k.verdict for k in shown)  # shown is sorted worst first
         lines.insert(0, "; ".join(f"{v.value.upper()}: {_plural(n, 'check')}" for v, n in counts.items()))

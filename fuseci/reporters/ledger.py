@@ -79,6 +79,18 @@ def totals_line(ledger: Ledger) -> str:
     return f"forward: {megabytes(measured)} of DRAM over {len(ledger.rows)} rows{graphs}{floor}{times}"
 
 
+def totals_brief(ledger: Ledger) -> str:
+    """``545.2 MB of DRAM, floor 58.7 MB (9.3x), 9 kernel calls, 1 graph``: what two recordings
+    of one model are compared by first."""
+    floor = (
+        f"floor {megabytes(ledger.floor_bytes)} ({ledger.measured_bytes / ledger.floor_bytes:.1f}x)"
+        if ledger.floor_bytes
+        else "no floor (shapes unknown)"
+    )
+    calls, graphs = count(len(ledger.rows), "kernel call"), count(len(ledger.graphs), "graph")
+    return f"{megabytes(ledger.measured_bytes)} of DRAM, {floor}, {calls}, {graphs}"
+
+
 def summary_line(ledger: Ledger) -> str:
     """The ledger in one line: ``9 kernels, 526.3 MB measured against a 58.7 MB floor; worst
     triton_poi_fused_add_view_3 at 1.05x its minimum``."""

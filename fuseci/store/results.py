@@ -8,11 +8,14 @@ Format history (no ``format`` field):
     1: first version.
     1 (still): optional per-check ``retry`` (a borderline speedup that was re-measured);
        absent means false. Optional per-variant ``baseline_values`` and ``baseline_kernels``
-       (what the variant was judged against); absent means none.
+       (what the variant was judged against); absent means none. Optional per-variant
+       ``ledger`` and ``baseline_ledger`` (a ledger variant's fusion ledger and its baseline's,
+       as :mod:`fuseci.ledger.model` declares them); absent means none.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +103,10 @@ def _variant_json(v: VariantMeasurement) -> dict[str, Any]:
         doc["baseline_values"] = {q: _num(x) for q, x in v.baseline_values.items()}
     if v.baseline_kernels:
         doc["baseline_kernels"] = _kernels_json(v.baseline_kernels)
+    if v.ledger is not None:
+        doc["ledger"] = dataclasses.asdict(v.ledger)
+    if v.baseline_ledger is not None:
+        doc["baseline_ledger"] = dataclasses.asdict(v.baseline_ledger)
     return doc
 
 
