@@ -236,7 +236,7 @@ def read_report(path: Path, ledger_rows: dict[tuple[str, str], list[dict[str, An
                 if wanted is not None:
                     wanted.append(
                         {"id": len(wanted), "kernel": row[names.KERNEL], "nvtx": _stack(action)}
-                        | {m: row.get(m, _metric(action, m)) for m in LEDGER_METRICS}
+                        | {m: row[m] if m in row else _metric(action, m) for m in LEDGER_METRICS}
                     )
     if not rows and not skipped:
         raise ReportError(
