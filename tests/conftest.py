@@ -8,9 +8,19 @@ import functools
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import CLEAN_REPORT, ELEMENTWISE, REGRESSED_REPORT, ROOT, committed_baselines, relaxed_elementwise_text
+from helpers import (
+    CHROMIUM_ARGS,
+    CLEAN_REPORT,
+    ELEMENTWISE,
+    REGRESSED_REPORT,
+    ROOT,
+    chromium,
+    committed_baselines,
+    relaxed_elementwise_text,
+)
 
 #: The fuzz tests' seed: drawn or taken from FUSECI_FUZZ_SEED, printed, named beside failures.
 pytest_plugins = ["fuzzing"]
@@ -121,3 +131,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                 for name, value in getattr(report, "user_properties", ()):
                     if name == "screenshot":
                         terminalreporter.write_line(str(value))
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium (Debian's), launched once per test module."""
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

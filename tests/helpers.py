@@ -548,3 +548,41 @@ def mutated(data: st.DataObject, text: str) -> bytes:
     except RecursionError:
         raw = b"[" * 100_000
     return _damage(data, raw)
+
+
+# --- a real browser, for the HTML report's tests -------------------------------------------------
+
+#: Launch flags for a browser with no network to reach and nothing to set up.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: A laptop's first screen.
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def chromium() -> str:
+    """The Chromium executable: $FUSECI_CHROMIUM, /usr/bin/chromium, or one on PATH."""
+    candidates = [os.environ.get("FUSECI_CHROMIUM", ""), "/usr/bin/chromium"]
+    candidates += [shutil.which(n) or "" for n in ("chromium", "chromium-browser", "google-chrome")]
+    found = next((c for c in candidates if c and Path(c).is_file()), None)
+    reason = None
+    if found is None:
+        reason = "Chromium is not installed (apt-get install chromium, or set FUSECI_CHROMIUM)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "Playwright is not installed (pip install -e '.[test]')"
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser test cannot run in CI: {reason}")
+        pytest.skip(reason)
+    assert found is not None
+    return found

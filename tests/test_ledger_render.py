@@ -4,21 +4,19 @@ real ledger (the row order, the bar as drawn, what changed since the baseline's)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import ledgers as L
 import pytest
-from helpers import parse
+from helpers import VIEWPORT, parse
 
 from fuseci.ledger.gate import judge
 from fuseci.ledger.model import Kind, Ledger, Node, Row
 from fuseci.reporters import html, ledger_html
 from fuseci.reporters import ledger as report
 from tests.reporters.ledger_results import ledger_comparison, real_ledger
-from tests.reporters.test_html_browser import CHROMIUM_ARGS, VIEWPORT, _chromium
 
 HOSTILE_LINE = "block.py:3: <script>alert(1)</script>"
 
@@ -126,19 +124,6 @@ def test_a_large_ledger_stays_within_its_bytes_and_counts_the_rest() -> None:
     # a few hundred ordinary rows are all shown
     ordinary = replace(L.block(), rows=L.block().rows * 40)
     assert len(ledger_html.view(ordinary).rows) == 360 and ledger_html.view(ordinary).more == ""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def test_the_ledger_in_a_browser_shows_rows_worst_first_under_its_bar(browser: Any, tmp_path: Path) -> None:

@@ -12,61 +12,12 @@ Skipped when Chromium or Playwright is missing, except in CI (``CI`` set), where
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import regressed_html
-
-#: Launch flags for a browser with no network to reach and nothing to set up.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-#: A laptop's first screen.
-VIEWPORT = {"width": 1280, "height": 800}
-
-
-def _chromium() -> str:
-    """The Chromium executable: $FUSECI_CHROMIUM, /usr/bin/chromium, or one on PATH."""
-    candidates = [os.environ.get("FUSECI_CHROMIUM", ""), "/usr/bin/chromium"]
-    candidates += [shutil.which(n) or "" for n in ("chromium", "chromium-browser", "google-chrome")]
-    found = next((c for c in candidates if c and Path(c).is_file()), None)
-    reason = None
-    if found is None:
-        reason = "Chromium is not installed (apt-get install chromium, or set FUSECI_CHROMIUM)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            reason = "Playwright is not installed (pip install -e '.[test]')"
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
-    assert found is not None
-    return found
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = _chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+from helpers import VIEWPORT, regressed_html
 
 
 @pytest.fixture(scope="module")
