@@ -12,7 +12,6 @@ CuPy, PyTorch or any other array library.
 """
 
 from fuseci.harness.arrays.device import (
-    DeviceMemoryError,
     Event,
     affine,
     context_alive,
@@ -33,6 +32,7 @@ from fuseci.harness.arrays.device import (
     synchronize,
     upload,
 )
+from fuseci.harness.arrays.device_errors import DeviceMemoryError
 from fuseci.harness.arrays.frameworks import (
     POISON_BYTE,
     Framework,

@@ -22,7 +22,6 @@ from types import ModuleType
 from typing import Any
 
 from fuseci.errors import HarnessError
-from fuseci.harness.arrays.device_errors import DeviceMemoryError
 
 #: The environment variable that chooses the runtime where both are installed.
 RUNTIME_ENV = "FUSECI_RUNTIME"
@@ -188,31 +187,3 @@ def spinner() -> Any:
 def affine(x: Any, a: float, b: float) -> Any:
     """``a * x + b`` in one kernel (``fuseci doctor``'s probe)."""
     return runtime().affine(x, a, b)
-
-
-__all__ = [
-    "RUNTIMES",
-    "RUNTIME_ENV",
-    "DeviceMemoryError",
-    "Event",
-    "affine",
-    "context_alive",
-    "copy",
-    "cupy",
-    "device_count",
-    "device_facts",
-    "elementwise_kernel",
-    "empty",
-    "free_pool",
-    "memset",
-    "nvtx_range",
-    "open_context",
-    "poisoned_pool",
-    "runtime",
-    "runtime_name",
-    "spinner",
-    "start_driver",
-    "stream_handle",
-    "synchronize",
-    "upload",
-]
