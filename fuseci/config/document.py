@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator
 
@@ -189,6 +189,15 @@ class Ledger(v.Model):
             }
         ),
     ] = None
+    repeats: Annotated[
+        Literal["once", "every"],
+        Field(
+            description="once (the default): a launch that repeats an earlier launch of the same forward and graph "
+            "with the same kernel, argument shapes, strides, alignment and scalars is not profiled again but counted "
+            "with the first one's measurement; every: profile each launch (kernels whose work depends on the data, "
+            "such as a mixture of experts' routed GEMMs)."
+        ),
+    ] = "once"
 
 
 def _ledger(value: object) -> object:
@@ -208,7 +217,7 @@ LedgerValue = Annotated[
     BeforeValidator(_ledger),
     Field(
         description="Audit the compiled forward kernel by kernel, against the baseline's ledger (framework: torch "
-        "only): true, or a mapping of allow_new and graphs; false: no ledger (the default)."
+        "only): true, or a mapping of allow_new, graphs and repeats; false: no ledger (the default)."
     ),
 ]
 

@@ -150,6 +150,10 @@ class LedgerSpec:
     graphs: int | None = None
     """How many graphs the compiled forward must be (1: no graph break); None: any. A forward
     with another count is a broken case (exit 3), named with Dynamo's break reasons."""
+    repeats: str = "once"
+    """``once``: a launch repeating an earlier one's configuration (same kernel, graph, argument
+    shapes, strides, alignment and scalars) in the same forward is not profiled again, and is
+    counted with the first one's measurement; ``every``: each launch is profiled."""
 
 
 @dataclass(frozen=True, slots=True)

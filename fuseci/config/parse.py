@@ -302,7 +302,7 @@ def _ledger(long: doc.LongVariant | None) -> LedgerSpec | None:
         return None
     if long.ledger is True:
         return LedgerSpec()
-    return LedgerSpec(allow_new=long.ledger.allow_new, graphs=long.ledger.graphs)
+    return LedgerSpec(allow_new=long.ledger.allow_new, graphs=long.ledger.graphs, repeats=long.ledger.repeats)
 
 
 def _check_ledgers(w: _Where, where: str, variants: list[Variant], vnode: Any) -> None:
