@@ -5,7 +5,10 @@
   ``F.scaled_dot_product_attention``, output projection and residual add; LayerNorm, a GELU (tanh)
   MLP and residual add;
 - ``swiglu``: RMSNorm and a SwiGLU MLP (Llama style) with its residual add;
-- ``convbn``: a 3x3 convolution, batch norm (inference), SiLU and a residual add.
+- ``convbn``: a 3x3 convolution, batch norm (inference), SiLU and a residual add;
+- ``stack``: ``depth`` pre-norm blocks in a row, compiled as one graph (``stack_compiled``) or
+  block by block (``stack_blocks_compiled``: one graph run ``depth`` times): a model whose
+  launches repeat, for the ledger's ``repeats`` and its cost as the kernel count grows.
 
 Each block is built once per process from a fixed seed (``functools.cache``) and called on the
 case's input; the float64 reference runs a float64 copy of the same weights. A planted break is a
@@ -163,6 +166,19 @@ class ConvBNOpaque(ConvBN):
         return F.silu(opaque_scale(self.bn(self.conv(x)))) + x  # planted: blocks the fusion
 
 
+class Stack(nn.Module):
+    """``depth`` pre-norm blocks in a row."""
+
+    def __init__(self, depth: int, d: int = 1024, heads: int = 16) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(PreNorm(d, heads) for _ in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
 # --- built once, called on the case's input ------------------------------------------------------------
 
 
@@ -258,3 +274,44 @@ def swiglu_fp32(x: torch.Tensor) -> torch.Tensor:
 
 def convbn_opaque(x: torch.Tensor) -> torch.Tensor:
     return _run(_compiled(ConvBNOpaque), x)
+
+
+@functools.cache
+def _stack(depth: int) -> nn.Module:
+    torch.manual_seed(0)
+    return Stack(depth).to("cuda", torch.bfloat16).eval()
+
+
+@functools.cache
+def _stack_compiled(depth: int, per_block: bool) -> Callable[[torch.Tensor], torch.Tensor]:
+    if not per_block:
+        return torch.compile(_stack(depth))
+    blocks = [torch.compile(b) for b in _stack(depth).blocks]
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for block in blocks:
+            x = block(x)
+        return x
+
+    return forward
+
+
+def stack_eager(x: torch.Tensor, depth: int) -> torch.Tensor:
+    return _run(_stack(depth), x)
+
+
+def stack_compiled(x: torch.Tensor, depth: int) -> torch.Tensor:
+    return _run(_stack_compiled(depth, False), x)
+
+
+def stack_blocks_compiled(x: torch.Tensor, depth: int) -> torch.Tensor:
+    return _run(_stack_compiled(depth, True), x)
+
+
+def stack_reference(x: torch.Tensor, depth: int) -> torch.Tensor:
+    return _run(_stack_float64(depth), x)
+
+
+@functools.cache
+def _stack_float64(depth: int) -> nn.Module:
+    return copy.deepcopy(_stack(depth)).to(torch.float64)

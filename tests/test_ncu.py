@@ -25,6 +25,7 @@ def test_build_command_exact_argv() -> None:
         "--config-file", "off",
         "--nvtx",
         "--nvtx-include", "regex:^fuseci:elementwise:.*/",
+        "--nvtx-exclude", "regex:^fuseci-repeat:.*/",
         "--metrics",
         "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
         "sm__maximum_warps_per_active_cycle_pct,sm__warps_active.avg.pct_of_peak_sustained_active,"

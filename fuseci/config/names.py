@@ -75,6 +75,35 @@ def parse_range(name: str) -> tuple[str, str, str, int] | None:
     return suite, case, variant, again
 
 
+#: The range a ledger variant's harness opens around each launch it profiles (``fuseci-launch:R:N``:
+#: the N-th launch of the measured call, in the R-th run of a compiled graph) and around each
+#: launch that repeats an earlier one's configuration (``fuseci-repeat:R:N``), which ncu leaves
+#: out (:func:`repeat_filter`) and the report reader counts with the earlier one's measurement.
+LAUNCH_PREFIX = "fuseci-launch"
+REPEAT_PREFIX = "fuseci-repeat"
+
+
+def launch_range(run: int, launch: int, *, repeat: bool = False) -> str:
+    """The range around the ``launch``-th launch of a measured call, in its ``run``-th compiled
+    graph run (see :data:`LAUNCH_PREFIX`)."""
+    return f"{REPEAT_PREFIX if repeat else LAUNCH_PREFIX}:{run}:{launch}"
+
+
+def parse_launch_range(name: str) -> tuple[int, int] | None:
+    """(run, launch) of a :func:`launch_range` of a profiled launch, or None for any other range."""
+    parts = name.split(":")
+    if len(parts) != 3 or parts[0] != LAUNCH_PREFIX:
+        return None
+    if not all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts[1:]):
+        return None
+    return int(parts[1]), int(parts[2])
+
+
+def repeat_filter() -> str:
+    """The ``--nvtx-exclude`` expression that leaves out every launch inside a repeat's range."""
+    return f"regex:^{REPEAT_PREFIX}:.*/"
+
+
 def parse_range_name(name: str) -> tuple[str, str, str] | None:
     """Split a range name into (suite, case, variant), or None if it is not one of ours (a
     repeat's range included: see :func:`parse_range`)."""

@@ -11,8 +11,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,6 +23,7 @@ import pandas as pd
 
 from fuseci.config import names, quantities
 from fuseci.errors import FuseciError, ReportError
+from fuseci.frames import repeats as repeated
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,11 @@ LEDGER_METRICS = (
 )
 
 
-def read_report(path: Path, ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] | None = None) -> pd.DataFrame:
+def read_report(
+    path: Path,
+    ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
+    repeats: Mapping[tuple[str, str], Mapping[int, repeated.Repeats]] | None = None,
+) -> pd.DataFrame:
     """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
 
     Rows keep launch order within each (case, variant). A variant profiled more than once (a
@@ -192,7 +196,11 @@ def read_report(path: Path, ledger_rows: dict[tuple[str, str], list[dict[str, An
 
     ``ledger_rows``: for each ``(case, variant)`` key it holds, the kernels of the variant's first
     pass are appended to its list as a ledger reads them (id, name, the NVTX ranges enclosing it
-    and :data:`LEDGER_METRICS`).
+    and :data:`LEDGER_METRICS`; ``"repeat": true`` on a copy, below).
+
+    ``repeats``: for each ``(case, variant)`` key, by pass, the launches ncu left out because they
+    repeat an earlier launch's configuration (:func:`fuseci.frames.repeats.recorded`): each is
+    counted with a copy of that launch's kernels (:func:`fuseci.frames.repeats.expand`).
 
     Raises:
         ReportError: the file is missing, truncated, not a report of fuseci's, or the reader is
@@ -200,7 +208,7 @@ def read_report(path: Path, ledger_rows: dict[tuple[str, str], list[dict[str, An
     """
     reader = load_reader()
     rows: list[dict[str, Any]] = []
-    order: Counter[tuple[str, str, str, int]] = Counter()
+    held: dict[tuple[str, str, str, int], list[repeated.Kernel]] = {}
     metrics = quantities.ncu_metrics()
     skipped = 0
     with _plain_report(path) as plain:
@@ -224,24 +232,34 @@ def read_report(path: Path, ledger_rows: dict[tuple[str, str], list[dict[str, An
                     names.SUITE: ids[0],
                     names.CASE: ids[1],
                     names.VARIANT: ids[2],
-                    names.KERNEL_INDEX: order[ids],
                     names.KERNEL: action.name(),
                     names.DEVICE_NAME: _string(action, names.DEVICE_NAME),
                     names.PASS: ids[3],
                 }
                 row.update({m: _metric(action, m) for m in metrics})
-                order[ids] += 1
-                rows.append(row)
-                wanted = None if ledger_rows is None or ids[3] != 0 else ledger_rows.get((ids[1], ids[2]))
-                if wanted is not None:
-                    wanted.append(
-                        {"id": len(wanted), "kernel": row[names.KERNEL], "nvtx": _stack(action)}
-                        | {m: row[m] if m in row else _metric(action, m) for m in LEDGER_METRICS}
-                    )
-    if not rows and not skipped:
+                ledger = ledger_rows is not None and ids[3] == 0 and (ids[1], ids[2]) in ledger_rows
+                stack = tuple(_stack(action)) if ledger or (repeats and (ids[1], ids[2]) in repeats) else ()
+                if ledger:
+                    row.update({m: _metric(action, m) for m in LEDGER_METRICS if m not in row})
+                held.setdefault(ids, []).append(repeated.Kernel(row, stack))
+    if not held and not skipped:
         raise ReportError(
             f"{path}: it holds no profiled kernel; is it a complete report written by `fuseci run`?", by_reader=True
         )
+    for ids, kernels in held.items():
+        left_out = (repeats or {}).get((ids[1], ids[2]), {}).get(ids[3])
+        if left_out:
+            kernels = repeated.expand(kernels, left_out)
+        wanted = None if ledger_rows is None or ids[3] != 0 else ledger_rows.get((ids[1], ids[2]))
+        for index, k in enumerate(kernels):
+            k.row[names.KERNEL_INDEX] = index
+            rows.append(k.row)
+            if wanted is not None:
+                wanted.append(
+                    {"id": len(wanted), "kernel": k.row[names.KERNEL], "nvtx": list(k.stack)}
+                    | {m: k.row[m] for m in LEDGER_METRICS}
+                    | ({"repeat": True} if k.repeat else {})
+                )
     if skipped:
         # fuseci's NVTX filter profiles only kernels inside its ranges: an unattributed kernel
         # means a truncated file or a report fuseci did not write.

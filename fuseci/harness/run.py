@@ -19,7 +19,7 @@ from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness import arrays, watch
-from fuseci.harness.arrays import inductor
+from fuseci.harness.arrays import inductor, repeats
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
@@ -69,29 +69,39 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None
 
 def _measure(
     suite: Suite, case: Case, calls: dict[str, Call], inputs: dict[str, arrays.Tensor], passes: int = 1
-) -> dict[str, tuple[str, ...]]:
+) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, list[list[int]]]]]:
     """Warm every variant up outside any range, then run each inside its NVTX range (all ncu
-    profiles), ``passes`` times over (each repeat in a range of its own, :func:`names.range_name`);
-    what each compiled or autotuned inside its ranges, by variant."""
+    profiles), ``passes`` times over (each repeat in a range of its own, :func:`names.range_name`).
+
+    Returns:
+        What each variant compiled or autotuned inside its ranges; and for each ledger variant
+        whose launches repeat (``repeats: once``), by pass, the ``[launch, earlier launch, graph run]``
+        of each launch ncu left out (:mod:`fuseci.harness.arrays.repeats`).
+    """
     handed = {v.id: calls[v.id].handed(inputs) for v in case.variants}
     for v in case.variants:  # warm-up, outside every range
         calls[v.id].raw(handed[v.id])
     arrays.synchronize()
     log.debug("case %s: warmed up", case.id)
     compiled: dict[str, tuple[str, ...]] = {}
+    repeated: dict[str, dict[str, list[list[int]]]] = {}
     for again in range(passes):
         for v in case.variants:
             call = calls[v.id]
             ops = inductor.op_ranges() if v.ledger is not None else contextlib.nullcontext()
+            once = v.ledger is not None and v.ledger.repeats == "once"
+            marks = repeats.once_per_configuration() if once else contextlib.nullcontext(None)
             with arrays.watch_compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id, again)):
-                with ops:  # a ledger variant: each kernel inside its wrapper call's range
+                with ops, marks as launches:  # a ledger variant: each kernel inside its wrapper call's range
                     call.raw(handed[v.id])
                 arrays.synchronize()
+            if launches is not None:
+                repeated.setdefault(v.id, {})[str(again)] = [list(r) for r in launches.repeats]
             if seen:
                 compiled[v.id] = tuple(dict.fromkeys([*compiled.get(v.id, ()), *seen]))
                 log.warning("case %s: %s compiled inside its measured range: %s", case.id, v.id, "; ".join(seen))
     log.debug("case %s: measured", case.id)
-    return compiled
+    return compiled, repeated
 
 
 def run_case(
@@ -181,7 +191,9 @@ def _case_record(
             first_call_ns=first_calls_ns,
             autotuned=autotuned,
         )
-    compiled = _measure(suite, case, calls, inputs, passes)
+    compiled, repeated = _measure(suite, case, calls, inputs, passes)
+    for vid, by_pass in repeated.items():
+        provenance.setdefault(vid, {"artifacts": [], "fusion_log": []})["repeats"] = by_pass
     return CaseRecord(
         case.id,
         CaseStatus.OK,

@@ -25,6 +25,10 @@ from fuseci.ledger.wrapper import Call, Wrapper, parse_wrapper
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]*\n(?P<code>[^\n]*)')
 
 COPY = "computes no node of the graph (a copy for a library call): its bytes are the buffers the wrapper passes it"
+REPEATS = (
+    "{} of its {} kernel launches counted with the measurement of an earlier launch of the same "
+    "configuration, not profiled again (ledger repeats: once)"
+)
 NO_MAPPINGS = (
     "no provenance for this graph: compile with provenance tracking on and without Inductor's caches "
     "(an FX-graph-cache hit writes none)"
@@ -116,6 +120,9 @@ def _graph_rows(
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
         bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
+        copied = sum(k.repeat for k in kernels or ())
+        if copied:
+            note = "; ".join(x for x in (note, REPEATS.format(copied, len(kernels or ()))) if x)
         if bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i]:
             bound = _from_wrapper(call, wrapper, post_grad)
             note = "; ".join(x for x in (note, COPY) if x)

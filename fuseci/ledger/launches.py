@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fuseci.config import names
 from fuseci.errors import LedgerError
 from fuseci.ledger.model import Kind, Measured
 from fuseci.ledger.wrapper import Call
@@ -60,6 +61,9 @@ class KernelRow:
     global_bytes: float
     l2_bytes: float
     duration_ns: float
+    repeat: bool = False
+    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
+    (a ledger's ``repeats: once``)."""
 
 
 def _range(text: str) -> tuple[str, int]:
@@ -70,11 +74,13 @@ def _range(text: str) -> tuple[str, int]:
 def _row(item: Any) -> KernelRow:
     if not isinstance(item, dict):
         raise ValueError(f"it is {shown(item)}, not an object")
-    ident, name, nvtx = item.get("id"), item.get("kernel"), item.get("nvtx")
+    ident, name, nvtx, repeat = item.get("id"), item.get("kernel"), item.get("nvtx"), item.get("repeat", False)
     if isinstance(ident, bool) or not isinstance(ident, int):
         raise ValueError(f"id is {shown(ident)}, not an integer")
     if not isinstance(name, str):
         raise ValueError(f"kernel is {shown(name)}, not a kernel's name")
+    if not isinstance(repeat, bool):
+        raise ValueError(f"repeat is {shown(repeat)}, not true or false")
     if isinstance(nvtx, str):
         nvtx = [nvtx]
     if not isinstance(nvtx, list) or not all(isinstance(s, str) for s in nvtx):
@@ -90,7 +96,7 @@ def _row(item: Any) -> KernelRow:
         sums[what] = total
     return KernelRow(
         ident, name, tuple(nvtx), sums["dram_bytes"], sums["global_bytes"],
-        sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"],
+        sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"], repeat,
     )  # fmt: skip
 
 
@@ -155,25 +161,50 @@ class Attribution:
     """Why rows were left unclaimed, each reason once."""
 
 
+def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
+    """A row's stack without the harness's ``fuseci-launch:R:N`` range, and (R, N) from it."""
+    for i, name in enumerate(nvtx):
+        found = names.parse_launch_range(name)
+        if found is not None:
+            return (*nvtx[:i], *nvtx[i + 1 :]), found
+    return tuple(nvtx), None
+
+
 def _runs(
     rows: Sequence[KernelRow], attribution: Attribution
-) -> dict[tuple[str, int], dict[tuple[str, int], list[KernelRow]]]:
-    """Rows grouped by (graph, run of its wrapper) and then by call range, in launch order."""
-    runs: dict[tuple[str, int], dict[tuple[str, int], list[KernelRow]]] = {}
+) -> dict[tuple[str, str], dict[tuple[str, str], list[KernelRow]]]:
+    """Rows grouped by (graph, run of its wrapper) and then by call range, in launch order.
+
+    A run is told by its ``## Call CompiledFxGraph`` range, or by the harness's graph run number
+    where a launch range carries one (a launch counted from an earlier one's measurement has no
+    range of its own run: :mod:`fuseci.frames.repeats`); a call by its range, or by its launch
+    number.
+    """
+    placed: list[tuple[KernelRow, str, tuple[str, int], tuple[str, int], tuple[int, int] | None]] = []
+    run_of: dict[tuple[str, int], int] = {}
     for row in sorted(rows, key=lambda r: r.id):
-        region = max((i for i, n in enumerate(row.nvtx) if _REGION.match(n)), default=None)
+        stack, launch = _launch(row.nvtx)
+        region = max((i for i, n in enumerate(stack) if _REGION.match(n)), default=None)
         if region is None:
             attribution.unclaimed.append(row)
             attribution.why["outside any Torch-Compiled Region (eager code between graphs)"] = None
             continue
-        graph = _REGION.match(row.nvtx[region])["graph"]  # type: ignore[index]
-        call = next((i for i in range(region + 1, len(row.nvtx)) if row.nvtx[i].startswith(_CALL)), None)
-        if call is None or call + 1 >= len(row.nvtx):
+        graph = _REGION.match(stack[region])["graph"]  # type: ignore[index]
+        call = next((i for i in range(region + 1, len(stack)) if stack[i].startswith(_CALL)), None)
+        if call is None or call + 1 >= len(stack):
             attribution.unclaimed.append(row)
             attribution.why[f"in graph {graph}'s region but in no call's range (CUDA-graph replay, say)"] = None
             continue
-        run = runs.setdefault((graph, _range(row.nvtx[call])[1]), {})
-        run.setdefault(_range(row.nvtx[call + 1]), []).append(row)
+        run_range, call_range = _range(stack[call]), _range(stack[call + 1])
+        if launch is not None and not row.repeat:
+            run_of.setdefault((graph, run_range[1]), launch[0])
+        placed.append((row, graph, run_range, call_range, launch))
+    runs: dict[tuple[str, str], dict[tuple[str, str], list[KernelRow]]] = {}
+    for row, graph, run_range, call_range, launch in placed:
+        number = launch[0] if launch is not None else run_of.get((graph, run_range[1]))
+        run = f"run {number}" if number is not None else f"op {run_range[1]}"
+        key = (call_range[0], f"launch {launch[1]}" if launch is not None else f"op {call_range[1]}")
+        runs.setdefault((graph, run), {}).setdefault(key, []).append(row)
     return runs
 
 

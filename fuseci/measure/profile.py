@@ -94,6 +94,7 @@ def profiler_argv(
         *(["--section-folder", operand(sections)] if sections is not None else []),
         "--nvtx",
         "--nvtx-include", nvtx_filter,
+        "--nvtx-exclude", names.repeat_filter(),
         "--metrics", ",".join(quantities.ncu_metrics(tma=settings.tma)),
         "--clock-control", settings.clock_control,
         "--cache-control", settings.cache_control,

@@ -296,6 +296,16 @@ def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
     )
 
 
+def _left_out(record: HarnessRecord, path: Path) -> dict[tuple[str, str], dict[int, Any]]:
+    """The launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)."""
+    from fuseci.frames import repeats
+
+    out: dict[tuple[str, str], dict[int, Any]] = {}
+    for case_id, rec in record.cases.items():
+        out.update(repeats.recorded(rec.provenance, case_id, str(path)))
+    return out
+
+
 def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     """Profile (or read ``options.from_report`` and its record) and aggregate.
 
@@ -323,6 +333,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] = {
         (c.id, v.id): [] for c in suite.cases for v in c.variants if v.ledger is not None
     }
+    left_out = _left_out(record, record_path)
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(
@@ -331,7 +342,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         kernels = report.read_report_empty()
     else:
         try:
-            kernels = report.read_report(report_path, ledger_rows)
+            kernels = report.read_report(report_path, ledger_rows, left_out)
         except ReportError as exc:
             if record.interrupted:  # a stopped run may leave half a report: nothing in it counts
                 log.warning("%s: %s; its cases count as not measured", suite.name, exc)

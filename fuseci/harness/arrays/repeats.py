@@ -1,0 +1,183 @@
+"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``).
+
+A model repeats itself: twelve identical layers launch the same Triton kernel and the same
+cuBLAS GEMM on tensors of the same shapes twelve times, and ncu's replay of a kernel costs a few
+hundred milliseconds whatever it does. While a ledger variant's measured call runs,
+:func:`once_per_configuration` stands in for the launchers of every wrapper module Inductor has
+loaded (in each module's globals, which its ``call`` reads at each call):
+
+- each Triton kernel object (its ``run``);
+- ``extern_kernels`` (the library calls: GEMMs, convolutions) and ``torch.ops`` (the fallback
+  ops: attention, custom ops), called through any chain of attributes;
+
+and counts the graph's runs (``CompiledFxGraph.__call__``). Each launch gets a configuration: the
+module it belongs to, what it calls, and for each argument its dtype, device, shape, strides and
+address modulo 128 bytes (a tensor a sector off moves other sectors), or its value (scalars,
+dtypes). The first launch of a configuration runs inside a ``fuseci-launch:R:N`` range; a later
+one inside ``fuseci-repeat:R:N``, which ncu leaves out (``--nvtx-exclude``), and is recorded as
+``[N, M, R]``: launch N, in graph run R, repeats launch M. The report reader counts it with M's measurement
+(:mod:`fuseci.frames.repeats`), so totals, launches and the ledger's rows stay whole.
+
+A launch whose work depends on the data rather than the shapes (a mixture of experts' routed
+GEMM) is where this is wrong: such a suite says ``repeats: every``. A launch through anything
+else (a tensor method the wrapper calls) runs unmarked and is profiled as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuseci.config import names
+
+log = logging.getLogger(__name__)
+
+#: Address alignment a configuration holds each tensor to, in bytes (an L2 sector is 32, a
+#: cache line 128).
+ALIGN = 128
+
+
+@dataclass
+class Launches:
+    """What one measured call launched through the wrappers."""
+
+    launches: int = 0
+    """Launches counted (profiled and repeats)."""
+    runs: int = 0
+    """Runs of compiled graphs."""
+    repeats: list[tuple[int, int, int]] = field(default_factory=list)
+    """(launch, the earlier launch whose configuration it repeats, the graph run it is in), in
+    launch order."""
+    first: dict[Any, int] = field(default_factory=dict)
+    """Each configuration's first launch."""
+    nvtx: Any = None
+    """The NVTX push/pop functions (``torch.cuda.nvtx``)."""
+
+    def launch(self, where: Any, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        """Run ``fn(*args, **kwargs)`` inside its launch range (see the module docstring)."""
+        n = self.launches
+        self.launches += 1
+        try:
+            config = (where, _config(args), _config(tuple(sorted(kwargs.items()))))
+            hash(config)
+        except TypeError:  # an argument that cannot be hashed: its own configuration
+            config = None
+        twin = self.first.get(config) if config is not None else None
+        if twin is None and config is not None:
+            self.first[config] = n
+        if twin is not None:
+            self.repeats.append((n, twin, self.runs))
+        self.nvtx.range_push(names.launch_range(self.runs, n, repeat=twin is not None))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.nvtx.range_pop()
+
+
+def _config(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, value.device, tuple(value.shape), value.stride(), value.data_ptr() % ALIGN)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_config(x) for x in value))
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return value
+    return ("object", id(value))  # anything else: never the same configuration as another launch
+
+
+class _Kernel:
+    """Stands in for a Triton kernel object of a wrapper module: its ``run`` is a launch."""
+
+    def __init__(self, kernel: Any, where: Any, launches: Launches) -> None:
+        self._kernel, self._where, self._launches = kernel, where, launches
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        return self._launches.launch(self._where, self._kernel.run, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+
+class _Calls:
+    """Stands in for a namespace of library calls (``extern_kernels``, ``torch.ops``): any chain
+    of attributes, called, is a launch."""
+
+    def __init__(self, target: Any, where: tuple[Any, ...], launches: Launches) -> None:
+        self._target, self._where, self._launches = target, where, launches
+
+    def __getattr__(self, name: str) -> Any:
+        return _Calls(getattr(self._target, name), (*self._where, name), self._launches)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._launches.launch(self._where, self._target, args, kwargs)
+
+
+class _Torch:
+    """Stands in for ``torch`` in a wrapper module: ``torch.ops`` through :class:`_Calls`."""
+
+    def __init__(self, torch: Any, where: Any, launches: Launches) -> None:
+        self._torch, self._ops = torch, _Calls(torch.ops, (where, "torch.ops"), launches)
+
+    def __getattr__(self, name: str) -> Any:
+        return self._ops if name == "ops" else getattr(self._torch, name)
+
+
+def _wrappers() -> list[dict[str, Any]]:
+    """The globals of every wrapper module Inductor has loaded in this process."""
+    from torch._inductor.codecache import PyCodeCache
+
+    modules = getattr(PyCodeCache, "modules", None)
+    if not isinstance(modules, list):
+        log.warning("Inductor keeps no list of its loaded modules here: every launch is profiled")
+        return []
+    return [m.__dict__ for m in modules if callable(getattr(m, "call", None))]
+
+
+def _stand_ins(found: Mapping[str, Any], where: int, launches: Launches) -> dict[str, Any]:
+    import torch
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    out: dict[str, Any] = {}
+    for name, value in found.items():
+        if isinstance(value, CachingAutotuner):
+            out[name] = _Kernel(value, (where, name), launches)
+        elif name == "extern_kernels":
+            out[name] = _Calls(value, (where, name), launches)
+        elif name == "torch" and value is torch:
+            out[name] = _Torch(value, where, launches)
+    return out
+
+
+@contextmanager
+def once_per_configuration() -> Iterator[Launches]:
+    """Mark each launch of the compiled graphs loaded so far, the block's duration (see the
+    module docstring); yields what was launched. Everything is put back on leaving."""
+    import torch
+    from torch._inductor.output_code import CompiledFxGraph
+
+    launches = Launches(nvtx=torch.cuda.nvtx)
+    saved: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for index, scope in enumerate(_wrappers()):
+        stand_ins = _stand_ins(scope, index, launches)
+        saved.append((scope, {k: scope[k] for k in stand_ins}))
+        scope.update(stand_ins)
+    graph_call = CompiledFxGraph.__call__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        launches.runs += 1
+        return graph_call(self, *args, **kwargs)
+
+    CompiledFxGraph.__call__ = counted
+    try:
+        yield launches
+    finally:
+        CompiledFxGraph.__call__ = graph_call
+        for scope, originals in saved:
+            scope.update(originals)
+    log.debug("%d launches in %d graph runs, %d repeats", launches.launches, launches.runs, len(launches.repeats))
