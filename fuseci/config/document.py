@@ -335,7 +335,8 @@ class Case(v.Model):
         dict[InputName, Input],
         AfterValidator(_inputs),
         Field(
-            description="Tensors passed to every variant (and the reference) as keyword arguments.",
+            description="Tensors passed to every variant (and the reference) as keyword arguments; to a factory's "
+            "module, positionally, in this order.",
             json_schema_extra={"minProperties": 1},
         ),
     ]
@@ -345,7 +346,10 @@ class Case(v.Model):
     ] = None
     reference: Annotated[
         Union[Ref, None],  # noqa: UP007
-        Field(description="Optional float64 NumPy reference: 'module:function'."),
+        Field(
+            description="Optional float64 NumPy reference: 'module:function'. Without one, a case whose variants "
+            "name a factory is checked against a float64 copy of the factory's module."
+        ),
     ] = None
     variants: Annotated[
         dict[Id, Variant],
