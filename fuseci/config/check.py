@@ -286,21 +286,22 @@ def _mismatches(given: Sequence[str], takes: Parameters) -> list[str]:
 
 def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]:
     """Every variant and reference whose function's parameters do not match the names its case
-    gives (its inputs, then its params), one problem per name, at the reference's line."""
+    gives (its inputs, then its params; a factory's, its params only), one problem per name, at
+    the reference's line."""
     read: dict[str, Parameters | None] = {}
     out: list[SuiteProblem] = []
     for case in suite.cases:
         given = [*(i.name for i in case.inputs), *case.params]
-        refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn) for v in case.variants]
+        refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn, v.factory is not None) for v in case.variants]
         if case.reference:
-            refs.append((case.reference_line, f"case {case.id!r}.reference", case.reference))
-        for line, where, ref in refs:
+            refs.append((case.reference_line, f"case {case.id!r}.reference", case.reference, False))
+        for line, where, ref, factory in refs:
             if ref not in read:
                 read[ref] = parameters(ref, finder)
             takes = read[ref]
             if takes is None:
                 continue
-            for wrong in _mismatches(given, takes):
+            for wrong in _mismatches(list(case.params) if factory else given, takes):  # a factory takes params only
                 message = f"{suite.path}:{line}: {where}: {ref!r}: {takes.function}() {wrong}"
                 out.append(SuiteProblem(suite.path, line, message, suite.name))
     return sorted(out, key=lambda p: p.line)

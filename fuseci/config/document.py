@@ -20,11 +20,11 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, Literal, Union
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PlainValidator
 
 from fuseci import validation as v
 from fuseci.config.judging import Allowance, CaughtBy, Expect, Gates, KernelPattern, Kernels, pattern_schema
-from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, REPLAY_MODES, UNFUSED
+from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, COMPILE_MODES, REPLAY_MODES, UNFUSED
 from fuseci.config.values import (
     Bytes,
     Distribution,
@@ -222,10 +222,56 @@ LedgerValue = Annotated[
 ]
 
 
-class LongVariant(v.Model):
-    """A variant written as a mapping: its function and what it is judged by."""
+class Compile(v.Model):
+    """``torch.compile``'s options for a factory's module."""
 
-    fn: Ref
+    mode: Annotated[
+        str,
+        v.Choice(COMPILE_MODES, what="unknown compile mode"),
+        Field(description="torch.compile's mode (default: default)."),
+    ] = "default"
+    fullgraph: Annotated[
+        bool, Field(description="true: a graph break fails the first call instead of splitting the graph.")
+    ] = False
+    dynamic: Annotated[
+        Union[bool, None],  # noqa: UP007
+        Field(description="true: compile for any shape; false: for the case's shapes; null (default): torch decides."),
+    ] = None
+
+
+def _compile(value: object) -> object:
+    """The mistakes a compile's value shows before its form is known."""
+    if not isinstance(value, (bool, dict)):
+        raise ValueError(
+            f"expected true, false or a mapping {{mode: ..., fullgraph: ..., dynamic: ...}}, got {shown(value)}"
+            + (" (YAML reads an empty value as null): write `compile: true`" if value is None else "")
+        )
+    return value
+
+
+CompileValue = Annotated[
+    Union[bool, Compile],  # noqa: UP007
+    BeforeValidator(_compile),
+    Field(
+        description="Only with factory: run the module through torch.compile: true (its defaults), or a mapping "
+        "of mode, fullgraph and dynamic; false (the default): the module runs eagerly."
+    ),
+]
+
+
+class LongVariant(v.Model):
+    """A variant written as a mapping: its function (or its model's factory) and what it is judged by."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": ["fn"]}, {"required": ["factory"]}],
+            "dependencies": {"compile": ["factory"]},
+        }
+    )
+
+    fn: Annotated[
+        Ref, Field(description="The function called with the case's inputs and params as keyword arguments.")
+    ] = ""
     expect: Expect = None
     baseline: Annotated[
         Id,
@@ -235,6 +281,14 @@ class LongVariant(v.Model):
     framework: Framework | None = None
     kernels: Kernels = ()
     ledger: LedgerValue = False
+    factory: Annotated[
+        Ref,
+        Field(
+            description="Instead of fn (framework torch): a function called once with the case's params that returns "
+            "a torch.nn.Module; its forward is called with the case's inputs, positionally, in the order declared."
+        ),
+    ] = ""
+    compile: CompileValue = False
 
 
 def _variant(value: object) -> object:
@@ -281,7 +335,8 @@ class Case(v.Model):
         dict[InputName, Input],
         AfterValidator(_inputs),
         Field(
-            description="Tensors passed to every variant (and the reference) as keyword arguments.",
+            description="Tensors passed to every variant (and the reference) as keyword arguments; to a factory's "
+            "module, positionally, in this order.",
             json_schema_extra={"minProperties": 1},
         ),
     ]
@@ -291,7 +346,10 @@ class Case(v.Model):
     ] = None
     reference: Annotated[
         Union[Ref, None],  # noqa: UP007
-        Field(description="Optional float64 NumPy reference: 'module:function'."),
+        Field(
+            description="Optional float64 NumPy reference: 'module:function'. Without one, a case whose variants "
+            "name a factory is checked against a float64 copy of the factory's module."
+        ),
     ] = None
     variants: Annotated[
         dict[Id, Variant],

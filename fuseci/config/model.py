@@ -67,6 +67,9 @@ CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile", "ledge
 
 _OFF = parse_tolerance("off")
 
+#: The modes ``torch.compile`` takes, for a factory's module (:class:`CompileOptions`).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
 
 @dataclass(frozen=True, slots=True)
 class InputSpec:
@@ -157,13 +160,44 @@ class LedgerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class CompileOptions:
+    """How a factory's module is compiled: ``torch.compile(module, **options.arguments())``."""
+
+    mode: str = "default"
+    """One of :data:`COMPILE_MODES`."""
+    fullgraph: bool = False
+    """True: a graph break is an error at the first call, not a second graph."""
+    dynamic: bool | None = None
+    """True: compile for any shape; False: for these shapes only; None: torch decides."""
+
+    def arguments(self) -> dict[str, str | bool | None]:
+        """``torch.compile``'s keyword arguments (what the harness record holds)."""
+        return {"mode": self.mode, "fullgraph": self.fullgraph, "dynamic": self.dynamic}
+
+
+@dataclass(frozen=True, slots=True)
+class Factory:
+    """A variant whose ``fn`` is a factory: called once per case and process with the case's
+    params (under ``torch.manual_seed(seed)``), it returns a ``torch.nn.Module`` whose forward the
+    variant calls on the case's inputs, positionally, in the order the case declares them
+    (:mod:`fuseci.harness.factory`)."""
+
+    seed: int
+    """The seed its weights are drawn from: the same for every variant of the case that names
+    the factory, and in every process."""
+    compile: CompileOptions | None = None
+    """How the module is compiled; None: it runs eagerly."""
+
+
+@dataclass(frozen=True, slots=True)
 class Variant:
     """One implementation of a case."""
 
     id: str
     """Variant id, used in the NVTX range name."""
     fn: str
-    """``module:function`` reference; called with the inputs and params as keyword arguments."""
+    """``module:function`` reference; called with the inputs and params as keyword arguments,
+    or, with :attr:`factory`, the factory that builds the variant's module."""
     expect: Mapping[str, Expectation]
     """Absolute bounds on this variant's fusion gains, by quantity."""
     candidate_for: str | None = None
@@ -181,6 +215,8 @@ class Variant:
     """Kernels it must launch (empty: none declared)."""
     ledger: LedgerSpec | None = None
     """Audit its compiled forward kernel by kernel (a ``torch.compile``'d model); None: not."""
+    factory: Factory | None = None
+    """Set when :attr:`fn` names a factory of a ``torch.nn.Module`` (``factory:`` in the suite)."""
 
     @property
     def judged_as(self) -> str:
@@ -203,7 +239,8 @@ class Case:
     variants: tuple[Variant, ...]
     """``unfused`` first, then the fused variants in file order."""
     reference: str | None
-    """Optional ``module:function`` float64 reference (NumPy in, NumPy out)."""
+    """Optional ``module:function`` float64 reference (NumPy in, NumPy out). Without one, a case
+    whose variants name a factory is checked against a float64 copy of the factory's module."""
     correctness: Correctness | None
     """Output tolerances the suite states; None: each output's dtype sets them
     (:attr:`fuseci.config.dtypes.DType.correctness`)."""

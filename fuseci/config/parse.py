@@ -27,7 +27,9 @@ from fuseci.config.model import (
     DEFAULT_BYTES_ALLOWANCE,
     UNFUSED,
     Case,
+    CompileOptions,
     Correctness,
+    Factory,
     InputSpec,
     LedgerSpec,
     NcuSettings,
@@ -242,8 +244,9 @@ def _inputs(w: _Where, where: str, c: doc.Case, node: Any, d: _Defaults) -> tupl
 
 
 def _variants(
-    w: _Where, where: str, c: doc.Case, node: Any, expect: Mapping[str, Expectation], framework: str
+    w: _Where, where: str, c: doc.Case, node: Any, expect: Mapping[str, Expectation], d: _Defaults
 ) -> tuple[Variant, ...]:
+    framework, seed = c.framework or d.framework, d.seed
     vnode = node.get("variants", {})
     variants: list[Variant] = []
     for vid, spec in c.variants.items():
@@ -260,17 +263,19 @@ def _variants(
                 vid,
             )
         raw = vnode.get(vid)
+        fw = long.framework if long and long.framework else framework
         variants.append(
             Variant(
                 id=vid,
-                fn=long.fn if long else str(spec),
+                fn=(long.fn or long.factory) if long else str(spec),
                 expect=own if vid == UNFUSED else {**expect, **own},
                 candidate_for=(long.baseline or None) if long else None,
                 caught_by=long.caught_by if long else (),
-                line=_line_of(raw, "fn") if long else _line_of(vnode, vid),
-                framework=(long.framework if long and long.framework else framework),
+                line=_line_of(raw, "factory" if long.factory else "fn") if long else _line_of(vnode, vid),
+                framework=fw,
                 kernels=long.kernels if long else (),
                 ledger=_ledger(long),
+                factory=_factory(w, vwhere, long, raw, fw, seed_for(seed, c.id, long.factory)) if long else None,
             )
         )
     for var in variants:
@@ -293,6 +298,30 @@ def _variants(
     _unique_ids(w, "variant", [(x.id, _sub(f"{where}.variants", x.id), _line_of(vnode, x.id)) for x in variants])
     variants.sort(key=lambda x: x.id != UNFUSED)
     return tuple(variants)
+
+
+def _factory(w: _Where, where: str, long: doc.LongVariant, raw: Any, framework: str, seed: int) -> Factory | None:
+    """The variant's factory (None when it names a function), and the problems of its form:
+    exactly one of ``fn`` and ``factory``; ``compile`` only with a factory; a factory's module
+    takes torch tensors; a ledger audits a compiled module."""
+    if bool(long.fn) == bool(long.factory):
+        why = "names both fn and factory: keep one" if long.fn else "names neither fn nor factory: add one"
+        w.add(where, f"{why} (fn: a function called with the inputs; factory: one that returns a torch.nn.Module)", raw)
+        return None
+    if not long.factory:
+        if "compile" in long.model_fields_set:
+            why = "compiles a factory's module; with fn, call torch.compile inside the function, or name a factory"
+            w.add(f"{where}.compile", why, raw, "compile")
+        return None
+    if framework != _LEDGER_FRAMEWORK:
+        why = f"returns a torch.nn.Module, but the variant takes {framework} arrays; set `framework: torch`"
+        w.add(f"{where}.factory", f"{why} (in defaults, the case or the variant)", raw, "factory")
+    if long.ledger is not False and long.compile is False:
+        why = "audits a torch.compile'd forward, but the factory's module runs eagerly: add `compile: true`"
+        w.add(f"{where}.ledger", why, raw, "ledger")
+    options = long.compile if isinstance(long.compile, doc.Compile) else doc.Compile()
+    compiled = CompileOptions(options.mode, options.fullgraph, options.dynamic) if long.compile is not False else None
+    return Factory(seed=seed, compile=compiled)
 
 
 def _ledger(long: doc.LongVariant | None) -> LedgerSpec | None:
@@ -380,7 +409,7 @@ def _case(w: _Where, c: doc.Case, node: Any, d: _Defaults) -> Case:
         w.add(f"{where}.params", f"{clash} also named as inputs; rename the param or the input", node, "params")
     expect = {**d.expect, **(c.expect or {})}
     framework = c.framework or d.framework
-    variants = _variants(w, where, c, node, expect, framework)
+    variants = _variants(w, where, c, node, expect, d)
     _check_frameworks(w, where, inputs, node.get("inputs", {}), variants, framework if c.reference else None)
     return Case(
         id=c.id,

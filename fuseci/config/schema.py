@@ -25,7 +25,8 @@ _COMMENT = (
     f"per tensor (and at most {MAX_DIMS} dimensions), case ids unique within the suite and variant ids within the "
     "case (letter case ignored), params not named like inputs, tolerances below 100% after rounding, kernel-name "
     "patterns that compile as regular expressions, a ledger only on a variant that takes torch tensors (and on a "
-    "planted variant caught by the ledger and the variant it is judged against), and Python identifiers exactly "
+    "planted variant caught by the ledger and the variant it is judged against), a factory only on a variant that "
+    "takes torch tensors and compiled where it has a ledger, and Python identifiers exactly "
     "(the patterns here take any non-ASCII character)."
 )
 #: What a variant named ``unfused`` may not have: a gain to expect, a baseline to be judged by.

@@ -52,6 +52,9 @@ class Call:
     """The case's scalar parameters."""
     who: str
     """How messages name it."""
+    model: bool = False
+    """A float64 copy of a factory's module (:mod:`fuseci.harness.factory`), as a reference: it
+    takes its integer inputs as they are, and runs on the GPU only (a module takes no NumPy)."""
 
     def handed(self, inputs: Mapping[str, Tensor]) -> dict[str, Any]:
         """The inputs as its framework's arrays, on the same memory."""
@@ -112,8 +115,10 @@ def reference_outputs(case: Case, reference: Call, inputs: Mapping[str, Tensor])
     Raises:
         HarnessError: the reference returned something other than arrays.
     """
-    who = f"reference {case.reference}"
-    doubles = {k: arrays.float64_tensor(v) for k, v in inputs.items()}
+    who = reference.who
+    doubles = {
+        k: v if reference.model and not v.dtype.is_float else arrays.float64_tensor(v) for k, v in inputs.items()
+    }
     try:
         outs = reference(doubles)
         if all(not o.on_host for o in outs):
@@ -121,6 +126,8 @@ def reference_outputs(case: Case, reference: Call, inputs: Mapping[str, Tensor])
             return outs
         why = "it returned NumPy arrays"
     except Exception as exc:  # NumPy-only code meets a device array: TypeError, ValueError, ...
+        if reference.model:
+            raise
         why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
     del doubles
     log.info(

@@ -18,7 +18,7 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.harness import arrays, watch
+from fuseci.harness import arrays, factory, watch
 from fuseci.harness.arrays import inductor, repeats
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
@@ -50,19 +50,24 @@ def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
 
 
 def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None]:
-    """Each variant, and the reference, bound to its framework.
+    """Each variant, and the reference, bound to its framework; a factory's variant to its
+    module, and a case with factories and no reference to their float64 copy (:mod:`.factory`).
 
     Raises:
-        HarnessError: a function cannot be imported, or its framework is not installed.
+        HarnessError: a function cannot be imported, or its framework is not installed; a factory
+            raised or returned no ``torch.nn.Module``.
     """
+    models = factory.Models(case, lambda ref: resolve(ref, search))  # a factory's module, once per case
     calls = {
-        v.id: Call(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
+        v.id: models.call(v)
+        if v.factory is not None
+        else Call(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
         for v in case.variants
     }
     reference = (
         Call(resolve(case.reference, search), arrays.get(case.framework), case.params, f"reference {case.reference}")
         if case.reference
-        else None
+        else models.reference()
     )
     return calls, reference
 
@@ -372,8 +377,9 @@ def run(
             return replace(record, cases=dict(cases), running=None, complete=False)
         log.info("case %s", case.id)
         write_record(replace(record, cases=dict(cases), running=case.id), record_path)  # names a hang
-        cases[case.id] = watch.noted(
-            run_case(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
+        cases[case.id] = factory.noted(
+            case,
+            watch.noted(run_case(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)),
         )
         if cases[case.id].status is CaseStatus.ERROR and not cuda_context_alive():
             # An illegal address or a kernel fault poisons the CUDA context for good: later

@@ -27,6 +27,8 @@ Format history (``fuseci-harness-record``):
        case was checked or its modules imported, tree-relative, with the first lines of the
        functions that started there) and ``read`` (the tree's files opened for reading then),
        written only under ``fuseci ab``; absent means not watched.
+    2 (still): cases may carry ``compile_options`` (``torch.compile``'s keyword arguments of each
+       variant whose factory's module it compiled, by variant); absent means none.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 """A case's status as the file holds it (its value)."""
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
+CompileOption = Short | bool | None
+"""One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +240,12 @@ class CaseRecord(v.OpenDocument):
     provenance: Annotated[Mapping[v.Id, dict[str, Any]], Field(max_length=1000)] = field(default_factory=dict)
     """Inductor's provenance of each ledger variant's compile, by variant: the structured-trace
     artifacts and fusion-log lines :mod:`fuseci.ledger.artifacts` reads (checked there)."""
+    compile_options: Annotated[Mapping[v.Id, Mapping[Short, CompileOption]], Field(max_length=1000)] = field(
+        default_factory=dict
+    )
+    """``torch.compile``'s keyword arguments (``mode``, ``fullgraph``, ``dynamic``) of each variant
+    whose factory's module the harness compiled, by variant (:mod:`fuseci.harness.factory`);
+    a factory's variant that runs eagerly, or a function, has none."""
 
     @property
     def ok(self) -> bool:
@@ -422,6 +432,8 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
         doc["read"] = list(c.read)
     if c.provenance:
         doc["provenance"] = {v: dict(capture) for v, capture in c.provenance.items()}
+    if c.compile_options:
+        doc["compile_options"] = {v: dict(options) for v, options in c.compile_options.items()}
     return doc
 
 

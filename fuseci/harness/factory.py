@@ -1,0 +1,195 @@
+"""A model case's variants from a factory (``factory:`` in the suite): the factory builds a
+``torch.nn.Module``, and the variant calls its forward on the case's inputs.
+
+:class:`Models` holds the modules of one case, in the process that runs it:
+
+- each factory is called once per case and process (the first variant that names it builds it;
+  the others, eager or compiled, share that one module, its weights too), with the case's params
+  as keyword arguments, under ``torch.manual_seed`` of the seed the suite loader derived from the
+  suite's seed, the case and the factory (:attr:`fuseci.config.model.Factory.seed`), so that every
+  process (the profiled run, the timed pass) builds the same weights;
+- the factory returns the module ready for the case's inputs (on the GPU, in their dtype); fuseci
+  puts it in ``eval()`` mode. A factory that raises, or returns anything but a module, is a
+  :class:`~fuseci.errors.HarnessError` that names the variant and the factory: the case's error;
+- a variant calls ``module(*inputs)``: the case's inputs, positionally, in the order the suite
+  declares them, under ``torch.no_grad()``; with ``compile:``, through the one
+  ``torch.compile(module, **options)`` made for it;
+- a case that names no ``reference`` is checked against a float64 copy of the module of its first
+  factory variant (``unfused`` first): ``copy.deepcopy(module).double()``, called on float64 copies
+  of the floating inputs and the integer inputs as they are
+  (:func:`fuseci.harness.checks.reference_outputs`);
+- the compile options each variant ran with are written into its case's record
+  (:func:`noted`).
+
+PyTorch is imported only when a factory is called: the harness starts without it.
+"""
+
+from __future__ import annotations
+
+import copy
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from fuseci.config.model import Case, CompileOptions, Variant
+from fuseci.errors import HarnessError
+from fuseci.harness import arrays
+from fuseci.harness.checks import Call
+from fuseci.measure.record import CaseRecord
+
+#: The framework a factory's module takes its inputs in.
+FRAMEWORK = "torch"
+#: How much of what a factory raised a message quotes.
+_QUOTED = 300
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise HarnessError(
+            f"a variant names a factory of a torch.nn.Module but PyTorch is not installed ({exc}); install fuseci "
+            "with the torch extra"
+        ) from None
+    return torch
+
+
+def _raised(exc: BaseException) -> str:
+    """What was raised, on one line, with where (the innermost frame)."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= _QUOTED else text[:_QUOTED] + "..."
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}"
+
+
+def _kind(value: object) -> str:
+    """What a value is, for a message: its type's full name (``collections.OrderedDict``)."""
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def build(make: Callable[..., Any], variant: Variant, case: Case) -> Any:
+    """The module ``make`` (the variant's factory) returns, called with the case's params under
+    ``torch.manual_seed`` of the variant's factory seed, in ``eval()`` mode.
+
+    Raises:
+        HarnessError: the factory raised, or returned something other than a ``torch.nn.Module``;
+            one line naming the variant, the factory and what it raised or returned.
+    """
+    assert variant.factory is not None, variant.id  # only factory variants are built
+    torch = _torch()
+    who = f"variant {variant.id!r}: factory {variant.fn}"
+    torch.manual_seed(variant.factory.seed)
+    try:
+        module = make(**case.params)
+    except Exception as exc:  # a user's factory may raise anything: the case's error, said in one line
+        raise HarnessError(f"{who} raised {_raised(exc)}; fix the factory, or the case's params") from None
+    if not isinstance(module, torch.nn.Module):
+        raise HarnessError(
+            f"{who} returned {_kind(module)}, not a torch.nn.Module; return the model itself "
+            "(built, on the GPU, in its inputs' dtype), not its weights, output or class"
+        )
+    module.eval()
+    return module
+
+
+def compiled(module: Any, options: CompileOptions) -> Any:
+    """``torch.compile(module, **options)``: compiled at its first call."""
+    return _torch().compile(module, **options.arguments())
+
+
+def float64_copy(module: Any, who: str) -> Any:
+    """A deep copy of the module with its floating parameters and buffers in float64.
+
+    Raises:
+        HarnessError: the module cannot be deep-copied; says to name a reference instead.
+    """
+    try:
+        return copy.deepcopy(module).double()
+    except Exception as exc:
+        raise HarnessError(
+            f"{who}: cannot make a float64 copy of the module for the case's reference ({_raised(exc)}); "
+            "name a float64 reference (reference: module:function) in the case"
+        ) from None
+
+
+def forward(module: Any, names: tuple[str, ...]) -> Callable[..., Any]:
+    """The variant's function: ``module(*inputs)`` under ``torch.no_grad()``, the inputs (by
+    keyword, as the harness calls every variant) passed positionally in the order of ``names``."""
+
+    def call(**inputs: Any) -> Any:
+        with _torch().no_grad():
+            return module(*(inputs[name] for name in names))
+
+    return call
+
+
+class Models:
+    """The modules of one case's factory variants, each factory called once (see the module
+    docstring); held while the case runs, and freed with its calls."""
+
+    def __init__(self, case: Case, find: Callable[[str], Callable[..., Any]]) -> None:
+        """``find`` imports a ``module:function`` reference (:func:`fuseci.harness.run.resolve`)."""
+        self.case = case
+        self._find = find
+        self._names = tuple(spec.name for spec in case.inputs)
+        self._built: dict[str, Any] = {}
+
+    def module(self, variant: Variant) -> Any:
+        """The module of the variant's factory, built at its first use in this case.
+
+        Raises:
+            HarnessError: the factory cannot be imported, raised, or returned no module.
+        """
+        if variant.fn not in self._built:
+            self._built[variant.fn] = build(self._find(variant.fn), variant, self.case)
+        return self._built[variant.fn]
+
+    def call(self, variant: Variant) -> Call:
+        """The variant bound to its module (compiled when its ``compile:`` says so).
+
+        Raises:
+            HarnessError: as :meth:`module`.
+        """
+        assert variant.factory is not None, variant.id  # only factory variants are bound here
+        module = self.module(variant)
+        options = variant.factory.compile
+        runs = compiled(module, options) if options is not None else module
+        how = "compiled" if options is not None else "eager"
+        return Call(
+            forward(runs, self._names), arrays.get(FRAMEWORK), {}, f"variant {variant.id!r} ({variant.fn}, {how})"
+        )
+
+    def reference(self) -> Call | None:
+        """The float64 reference of a case that names none: a float64 copy of its first factory
+        variant's module, made at the reference's first call (a timed pass, which checks nothing,
+        never makes it); None when no variant names a factory.
+
+        Raises:
+            HarnessError: as :meth:`module`; at its call, the module cannot be copied.
+        """
+        first = next((v for v in self.case.variants if v.factory is not None), None)
+        if first is None:
+            return None
+        who = f"reference (a float64 copy of {first.fn}'s module)"
+        module, names = self.module(first), self._names
+        made: list[Any] = []
+
+        def call(**inputs: Any) -> Any:
+            if not made:
+                made.append(float64_copy(module, who))
+            return forward(made[0], names)(**inputs)
+
+        return Call(call, arrays.get(FRAMEWORK), {}, who, model=True)
+
+
+def noted(case: Case, record: CaseRecord) -> CaseRecord:
+    """The case's record with the compile options of its factory variants that compile."""
+    options = {
+        v.id: v.factory.compile.arguments()
+        for v in case.variants
+        if v.factory is not None and v.factory.compile is not None
+    }
+    return replace(record, compile_options=options) if options else record
