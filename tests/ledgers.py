@@ -199,7 +199,7 @@ def noisy(ledger: Ledger, seed: int = 0) -> Ledger:
     return replace(ledger, rows=tuple(out))
 
 
-def with_measured(ledger: Ledger, kernel: str, **changes: float) -> Ledger:
+def with_measured(ledger: Ledger, kernel: str, **changes: object) -> Ledger:
     """``ledger`` with the measurement of the first row of ``kernel`` changed."""
     i = next(i for i, r in enumerate(ledger.rows) if r.kernel == kernel)
     r = ledger.rows[i]

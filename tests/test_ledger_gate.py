@@ -156,3 +156,27 @@ def test_the_diff_says_which_nodes_were_fused_and_now_run_alone() -> None:
     assert back[0].startswith("add (block.py:17): ran alone in triton_poi_fused_add_view_1")
     assert "now fused with layer_norm_1 (block.py:19)" in back[0]
     assert diff_lines(diff(L.block(), L.noisy(L.block()))) == ["no node of the model changed company"]
+
+
+def test_an_autotuned_launch_shape_is_recorded_and_named_when_it_changes() -> None:
+    """The choice Triton's autotuner made is kept with each row (its launch shapes): a change
+    alone is a note naming both shapes, and a byte rise that came with it says so."""
+    base = L.with_measured(L.block(), GELU, shapes=("3328x256",))
+    gelu = next(r for r in base.rows if r.kernel == GELU)
+    assert gelu.measured is not None
+    retuned = L.with_measured(base, GELU, shapes=("12544x128",))
+    v = judge(base, retuned)
+    assert v.verdict is Verdict.PASS, v.findings
+    (note,) = v.findings
+    assert (note.kind, note.verdict) == (FindingKind.STRUCTURAL, Verdict.WARN)
+    assert note.message == (
+        "triton_poi_fused_gelu_view_2 (gelu (block.py:20)): launched as 3328x256, now 12544x128 (grid x block): "
+        "Triton's autotuner chose another launch shape (it tunes again where the compile cache is cold: keep the "
+        "caches between runs)"
+    )
+    grew = L.with_measured(retuned, GELU, global_bytes=gelu.measured.global_bytes + 4096)
+    regressed = [f for f in judge(base, grew).findings if f.verdict is Verdict.REGRESSED]
+    assert regressed and "+4,096 bytes; launched as 3328x256, now 12544x128" in regressed[0].message
+    # a ledger stored before shapes were kept says nothing of them
+    older = L.with_measured(L.block(), GELU, shapes=())
+    assert not [f for f in judge(older, retuned).findings if "launched as" in f.message]

@@ -104,6 +104,10 @@ def test_a_recorded_forward_counts_every_launch_of_one_graph(recorded: dict) -> 
     # a copy carries the measurement of the first launch of its configuration
     addmm = [r["measured"] for r in rows if r["kernel"] == "extern_kernels.addmm"]
     assert addmm[0] == addmm[4] and addmm[1] == addmm[5]
+    # each row keeps the launch shapes it ran with: the choice its autotuner or library made
+    for r in rows:
+        assert r["measured"]["shapes"], r
+        assert all(x.split("x")[0].isdigit() and x.split("x")[1].isdigit() for x in r["measured"]["shapes"])
 
 
 def test_a_graph_run_once_per_block_keeps_each_run_apart(recorded: dict) -> None:

@@ -180,6 +180,8 @@ LEDGER_METRICS = (
     "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
     "lts__t_sectors_srcunit_tex_op_read.sum",
     "lts__t_sectors_srcunit_tex_op_write.sum",
+    "launch__grid_size",
+    "launch__block_size",
 )
 
 

@@ -311,7 +311,7 @@ def _total_finding(
 ) -> Finding:
     label = rule.label
     band = "exact" if allowance == 0 else f"its rows' bands allow {_signed(rule, allowance)}"
-    where = [f"{u.name} {_signed(rule, now - before)}" for u, before, now, _ in grew]
+    where = [f"{u.name} {_signed(rule, now - before)}{_shapes(u)}" for u, before, now, _ in grew]
     by = f"; in {_listed(where)}" if where else ""
     message = f"the forward's {label} rose from {rule.show(was)} to {rule.show(total)} ({_signed(rule, total - was)}; {band}){by}"
     kernels = tuple(r.kernel for u, *_ in grew for r in u.new)
@@ -329,10 +329,32 @@ def _row_finding(rule: Rule, unit: _Unit, before: float, now: float, tol: Tolera
     ratio = _ratio(unit)
     message = (
         f"{unit.name}: {label} rose from {rule.show(before)} to {rule.show(now)} ({_signed(rule, now - before)}; "
-        f"tolerance {_band(tol)}){ratio}"
+        f"tolerance {_band(tol)}){ratio}{_shapes(unit)}"
     )
     nodes = labels(n for r in unit.new for n in r.nodes)
     return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), nodes)
+
+
+def _shape_change(old: Sequence[Row], new: Sequence[Row]) -> str:
+    """``launched as 3328x256, now 12544x128 (grid x block): ...`` where both sides recorded their
+    launch shapes and they differ, else ""."""
+    was = tuple(dict.fromkeys(x for r in old if r.measured is not None for x in r.measured.shapes))
+    now = tuple(dict.fromkeys(x for r in new if r.measured is not None for x in r.measured.shapes))
+    if not was or not now or was == now:
+        return ""
+    why = (
+        "Triton's autotuner chose another launch shape (it tunes again where the compile cache is cold: keep "
+        "the caches between runs)"
+        if all(r.kind is Kind.TRITON for r in (*old, *new))
+        else "another launch shape was chosen"
+    )
+    return f"launched as {', '.join(was)}, now {', '.join(now)} (grid x block): {why}"
+
+
+def _shapes(unit: _Unit) -> str:
+    """:func:`_shape_change` of a unit, as a clause of a finding (``; launched as ...``)."""
+    change = _shape_change(unit.old, unit.new)
+    return f"; {change}" if change else ""
 
 
 def _ratio(unit: _Unit) -> str:
@@ -359,6 +381,19 @@ def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> l
                 tuple(k for pair in renamed for k in pair),
             )
         )
+    for p in matching.pairs:
+        change = _shape_change((p.baseline,), (p.current,))
+        if change:
+            nodes = labels(n for n in p.current.nodes)
+            out.append(
+                Finding(
+                    FindingKind.STRUCTURAL,
+                    Verdict.WARN,
+                    f"{p.current.kernel} ({_nodes(nodes)}): {change}",
+                    (p.current.kernel,),
+                    nodes,
+                )
+            )
     if len(baseline.graphs) != len(current.graphs):
         out.append(
             Finding(

@@ -39,6 +39,8 @@ METRICS: dict[str, tuple[str, ...]] = {
     "l2_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
     "duration_ns": ("gpu__time_duration.sum",),
 }
+#: The launch shape of a row, (grid, block), as ncu names them (optional in a row).
+SHAPE = ("launch__grid_size", "launch__block_size")
 #: Bytes of an L2 sector.
 SECTOR_BYTES = 32
 MAX_BYTES = 256 << 20
@@ -61,6 +63,10 @@ class KernelRow:
     global_bytes: float
     l2_bytes: float
     duration_ns: float
+    grid: int = 0
+    """Blocks launched (0: not recorded)."""
+    block: int = 0
+    """Threads per block (0: not recorded)."""
     repeat: bool = False
     """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
     (a ledger's ``repeats: once``)."""
@@ -94,10 +100,21 @@ def _row(item: Any) -> KernelRow:
                 raise ValueError(f"{metric} is {shown(value)}, not a finite, non-negative number")
             total += value
         sums[what] = total
+    shape = [_launch_size(item, metric) for metric in SHAPE]
     return KernelRow(
         ident, name, tuple(nvtx), sums["dram_bytes"], sums["global_bytes"],
-        sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"], repeat,
+        sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"], shape[0], shape[1], repeat,
     )  # fmt: skip
+
+
+def _launch_size(item: dict[str, Any], metric: str) -> int:
+    """A launch size of a row: 0 when the row does not hold it (rows exported before it was kept)."""
+    value = item.get(metric)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{metric} is {shown(value)}, not a launch size")
+    return int(value)
 
 
 def kernel_rows(data: Any, where: str) -> tuple[KernelRow, ...]:
@@ -147,6 +164,7 @@ def measured(rows: Sequence[KernelRow]) -> Measured:
         l2_bytes=sum(r.l2_bytes for r in rows),
         duration_ns=sum(r.duration_ns for r in rows),
         kernels=tuple(dict.fromkeys(r.kernel for r in rows)),
+        shapes=tuple(dict.fromkeys(f"{r.grid}x{r.block}" for r in rows if r.grid and r.block)),
     )
 
 

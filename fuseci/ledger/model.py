@@ -61,6 +61,10 @@ class Measured(v.Document):
     duration_ns: v.Amount
     kernels: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)]
     """The names ncu saw, in launch order (distinct names only)."""
+    shapes: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)] = ()
+    """The launch shapes ncu saw, ``GRIDxBLOCK`` (threads), in launch order (distinct only): the
+    choice Triton's autotuner (or a library's heuristic) made, recorded so that a verdict can
+    say when it changed. Empty in ledgers recorded before it was kept."""
 
 
 @dataclass(frozen=True, slots=True)
