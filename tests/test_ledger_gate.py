@@ -180,3 +180,27 @@ def test_an_autotuned_launch_shape_is_recorded_and_named_when_it_changes() -> No
     # a ledger stored before shapes were kept says nothing of them
     older = L.with_measured(L.block(), GELU, shapes=())
     assert not [f for f in judge(older, retuned).findings if "launched as" in f.message]
+
+
+def test_nodes_a_graph_break_renumbered_are_the_same_nodes_in_the_diff() -> None:
+    """Behind a graph break the second graph numbers its pre-grad nodes afresh (``layer_norm_1``
+    becomes ``layer_norm``, ``linear_2`` and ``linear_3`` become ``linear`` and ``linear_1``):
+    the diff pairs them by source line and name and says only what changed company, in the
+    baseline's names."""
+    base = L.block()
+    renumbered = L.block()
+    rows = []
+    for r in renumbered.rows:
+        nodes = tuple(
+            replace(n, source=n.source.removesuffix("_1")) if n.source.startswith("layer_norm_1") else n
+            for n in r.nodes
+        )
+        rows.append(replace(r, nodes=nodes))
+    renumbered = replace(renumbered, rows=tuple(rows))
+    assert any(n.source == "layer_norm_1" for r in base.rows for n in r.nodes)
+    assert diff(base, renumbered) == []
+    split = L.split_add_norm()
+    rows = [replace(r, nodes=tuple(replace(n, source=n.source.removesuffix("_1")) for n in r.nodes)) for r in split.rows]
+    lines = diff_lines(diff(base, replace(split, rows=tuple(rows))))
+    assert not [x for x in lines if ": new, in " in x or ": gone, was in " in x], lines
+    assert any(x.startswith("layer_norm_1 (block.py:19): was fused with") for x in lines), lines

@@ -4,17 +4,25 @@ in on each side.
 
 Nodes are known as :mod:`fuseci.ledger.match` knows them (``(line, op)``, views left out), and
 shown by :func:`fuseci.ledger.match.label` (``layer_norm_1 (block.py:19)``): the several ops of
-one pre-grad node that moved together are one change."""
+one pre-grad node that moved together are one change. A graph break renumbers the pre-grad nodes
+after it (the second graph's ``layer_norm_1`` is its ``layer_norm``): a node found on one side
+only whose source line and name without Dynamo's number (``layer_norm``) match a node
+found on the other side only is that node (as many on each side: paired in the order they run),
+named as the older ledger (the baseline) names it, not one node gone and another new (:func:`_renumbered`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 
 from fuseci.config import names, quantities
-from fuseci.ledger.match import Ident, identity, is_view, label
-from fuseci.ledger.model import Ledger, Row
+from fuseci.ledger.match import Ident, identity, is_view, label, location, op_base
+from fuseci.ledger.model import Ledger, Node, Row
+
+#: Dynamo's number on a pre-grad node's name (``layer_norm_1``).
+_NUMBER = re.compile(r"_\d+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +117,48 @@ def _side(ledger: Ledger) -> _Side:
     return _Side({k: tuple(x) for k, x in rows.items()}, company, {k: frozenset(x) for k, x in idents.items()})
 
 
+def _stem(node: Node) -> tuple[str, str] | None:
+    """``(file:line, name without its number)``, or None for a node without a source line."""
+    if not node.line:
+        return None
+    return (location(node.line), _NUMBER.sub("", node.source or op_base(node.op)))
+
+
+def _renumbered(old: Ledger, new: Ledger) -> Ledger:
+    """``new`` with each node that a graph break renumbered named as in ``old`` (see the module
+    docstring)."""
+    old_labels = {label(n): n for r in old.rows for n in r.nodes if not is_view(n)}
+    new_labels = {label(n): n for r in new.rows for n in r.nodes if not is_view(n)}
+    stems: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for labels_, other, side in ((old_labels, new_labels, 0), (new_labels, old_labels, 1)):
+        for name, node in labels_.items():
+            stem = _stem(node)
+            if stem is not None and name not in other:
+                stems.setdefault(stem, ([], []))[side].append(name)
+    renamed = {
+        now: old_labels[was]
+        for olds, news in stems.values()
+        if len(olds) == len(news)  # in the order they run: renumbering keeps it
+        for was, now in zip(olds, news, strict=True)
+    }
+    if not renamed:
+        return new
+
+    def moved(node: Node) -> Node:
+        target = renamed.get(label(node)) if not is_view(node) else None
+        return replace(node, source=target.source) if target is not None else node
+
+    return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
+
+
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
     """Every node whose company changed from ``old`` to ``new`` (or that came or went), in the
     order of ``new``'s rows, then ``old``'s.
 
     A node's company is the set of other nodes in the rows it runs in; renamed kernels doing the
-    same work are no change.
+    same work, and nodes renumbered by a graph break, are no change.
     """
+    new = _renumbered(old, new)
     a, b = _side(old), _side(new)
     order = list(dict.fromkeys([*b.rows, *a.rows]))
     out = []
