@@ -200,7 +200,9 @@ def test_nodes_a_graph_break_renumbered_are_the_same_nodes_in_the_diff() -> None
     assert any(n.source == "layer_norm_1" for r in base.rows for n in r.nodes)
     assert diff(base, renumbered) == []
     split = L.split_add_norm()
-    rows = [replace(r, nodes=tuple(replace(n, source=n.source.removesuffix("_1")) for n in r.nodes)) for r in split.rows]
+    rows = [
+        replace(r, nodes=tuple(replace(n, source=n.source.removesuffix("_1")) for n in r.nodes)) for r in split.rows
+    ]
     lines = diff_lines(diff(base, replace(split, rows=tuple(rows))))
     assert not [x for x in lines if ": new, in " in x or ": gone, was in " in x], lines
     assert any(x.startswith("layer_norm_1 (block.py:19): was fused with") for x in lines), lines
