@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Literal, Union
+from typing import Annotated, Union
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PlainValidator
 
 from fuseci import validation as v
 from fuseci.config.judging import Allowance, CaughtBy, Expect, Gates, KernelPattern, Kernels, pattern_schema
-from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, COMPILE_MODES, REPLAY_MODES, UNFUSED
+from fuseci.config.model import (
+    CACHE_CONTROLS,
+    CLOCK_CONTROLS,
+    COMPILE_MODES,
+    LEDGER_REPEATS,
+    REPLAY_MODES,
+    UNFUSED,
+)
 from fuseci.config.values import (
     Bytes,
     Distribution,
@@ -190,7 +197,8 @@ class Ledger(v.Model):
         ),
     ] = None
     repeats: Annotated[
-        Literal["once", "every"],
+        str,
+        v.Choice(LEDGER_REPEATS, what="unknown setting"),
         Field(
             description="once (the default): a launch that repeats an earlier launch of the same forward and graph "
             "with the same kernel, argument shapes, strides, alignment and scalars is not profiled again but counted "

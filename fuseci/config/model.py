@@ -68,6 +68,8 @@ CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile", "ledge
 _OFF = parse_tolerance("off")
 
 #: The modes ``torch.compile`` takes, for a factory's module (:class:`CompileOptions`).
+#: How a ledger profiles a launch that repeats an earlier launch's configuration (``ledger.repeats``).
+LEDGER_REPEATS = ("once", "every")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
