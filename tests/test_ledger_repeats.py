@@ -4,6 +4,7 @@ blocks, compiled as one graph and block by block, H200) whose left-out launches 
 
 from __future__ import annotations
 
+import html as markup
 import json
 import shutil
 from pathlib import Path
@@ -128,3 +129,27 @@ def test_a_tampered_record_is_exit_3_naming_the_place(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(SUITE), "--from-report", str(rep), "--baselines", str(tmp_path / "b")])
     assert result.exit_code == 3, result.output
     assert "cases.stack.provenance.graph.repeats.0[0]" in result.output
+
+
+def test_the_terminal_and_the_html_report_say_what_was_counted_back(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(SUITE),
+            "--from-report",
+            str(REPORT),
+            "--baselines",
+            str(tmp_path / "b"),
+            "--html",
+            str(page),
+            "-v",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    said = "6 of the forward's 17 kernel launches repeat an earlier launch's configuration and were not profiled again"
+    assert said in result.output
+    assert "9 of the forward's 18 kernel launches" in result.output
+    html = markup.unescape(page.read_text())
+    assert said in html and "1 of its 2 kernel launches counted with the measurement" in html

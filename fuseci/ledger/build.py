@@ -207,5 +207,15 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         graphs=tuple(g.id for g in capture.graphs),
         break_reasons=capture.break_reasons,
         fusion_refusals=capture.fusion_refusals,
-        notes=tuple(_notes(capture, wrappers)),
+        notes=tuple(_notes(capture, wrappers) + _repeats_note(kernels)),
     )
+
+
+def _repeats_note(kernels: Sequence[KernelRow]) -> list[str]:
+    copied = sum(k.repeat for k in kernels)
+    if not copied:
+        return []
+    return [
+        f"{copied} of the forward's {len(kernels)} kernel launches repeat an earlier launch's configuration and "
+        "were not profiled again: each counts with that launch's measurement (ledger repeats: once)"
+    ]

@@ -23,6 +23,10 @@ CHANGES = 40
 CHANGE_CHARS = budget.TEXT
 
 
+#: A ledger's own notes shown at most (CUDA graphs, recompiles, repeats: a few at most).
+NOTES = 8
+
+
 def cut(text: str, limit: int = budget.NAME) -> str:
     """``text`` cut to ``limit`` characters, and one line (:func:`~fuseci.reporters.text.clean`)."""
     return clean(budget.cut(text, limit))
@@ -67,7 +71,7 @@ def ledger_lines(ledger: Ledger) -> list[str]:
         for r in sorted_rows(ledger)
     ]
     table = columns([head, *body], left=3)
-    return [*table, totals_line(ledger)]
+    return [*table, totals_line(ledger), *(f"note: {cut(n, budget.TEXT)}" for n in ledger.notes[:NOTES])]
 
 
 def totals_line(ledger: Ledger) -> str:

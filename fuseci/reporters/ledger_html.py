@@ -21,7 +21,7 @@ from fuseci.ledger.match import labels
 from fuseci.ledger.model import Ledger, Row
 from fuseci.reporters import budget, templating
 from fuseci.reporters.chartkit import tone
-from fuseci.reporters.ledger import change_lines, cut, duration, megabytes, ratio, sorted_rows, totals_line
+from fuseci.reporters.ledger import NOTES, change_lines, cut, duration, megabytes, ratio, sorted_rows, totals_line
 
 #: Node labels shown open in a row; more are folded into a ``<details>``.
 OPEN_NODES = 3
@@ -92,6 +92,9 @@ class LedgerView:
     """What changed against the baseline's ledger, node by node; empty without one."""
     changes_more: str
     """How many more changes there are (``and 12 more changes``), or empty."""
+    notes: tuple[str, ...]
+    """The ledger's own notes (CUDA graphs, a frame compiled again, launches counted from an
+    earlier one's measurement)."""
     weight: int
     """About the bytes it takes in a page (more, never less)."""
 
@@ -159,7 +162,10 @@ def view(
         changes, left = change_lines(baseline, ledger)
     bar = _bar(ledger)
     totals = totals_line(ledger)
-    fixed = budget.weight(totals, bar.caption if bar else "", *(m for f in findings for m in f), markup=_FIXED_MARKUP)
+    notes = tuple(cut(n, budget.TEXT) for n in ledger.notes[:NOTES])
+    fixed = budget.weight(
+        totals, bar.caption if bar else "", *notes, *(m for f in findings for m in f), markup=_FIXED_MARKUP
+    )
     room = budget.Budget(max(size - fixed, 0))
     start = room.left
     # What changed comes first (it is what a reviewer of an upgrade reads), then the rows.
@@ -174,6 +180,7 @@ def view(
         findings=findings,
         changes=tuple(kept),
         changes_more=budget.more(left + len(changes) - len(kept), "changes"),
+        notes=notes,
         weight=fixed + start - room.left,
     )
 
