@@ -26,6 +26,7 @@ else (a tensor method the wrapper calls) runs unmarked and is profiled as before
 from __future__ import annotations
 
 import logging
+import types
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def _config(value: Any) -> Any:
         return (type(value).__name__, value)
     if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
         return value
-    return ("object", id(value))  # anything else: never the same configuration as another launch
+    return object()  # anything else: a configuration of its own (an id can be reused once freed)
 
 
 class _Kernel:
@@ -106,13 +107,17 @@ class _Kernel:
 
 class _Calls:
     """Stands in for a namespace of library calls (``extern_kernels``, ``torch.ops``): any chain
-    of attributes, called, is a launch."""
+    of attributes through namespaces (``torch.ops.aten`` is a module) and callables (an op's
+    packet, its overload), called, is a launch; any other attribute is handed out as it is."""
 
     def __init__(self, target: Any, where: tuple[Any, ...], launches: Launches) -> None:
         self._target, self._where, self._launches = target, where, launches
 
     def __getattr__(self, name: str) -> Any:
-        return _Calls(getattr(self._target, name), (*self._where, name), self._launches)
+        value = getattr(self._target, name)
+        if not callable(value) and not isinstance(value, types.ModuleType):  # an op's schema, say: as it is
+            return value
+        return _Calls(value, (*self._where, name), self._launches)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._launches.launch(self._where, self._target, args, kwargs)
