@@ -29,6 +29,9 @@ def test_launch_ranges_round_trip_and_others_are_not_ours() -> None:
     for other in ("fuseci-launch:1", "fuseci-launch:a:2", "fuseci-launch:-1:2", "fuseci:s:c:v", "x, op_id = 3"):
         assert names.parse_launch_range(other) is None
     assert names.repeat_filter() == "regex:^fuseci-repeat:.*/"
+    stack = ["fuseci:s:c:v", names.launch_range(2, 7, repeat=True), names.launch_range(2, 9), "k, op_id = 4"]
+    assert names.find_launch_range(stack) == (2, 2, 9)
+    assert names.find_launch_range(stack[:2]) is None
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ which runs under ncu, starts fast.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TypeGuard
 
 #: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. ``/`` separates
@@ -97,6 +98,16 @@ def parse_launch_range(name: str) -> tuple[int, int] | None:
     if not all(p.isascii() and p.isdigit() and len(p) <= 9 for p in parts[1:]):
         return None
     return int(parts[1]), int(parts[2])
+
+
+def find_launch_range(stack: Sequence[str]) -> tuple[int, int, int] | None:
+    """(position, run, launch) of the first :func:`launch_range` of a profiled launch in an NVTX
+    range stack, or None."""
+    for i, name in enumerate(stack):
+        found = parse_launch_range(name)
+        if found is not None:
+            return i, found[0], found[1]
+    return None
 
 
 def repeat_filter() -> str:

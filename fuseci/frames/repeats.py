@@ -80,15 +80,6 @@ def recorded(
     return out
 
 
-def _marker(stack: Sequence[str]) -> tuple[int, int, int] | None:
-    """(position in the stack, run, launch) of a kernel's ``fuseci-launch`` range, if any."""
-    for i, name in enumerate(stack):
-        found = names.parse_launch_range(name)
-        if found is not None:
-            return i, found[0], found[1]
-    return None
-
-
 def expand(kernels: Sequence[Kernel], repeats: Repeats) -> list[Kernel]:
     """A variant's pass with each left-out launch counted back in (see the module docstring), in
     launch order: profiled kernels in ncu's order, each copy where its launch ran (after the
@@ -97,7 +88,7 @@ def expand(kernels: Sequence[Kernel], repeats: Repeats) -> list[Kernel]:
     by_launch: dict[int, list[tuple[int, Kernel, int]]] = {}
     last = -1
     for i, k in enumerate(kernels):
-        mark = _marker(k.stack)
+        mark = names.find_launch_range(k.stack)
         if mark is not None:
             last = mark[2]
             by_launch.setdefault(last, []).append((i, k, mark[0]))

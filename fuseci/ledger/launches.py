@@ -181,11 +181,11 @@ class Attribution:
 
 def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
     """A row's stack without the harness's ``fuseci-launch:R:N`` range, and (R, N) from it."""
-    for i, name in enumerate(nvtx):
-        found = names.parse_launch_range(name)
-        if found is not None:
-            return (*nvtx[:i], *nvtx[i + 1 :]), found
-    return tuple(nvtx), None
+    found = names.find_launch_range(nvtx)
+    if found is None:
+        return tuple(nvtx), None
+    at, run, launch = found
+    return (*nvtx[:at], *nvtx[at + 1 :]), (run, launch)
 
 
 def _runs(

@@ -28,6 +28,7 @@ from fuseci.measure.timed import finish_timed, run_timed, start_timed
 from fuseci.measure.turn import AheadWatch, ahead_limit_s, waiting_file
 
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
+    from fuseci.frames import repeats
     from fuseci.frames.metrics import SuiteResults
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band
@@ -296,13 +297,13 @@ def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
     )
 
 
-def _left_out(record: HarnessRecord, path: Path) -> dict[tuple[str, str], dict[int, Any]]:
+def _left_out(record: HarnessRecord, path: Path) -> dict[tuple[str, str], dict[int, repeats.Repeats]]:
     """The launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)."""
-    from fuseci.frames import repeats
+    from fuseci.frames import repeats as recorded
 
-    out: dict[tuple[str, str], dict[int, Any]] = {}
+    out: dict[tuple[str, str], dict[int, repeats.Repeats]] = {}
     for case_id, rec in record.cases.items():
-        out.update(repeats.recorded(rec.provenance, case_id, str(path)))
+        out.update(recorded.recorded(rec.provenance, case_id, str(path)))
     return out
 
 
