@@ -8,7 +8,10 @@
 - ``convbn``: a 3x3 convolution, batch norm (inference), SiLU and a residual add;
 - ``stack``: ``depth`` pre-norm blocks in a row, compiled as one graph (``stack_compiled``) or
   block by block (``stack_blocks_compiled``: one graph run ``depth`` times): a model whose
-  launches repeat, for the ledger's ``repeats`` and its cost as the kernel count grows.
+  launches repeat, for the ledger's ``repeats`` and its cost as the kernel count grows;
+- ``lengths``: the pre-norm block run on a sequence and on its first half, as a model runs a
+  prompt and then a shorter chunk: the compiled block's frame is compiled twice (the second time
+  with a dynamic length), for a ledger of several graphs of one frame.
 
 Each block is built once per process from a fixed seed (``functools.cache``) and called on the
 case's input; the float64 reference runs a float64 copy of the same weights. A planted break is a
@@ -315,3 +318,25 @@ def stack_reference(x: torch.Tensor, depth: int) -> torch.Tensor:
 @functools.cache
 def _stack_float64(depth: int) -> nn.Module:
     return copy.deepcopy(_stack(depth)).to(torch.float64)
+
+
+def _lengths(block: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.cat([block(x), block(x[:, : x.shape[1] // 2])], dim=1)
+
+
+def lengths_eager(x: torch.Tensor) -> torch.Tensor:
+    return _lengths(_eager(PreNorm), x)
+
+
+@functools.cache
+def _lengths_compiled() -> Callable[[torch.Tensor], torch.Tensor]:
+    return torch.compile(copy.deepcopy(_eager(PreNorm)))  # a frame of its own, not prenorm_compiled's
+
+
+def lengths_compiled(x: torch.Tensor) -> torch.Tensor:
+    return _lengths(_lengths_compiled(), x)
+
+
+def lengths_reference(x: torch.Tensor) -> torch.Tensor:
+    return _lengths(_float64(PreNorm), x)

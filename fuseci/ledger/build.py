@@ -24,6 +24,7 @@ from fuseci.ledger.wrapper import Call, Wrapper, parse_wrapper
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]*\n(?P<code>[^\n]*)')
 
+SYMBOLIC = "no minimum: its sizes are symbols (a graph compiled for dynamic shapes)"
 COPY = "computes no node of the graph (a copy for a library call): its bytes are the buffers the wrapper passes it"
 REPEATS = (
     "{} of its {} kernel launches counted with the measurement of an earlier launch of the same "
@@ -126,6 +127,8 @@ def _graph_rows(
         if bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i]:
             bound = _from_wrapper(call, wrapper, post_grad)
             note = "; ".join(x for x in (note, COPY) if x)
+        if bound is not None and bound.min_bytes is None and post_grad is not None and _symbolic(post_grad):
+            note = "; ".join(x for x in (note, SYMBOLIC) if x)
         rows.append(
             Row(
                 graph=graph.id,
@@ -138,6 +141,11 @@ def _graph_rows(
             )
         )
     return rows
+
+
+def _symbolic(graph: PostGradGraph) -> bool:
+    """True for a graph compiled with symbolic sizes (an input ``Sym(s0)``)."""
+    return any(node.symbol for node in graph.nodes.values())
 
 
 def _untraced(found: Attribution) -> Row:

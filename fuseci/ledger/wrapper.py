@@ -24,6 +24,9 @@ from fuseci.ledger.graph import ITEMSIZE, TORCH_DTYPES
 from fuseci.ledger.model import Kind
 
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+)")
+#: What Inductor writes between a call's comments and the call: its stream, and with dynamic
+#: shapes each symbolic size of the launch (``triton_per_fused_0_xnumel = s27*s77``).
+_BETWEEN = re.compile(r"^(?:#|stream\w*\s*=|\w+numel\s*=)")
 _SOURCES = re.compile(
     r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?"
 )
@@ -160,7 +163,7 @@ def _comments(lines: list[str], lineno: int) -> tuple[str | None, tuple[str, ...
     sources: tuple[str, ...] = ()
     aten: tuple[str, ...] = ()
     i = lineno - 2
-    while i >= 0 and (text := lines[i].strip()).startswith(("#", "stream")):
+    while i >= 0 and _BETWEEN.match(text := lines[i].strip()):
         if (m := _HANDLE.search(text)) and handle is None:
             handle = m.group(1)
         elif (m := _SOURCES.search(text)) and not sources:
