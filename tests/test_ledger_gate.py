@@ -110,6 +110,24 @@ def test_a_generated_rows_l2_bytes_are_held_to_the_catalogue_tolerance() -> None
     assert "tolerance ±0.5%" in finding.message and "DRAM 0.78x its minimum, was 0.78x" in finding.message
 
 
+def test_what_l1_served_of_a_generated_row_widens_its_l2_band() -> None:
+    """A LayerNorm whose loads L1 partly served (its global bytes twice its L2 bytes): that part
+    moves with what else L1 held, so its band is ±0.5% and 5% of the bytes L1 served; a kernel
+    whose every load reaches L2 (the GELU) keeps ±0.5%."""
+    base = L.block()
+    norm = base.rows[0].measured
+    assert norm is not None and norm.global_bytes > norm.l2_bytes
+    moved = L.with_measured(base, "triton_per_fused_native_layer_norm_0", l2_bytes=norm.l2_bytes * 1.04)
+    assert judge(base, moved).verdict is Verdict.PASS
+    beyond = L.with_measured(base, "triton_per_fused_native_layer_norm_0", l2_bytes=norm.l2_bytes * 1.07)
+    (finding,) = judge(base, beyond).findings
+    assert finding.verdict is Verdict.REGRESSED
+    assert "tolerance ±5.46% (±0.5%, and 5% of the 33.4 MB that L1 served)" in finding.message
+    gelu = next(r for r in base.rows if r.kernel == GELU).measured
+    assert gelu is not None and gelu.global_bytes == gelu.l2_bytes
+    assert judge(base, L.with_measured(base, GELU, l2_bytes=gelu.l2_bytes * 1.006)).verdict is Verdict.REGRESSED
+
+
 def test_renamed_kernels_alone_are_structural() -> None:
     names = {GELU: "triton_poi_fused_gelu_view_7", "triton_poi_fused_add_view_3": "triton_poi_fused_add_view_8"}
     v = judge(L.block(), L.renamed(L.noisy(L.block()), names))
