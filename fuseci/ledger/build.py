@@ -121,6 +121,7 @@ def _graph_rows(
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
         bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
+        note = "; ".join(x for x in (found.notes.get((graph.id, i), ""), note) if x)
         copied = sum(k.repeat for k in kernels or ())
         if copied:
             note = "; ".join(x for x in (note, REPEATS.format(copied, len(kernels or ()))) if x)
@@ -166,8 +167,8 @@ def _region(row: KernelRow) -> str | None:
     return regions[-1] if regions else None
 
 
-def _notes(capture: Capture, parsed: Mapping[str, Wrapper]) -> list[str]:
-    notes = []
+def _notes(capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution) -> list[str]:
+    notes = list(found.replays.values())
     frames: dict[str, list[str]] = {}
     for graph in capture.graphs:
         frames.setdefault(graph.id.split("/")[0], []).append(graph.id)
@@ -215,7 +216,7 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         graphs=tuple(g.id for g in capture.graphs),
         break_reasons=capture.break_reasons,
         fusion_refusals=capture.fusion_refusals,
-        notes=tuple(_notes(capture, wrappers) + _repeats_note(kernels)),
+        notes=tuple(_notes(capture, wrappers, found) + _repeats_note(kernels)),
     )
 
 
