@@ -5,7 +5,8 @@ One row per call of each graph's wrapper (:mod:`.wrapper`), graphs in the order 
 compiled (a graph break's second graph after the first; a tensor passed between them is written
 by one and read by the other, so it counts at both): the post-grad nodes the call implements,
 each with its ATen op, pre-grad source node and model source line; its minimum bytes
-(:mod:`.boundary`); and what the kernels ncu attributed to it moved. Kernels in the range that
+(:mod:`.boundary`); and what the kernels ncu attributed to it moved (by its NVTX range, or in a
+CUDA-graph replay by launch order: :mod:`.replay`, which the row's note says). Kernels in the range that
 no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance, no post-grad
 graph, no kernel matched) leaves a row with what is known and a note, never a failure.
 """

@@ -12,7 +12,10 @@ its ``aten::`` (or ``namespace::``) op, with the library's own ranges nested fur
 Attribution (:func:`attribute`), within each run of a graph's wrapper, walks the wrapper's calls
 in order and the call ranges in order: a Triton call takes the next range of its kernel's name, a
 library call the next range of its op; a range skipped over, one of a graph with no wrapper, and
-a kernel outside any call range (CUDA-graph replay records none) are left unclaimed.
+a kernel outside any call range are left unclaimed. A graph whose region holds kernels in no
+range below its own while none of its calls claimed a range is a CUDA-graph replay (no wrapper
+code ran): its kernels go to its calls by launch order (:mod:`.replay`), and its input copies
+are named as such.
 """
 
 from __future__ import annotations
@@ -275,33 +278,29 @@ def _claim(
 def _replayed(
     graph: str,
     calls: Sequence[Call],
-    runs: Mapping[str, dict[tuple[str, str], list[KernelRow]]],
+    ranged: Mapping[str, dict[tuple[str, str], list[KernelRow]]],
     bare: Mapping[str, list[KernelRow]],
     out: Attribution,
 ) -> list[tuple[KernelRow, str]]:
     """A replayed graph's rows (:mod:`.replay`): what its calls claim by launch order, its input
-    copies (a kernel in a copy op's range just before a replay), and the rows left, with why."""
+    copies (a kernel in a copy op's range just before a replay), and the rows left, with why
+    (``ranged``, its rows in call ranges, claimed by none of its calls)."""
     found = replay.replay(graph, calls, bare, _no_range(graph))
     out.replays[graph] = found.note
-    left = [
-        (row, f"range {key[0]!r} of graph {graph} matches no call of its wrapper")
-        for v in runs.values()
-        for key, kept in v.items()
+    copies: set[int] = set()
+    if found.fits:
+        out.claimed.update({(graph, index): kernels for index, kernels in found.claimed.items()})
+        out.notes.update({(graph, index): note for index, note in found.notes.items()})
+        for run, kernels in bare.items():
+            named = [(key[0], row) for key, kept in ranged.get(run, {}).items() for row in kept]
+            copies.update(row.id for row in replay.input_copies(named, min(k.id for k in kernels)))
+    unmatched = "range {!r} of graph " + graph + " matches no call of its wrapper"
+    return found.left + [
+        (row, COPIES.format(graph) if row.id in copies else unmatched.format(key[0]))
+        for ranges in ranged.values()
+        for key, kept in ranges.items()
         for row in kept
     ]
-    if not found.fits:
-        return found.left + left
-    for index, kernels in found.claimed.items():
-        out.claimed[(graph, index)] = kernels
-    out.notes.update({(graph, i): note for i, note in found.notes.items()})
-    copies = {
-        row.id
-        for run, kernels in bare.items()
-        for row in replay.input_copies(
-            [(key[0], r) for key, kept in runs.get(run, {}).items() for r in kept], min(k.id for k in kernels)
-        )
-    }
-    return found.left + [(row, COPIES.format(graph) if row.id in copies else why) for row, why in left]
 
 
 def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) -> Attribution:
