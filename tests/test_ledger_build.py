@@ -155,8 +155,10 @@ def test_fusion_refusals_are_distinct_and_numberless(rows: tuple[KernelRow, ...]
 
 
 def test_kernels_no_call_claims_make_one_untraced_row(rows: tuple[KernelRow, ...]) -> None:
-    # CUDA-graph replay records no per-call ranges: only the compiled region's.
-    ncu = in_range(rows, "block-base.compiled")
+    # CUDA-graph replay records no per-call ranges: only the compiled region's. Its first kernel
+    # left out, the launches do not follow the wrapper's order, so none is attributed by it
+    # (tests/test_ledger_modes.py reads replays that do).
+    ncu = in_range(rows, "block-base.compiled")[1:]
     bare = tuple(
         KernelRow(k.id, k.kernel, k.nvtx[:2], k.dram_bytes, k.global_bytes, k.l2_bytes, k.duration_ns) for k in ncu
     )

@@ -5,7 +5,8 @@ One row per call of each graph's wrapper (:mod:`.wrapper`), graphs in the order 
 compiled (a graph break's second graph after the first; a tensor passed between them is written
 by one and read by the other, so it counts at both): the post-grad nodes the call implements,
 each with its ATen op, pre-grad source node and model source line; its minimum bytes
-(:mod:`.boundary`); and what the kernels ncu attributed to it moved. Kernels in the range that
+(:mod:`.boundary`); and what the kernels ncu attributed to it moved (by its NVTX range, or in a
+CUDA-graph replay by launch order: :mod:`.replay`, which the row's note says). Kernels in the range that
 no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance, no post-grad
 graph, no kernel matched) leaves a row with what is known and a note, never a failure.
 """
@@ -121,6 +122,7 @@ def _graph_rows(
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
         bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
+        note = "; ".join(x for x in (found.notes.get((graph.id, i), ""), note) if x)
         copied = sum(k.repeat for k in kernels or ())
         if copied:
             note = "; ".join(x for x in (note, REPEATS.format(copied, len(kernels or ()))) if x)
@@ -166,8 +168,8 @@ def _region(row: KernelRow) -> str | None:
     return regions[-1] if regions else None
 
 
-def _notes(capture: Capture, parsed: Mapping[str, Wrapper]) -> list[str]:
-    notes = []
+def _notes(capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution) -> list[str]:
+    notes = list(found.replays.values())
     frames: dict[str, list[str]] = {}
     for graph in capture.graphs:
         frames.setdefault(graph.id.split("/")[0], []).append(graph.id)
@@ -215,7 +217,7 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         graphs=tuple(g.id for g in capture.graphs),
         break_reasons=capture.break_reasons,
         fusion_refusals=capture.fusion_refusals,
-        notes=tuple(_notes(capture, wrappers) + _repeats_note(kernels)),
+        notes=tuple(_notes(capture, wrappers, found) + _repeats_note(kernels)),
     )
 
 

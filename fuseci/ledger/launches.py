@@ -12,7 +12,10 @@ its ``aten::`` (or ``namespace::``) op, with the library's own ranges nested fur
 Attribution (:func:`attribute`), within each run of a graph's wrapper, walks the wrapper's calls
 in order and the call ranges in order: a Triton call takes the next range of its kernel's name, a
 library call the next range of its op; a range skipped over, one of a graph with no wrapper, and
-a kernel outside any call range (CUDA-graph replay records none) are left unclaimed.
+a kernel outside any call range are left unclaimed. A graph whose region holds kernels in no
+range below its own while none of its calls claimed a range is a CUDA-graph replay (no wrapper
+code ran): its kernels go to its calls by launch order (:mod:`.replay`), and its input copies
+are named as such.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from fuseci.config import names
 from fuseci.errors import LedgerError
+from fuseci.ledger import replay
 from fuseci.ledger.model import Kind, Measured
 from fuseci.ledger.wrapper import Call
 from fuseci.store.versioned import read_bounded
@@ -48,6 +52,10 @@ MAX_BYTES = 256 << 20
 _RANGE = re.compile(r"^(?P<name>.*), op_id = (?P<id>\d+)$")
 _REGION = re.compile(r"^Torch-Compiled Region: (?P<graph>\d+/\d+)")
 _CALL = "## Call CompiledFxGraph"
+OUTSIDE = "outside any Torch-Compiled Region (eager code between graphs)"
+COPIES = (
+    "graph {}'s input copies (before each replay the CUDA-graph tree copies the inputs into the graph's own buffers)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +185,10 @@ class Attribution:
     unclaimed: list[KernelRow] = field(default_factory=list)
     why: dict[str, None] = field(default_factory=dict)
     """Why rows were left unclaimed, each reason once."""
+    notes: dict[tuple[str, int], str] = field(default_factory=dict)
+    """(graph, index of the call) → how its rows were found, where not by its range (a replay's launch order)."""
+    replays: dict[str, str] = field(default_factory=dict)
+    """Graph → how its CUDA-graph replay was read (:mod:`.replay`), for the ledger's notes."""
 
 
 def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
@@ -188,48 +200,107 @@ def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | Non
     return (*nvtx[:at], *nvtx[at + 1 :]), (run, launch)
 
 
-def _runs(
-    rows: Sequence[KernelRow], attribution: Attribution
-) -> dict[tuple[str, str], dict[tuple[str, str], list[KernelRow]]]:
-    """Rows grouped by (graph, run of its wrapper) and then by call range, in launch order.
+_Runs = dict[tuple[str, str], dict[tuple[str, str], list[KernelRow]]]
+
+
+def _runs(rows: Sequence[KernelRow], attribution: Attribution) -> tuple[_Runs, dict[tuple[str, str], list[KernelRow]]]:
+    """Rows grouped by (graph, run of its wrapper) and then by call range, in launch order; and
+    the rows of each (graph, run) in no range below the graph's (a CUDA-graph replay's).
 
     A run is told by its ``## Call CompiledFxGraph`` range, or by the harness's graph run number
     where a launch range carries one (a launch counted from an earlier one's measurement has no
     range of its own run: :mod:`fuseci.frames.repeats`); a call by its range, or by its launch
-    number.
+    number. A row in no range below its graph's falls in the run of its ``## Call`` range, or of
+    its region's range where there is none.
     """
     placed: list[tuple[KernelRow, str, tuple[str, int], tuple[str, int], tuple[int, int] | None]] = []
+    bare: dict[tuple[str, str], list[KernelRow]] = {}
     run_of: dict[tuple[str, int], int] = {}
     for row in sorted(rows, key=lambda r: r.id):
         stack, launch = _launch(row.nvtx)
         region = max((i for i, n in enumerate(stack) if _REGION.match(n)), default=None)
         if region is None:
             attribution.unclaimed.append(row)
-            attribution.why["outside any Torch-Compiled Region (eager code between graphs)"] = None
+            attribution.why[OUTSIDE] = None
             continue
         graph = _REGION.match(stack[region])["graph"]  # type: ignore[index]
         call = next((i for i in range(region + 1, len(stack)) if stack[i].startswith(_CALL)), None)
+        if launch is None and (region if call is None else call) + 1 == len(stack):
+            run = f"op {_range(stack[call])[1]}" if call is not None else f"region {_range(stack[region])[1]}"
+            bare.setdefault((graph, run), []).append(row)
+            continue
         if call is None or call + 1 >= len(stack):
             attribution.unclaimed.append(row)
-            attribution.why[f"in graph {graph}'s region but in no call's range (CUDA-graph replay, say)"] = None
+            attribution.why[_no_range(graph)] = None
             continue
         run_range, call_range = _range(stack[call]), _range(stack[call + 1])
         if launch is not None and not row.repeat:
             run_of.setdefault((graph, run_range[1]), launch[0])
         placed.append((row, graph, run_range, call_range, launch))
-    runs: dict[tuple[str, str], dict[tuple[str, str], list[KernelRow]]] = {}
+    runs: _Runs = {}
     for row, graph, run_range, call_range, launch in placed:
         number = launch[0] if launch is not None else run_of.get((graph, run_range[1]))
         run = f"run {number}" if number is not None else f"op {run_range[1]}"
         key = (call_range[0], f"launch {launch[1]}" if launch is not None else f"op {call_range[1]}")
         runs.setdefault((graph, run), {}).setdefault(key, []).append(row)
-    return runs
+    return runs, bare
+
+
+def _no_range(graph: str) -> str:
+    return f"in graph {graph}'s region but in no call's range (CUDA-graph replay, say)"
 
 
 def _matches(call: Call, range_name: str) -> bool:
     if call.kind is Kind.TRITON:
         return range_name == call.kernel
     return range_name.split("::")[-1] == call.op
+
+
+def _claim(
+    graph: str, calls: Sequence[Call], runs: Mapping[str, dict[tuple[str, str], list[KernelRow]]], out: Attribution
+) -> list[tuple[KernelRow, str]]:
+    """Each run's call ranges claimed by the graph's calls, in order; the rows left, with why."""
+    left: list[tuple[KernelRow, str]] = []
+    for ranges in runs.values():
+        order = list(ranges.items())
+        taken = [False] * len(order)
+        at = 0
+        for index, call in enumerate(calls):
+            hit = next((j for j in range(at, len(order)) if _matches(call, order[j][0][0])), None)
+            if hit is not None:
+                out.claimed.setdefault((graph, index), []).extend(order[hit][1])
+                taken[hit], at = True, hit + 1
+        why = "range {!r} of graph " + graph + " matches no call of its wrapper"
+        left.extend((row, why.format(key[0])) for j, (key, kept) in enumerate(order) if not taken[j] for row in kept)
+    return left
+
+
+def _replayed(
+    graph: str,
+    calls: Sequence[Call],
+    ranged: Mapping[str, dict[tuple[str, str], list[KernelRow]]],
+    bare: Mapping[str, list[KernelRow]],
+    out: Attribution,
+) -> list[tuple[KernelRow, str]]:
+    """A replayed graph's rows (:mod:`.replay`): what its calls claim by launch order, its input
+    copies (a kernel in a copy op's range just before a replay), and the rows left, with why
+    (``ranged``, its rows in call ranges, claimed by none of its calls)."""
+    found = replay.replay(graph, calls, bare, _no_range(graph))
+    out.replays[graph] = found.note
+    copies: set[int] = set()
+    if found.fits:
+        out.claimed.update({(graph, index): kernels for index, kernels in found.claimed.items()})
+        out.notes.update({(graph, index): note for index, note in found.notes.items()})
+        for run, kernels in bare.items():
+            named = [(key[0], row) for key, kept in ranged.get(run, {}).items() for row in kept]
+            copies.update(row.id for row in replay.input_copies(named, min(k.id for k in kernels)))
+    unmatched = "range {!r} of graph " + graph + " matches no call of its wrapper"
+    return found.left + [
+        (row, COPIES.format(graph) if row.id in copies else unmatched.format(key[0]))
+        for ranges in ranged.values()
+        for key, kept in ranges.items()
+        for row in kept
+    ]
 
 
 def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) -> Attribution:
@@ -240,22 +311,25 @@ def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) ->
         calls: Each graph's wrapper calls, by graph id.
     """
     out = Attribution()
-    for (graph, _), ranges in _runs(rows, out).items():
-        order = list(ranges.items())
+    runs, bare = _runs(rows, out)
+    left: list[tuple[KernelRow, str]] = []
+    for graph in dict.fromkeys(g for g, _ in (*runs, *bare)):
+        ranged = {run: ranges for (g, run), ranges in runs.items() if g == graph}
+        replays = {run: kept for (g, run), kept in bare.items() if g == graph}
+        lost = [(row, _no_range(graph)) for kept in replays.values() for row in kept]
         if graph not in calls:
-            for _, kept in order:
-                out.unclaimed.extend(kept)
-            out.why[f"graph {graph} has no wrapper in the capture"] = None
+            why = f"graph {graph} has no wrapper in the capture"
+            left += lost + [(row, why) for ranges in ranged.values() for kept in ranges.values() for row in kept]
             continue
-        taken = [False] * len(order)
-        at = 0
-        for index, call in enumerate(calls[graph]):
-            hit = next((j for j in range(at, len(order)) if _matches(call, order[j][0][0])), None)
-            if hit is not None:
-                out.claimed.setdefault((graph, index), []).extend(order[hit][1])
-                taken[hit], at = True, hit + 1
-        for j, (key, kept) in enumerate(order):
-            if not taken[j]:
-                out.unclaimed.extend(kept)
-                out.why[f"range {key[0]!r} of graph {graph} matches no call of its wrapper"] = None
+        ranges_claim = Attribution()
+        unmatched = _claim(graph, calls[graph], ranged, ranges_claim)
+        if replays and not ranges_claim.claimed:
+            left += _replayed(graph, calls[graph], ranged, replays, out)
+        else:
+            out.claimed.update(ranges_claim.claimed)
+            left += lost + unmatched
+    for row, why in sorted(left, key=lambda item: item[0].id):
+        out.unclaimed.append(row)
+        out.why[why] = None
+    out.unclaimed.sort(key=lambda r: r.id)
     return out

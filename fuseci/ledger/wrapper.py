@@ -5,7 +5,9 @@ torch.ops.aten._scaled_dot_product_cudnn_attention.default(...)``), each with it
 debug handle (the ``# [Provenance debug handles]`` comment above it, the key of the node
 mappings), the source-node comment, and the buffers it reads and writes, each resolved through
 ``reinterpret_tensor`` and reuse (``buf14 = reinterpret_tensor(buf6, ...)``) to the allocation it
-lies in.
+lies in. Under CUDA graphs (``mode="reduce-overhead"``) Inductor writes the calls into graph
+partitions (``def partition_0(args)``, listed in ``Runner(partitions=[...])``) that ``call()``
+runs as ``self.partitions[0](...)``: a partition's calls are read where ``call()`` runs it.
 
 A Triton kernel's reads and writes come from its parameters' names in its source (``in_ptr0``
 read, ``out_ptr0`` written, ``in_out_ptr0`` both); a library call writes its ``out=`` and what it
@@ -215,6 +217,39 @@ def _call(stmt: ast.stmt, buffers: _Buffers, signatures: dict[str, tuple[str, ..
     return None
 
 
+def _partitions(tree: ast.Module) -> dict[int, ast.FunctionDef]:
+    """The graph partitions ``call()`` runs, by index: the functions ``Runner(partitions=[...])`` lists."""
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "Runner":
+            for kw in node.keywords:
+                if kw.arg == "partitions" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                    elts = kw.value.elts
+                    return {i: defs[e.id] for i, e in enumerate(elts) if isinstance(e, ast.Name) and e.id in defs}
+    return {}
+
+
+def _partition(stmt: ast.stmt) -> int | None:
+    """The index of the partition a statement of ``call()`` runs (``self.partitions[0](args)``), or None."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript)):
+        return None
+    index = value.func.slice
+    if ast.unparse(value.func.value) != "self.partitions" or not isinstance(index, ast.Constant):
+        return None
+    return index.value if isinstance(index.value, int) and not isinstance(index.value, bool) else None
+
+
+def _statements(fn: ast.FunctionDef, partitions: dict[int, ast.FunctionDef]) -> Iterator[tuple[ast.stmt, bool]]:
+    """The statements ``call()`` runs, each partition's in its place: (statement, whether ``call()``'s own)."""
+    for stmt in _body(fn.body):
+        index = _partition(stmt)
+        if index is not None and index in partitions:
+            yield from ((s, False) for s in _body(partitions[index].body))
+        else:
+            yield stmt, True
+
+
 def parse_wrapper(code: str, where: str) -> Wrapper:
     """The calls of a wrapper's ``call()``, in order.
 
@@ -238,8 +273,10 @@ def parse_wrapper(code: str, where: str) -> Wrapper:
     buffers = _Buffers()
     calls: list[Call] = []
     returns: tuple[str, ...] = ()
-    for stmt in _body(fn.body):
-        if isinstance(stmt, ast.Return) and stmt.value is not None:
+    for stmt, own in _statements(fn, _partitions(tree)):
+        if isinstance(stmt, ast.Return):
+            if not own or stmt.value is None:
+                continue
             items = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]
             returns = tuple(dict.fromkeys(b for e in items if (b := buffers.of(e)) is not None))
             continue

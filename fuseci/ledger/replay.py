@@ -1,0 +1,184 @@
+"""A CUDA-graph replay's kernels put to its wrapper's calls by launch order.
+
+A forward compiled with ``mode="reduce-overhead"`` replays a CUDA graph: its kernels run inside
+the graph's ``Torch-Compiled Region`` (and ``## Call CompiledFxGraph``) range, but no wrapper
+code runs, so no call has a range of its own (:mod:`.launches` finds none to claim them by).
+The replay launches the calls' kernels in the wrapper's order, after the CUDA-graph tree has
+copied the inputs into the graph's static buffers (``aten::_foreach_copy_`` or ``aten::copy_``,
+profiled from Python in ranges of their own just before the replay: :func:`input_copies`).
+
+:func:`by_order` walks one replay's kernels and the wrapper's calls together. A Triton call takes
+the next kernel of its name (ncu names a Triton kernel as Inductor does). The kernels between two
+Triton calls' kernels (or before the first, or after the last) are the gap of the library
+(extern) calls between those Triton calls:
+
+- no library call: the gap must be empty;
+- one: it takes the whole gap (none, one or several kernels: a GEMM may add a split-K reduction);
+- several: launch order cannot tell which launched which, since a library call launches none,
+  one or several kernels (even as many kernels as calls need not be one each). The gap's kernels
+  are left untraced, the note naming the Triton kernels they ran between and the library calls
+  that launched them; each of those calls' rows says its kernels are among them. They are never
+  split one per call (a guess), nor merged into one row (a row is one call of the wrapper, the
+  unit the gate pairs across ledgers).
+
+A Triton call with no kernel of its name after the last one taken, a kernel named like one of
+the wrapper's Triton kernels inside a gap (out of order), or kernels in a gap no library call
+can take (extra kernels) mean the replay does not follow the wrapper: :func:`replay` then
+attributes nothing of the graph, leaving its kernels untraced as without this, and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fuseci.ledger.model import Kind
+from fuseci.ledger.wrapper import Call
+
+if TYPE_CHECKING:
+    from fuseci.ledger.launches import KernelRow
+
+#: The ops the CUDA-graph tree copies a replay's inputs with (the profiler's ``aten::`` ranges).
+COPY_OPS = ("aten::_foreach_copy_", "aten::copy_")
+#: What a row attributed by launch order says.
+BY_ORDER = "attributed by launch order: a CUDA-graph replay has no per-call ranges"
+#: What a library call sharing a gap with others says.
+AMONG = (
+    "a CUDA-graph replay has no per-call ranges, and launch order cannot tell which of the {n} library calls "
+    "{where} launched which kernels: theirs are in the untraced row"
+)
+#: Why a shared gap's kernels are untraced.
+SHARED = "graph {graph}'s replay ran them {where} for {n} library calls ({calls}), which launch order cannot tell apart"
+#: The ledger's note on a replayed graph.
+REPLAYED = (
+    "graph {} ran as a CUDA-graph replay (torch.compile's reduce-overhead mode): no wrapper code ran, so its "
+    "calls' kernels are attributed by launch order"
+)
+TOGETHER = "the kernels of library calls with no Triton kernel between them stay untraced"
+#: The ledger's note on a replayed graph whose kernels do not follow its wrapper.
+UNFIT = (
+    "graph {graph} ran as a CUDA-graph replay whose kernels do not follow its wrapper's calls ({why}): they are "
+    "left untraced"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """One replay's kernels put to its wrapper's calls (:func:`by_order`)."""
+
+    claimed: dict[int, list[KernelRow]] = field(default_factory=dict)
+    """Index of a call in its wrapper → its kernels (a library call that launched none: absent)."""
+    shared: list[tuple[str, tuple[int, ...], list[KernelRow]]] = field(default_factory=list)
+    """(where, the library calls, their kernels) of each gap several library calls share."""
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A graph's replays put to its wrapper's calls (:func:`replay`)."""
+
+    claimed: dict[int, list[KernelRow]]
+    """Index of a call in its wrapper → its kernels, over every replay; empty when the order did not fit."""
+    notes: dict[int, str]
+    """Index of a call → what its row says about how its kernels were found."""
+    left: list[tuple[KernelRow, str]]
+    """Kernels left untraced, each with why."""
+    note: str
+    """The ledger's note on the graph's replay."""
+    fits: bool = True
+    """False when a replay's kernels do not follow the wrapper's calls: nothing is attributed."""
+
+
+def _where(before: str | None, after: str | None) -> str:
+    if before and after:
+        return f"between {before} and {after}"
+    if after:
+        return f"before {after} (the replay's first Triton kernel)"
+    if before:
+        return f"after {before} (the replay's last Triton kernel)"
+    return "in a replay of no Triton kernel"
+
+
+def _gap(gap: Sequence[KernelRow], externs: Sequence[int], where: str, triton: set[str], order: Order) -> str | None:
+    """Give a gap's kernels to its library calls (see the module docstring); why not, or None."""
+    stray = next((k for k in gap if k.kernel in triton), None)
+    if stray is not None:
+        return f"{stray.kernel} ran {where}, out of its wrapper's order"
+    if not externs:
+        return (
+            f"{len(gap)} kernel(s) ({', '.join(dict.fromkeys(k.kernel for k in gap))}) ran {where}, "
+            "where the wrapper calls no library"
+            if gap
+            else None
+        )
+    if len(externs) == 1:
+        if gap:
+            order.claimed.setdefault(externs[0], []).extend(gap)
+        return None
+    if gap:
+        order.shared.append((where, tuple(externs), list(gap)))
+    return None
+
+
+def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str:
+    """One replay's kernels (launch order) put to its wrapper's calls (see the module docstring).
+
+    Returns:
+        The attribution, or why the kernels do not follow the calls (then nothing is attributed).
+    """
+    triton = {c.kernel for c in calls if c.kind is Kind.TRITON}
+    order = Order()
+    at, before = 0, None
+    externs: list[int] = []
+    for index, call in enumerate(calls):
+        if call.kind is not Kind.TRITON:
+            externs.append(index)
+            continue
+        hit = next((j for j in range(at, len(kernels)) if kernels[j].kernel == call.kernel), None)
+        if hit is None:
+            return f"no launch of {call.kernel} (call {index + 1} of the wrapper) after the replay's kernel {at}"
+        why = _gap(kernels[at:hit], externs, _where(before, call.kernel), triton, order)
+        if why is not None:
+            return why
+        order.claimed[index] = [kernels[hit]]
+        at, externs, before = hit + 1, [], call.kernel
+    why = _gap(kernels[at:], externs, _where(before, None), triton, order)
+    return why if why is not None else order
+
+
+def input_copies(ranged: Sequence[tuple[str, KernelRow]], first: int) -> list[KernelRow]:
+    """The kernels of a replay's input copies: those in a copy op's range (:data:`COPY_OPS`),
+    launched before the replay's first kernel (``first``, its id), of ``ranged`` (range name, row):
+    the replay's run's kernels in call ranges."""
+    return [row for name, row in ranged if name in COPY_OPS and row.id < first]
+
+
+def replay(graph: str, calls: Sequence[Call], runs: Mapping[str, Sequence[KernelRow]], untraced: str) -> Replay:
+    """A graph's replays, each run's range-less kernels (launch order) by its run, put to its
+    wrapper's calls: every run by :func:`by_order`, or none when one does not fit.
+
+    Args:
+        graph: The graph's id (``0/0``).
+        calls: Its wrapper's calls.
+        runs: Each replay's kernels, in launch order.
+        untraced: Why a kernel is left untraced when the order does not fit (what it would say without this).
+    """
+    orders = []
+    for kernels in runs.values():
+        found = by_order(calls, kernels)
+        if isinstance(found, str):
+            kept = [(k, untraced) for run in runs.values() for k in run]
+            return Replay({}, {}, kept, UNFIT.format(graph=graph, why=found), fits=False)
+        orders.append(found)
+    claimed: dict[int, list[KernelRow]] = {}
+    notes = {i: BY_ORDER for i in range(len(calls))}
+    left: list[tuple[KernelRow, str]] = []
+    for found in orders:
+        for index, kernels in found.claimed.items():
+            claimed.setdefault(index, []).extend(kernels)
+        for where, externs, kernels in found.shared:
+            named = ", ".join(calls[i].kernel for i in externs)
+            left.extend((k, SHARED.format(graph=graph, where=where, n=len(externs), calls=named)) for k in kernels)
+            notes.update({i: AMONG.format(where=where, n=len(externs)) for i in externs})
+    note = REPLAYED.format(graph) + (f"; {TOGETHER}" if left else "")
+    return Replay(claimed, notes, left, note)
