@@ -47,8 +47,8 @@ from fuseci.ledger.model import Kind, Ledger, Measured, Row
 #: The text of a band that is a quantity's moving floor.
 _MOVING = "moving floor"
 #: How far the bytes L1 served of a generated row's loads may move, relative to them: the most
-#: seen was 1.2% (the RMSNorm's looped reduction of suites/models.yaml, 10 A/A runs on an H100
-#: 80GB HBM3, docs/BENCHMARKS.md); four times that.
+#: seen was 1.4% (the RMSNorm's looped reduction of suites/models.yaml, 10 A/A runs on each of an
+#: H200 and an H100 80GB HBM3, docs/BENCHMARKS.md); about three and a half times that.
 L1_SERVED = 0.05
 #: The text of a band widened by what L1 served (:attr:`Rule.served`) starts with this.
 _SERVED = "served: "
