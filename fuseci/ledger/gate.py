@@ -10,8 +10,8 @@ What fails (``REGRESSED``):
   its band (:class:`Bands`).
 
 What is noted (``WARN``, never a failure): **structural** changes that moved no bytes (kernels
-renamed, work merged, a different number of graphs, new graph breaks) and **fusion refusals**
-Inductor logged that the baseline's run did not.
+renamed, work merged, the same work on an edited source line, a different number of graphs, new
+graph breaks) and **fusion refusals** Inductor logged that the baseline's run did not.
 
 Bands (:meth:`Bands.default`, from the quantity catalogue, as :mod:`fuseci.judge.counters` judges
 a suite's variants): the global bytes the SMs ask for repeat to the byte on every kernel,

@@ -15,17 +15,19 @@ row now in several (:attr:`Change.SPLIT`), several in one (:attr:`Change.MERGED`
 counterpart (:attr:`Change.NEW`), and so on. Rows with no compute node (untraced kernels) pair
 by kernel name.
 
-An edit of a line itself (a call wrapped around, a variable renamed) gives each node on it a new
-identity, so a second stage pairs the rows the first left that do the same work on an edited
-line (:func:`_edited`): the same kind and the same multiset of compute ops, the line text
-ignored. It must never hide a split, a merge or a new kernel, so it is narrow: a row takes part
-only where some node's line text is unknown to the other ledger and every row it shares an
+An edit of a line itself (a call wrapped around it, a variable renamed) gives every node on it a
+new identity. So, before components are formed, a second stage pairs the rows left on both sides
+that do the same work on an edited line (:func:`_edited`): the same kind (a convolution's layout
+copies carry its node as the library call does) and the same multiset of compute ops, the line
+text ignored. It must never hide a split, a merge or a new kernel, so it is narrow: a row takes
+part only where some node's line is unknown to the other ledger and every row it shares an
 identity with takes part too (a row linked to a regrouping of known lines is left to it); rows
 pair, same kernel name first then in call order, only where both sides have as many such rows of
-that work; and each node whose line changed must come from a line the other ledger no longer has,
-in the same file, to a line the baseline never had. Else none of that work pairs (a false alarm,
-never a hidden change). A regrouping on an edited line (a split, a merge) is not paired: its rows
-stay new and gone.
+that work; and each node whose line changed must go from a line the current ledger lacks to a
+line the baseline lacks, in the same file. Else none of that work pairs: a false alarm, never a
+hidden change. A regrouping on an edited line (a split, a merge) is not paired either: its rows
+stay new and gone. Such a pair is judged as any other; :attr:`Pair.edited` names the nodes whose
+line changed (:attr:`Matching.line_edits`, for the gate's note).
 """
 
 from __future__ import annotations
