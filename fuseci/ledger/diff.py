@@ -8,7 +8,9 @@ one pre-grad node that moved together are one change. A graph break renumbers th
 after it (the second graph's ``layer_norm_1`` is its ``layer_norm``): a node found on one side
 only whose source line and name without Dynamo's number (``layer_norm``) match a node
 found on the other side only is that node (as many on each side: paired in the order they run),
-named as the older ledger (the baseline) names it, not one node gone and another new (:func:`_renumbered`)."""
+named as the older ledger (the baseline) names it, not one node gone and another new (:func:`_renumbered`).
+Likewise a node of a row :func:`fuseci.ledger.match.match` paired across an edit of its source
+line (the same work, its line rewritten) is named as the older ledger names it (:func:`_relined`)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass, replace
 from itertools import chain
 
 from fuseci.config import names, quantities
-from fuseci.ledger.match import Ident, identity, is_view, label, location, op_base
+from fuseci.ledger.match import Ident, identity, is_view, label, location, match, op_base
 from fuseci.ledger.model import Ledger, Node, Row
 
 #: Dynamo's number on a pre-grad node's name (``layer_norm_1``).
@@ -151,14 +153,28 @@ def _renumbered(old: Ledger, new: Ledger) -> Ledger:
     return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
 
 
+def _relined(old: Ledger, new: Ledger) -> Ledger:
+    """``new`` with each node whose row was paired across an edit of its line (the matching's
+    :attr:`fuseci.ledger.match.Pair.edited`) given the line and name it has in ``old``."""
+    was = {now: before for p in match(old, new).pairs for before, now in p.edited}
+    if not was:
+        return new
+
+    def moved(node: Node) -> Node:
+        before = was.get(node)
+        return replace(node, line=before.line, source=before.source) if before is not None else node
+
+    return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
+
+
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
     """Every node whose company changed from ``old`` to ``new`` (or that came or went), in the
     order of ``new``'s rows, then ``old``'s.
 
     A node's company is the set of other nodes in the rows it runs in; renamed kernels doing the
-    same work, and nodes renumbered by a graph break, are no change.
+    same work, nodes renumbered by a graph break and the same work on an edited line are no change.
     """
-    new = _renumbered(old, new)
+    new = _renumbered(old, _relined(old, new))
     a, b = _side(old), _side(new)
     order = list(dict.fromkeys([*b.rows, *a.rows]))
     out = []

@@ -10,8 +10,8 @@ What fails (``REGRESSED``):
   its band (:class:`Bands`).
 
 What is noted (``WARN``, never a failure): **structural** changes that moved no bytes (kernels
-renamed, work merged, a different number of graphs, new graph breaks) and **fusion refusals**
-Inductor logged that the baseline's run did not.
+renamed, work merged, the same work on an edited source line, a different number of graphs, new
+graph breaks) and **fusion refusals** Inductor logged that the baseline's run did not.
 
 Bands (:meth:`Bands.default`, from the quantity catalogue, as :mod:`fuseci.judge.counters` judges
 a suite's variants): the global bytes the SMs ask for repeat to the byte on every kernel,
@@ -41,7 +41,7 @@ from fuseci.config import names, quantities
 from fuseci.config.policy import Band, Direction, Tolerance, parse_tolerance
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, SuiteError
 from fuseci.judge.verdict import Verdict
-from fuseci.ledger.match import Change, Matching, Regroup, labels, match
+from fuseci.ledger.match import Change, Matching, Regroup, labels, match, op_base, quoted
 from fuseci.ledger.model import Kind, Ledger, Measured, Row
 
 #: The text of a band that is a quantity's moving floor.
@@ -426,6 +426,11 @@ def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> l
                     nodes,
                 )
             )
+    for edit in matching.line_edits:  # same work paired across an edit of its line
+        names = tuple(dict.fromkeys((n.source or op_base(n.op))[:200] for n in edit.nodes))
+        whose = f"{names[0]}'s source line" if len(names) == 1 else f"the source line of {_nodes(names)}"
+        message = f"{whose} changed: {quoted(edit.was)} → {quoted(edit.now)}"
+        out.append(Finding(FindingKind.STRUCTURAL, Verdict.WARN, message, edit.kernels, labels(edit.nodes)))
     if len(baseline.graphs) != len(current.graphs):
         out.append(
             Finding(

@@ -14,12 +14,27 @@ rows linked by a shared identity. A component tells how the work was regrouped: 
 row now in several (:attr:`Change.SPLIT`), several in one (:attr:`Change.MERGED`), a row with no
 counterpart (:attr:`Change.NEW`), and so on. Rows with no compute node (untraced kernels) pair
 by kernel name.
+
+An edit of a line itself (a call wrapped around it, a variable renamed) gives every node on it a
+new identity. So, before components are formed, a second stage pairs the rows left on both sides
+that do the same work on an edited line (:func:`_edited`): the same kind (a convolution's layout
+copies carry its node as the library call does) and the same multiset of compute ops, the line
+text ignored. It must never hide a split, a merge or a new kernel, so it is narrow: a row takes
+part only where some node's line is unknown to the other ledger and every row it shares an
+identity with takes part too (a row linked to a regrouping of known lines is left to it); rows
+pair, same kernel name first then in call order, only where both sides have as many such rows of
+that work; and each node whose line changed must go from a line the current ledger lacks to a
+line the baseline lacks, in the same file. Else none of that work pairs: a false alarm, never a
+hidden change. A regrouping on an edited line (a split, a merge) is not paired either: its rows
+stay new and gone. Such a pair is judged as any other; :attr:`Pair.edited` names the nodes whose
+line changed (:attr:`Matching.line_edits`, for the gate's note).
 """
 
 from __future__ import annotations
 
 import enum
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -118,12 +133,41 @@ class Change(enum.Enum):
     """Baseline rows with no counterpart now."""
 
 
+def quoted(line: str, width: int = 48) -> str:
+    """A source line as a one-line message quotes it: ``block.py:17 "x = x + self.proj(a..."``
+    (its code cut at ``width`` characters)."""
+    m = _LINE.match(line)
+    if not m:
+        return line[:_LABEL]
+    code = " ".join(m.group(3).split())
+    code = code if len(code) <= width else f"{code[: width - 3]}..."
+    return f'{m.group(1)[:_LABEL]}:{m.group(2)} "{code}"'
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """A baseline row and the current row that does the same work (equal identity sets)."""
+    """A baseline row and the current row that does the same work (equal identity sets, or the
+    same ops on an edited line)."""
 
     baseline: Row
     current: Row
+    edited: tuple[tuple[Node, Node], ...] = ()
+    """Each compute node whose source line changed, as ``(baseline's, current's)``: empty for rows
+    with equal identity sets (the first stage), never empty for a pair of the second."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineEdit:
+    """A model source line rewritten between the ledgers, with the nodes of paired rows on it."""
+
+    was: str
+    """The baseline's line, as its nodes hold it (``file:line: code``)."""
+    now: str
+    """The current ledger's."""
+    nodes: tuple[Node, ...]
+    """The current ledger's nodes that came from :attr:`was`, distinct, in the order of the forward."""
+    kernels: tuple[str, ...]
+    """The current kernels they run in, distinct."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +200,21 @@ class Matching:
     regroups: tuple[Regroup, ...]
     """The rest, in the order of their first current row (then of their first baseline row)."""
 
+    @property
+    def line_edits(self) -> tuple[LineEdit, ...]:
+        """The source lines the paired rows' nodes moved from and to, one per ``(was, now)``."""
+        nodes: dict[tuple[str, str], dict[Node, None]] = {}
+        kernels: dict[tuple[str, str], dict[str, None]] = {}
+        for p in self.pairs:
+            for was, now in p.edited:
+                nodes.setdefault((was.line, now.line), {})[now] = None
+                kernels.setdefault((was.line, now.line), {})[p.current.kernel] = None
+        return tuple(LineEdit(a, b, tuple(nodes[a, b]), tuple(kernels[a, b])) for a, b in nodes)
+
+
+Edited = tuple[int, int, tuple[tuple[Node, Node], ...]]
+"""A pair of the second stage: baseline row, current row, the nodes whose line changed."""
+
 
 def _pair(old: list[int], new: list[int], rows_old: Sequence[Row], rows_new: Sequence[Row]) -> list[tuple[int, int]]:
     """Indices of rows with one identity paired: same kernel name first, then in call order."""
@@ -182,8 +241,9 @@ def _key(row: Row) -> tuple[object, ...]:
 def match(baseline: Ledger, current: Ledger) -> Matching:
     """Pair the rows of ``baseline`` with those of ``current`` and group what is left.
 
-    Rows pair where their identity sets are equal; the rest form components of rows that share
-    an identity (a row that shares none is a component of its own: new or gone).
+    Rows pair where their identity sets are equal, then where they do the same work on an edited
+    line (see the module docstring); the rest form components of rows that share an identity (a
+    row that shares none is a component of its own: new or gone).
     """
     old, new = baseline.rows, current.rows
     buckets: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
@@ -191,18 +251,93 @@ def match(baseline: Ledger, current: Ledger) -> Matching:
         buckets.setdefault(_key(row), ([], []))[0].append(i)
     for j, row in enumerate(new):
         buckets.setdefault(_key(row), ([], []))[1].append(j)
-    paired = [p for a, b in buckets.values() for p in _pair(a, b, old, new)]
-    used_old = {i for i, _ in paired}
-    used_new = {j for _, j in paired}
-    pairs = tuple(Pair(old[i], new[j]) for i, j in sorted(paired, key=lambda p: p[1]))
+    paired: list[Edited] = [(i, j, ()) for a, b in buckets.values() for i, j in _pair(a, b, old, new)]
+    used_old = {i for i, _, _ in paired}
+    used_new = {j for _, j, _ in paired}
     left = [("b", i) for i in range(len(old)) if i not in used_old] + [
         ("c", j) for j in range(len(new)) if j not in used_new
     ]
-    return Matching(pairs, _components(left, old, new))
+    edited = _edited(left, old, new)
+    paired += edited
+    done = {("b", i) for i, _, _ in edited} | {("c", j) for _, j, _ in edited}
+    pairs = tuple(Pair(old[i], new[j], e) for i, j, e in sorted(paired, key=lambda p: p[1]))
+    return Matching(pairs, _components([x for x in left if x not in done], old, new))
 
 
-def _components(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> tuple[Regroup, ...]:
-    """The unpaired rows grouped by shared identities (union-find over rows)."""
+def _ops(row: Row) -> tuple[object, ...]:
+    """The work a row does with its lines ignored: its kind and the multiset of its compute ops."""
+    return (row.kind, frozenset(Counter(op_name(n.op) for n in row.nodes if not is_view(n)).items()))
+
+
+def _lines(rows: Iterable[Row]) -> frozenset[str]:
+    """Every compute node's line text (:func:`source_key`) in ``rows``."""
+    return frozenset(source_key(n) for r in rows for n in r.nodes if not is_view(n))
+
+
+def _file(node: Node) -> str | None:
+    m = _LINE.match(node.line)
+    return m.group(1) if m else None
+
+
+def _on_edited_line(row: Row, other: frozenset[str]) -> bool:
+    """True where some compute node of ``row`` came from a line the other ledger has no node of."""
+    return any(n.line and source_key(n) not in other for n in row.nodes if not is_view(n))
+
+
+def _edited(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> list[Edited]:
+    """The second stage: rows left by the first that do the same work on an edited line, paired
+    only where that is unambiguous (see the module docstring)."""
+    lines_old, lines_new = _lines(old), _lines(new)
+
+    def edited(item: tuple[str, int]) -> bool:
+        side, i = item
+        return _on_edited_line(old[i], lines_new) if side == "b" else _on_edited_line(new[i], lines_old)
+
+    taking = [x for group in _groups(left, old, new) if all(map(edited, group)) for x in group]
+    buckets: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
+    for side, i in sorted(taking, key=lambda x: x[1]):
+        buckets.setdefault(_ops(old[i] if side == "b" else new[i]), ([], []))[1 if side == "c" else 0].append(i)
+    out: list[Edited] = []
+    for a, b in buckets.values():
+        if len(a) != len(b):  # a row of this work came or went: which one is not known
+            continue
+        found = [(i, j, _moved(old[i], new[j], lines_old, lines_new)) for i, j in _pair(a, b, old, new)]
+        if all(moved for _, _, moved in found):
+            out += found
+    return out
+
+
+def _moved(was: Row, now: Row, lines_old: frozenset[str], lines_new: frozenset[str]) -> tuple[tuple[Node, Node], ...]:
+    """The compute nodes of two rows of the same ops whose line changed, as pairs (equal identities
+    first, then the rest of each op in the order of the row), or ``()`` where one of them is no
+    edit: a line either ledger still has, a node without a line, another file."""
+    rest: dict[Ident, tuple[list[tuple[int, Node]], list[tuple[int, Node]]]] = {}
+    for side, row in enumerate((was, now)):
+        for at, n in enumerate(row.nodes):
+            if not is_view(n):
+                rest.setdefault(identity(n), ([], []))[side].append((at, n))
+    by_op: dict[str, tuple[list[tuple[int, Node]], list[tuple[int, Node]]]] = {}
+    for (_, op), (a, b) in rest.items():
+        k = min(len(a), len(b))
+        by_op.setdefault(op, ([], []))[0].extend(a[k:])
+        by_op[op][1].extend(b[k:])
+    out = []
+    for a, b in by_op.values():
+        for (_, x), (_, y) in zip(sorted(a, key=_first), sorted(b, key=_first), strict=True):
+            if _file(x) is None or _file(x) != _file(y):
+                return ()
+            if source_key(x) in lines_new or source_key(y) in lines_old:
+                return ()
+            out.append((x, y))
+    return tuple(out)
+
+
+def _first(item: tuple[int, Node]) -> int:
+    return item[0]
+
+
+def _groups(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> list[list[tuple[str, int]]]:
+    """The rows ``left`` grouped by shared identities (union-find over rows), each in its order."""
     parent = list(range(len(left)))
 
     def find(x: int) -> int:
@@ -221,6 +356,11 @@ def _components(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[R
     groups: dict[int, list[tuple[str, int]]] = {}
     for k, item in enumerate(left):
         groups.setdefault(find(k), []).append(item)
+    return list(groups.values())
+
+
+def _components(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> tuple[Regroup, ...]:
+    """The unpaired rows as :class:`Regroup` components (:func:`_groups`)."""
 
     def order(items: list[tuple[str, int]]) -> tuple[int, int]:
         firsts = [i for side, i in items if side == "c"]
@@ -231,5 +371,5 @@ def _components(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[R
             tuple(old[i] for side, i in sorted(items) if side == "b"),
             tuple(new[i] for side, i in sorted(items) if side == "c"),
         )
-        for items in sorted(groups.values(), key=order)
+        for items in sorted(_groups(left, old, new), key=order)
     )
