@@ -74,20 +74,20 @@ def test_a_replay_s_rows_are_its_wrapper_s_calls_by_launch_order(recorded: dict[
     assert all(r["nodes"] and r["min_bytes"] for r in traced)
     assert any("CUDA-graph replay" in n and "launch order" in n for n in ledger["notes"])
     for r in traced:
+        assert r["measured"]["launches"] == 1 and r["note"].startswith(replay.BY_ORDER), r
         if r["kind"] == "triton":
-            assert r["measured"]["launches"] == 1 and r["measured"]["kernels"] == [r["kernel"]]
-        assert r["note"].startswith(replay.BY_ORDER) or "cannot tell which" in r["note"], r
-    lone = [r for r in traced if r["kind"] == "extern" and r["measured"]]
-    assert len(lone) == 2  # the MLP's GEMMs, each alone between two Triton kernels
-    assert all(r["note"].startswith(replay.BY_ORDER) for r in lone)
-    assert not any(k.startswith("triton_") for r in lone for k in r["measured"]["kernels"])
-    shared = [r for r in traced if r["kind"] == "extern" and not r["measured"]]
-    assert [r["kernel"] for r in shared] == [c.kernel for c in calls[1:4]]
-    assert all("3 library calls between triton_per_fused_native_layer_norm_0 and" in r["note"] for r in shared)
+            assert r["measured"]["kernels"] == [r["kernel"]]
+    # the QKV GEMM, the attention and the output GEMM share one gap: one kernel each, named for
+    # its call's work (two nvjet GEMMs around cuDNN's SDPA kernel)
+    gap = [r["measured"]["kernels"][0] for r in traced[1:4]]
+    assert [replay.family(k, kernel=True) for k in gap] == ["GEMM", "attention", "GEMM"]
+    assert gap[1].startswith("cudnn_generated_fort_native_sdpa")
+    dynamic = [r["measured"]["kernels"] for r in recorded["dynamic"]["ledger"]["rows"]]
+    assert [r["measured"]["kernels"] for r in traced] == dynamic  # as the same block run without graphs
     (untraced,) = [r for r in rows if r["kind"] == "untraced"]
-    assert untraced["measured"]["launches"] == 1 + 3  # the input copy, the attention block's three
-    assert "input copies" in untraced["note"] and "cannot tell apart" in untraced["note"]
-    assert "multi_tensor_apply_kernel" in untraced["measured"]["kernels"]
+    assert untraced["measured"]["launches"] == 1  # the input copy alone
+    assert "input copies" in untraced["note"] and untraced["measured"]["kernels"] == ["multi_tensor_apply_kernel"]
+    assert any(n.startswith(replay.REPLAYED.format("0/0")) for n in ledger["notes"])
     _sums_are_the_variant_s(variant)
 
 
@@ -149,11 +149,55 @@ def test_a_library_call_that_launched_nothing_claims_nothing() -> None:
 
 def test_a_gap_of_two_library_calls_is_left_untraced_not_guessed() -> None:
     calls = [_t("a"), _e("extern_kernels.mm"), _e("torch.ops.aten._flash_attention.default"), _t("b")]
-    found = replay.by_order(calls, [_k(0, "a"), _k(1, "gemm"), _k(2, "flash"), _k(3, "b")])
+    found = replay.by_order(calls, [_k(0, "a"), _k(1, "kernel_1"), _k(2, "kernel_2"), _k(3, "b")])  # names say nothing
     assert isinstance(found, replay.Order)
     assert _ids(found) == {0: [0], 3: [3]}
     ((where, externs, kernels),) = found.shared
     assert where == "between a and b" and externs == (1, 2) and [k.id for k in kernels] == [1, 2]
+
+
+def test_library_calls_sharing_a_gap_take_one_kernel_each_where_the_names_say_so() -> None:
+    sdpa = "torch.ops.aten._scaled_dot_product_cudnn_attention.default"
+    calls = [_t("a"), _e("extern_kernels.addmm"), _e(sdpa), _e("extern_kernels.mm"), _t("b")]
+    names = [
+        "a",
+        "nvjet_sm90_tst_96x128",
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop",
+        "sm90_xmma_gemm_bf16",
+        "b",
+    ]
+    found = replay.by_order(calls, [_k(i, n) for i, n in enumerate(names)])
+    assert isinstance(found, replay.Order) and not found.shared
+    assert _ids(found) == {0: [0], 1: [1], 2: [2], 3: [3], 4: [4]}
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["nvjet_a", "splitKreduce_kernel", "nvjet_b"],  # one more kernel than calls: a split-K reduction
+        ["nvjet_a", "nvjet_b"],  # as many, but the second is not attention
+        ["cudnn_sdpa_fprop", "nvjet_a"],  # as many, out of the calls' order
+        ["nvjet_a", "my_custom_kernel"],  # a kernel whose name says nothing
+    ],
+)
+def test_a_shared_gap_the_names_do_not_settle_stays_untraced(names: list[str]) -> None:
+    calls = [
+        _t("a"),
+        _e("extern_kernels.mm"),
+        _e("torch.ops.aten._scaled_dot_product_flash_attention.default"),
+        _t("b"),
+    ]
+    found = replay.by_order(calls, [_k(0, "a"), *(_k(i + 1, n) for i, n in enumerate(names)), _k(len(names) + 1, "b")])
+    assert isinstance(found, replay.Order)
+    assert _ids(found) == {0: [0], 3: [len(names) + 1]}
+    ((_, externs, kernels),) = found.shared
+    assert externs == (1, 2) and [k.kernel for k in kernels] == names
+
+
+def test_a_custom_op_s_call_has_no_family() -> None:
+    assert replay.family("torch.ops.fuseci_models.scale.default", kernel=False) is None
+    assert replay.family("extern_kernels.convolution", kernel=False) == "convolution"
+    assert replay.family("sm90_xmma_fprop_implicit_gemm_bf16", kernel=True) == "convolution"  # not a GEMM
 
 
 def test_the_same_triton_kernel_twice_takes_its_launches_in_order() -> None:

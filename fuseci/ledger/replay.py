@@ -14,12 +14,16 @@ Triton calls' kernels (or before the first, or after the last) are the gap of th
 
 - no library call: the gap must be empty;
 - one: it takes the whole gap (none, one or several kernels: a GEMM may add a split-K reduction);
-- several: launch order cannot tell which launched which, since a library call launches none,
-  one or several kernels (even as many kernels as calls need not be one each). The gap's kernels
-  are left untraced, the note naming the Triton kernels they ran between and the library calls
-  that launched them; each of those calls' rows says its kernels are among them. They are never
-  split one per call (a guess), nor merged into one row (a row is one call of the wrapper, the
-  unit the gate pairs across ledgers).
+- several: a library call launches none, one or several kernels, so launch order alone cannot
+  tell which launched which (even as many kernels as calls need not be one each). Where the
+  kernels are as many as the calls and each kernel's name says it does its call's kind of work
+  (:func:`family`: a GEMM's ``nvjet``/``gemm``/``cutlass`` kernel for a matrix product, an
+  ``sdpa``/``flash``/``fmha`` kernel for attention, a ``fprop``/``conv`` kernel for a
+  convolution), each call takes its one kernel in order. Otherwise the gap's kernels are left
+  untraced, the note naming the Triton kernels they ran between and the library calls that
+  launched them; each of those calls' rows says its kernels are among them. They are never split
+  one per call on a guess, nor merged into one row (a row is one call of the wrapper, the unit
+  the gate pairs across ledgers).
 
 A Triton call with no kernel of its name after the last one taken, a kernel named like one of
 the wrapper's Triton kernels inside a gap (out of order), or kernels in a gap no library call
@@ -29,6 +33,7 @@ attributes nothing of the graph, leaving its kernels untraced as without this, a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -61,6 +66,48 @@ UNFIT = (
     "graph {graph} ran as a CUDA-graph replay whose kernels do not follow its wrapper's calls ({why}): they are "
     "left untraced"
 )
+
+
+#: The kinds of work a library call does, by what its call and its kernels are named: the first
+#: that matches names it (a convolution's kernel may be an "implicit gemm": conv before GEMM).
+_FAMILIES = (
+    (
+        "attention",
+        re.compile(r"scaled_dot_product|attention|flash|efficient_attention"),
+        re.compile(r"(?i)sdpa|flash|fmha|attention|attn"),
+    ),
+    (
+        "convolution",
+        re.compile(r"convolution|conv\d?d"),
+        re.compile(r"(?i)fprop|dgrad|wgrad|conv|implicit_gemm|winograd"),
+    ),
+    (
+        "GEMM",
+        re.compile(r"(?:^|[._])(?:add|b|baddb|_int_|_scaled_)?mm(?:$|[._])|matmul|linear"),
+        re.compile(r"(?i)gemm|nvjet|cutlass|gemv|cublas"),
+    ),
+)
+
+
+def family(name: str, *, kernel: bool) -> str | None:
+    """The kind of work a library call (``extern_kernels.addmm``) or a kernel
+    (``nvjet_sm90_tst_128x128_...``; ``kernel=True``) does, or None where its name does not say."""
+    for kind, call, launched in _FAMILIES:
+        if (launched if kernel else call).search(name):
+            return kind
+    return None
+
+
+def _one_each(gap: Sequence[KernelRow], calls: Sequence[Call], externs: Sequence[int]) -> bool:
+    """Whether each of a gap's library calls launched one of its kernels, in order: as many
+    kernels as calls, each named for its call's kind of work (:func:`family`)."""
+    if len(gap) != len(externs):
+        return False
+    kinds = [
+        (family(calls[i].kernel, kernel=False), family(k.kernel, kernel=True))
+        for i, k in zip(externs, gap, strict=True)
+    ]
+    return all(want is not None and want == got for want, got in kinds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +146,9 @@ def _where(before: str | None, after: str | None) -> str:
     return "in a replay of no Triton kernel"
 
 
-def _gap(gap: Sequence[KernelRow], externs: Sequence[int], where: str, triton: set[str], order: Order) -> str | None:
+def _gap(
+    gap: Sequence[KernelRow], calls: Sequence[Call], externs: Sequence[int], where: str, triton: set[str], order: Order
+) -> str | None:
     """Give a gap's kernels to its library calls (see the module docstring); why not, or None."""
     stray = next((k for k in gap if k.kernel in triton), None)
     if stray is not None:
@@ -115,7 +164,10 @@ def _gap(gap: Sequence[KernelRow], externs: Sequence[int], where: str, triton: s
         if gap:
             order.claimed.setdefault(externs[0], []).extend(gap)
         return None
-    if gap:
+    if _one_each(gap, calls, externs):
+        for index, kernel in zip(externs, gap, strict=True):
+            order.claimed.setdefault(index, []).append(kernel)
+    elif gap:
         order.shared.append((where, tuple(externs), list(gap)))
     return None
 
@@ -137,12 +189,12 @@ def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str
         hit = next((j for j in range(at, len(kernels)) if kernels[j].kernel == call.kernel), None)
         if hit is None:
             return f"no launch of {call.kernel} (call {index + 1} of the wrapper) after the replay's kernel {at}"
-        why = _gap(kernels[at:hit], externs, _where(before, call.kernel), triton, order)
+        why = _gap(kernels[at:hit], calls, externs, _where(before, call.kernel), triton, order)
         if why is not None:
             return why
         order.claimed[index] = [kernels[hit]]
         at, externs, before = hit + 1, [], call.kernel
-    why = _gap(kernels[at:], externs, _where(before, None), triton, order)
+    why = _gap(kernels[at:], calls, externs, _where(before, None), triton, order)
     return why if why is not None else order
 
 
