@@ -9,13 +9,24 @@
 #   bash tools/ledger-aa.sh [N] [C] [WORKDIR] [SUITE]
 #
 # The compile caches are shared through TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR in WORKDIR.
+# With AA_BASELINES=fresh the baselines are first recorded into WORKDIR/baselines by
+# `fuseci update-baselines` through the same caches, and the runs judged against them: noise
+# alone, without a stored baseline's autotuning choices (a cold cache may choose another launch
+# shape, whose bytes differ: docs/BENCHMARKS.md, "The fusion ledger: model suites").
 set -u
 N=${1:-10}; C=${2:-1}; W=${3:-/tmp/fuseci-ledger-aa}; SUITE=${4:-suites/models.yaml}
 mkdir -p "$W"; export TORCHINDUCTOR_CACHE_DIR=$W/cc/inductor TRITON_CACHE_DIR=$W/cc/triton
+BASE=()
+if [ "${AA_BASELINES:-stored}" = fresh ]; then
+  BASE=(--baselines "$W/baselines")
+  fuseci update-baselines "$SUITE" "${BASE[@]}" --report-dir "$W/b" > "$W/baselines.log" 2>&1 || {
+    echo "update-baselines failed: $W/baselines.log"; exit 3; }
+  echo "baselines recorded in $W/baselines"
+fi
 one() {
   local s e rc
   s=$(date +%s.%N)
-  fuseci run "$SUITE" --report-dir "$W/r$1" --json "$W/r$1.json" > "$W/r$1.log" 2>&1; rc=$?
+  fuseci run "$SUITE" "${BASE[@]}" --report-dir "$W/r$1" --json "$W/r$1.json" > "$W/r$1.log" 2>&1; rc=$?
   e=$(date +%s.%N)
   echo "run $1 rc=$rc wall=$(python3 -c "print(round($e-$s,1))") $(grep -E '^fuseci: [0-9]+ variant' "$W/r$1.log" | tail -1)"
 }
