@@ -31,7 +31,7 @@ from typing import Any
 from fuseci.config import names
 from fuseci.errors import LedgerError
 from fuseci.ledger import replay
-from fuseci.ledger.model import Kind, Measured
+from fuseci.ledger.model import KernelRow, Kind, Measured
 from fuseci.ledger.wrapper import Call
 from fuseci.store.versioned import read_bounded
 from fuseci.wording import shown
@@ -56,28 +56,6 @@ OUTSIDE = "outside any Torch-Compiled Region (eager code between graphs)"
 COPIES = (
     "graph {}'s input copies (before each replay the CUDA-graph tree copies the inputs into the graph's own buffers)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class KernelRow:
-    """One kernel launch ncu profiled."""
-
-    id: int
-    kernel: str
-    """The name ncu gives it (cut short for long names)."""
-    nvtx: tuple[str, ...]
-    """Its NVTX range stack, outermost first."""
-    dram_bytes: float
-    global_bytes: float
-    l2_bytes: float
-    duration_ns: float
-    grid: int = 0
-    """Blocks launched (0: not recorded)."""
-    block: int = 0
-    """Threads per block (0: not recorded)."""
-    repeat: bool = False
-    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
-    (a ledger's ``repeats: once``)."""
 
 
 def _range(text: str) -> tuple[str, int]:

@@ -117,3 +117,25 @@ class Ledger(v.Document):
     def measured_bytes(self) -> float:
         """DRAM bytes of every row."""
         return sum(r.measured.dram_bytes for r in self.rows if r.measured is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRow:
+    """One kernel launch ncu profiled."""
+
+    id: int
+    kernel: str
+    """The name ncu gives it (cut short for long names)."""
+    nvtx: tuple[str, ...]
+    """Its NVTX range stack, outermost first."""
+    dram_bytes: float
+    global_bytes: float
+    l2_bytes: float
+    duration_ns: float
+    grid: int = 0
+    """Blocks launched (0: not recorded)."""
+    block: int = 0
+    """Threads per block (0: not recorded)."""
+    repeat: bool = False
+    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
+    (a ledger's ``repeats: once``)."""

@@ -36,13 +36,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from fuseci.ledger.model import Kind
+from fuseci.ledger.model import KernelRow, Kind
 from fuseci.ledger.wrapper import Call
-
-if TYPE_CHECKING:
-    from fuseci.ledger.launches import KernelRow
 
 #: The ops the CUDA-graph tree copies a replay's inputs with (the profiler's ``aten::`` ranges).
 COPY_OPS = ("aten::_foreach_copy_", "aten::copy_")
