@@ -287,6 +287,36 @@ def test_autotuning_is_blamed_only_for_another_configuration_of_the_same_kernels
     assert autotune_hint(_time_regressed(), variant, (), old, renamed)[0].message == "speedup fell"
 
 
+def _bytes_regressed(variant: str = "compiled") -> list[MetricDelta]:
+    return [
+        MetricDelta("c", variant, CheckKind.VALUE, names.GLOBAL_LOAD_BYTES, Verdict.REGRESSED, "global bytes rose"),
+        MetricDelta("c", variant, CheckKind.VALUE, "smsp__inst_executed.sum", Verdict.REGRESSED, "instructions rose"),
+    ]
+
+
+def test_a_byte_count_moved_by_a_cached_autotuning_choice_says_so() -> None:
+    """The convbn block's batch norm on an H200, its compile cache's choice (grid 3328 x block 256)
+    against the baseline's (12544 x 128): the exact byte count regressed and says why, in the run
+    that autotuned and in the runs after it; instructions are not about bytes; registers alone
+    are a rebuild of the code; other names are other code."""
+    variant = Variant("compiled", "m:f", {})
+    name = "triton_poi_fused__native_batch_norm_legit_no_training_add_silu_2"
+    old = (KernelLaunch(name, 12544, 128, 32),)
+    new = (KernelLaunch(name, 3328, 256, 48),)
+    later = autotune_hint(_bytes_regressed(), variant, (), old, new)
+    assert [c.verdict for c in later] == [Verdict.REGRESSED, Verdict.REGRESSED]
+    assert later[0].message.startswith("global bytes rose; compiled runs the same kernels in another launch shape")
+    assert "grid 12544 -> 3328, block 128 -> 256" in later[0].message
+    assert "keep the compile cache across runs, and record the baseline with it" in later[0].message
+    assert later[1].message == "instructions rose"
+    first = autotune_hint(_bytes_regressed(), variant, [f"{name}: autotuned"], old, new)
+    assert "autotuned at its first call in this run" in first[0].message
+    rebuilt = (KernelLaunch(name, 12544, 128, 40),)
+    assert autotune_hint(_bytes_regressed(), variant, (), old, rebuilt)[0].message == "global bytes rose"
+    other = (KernelLaunch("triton_poi_fused_add_silu_2", 3328, 256, 48),)
+    assert autotune_hint(_bytes_regressed(), variant, (), old, other)[0].message == "global bytes rose"
+
+
 def test_same_build_compares_names_and_launch_shapes_not_counts() -> None:
     a = (KernelLaunch("k", 1, 2, 3, counts={LOADED: 1.0}),)
     assert same_build(a, (KernelLaunch("k", 1, 2, 3, counts={LOADED: 2.0}),))

@@ -361,6 +361,16 @@ def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> Metr
 _TUNED_GAINS = (names.DURATION, names.EVENT_TIME)
 
 
+def _tuned(c: MetricDelta) -> bool:
+    """A check a configuration chosen by autotuning moves: a time gain, or a count of the bytes the
+    SMs ask for (another block size loads a broadcast tensor another number of times)."""
+    if c.quantity in _TUNED_GAINS:
+        return True
+    entry = quantities.get(c.quantity)
+    counted = entry.counted if entry is not None else None
+    return c.check is CheckKind.VALUE and counted in (quantities.Counted.BYTES, quantities.Counted.TRAFFIC)
+
+
 def autotune_hint(
     checks: list[MetricDelta],
     variant: Variant,
@@ -368,22 +378,42 @@ def autotune_hint(
     baseline: Sequence[KernelLaunch] = (),
     kernels: Sequence[KernelLaunch] = (),
 ) -> list[MetricDelta]:
-    """Time gains of a variant that autotuned in this run and moved beyond their tolerance, their
-    messages saying why, as far as its kernels (``kernels``, the baseline's ``baseline``) tell:
-    the same kernels by name in another configuration (launch shape): the autotuner picked
-    another configuration than the baseline's run did (its compile cache had no choice yet);
-    another kernel name: the kernel was generated anew (its code changed, not only its
-    configuration); the same names and shapes: autotuning chose as before, and is not named. The
-    verdicts stay."""
-    hint = _tuning_hint(variant, autotuned, baseline, kernels) if autotuned else ""
+    """Time gains and counted bytes of a variant that moved beyond their tolerance, their messages
+    saying why, as far as its kernels (``kernels``, the baseline's ``baseline``) tell: where it
+    autotuned in this run, the same kernels by name in another configuration (launch shape): the
+    autotuner picked another configuration than the baseline's run did (its compile cache had no
+    choice yet); another kernel name: the kernel was generated anew (its code changed, not only
+    its configuration); the same names and shapes: autotuning chose as before, and is not named.
+    Where it did not autotune in this run but runs the same kernels in another grid or block,
+    the compile cache's earlier choice is named. The verdicts stay."""
+    hint = (
+        _tuning_hint(variant, autotuned, baseline, kernels) if autotuned else _cached_choice(variant, baseline, kernels)
+    )
     if not hint:
         return checks
     return [
         replace(c, message=c.message + hint)
-        if c.variant == variant.id and c.quantity in _TUNED_GAINS and c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
+        if c.variant == variant.id and _tuned(c) and c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
         else c
         for c in checks
     ]
+
+
+def _cached_choice(variant: Variant, baseline: Sequence[KernelLaunch], kernels: Sequence[KernelLaunch]) -> str:
+    """The sentence :func:`autotune_hint` appends for a variant that did not autotune in this run
+    but runs the same kernels in another launch shape (grid or block; registers alone are a
+    rebuild of the code) than the baseline's: the choice its compile cache made earlier, or ``""``."""
+    if not baseline or [k.name for k in baseline] != [k.name for k in kernels]:
+        return ""
+    if all((a.grid, a.block) == (b.grid, b.block) for a, b in zip(baseline, kernels, strict=True)):
+        return ""
+    changes = "; ".join(inventory_diff(baseline, kernels))
+    return (
+        f"; {variant.id} runs the same kernels in another launch shape than the baseline's ({changes}): where "
+        "their code did not change, that is the configuration Triton's autotuner chose when this compile cache had "
+        "none yet, and keeps; a cold cache may choose another than the baseline's run did (keep the compile cache "
+        "across runs, and record the baseline with it)"
+    )
 
 
 def _tuning_hint(
