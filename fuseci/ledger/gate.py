@@ -23,10 +23,10 @@ DRAM bytes move with what the kernel before it left there (docs/BENCHMARKS.md, "
 repeat"), and every row gets the moving floor. A generated kernel's L2 bytes repeat only where
 its loads all go to L2: where L1 served part of them (a looped reduction reading its row twice),
 that part moves with what else L1 held, so a row's band is the catalogue's tolerance plus
-:data:`L1_SERVED` of the bytes L1 served in the baseline (its global bytes less its L2 bytes). A total's allowance is the sum of its rows'
-(each row's band times its baseline value), so identical work with normal noise passes, and
-growth that is not in a row reported already (a split's, a new kernel's) is reported once for
-the forward.
+:data:`L1_SERVED` of the bytes L1 served in the baseline (its global bytes less its L2 bytes).
+A total's allowance is the sum of its rows' (each row's band times its baseline value), so
+identical work with normal noise passes, and growth that is not in a row reported already (a
+split's, a new kernel's) is reported once for the forward.
 """
 
 from __future__ import annotations
@@ -131,14 +131,14 @@ class Rule:
     row's L2 bytes): it moves with what that cache held, so a generated row's band adds
     :data:`L1_SERVED` of it. None where no cache stands between."""
 
-    def tolerance(self, old: Sequence[Row], new: Sequence[Row] = ()) -> Tolerance:
+    def tolerance(self, old: Sequence[Row], new: Sequence[Row]) -> Tolerance:
         """The band of the baseline's rows ``old`` against the current ``new``: the library's where
         any is a library row; else the generated band, widened by :data:`L1_SERVED` of what a
         nearer cache served in ``old`` (:attr:`served`)."""
         if any(library(r) for r in (*old, *new)):
             return self.library
         base, served = _total(old, self.read), _total(old, self.served) if self.served else 0.0
-        if served <= 0.0 or base <= 0.0 or self.generated.relative is None or self.library.relative is None:
+        if served <= 0.0 or base <= 0.0 or self.generated.relative is None:
             return self.generated
         relative = round(self.generated.relative + L1_SERVED * served / base, 4)
         text = f"{self.generated}, and {L1_SERVED:.0%} of the {self.show(served)} that L1 served"
@@ -347,8 +347,7 @@ def _total_finding(
 
 
 def _band(tol: Tolerance) -> str:
-    """``±0.5%``, ``±25% (moving floor)``, ``±18.8% (±0.5%, and ±25% (moving floor) of the 49.7 MB
-    that L1 served)``."""
+    """``±0.5%``, ``±25% (moving floor)``, ``±4.16% (±0.5%, and 5% of the 49.6 MB that L1 served)``."""
     if tol.text == _MOVING:
         return f"{tol} ({_MOVING})"
     if tol.text.startswith(_SERVED):
