@@ -132,7 +132,7 @@ def test_show_names_the_graph_breaks(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[2] == "block/compiled" and lines[-2].startswith("  forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
-    assert lines[-1].startswith("  graph break: Graph break in user code at /home/ci/probe/models32.py:27")
+    assert lines[-1].startswith("  graph break: Graph break in user code at models32.py:27 Graph Break Reason:")
 
 
 def test_single_ledger_files_and_a_results_file_are_sources_too(tmp_path: Path) -> None:

@@ -128,6 +128,24 @@ def test_what_l1_served_of_a_generated_row_widens_its_l2_band() -> None:
     assert judge(base, L.with_measured(base, GELU, l2_bytes=gelu.l2_bytes * 1.006)).verdict is Verdict.REGRESSED
 
 
+def test_a_graph_break_is_known_in_another_checkout_and_at_another_line() -> None:
+    """A baseline stored with the recording machine's path and line, against a run in another
+    checkout with a line added above the break: the same break, no note; another reason is one."""
+    from fuseci.ledger.artifacts import break_reason
+
+    said = "Graph Break Reason: Encountered graph break when attempting to trace CALL: Call to `torch._dynamo.graph_break()`"
+    stored = f"Graph break in user code at /home/ci/fuseci/kernels/models.py:121 {said}"
+    now = break_reason(
+        f"Graph break in user code at /srv/runner/_work/repo/kernels/models.py:124\n{said}\nUser code traceback:\n  x"
+    )
+    assert now == f"Graph break in user code at models.py:124 {said}"
+    base, current = replace(L.block(), break_reasons=(stored,)), replace(L.noisy(L.block()), break_reasons=(now,))
+    assert not [f for f in judge(base, current).findings if "graph break" in f.message]
+    other = replace(current, break_reasons=(now.replace("graph_break()", "print()"),))
+    (note,) = [f for f in judge(base, other).findings if "graph break" in f.message]
+    assert note.verdict is Verdict.WARN and "at models.py:124" in note.message and "/srv/" not in note.message
+
+
 def test_renamed_kernels_alone_are_structural() -> None:
     names = {GELU: "triton_poi_fused_gelu_view_7", "triton_poi_fused_add_view_3": "triton_poi_fused_add_view_8"}
     v = judge(L.block(), L.renamed(L.noisy(L.block()), names))

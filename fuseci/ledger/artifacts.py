@@ -42,6 +42,10 @@ NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
 STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 POST_GRAD = "inductor_post_grad_graph"
 BREAK_REASON = "dynamo_graph_break_reason"
+#: The directories of a source file a reason names (``/home/ci/repo/`` of ``/home/ci/repo/m.py:12``).
+_DIRECTORIES = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[\\/](?:[^\s\\/:]+[\\/])*(?=[^\s\\/:]+\.py\b)")
+#: A source file's line number in a reason (``models.py:121``).
+_LINE_NUMBER = re.compile(r"(\.py):\d+")
 
 _REFUSAL = re.compile(r"cannot fuse (\S+) with (\S+): (?P<reason>.*)")
 _NODE_NUMBER = re.compile(r"\bop\d+(?:_op\d+)*\b")
@@ -145,10 +149,18 @@ def _graph_with(graph: CompiledGraph, name: str, payload: str) -> CompiledGraph:
 
 def break_reason(text: str) -> str:
     """A graph-break reason on one line: what Dynamo said before the traceback, without its
-    link."""
+    link, each source file by its base name (``at models.py:121``: a ledger recorded in one
+    checkout then reads as one recorded in another)."""
     head = text.split("User code traceback:")[0]
     kept = [line.strip() for line in head.splitlines() if line.strip() and not line.strip().startswith("For more")]
-    return " ".join(kept)[:1000]
+    return _DIRECTORIES.sub("", " ".join(kept))[:1000]
+
+
+def reason_key(reason: str) -> str:
+    """What a graph-break reason is known by across runs: its files by their base names and
+    without line numbers (a line added above the break moves it, and a ledger stored before
+    :func:`break_reason` dropped directories still names them)."""
+    return _LINE_NUMBER.sub(r"\1", _DIRECTORIES.sub("", reason))
 
 
 def fusion_refusals(lines: list[str]) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from fuseci.config import names, quantities
 from fuseci.config.policy import Band, Direction, Tolerance, parse_tolerance
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, SuiteError
 from fuseci.judge.verdict import Verdict
+from fuseci.ledger.artifacts import reason_key
 from fuseci.ledger.match import Change, Matching, Regroup, labels, match, op_base, quoted
 from fuseci.ledger.model import Kind, Ledger, Measured, Row
 
@@ -438,8 +439,8 @@ def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> l
                 f"{len(current.graphs)} compiled graph(s), was {len(baseline.graphs)}",
             )
         )
-    known = set(baseline.break_reasons)
-    for reason in dict.fromkeys(r for r in current.break_reasons if r not in known):
+    known = {reason_key(r) for r in baseline.break_reasons}
+    for reason in dict.fromkeys(r for r in current.break_reasons if reason_key(r) not in known):
         out.append(Finding(FindingKind.STRUCTURAL, Verdict.WARN, f"a graph break the baseline did not have: {reason}"))
     return out
 
