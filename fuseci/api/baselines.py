@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.api import ledgers, session
-from fuseci.api.running import RunOptions, baseline_file, own_files
+from fuseci.api.running import RunOptions, baseline_file, check_autotune_records, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
 from fuseci.frames.metrics import SuiteResults
@@ -14,6 +14,7 @@ from fuseci.judge import update
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, update_exit_code
 from fuseci.ledger import store as ledger_store
+from fuseci.measure import autotune
 from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
 from fuseci.store.outputs import Output, check_outputs
@@ -64,11 +65,24 @@ def update_baselines(
         OutputError: the baseline file is one of the update's inputs (the suite file, the
             report or its record); nothing is read from it or written.
     """
+    check_autotune_records(suite, options)
     results = session.measurer(options.ncu).measure(suite, replace(options.measuring, passes=BASELINE_PASSES))
     path = baseline_file(options, results)
     check_outputs([Output(path, "update-baselines", "baseline")], own_files([suite], options, baselines=False))
     with bl.locked(path, lock_timeout_s):
         return _rerecord(suite, results, path, force)
+
+
+def _keep_autotuning(results: SuiteResults, path: Path) -> None:
+    """Keep the autotuning choices the measured run's kernels used beside its baseline
+    (``<suite>.autotune.json``: :mod:`fuseci.measure.autotune`), where it used any and they
+    differ from those kept; a suite without Inductor's autotuned kernels writes nothing."""
+    entries = autotune.check(dict(results.record.autotune), f"{results.record.suite}'s harness record: autotune")
+    if not entries:
+        return
+    kept = path.with_name(f"{path.stem}.autotune.json")
+    if autotune.load(kept) != entries:
+        autotune.save(entries, kept)
 
 
 def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
@@ -87,6 +101,7 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
             bl.save_baseline(new, path)
         if new_ledgers != old_ledgers:
             ledger_store.save_suite(new_ledgers, ledger_store.suite_path(path))
+        _keep_autotuning(results, path)
     except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
         code = update_exit_code(comparison, decided.kept, bool(decided.refused))
         message = str(exc) if str(exc).startswith(f"{path}: ") else f"{path}: cannot write baseline: {exc}"

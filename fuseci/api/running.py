@@ -14,7 +14,7 @@ from fuseci.api.sharding import shard
 from fuseci.config.model import Suite
 from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
 from fuseci.judge.verdict import Comparison, Reference, failed
-from fuseci.measure import turn
+from fuseci.measure import autotune, turn
 from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions
@@ -60,6 +60,7 @@ class RunOptions:
             device=self.device,
             gpu_lock=None if self.from_report is not None else turn.lock_path(self.device),
             on_stage=self.on_stage,
+            extra_env={autotune.ROOT_ENV: str(self.baselines.absolute())},
         )
 
 
@@ -123,6 +124,20 @@ def check(suite: Suite, options: RunOptions) -> Comparison:
     return check_results(suite, options)[0]
 
 
+def check_autotune_records(suite: Suite, options: RunOptions) -> None:
+    """Read every autotuning record kept beside the suite's baselines (each card's), so that a bad
+    one is one line before anything is measured (the harness puts its card's in place:
+    :mod:`fuseci.measure.autotune`); nothing to do when re-analysing a report.
+
+    Raises:
+        BaselineError: a record that is not one, naming the file and the entry.
+    """
+    if options.from_report is not None:
+        return
+    for path in sorted(options.baselines.glob(f"*/{suite.name}.autotune.json")):
+        autotune.load(path)
+
+
 def check_results(suite: Suite, options: RunOptions, session: Session | None = None) -> tuple[Comparison, SuiteResults]:
     """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them;
     measured through ``session`` (one of its own without).
@@ -136,6 +151,7 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
     """
     session = session or Session(options.ncu)
     measuring = options.measuring
+    check_autotune_records(suite, options)
     results = session.tool.measure(suite, measuring)  # before the judge's imports (pandas): the spawn comes first
     from fuseci.api import ledgers
     from fuseci.judge.compare import compare

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 import sys
 import time
 import traceback
@@ -19,11 +20,12 @@ from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness import arrays, factory, watch
-from fuseci.harness.arrays import inductor, repeats
+from fuseci.harness.arrays import autotune, inductor, repeats
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
+from fuseci.measure import autotune as kept
 from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
 log = logging.getLogger("fuseci.harness")
@@ -361,6 +363,11 @@ def run(
     usable = start_frameworks(suite)
     arrays.compiler_keys_ready()  # before any variant is called or anything is measured
     record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
+    tuned = any(f.name == "torch" for f in usable)
+    if tuned:
+        autotune.listen()
+    if tuned and prior is None:
+        record = replace(record, pinned=_pinned(suite, record))
     if timing is not None:
         l2_bytes = record.env["l2_bytes"]
         assert isinstance(l2_bytes, int), l2_bytes  # the device's, from collect_env
@@ -393,9 +400,30 @@ def run(
             )
             break
         write_record(replace(record, cases=dict(cases)), record_path)
-    record = replace(record, cases=dict(cases), complete=True)
+    record = replace(record, cases=dict(cases), complete=True, autotune=autotune.used() if tuned else {})
     write_record(record, record_path)
     return record
+
+
+def _pinned(suite: Suite, record: HarnessRecord) -> str:
+    """Put the autotuning choices kept beside the suite's baseline for this card into Inductor's
+    compile cache, before anything compiles (:mod:`fuseci.measure.autotune`); what was done, as
+    the run's note, or ``""``.
+
+    Raises:
+        BaselineError: the kept file is not a good autotuning record (exit 3, naming it).
+    """
+    root = os.environ.get(kept.ROOT_ENV)
+    if not root:
+        return ""
+    written, replaced = autotune.pin(Path(root), str(record.env.get("gpu_name", "")), suite.name)
+    if not written:
+        return ""
+    instead = f", {replaced} of them in place of another choice this compile cache held" if replaced else ""
+    return (
+        f"{written} autotuning choice(s) kept with the baseline put in the compile cache before compiling{instead}: "
+        "kernels whose code did not change run the baseline's configurations"
+    )
 
 
 def start_frameworks(suite: Suite) -> list[arrays.Framework]:

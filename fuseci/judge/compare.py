@@ -316,5 +316,6 @@ def compare(
     )
     note = counters.legacy_note(comparison, () if suite.ncu.tma else quantities.TMA_METRICS)
     upgraded = f"compared across an upgrade since {reference.name}: {said}" if said else ""
-    notes = tuple(n for n in (_why_incomparable(blocking, reference), upgraded, note) if n)
+    pinned = results.record.pinned
+    notes = tuple(n for n in (_why_incomparable(blocking, reference), upgraded, note, pinned) if n)
     return replace(comparison, notes=notes) if notes else comparison

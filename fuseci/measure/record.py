@@ -308,6 +308,13 @@ class HarnessRecord(v.OpenDocument):
     that a run killed by a hang or a crash names the case it was in."""
     interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
+    autotune: Annotated[Mapping[str, dict[str, Any]], Field(max_length=20_000)] = field(default_factory=dict)
+    """The ``.best_config`` entries of Inductor's compile cache the process's kernels used, by
+    their path in the cache (:mod:`fuseci.measure.autotune`, which checks them where they are
+    kept); empty without Inductor."""
+    pinned: v.Text = ""
+    """What the harness put in the compile cache from the baseline's autotuning record before
+    anything compiled (a sentence for the run's notes); empty when nothing."""
 
     @model_validator(mode="before")
     @classmethod
@@ -355,6 +362,10 @@ class HarnessRecord(v.OpenDocument):
             doc["running"] = self.running
         if self.interrupted:
             doc["interrupted"] = self.interrupted
+        if self.autotune:
+            doc["autotune"] = {k: dict(e) for k, e in self.autotune.items()}
+        if self.pinned:
+            doc["pinned"] = self.pinned
         return doc
 
     @classmethod

@@ -1,0 +1,153 @@
+"""The autotuning choices a baseline was measured with, kept beside it, so that a run with a cold
+compile cache measures the same configurations (docs/SUITES.md, "Autotuning picks by timing").
+
+Inductor's Triton kernels that have several candidate configurations are benchmarked at their
+first launch, and the winner is written to the compile cache as a ``.best_config`` file beside
+the kernel's source (``<inductor cache>/<xx>/<sha256>.best_config``, named from the hash of the
+kernel's source): later processes load it and launch that configuration without benchmarking.
+Two cold caches may pick differently where two configurations run about as fast, and the bytes
+a kernel asks for depend on its configuration (a block size loads a broadcast tensor another
+number of times): a baseline recorded with one cache's choice then fails an exact byte count in
+a run with another's, though nothing changed.
+
+So the harness notes the ``.best_config`` entries its kernels used (:mod:`fuseci.harness.arrays.autotune`),
+``update-baselines`` keeps them beside the baseline (``<gpu-slug>/<suite>.autotune.json``), and
+the harness processes of later runs put them into their compile cache before compiling: a kernel
+whose source did not change launches the baseline's configuration; an edited kernel has another
+source hash, finds no entry, and is tuned afresh. Inductor checks each entry against the
+kernel's candidate configurations and ignores one that matches none.
+
+The file is hostile input until checked (:func:`check`): each key a cache-relative path of the
+one shape Inductor writes, each value a flat object of a configuration's scalars.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fuseci.config.names import gpu_slug
+from fuseci.errors import BaselineError
+from fuseci.store.atomic import atomic_write_text
+from fuseci.store.versioned import DocumentFormat
+from fuseci.wording import shown
+
+#: The environment variable that gives the harness processes the baseline root whose autotuning
+#: records they put in place (set by ``fuseci run`` and ``update-baselines``).
+ROOT_ENV = "FUSECI_AUTOTUNE_ROOT"
+#: The file's format.
+FORMAT = DocumentFormat(
+    what="autotuning record",
+    version=1,
+    fix="record it again with `fuseci update-baselines`, or delete it (the next run then tunes afresh)",
+    name="fuseci-autotune",
+    error=BaselineError,
+    max_bytes=16 << 20,
+)
+#: A ``.best_config`` entry's path in Inductor's cache, as Inductor names it (matched whole).
+ENTRY = re.compile(r"[0-9A-Za-z_-]{1,16}/[0-9a-f]{64}\.best_config")
+#: A configuration's field name (``XBLOCK``, ``num_warps``, ``configs_hash``; matched whole).
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+#: The most entries one file holds, and fields one entry holds.
+MAX_ENTRIES = 20_000
+MAX_FIELDS = 64
+#: The longest text value of a field (a hash is 64 characters).
+MAX_TEXT = 256
+
+Entry = dict[str, Any]
+"""One configuration: its fields (``XBLOCK``, ``num_warps``, ``configs_hash``...) and scalar values."""
+
+
+def file_for(root: Path, gpu_name: str, suite: str) -> Path:
+    """``<root>/<gpu-slug>/<suite>.autotune.json``, beside the suite's baseline."""
+    return root / gpu_slug(gpu_name) / f"{suite}.autotune.json"
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int):
+        return abs(value) < 2**63
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and len(value) <= MAX_TEXT and value.isprintable()
+
+
+def entry_problem(key: Any, value: Any) -> str | None:
+    """What is wrong with one entry (its cache-relative path ``key`` and its configuration), or None."""
+    if not isinstance(key, str) or not ENTRY.fullmatch(key):
+        return "not a path of Inductor's cache like 'ab/<64 hex digits>.best_config'"
+    if not isinstance(value, dict) or not value:
+        return f"is {shown(value)}, not a configuration (an object of its fields)"
+    if len(value) > MAX_FIELDS:
+        return f"has {len(value)} fields, more than a configuration's {MAX_FIELDS}"
+    for name, field in value.items():
+        if not isinstance(name, str) or not _FIELD.fullmatch(name):
+            return f"has a field {shown(name)}, not a configuration's field name"
+        if not _scalar(field):
+            return f"field {name} is {shown(field)}, not a number, true/false, null or a short text"
+    return None
+
+
+def check(data: Any, where: str) -> dict[str, Entry]:
+    """The entries of a parsed ``autotune`` object (a file's, or a harness record's), checked.
+
+    Raises:
+        BaselineError: one line naming ``where``, the entry and what is wrong.
+    """
+    if not isinstance(data, dict):
+        raise BaselineError(f"{where}: is {shown(data)}, not an object of entries; {FORMAT.fix}")
+    if len(data) > MAX_ENTRIES:
+        raise BaselineError(f"{where}: {len(data)} entries, more than {MAX_ENTRIES}; {FORMAT.fix}")
+    for key, value in data.items():
+        problem = entry_problem(key, value)
+        if problem is not None:
+            place = json.dumps(str(key))[1:-1][:120]  # control characters escaped: one line
+            raise BaselineError(f"{where}.{place}: {problem}; {FORMAT.fix}")
+    return {str(k): dict(v) for k, v in data.items()}
+
+
+def load(path: Path) -> dict[str, Entry] | None:
+    """The entries kept at ``path``, checked; None when there is no file.
+
+    Raises:
+        BaselineError: unreadable, not an autotuning record, newer, or an entry that is not one.
+    """
+    try:
+        doc = FORMAT.load(path)
+    except FileNotFoundError:
+        return None
+    return check(doc.get("entries"), f"{path}: entries")
+
+
+def save(entries: Mapping[str, Entry], path: Path) -> None:
+    """Write the entries to ``path`` (atomically, keys sorted).
+
+    Raises:
+        BaselineError: an entry is not one, or the file cannot be written.
+    """
+    body = {"entries": check(dict(entries), f"{path}: entries")}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, FORMAT.dumps(body), links=False)
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot write the autotuning record: {exc.strerror or exc}") from None
+
+
+def json_text(entry: Entry) -> str:
+    """An entry as a ``.best_config`` file holds it (JSON, as Inductor writes and reads it)."""
+    return json.dumps(entry, sort_keys=True)
+
+
+def read_entry(path: Path) -> Entry | None:
+    """A ``.best_config`` file Inductor wrote, or None when it is missing or not one."""
+    try:
+        raw = path.read_bytes()[: MAX_FIELDS * (MAX_TEXT + 80)]
+        value = json.loads(raw)
+    except (OSError, ValueError):
+        return None
+    return value if entry_problem(f"00/{'0' * 64}.best_config", value) is None else None
