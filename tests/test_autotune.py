@@ -249,3 +249,18 @@ def test_a_bad_kept_record_is_one_line_before_anything_is_measured(tmp_path: Pat
         check_autotune_records(suite, RunOptions(baselines=b))  # type: ignore[arg-type]
     assert str(err.value).startswith(f"{bad}: entries.x: not a path of Inductor's cache")
     check_autotune_records(suite, RunOptions(baselines=b, from_report=tmp_path / "r.ncu-rep"))  # type: ignore[arg-type]
+
+
+def test_a_record_s_bad_entry_is_one_line_naming_the_record_and_nothing_is_written(
+    in_root: Path, tmp_path: Path
+) -> None:
+    report = _report_with_entries(tmp_path, autotune={"ab/../../x.best_config": CHOICE})
+    b = tmp_path / "b"
+    result = invoke("update-baselines", "suites/pytorch.yaml", "--from-report", str(report), "--baselines", str(b))
+    assert result.exit_code == 3, result.output
+    said = result.stderr.strip().splitlines()
+    assert (
+        len(said) == 1
+        and f"{tmp_path / 'pytorch.harness.json'}: autotune.ab/../../x.best_config: not a path" in said[0]
+    )
+    assert not list(b.glob("*/*"))

@@ -146,8 +146,8 @@ def json_text(entry: Entry) -> str:
 def read_entry(path: Path) -> Entry | None:
     """A ``.best_config`` file Inductor wrote, or None when it is missing or not one."""
     try:
-        raw = path.read_bytes()[: MAX_FIELDS * (MAX_TEXT + 80)]
-        value = json.loads(raw)
+        with path.open("rb") as f:
+            value = json.loads(f.read(MAX_FIELDS * (MAX_TEXT + 80)))
     except (OSError, ValueError):
         return None
     return value if entry_problem(f"00/{'0' * 64}.best_config", value) is None else None
