@@ -264,3 +264,7 @@ def test_a_record_s_bad_entry_is_one_line_naming_the_record_and_nothing_is_writt
         and f"{tmp_path / 'pytorch.harness.json'}: autotune.ab/../../x.best_config: not a path" in said[0]
     )
     assert not list(b.glob("*/*"))
+    run = invoke("run", "suites/pytorch.yaml", "--from-report", str(report), "--baselines", str(b))
+    assert (
+        run.exit_code == 3 and "autotune.ab/../../x.best_config: not a path" in run.stderr
+    )  # read where the record is

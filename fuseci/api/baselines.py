@@ -15,8 +15,6 @@ from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, update_exit_code
 from fuseci.ledger import store as ledger_store
 from fuseci.measure import autotune
-from fuseci.measure.command import SuiteFiles
-from fuseci.measure.record import record_path_for
 from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
 from fuseci.store.outputs import Output, check_outputs
@@ -71,21 +69,16 @@ def update_baselines(
     results = session.measurer(options.ncu).measure(suite, replace(options.measuring, passes=BASELINE_PASSES))
     path = baseline_file(options, results)
     check_outputs([Output(path, "update-baselines", "baseline")], own_files([suite], options, baselines=False))
-    record = (
-        record_path_for(options.from_report)
-        if options.from_report
-        else SuiteFiles(options.report_dir, suite.name).record
-    )
-    tuned = autotune.check(dict(results.record.autotune), f"{record}: autotune")
     with bl.locked(path, lock_timeout_s):
-        return _rerecord(suite, results, path, force, tuned)
+        return _rerecord(suite, results, path, force)
 
 
-def _keep_autotuning(entries: dict[str, autotune.Entry], path: Path) -> None:
-    """Keep the autotuning choices the measured run's kernels used (``entries``, checked) beside
-    its baseline ``path`` (``<suite>.autotune.json``: :mod:`fuseci.measure.autotune`), where it
-    used any and they differ from those kept; a suite without Inductor's autotuned kernels writes
-    nothing."""
+def _keep_autotuning(results: SuiteResults, path: Path) -> None:
+    """Keep the autotuning choices the measured run's kernels used (its record's, checked where
+    the record was read) beside its baseline ``path`` (``<suite>.autotune.json``:
+    :mod:`fuseci.measure.autotune`), where it used any and they differ from those kept; a suite
+    without Inductor's autotuned kernels writes nothing."""
+    entries = {key: dict(entry) for key, entry in results.record.autotune.items()}
     if not entries:
         return
     kept = path.with_name(f"{path.stem}.autotune.json")
@@ -93,11 +86,8 @@ def _keep_autotuning(entries: dict[str, autotune.Entry], path: Path) -> None:
         autotune.save(entries, kept)
 
 
-def _rerecord(
-    suite: Suite, results: SuiteResults, path: Path, force: bool, tuned: dict[str, autotune.Entry]
-) -> BaselineUpdate:
-    """The read-compare-write of :func:`update_baselines` (``tuned``: the autotuning choices to
-    keep beside the baseline); the caller holds the lock."""
+def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
+    """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
     old_ledgers = ledgers.stored(path)
     judged = ledgers.judged(suite, results, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
@@ -112,7 +102,7 @@ def _rerecord(
             bl.save_baseline(new, path)
         if new_ledgers != old_ledgers:
             ledger_store.save_suite(new_ledgers, ledger_store.suite_path(path))
-        _keep_autotuning(tuned, path)
+        _keep_autotuning(results, path)
     except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
         code = update_exit_code(comparison, decided.kept, bool(decided.refused))
         message = str(exc) if str(exc).startswith(f"{path}: ") else f"{path}: cannot write baseline: {exc}"

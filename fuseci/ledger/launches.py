@@ -228,6 +228,10 @@ def _no_range(graph: str) -> str:
     return f"in graph {graph}'s region but in no call's range (CUDA-graph replay, say)"
 
 
+def _unmatched(graph: str, range_name: str) -> str:
+    return f"range {range_name!r} of graph {graph} matches no call of its wrapper"
+
+
 def _matches(call: Call, range_name: str) -> bool:
     if call.kind is Kind.TRITON:
         return range_name == call.kernel
@@ -248,8 +252,9 @@ def _claim(
             if hit is not None:
                 out.claimed.setdefault((graph, index), []).extend(order[hit][1])
                 taken[hit], at = True, hit + 1
-        why = "range {!r} of graph " + graph + " matches no call of its wrapper"
-        left.extend((row, why.format(key[0])) for j, (key, kept) in enumerate(order) if not taken[j] for row in kept)
+        left.extend(
+            (row, _unmatched(graph, key[0])) for j, (key, kept) in enumerate(order) if not taken[j] for row in kept
+        )
     return left
 
 
@@ -272,9 +277,8 @@ def _replayed(
         for run, kernels in bare.items():
             named = [(key[0], row) for key, kept in ranged.get(run, {}).items() for row in kept]
             copies.update(row.id for row in replay.input_copies(named, min(k.id for k in kernels)))
-    unmatched = "range {!r} of graph " + graph + " matches no call of its wrapper"
     return found.left + [
-        (row, COPIES.format(graph) if row.id in copies else unmatched.format(key[0]))
+        (row, COPIES.format(graph) if row.id in copies else _unmatched(graph, key[0]))
         for ranges in ranged.values()
         for key, kept in ranges.items()
         for row in kept

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fuseci.config.names import gpu_slug
-from fuseci.errors import BaselineError
+from fuseci.errors import BaselineError, FuseciError
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 from fuseci.wording import shown
@@ -93,21 +93,22 @@ def entry_problem(key: Any, value: Any) -> str | None:
     return None
 
 
-def check(data: Any, where: str) -> dict[str, Entry]:
-    """The entries of a parsed ``autotune`` object (a file's, or a harness record's), checked.
+def check(data: Any, where: str, error: type[FuseciError] = BaselineError) -> dict[str, Entry]:
+    """The entries of a parsed ``autotune`` object (a kept file's, or a harness record's: then
+    ``error`` is :class:`~fuseci.errors.ReportError`), checked.
 
     Raises:
-        BaselineError: one line naming ``where``, the entry and what is wrong.
+        FuseciError: (``error``) one line naming ``where``, the entry and what is wrong.
     """
     if not isinstance(data, dict):
-        raise BaselineError(f"{where}: is {shown(data)}, not an object of entries; {FORMAT.fix}")
+        raise error(f"{where}: is {shown(data)}, not an object of entries; {FORMAT.fix}")
     if len(data) > MAX_ENTRIES:
-        raise BaselineError(f"{where}: {len(data)} entries, more than {MAX_ENTRIES}; {FORMAT.fix}")
+        raise error(f"{where}: {len(data)} entries, more than {MAX_ENTRIES}; {FORMAT.fix}")
     for key, value in data.items():
         problem = entry_problem(key, value)
         if problem is not None:
             place = json.dumps(str(key))[1:-1][:120]  # control characters escaped: one line
-            raise BaselineError(f"{where}.{place}: {problem}; {FORMAT.fix}")
+            raise error(f"{where}.{place}: {problem}; {FORMAT.fix}")
     return {str(k): dict(v) for k, v in data.items()}
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuseci.config.model import Suite
 from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
-from fuseci.measure import caches, process
+from fuseci.measure import autotune, caches, process
 from fuseci.measure import profile as ncu
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
@@ -282,6 +282,7 @@ def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
         )
     if record.profiler is None:
         raise ReportError(f"{path}: the record has no profiler section: it was not written by `fuseci run`")
+    autotune.check(dict(record.autotune), f"{path}: autotune", ReportError)
 
 
 def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
