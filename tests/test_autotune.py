@@ -161,7 +161,9 @@ def test_a_pytorch_without_the_autotuning_cache_is_measured_as_before(
 def test_the_baseline_s_choices_are_put_in_place_and_what_they_replaced_is_counted(inductor: Path) -> None:
     assert harness.install({KEY: CHOICE, OTHER: TUNED}) == (2, 0)
     assert json.loads((inductor / KEY).read_text()) == CHOICE
-    assert harness.install({KEY: CHOICE, OTHER: TUNED}) == (0, 0)  # already there: untouched
+    stamp = (inductor / KEY).stat().st_mtime_ns
+    assert harness.install({KEY: CHOICE, OTHER: TUNED}) == (2, 0)  # already in place: counted, untouched
+    assert (inductor / KEY).stat().st_mtime_ns == stamp
     (inductor / KEY).write_text(json.dumps(TUNED))  # this cache chose otherwise
     assert harness.install({KEY: CHOICE}) == (1, 1)
     assert json.loads((inductor / KEY).read_text()) == CHOICE
@@ -186,8 +188,13 @@ def test_the_harness_says_what_it_put_in_place_for_its_card(
     (inductor / "ab").mkdir()
     (inductor / KEY).write_text(json.dumps(TUNED))
     said = _pinned(suite, record)  # type: ignore[arg-type]
-    assert said.startswith("2 autotuning choice(s) kept with the baseline put in the compile cache")
+    assert said.startswith("2 autotuning choice(s) kept with the baseline in place in the compile cache")
     assert "1 of them in place of another choice this compile cache held" in said
+    # the run's other harness, sharing the cache, finds them in place: it says so, without the replacement
+    again = _pinned(suite, record)  # type: ignore[arg-type]
+    assert again.startswith("2 autotuning choice(s) kept with the baseline in place") and kept.REPLACED not in again
+    assert kept.pinned_note(again, said) == said and kept.pinned_note(said, again) == said
+    assert kept.pinned_note("", again) == again and kept.pinned_note(again, "") == again
     kept.file_for(root, "NVIDIA H200", "models").write_text('{"format": "fuseci-autotune", "format_version": 1}')
     with pytest.raises(BaselineError, match="models.autotune.json: entries"):
         _pinned(suite, record)  # type: ignore[arg-type]

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -21,8 +23,9 @@ from fuseci.frames.inventory import KernelLaunch, same_build, spread_of
 from fuseci.frames.report import fold_passes, kernel_columns, read_report
 from fuseci.judge import update
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
-from fuseci.judge.checks import autotune_hint
+from fuseci.judge.checks import VariantContext, autotune_hint
 from fuseci.judge.compare import compare
+from fuseci.judge.counters import counted_check
 from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
 from fuseci.measure.record import read_record
 from fuseci.store import baselines as bl
@@ -233,18 +236,75 @@ def test_a_legacy_baseline_is_said_once_per_suite(recorded) -> None:  # type: ig
 
 
 def test_a_library_kernels_moving_count_passes_within_its_floor(recorded) -> None:  # type: ignore[no-untyped-def]
-    """Instructions of a persistent GEMM move by a few hundredths of a percent between runs: a
-    baseline whose passes saw them move judges them within at least the moving floor (0.1%)."""
+    """A kernel whose instructions moved over the baseline's passes (a persistent GEMM, cuDNN's
+    flash attention) may move by 2% of its own count at least, however little its passes moved."""
     suite, results, baseline = recorded
     entry = baseline.cases["scale_relu_add"]["fused"]
     count = entry.values[WORK]
     moved = 2.0  # a move far smaller than the floor
     kernels = tuple(replace(k, spread={q: (moved if q == WORK else 0.0) for q in k.counts}) for k in entry.kernels)
-    for now, verdict in ((count * 0.9995, Verdict.PASS), (count * 0.998, Verdict.REGRESSED)):
+    for now, verdict in ((count * 0.985, Verdict.PASS), (count * 0.97, Verdict.REGRESSED)):
         shifted = VariantBaseline({**entry.values, WORK: now}, kernels)
         cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": shifted}}
         k = _check(compare(results, suite, replace(baseline, cases=cases)), "fused", WORK)
-        assert k.verdict is verdict and "band ±0.10%" in k.message, k.message
+        # 2% of the kernel's count over the baseline's total
+        assert k.verdict is verdict and re.search(r"band ±2\.[01]%\)", k.message), k.message
+        assert "in 1 kernel(s), each allowed 2% of its own count at least" in k.message, k.message
+
+
+def _aa_run(**counts: float) -> VariantContext:
+    """The H200 A/A run whose cuDNN attention kernel executed 0.56% more instructions than its
+    baseline (tests/data/aa/README.md), as the judge sees it; ``counts`` add to this run's count
+    of the kernels named (``triton_poi_fused_gelu_view_2=1``)."""
+    doc = json.loads((ROOT / "tests" / "data" / "aa" / "h200-prenorm-compiled.json").read_text())
+    suite = load_suite(ROOT / "suites" / "models.yaml")
+    (case,) = [c for c in suite.cases if c.id == "prenorm"]
+    (variant,) = [v for v in case.variants if v.id == "compiled"]
+
+    def launch(row: dict[str, Any], extra: float = 0.0) -> KernelLaunch:
+        counts = {**row["counts"], WORK: row["counts"][WORK] + extra}
+        shape = (row["grid"], row["block"], row["registers"], row.get("shared_mem", 0))
+        return KernelLaunch(row["name"], *shape, counts=counts, spread=row.get("spread", {}))
+
+    old = tuple(launch(r) for r in doc["baseline_kernels"])
+    new = tuple(launch(r, counts.get(str(r["name"]), 0.0)) for r in doc["kernels"])
+    values = {WORK: sum(k.counts[WORK] for k in new)}
+    baseline = Baseline(
+        suite.name,
+        {"gpu_name": doc["card"]},
+        {"prenorm": {"compiled": VariantBaseline({WORK: sum(k.counts[WORK] for k in old)}, old)}},
+    )
+    return VariantContext(case, variant, values, None, new, {}, baseline)
+
+
+def test_a_flash_attention_kernels_instructions_moving_in_one_run_of_ten_pass() -> None:
+    """The H200's A/A false alarm: cuDNN's attention kernel moved by 121,100 instructions in one run
+    where its three passes had moved by 2,224 (the old band, 0.10% of the variant, failed it); the
+    generated kernels repeated theirs exactly."""
+    k = counted_check(_aa_run(), WORK)
+    assert k is not None and k.verdict is Verdict.PASS, k
+    assert "it moved by up to 2,666 over the profiled passes, in 5 kernel(s)" in k.message, k.message
+
+
+@pytest.mark.parametrize("extra", [1.0, 64.0])
+def test_a_generated_kernel_that_executes_more_is_caught_beside_moving_library_kernels(extra: float) -> None:
+    """The library kernels' band is theirs: one instruction more in a generated kernel that
+    repeated exactly regresses, though the variant's total is well within that band."""
+    k = counted_check(_aa_run(triton_poi_fused_gelu_view_2=extra), WORK)
+    assert k is not None and k.verdict is Verdict.REGRESSED, k
+    assert k.message.startswith("instructions executed of compiled rose in the kernels whose count repeats: "), (
+        k.message
+    )
+    assert f"in triton_poi_fused_gelu_view_2 +{extra:,.0f}" in k.message and "within the band" in k.message, k.message
+
+
+def test_a_moving_kernel_beyond_its_own_floor_regresses() -> None:
+    """2% of the attention kernel's count and of the GEMMs' is the band: 1.2 M instructions more in
+    the attention kernel (6.1% with the run's own 0.56%) is beyond it, and the message names it."""
+    name = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
+    k = counted_check(_aa_run(**{name: 1.2e6}), WORK)
+    assert k is not None and k.verdict is Verdict.REGRESSED, k
+    assert "band ±1.1%)" in k.message and f"{name} +6.1%" in k.message, k.message
 
 
 def test_l2_sectors_that_barely_moved_keep_their_tolerance(recorded) -> None:  # type: ignore[no-untyped-def]

@@ -64,7 +64,7 @@ def test_a_cold_cache_runs_the_baseline_s_choices(tmp_path: Path, monkeypatch: p
         app, ["run", str(suite), "--baselines", str(baselines), "--report-dir", str(tmp_path / "b"), "-v"]
     )
     assert second.exit_code == 0, second.output
-    assert "autotuning choice(s) kept with the baseline put in the compile cache" in second.output
+    assert "autotuning choice(s) kept with the baseline in place in the compile cache" in second.output
     cache = tmp_path / "b" / "compile-cache" / "inductor"
     for key, entry in entries.items():
         assert json.loads((cache / key).read_text()) == entry, key  # not tuned again, not replaced

@@ -33,8 +33,8 @@ from fuseci.store import baselines as bl
 from fuseci.store import results, runs
 
 LEGACY = ROOT / "tests" / "data" / "legacy"
-BASELINES = [  # a suite's ledgers file beside its baseline is not one (tests/test_ledger_api.py reads it)
-    *sorted(p for p in H200_BASELINES.glob("*/*.json") if not p.name.endswith(".ledgers.json")),
+BASELINES = [  # a suite's ledgers and autotuning files beside its baseline are not one (their own tests read them)
+    *sorted(p for p in H200_BASELINES.glob("*/*.json") if not p.name.endswith((".ledgers.json", ".autotune.json"))),
     LEGACY / "baseline-elementwise-h200.json",
 ]
 RECORDS = [*sorted(REPORTS.glob("*.harness.json")), LEGACY / "elementwise-regressed.harness.json"]

@@ -13,9 +13,17 @@
 # `fuseci update-baselines` through the same caches, and the runs judged against them: noise
 # alone, without a stored baseline's autotuning choices (a cold cache may choose another launch
 # shape, whose bytes differ: docs/BENCHMARKS.md, "The fusion ledger: model suites").
+# With AA_CACHES=each every run (and update-baselines) compiles with cold caches of its own, under
+# its report directory, as a fresh runner does: each run then tests that the baseline's kept
+# autotuning choices are put in place (the run's log says how many; printed below).
 set -u
 N=${1:-10}; C=${2:-1}; W=${3:-/tmp/fuseci-ledger-aa}; SUITE=${4:-suites/models.yaml}
-mkdir -p "$W"; export TORCHINDUCTOR_CACHE_DIR=$W/cc/inductor TRITON_CACHE_DIR=$W/cc/triton
+mkdir -p "$W"
+if [ "${AA_CACHES:-shared}" = each ]; then
+  unset TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR
+else
+  export TORCHINDUCTOR_CACHE_DIR=$W/cc/inductor TRITON_CACHE_DIR=$W/cc/triton
+fi
 BASE=()
 if [ "${AA_BASELINES:-stored}" = fresh ]; then
   BASE=(--baselines "$W/baselines")
@@ -55,6 +63,10 @@ for i in range(1, n + 1):
     ]
     checks = sum(len(c.get("checks", [])) for s in doc["suites"] for c in s["cases"])
     print(f"run {i}: exit {doc.get('exit_code')}, {checks} checks, {len(fails)} not passing")
+    for s in doc["suites"]:
+        for note in s.get("notes", []):
+            if "autotuning choice" in note:
+                print("    " + note.split(":")[0])
     for f in fails:
         print("   ", f)
     bad += bool(fails)

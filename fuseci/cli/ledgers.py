@@ -142,8 +142,7 @@ def show_text(file: LedgerFile, keys: list[str]) -> str:
     lines = [_file_line("file", file)]
     for key, ledger in ledger_files.select(file, keys).items():
         lines += ["", cut(key), *(f"  {line}" for line in ledger_lines(ledger))]
-        lines += [f"  graph break: {cut(reason, 600)}" for reason in ledger.break_reasons]
-        lines += [f"  note: {cut(note, 600)}" for note in ledger.notes]
+        lines += [f"  graph break: {cut(reason, 600)}" for reason in ledger.break_reasons]  # notes: in its lines
     return "\n".join(lines)
 
 

@@ -416,12 +416,12 @@ def _pinned(suite: Suite, record: HarnessRecord) -> str:
     root = os.environ.get(kept.ROOT_ENV)
     if not root:
         return ""
-    written, replaced = autotune.pin(Path(root), str(record.env.get("gpu_name", "")), suite.name)
-    if not written:
+    in_place, replaced = autotune.pin(Path(root), str(record.env.get("gpu_name", "")), suite.name)
+    if not in_place:
         return ""
-    instead = f", {replaced} of them in place of another choice this compile cache held" if replaced else ""
+    instead = f", {replaced} of them {kept.REPLACED}" if replaced else ""
     return (
-        f"{written} autotuning choice(s) kept with the baseline put in the compile cache before compiling{instead}: "
+        f"{in_place} autotuning choice(s) kept with the baseline in place in the compile cache before compiling{instead}: "
         "kernels whose code did not change run the baseline's configurations"
     )
 

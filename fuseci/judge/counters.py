@@ -43,21 +43,74 @@ _TINY = 0.001
 
 def band(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> tuple[float, str]:
     """The relative band a counted quantity may move within, and why it is wider than the
-    tolerance (empty when it is not): the most either side's kernels moved over their profiled
-    passes, times :data:`MOVING_FACTOR`, at least the quantity's moving floor, where that is
-    wider than the tolerance; else the tolerance."""
+    tolerance (empty when it is not): each kernel that moved over a side's profiled passes may
+    move :data:`MOVING_FACTOR` times as far, and at least the quantity's kernel floor of its own
+    count (:attr:`~fuseci.config.quantities.Quantity.kernel_floor`); the band is what the side
+    whose kernels may move most allows, at least the quantity's moving floor, where that is wider
+    than the tolerance; else the tolerance."""
     entry = quantities.get(quantity)
     allowed = tolerance.relative or 0.0
     old = (ctx.baseline_values() or {}).get(quantity, math.nan)
-    seen = [s for s in (spread_of(ctx.baseline_kernels(), quantity), spread_of(ctx.kernels, quantity)) if s]
-    if not seen or not old > 0:
+    sides = [m for m in (_moving(ctx.baseline_kernels(), quantity), _moving(ctx.kernels, quantity)) if m and m[1]]
+    if not sides or not old > 0:
         return allowed, ""
-    wide = MOVING_FACTOR * max(seen) / old
+    slack, moved, count = max(sides)
+    wide = slack / old
     if wide <= allowed:  # what it moved is well inside the tolerance: the tolerance holds
         return allowed, ""
     wide = max(wide, entry.moving_floor if entry else 0.0)
-    shown = quantities.show(quantity, max(seen), exact=True)
-    return wide, f" (it moved by up to {shown} over the profiled passes: band ±{_pct(wide)})"
+    shown = quantities.show(quantity, moved, exact=True)
+    floor = entry.kernel_floor if entry else 0.0
+    each = f", in {count} kernel(s), each allowed {floor:.0%} of its own count at least" if floor else ""
+    return wide, f" (it moved by up to {shown} over the profiled passes{each}: band ±{_pct(wide)})"
+
+
+def _moving(kernels: Sequence[KernelLaunch], quantity: str) -> tuple[float, float, int] | None:
+    """What one side's kernels whose ``quantity`` moved over their profiled passes may move by
+    together, how far they moved, and how many they are; None when a kernel was profiled once."""
+    if spread_of(kernels, quantity) is None:
+        return None
+    entry = quantities.get(quantity)
+    floor = entry.kernel_floor if entry else 0.0
+    moving = [k for k in kernels if k.spread[quantity] > 0]
+    slack = sum(max(MOVING_FACTOR * k.spread[quantity], floor * k.counts.get(quantity, 0.0)) for k in moving)
+    return slack, float(sum(k.spread[quantity] for k in moving)), len(moving)
+
+
+def repeating_rise(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> str:
+    """Where the kernels are the same build as the baseline's: how the kernels whose count repeated
+    over every profiled pass rose beyond ``tolerance`` together (``from 12 to 14 (+2); in k +2``),
+    or ``""``. A library kernel's moving band is not theirs to spend: an edit that adds
+    instructions to a generated kernel beside a moving GEMM is still caught."""
+    old_kernels, new_kernels = ctx.baseline_kernels(), ctx.kernels
+    if not same_build(old_kernels, new_kernels):
+        return ""
+    pairs = [
+        (a, b)
+        for a, b in zip(old_kernels, new_kernels, strict=True)
+        if a.spread.get(quantity, 0.0) == 0.0
+        and b.spread.get(quantity, 0.0) == 0.0
+        and quantity in a.counts
+        and quantity in b.counts
+    ]
+    old = sum(a.counts[quantity] for a, _ in pairs)
+    new = sum(b.counts[quantity] for _, b in pairs)
+    if (
+        not pairs
+        or Tolerance(str(tolerance), tolerance.relative or 0.0).classify(old, new, Direction.LOWER_IS_BETTER)
+        is not Band.WORSE
+    ):
+        return ""
+    where = [
+        f"{b.name} {_delta(quantity, a.counts[quantity], b.counts[quantity])}"
+        for a, b in pairs
+        if b.counts[quantity] != a.counts[quantity]
+    ]
+    shown = quantities.show
+    return (
+        f"from {shown(quantity, old, exact=True)} to {shown(quantity, new, exact=True)} ({_delta(quantity, old, new)}); "
+        f"in {', '.join(where)}"
+    )
 
 
 def _pct(fraction: float) -> str:
@@ -133,7 +186,16 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     allowed, why_wide = band(ctx, quantity, tol)
     context = f"; its kernels changed ({rebuilt})" if rebuilt else ""
     seen = f"from {was} to {now} ({pct}); tolerance {tol}{why_wide}"
-    match Tolerance(str(tol), allowed).classify(old, current, Direction.LOWER_IS_BETTER):
+    verdict = Tolerance(str(tol), allowed).classify(old, current, Direction.LOWER_IS_BETTER)
+    repeating = verdict is not Band.WORSE and why_wide and entry.counted is Counted.WORK
+    if repeating and (rise := repeating_rise(ctx, quantity, tol)):
+        return replace(
+            d,
+            verdict=Verdict.REGRESSED,
+            message=f"{name} rose in the kernels whose count repeats: {rise}; tolerance {tol} (the whole "
+            f"variant's, {was} to {now} ({pct}), is within the band of the kernels that move{why_wide})",
+        )
+    match verdict:
         case Band.WORSE:
             where = moved_kernels(ctx.baseline_kernels(), ctx.kernels, quantity)
             by = f"; in {', '.join(where)}" if where else ""

@@ -57,9 +57,19 @@ MAX_ENTRIES = 20_000
 MAX_FIELDS = 64
 #: The longest text value of a field (a hash is 64 characters).
 MAX_TEXT = 256
+#: How a run's note (:attr:`fuseci.measure.record.HarnessRecord.pinned`) says that a kept choice
+#: replaced another one the compile cache held.
+REPLACED = "in place of another choice this compile cache held"
+
 
 Entry = dict[str, Any]
 """One configuration: its fields (``XBLOCK``, ``num_warps``, ``configs_hash``...) and scalar values."""
+
+
+def pinned_note(profiled: str, timed: str) -> str:
+    """The run's note of the kept choices, from its profiled and its timed harness: they share the
+    compile cache, and the one that came first put the choices there, replacing what it held."""
+    return timed if REPLACED in timed and REPLACED not in profiled else profiled or timed
 
 
 def file_for(root: Path, gpu_name: str, suite: str) -> Path:

@@ -208,7 +208,8 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
         else:
             timed = finish_timed(timer, timed_files, s.timeout_s)
         record = _with_timings(record, timed, record.ok_cases(), timed_files, again=False)
-        record = replace(record, profiler=replace(info, timed=True), copy_bandwidth=timed.copy_bandwidth)
+        pinned = autotune.pinned_note(record.pinned, timed.pinned)
+        record = replace(record, profiler=replace(info, timed=True), copy_bandwidth=timed.copy_bandwidth, pinned=pinned)
     elif timer is not None:
         process.stop(timer)
     write_record(record, files.record)

@@ -134,18 +134,21 @@ def used(root: Path | None = None) -> dict[str, kept.Entry]:
 
 def install(entries: Mapping[str, kept.Entry], root: Path | None = None) -> tuple[int, int]:
     """Put checked entries (:func:`fuseci.measure.autotune.check`) under Inductor's cache
-    directory ``root``, each atomically; what differed is replaced. (written, replaced): entries
-    that were missing or different, and of those the ones that held another choice."""
+    directory ``root``, each atomically; what differed is replaced. (in place, replaced): the
+    entries the cache now holds as kept, whoever put them there (the profiled and the timed
+    harness of one run share the cache, and either may come first), and those this call put in
+    place of another choice."""
     root = root or cache_dir()
     if root is None or not entries:
         return 0, 0
-    written = replaced = 0
+    in_place = replaced = 0
     for key, entry in entries.items():
         if not kept.ENTRY.fullmatch(key):  # checked before; never a path out of the cache
             continue
         path = root / key
         existed = os.path.lexists(path)
         if existed and kept.read_entry(path) == entry:
+            in_place += 1
             continue
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,14 +156,14 @@ def install(entries: Mapping[str, kept.Entry], root: Path | None = None) -> tupl
         except OSError as exc:
             log.warning("cannot put the baseline's autotuning choice %s in the compile cache: %s", key, exc)
             continue
-        written += 1
+        in_place += 1
         replaced += existed
-    return written, replaced
+    return in_place, replaced
 
 
 def pin(root: Path, gpu_name: str, suite: str) -> tuple[int, int]:
     """Install the entries kept beside the suite's baseline under the baseline root ``root`` for
-    this card (:func:`fuseci.measure.autotune.file_for`), if any: (written, replaced).
+    this card (:func:`fuseci.measure.autotune.file_for`), if any: (in place, replaced).
 
     Raises:
         BaselineError: the file is there but is not a good autotuning record.
