@@ -95,22 +95,15 @@ def repeating_rise(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> 
     ]
     old = sum(a.counts[quantity] for a, _ in pairs)
     new = sum(b.counts[quantity] for _, b in pairs)
-    if (
-        not pairs
-        or Tolerance(str(tolerance), tolerance.relative or 0.0).classify(old, new, Direction.LOWER_IS_BETTER)
-        is not Band.WORSE
-    ):
+    if not pairs or tolerance.classify(old, new, Direction.LOWER_IS_BETTER) is not Band.WORSE:
         return ""
     where = [
         f"{b.name} {_delta(quantity, a.counts[quantity], b.counts[quantity])}"
         for a, b in pairs
         if b.counts[quantity] != a.counts[quantity]
     ]
-    shown = quantities.show
-    return (
-        f"from {shown(quantity, old, exact=True)} to {shown(quantity, new, exact=True)} ({_delta(quantity, old, new)}); "
-        f"in {', '.join(where)}"
-    )
+    was, now = (quantities.show(quantity, x, exact=True) for x in (old, new))
+    return f"from {was} to {now} ({_delta(quantity, old, new)}); in {', '.join(where)}"
 
 
 def _pct(fraction: float) -> str:
