@@ -295,6 +295,39 @@ def _rehearsal():
     return module
 
 
+def test_the_rehearsed_artifacts_are_laid_out_as_github_stores_them(tmp_path: Path) -> None:
+    """upload-artifact stores a directory's files at the artifact's root (the paths' least
+    common ancestor), download-artifact puts each artifact in path/NAME, or a named one in path
+    itself: the report job's merge must find every shard's results.json where GitHub puts it."""
+    module = _rehearsal()
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "gpu.yml").read_text(encoding="utf-8"))
+    profile, report = workflow["jobs"]["profile"], workflow["jobs"]["report"]
+    up = next(s for s in profile["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    store = tmp_path / "store"
+    for shard in ("h100-1", "h200-2"):
+        tree = tmp_path / shard
+        (tree / up["with"]["path"] / "mutants").mkdir(parents=True)
+        (tree / up["with"]["path"] / "results.json").write_text("{}")
+        (tree / up["with"]["path"] / "mutants" / "results.json").write_text("{}")
+        assert module.upload(tree, up["with"]["path"], store / f"fuseci-{shard}") == [up["with"]["path"]]
+    down = next(s for s in report["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    work = tmp_path / "report"
+    assert module.download(store, work / down["with"]["path"], down["with"]) == ["fuseci-h100-1", "fuseci-h200-2"]
+    merge = next(s for s in report["steps"] if s.get("name") == "Merge the shards")
+    glob = re.search(r"fuseci merge (\S+)", merge["run"]).group(1)
+    assert sorted(str(p.relative_to(work)) for p in work.glob(glob)) == [
+        "artifacts/fuseci-h100-1/results.json",
+        "artifacts/fuseci-h200-2/results.json",
+    ]
+    # a named artifact lands in the path itself; a single file at the artifact's root
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "summary.md").write_text("s")
+    assert module.upload(tmp_path / "one", "summary.md\n", store / "note") == ["summary.md"]
+    assert module.download(store, tmp_path / "got", {"name": "note", "path": "got"}) == ["note"]
+    assert (tmp_path / "got" / "summary.md").read_text() == "s"
+    assert module.upload(tmp_path / "one", "missing/\n.\n", store / "none") == []  # never the whole tree
+
+
 def test_the_rehearsal_runs_the_steps_of_the_event_it_rehearses() -> None:
     holds = _rehearsal().condition_holds
     ran = {
@@ -407,6 +440,8 @@ def test_a_dry_run_runs_nothing_and_lists_what_it_would(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert (repo / "mine.txt").exists() and (repo / "said.txt").read_text().split()[0] == "none"
     assert [r["outcome"] for r in json.loads((repo / "real" / "steps.json").read_text())][1:4] == ["ok"] * 3
-    assert (repo / "real" / "artifacts" / "a" / "out" / "x").is_file()  # its paths, the `!` lines left out
+    # as GitHub stores a directory: its files at the artifact's root, the `!` lines left out
+    assert (repo / "real" / "artifacts" / "a" / "x").is_file()
+    assert not (repo / "real" / "artifacts" / "a" / "out").exists()
     missing = subprocess.run([*argv[:2], "--workflow", "nope.yml"], cwd=repo, capture_output=True, text=True)
     assert missing.returncode == 1 and "no workflow file nope.yml" in missing.stderr

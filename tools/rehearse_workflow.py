@@ -15,14 +15,15 @@ succeeds; ``if: always()`` steps run regardless; ``if:`` conditions made of ``ma
 ``--event`` (default ``push``). ``--event pull_request`` rehearses a pull request whose base
 commit (``github.event.pull_request.base.sha``) is ``--base`` (default ``HEAD~1``, resolved with
 git). Of the ``uses:`` steps, checkout is the
-working tree itself, upload-artifact copies its path to DIR/artifacts/NAME, and a local action
+working tree itself, upload-artifact copies its paths to DIR/artifacts/NAME as GitHub stores
+them (relative to what they have in common: a directory's files at the root), and a local action
 (``uses: ./``, fuseci's own ``action.yml``) runs its steps the same way, with its inputs (the
 step's ``with:`` over the action's defaults) for ``${{ inputs.X }}`` and its directory as
 ``GITHUB_ACTION_PATH``; so does ``uses: OWNER/NAME@REF`` given ``--local-action
 OWNER/NAME=PATH`` (any ref: the composite ``action.yml`` at PATH, such as this checkout for a
 workflow that ``fuseci init`` wrote in another repository); the others (the caches) are listed
 as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
-where the workflow puts them.
+where the workflow puts them (``name:`` into the path itself, else each into path/NAME).
 ``--skip`` leaves out a step by name (say, an install step on a machine without network, or
 the Action's ``Set up fuseci`` where the fuseci on PATH is the one to rehearse), which the
 summary lists. ``--dry-run`` runs nothing and lists the steps a rehearsal would run. Each step's
@@ -33,6 +34,7 @@ status: 0 when every job rehearsed as it would pass on GitHub.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import itertools
 import json
 import os
@@ -229,30 +231,76 @@ def _uses(
         # A fresh checkout holds none of an earlier job's outputs: clear what this job uploads.
         for other in job["steps"]:
             if str(other.get("uses", "")).startswith("actions/upload-artifact@"):
-                for path in _paths(ctx.expand(str(other["with"]["path"]))):
-                    shutil.rmtree(ctx.root / path, ignore_errors=True)
+                for hit in _included(ctx.root, ctx.expand(str(other["with"]["path"]))):
+                    if hit.is_dir():
+                        shutil.rmtree(hit, ignore_errors=True)
+                    else:
+                        hit.unlink()
         done = f"  {label}: the working tree is the checkout (outputs of earlier jobs cleared)"
     elif uses.startswith("actions/upload-artifact@"):
         w = step.get("with", {})
         dest = ctx.out / "artifacts" / ctx.expand(str(w["name"]))
-        copied = []
-        for path in _paths(ctx.expand(str(w["path"]))):
-            if (ctx.root / path).exists():
-                shutil.copytree(ctx.root / path, dest / path, dirs_exist_ok=True)
-                copied.append(path)
+        copied = upload(ctx.root, ctx.expand(str(w["path"])), dest)
         done = f"  {label}: copied {', '.join(copied)} to {dest}" if copied else f"  {label}: nothing to copy"
     elif uses.startswith("actions/download-artifact@"):
-        dest = ctx.root / ctx.expand(str(step.get("with", {}).get("path", ".")))
-        shutil.copytree(ctx.out / "artifacts", dest, dirs_exist_ok=True)
-        done = f"  {label}: copied the rehearsed artifacts to {dest}"
+        w = {k: ctx.expand(str(v)) for k, v in (step.get("with") or {}).items()}
+        dest = ctx.root / w.get("path", ".")
+        got = download(ctx.out / "artifacts", dest, w)
+        done = f"  {label}: copied the rehearsed artifacts {', '.join(got) or '(none)'} to {dest}"
     log.append(done)
     ctx.record(name, label, "done" if outcome == "not rehearsed" and not done.startswith("  not") else outcome)
     return True
 
 
-def _paths(text: str) -> list[str]:
-    """An upload's paths, one a line; its ``!`` exclusions left out (they only narrow it)."""
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("!")]
+def upload(root: Path, text: str, dest: Path) -> list[str]:
+    """upload-artifact's layout: the files its ``path:`` lines match (globs, directories
+    whole), less its ``!`` exclusions, stored relative to the least common ancestor of what
+    matched: a single directory's contents sit at the artifact's root, a single file too.
+    Returns the paths that matched."""
+    found = _included(root, text)
+    if not found:
+        return []
+    base = Path(os.path.commonpath([str(hit if hit.is_dir() else hit.parent) for hit in found]))
+    lines = [line.strip() for line in text.splitlines()]
+    excluded = {hit for line in lines if line.startswith("!") for hit in _matches(root, line[1:].strip())}
+    for hit in found:
+        for one in (sorted(hit.rglob("*")) if hit.is_dir() else [hit]):
+            if one.is_file() and not any(one == x or x in one.parents for x in excluded):
+                (dest / one.relative_to(base)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(one, dest / one.relative_to(base))
+    return [str(hit.relative_to(root)) for hit in found]
+
+
+def _included(root: Path, text: str) -> list[Path]:
+    """What an upload's ``path:`` lines name, its ``!`` exclusions aside."""
+    lines = [line.strip() for line in text.splitlines()]
+    return [hit for line in lines if not line.startswith("!") for hit in _matches(root, line)]
+
+
+def _matches(root: Path, pattern: str) -> list[Path]:
+    """What one ``path:`` line names in the working tree (a glob where it has one)."""
+    if not pattern.strip(". /"):
+        return []  # never the working tree itself
+    if any(c in pattern for c in "*?["):
+        return sorted(root.glob(pattern))
+    return [root / pattern] if (root / pattern).exists() else []
+
+
+def download(store: Path, dest: Path, given: dict[str, str]) -> list[str]:
+    """download-artifact's layout: ``name:`` puts that artifact's files in ``path`` itself;
+    otherwise every artifact (those ``pattern:`` matches) goes to ``path``/NAME, or into
+    ``path`` itself with ``merge-multiple: true``. Returns the artifacts copied."""
+    names = sorted(p.name for p in store.iterdir() if p.is_dir()) if store.is_dir() else []
+    if "name" in given:
+        names = [n for n in names if n == given["name"]]
+        flat = True
+    else:
+        pattern = given.get("pattern", "*")
+        names = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        flat = given.get("merge-multiple", "false").lower() == "true"
+    for n in names:
+        shutil.copytree(store / n, dest if flat else dest / n, dirs_exist_ok=True)
+    return names
 
 
 def run_action(
