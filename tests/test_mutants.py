@@ -136,3 +136,33 @@ def test_run_without_suites_skips_the_planted_suite(in_root, monkeypatch) -> Non
 
     names = {s.name for s in _load_suites(None)}
     assert "mutants" not in names and "elementwise" in names
+
+
+def test_a_caught_plant_with_structural_notes_reads_caught(tmp_path) -> None:
+    """`fuseci run suites/model_mutants.yaml` on an H100 80GB HBM3 (its JSON results): each of
+    the five plants its ledger caught also left structural notes (renamed kernels, another graph,
+    a new graph break), which are warnings. They are counted and shown as caught, the notes
+    under them; the benign graph break stays a warning."""
+    import lzma
+
+    from fuseci.reporters import console, markdown
+    from fuseci.store.results import read_results
+
+    path = tmp_path / "results.json"
+    path.write_bytes(lzma.decompress((REPORTS.parent / "results" / "h100-model-mutants.json.xz").read_bytes()))
+    comps = read_results(path)
+    text, doc = console.render(comps), markdown.render(comps)
+    totals = (
+        "fuseci: 1 variant with warnings: 3 checks; 1 variant improved: 1 check; 5 planted regressions caught; "
+        "5 variants pass: 23 checks; exit 0"
+    )
+    assert text.endswith(totals + "\n") and doc.startswith(f"**{totals}**\n")
+    plants = ("prenorm/break_add_norm", "prenorm/contiguous", "prenorm/opaque", "swiglu/fp32", "convbn/opaque")
+    for plant in plants:
+        block = text.split(f"  CAUGHT     {plant}  ")[1]
+        assert block.startswith("suites/model_mutants.yaml:") and "    - planted regression caught by ledger\n" in block
+        assert f"- 🎯 **CAUGHT** {plant}\n  - planted regression caught by ledger\n" in doc
+        # once, as caught: not again among the warnings
+        assert text.count(f"CAUGHT     {plant}  ") == 1 and f"WARN       {plant}  " not in text
+    assert "2 compiled graph(s), was 1" in text.split("CAUGHT     prenorm/break_add_norm")[1].split("CAUGHT")[0]
+    assert "  WARN       prenorm/free_break  " in text and "| prenorm | free_break |" in doc

@@ -12,8 +12,9 @@ Triton's kernels and their autotuning come from the warm cache.
 Counts the compiled forward's kernel launches (from the run's JSON) and the kernels ncu
 profiled of it (from the report, read without counting repeats back in).
 
-Prints a Markdown table (depth, mode, launches, profiled, seconds) and the least-squares cost of
-one more profiled kernel, over every run; also written to DIR/summary.md. Needs a CUDA GPU,
+Prints a Markdown table (depth, mode, launches, profiled, seconds) and the cost of one more
+profiled kernel: the least-squares slope within each depth (`once` against `every`, the same
+model compiled and timed), pooled over the depths; also written to DIR/summary.md. Needs a CUDA GPU,
 PyTorch, ncu and this checkout's fuseci. Exit status: 0 when every run's verdict was given, 1
 when a run failed, 3 when the arguments are wrong.
 """
@@ -89,12 +90,21 @@ def _one(out: Path, depth: int, repeats: str, per_block: bool) -> dict[str, obje
 
 
 def _slope(rows: list[dict[str, object]]) -> float | None:
-    points = [(float(r["profiled"]), float(r["seconds"])) for r in rows if "profiled" in r]  # type: ignore[arg-type]
-    if len({x for x, _ in points}) < 2:
-        return None
-    mx = sum(x for x, _ in points) / len(points)
-    my = sum(y for _, y in points) / len(points)
-    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    """Seconds per profiled kernel: the least-squares slope within each depth (the same model
+    compiled and timed, only the kernels profiled differ between `once` and `every`), pooled
+    over the depths. Across depths a deeper model also compiles and times more, which is not
+    profiling's cost."""
+    by_depth: dict[object, list[tuple[float, float]]] = {}
+    for r in rows:
+        if "profiled" in r:
+            by_depth.setdefault(r.get("depth"), []).append((float(r["profiled"]), float(r["seconds"])))  # type: ignore[arg-type]
+    sxy = sxx = 0.0
+    for points in by_depth.values():
+        mx = sum(x for x, _ in points) / len(points)
+        my = sum(y for _, y in points) / len(points)
+        sxy += sum((x - mx) * (y - my) for x, y in points)
+        sxx += sum((x - mx) ** 2 for x, _ in points)
+    return sxy / sxx if sxx else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     slope = _slope(rows)
     lines.append("")
-    lines.append(f"cost of one more profiled kernel: {slope:.3f} s" if slope is not None else "cost: too few points")
+    lines.append(
+        f"cost of one more profiled kernel: {slope:.3f} s"
+        if slope is not None
+        else "cost: too few points (give both repeats modes)"
+    )
     text = "\n".join(lines)
     (args.out / "summary.md").write_text(text + "\n")
     print(text)

@@ -264,7 +264,7 @@ def upload(root: Path, text: str, dest: Path) -> list[str]:
     lines = [line.strip() for line in text.splitlines()]
     excluded = {hit for line in lines if line.startswith("!") for hit in _matches(root, line[1:].strip())}
     for hit in found:
-        for one in (sorted(hit.rglob("*")) if hit.is_dir() else [hit]):
+        for one in sorted(hit.rglob("*")) if hit.is_dir() else [hit]:
             if one.is_file() and not any(one == x or x in one.parents for x in excluded):
                 (dest / one.relative_to(base)).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(one, dest / one.relative_to(base))

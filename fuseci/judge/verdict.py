@@ -401,8 +401,11 @@ class Subject:
 
     @property
     def caught(self) -> bool:
-        """A planted regression that every check meant to catch caught (it passes as planted)."""
-        return self.verdict is Verdict.PASS and any(k.check is CheckKind.PLANTED for k in self.checks)
+        """A planted regression that every check meant to catch caught (it passes as planted),
+        with nothing worse than a warning beside it: a plant that splits a fusion also leaves
+        structural notes (renamed kernels, another graph), which must not hide that it was caught."""
+        planted = any(k.check is CheckKind.PLANTED and k.verdict is Verdict.PASS for k in self.checks)
+        return planted and self.verdict.rank >= Verdict.WARN.rank
 
 
 def subjects(comparisons: list[Comparison]) -> list[Subject]:

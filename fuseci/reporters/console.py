@@ -114,12 +114,15 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
 
 def _blocks(c: Comparison) -> list[Text]:
     """One block per (case, variant) with a check that did not pass, the worst first; then one
-    per planted regression caught, saying by what."""
+    per planted regression caught, saying by what (with its warnings, if it has any)."""
     out: list[Text] = []
+    caught = {(s.case, s.variant): s for s in subjects([c]) if s.caught}
     for a in attention(c):
-        out.append(
-            Text.assemble("  ", _verdict(a.verdict, 10), " ", clean(a.where), "  ", _place(c.suite_path, a.line))
-        )
+        plant = caught.pop((a.case, a.variant), None)
+        head = _caught() if plant else _verdict(a.verdict, 10)
+        out.append(Text.assemble("  ", head, " ", clean(a.where), "  ", _place(c.suite_path, a.line)))
+        if plant:
+            out += [_bullet(Verdict.PASS, k.message) for k in plant.checks if k.check is CheckKind.PLANTED]
         # Checks without a baseline value are one line with the command that records them; a
         # value the baseline has but that was not compared (an exact counter of other kernels)
         # says why on a line of its own: recording would hide the change.
@@ -138,11 +141,16 @@ def _blocks(c: Comparison) -> list[Text]:
             out.append(_bullet(Verdict.NEW, f"{len(new)} checks have {advice}"))
         if a.passing:
             out.append(Text(f"    ({count(a.passing, 'more check', 'more checks')} pass)", PLACE))
-    for s in (s for s in subjects([c]) if s.caught):
-        caught = Text("CAUGHT".ljust(10), STYLES[Verdict.PASS])
-        out.append(Text.assemble("  ", caught, " ", clean(f"{s.case}/{s.variant}"), "  ", _place(c.suite_path, s.line)))
+    for s in caught.values():
+        out.append(
+            Text.assemble("  ", _caught(), " ", clean(f"{s.case}/{s.variant}"), "  ", _place(c.suite_path, s.line))
+        )
         out += [_bullet(Verdict.PASS, k.message) for k in s.checks if k.check is CheckKind.PLANTED]
     return out
+
+
+def _caught() -> Text:
+    return Text("CAUGHT".ljust(10), STYLES[Verdict.PASS])
 
 
 def _ledgers(c: Comparison, verbose: bool) -> list[Text]:

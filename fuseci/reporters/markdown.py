@@ -146,7 +146,7 @@ def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Ve
     columns = gain_columns()
     for variant in dict.fromkeys(variants) or ("",):
         verdict = worst(k for k in case.checks if k.variant in (variant, "", UNFUSED))
-        planted = verdict is Verdict.PASS and (case.case, variant) in caught
+        planted = (case.case, variant) in caught and verdict.rank >= Verdict.WARN.rank
         g = gains.get(variant, {})
         cells = (
             escape(case.case),
@@ -166,10 +166,16 @@ def _bullets(c: Comparison) -> tuple[str, ...]:
     """One bullet per (case, variant) with a check that did not pass, headed by its worst
     verdict, its checks' messages nested under it (:func:`~fuseci.reporters.text.attention`)."""
     out: list[str] = []
+    caught = {(s.case, s.variant): s for s in subjects([c]) if s.caught}
     for a in attention(c):
-        out.append(f"- {_icon(a.verdict)} **{a.verdict.value.upper()}** {escape(a.where)}")
+        plant = caught.pop((a.case, a.variant), None)
+        if plant:  # caught, with warnings beside it
+            out.append(f"- {_CAUGHT} **CAUGHT** {escape(a.where)}")
+            out += [f"  - {inline(k.message)}" for k in plant.checks if k.check is CheckKind.PLANTED]
+        else:
+            out.append(f"- {_icon(a.verdict)} **{a.verdict.value.upper()}** {escape(a.where)}")
         out += [f"  - {inline(message(k))}" for k in a.checks]
-    for s in (s for s in subjects([c]) if s.caught):
+    for s in caught.values():
         out.append(f"- {_CAUGHT} **CAUGHT** {escape(f'{s.case}/{s.variant}')}")
         out += [f"  - {inline(k.message)}" for k in s.checks if k.check is CheckKind.PLANTED]
     return tuple(out)
