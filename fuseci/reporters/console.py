@@ -27,11 +27,12 @@ import shlex
 from rich.text import Text
 
 from fuseci.config import names
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
+from fuseci.judge.verdict import CaseResult, Comparison, Verdict
 from fuseci.reporters.ledger import change_lines, ledger_lines, summary_line
 from fuseci.reporters.text import (
     UNDERCOUNT,
-    attention,
+    Attention,
+    blocks,
     clean,
     columns,
     count,
@@ -114,43 +115,39 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
 
 def _blocks(c: Comparison) -> list[Text]:
     """One block per (case, variant) with a check that did not pass, the worst first; then one
-    per planted regression caught, saying by what (with its warnings, if it has any)."""
+    per planted regression caught, saying by what (:func:`~fuseci.reporters.text.blocks`)."""
     out: list[Text] = []
-    caught = {(s.case, s.variant): s for s in subjects([c]) if s.caught}
-    for a in attention(c):
-        plant = caught.pop((a.case, a.variant), None)
-        head = _caught() if plant else _verdict(a.verdict, 10)
-        out.append(Text.assemble("  ", head, " ", clean(a.where), "  ", _place(c.suite_path, a.line)))
-        if plant:
-            out += [_bullet(Verdict.PASS, k.message) for k in plant.checks if k.check is CheckKind.PLANTED]
-        # Checks without a baseline value are one line with the command that records them; a
-        # value the baseline has but that was not compared (an exact counter of other kernels)
-        # says why on a line of its own: recording would hide the change.
-        unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
-        new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
-        out += [_bullet(k.verdict, message(k)) for k, u in zip(a.checks, unrecorded, strict=True) if not u]
-        if len(new) == 1:
-            out.append(_bullet(Verdict.NEW, message(new[0])))
-        elif new:
-            command = record_command(c)
-            advice = (
-                f"no baseline value yet: record them with `{command}`"
-                if command
-                else f"no value in {c.reference.name if c.reference else 'the baseline'} to compare with"
-            )
-            out.append(_bullet(Verdict.NEW, f"{len(new)} checks have {advice}"))
-        if a.passing:
-            out.append(Text(f"    ({count(a.passing, 'more check', 'more checks')} pass)", PLACE))
-    for s in caught.values():
-        out.append(
-            Text.assemble("  ", _caught(), " ", clean(f"{s.case}/{s.variant}"), "  ", _place(c.suite_path, s.line))
-        )
-        out += [_bullet(Verdict.PASS, k.message) for k in s.checks if k.check is CheckKind.PLANTED]
+    for b in blocks(c):
+        verdict = b.attention.verdict if b.attention else Verdict.PASS
+        head = Text("CAUGHT".ljust(10), STYLES[Verdict.PASS]) if b.caught else _verdict(verdict, 10)
+        out.append(Text.assemble("  ", head, " ", clean(b.where), "  ", _place(c.suite_path, b.line)))
+        out += [_bullet(Verdict.PASS, said) for said in b.caught]
+        if b.attention is not None:
+            out += _checks(c, b.attention)
     return out
 
 
-def _caught() -> Text:
-    return Text("CAUGHT".ljust(10), STYLES[Verdict.PASS])
+def _checks(c: Comparison, a: Attention) -> list[Text]:
+    """A block's checks that did not pass, then how many passed. Checks without a baseline
+    value are one line with the command that records them; a value the baseline has but that
+    was not compared (an exact counter of other kernels) says why on a line of its own:
+    recording would hide the change."""
+    unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
+    new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
+    out = [_bullet(k.verdict, message(k)) for k, u in zip(a.checks, unrecorded, strict=True) if not u]
+    if len(new) == 1:
+        out.append(_bullet(Verdict.NEW, message(new[0])))
+    elif new:
+        command = record_command(c)
+        advice = (
+            f"no baseline value yet: record them with `{command}`"
+            if command
+            else f"no value in {c.reference.name if c.reference else 'the baseline'} to compare with"
+        )
+        out.append(_bullet(Verdict.NEW, f"{len(new)} checks have {advice}"))
+    if a.passing:
+        out.append(Text(f"    ({count(a.passing, 'more check', 'more checks')} pass)", PLACE))
+    return out
 
 
 def _ledgers(c: Comparison, verbose: bool) -> list[Text]:

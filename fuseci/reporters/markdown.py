@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from fuseci.config import quantities
 from fuseci.config.model import UNFUSED
 from fuseci.errors import EXIT_PASS
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, Verdict, subjects
+from fuseci.judge.verdict import CaseResult, Comparison, Verdict, subjects
 from fuseci.reporters.text import (
     UNDERCOUNT,
-    attention,
+    blocks,
     clean,
     env_line,
     gain_columns,
@@ -166,18 +166,12 @@ def _bullets(c: Comparison) -> tuple[str, ...]:
     """One bullet per (case, variant) with a check that did not pass, headed by its worst
     verdict, its checks' messages nested under it (:func:`~fuseci.reporters.text.attention`)."""
     out: list[str] = []
-    caught = {(s.case, s.variant): s for s in subjects([c]) if s.caught}
-    for a in attention(c):
-        plant = caught.pop((a.case, a.variant), None)
-        if plant:  # caught, with warnings beside it
-            out.append(f"- {_CAUGHT} **CAUGHT** {escape(a.where)}")
-            out += [f"  - {inline(k.message)}" for k in plant.checks if k.check is CheckKind.PLANTED]
-        else:
-            out.append(f"- {_icon(a.verdict)} **{a.verdict.value.upper()}** {escape(a.where)}")
-        out += [f"  - {inline(message(k))}" for k in a.checks]
-    for s in caught.values():
-        out.append(f"- {_CAUGHT} **CAUGHT** {escape(f'{s.case}/{s.variant}')}")
-        out += [f"  - {inline(k.message)}" for k in s.checks if k.check is CheckKind.PLANTED]
+    for b in blocks(c):
+        verdict = b.attention.verdict if b.attention else Verdict.PASS
+        head = f"{_CAUGHT} **CAUGHT**" if b.caught else f"{_icon(verdict)} **{verdict.value.upper()}**"
+        out.append(f"- {head} {escape(b.where)}")
+        out += [f"  - {inline(said)}" for said in b.caught]
+        out += [f"  - {inline(message(k))}" for k in (b.attention.checks if b.attention else ())]
     return tuple(out)
 
 

@@ -15,7 +15,17 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Tally, Verdict, exit_code, tally
+from fuseci.judge.verdict import (
+    CaseResult,
+    CheckKind,
+    Comparison,
+    MetricDelta,
+    Tally,
+    Verdict,
+    exit_code,
+    subjects,
+    tally,
+)
 from fuseci.reporters.budget import cut
 
 #: The gains the tables show, in their order (a layout choice; their headings are the catalogue's
@@ -327,3 +337,34 @@ def attention(c: Comparison) -> list[Attention]:
             ordered = tuple(sorted(failing, key=lambda k: k.verdict.rank))
             out.append(Attention(case_id, variant, line, ordered, len(checks) - len(failing)))
     return sorted(out, key=lambda a: a.verdict.rank)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """What a report says of one (case, variant): the checks that did not pass, and what caught
+    it when it is a planted regression caught."""
+
+    where: str
+    """``case/variant``, or the case alone."""
+    line: int
+    """The case's line in the suite file (0 when unknown)."""
+    attention: Attention | None
+    """Its checks that did not pass; None for a planted regression caught with nothing else to say."""
+    caught: tuple[str, ...]
+    """What caught it (its planted check's message); empty unless a planted regression caught."""
+
+
+def blocks(c: Comparison) -> list[Block]:
+    """One :class:`Block` per :func:`attention` (a planted regression caught with warnings
+    beside it said as caught), then one per planted regression caught with every check passing."""
+    caught = {(s.case, s.variant): s for s in subjects([c]) if s.caught}
+
+    def said(key: tuple[str, str]) -> tuple[str, ...]:
+        plant = caught.pop(key, None)
+        return tuple(k.message for k in plant.checks if k.check is CheckKind.PLANTED) if plant else ()
+
+    out = [Block(a.where, a.line, a, said((a.case, a.variant))) for a in attention(c)]
+    out += [
+        Block(f"{case}/{variant}", s.line, None, said((case, variant))) for (case, variant), s in list(caught.items())
+    ]
+    return out
