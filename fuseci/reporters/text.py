@@ -20,6 +20,7 @@ from fuseci.judge.verdict import (
     CheckKind,
     Comparison,
     MetricDelta,
+    Subject,
     Tally,
     Verdict,
     exit_code,
@@ -359,12 +360,8 @@ def blocks(c: Comparison) -> list[Block]:
     beside it said as caught), then one per planted regression caught with every check passing."""
     caught = {(s.case, s.variant): s for s in subjects([c]) if s.caught}
 
-    def said(key: tuple[str, str]) -> tuple[str, ...]:
-        plant = caught.pop(key, None)
-        return tuple(k.message for k in plant.checks if k.check is CheckKind.PLANTED) if plant else ()
+    def said(s: Subject | None) -> tuple[str, ...]:
+        return tuple(k.message for k in s.checks if k.check is CheckKind.PLANTED) if s else ()
 
-    out = [Block(a.where, a.line, a, said((a.case, a.variant))) for a in attention(c)]
-    out += [
-        Block(f"{case}/{variant}", s.line, None, said((case, variant))) for (case, variant), s in list(caught.items())
-    ]
-    return out
+    out = [Block(a.where, a.line, a, said(caught.pop((a.case, a.variant), None))) for a in attention(c)]
+    return out + [Block(f"{s.case}/{s.variant}", s.line, None, said(s)) for s in caught.values()]
