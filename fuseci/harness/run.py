@@ -19,7 +19,7 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.harness import arrays, factory, watch
+from fuseci.harness import arrays, factory, in_process, watch
 from fuseci.harness.arrays import autotune, inductor, repeats
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
@@ -92,14 +92,19 @@ def _measure(
     log.debug("case %s: warmed up", case.id)
     compiled: dict[str, tuple[str, ...]] = {}
     repeated: dict[str, dict[str, list[list[int]]]] = {}
+    probe = in_process.get()
     for again in range(passes):
         for v in case.variants:
             call = calls[v.id]
             ops = inductor.op_ranges() if v.ledger is not None else contextlib.nullcontext()
-            once = v.ledger is not None and v.ledger.repeats == "once"
+            once = v.ledger is not None and v.ledger.repeats == "once" and probe is None
             marks = repeats.once_per_configuration() if once else contextlib.nullcontext(None)
-            with arrays.watch_compiles() as seen, arrays.nvtx_range(names.range_name(suite.name, case.id, v.id, again)):
-                with ops, marks as launches:  # a ledger variant: each kernel inside its wrapper call's range
+            range_name = names.range_name(suite.name, case.id, v.id, again)
+            if probe is not None:
+                probe.plain(range_name, lambda: call.raw(handed[v.id]))
+            window = probe.window(range_name) if probe is not None else contextlib.nullcontext()
+            with arrays.watch_compiles() as seen, arrays.nvtx_range(range_name):
+                with window, ops, marks as launches:  # a ledger variant: each kernel inside its wrapper call's range
                     call.raw(handed[v.id])
                 arrays.synchronize()
             if launches is not None:

@@ -1,0 +1,107 @@
+"""The in-process counters without a GPU: the CUPTI parameter blocks' sizes as cupti's headers
+declare them, the metrics asked of PerfWorks, the probe switched off by default, and the probe's
+comparison with ncu on a recorded report (tools/cupti_probe.py)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import CLEAN_REPORT, ROOT
+
+from fuseci.harness import cupti, in_process
+
+sys.path.insert(0, str(ROOT / "tools"))
+import cupti_probe  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("struct", "last", "size"),
+    [
+        # CUPTI_PROFILER_STRUCT_SIZE(type, last field) of CUDA 13.4's headers, on x86-64
+        (cupti.EnableP, "pRangeProfilerObject", 32),  # before 13.4: no cache control
+        (cupti.EnableP, "cacheControlMode", 36),
+        (cupti.SetConfigP, "targetNestingLevel", 90),
+        (cupti.StopP, "isAllPassSubmitted", 41),
+        (cupti.DataSizeP, "counterDataSize", 64),
+        (cupti.HostInitializeP, "pSinglePassMetricSetName", 56),
+        (cupti.EvaluateP, "pMetricValues", 72),
+        (cupti.AvailabilityP, "bAllowDeviceLevelCounters", 41),
+        (cupti.RangeInfoP, "rangeName", 56),
+        (cupti.PassesP, "numOfPasses", 40),
+        (cupti.ChipNameP, "pChipName", 32),
+    ],
+)
+def test_parameter_blocks_have_the_headers_sizes(struct: type, last: str, size: int) -> None:
+    assert cupti._size(struct, last) == size
+
+
+def test_launch_parameters_read_as_the_driver_lays_them_out() -> None:
+    # cuLaunchKernel_params: CUfunction, then gridDimX..blockDimZ and sharedMemBytes as unsigned
+    assert cupti.LaunchPlain.smem.offset == 8 + 6 * 4
+    assert cupti.LaunchEx.f.offset == 8
+    assert cupti.CallbackData.symbolName.offset == 32
+
+
+def test_perfworks_is_asked_only_for_hardware_counters() -> None:
+    with_tma, without = in_process.counter_metrics(True), in_process.counter_metrics(False)
+    assert not any(m.startswith(("launch__", "profiler__")) for m in with_tma)
+    assert "sm__maximum_warps_per_active_cycle_pct" not in with_tma
+    assert set(with_tma) - set(without) == {
+        "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",
+        "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+    }
+    assert "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum" in without
+
+
+def test_the_probe_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(in_process.PROBE_ENV, raising=False)
+    assert in_process.get() is None
+
+
+def test_no_library_is_a_message_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cupti, "loaded_library", lambda: None)
+    monkeypatch.setattr(cupti, "wheel_library", lambda: None)
+    monkeypatch.setattr(cupti, "TOOLKIT_LIBRARIES", ())
+    monkeypatch.delenv(cupti.LIBRARY_ENV, raising=False)
+    with pytest.raises(cupti.HarnessError, match="nvidia-cuda-cupti"):
+        cupti.find_library()
+
+
+def _probe_from_report(report: Path, out: Path, change: float = 0.0) -> dict[str, list[dict]]:
+    """A probe's lines written from ncu's own values (one of them moved by ``change``)."""
+    kernels = cupti_probe.ncu_kernels(report)
+    with (out / "cupti.jsonl").open("w") as f:
+        f.write(json.dumps({"passes": 1, "chip": "GH100"}) + "\n")
+        for i, (name, rows) in enumerate(kernels.items()):
+            values = [[row["mangled"], dict(row["metrics"])] for row in rows]
+            if i == 0 and change:
+                values[0][1]["smsp__inst_executed.sum"] += change
+            launches = [
+                {"name": row["mangled"], "api": "cuLaunchKernel", **{f: row["metrics"][m] for m, f in cupti_probe.SHAPE.items()}}
+                for row in rows
+            ]
+            line = {"range": name, "kernels": values, "launches": launches, "dropped": 0}
+            line |= {"seconds_plain": 0.010, "seconds_call": 0.011, "seconds_decode": 0.001}
+            f.write(json.dumps(line) + "\n")
+    return kernels
+
+
+@pytest.mark.parametrize("change", [0.0, 1.0])
+def test_the_probe_compares_every_kernel_with_ncu(tmp_path: Path, change: float) -> None:
+    (tmp_path / "ncu").mkdir()
+    report = tmp_path / "ncu" / "elementwise.ncu-rep"
+    report.write_bytes(lzma.decompress(CLEAN_REPORT.read_bytes()))
+    (tmp_path / "walls.json").write_text("{}")
+    kernels = _probe_from_report(report, tmp_path, change)
+    result = cupti_probe.compare(tmp_path)
+    n = sum(len(rows) for rows in kernels.values())
+    assert result["counts"]["kernels_ncu"] == result["counts"]["kernels_probe"] == n
+    assert result["exact"]["launch__grid_size"] == [n, n]
+    inst = result["exact"]["smsp__inst_executed.sum"]
+    assert inst == ([n, n] if not change else [n - 1, n])
+    assert len(result["misses"]) == (1 if change else 0)
+    assert result["cost_per_kernel_s"] is not None

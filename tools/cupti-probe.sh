@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The in-process counters' probe on a GPU machine, in one call: install, then each suite counted
+# by ncu and by CUPTI in the harness (tools/cupti_probe.py), suites started while BUDGET seconds
+# remain, the results packed into $OUT/probe.tar.xz and the table printed last.
+#   bash tools/cupti-probe.sh BUDGET SUITE...
+set -uo pipefail
+budget=${1:?budget seconds}; shift
+start=$SECONDS
+python3 -m pip install -q --no-index --no-build-isolation --find-links .whl -e . 2>&1 | grep -v WARNING | tail -3
+python3 -m pip install -q --no-deps --target /tmp/c134 .whl/nvidia_cuda_cupti-13.4.92-*.whl 2>&1 | tail -1
+lib134=/tmp/c134/nvidia/cu13/lib/libcupti.so.13
+work=${OUT:-/tmp}/probe
+mkdir -p "$work"
+{
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+    ncu --version | tail -1
+    python3 -c "import torch, triton, cupy; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__)"
+    python3 - <<'EOF'
+import sys
+from pathlib import Path
+for e in sys.path:
+    for p in Path(e).glob("nvidia*cupti*.dist-info"):
+        print("venv", p.name)
+EOF
+    ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* 2>/dev/null
+} > "$work/machine.txt" 2>&1
+cat "$work/machine.txt"
+done_suites=()
+for suite in "$@"; do
+    left=$((budget - (SECONDS - start)))
+    if [ "$left" -lt 60 ]; then echo "skipped $suite: ${left}s left"; continue; fi
+    extra=()
+    if [[ "$suite" == *elementwise* ]]; then
+        extra=(--plain elementwise --extra "c134:FUSECI_CUPTI_LIBRARY=$lib134" --extra "c134all:FUSECI_CUPTI_LIBRARY=$lib134,FUSECI_CUPTI_CACHE=all" --extra "notma:FUSECI_CUPTI_TMA=0")
+    fi
+    if [[ "$suite" == *models.yaml ]]; then extra=(--plain models); fi
+    timeout "$left" python3 tools/cupti_probe.py --out "$work" "${extra[@]}" "$suite" > "$work/$(basename "$suite" .yaml).table" 2>&1
+    echo "$suite: rc $? at $((SECONDS - start))s"
+    done_suites+=("$suite")
+    head -c 600 "$work/$(basename "$suite" .yaml)/cupti.jsonl" 2>/dev/null; echo
+done
+tar -C "${OUT:-/tmp}" --exclude='*.ncu-rep' -cf - probe | xz -6 -T0 > "${OUT:-/tmp}/probe.tar.xz"
+cat "$work"/*.table
+rm -rf "$work"
