@@ -171,7 +171,7 @@ def changes(root: Path, base: str, head: str | None) -> list[Change]:
         GitError: git could not list them.
     """
     diff = ["diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", base]
-    listings = [(diff + ([head] if head else []), None)]
+    listings: list[tuple[list[str], str | None]] = [(diff + ([head] if head else []), None)]
     if head is None:
         others = ["ls-files", "-z", "--others", "--exclude-standard"]
         listings += [(others, "untracked"), ([*others, "--ignored", "--directory"], "ignored")]
