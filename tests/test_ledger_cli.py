@@ -5,8 +5,8 @@ the GitHub annotations as in the console."""
 
 from __future__ import annotations
 
-import re
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 

@@ -202,6 +202,19 @@ def kernel_pattern(raw: object) -> str:
 _REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT)
 
 
+def _parts(op: Any, av: Any) -> list[Any]:
+    """The sub-patterns of one parsed item that are not a repeat."""
+    if op == _constants.BRANCH:
+        return list(av[1])
+    if op == _constants.SUBPATTERN:
+        return [av[-1]]
+    if op == _constants.ATOMIC_GROUP:
+        return [av]
+    if op in (_constants.ASSERT, _constants.ASSERT_NOT):
+        return [av[1]]
+    return []
+
+
 def _ambiguous_repeat(items: list[Any], *, inside: bool) -> bool:
     """Whether a parsed pattern repeats (more than once) a part that holds a repeat or an
     alternation: the backtracking that can take exponential time. A possessive repeat or an
@@ -212,14 +225,11 @@ def _ambiguous_repeat(items: list[Any], *, inside: bool) -> bool:
             many = most == _constants.MAXREPEAT or most > 1
             if (many and inside) or _ambiguous_repeat(list(sub), inside=inside or many):
                 return True
-        elif op == _constants.BRANCH:
-            if inside or any(_ambiguous_repeat(list(b), inside=inside) for b in av[1]):
-                return True
-        elif op == _constants.SUBPATTERN and _ambiguous_repeat(list(av[-1]), inside=inside):
+            continue
+        if op == _constants.BRANCH and inside:
             return True
-        elif op == _constants.ATOMIC_GROUP and _ambiguous_repeat(list(av), inside=inside):
-            return True
-        elif op in (_constants.ASSERT, _constants.ASSERT_NOT) and _ambiguous_repeat(list(av[1]), inside=inside):
+        parts = _parts(op, av)
+        if any(_ambiguous_repeat(list(part), inside=inside) for part in parts):
             return True
     return False
 
