@@ -181,9 +181,8 @@ Count = Annotated[int, Field(ge=0, lt=INT_LIMIT)]
 """A non-negative integer below 2**63."""
 Integer = Annotated[int, Field(ge=-INT_LIMIT, lt=INT_LIMIT)]
 """An integer of 64 bits, signed."""
-Amount = Annotated[float, Field(ge=0, lt=INT_LIMIT)]
-"""A finite, non-negative number below 2**63 (bytes, times, counts, percentages): any real one,
-and sums of millions of them stay finite (``1.797e308`` is hostile, not measured)."""
+Amount = Annotated[float, Field(ge=0)]
+"""A finite, non-negative number (bytes, times, counts, percentages)."""
 Number = Annotated[float, Field(allow_inf_nan=True)]
 """A number that may be infinite or NaN, where a format keeps them (the error of a NaN output)."""
 
