@@ -614,3 +614,167 @@ def test_an_editable_install_whose_directory_cannot_be_mapped_is_never_skipped(
     finally:
         resolve._editable_map.cache_clear()
     assert _measured(state) == {"a", "b"} and "outside this tree" in state, state
+
+
+# --- skipping decided from the diff: what git says changed, not only what the reader follows -----
+
+#: A module whose case ``a`` reads ``FILE`` through ``HOW`` (an API the reader has no rule for).
+_UNKNOWN_READ = (
+    "import os\nfrom pathlib import Path\n{imports}\n\ndef a(x):\n    return {how}\n\n\ndef b(x):\n    return x\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("imports", "how", "file"),
+    [
+        ("import importlib.resources", "importlib.resources.read_text('kernels', 'table.txt')", "kernels/table.txt"),
+        ("import importlib.resources", "importlib.resources.read_binary('kernels', 'table.bin')", "kernels/table.bin"),
+        ("import pkg_resources", "pkg_resources.resource_string(__name__, 'data/w.bin')", "kernels/data/w.bin"),
+        ("", "Path.read_text(Path('kernels') / 'k.cu')", "kernels/k.cu"),
+        ("reader = open", "reader('kernels/k.cu').read()", "kernels/k.cu"),
+        ("import io", "io.FileIO('kernels/k.cu').read()", "kernels/k.cu"),
+        ("import cupy", "cupy.cuda.function.Module().load_file('kernels/k.cubin')", "kernels/k.cubin"),
+        ("from numba import cuda", "cuda.jit(link=['kernels/k.ptx'])(x)", "kernels/k.ptx"),
+        ("import torch", "torch.jit.load('kernels/model.pt')", "kernels/model.pt"),
+        ("import numpy", "numpy.ctypeslib.load_library('libk', os.path.dirname(__file__))", "kernels/libk.so"),
+        ("import pandas", "pandas.read_csv('kernels/shapes.csv')", "kernels/shapes.csv"),
+        ("import configparser", "configparser.ConfigParser().read('kernels/tune.ini')", "kernels/tune.ini"),
+        ("import triton", "triton.compile('kernels/k.ttir')", "kernels/k.ttir"),
+    ],
+)
+def test_a_file_read_through_an_api_the_reader_has_no_rule_for_measures_every_case(
+    tmp_path: Path, imports: str, how: str, file: str
+) -> None:
+    """The module file is unchanged; the file it reads is not: the change is named by the code,
+    held by no fingerprint, so every case is measured and the state says which change forced it."""
+    module = _UNKNOWN_READ.format(imports=imports, how=how)
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, file: "v1\n"})
+    state = _state(repo, {file: "v2\n"})
+    assert _measured(state) == {"a", "b"}, state
+    assert file in state and "no case's proven dependencies explain" in state, state
+
+
+def test_a_data_file_one_case_reads_and_another_names_measures_both(tmp_path: Path) -> None:
+    module = _UNKNOWN_READ.format(imports="import pandas", how="pandas.read_csv('kernels/k.csv')").replace(
+        "def b(x):\n    return x", "def b(x):\n    return open('kernels/k.csv').read()"
+    )
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, "kernels/k.csv": "1\n"})
+    assert _measured(_state(repo, {"kernels/k.csv": "2\n"})) == {"a", "b"}
+
+
+def test_a_data_file_only_its_reader_names_still_measures_only_that_case(tmp_path: Path) -> None:
+    """A file the reader follows, named by no other case's code: the case fingerprints decide."""
+    reads = "from pathlib import Path\n\n\ndef a(x):\n    return (Path(__file__).parent / 'k.cu').read_text()\n"
+    files = {"kernels/__init__.py": "", "kernels/a.py": reads, "kernels/k.cu": "// 1\n"}
+    repo = _repo(tmp_path / "repo", {**files, "kernels/b.py": "def b(x):\n    return x\n"}, module="kernels.a")
+    write(repo / "suites" / "s.yaml", (repo / "suites" / "s.yaml").read_text().replace("kernels.a:b", "kernels.b:b"))
+    _git(repo, "commit", "-q", "-am", "b in its own module")
+    assert _measured(_state(repo, {"kernels/k.cu": "// 2\n"})) == {"a"}
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        {"README.md": "# changed\n"},
+        {"docs/guide.md": "more words\n"},
+        {"tests/test_mod.py": "def test_it():\n    assert True\n"},
+        {"tests/data/fixture.json": "{}\n"},
+        {"tools/plot.py": "import matplotlib\n"},
+        {"kernels/notes.txt": "unnamed, in a directory no module reads without naming\n"},
+    ],
+    ids=["readme", "docs", "tests", "test-data", "tools", "unnamed-beside-kernels"],
+)
+def test_files_no_case_can_reach_skip_everything(tmp_path: Path, edits: dict[str, str]) -> None:
+    """Documentation, tests and files no case names, outside every search path's module names:
+    neither imported (the reader follows every import) nor named, so nothing is measured."""
+    module = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x\n"
+    files = {
+        "kernels/__init__.py": "",
+        "kernels/mod.py": module,
+        "README.md": "# r\n",
+        "docs/guide.md": "words\n",
+        "tests/test_mod.py": "",
+    }
+    repo = _repo(tmp_path / "repo", files)
+    state = _state(repo, edits)
+    assert state == "unchanged, not measured", state
+
+
+def test_an_edit_to_one_cases_kernel_beside_docs_still_measures_only_it(tmp_path: Path) -> None:
+    module = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x\n"
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, "README.md": "# r\n"})
+    edits = {**_edit(repo, "kernels/mod.py", "x + 1", "x + 2"), "README.md": "# new\n", "docs/x.md": "x\n"}
+    assert _measured(_state(repo, edits)) == {"a"}
+
+
+@pytest.mark.parametrize("rel", ["sitecustomize.py", "site/sitecustomize.py", "lib/usercustomize.py", "lib/x.pth"])
+def test_a_start_up_file_measures_every_case(tmp_path: Path, rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python runs sitecustomize, usercustomize and .pth files before anything in every harness
+    process (it runs without -S or -I): whatever directory they are in, every case is measured."""
+    module = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x\n"
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, rel: "# 1\n"})
+    monkeypatch.setenv("PYTHONPATH", str(repo / rel.rpartition("/")[0]))
+    state = _state(repo, {rel: "import builtins\nbuiltins.x = 2\n"})
+    assert _measured(state) == {"a", "b"} and rel in state, state
+
+
+def test_a_module_that_may_take_an_installed_modules_place_measures_every_case(tmp_path: Path) -> None:
+    module = "import json\n\n\ndef a(x):\n    return x + 1\n\n\ndef b(x):\n    return x\n"
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module})
+    state = _state(repo, {"numpy.py": "raise SystemExit\n"})
+    assert _measured(state) == {"a", "b"} and "numpy.py" in state, state
+
+
+def _committed_state(repo: Path, base: str) -> str:
+    with ab.trees(base, "HEAD", repo) as (root, b, h):
+        (pair,), _ = ab.pair_suites([Path("suites/s.yaml")], b, h, cwd=root, repo=root)
+        return ab.pair_state(pair, b, every=False)
+
+
+def test_a_submodule_bumped_between_two_commits_measures_every_case(tmp_path: Path) -> None:
+    """Neither worktree checks the submodule out, so both sides hash nothing under it: the bump
+    itself is the change, and the code that names its directory may read it."""
+    module = "OPTIONS = ('-Ivendor/cutlass/include',)\n\n\ndef a(x):\n    return OPTIONS\n\n\ndef b(x):\n    return x\n"
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module})
+    _git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/cutlass")
+    _git(repo, "commit", "-q", "-m", "vendor")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "update-index", "--cacheinfo", f"160000,{'2' * 40},vendor/cutlass")
+    _git(repo, "commit", "-q", "-m", "bump")
+    state = _committed_state(repo, base)
+    assert _measured(state) == {"a", "b"} and "vendor/cutlass" in state, state
+
+
+def test_a_link_repointed_outside_the_repository_measures_every_case(tmp_path: Path) -> None:
+    for v in ("1", "2"):
+        write(tmp_path / f"outside{v}" / "w.bin", v)
+    module = (
+        "import numpy\n\n\ndef a(x):\n    return numpy.load('kernels/weights/w.bin')\n\n\ndef b(x):\n    return x\n"
+    )
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "kernels").mkdir()
+    (repo / "kernels" / "weights").symlink_to(tmp_path / "outside1")
+    repo = _repo(repo, {"kernels/__init__.py": "", "kernels/mod.py": module})
+    (repo / "kernels" / "weights").unlink()
+    (repo / "kernels" / "weights").symlink_to(tmp_path / "outside2")
+    state = _state(repo, {})
+    assert _measured(state) == {"a", "b"} and "kernels/weights" in state, state
+
+
+def test_an_include_directory_read_past_the_files_limit_is_not_proven(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory listed only up to the limit: a header past it cannot be compared."""
+    from fuseci.ab import reader
+
+    monkeypatch.setattr(reader, "MAX_FILES", 3)
+    module = (
+        "import cupy\n\nK = cupy.RawKernel('', 'k', options=('-Ikernels/include',))\n\n\n"
+        "def a(x):\n    return K\n\n\ndef b(x):\n    return x\n"
+    )
+    headers = {f"kernels/include/h{i}.h": f"// {i}\n" for i in range(5)}
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, **headers})
+    state = _state(repo, {"kernels/include/h4.h": "// changed\n"})
+    assert _measured(state) == {"a", "b"}, state
+    assert "kernels/include/, which holds more than 3 files" in _state(repo, {}), state

@@ -275,3 +275,44 @@ def test_a_record_s_bad_entry_is_one_line_naming_the_record_and_nothing_is_writt
     assert (
         run.exit_code == 3 and "autotune.ab/../../x.best_config: not a path" in run.stderr
     )  # read where the record is
+
+
+@pytest.mark.parametrize("with_baseline", [False, True], ids=["first", "existing"])
+def test_a_bad_kept_record_beside_a_re_analysed_report_writes_nothing(
+    in_root: Path, tmp_path: Path, with_baseline: bool
+) -> None:
+    """Every file beside the baseline is read before anything is written: a bad
+    ``<suite>.autotune.json`` is one line, exit 3, and the baseline and ledgers stay as they were."""
+    report = _report_with_entries(tmp_path, autotune={KEY: CHOICE})
+    b = tmp_path / "b"
+    args = ("update-baselines", "suites/pytorch.yaml", "--from-report", str(report), "--baselines", str(b))
+    if with_baseline:
+        assert invoke(*args).exit_code == 0
+        (bad,) = b.glob("*/pytorch.autotune.json")
+    else:
+        invoke(*args)
+        (bad,) = b.glob("*/pytorch.autotune.json")
+        for f in bad.parent.iterdir():
+            if f != bad:
+                f.unlink()
+    bad.write_text(json.dumps({"format": "fuseci-autotune", "format_version": 1, "entries": {"x": CHOICE}}))
+    before = {p: p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    result = invoke(*args, "--force")
+    assert result.exit_code == 3, result.output
+    assert str(bad) in result.output and "cannot write baseline" not in result.output, result.output
+    assert {p: p.read_bytes() for p in b.rglob("*") if p.is_file()} == before
+
+
+def test_a_linked_ledgers_or_autotuning_file_is_refused_as_a_baseline_is(tmp_path: Path) -> None:
+    from fuseci.api.baselines import _refuse_links
+    from fuseci.ledger import store as ledger_store
+
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}")
+    link = tmp_path / "models.ledgers.json"
+    link.symlink_to(target)
+    with pytest.raises(BaselineError, match="models.ledgers.json: is a symbolic link"):
+        _refuse_links(tmp_path / "models.json", link)
+    with pytest.raises(OSError):
+        ledger_store.save_suite({}, link)  # a link made after the check: never written through
+    assert link.is_symlink() and target.read_text() == "{}"

@@ -6,6 +6,7 @@ the GitHub annotations as in the console."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -285,3 +286,14 @@ def test_annotations_cut_a_ledger_message_as_the_console_does(check: CheckKind) 
         assert len(body) < LEDGER_MESSAGE + 60
     else:  # other checks' messages are their own
         assert body == "REGRESSED: " + long
+
+
+def test_an_absurd_value_in_a_ledgers_file_is_refused_naming_file_and_place(tmp_path: Path) -> None:
+    """1.797e308 is finite and schema-shaped, but no bytes count: summed, it overflowed."""
+    hostile = tmp_path / "models.ledgers.json"
+    hostile.write_text(re.sub(r'"dram_bytes": [0-9.e+]+', '"dram_bytes": 1.797e308', Path(H200).read_text(), count=1))
+    for args in (("ledger", "diff", hostile, H200), ("ledger", "diff", H200, hostile), ("ledger", "show", hostile)):
+        result = invoke(*args)
+        assert result.exit_code == 3, result.output
+        (line,) = [x for x in result.output.splitlines() if x.startswith("fuseci: error:")]
+        assert str(hostile) in line and "dram_bytes" in line and "Traceback" not in result.output, result.output

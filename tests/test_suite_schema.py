@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import MINIMAL_SUITE, ROOT, SUITES, write
+from helpers import MINIMAL_SUITE, ROOT, SUITES, invoke, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -284,3 +284,26 @@ def test_the_expectation_pattern_takes_what_parse_expectation_takes(text: str) -
     elif matched:  # only a bound too large for a float gets past the pattern
         number = re.search(r"[0-9.]+(?:[eE][-+]?[0-9]+)?", text)
         assert number and float(number.group()) == float("inf")
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(\w|\w)*@$", r"(x+)+y", r"((ab)*c)*", r"(?:a|ab)+c", r"(?>(a*)*)b", r"(?=(a+)+)x"]
+)
+def test_a_pattern_that_can_backtrack_exponentially_is_refused_when_loaded(tmp_path: Path, pattern: str) -> None:
+    """Matching runs in C and ignores SIGTERM: a pattern that repeats what can match in more than
+    one way is refused by fuseci check (and every command that loads the suite), in one line."""
+    spec = "{allow_new: ['" + pattern + "']}"
+    text = GOOD.replace(_FUSED, f"fused: {{fn: a:b, framework: torch, ledger: {spec}}}")
+    path = write(tmp_path / "s.yaml", text)
+    with pytest.raises(SuiteError, match="exponential time") as caught:
+        load_suite(path)
+    assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+    result = invoke("check", path)
+    assert result.exit_code == 3 and "exponential time" in result.output, result.output
+
+
+@pytest.mark.parametrize("pattern", ["triton_.*", r"triton_(poi|red)_fused_.*", r"[\w]*@", "triton_.*_fused_.*", "a++"])
+def test_ordinary_kernel_patterns_still_load(tmp_path: Path, pattern: str) -> None:
+    spec = "{allow_new: ['" + pattern + "']}"
+    text = GOOD.replace(_FUSED, f"fused: {{fn: a:b, framework: torch, ledger: {spec}}}")
+    assert load_suite(write(tmp_path / "s.yaml", text)).cases

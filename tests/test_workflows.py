@@ -269,7 +269,7 @@ def test_pull_requests_are_judged_against_their_base_and_pushes_against_stored_b
     pr = _action_step("Judge the pull request against its base")
     assert push["if"] == "github.event_name != 'pull_request'" and pr["if"] == "github.event_name == 'pull_request'"
     assert "fuseci run " in push["run"] and '--results-dir "$HISTORY_DIR"' in push["run"]
-    assert 'fuseci ab "$BASE_REF" "${args[@]}"' in pr["run"] and '--shard "$SHARD"' in pr["run"]
+    assert 'fuseci ab "${args[@]}"' in pr["run"] and '-- "$BASE_REF"' in pr["run"] and '--shard "$SHARD"' in pr["run"]
     assert pr["env"]["BASE_REF"] == "${{ inputs.base-ref }}"
     for step in _action()["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), "expressions in a script are an injection risk: pass them through env"
@@ -445,3 +445,38 @@ def test_a_dry_run_runs_nothing_and_lists_what_it_would(tmp_path: Path) -> None:
     assert not (repo / "real" / "artifacts" / "a" / "out").exists()
     missing = subprocess.run([*argv[:2], "--workflow", "nope.yml"], cwd=repo, capture_output=True, text=True)
     assert missing.returncode == 1 and "no workflow file nope.yml" in missing.stderr
+
+
+def _run_action_step(name: str, tmp_path: Path, env: dict[str, str]) -> list[list[str]]:
+    """Run one step of action.yml with bash, a stand-in ``fuseci`` on PATH that records its argv;
+    the argv of each call."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    fake = bin_dir / "fuseci"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\0' \"$@\" >> {calls}\nprintf '\\n' >> {calls}\n")
+    fake.chmod(0o755)
+    script = _action_step(name)["run"]
+    full = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "GITHUB_OUTPUT": str(tmp_path / "out"), **env}
+    subprocess.run(["bash", "-e", "-c", script], env=full, cwd=tmp_path, check=False, timeout=60)
+    text = calls.read_text() if calls.exists() else ""
+    return [line.split("\0") for line in text.split("\0\n") if line]
+
+
+def test_the_base_ref_is_passed_after_the_end_of_options(tmp_path: Path) -> None:
+    """A base-ref such as `--help` is a ref (which fuseci ab refuses), never an option that exits 0."""
+    env = {"BASE_REF": "--help", "SUITES": "", "SHARD": "", "REPORT_DIR": "out", "HISTORY": "false", "HISTORY_DIR": "h"}
+    (argv,) = _run_action_step("Judge the pull request against its base", tmp_path, env)
+    assert argv[0] == "ab" and argv[-2:] == ["--", "--help"], argv
+
+
+def test_history_pruning_keeps_names_with_line_breaks_whole(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    names = [f"2024010{i}T000000Z-run.json" for i in range(1, 5)]
+    tricky = "20240100T000000Z-a\n20240104T000000Z-run.json"  # the oldest; its second line names the newest
+    for name in [*names, tricky]:
+        (history / name).write_text("{}")
+    env = {"SUITES": "", "REPORT_DIR": "out", "HISTORY_DIR": str(history), "KEEP": "2"}
+    _run_action_step("History", tmp_path, env)
+    assert sorted(p.name for p in history.iterdir()) == names[2:]

@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.errors import Cancelled, FuseciError
@@ -45,7 +46,9 @@ __all__ = [
     "OWNER_LOCK",
     "WORKTREE_PREFIX",
     "Cancelled",
+    "Change",
     "GitError",
+    "changes",
     "commit_of",
     "prune",
     "repo_root",
@@ -113,6 +116,75 @@ def commit_of(root: Path, ref: str, role: str) -> str:
             "`git rev-parse` knows there (a shallow clone may lack it: fetch it, or check out with fetch-depth: 0)"
         )
     return sha.lower()
+
+
+#: git's modes of a symbolic link and of a submodule (a gitlink).
+LINK_MODE, SUBMODULE_MODE = "120000", "160000"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One path two trees of the repository differ in."""
+
+    path: str
+    """Relative to the repository's root, ``/``-separated (a directory git lists whole, an ignored
+    one, without its files)."""
+    kind: str
+    """``modified``, ``added``, ``deleted``; ``mode`` (its mode differs: the executable bit, a file
+    made a link), ``link`` (a symbolic link on either side), ``submodule`` (a gitlink on either
+    side); ``untracked`` and ``ignored`` (files of the working tree that no commit holds)."""
+
+    @property
+    def plain(self) -> bool:
+        """Whether it is a regular file's content alone (what a fingerprint's hashes can see)."""
+        return self.kind in ("modified", "added", "deleted", "untracked", "ignored")
+
+
+_STATUS = {"A": "added", "D": "deleted"}
+
+
+def _raw_changes(raw: str) -> list[Change]:
+    """The changes of ``git diff --raw -z``: ``:old new sha sha S`` then the path, NUL-separated."""
+    fields = raw.split("\0")
+    out: list[Change] = []
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        old, new, _, _, status = meta.lstrip(":").split(" ")[:5]
+        modes = {old, new}
+        if SUBMODULE_MODE in modes:
+            kind = "submodule"
+        elif LINK_MODE in modes:
+            kind = "link"
+        elif "000000" not in modes and old != new:
+            kind = "mode"
+        else:
+            kind = _STATUS.get(status[:1], "modified")
+        out.append(Change(path, kind))
+    return out
+
+
+def changes(root: Path, base: str, head: str | None) -> list[Change]:
+    """Every path the commit ``base`` and ``head`` (None: the working tree at ``root``, untracked
+    and ignored files included) differ in: files, modes, links, submodules, deletions; renames
+    as a deletion and an addition.
+
+    Raises:
+        GitError: git could not list them.
+    """
+    diff = ["diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", base]
+    listings: list[tuple[list[str], str | None]] = [(diff + ([head] if head else []), None)]
+    if head is None:
+        others = ["ls-files", "-z", "--others", "--exclude-standard"]
+        listings += [(others, "untracked"), ([*others, "--ignored", "--directory"], "ignored")]
+    out: list[Change] = []
+    for args, kind in listings:
+        done = _git(args, root, "list what changed between the sides")
+        if done.returncode != 0:
+            raise GitError(f"`git {' '.join(args)}` failed: {_first_line(done.stderr)}")
+        if kind is None:
+            out += _raw_changes(done.stdout)
+        else:
+            out += [Change(p.rstrip("/"), kind) for p in done.stdout.split("\0") if p]
+    return out
 
 
 def short(sha: str) -> str:

@@ -257,7 +257,11 @@ class _Walk:
             self.registries.add(rel)
         for read in found.reads:
             if _inside(read, self.root) and not _installed_code(read, self.reader.env):
-                self.files.update(_read_hashes(read, self.root))
+                hashes, whole = _read_hashes(read, self.root)
+                self.files.update(hashes)
+                if not whole:
+                    where = rel_path(read.resolve(), self.root)
+                    self.unproven.append(f"{rel}: reads {where}/, which holds more than {MAX_FILES} files")
         return self._imports(found.imports, rel)
 
     def _imports(self, names: Iterable[str], rel: str) -> list[ModuleFile]:
@@ -272,14 +276,15 @@ class _Walk:
         return out
 
 
-def _read_hashes(path: Path, root: Path) -> dict[str, str]:
+def _read_hashes(path: Path, root: Path) -> tuple[dict[str, str], bool]:
     """Tree-relative path → SHA-256 of a file read (``absent`` when there is none), or of every
-    file under a directory read (``__pycache__`` left out), at most :data:`MAX_FILES`."""
+    file under a directory read (``__pycache__`` left out), at most :data:`MAX_FILES`; and
+    whether that is all of them."""
     if path.is_dir():
         listed = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         out = {rel_path(p.resolve(), root): _hash_file(p) for p in listed[:MAX_FILES]}
-        return out or {rel_path(path.resolve(), root) + "/": "empty"}
-    return {rel_path(path.resolve(), root): _hash_file(path) if path.exists() else "absent"}
+        return out or {rel_path(path.resolve(), root) + "/": "empty"}, len(listed) <= MAX_FILES
+    return {rel_path(path.resolve(), root): _hash_file(path) if path.exists() else "absent"}, True
 
 
 def _hash_file(path: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -73,17 +74,31 @@ def update_baselines(
         return _rerecord(suite, results, path, force)
 
 
-def _keep_autotuning(results: SuiteResults, path: Path) -> None:
-    """Keep the autotuning choices the measured run's kernels used (its record's, checked where
-    the record was read) beside its baseline ``path`` (``<suite>.autotune.json``:
-    :mod:`fuseci.measure.autotune`), where it used any and they differ from those kept; a suite
-    without Inductor's autotuned kernels writes nothing."""
+def _autotuning(results: SuiteResults, kept: Path) -> dict[str, dict[str, object]] | None:
+    """The autotuning choices the measured run's kernels used, to write at ``kept``
+    (``<suite>.autotune.json`` beside the baseline: :mod:`fuseci.measure.autotune`): None when the
+    run used none or they are those kept (read, and so checked, here: before anything is written).
+
+    Raises:
+        BaselineError: the file kept there cannot be read or is not an autotuning record.
+    """
     entries = {key: dict(entry) for key, entry in results.record.autotune.items()}
-    if not entries:
-        return
-    kept = path.with_name(f"{path.stem}.autotune.json")
-    if autotune.load(kept) != entries:
-        autotune.save(entries, kept)
+    return None if not entries or autotune.load(kept) == entries else entries
+
+
+def _refuse_links(*paths: Path) -> None:
+    """Refuse to replace a file of a card's directory that is a symbolic link, as a baseline's.
+
+    Raises:
+        BaselineError: one of ``paths`` is a symbolic link.
+    """
+    for path in paths:
+        if path.is_symlink():
+            raise BaselineError(
+                f"{path}: is a symbolic link (to {os.readlink(path)}); update-baselines does not write through links, "
+                "which could change another card's or suite's files: replace the link with a copy of its target and "
+                "run again"
+            )
 
 
 def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
@@ -96,16 +111,27 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     new = decided.baseline
     not_kept = {*decided.kept, *(r.case for r in decided.refused)}
     new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
+    ledgers_path = ledger_store.suite_path(path)
+    tuning_path = path.with_name(f"{path.stem}.autotune.json")
     try:
+        # Every input read and every output checked before anything is written: a bad file
+        # beside the baseline leaves all three files as they were.
+        tuning = _autotuning(results, tuning_path)
         written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
+        _refuse_links(*([ledgers_path] if new_ledgers != old_ledgers else []), *([tuning_path] if tuning else []))
         if written and new is not None:
             bl.save_baseline(new, path)
         if new_ledgers != old_ledgers:
-            ledger_store.save_suite(new_ledgers, ledger_store.suite_path(path))
-        _keep_autotuning(results, path)
+            try:
+                ledger_store.save_suite(new_ledgers, ledgers_path)
+            except OSError as exc:
+                raise BaselineError(f"{ledgers_path}: cannot write the ledgers: {exc.strerror or exc}") from None
+        if tuning is not None:
+            autotune.save(tuning, tuning_path)
     except BaselineError as exc:  # the verdict stands: a wrong result found is still exit 1
         code = update_exit_code(comparison, decided.kept, bool(decided.refused))
-        message = str(exc) if str(exc).startswith(f"{path}: ") else f"{path}: cannot write baseline: {exc}"
+        own = tuple(f"{p}: " for p in (path, ledgers_path, tuning_path))
+        message = str(exc) if str(exc).startswith(own) else f"{path}: cannot write baseline: {exc}"
         raise BaselineError(message, exit_code=EXIT_REGRESSION if code == EXIT_REGRESSION else exc.exit_code) from None
     return BaselineUpdate(
         path=path,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci import __version__
-from fuseci.ab import git
+from fuseci.ab import diff, git
 from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint, to_measure
 from fuseci.ab.reader import Tree, tree_of
 from fuseci.api.sharding import shard
@@ -75,6 +75,9 @@ class Pair:
     """The head's cases to measure, in suite order: those whose own fingerprint differs from the
     base's or cannot be proven (:func:`fuseci.ab.fingerprint.to_measure`); empty: none; None: every
     case (the suite file or fuseci differs, or one side lacks the suite)."""
+    seen: tuple[str, ...] = ()
+    """Changes between the sides outside what its cases' fingerprints hold that have cases
+    measured anyway (:mod:`fuseci.ab.diff`), each said for people."""
 
     @property
     def name(self) -> str:
@@ -88,7 +91,7 @@ class Pair:
         no case's fingerprint either): said as a whole suite ``unchanged``; it then has no case
         to measure (:attr:`cases` is empty)."""
         a, b = self.base_print, self.head_print
-        if a is None or b is None or a.unproven or b.unproven:
+        if a is None or b is None or a.unproven or b.unproven or self.seen:
             return False
         return a.complete and a.digest == b.digest
 
@@ -102,7 +105,7 @@ class Pair:
             if self.base is None or self.head is None or self.base.planted == self.head.planted
             else [f"planted: {str(self.base.planted).lower()} -> {str(self.head.planted).lower()}"]
         )
-        return [*planted, *differences(self.base_print, self.head_print)]
+        return [*planted, *differences(self.base_print, self.head_print), *self.seen]
 
     @property
     def unproven(self) -> list[str]:
@@ -209,6 +212,7 @@ def pair_suites(
             cases = to_measure(before, after, [c.id for c in head_suite.cases])
             pair = replace(pair, base_print=before, head_print=after, cases=cases)
         pairs.append(pair)
+    pairs = _with_changes(pairs, base, head, repo)
     ids: dict[str, Path] = {}
     for p in pairs:
         if p.name in ids:
@@ -218,6 +222,77 @@ def pair_suites(
             )
         ids[p.name] = p.rel
     return pairs, problems
+
+
+def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path) -> list[Pair]:
+    """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.diff`): every
+    case of every suite measured for a change no case's proven dependencies explain that a case
+    may reach; each case measured whose code names a data file another case's fingerprint holds."""
+    prints = {BASE: _side_prints(pairs, BASE, base), HEAD: _side_prints(pairs, HEAD, head)}
+    sights = {
+        side.name: diff.sight(
+            side.root,
+            {f for fp in prints[side.name] for f in fp.files},
+            [p.rel.as_posix() for p in pairs if (p.base if side is base else p.head) is not None],
+            side.tree.roots,
+        )
+        for side in (base, head)
+    }
+    try:
+        changes = git.changes(repo, base.commit or "HEAD", head.commit)
+    except (git.GitError, ValueError) as exc:
+        forced: tuple[str, ...] = (f"what differs between the sides could not be listed ({exc})",)
+    else:
+        environment = diff.environment_paths([repo, base.root, head.root])
+        found = diff.seen(changes, list(sights.values()), environment)
+        forced = found.everything
+        if not forced:
+            return [_named_data(p, found.data, sights) for p in pairs]
+    said = forced[0] + (f" and {len(forced) - 1} more" if len(forced) > 1 else "")
+    reason = f"{said}, which no case's proven dependencies explain: every case of every suite measured"
+    return [replace(p, cases=None, seen=(reason,)) if p.base and p.head else p for p in pairs]
+
+
+def _side_prints(pairs: Sequence[Pair], name: str, side: Side) -> list[Fingerprint]:
+    """Every fingerprint of one side: of the suites both sides have, and of those only it has."""
+    out = []
+    for p in pairs:
+        made = p.base_print if name == BASE else p.head_print
+        suite = p.base if name == BASE else p.head
+        if made is None and suite is not None:
+            try:
+                made = fingerprint(suite, side.tree)
+            except OSError:
+                continue
+        if made is not None:
+            out.append(made)
+    return out
+
+
+def _named_data(pair: Pair, data: Sequence[str], sights: dict[str, diff.Sight]) -> Pair:
+    """``pair`` with each case measured whose code or suite file names a changed data file that
+    its case fingerprint does not hold (its code may read it through an API the reader has no
+    rule for)."""
+    if not data or pair.cases is None or pair.base_print is None or pair.head_print is None or pair.head is None:
+        return pair
+    more: list[str] = []
+    said: list[str] = []
+    for case in pair.head.cases:
+        if case.id in pair.cases:
+            continue
+        for side, printed in ((BASE, pair.base_print), (HEAD, pair.head_print)):
+            cp = printed.cases.get(case.id)
+            held = set() if cp is None else {*cp.files, *cp.functions}
+            suite = pair.rel.as_posix()
+            named = [d for d in data if d not in held and diff.naming(d, [*held, suite], sights[side])]
+            if named:
+                more.append(case.id)
+                said.append(f"{named[0]} (named by case {case.id}'s code or suite file, not held by its fingerprint)")
+                break
+    if not more:
+        return pair
+    cases = tuple(c.id for c in pair.head.cases if c.id in pair.cases or c.id in more)
+    return replace(pair, cases=cases, seen=tuple(said))
 
 
 def pair_state(pair: Pair, base: Side, every: bool) -> str:

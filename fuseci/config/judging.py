@@ -9,6 +9,7 @@ Each is parsed once here, into :mod:`fuseci.config.policy`'s objects and
 from __future__ import annotations
 
 import re
+from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Annotated, Any, Union
 
 from pydantic import Field, PlainValidator
@@ -186,9 +187,51 @@ def kernel_pattern(raw: object) -> str:
         raise ValueError(f"expected a regular expression of a kernel name, got {brief_repr(raw)}")
     try:
         re.compile(raw)
+        parsed = _parser.parse(raw)
     except re.error as exc:
         raise ValueError(f"{brief_repr(raw)} is not a regular expression ({exc}); quote it in YAML") from None
+    if _ambiguous_repeat(list(parsed), inside=False):
+        raise ValueError(
+            f"{brief_repr(raw)} repeats what can itself match in more than one way (a quantifier or an alternation "
+            "under a quantifier), which can take exponential time on a long kernel name; write it without the nesting "
+            "(`(a|b)*` as `[ab]*`, `(x+)*` as `x*`)"
+        )
     return raw
+
+
+_REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT)
+
+
+def _parts(op: Any, av: Any) -> list[Any]:
+    """The sub-patterns of one parsed item that are not a repeat."""
+    if op == _constants.BRANCH:
+        return list(av[1])
+    if op == _constants.SUBPATTERN:
+        return [av[-1]]
+    if op == _constants.ATOMIC_GROUP:
+        return [av]
+    if op in (_constants.ASSERT, _constants.ASSERT_NOT):
+        return [av[1]]
+    return []
+
+
+def _ambiguous_repeat(items: list[Any], *, inside: bool) -> bool:
+    """Whether a parsed pattern repeats (more than once) a part that holds a repeat or an
+    alternation: the backtracking that can take exponential time. A possessive repeat or an
+    atomic group never backtracks into what it matched."""
+    for op, av in items:
+        if op in _REPEATS:
+            _, most, sub = av
+            many = most == _constants.MAXREPEAT or most > 1
+            if (many and inside) or _ambiguous_repeat(list(sub), inside=inside or many):
+                return True
+            continue
+        if op == _constants.BRANCH and inside:
+            return True
+        parts = _parts(op, av)
+        if any(_ambiguous_repeat(list(part), inside=inside) for part in parts):
+            return True
+    return False
 
 
 def pattern_schema() -> dict[str, Any]:

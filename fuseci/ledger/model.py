@@ -46,19 +46,24 @@ class Node(v.Document):
     the identity the gate matches nodes by (with :attr:`op`)."""
 
 
+#: A row's bytes or time, below 2**63: any real one, and the ledger's sums of them stay finite
+#: (``1.797e308`` is hostile input, refused where the file is read, never summed to an overflow).
+Summed = Annotated[float, Field(ge=0, lt=v.INT_LIMIT)]
+
+
 @dataclass(frozen=True, slots=True)
 class Measured(v.Document):
     """What a row's kernels moved and took, summed over their launches (ncu, one pass)."""
 
     launches: v.Count
-    dram_bytes: v.Amount
+    dram_bytes: Summed
     """DRAM bytes read and written."""
-    global_bytes: v.Amount
+    global_bytes: Summed
     """Global bytes loaded and stored through the LSU pipe (exact for a kernel that repeats its
     work; TMA loads are not counted)."""
-    l2_bytes: v.Amount
+    l2_bytes: Summed
     """L2 bytes the SMs requested (sectors read and written, 32 B each)."""
-    duration_ns: v.Amount
+    duration_ns: Summed
     kernels: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)]
     """The names ncu saw, in launch order (distinct names only)."""
     shapes: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)] = ()

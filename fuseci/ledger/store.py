@@ -152,5 +152,6 @@ def dumps_suite(ledgers: dict[str, Ledger]) -> str:
 
 
 def save_suite(ledgers: dict[str, Ledger], path: Path) -> None:
-    """Write a suite's ledgers file atomically."""
-    atomic_write_text(path, dumps_suite(ledgers))
+    """Write a suite's ledgers file atomically, never through a symbolic link (``errno.ELOOP``:
+    the caller refuses a link first, so this is a link made since)."""
+    atomic_write_text(path, dumps_suite(ledgers), links=False)
