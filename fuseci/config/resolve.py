@@ -338,6 +338,17 @@ def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
     return found, open_ended
 
 
+def module_imports(tree: ast.Module) -> set[str]:
+    """The top-level packages a module's source imports, anywhere in it (``torch`` for
+    ``import torch.nn``); a relative import counts as none."""
+    return {
+        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+        for alias in node.names
+    } - {""}
+
+
 def _source_of(spec: ModuleSpec) -> Path | Resolution:
     """The Python source file of a module that was found, or why its names cannot be read."""
     origin = spec.origin
