@@ -67,6 +67,8 @@ _ACTION = re.compile(
     r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}(?:/[A-Za-z0-9._-]+)*@[A-Za-z0-9._/-]{1,255}"
     r"|\./[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*"
 )
+#: A string that may be written plain, if it reads back as itself: it starts with a letter.
+_PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./@:-]*")
 #: A relative path of plain names: what a report directory may be.
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*/?")
 #: A GitHub repository, as git and pip name it (https or ssh).
@@ -226,20 +228,25 @@ def _is_torch(options: InitOptions, read: Sequence[_Function]) -> bool:
 
 
 def scalar(value: object) -> str:
-    """``value`` as one YAML flow scalar that YAML 1.1 (PyYAML, fuseci's loader) and 1.2 read
-    back as ``value``: a string always double-quoted (JSON's escapes are YAML's), a number as
-    PyYAML writes it (``1.0e-06``, never ``1e-06``, which YAML 1.1 reads as a string)."""
+    """``value`` as one YAML scalar that YAML 1.1 (PyYAML, fuseci's loader) and 1.2 read back as
+    ``value``, in a block or a flow: a string plain when it is a word that reads back as itself
+    either way (``gpu``, ``pkg.mod:fn``; never ``on``, ``null``, ``1e-06``), else double-quoted
+    (JSON's escapes are YAML's); a number as PyYAML writes it (``1.0e-06``, never ``1e-06``,
+    which YAML 1.1 reads as a string)."""
     if isinstance(value, str):
+        if _PLAIN_WORD.fullmatch(value) and _reads_as(value, value) and _reads_as(f"[{value}]", [value]):
+            return value
         return json.dumps(value)
     if isinstance(value, (bool, int, float)):
         return yaml.safe_dump(value, default_flow_style=True).split("\n", 1)[0]
     raise TypeError(f"not a scalar: {value!r}")
 
 
-def _key(name: str) -> str:
-    """A mapping key: plain when it is a plain word YAML cannot read as anything else."""
-    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) and yaml.safe_load(name) == name
-    return name if plain else scalar(name)
+def _reads_as(text: str, value: object) -> bool:
+    try:
+        return bool(yaml.safe_load(text) == value)
+    except yaml.YAMLError:
+        return False
 
 
 def _read_back(what: str, text: str, wanted: dict[str, Any], within: Sequence[str] = ()) -> None:
@@ -329,13 +336,13 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
         "cases:",
         f"  - id: {scalar(case)}",
         "    inputs:                        # placeholder shapes: edit them",
-        *(f"      {_key(n)}: {{shape: [{PLACEHOLDER_SHAPE}]}}" for n in inputs),
+        *(f"      {scalar(n)}: {{shape: [{PLACEHOLDER_SHAPE}]}}" for n in inputs),
     ]
     if scalars:
-        values = ", ".join(f"{_key(n)}: {scalar(v)}" for n, v in scalars.items())
+        values = ", ".join(f"{scalar(n)}: {scalar(v)}" for n, v in scalars.items())
         lines.append(f"    params: {{{values}}}   # the functions' defaults, else placeholders")
     lines.append("    variants:")
-    lines += [f"      {_key(vid)}: {scalar(ref)}" for vid, ref in variants.items()]
+    lines += [f"      {scalar(vid)}: {scalar(ref)}" for vid, ref in variants.items()]
     text = "\n".join(lines) + "\n"
     _read_back(f"suites/{suite}.yaml", text, wanted)
     return suite, text
