@@ -202,3 +202,16 @@ def test_a_misspelt_module_or_package_gets_a_did_you_mean(project: Path) -> None
     assert lines[0].startswith(f"fuseci: error: {path}:8: case 'c1'.variants.unfused: 'kren.ops:unfused': no module")
     assert "; did you mean 'kern'?; fix the reference" in lines[0]
     assert "has no module 'opz'; did you mean 'ops'?; fix the reference" in lines[1]
+
+
+def test_a_structural_error_hides_no_problem_of_the_other_cases(project: Path) -> None:
+    suite = SUITE.replace("    variants:", "    varients:") + (
+        "  - id: c2\n    inputs:\n      x: {shape: [67108864]}\n    params: {alpha: 2.0}\n"
+        "    variants:\n      unfused: kern.ops:unfusd\n      fused: kern.ops:fused\n"
+    )
+    path, result = check(project, "def fused(x, alpha: float):\n    return x\n", suite)
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert any("unknown key 'varients'; did you mean 'variants'?" in line for line in lines)
+    assert f"fuseci: error: {path}:16: case 'c2'.variants.unfused: 'kern.ops:unfusd': module" in lines[-1]
+    assert "did you mean 'unfused'?" in lines[-1]
