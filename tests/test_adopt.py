@@ -3,7 +3,8 @@
 The guide is read as a script (tools/adopt_guide.py, which tools/rehearse_adopt.py shares): a
 fenced Python or YAML block whose first line is ``# <path>`` is a file to write, and a
 ``console`` block holds ``$`` commands (fuseci's and git's) with what each prints (its errors
-and exit 3, where the guide shows those). The walk-through installs fuseci from this checkout into a fresh virtual
+and exit 3, where the guide shows those). The walk-through installs fuseci as the guide's step 1 does from a local clone (a git
+repository of this checkout's files whose ``origin`` is on GitHub), into a fresh virtual
 environment (no network: ``--no-deps --no-build-isolation``), then writes and runs every step
 in order in a new git repository, comparing what each command prints with what the guide
 shows, and lints the workflow ``fuseci init`` wrote. Every ``fuseci`` command the guide shows,
@@ -34,7 +35,6 @@ from test_workflows import _actionlint, _self_hosted_labels
 from typer.testing import CliRunner
 
 import fuseci
-from fuseci.api.init import ACTION_FALLBACK
 from fuseci.cli import app
 
 if sys.version_info >= (3, 11):
@@ -59,8 +59,12 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: What pip reads to build fuseci's wheel (pyproject.toml's readme and package), copied out of the
 #: checkout so that the build writes nothing into it.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "fuseci")
-#: The placeholder the guide writes for the Action's repository and tag.
-ACTION_SHOWN = "<owner>/fuseci@vX.Y.Z"
+#: The placeholder the guide's install lines write for fuseci's repository and tag.
+INSTALL_SHOWN = "<owner>/fuseci@vX.Y.Z"
+#: The placeholder the guide's workflow writes for the Action: the commit installed.
+ACTION_SHOWN = "<owner>/fuseci@<commit>"
+#: Where the clone the walk-through installs from says it came from.
+ORIGIN = "https://github.com/acme/fuseci.git"
 
 GUIDE_TEXT = GUIDE.read_text(encoding="utf-8")
 STEPS = adopt_guide.steps(GUIDE_TEXT)
@@ -95,17 +99,19 @@ def test_every_fuseci_command_of_the_guide_is_real() -> None:
     assert {"init", "check", "doctor", "run", "update-baselines"} <= used
 
 
-def test_the_install_lines_name_fuseci_at_a_tag_and_its_extras() -> None:
+def test_the_install_lines_name_fuseci_at_a_tag_and_its_extras_or_a_local_clone_at_a_commit() -> None:
     lines = re.findall(r'pip install "(fuseci(?:\[[\w,]+\])? @ git\+\S+)"', GUIDE_TEXT)
-    assert len(lines) == 3
     extras = set(PYPROJECT["project"]["optional-dependencies"])
     named = set()
-    for line in lines:
-        requirement = Requirement(line)
-        assert requirement.name == "fuseci" and requirement.url == f"git+https://github.com/{ACTION_SHOWN}"
+    remote = [Requirement(line) for line in lines if "github.com" in line]
+    assert len(remote) == 3
+    for requirement in remote:
+        assert requirement.name == "fuseci" and requirement.url == f"git+https://github.com/{INSTALL_SHOWN}"
         assert requirement.extras <= extras, requirement.extras - extras
         named |= requirement.extras
     assert named == {"cuda12", "torch"}
+    (local,) = [Requirement(line) for line in lines if "github.com" not in line]
+    assert local.url is not None and local.url.startswith("git+file://localhost/") and local.url.endswith("@<commit>")
 
 
 def test_init_help_names_the_functions_as_its_usage_line_and_the_guide_do() -> None:
@@ -119,24 +125,31 @@ def test_init_help_names_the_functions_as_its_usage_line_and_the_guide_do() -> N
 # --- the walk-through ---------------------------------------------------------------------------------
 
 
-def _installed(where: Path) -> Path:
-    """fuseci installed from this checkout into a new virtual environment under ``where``, with
-    no network: its dependencies (and the build's setuptools) are this environment's, which the
-    new one sees through a ``.pth`` file as ``--system-site-packages`` would show a system
-    Python's. Its ``bin`` directory."""
+def _installed(where: Path, how: str = "clone") -> tuple[Path, str]:
+    """fuseci installed as the guide's step 1 says, from a local clone of this checkout's files
+    (``clone``: its ``origin`` on GitHub, pinned to its commit) or a wheel built from it
+    (``wheel``), into a new virtual environment under ``where``, with no network: its
+    dependencies (and the build's setuptools) are this environment's, which the new one sees
+    through a ``.pth`` file as ``--system-site-packages`` would show a system Python's. Its
+    ``bin`` directory, and the Action that ``fuseci init`` should name from it."""
     backend = next(Requirement(r) for r in PYPROJECT["build-system"]["requires"] if r.startswith("setuptools"))
     have = metadata.version("setuptools") if _has("setuptools") else None
-    if have is None or Version(have) not in backend.specifier or not _has("pip"):
-        reason = f"building fuseci without network needs {backend} and pip here (setuptools: {have or 'none'})"
+    if have is None or Version(have) not in backend.specifier or not _has("pip") or not shutil.which("git"):
+        reason = f"building fuseci without network needs {backend}, pip and git here (setuptools: {have or 'none'})"
         if os.environ.get("CI"):
             pytest.fail(f"{reason}: the test extra installs it")
         pytest.skip(reason)
-    source = where / "source"
+    source = where / "fuseci"
     for name in BUILD_INPUTS:
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             write(source / name, (ROOT / name).read_text(encoding="utf-8"))
+    git(source, "init", "--quiet")
+    git(source, "add", ".")
+    git(source, "commit", "--quiet", "--no-gpg-sign", "-m", "fuseci")
+    git(source, "remote", "add", "origin", ORIGIN)
+    commit = git(source, "rev-parse", "HEAD")
     venv = where / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
@@ -149,14 +162,16 @@ def _installed(where: Path) -> Path:
     outer = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
     write(Path(purelib) / "outer-environment.pth", "".join(f"{p}\n" for p in outer))
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
-    done = subprocess.run(
-        [*pip, "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", str(source)],
-        capture_output=True,
-        text=True,
-        env=_env(),
-    )
+    offline = ["--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+    if how == "clone":
+        what = [f"fuseci @ git+file://localhost{source}@{commit}"]  # the guide's line for a local clone
+    else:
+        built = subprocess.run([*pip, "wheel", *offline, "-w", where / "dist", source], capture_output=True, text=True)
+        assert built.returncode == 0, built.stdout + built.stderr
+        what = [str(w) for w in (where / "dist").glob("fuseci-*.whl")]
+    done = subprocess.run([*pip, "install", *offline, *what], capture_output=True, text=True, env=_env())
     assert done.returncode == 0, done.stdout + done.stderr
-    return venv / "bin"
+    return venv / "bin", f"acme/fuseci@{commit}"
 
 
 def _has(module: str) -> bool:
@@ -190,7 +205,7 @@ def _replace_written_suite(bin_dir: Path, repo: Path, step: adopt_guide.Step) ->
 
 
 def test_the_guide_from_an_empty_repository_to_a_checked_suite_and_workflow(tmp_path: Path) -> None:
-    bin_dir = _installed(tmp_path)
+    bin_dir, action = _installed(tmp_path)
     version = _run(bin_dir, tmp_path, ("fuseci", "--version"))
     assert version.stdout.strip() == f"fuseci {fuseci.__version__}", version.stdout + version.stderr
     where = subprocess.run(
@@ -220,6 +235,7 @@ def test_the_guide_from_an_empty_repository_to_a_checked_suite_and_workflow(tmp_
             assert git(repo, "status", "--porcelain", "--ignored") == before
 
     assert git(repo, "ls-files").splitlines() == [
+        ".github/actionlint.yaml",
         ".github/workflows/fuseci.yml",
         ".gitignore",
         "mykernels/__init__.py",
@@ -228,17 +244,34 @@ def test_the_guide_from_an_empty_repository_to_a_checked_suite_and_workflow(tmp_
     ]
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "check-ignore", "fuseci-out/report.html") == "fuseci-out/report.html"
-    _the_workflow_is_what_the_guide_shows(repo / ".github" / "workflows" / "fuseci.yml")
+    _the_workflow_is_what_the_guide_shows(repo / ".github" / "workflows" / "fuseci.yml", action)
 
 
-def _the_workflow_is_what_the_guide_shows(workflow: Path) -> None:
+def test_from_a_wheel_init_asks_for_the_action_and_writes_it_given(tmp_path: Path) -> None:
+    bin_dir, _ = _installed(tmp_path, "wheel")
+    repo = tmp_path / "repo"
+    for step in STEPS:
+        if step.path == "mykernels/ops.py" or step.path == "mykernels/__init__.py":
+            adopt_guide.write(repo, step)
+    init = next(s.command for s in STEPS if s.command[:2] == ("fuseci", "init"))
+    refused = _run(bin_dir, repo, init)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.startswith("fuseci: error: --action: not given, and the installed fuseci does not say")
+    assert sorted(p.name for p in repo.iterdir()) == ["mykernels"]
+    given = _run(bin_dir, repo, (*init, "--action", "acme/fuseci@v0.1.0"))
+    assert given.returncode == 0, given.stdout + given.stderr
+    steps = yaml.safe_load((repo / ".github" / "workflows" / "fuseci.yml").read_text())["jobs"]["fuseci"]["steps"]
+    assert steps[1]["uses"] == "acme/fuseci@v0.1.0"
+
+
+def _the_workflow_is_what_the_guide_shows(workflow: Path, action: str) -> None:
     """The guide's excerpt of the workflow is in it as shown (the Action's reference aside), and
     it passes actionlint, as it is and with the guide's JUnit step added."""
     text = workflow.read_text(encoding="utf-8")
     blocks = [body for info, body in adopt_guide.blocks(GUIDE_TEXT) if info == "yaml"]
     job = next(b for b in blocks if b.startswith("jobs:"))
-    assert f"uses: {ACTION_FALLBACK}" in text  # not installed from GitHub: the placeholder to edit
-    assert job.replace(ACTION_SHOWN, ACTION_FALLBACK) in text
+    assert f"uses: {action}" in text  # the clone's GitHub origin, at the commit installed
+    assert job.replace(ACTION_SHOWN, action) in text
     junit = next(b for b in blocks if "action-junit-report" in b)
     published = workflow.with_name("fuseci-junit.yml")
     published.write_text(

@@ -88,7 +88,10 @@ def test_the_reference_is_checked_at_its_line(project: Path) -> None:
     ],
 )
 def test_what_may_take_the_names_or_cannot_be_read_passes(project: Path, fused: str) -> None:
-    _, result = check(project, fused)
+    torch = "import torch" in fused  # a torch-only module takes torch tensors
+    _, result = check(
+        project, fused, SUITE.replace("cases:", "defaults: {framework: torch}\ncases:") if torch else SUITE
+    )
     assert result.exit_code == 0, result.output
     assert "all valid" in result.stdout
 
@@ -106,3 +109,109 @@ def test_a_positional_only_parameter_without_default_is_an_error(project: Path) 
         result.stderr
     )
     assert "the case gives 'x'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("params", "fused", "said"),
+    [
+        (
+            "{alpha: 2.0, eps: 1e-06}",
+            "def fused(x, alpha, eps: float = 1e-6):\n    return x\n",
+            "fused() parameter 'eps' takes a float (annotated float), but params gives string '1e-06'; YAML 1.1 "
+            "reads 1e-06 as a string, not a number (a float needs a dot, and an exponent its sign): write 1.0e-06",
+        ),
+        (
+            "{alpha: 2.0, eps: 1e-06}",
+            "def fused(x, alpha, eps=1e-6):\n    return x\n",
+            "fused() parameter 'eps' takes a float (default 1e-06), but params gives string '1e-06'; YAML 1.1",
+        ),
+        (
+            "{alpha: 2.0, n: 2.5}",
+            "def fused(x, alpha, n: int = 2):\n    return x\n",
+            "fused() parameter 'n' takes an int (annotated int), but params gives number 2.5; give it an int",
+        ),
+        (
+            "{alpha: 2.0, flag: 1}",
+            "def fused(x, alpha, flag=False):\n    return x\n",
+            "fused() parameter 'flag' takes a bool (default False), but params gives integer 1; give it a bool",
+        ),
+    ],
+)
+def test_a_param_whose_type_contradicts_the_functions_is_an_error(project: Path, params, fused, said) -> None:
+    path, result = check(project, fused, SUITE.replace("{alpha: 2.0}", params))
+    assert result.exit_code == 3, result.output
+    assert f"{path}:9: case 'c1'.variants.fused: 'kern.ops:fused': {said}" in result.stderr
+
+
+def test_params_of_the_types_the_function_says_pass(project: Path) -> None:
+    fused = "def fused(x, alpha: float, n: int = 2, eps=1e-6, name='a', on=True):\n    return x\n"
+    params = "{alpha: 2, n: 3, eps: 1.0e-06, name: b, on: false}"
+    _, result = check(project, fused, SUITE.replace("{alpha: 2.0}", params))
+    assert result.exit_code == 3  # unfused and the reference take no n, eps...: only that
+    assert "takes a" not in result.stderr, result.stderr
+
+
+def test_a_yaml_11_string_where_a_number_goes_says_why(project: Path) -> None:
+    suite = SUITE.replace("    variants:", "    correctness: {rtol: 1e-5}\n    variants:")
+    path, result = check(project, "def fused(x, alpha):\n    return x\n", suite)
+    assert result.exit_code == 3
+    assert (
+        f"{path}:7: case 'c1'.correctness.rtol: expected a finite number, got string '1e-5'; YAML 1.1 reads 1e-5 "
+        "as a string, not a number (a float needs a dot, and an exponent its sign): write 1.0e-05"
+    ) in result.stderr
+
+
+TORCH_ONLY = "import torch\n\ndef fused(x, alpha):\n    return torch.relu(x)\n"
+
+
+@pytest.mark.parametrize("stated", ["", "defaults: {framework: cupy}\n"])
+def test_cupy_arrays_for_a_function_whose_module_imports_torch_alone_is_an_error(project: Path, stated) -> None:
+    path, result = check(project, TORCH_ONLY, SUITE.replace("cases:", stated + "cases:"))
+    assert result.exit_code == 3, result.output
+    line = 9 + bool(stated)
+    assert (
+        f"{path}:{line}: case 'c1'.variants.fused: 'kern.ops:fused': fused() is given cupy arrays (framework: "
+        "cupy), but its module imports torch and not cupy; set `framework: torch` (in defaults, the case or the "
+        "variant)"
+    ) in result.stderr
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "import triton\n\n@triton.jit\ndef fused(x, alpha):\n    pass\n",
+        "from triton import jit\n\n@jit\ndef fused(x, alpha):\n    pass\n",
+        "import triton as tr\n\n@tr.autotune(configs=[], key=[])\n@tr.jit\ndef fused(x, alpha):\n    pass\n",
+        "from numba import cuda\n\n@cuda.jit\ndef fused(x, alpha):\n    pass\n",
+    ],
+)
+def test_a_gpu_kernel_named_as_a_variant_is_an_error(project: Path, kernel: str) -> None:
+    path, result = check(project, kernel)
+    assert result.exit_code == 3, result.output
+    assert f"{path}:9: case 'c1'.variants.fused: 'kern.ops:fused': fused() is a GPU kernel (@" in result.stderr
+    assert "name the Python function that launches it" in result.stderr
+
+
+def test_a_misspelt_module_or_package_gets_a_did_you_mean(project: Path) -> None:
+    suite = SUITE.replace("unfused: kern.ops:unfused", "unfused: kren.ops:unfused").replace(
+        "fused: kern.ops:fused", "fused: kern.opz:fused"
+    )
+    path, result = check(project, "def fused(x, alpha):\n    return x\n", suite)
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"fuseci: error: {path}:8: case 'c1'.variants.unfused: 'kren.ops:unfused': no module")
+    assert "; did you mean 'kern'?; fix the reference" in lines[0]
+    assert "has no module 'opz'; did you mean 'ops'?; fix the reference" in lines[1]
+
+
+def test_a_structural_error_hides_no_problem_of_the_other_cases(project: Path) -> None:
+    suite = SUITE.replace("    variants:", "    varients:") + (
+        "  - id: c2\n    inputs:\n      x: {shape: [67108864]}\n    params: {alpha: 2.0}\n"
+        "    variants:\n      unfused: kern.ops:unfusd\n      fused: kern.ops:fused\n"
+    )
+    path, result = check(project, "def fused(x, alpha: float):\n    return x\n", suite)
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert any("unknown key 'varients'; did you mean 'variants'?" in line for line in lines)
+    assert f"fuseci: error: {path}:16: case 'c2'.variants.unfused: 'kern.ops:unfusd': module" in lines[-1]
+    assert "did you mean 'unfused'?" in lines[-1]

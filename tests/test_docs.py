@@ -153,3 +153,30 @@ def test_the_ncu_page_counts_the_metrics_fuseci_asks_for() -> None:
 
     said = re.search(r"An explicit list of (\d+) metrics", (ROOT / "docs" / "NCU.md").read_text(encoding="utf-8"))
     assert said is not None and int(said.group(1)) == len(ncu_metrics())
+
+
+def test_the_readmes_commands_write_only_what_git_ignores() -> None:
+    import subprocess
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    written = [
+        arg
+        for line in re.findall(r"^fuseci run .*$", readme, re.M)
+        for flag, arg in itertools.pairwise(shlex.split(line))
+        if flag in ("--junit", "--html", "--json", "--markdown")
+    ]
+    assert written
+    for path in written:
+        done = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=ROOT, check=False)
+        assert done.returncode == 0, f"README.md: `{path}` is written into the checkout and not ignored"
+
+
+def test_the_readmes_misspelt_suite_error_names_the_line_fuseci_prints(tmp_path: Path, monkeypatch) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    suite = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if b.startswith("suite: mine"))
+    shown = next(line for line in readme.splitlines() if line.startswith("fuseci: error: suites/mine.yaml:"))
+    write(tmp_path / "suites" / "mine.yaml", suite.replace('dram__bytes.sum: ">= 2x"', 'dram_bytes: ">= 2x"'))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["check", "suites/mine.yaml"])
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == shown

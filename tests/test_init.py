@@ -53,8 +53,12 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+ACTION = "me/fuseci@v0.1.0"
+
+
 def invoke(repo: Path, *args: str):
-    return CliRunner().invoke(app, ["init", *args, "--root", str(repo)])
+    action = () if any(a.startswith("--action") for a in args) else ("--action", ACTION)
+    return CliRunner().invoke(app, ["init", *args, *action, "--root", str(repo)])
 
 
 def test_init_writes_the_suite_the_workflow_and_gitignore(repo: Path) -> None:
@@ -65,6 +69,7 @@ def test_init_writes_the_suite_the_workflow_and_gitignore(repo: Path) -> None:
     assert result.stdout.splitlines() == [
         "written  suites/mypkg.yaml",
         "written  .github/workflows/fuseci.yml",
+        "written  .github/actionlint.yaml",
         "written  .gitignore (fuseci-out/)",
         "fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files",
     ]
@@ -82,6 +87,9 @@ def test_init_writes_the_suite_the_workflow_and_gitignore(repo: Path) -> None:
     assert action["uses"] == "me/fuseci@v0.1.0"
     assert action["with"]["suites"] == "suites/mypkg.yaml" and action["with"]["report-dir"] == "fuseci-out"
     assert (repo / ".gitignore").read_text() == "fuseci-out/\n"
+    assert yaml.safe_load((repo / ".github" / "actionlint.yaml").read_text()) == {
+        "self-hosted-runner": {"labels": ["gpu"]}
+    }
 
 
 def test_the_written_suite_passes_check(repo: Path) -> None:
@@ -107,7 +115,7 @@ def test_a_second_run_names_each_file_that_exists_exits_3_and_writes_nothing(rep
         "fuseci: error: suites/mypkg.yaml: exists (fuseci init never replaces a file: nothing written); "
         "remove it, or pass --suite ID for another suite (suites/ID.yaml)",
         "fuseci: error: .github/workflows/fuseci.yml: exists (fuseci init never replaces a file: nothing written); "
-        "remove it, or pass --workflow FILE for another workflow in .github/workflows/",
+        "remove it, pass --workflow FILE for another workflow in .github/workflows/, or --suite-only",
     ]
     assert _files(repo) == before
 
@@ -118,7 +126,7 @@ def test_one_existing_target_is_one_line_and_nothing_else_is_written(repo: Path,
     (repo / there).write_text("mine\n")
     before = _files(repo)
     with pytest.raises(SuiteError) as caught:
-        init(InitOptions(functions=FUNCTIONS, root=repo))
+        init(InitOptions(functions=FUNCTIONS, root=repo, action=ACTION))
     assert str(caught.value).startswith(f"{there}: exists") and "\n" not in str(caught.value)
     assert _files(repo) == before and not (repo / ".gitignore").exists()
 
@@ -127,9 +135,10 @@ def test_another_suite_id_and_workflow_file_write_beside_existing_ones(repo: Pat
     assert invoke(repo, *FUNCTIONS).exit_code == 0
     result = invoke(repo, *FUNCTIONS, "--suite", "more", "--workflow", ".github/workflows/more.yaml")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[:3] == [
+    assert result.stdout.splitlines()[:4] == [
         "written  suites/more.yaml",
         "written  .github/workflows/more.yaml",
+        "exists   .github/actionlint.yaml (declares the runner labels)",
         "exists   .gitignore (already ignores fuseci-out/)",
     ]
     workflow = yaml.safe_load((repo / ".github" / "workflows" / "more.yaml").read_text())
@@ -138,10 +147,11 @@ def test_another_suite_id_and_workflow_file_write_beside_existing_ones(repo: Pat
 
 def test_gitignore_only_gains_its_line(repo: Path) -> None:
     (repo / ".gitignore").write_text("*.pyc")  # no newline at its end
-    done = init(InitOptions(functions=FUNCTIONS, root=repo))
+    done = init(InitOptions(functions=FUNCTIONS, root=repo, action=ACTION))
     assert [(w.path.as_posix(), w.status) for w in done] == [
         ("suites/mypkg.yaml", "written"),
         (".github/workflows/fuseci.yml", "written"),
+        (".github/actionlint.yaml", "written"),
         (".gitignore", "added"),
     ]
     assert (repo / ".gitignore").read_text() == "*.pyc\nfuseci-out/\n"
@@ -198,16 +208,16 @@ def test_a_cupy_suite_gets_cupys_extras(repo: Path) -> None:
         (("--workflow", ".github/workflows/fuseci.txt"), "--workflow .github/workflows/fuseci.txt: GitHub runs only"),
     ],
 )
-def test_a_label_or_workflow_a_workflow_cannot_hold_exits_3_and_writes_nothing(repo: Path, args, message) -> None:
+def test_a_label_or_workflow_a_workflow_cannot_hold_exits_2_and_writes_nothing(repo: Path, args, message) -> None:
     result = invoke(repo, *FUNCTIONS, *args)
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == 2, result.output
     assert result.stderr.startswith("fuseci: error: " + message) and len(result.stderr.splitlines()) == 1
     assert sorted(p.name for p in repo.iterdir()) == ["mypkg"]
 
 
 def test_each_bad_label_is_a_line_of_its_own(repo: Path) -> None:
     result = invoke(repo, *FUNCTIONS, "--runner-label", "a,b", "--runner-label", "gpu", "--runner-label", "c,d")
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == 2, result.output
     assert [line.split("'")[1] for line in result.stderr.splitlines()] == ["a,b", "c,d"]
 
 
@@ -223,8 +233,6 @@ def test_each_bad_label_is_a_line_of_its_own(repo: Path) -> None:
             ("mypkg.ops:add_unfused", "nopkg.ops:add"),
             "nopkg.ops:add: no module 'nopkg' in {root}",
         ),
-        (("mypkg.ops:add_unfused", "add_fused"), "add_fused: not a module:function reference"),
-        (("mypkg.ops:add_unfused",), "fuseci init: 1 function(s) named; name the unfused function, then"),
         (("mypkg.ops:add_unfused", "mypkg.ops:scale_fused"), "mypkg.ops:add_unfused: takes no parameter 'beta'"),
         (("mypkg.ops:only_scalars", "mypkg.ops:only_scalars"), "mypkg.ops:only_scalars: takes no array parameter"),
         (("mypkg.ops:by_position", "mypkg.ops:add_fused"), "mypkg.ops:by_position: takes positional-only"),
@@ -262,7 +270,7 @@ def test_ids_runner_labels_report_dir_and_framework_are_taken_from_the_command_l
     assert (repo / ".gitignore").read_text() == "out/fuseci/\n"
 
 
-def test_the_action_comes_from_where_fuseci_was_installed(monkeypatch) -> None:
+def test_the_action_comes_from_where_fuseci_was_installed(monkeypatch, tmp_path: Path) -> None:
     class Dist:
         def __init__(self, text: str | None) -> None:
             self.text = text
@@ -272,13 +280,34 @@ def test_the_action_comes_from_where_fuseci_was_installed(monkeypatch) -> None:
 
     import fuseci.api.init as module
 
+    clone = tmp_path / "fuseci"
+    (clone / ".git").mkdir(parents=True)
+    (clone / ".git" / "config").write_text(
+        '[core]\n\tbare = false\n[remote "origin"]\n\turl = git@github.com:acme/fuseci.git\n'
+    )
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    vcs = f'"vcs_info": {{"vcs": "git", "requested_revision": "v1.2.3", "commit_id": "{sha}"}}'
     for text, expected in [
-        ('{"url": "https://github.com/acme/fuseci.git", "vcs_info": {"vcs": "git", "requested_revision": "v1.2.3"}}', "acme/fuseci@v1.2.3"),
-        ('{"url": "file:///src/fuseci", "dir_info": {"editable": true}}', module.ACTION_FALLBACK),
-        (None, module.ACTION_FALLBACK),
+        (f'{{"url": "https://github.com/acme/fuseci.git", {vcs}}}', f"acme/fuseci@{sha}"),
+        (f'{{"url": "file://localhost{clone}", {vcs}}}', f"acme/fuseci@{sha}"),  # a clone of GitHub's
+        (f'{{"url": "file://{tmp_path}", {vcs}}}', None),  # a clone of nothing on GitHub
+        ('{"url": "file:///src/fuseci", "dir_info": {"editable": true}}', None),
+        ('{"url": "file:///d/fuseci-0.1.0-py3-none-any.whl", "archive_info": {}}', None),
+        ("[1]", None),
+        (None, None),
     ]:  # fmt: skip
         monkeypatch.setattr(module.metadata, "distribution", lambda name, text=text: Dist(text))
-        assert installed_action() == expected
+        assert installed_action() == expected, text
+
+
+def test_without_a_known_action_init_asks_for_one_and_writes_nothing(repo: Path, monkeypatch) -> None:
+    import fuseci.api.init as module
+
+    monkeypatch.setattr(module, "installed_action", lambda: None)
+    result = CliRunner().invoke(app, ["init", *FUNCTIONS, "--root", str(repo)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("fuseci: error: --action: not given, and the installed fuseci does not say")
+    assert sorted(p.name for p in repo.iterdir()) == ["mypkg"]
 
 
 def test_help_has_examples_and_exit_codes() -> None:
@@ -286,7 +315,7 @@ def test_help_has_examples_and_exit_codes() -> None:
     assert result.exit_code == 0, result.output
     examples = result.output.split("Examples:", 1)[1].split("\n\n", 1)[0].splitlines()
     assert examples and all(line.strip().startswith("fuseci init ") for line in examples if line.strip())
-    assert "Exit codes: 0 written; 3 a suite or workflow file that exists" in result.output
+    assert "Exit codes: 0 written; 2 an option a suite, a workflow or a path cannot hold" in result.output
     assert not re.search(r"<(list\[|int|float|str|bool|path|Path)[^>]*>", result.output), result.output
     assert "FUNCTION" in next(line for line in result.output.splitlines() if "Usage:" in line)
 
@@ -295,6 +324,162 @@ def test_a_file_that_cannot_be_written_is_one_line_and_exit_3(repo: Path) -> Non
     (repo / ".github").write_text("a file where a directory goes")
     result = invoke(repo, *FUNCTIONS)
     assert result.exit_code == 3, result.output
-    assert result.stderr.startswith(f"fuseci: error: {repo / '.github'}") and len(result.stderr.splitlines()) == 1
-    assert "cannot write" in result.stderr
+    assert result.stderr == "fuseci: error: .github: a file where a directory goes; move it away\n"
     assert not (repo / "suites" / "mypkg.yaml").exists() and not (repo / ".gitignore").exists()
+
+
+# --- hostile input: every option checked, every value quoted, every target checked first -------
+
+INJECTED = "me/fuseci@v1\n      - run: echo ${{ github.event.pull_request.title }}"
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (("--suite", "../../x"), "--suite '../../x': not an id"),
+        (("--suite", "a b"), "--suite 'a b': not an id"),
+        (("--case", "c\nid: other"), "--case 'c\\nid: other': not an id"),
+        (("--report-dir", "out\n  run: evil"), "--report-dir 'out\\n  run: evil': not a plain path"),
+        (("--report-dir", "../out"), "--report-dir '../out': not a plain path"),
+        (("--report-dir", "/tmp/out"), "--report-dir '/tmp/out': not a plain path"),
+        (("--report-dir", "!keep*"), "--report-dir '!keep*': not a plain path"),
+        (("--action", INJECTED), "--action 'me/fuseci@v1\\n"),
+        (("--action", "me/fuseci"), "--action 'me/fuseci': not an Action reference"),
+        (("--action", "me/fuseci@v1 # x"), "--action 'me/fuseci@v1 # x': not an Action reference"),
+        (("--workflow", ".github/workflows/a b.yml"), "--workflow '.github/workflows/a b.yml': use letters"),
+        (("--runner-label", "gpu\u2028x"), "--runner-label: runner label 'gpu\\u2028x' holds a control character"),
+    ],
+)
+def test_an_option_a_document_cannot_hold_is_a_usage_error_and_writes_nothing(repo: Path, args, start) -> None:
+    result = invoke(repo, *FUNCTIONS, *args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("fuseci: error: " + start) and len(result.stderr.splitlines()) == 1
+    assert sorted(p.name for p in repo.iterdir()) == ["mypkg"]
+
+
+@pytest.mark.parametrize(
+    ("functions", "start"),
+    [
+        (("mypkg.ops:add_unfused", "add_fused"), "'add_fused': not a module:function reference"),
+        (("mypkg.ops:add_unfused", "my pkg:add_fused"), "'my pkg:add_fused': not a module:function"),
+        (("mypkg.ops:add_unfused",), "fuseci init: 1 function(s) named; name the unfused function, then"),
+    ],
+)
+def test_functions_that_are_no_references_are_a_usage_error(repo: Path, functions, start) -> None:
+    result = invoke(repo, *functions)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("fuseci: error: " + start)
+    assert sorted(p.name for p in repo.iterdir()) == ["mypkg"]
+
+
+KEYWORDS = """def f_unfused(x, on: float = 1e-6, null: int = 2, yes=True, eps: float = 1e-06, big=1e300, nan=float("nan")):
+    return x
+
+
+def f_fused(x, on: float = 1e-6, null: int = 2, yes=True, eps: float = 1e-06, big=1e300, nan=float("nan")):
+    return x
+"""
+
+
+def test_params_read_back_as_the_functions_defaults_whatever_their_names(repo: Path) -> None:
+    (repo / "mypkg" / "kw.py").write_text(KEYWORDS)
+    result = invoke(repo, "mypkg.kw:f_unfused", "mypkg.kw:f_fused", "--case", "on")
+    assert result.exit_code == 0, result.output
+    from fuseci.config.parse import load_suite
+
+    (case,) = load_suite(repo / "suites" / "mypkg.yaml").cases
+    assert case.id == "on"
+    assert case.params == {"on": 1e-6, "null": 2, "yes": True, "eps": 1e-6, "big": 1e300}
+    assert [type(v) for v in case.params.values()] == [float, int, bool, float, float]
+    checked = api.check_suites([repo / "suites" / "mypkg.yaml"], root=repo)
+    assert checked.ok, checked.problems
+
+
+def _fifo(path: Path) -> None:
+    import os
+
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_fifo, ".gitignore: a FIFO, not a regular file; make it one, or remove it"),
+        (lambda p: p.mkdir(), ".gitignore: a directory, not a regular file; make it one, or remove it"),
+        (lambda p: p.symlink_to(p.parent.parent / "outside"), ".gitignore: a link out of the repository"),
+        (lambda p: p.symlink_to(p.parent / "nowhere"), ".gitignore: a link to nothing; remove it"),
+    ],
+)
+def test_a_gitignore_that_is_no_file_of_the_repository_is_refused_before_anything_is_written(
+    tmp_path: Path, make, message: str
+) -> None:
+    repo = tmp_path / "repo"
+    _package(repo)
+    (tmp_path / "outside").write_text("theirs\n")
+    make(repo / ".gitignore")
+    result = invoke(repo, *FUNCTIONS)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith("fuseci: error: " + message) and len(result.stderr.splitlines()) == 1
+    assert not (repo / "suites").exists() and not (repo / ".github").exists()
+    assert (tmp_path / "outside").read_text() == "theirs\n"
+
+
+def _package(repo: Path) -> None:
+    (repo / "mypkg").mkdir(parents=True)
+    (repo / "mypkg" / "__init__.py").write_text("")
+    (repo / "mypkg" / "ops.py").write_text(OPS)
+
+
+@pytest.mark.parametrize("linked", ["suites", ".github", ".github/workflows"])
+def test_a_directory_linked_out_of_the_repository_is_never_written_through(tmp_path: Path, linked: str) -> None:
+    repo = tmp_path / "repo"
+    _package(repo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / linked).parent.mkdir(parents=True, exist_ok=True)
+    (repo / linked).symlink_to(outside)
+    result = invoke(repo, *FUNCTIONS)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"fuseci: error: {linked}: a link out of the repository")
+    assert list(outside.iterdir()) == [] and not (repo / ".gitignore").exists()
+
+
+def test_a_write_that_fails_midway_removes_what_it_wrote(repo: Path, monkeypatch) -> None:
+    import fuseci.api.init as module
+
+    real = module._write
+
+    def failing(root, p, held, made):
+        if p.path == module.GITIGNORE:
+            raise OSError(28, "No space left on device", str(root / p.path))
+        return real(root, p, held, made)
+
+    monkeypatch.setattr(module, "_write", failing)
+    result = invoke(repo, *FUNCTIONS)
+    assert result.exit_code == 3, result.output
+    assert "No space left on device" in result.stderr
+    assert sorted(p.name for p in repo.iterdir()) == ["mypkg"]
+
+
+def test_suite_only_adds_a_suite_beside_the_workflow(repo: Path) -> None:
+    assert invoke(repo, *FUNCTIONS).exit_code == 0
+    before = _files(repo)
+    result = CliRunner().invoke(app, ["init", *FUNCTIONS, "--suite", "more", "--suite-only", "--root", str(repo)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == (
+        "written  suites/more.yaml (add it to the suites: input of .github/workflows/fuseci.yml, which names others)"
+    )
+    assert set(_files(repo)) - set(before) == {repo / "suites" / "more.yaml"}
+    assert all(_files(repo)[p] == b for p, b in before.items())
+
+
+def test_an_actionlint_config_of_the_repository_is_kept_and_what_it_lacks_said(repo: Path) -> None:
+    (repo / ".github").mkdir()
+    (repo / ".github" / "actionlint.yaml").write_text("self-hosted-runner:\n  labels: [h100]\n")
+    result = invoke(repo, *FUNCTIONS, "--runner-label", "self-hosted", "--runner-label", "gpu")
+    assert result.exit_code == 0, result.output
+    assert (
+        "exists   .github/actionlint.yaml (lacks runner labels 'gpu': add them to self-hosted-runner.labels)"
+        in result.stdout.splitlines()
+    )
+    assert (repo / ".github" / "actionlint.yaml").read_text() == "self-hosted-runner:\n  labels: [h100]\n"

@@ -76,7 +76,7 @@ def test_a_dry_run_follows_the_guide_commits_the_edit_and_lists_the_workflows_st
         (["git", "add"], "0"),
         (["git", "commit"], "0"),
     ]
-    assert any(row.startswith("| push: fuseci / OWNER/fuseci@") and "Doctor (would run)" in row for row in summary)
+    assert any(row.startswith("| push: fuseci / rehearsal/fuseci@") and "Doctor (would run)" in row for row in summary)
     assert summary[-1].endswith("(would run) |  |  |")  # the pull request's History step, listed last
     assert "\n".join(summary) in done.stdout
 

@@ -26,6 +26,7 @@ one failed, 3 when something it needs is missing (one line saying what and how t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -39,6 +40,8 @@ import adopt_guide
 import yaml
 
 CHECKOUT = Path(__file__).resolve().parent.parent
+#: The Action ``fuseci init`` names in the rehearsal: this checkout's action.yml stands for it.
+REHEARSED_ACTION = "rehearsal/fuseci@local"
 #: The Action's step that installs fuseci from its tag (network): skipped, the fuseci on PATH runs.
 SETUP_STEP = "Set up fuseci"
 #: The pull request's change: the fused kernel's block size, in the guide's mykernels/ops.py.
@@ -107,6 +110,10 @@ def follow_guide(repo: Path, fuseci: str) -> list[Row]:
         if step.path:
             adopt_guide.write(repo, step)
             continue
+        if step.command[:2] == ("fuseci", "init") and "--action" not in step.command:
+            # This checkout's fuseci is an editable install, which names no Action: name one,
+            # which the rehearsal then runs as this checkout's action.yml (--local-action).
+            step = dataclasses.replace(step, command=(*step.command, "--action", REHEARSED_ACTION))
         done = adopt_guide.run(step, repo, fuseci)
         rows.append((f"guide: {step.label}", done.returncode, done.seconds, not done.problem()))
         if done.problem():

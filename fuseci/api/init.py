@@ -1,6 +1,6 @@
 """``fuseci init``: what a repository needs to start with fuseci, written without overwriting.
 
-Three things, none of them ever replaced:
+Four things, none of them ever replaced:
 
 - a starter suite, ``suites/<suite>.yaml``: one case whose variants are the functions named
   (the first the unfused one), its inputs and params read from the functions' source without
@@ -9,41 +9,70 @@ Three things, none of them ever replaced:
 - the workflow ``.github/workflows/fuseci.yml`` that runs fuseci's GitHub Action on the runner
   labels given, with the Action's extras for the functions' framework (``torch``, else CuPy's
   ``cuda12``);
+- ``.github/actionlint.yaml`` declaring those runner labels, when the repository has none;
 - the report directory's line in ``.gitignore`` (added to the file if it lacks it; nothing else
   of the file changes).
 
-A function that cannot be found or read, variants that take different parameters, a runner
-label a workflow cannot hold, or a suite or workflow file that already exists raise
-:class:`~fuseci.errors.SuiteError` (exit 3) before anything is written, ``.gitignore``
-included: a second ``fuseci init`` names each file that is there and writes nothing.
+``suite_only`` writes the suite alone, for a repository that has the rest.
+
+Every option is checked first, as a usage error (exit 2): ids as suite ids, the report directory
+as a plain relative path, the Action as ``owner/name@ref``, runner labels as a workflow holds
+them. Every value written into YAML is quoted as YAML reads it back, and each written document
+is read back and compared with what was meant, so nothing given can change a document's shape.
+Then every target is checked (absent, or a regular file where lines are added; every directory
+on the way a directory of the repository, none linked out of it) before anything is written;
+a function that cannot be found or read, or a target that cannot be written, raises
+:class:`~fuseci.errors.SuiteError` (exit 3) with one line each, and nothing is written. A write
+that fails midway removes what this run wrote.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import fnmatch
 import json
+import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
-from fuseci import __version__
-from fuseci.config.resolve import ModuleFinder, resolve
-from fuseci.errors import SuiteError
+import yaml
 
-#: Where fuseci's GitHub Action lives when the installed fuseci does not say (a git install does).
-ACTION_FALLBACK = f"OWNER/fuseci@v{__version__}"
+from fuseci.config import names
+from fuseci.config.resolve import ModuleFinder, module_imports, resolve
+from fuseci.config.yaml_loader import parse_yaml
+from fuseci.errors import SuiteError, UsageError
+
 #: The placeholder shape of every input: 64 Mi elements, 256 MiB in float32, over 4x an H200's L2
 PLACEHOLDER_SHAPE = 1 << 26
 #: Where the written files go, relative to the repository.
 SUITES_DIR = Path("suites")
 WORKFLOW = Path(".github/workflows/fuseci.yml")
+ACTIONLINT = Path(".github/actionlint.yaml")
 GITIGNORE = Path(".gitignore")
+#: Largest .gitignore or actionlint.yaml read.
+MAX_READ_BYTES = 1 << 20
 _SCALARS = {"float": 1.0, "int": 1, "bool": True}
 _ID = re.compile(r"[^A-Za-z0-9_-]+")
+#: ``owner/name@ref`` or ``owner/name/path@ref``, as GitHub names repositories and refs; or ``./path``.
+_ACTION = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}(?:/[A-Za-z0-9._-]+)*@[A-Za-z0-9._/-]{1,255}"
+    r"|\./[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*"
+)
+#: A string that may be written plain, if it reads back as itself: it starts with a letter.
+_PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./@:-]*")
+#: A relative path of plain names: what a report directory may be.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*/?")
+#: A GitHub repository, as git and pip name it (https or ssh).
+_GITHUB = re.compile(r"(?:git\+)?(?:https://|ssh://git@|git@)github\.com[/:]([\w.-]+/[\w.-]+?)(?:\.git)?/?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +97,8 @@ class InitOptions:
     """``owner/fuseci@ref`` of the Action (None: where the installed fuseci came from)."""
     workflow: Path = WORKFLOW
     """The workflow file, relative to the repository, in ``.github/workflows/``."""
+    suite_only: bool = False
+    """Write the suite alone: the repository has its workflow already."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +108,28 @@ class Written:
     path: Path
     """Relative to the repository."""
     status: Literal["written", "added", "exists"]
-    """``written``: a new file; ``added``: lines added to an existing file; ``exists``: it held
-    them already (only ``.gitignore``: an existing suite or workflow is an error)."""
+    """``written``: a new file; ``added``: lines added to an existing file; ``exists``: left as it
+    was (``.gitignore`` holding its line already, an ``actionlint.yaml`` of the repository's; an
+    existing suite or workflow is an error)."""
     detail: str = ""
     """What it holds or lacks, in a few words."""
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One file :func:`init` means to write."""
+
+    path: Path
+    """Relative to the repository."""
+    text: str
+    """A new file's text; for an ``append`` file, the lines it must hold."""
+    how: Literal["new", "append", "unless-there"]
+    """``new``: written, never over a file; ``append``: lines added to a file, made if absent;
+    ``unless-there``: written when absent, else left as it is."""
+    fix: str = ""
+    """What to do when a ``new`` file is there."""
+    note: str = ""
+    """Said beside it once written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +138,8 @@ class _Function:
     names: tuple[str, ...]
     """Its keyword-passable parameters, in order."""
     scalars: dict[str, object]
-    """Those that take a scalar: a literal number or bool default, or a float/int/bool annotation."""
+    """Those that take a scalar: a literal finite number or bool default, or a float/int/bool
+    annotation (its placeholder)."""
     optional: frozenset[str]
     """Those with a default."""
     open_ended: bool
@@ -104,9 +154,7 @@ def _fail(ref: str, why: str, fix: str) -> SuiteError:
 
 def _read(ref: str, finder: ModuleFinder) -> _Function:
     """``ref``'s parameters from its module's source, nothing imported."""
-    module, sep, name = ref.partition(":")
-    if not sep or not module or not name.isidentifier():
-        raise _fail(ref, "not a module:function reference", "name each function as package.module:function")
+    module, _, name = ref.partition(":")
     found = resolve(ref, finder)
     if found.problem or found.unverified:
         fix = (
@@ -116,13 +164,11 @@ def _read(ref: str, finder: ModuleFinder) -> _Function:
         )
         raise _fail(ref, found.problem or found.unverified, fix)
     origin = finder.find(module).specs[-1].origin
-    tree = ast.parse(Path(str(origin)).read_bytes(), filename=str(origin))
-    imports = {
-        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        for alias in node.names
-    }
+    try:
+        tree = ast.parse(Path(str(origin)).read_bytes(), filename=str(origin))
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise _fail(ref, f"{origin} cannot be read: {type(exc).__name__}: {exc}", "fix the module") from None
+    imports = module_imports(tree)
     defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     top = [n for n in defs if n in tree.body] or defs
     if not top:
@@ -137,9 +183,11 @@ def _read(ref: str, finder: ModuleFinder) -> _Function:
     scalars: dict[str, object] = {}
     for arg in [*positional, *args.kwonlyargs]:
         default = defaults.get(arg.arg)
-        if isinstance(default, ast.Constant) and type(default.value) in (int, float, bool):
-            scalars[arg.arg] = default.value
-        elif arg.annotation is not None and ast.unparse(arg.annotation) in _SCALARS:
+        value = default.value if isinstance(default, ast.Constant) else None
+        if type(value) in (int, float, bool):
+            if not (isinstance(value, float) and not math.isfinite(value)):  # nan, inf: left to the default
+                scalars[arg.arg] = value
+        elif default is None and arg.annotation is not None and ast.unparse(arg.annotation) in _SCALARS:
             scalars[arg.arg] = _SCALARS[ast.unparse(arg.annotation)]
     return _Function(
         ref=ref,
@@ -176,8 +224,60 @@ def _is_torch(options: InitOptions, read: Sequence[_Function]) -> bool:
     return options.framework == "torch" if options.framework else all(f.torch for f in read)
 
 
+# --- YAML written: every scalar quoted as YAML reads it back, every document read back ---------
+
+
+def scalar(value: object) -> str:
+    """``value`` as one YAML scalar that YAML 1.1 (PyYAML, fuseci's loader) and 1.2 read back as
+    ``value``, in a block or a flow: a string plain when it is a word that reads back as itself
+    either way (``gpu``, ``pkg.mod:fn``; never ``on``, ``null``, ``1e-06``), else double-quoted
+    (JSON's escapes are YAML's); a number as PyYAML writes it (``1.0e-06``, never ``1e-06``,
+    which YAML 1.1 reads as a string)."""
+    if isinstance(value, str):
+        if _PLAIN_WORD.fullmatch(value) and _reads_as(value, value) and _reads_as(f"[{value}]", [value]):
+            return value
+        return json.dumps(value)
+    if isinstance(value, (bool, int, float)):
+        return yaml.safe_dump(value, default_flow_style=True).split("\n", 1)[0]
+    raise TypeError(f"not a scalar: {value!r}")
+
+
+def _reads_as(text: str, value: object) -> bool:
+    try:
+        return bool(yaml.safe_load(text) == value)
+    except yaml.YAMLError:
+        return False
+
+
+def _read_back(what: str, text: str, wanted: dict[str, Any], within: Sequence[str] = ()) -> None:
+    """Raise unless ``text`` reads back (through fuseci's loader) as ``wanted`` (at ``within``).
+
+    Raises:
+        SuiteError: it does not: a bug of this module, said as one.
+    """
+    data: Any = parse_yaml(text, Path(what))
+    for step in within:
+        data = data.get(step) if isinstance(data, dict) else None
+    if _plain(data) != _plain(wanted):
+        raise SuiteError(
+            f"{what}: fuseci init would write what YAML reads otherwise; nothing written (a bug: report it)"
+        )
+
+
+def _plain(data: object) -> object:
+    if isinstance(data, dict):
+        return {k: _plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_plain(v) for v in data]
+    return (type(data), data)  # 1 and 1.0 and True told apart
+
+
 def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tuple[str, str]:
-    """The suite's id and its YAML."""
+    """The suite's id and its YAML, read back as what it means to say.
+
+    Raises:
+        SuiteError: variants that take different parameters, or no array parameter.
+    """
     refs = [f.ref for f in read]
     taken: dict[str, None] = {}
     for f in read:
@@ -206,12 +306,27 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
         raise _fail(refs[0], "takes no array parameter", "name functions that take the arrays they fuse over")
     suite = options.suite or _slug(refs[0].partition(":")[0].split(".")[0], "mysuite")
     case = options.case or _case_id(refs[1])
+    description = f"Fusions of {refs[0].partition(':')[0]} (say what they fuse)."
+    variants = dict(_variants(refs))
+    wanted: dict[str, Any] = {
+        "suite": suite,
+        "description": description,
+        "defaults": {**({"framework": "torch"} if torch else {}), "dtype": "float32", "distribution": "normal"},
+        "cases": [
+            {
+                "id": case,
+                "inputs": {n: {"shape": [PLACEHOLDER_SHAPE]} for n in inputs},
+                **({"params": scalars} if scalars else {}),
+                "variants": variants,
+            }
+        ],
+    }
     lines = [
         "# Written by `fuseci init`. The shapes are placeholders: make them the sizes you care about",
         "# (each input over the GPU's L2 shows what fusion saves in DRAM), add a reference and",
         "# expectations, then `fuseci check`. The format: fuseci's docs/SUITES.md.",
-        f"suite: {suite}",
-        f"description: Fusions of {refs[0].partition(':')[0]} (say what they fuse).",
+        f"suite: {scalar(suite)}",
+        f"description: {scalar(description)}",
         "",
         "defaults:",
         *(["  framework: torch"] if torch else []),
@@ -219,40 +334,60 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
         "  distribution: normal",
         "",
         "cases:",
-        f"  - id: {case}",
+        f"  - id: {scalar(case)}",
         "    inputs:                        # placeholder shapes: edit them",
-        *(f"      {n}: {{shape: [{PLACEHOLDER_SHAPE}]}}" for n in inputs),
+        *(f"      {scalar(n)}: {{shape: [{PLACEHOLDER_SHAPE}]}}" for n in inputs),
     ]
     if scalars:
-        values = ", ".join(f"{n}: {json.dumps(v)}" for n, v in scalars.items())
+        values = ", ".join(f"{scalar(n)}: {scalar(v)}" for n, v in scalars.items())
         lines.append(f"    params: {{{values}}}   # the functions' defaults, else placeholders")
     lines.append("    variants:")
-    lines += [f"      {vid}: {ref}" for vid, ref in _variants(refs)]
-    return suite, "\n".join(lines) + "\n"
+    lines += [f"      {scalar(vid)}: {scalar(ref)}" for vid, ref in variants.items()]
+    text = "\n".join(lines) + "\n"
+    _read_back(f"suites/{suite}.yaml", text, wanted)
+    return suite, text
 
 
-def installed_action() -> str:
-    """``owner/fuseci@ref`` of the installed fuseci when pip installed it from a GitHub
-    repository (its ``direct_url.json``), else :data:`ACTION_FALLBACK`."""
+def installed_action() -> str | None:
+    """``owner/fuseci@commit`` of the installed fuseci, from how pip installed it (PEP 610's
+    ``direct_url.json``): from a GitHub repository, or from a local clone whose ``origin`` is
+    one; pinned to the commit installed. None from any other install (an index, a wheel, an
+    editable checkout)."""
     try:
         text = metadata.distribution("fuseci").read_text("direct_url.json")
         origin = json.loads(text) if text else {}
-    except (metadata.PackageNotFoundError, ValueError):
-        return ACTION_FALLBACK
-    m = re.fullmatch(r"(?:git\+)?https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?", str(origin.get("url", "")))
-    revision = (origin.get("vcs_info") or {}).get("requested_revision")
-    if m is None or not revision:
-        return ACTION_FALLBACK
-    return f"{m.group(1)}@{revision}"
+    except (metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    if not isinstance(origin, dict) or not isinstance(origin.get("vcs_info"), dict):
+        return None
+    commit = str(origin["vcs_info"].get("commit_id") or "")
+    url = str(origin.get("url", ""))
+    if url.startswith("file:"):
+        url = _clone_origin(Path(unquote(urlsplit(url).path)))
+    m = _GITHUB.fullmatch(url)
+    if m is None or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    return f"{m.group(1)}@{commit}"
+
+
+def _clone_origin(clone: Path) -> str:
+    """The ``origin`` remote's URL of a local clone, read from its git config, or ``""``."""
+    config = clone / ".git" / "config"
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")[:MAX_READ_BYTES]
+    except OSError:
+        return ""
+    section = re.search(r'^\s*\[remote "origin"\]\s*$(.*?)(?=^\s*\[|\Z)', text, re.M | re.S)
+    url = re.search(r"^\s*url\s*=\s*(\S+)\s*$", section.group(1), re.M) if section else None
+    return url.group(1) if url else ""
 
 
 def _workflow_text(options: InitOptions, suite_path: Path, action: str, torch: bool) -> str:
-    labels = ", ".join(
-        json.dumps(label) if not re.fullmatch(r"[\w.-]+", label) else label for label in options.runner_labels
-    )
-    extras = "torch" if torch else "cuda12  # CuPy for CUDA 12; cuda13 on a CUDA 13 driver stack"
+    labels = ", ".join(scalar(label) for label in options.runner_labels)
+    extras = "torch" if torch else "cuda12"
+    extras_note = "" if torch else "  # CuPy for CUDA 12; cuda13 on a CUDA 13 driver stack"
     pr_if = "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository"
-    return f"""name: fuseci
+    text = f"""name: fuseci
 
 # Written by `fuseci init`. On a pull request fuseci judges the pull request against its base
 # commit measured now on the same runner (fuseci ab); on a push, against the stored baselines
@@ -281,130 +416,312 @@ jobs:
       - uses: actions/checkout@v4
         with:
           fetch-depth: 0  # the pull request's base commit, for fuseci ab
-      - uses: {action}
+      - uses: {scalar(action)}
         with:
-          suites: {suite_path.as_posix()}
-          extras: {extras}
-          report-dir: {options.report_dir}
+          suites: {scalar(suite_path.as_posix())}
+          extras: {extras}{extras_note}
+          report-dir: {scalar(options.report_dir)}
 """
+    job = {
+        "if": pr_if,
+        "runs-on": list(options.runner_labels),
+        "timeout-minutes": 60,
+        "steps": [
+            {"uses": "actions/checkout@v4", "with": {"fetch-depth": 0}},
+            {
+                "uses": action,
+                "with": {"suites": suite_path.as_posix(), "extras": extras, "report-dir": options.report_dir},
+            },
+        ],
+    }
+    _read_back(options.workflow.as_posix(), text, {"fuseci": job}, ["jobs"])
+    return text
+
+
+def _actionlint_text(labels: Sequence[str]) -> str:
+    lines = [
+        "# Written by `fuseci init`: the labels of the self-hosted GPU runner, for actionlint.",
+        "self-hosted-runner:",
+        "  labels:",
+        *(f"    - {scalar(label)}" for label in labels),
+    ]
+    text = "\n".join(lines) + "\n"
+    _read_back(ACTIONLINT.as_posix(), text, {"self-hosted-runner": {"labels": list(labels)}})
+    return text
 
 
 def _label_problem(label: str) -> str:
     """Why a workflow cannot hold ``label`` as a runner label, or ``""``."""
     if not label.strip():
         return "an empty runner label"
-    if any(ord(c) < 32 or ord(c) == 127 for c in label):
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029\ufeff" for c in label):
         return f"runner label {label!r} holds a control character"
     if "," in label:
         return f"runner label {label!r} holds a comma, which separates labels"
     if "${{" in label:
         return f"runner label {label!r} holds ${{{{, which a workflow reads as an expression"
+    if label != label.strip() or len(label) > 100:
+        return f"runner label {label!r} starts or ends with a space, or is over 100 characters"
     return ""
 
 
-def _check_places(options: InitOptions) -> None:
-    """The runner labels and the workflow's path, before anything is read or written.
-
-    Raises:
-        SuiteError: one line for each label a workflow cannot hold, or a workflow path outside
-            ``.github/workflows/``.
-    """
-    problems = [
+def _option_problems(options: InitOptions) -> list[str]:
+    """Each option a workflow, a suite or a path cannot take: one line each."""
+    problems: list[str] = []
+    if len(options.functions) < 2:
+        problems.append(
+            f"fuseci init: {len(options.functions)} function(s) named; name the unfused function, "
+            "then one or more fused ones (package.module:function)"
+        )
+    for ref in options.functions:
+        module, sep, name = ref.partition(":")
+        if not (sep and module and all(p.isidentifier() for p in module.split(".")) and name.isidentifier()):
+            problems.append(f"{ref!r}: not a module:function reference; name each function as package.module:function")
+    problems += [
         f"--runner-label: {why}; name the label the runner was registered with"
         for why in map(_label_problem, options.runner_labels)
         if why
     ]
     if not options.runner_labels:
         problems.append("--runner-label: none given; name the labels the GPU runner was registered with")
+    for flag, value in (("--suite", options.suite), ("--case", options.case)):
+        if value is not None and not names.is_id(value):
+            problems.append(
+                f"{flag} {value!r}: not an id; use letters, digits, '_' and '-' (at most {names.MAX_ID_CHARS})"
+            )
+    report = options.report_dir
+    if not _PLAIN_PATH.fullmatch(report) or {".", ".."} & set(report.strip("/").split("/")):
+        problems.append(
+            f"--report-dir {report!r}: not a plain path inside the repository; use names of letters, digits, "
+            "'_', '.' and '-' separated by '/', such as fuseci-out"
+        )
+    if options.action is not None and (not _ACTION.fullmatch(options.action) or ".." in options.action):
+        problems.append(
+            f"--action {options.action!r}: not an Action reference; name it as owner/fuseci@ref "
+            "(a tag or a commit of the repository you install fuseci from)"
+        )
     wf = options.workflow
-    if wf.is_absolute() or wf.parent != WORKFLOW.parent or wf.suffix not in (".yml", ".yaml"):
+    if wf.is_absolute() or wf.parent != WORKFLOW.parent or wf.suffix not in (".yml", ".yaml") or wf.stem in ("", "."):
         problems.append(
             f"--workflow {wf.as_posix()}: GitHub runs only the .yml and .yaml files of "
             f"{WORKFLOW.parent.as_posix()}/; name one there, such as {WORKFLOW.as_posix()}"
         )
-    if problems:
-        raise SuiteError("\n".join(problems))
+    elif not _PLAIN_PATH.fullmatch(wf.name):
+        problems.append(f"--workflow {wf.as_posix()!r}: use letters, digits, '_', '.' and '-' in its name")
+    return problems
 
 
-def plan(options: InitOptions) -> list[tuple[Path, str]]:
-    """What :func:`init` writes: each path (relative to the repository) and its text; for
-    ``.gitignore``, the lines it must hold.
+def plan(options: InitOptions) -> list[Planned]:
+    """What :func:`init` writes, in order.
 
     Raises:
-        SuiteError: fewer than two functions, or one that cannot be found or read; a runner label
-            a workflow cannot hold; a workflow path outside ``.github/workflows/``.
+        UsageError: an option a workflow, a suite or a path cannot take (one line each); no Action
+            reference given and none known from how fuseci was installed.
+        SuiteError: a function that cannot be found or read, or variants with other parameters.
     """
-    if len(options.functions) < 2:
-        raise SuiteError(
-            f"fuseci init: {len(options.functions)} function(s) named; name the unfused function, "
-            "then one or more fused ones (package.module:function)"
+    problems = _option_problems(options)
+    action = options.action or (None if options.suite_only else installed_action())
+    if action is None and not options.suite_only and not problems:
+        problems.append(
+            "--action: not given, and the installed fuseci does not say which repository it came from (installed "
+            "from a wheel, an index or a checkout): pass --action OWNER/fuseci@REF, the repository and the tag or "
+            "commit you install fuseci from, or install fuseci from its git repository (docs/ADOPT.md, step 1)"
         )
-    _check_places(options)
+    if problems:
+        raise UsageError("\n".join(problems))
     root = options.root.resolve()
     finder = ModuleFinder([root, *(p for p in sys.path if p)])
     read = [_read(ref, finder) for ref in options.functions]
     torch = _is_torch(options, read)
     suite, text = _suite_text(options, read, torch)
     suite_path = SUITES_DIR / f"{suite}.yaml"
-    action = options.action or installed_action()
-    return [
-        (suite_path, text),
-        (options.workflow, _workflow_text(options, suite_path, action, torch)),
-        (GITIGNORE, f"{options.report_dir.rstrip('/')}/\n"),
-    ]
+    out = [Planned(suite_path, text, "new", "remove it, or pass --suite ID for another suite (suites/ID.yaml)")]
+    if options.suite_only:
+        return out
+    fix = "remove it, pass --workflow FILE for another workflow in .github/workflows/, or --suite-only"
+    out.append(Planned(options.workflow, _workflow_text(options, suite_path, str(action), torch), "new", fix))
+    labels = [label for label in options.runner_labels if label != "self-hosted"]
+    if "self-hosted" in options.runner_labels and labels:
+        out.append(Planned(ACTIONLINT, _actionlint_text(labels), "unless-there"))
+    out.append(Planned(GITIGNORE, f"{options.report_dir.rstrip('/')}/\n", "append"))
+    return out
 
 
-def _refuse_existing(root: Path, planned: Sequence[tuple[Path, str]]) -> None:
-    """Raise when a suite or workflow :func:`init` would write is already there.
+def _kind_of(mode: int) -> str:
+    for test, what in (
+        (stat.S_ISREG, "a file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def _stat_inside(path: Path, shown: str, real_root: Path) -> tuple[os.stat_result | None, str]:
+    """``path``'s stat, following a link that stays inside the repository; None when absent."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            real = Path(os.path.realpath(path))
+            if real != real_root and not real.is_relative_to(real_root):
+                return (
+                    None,
+                    f"{shown}: a link out of the repository (to {real}); fuseci init writes only inside it: "
+                    "make it a file or directory of the repository, or remove it",
+                )
+            st = os.stat(path)
+    except FileNotFoundError:
+        return None, "" if not path.is_symlink() else f"{shown}: a link to nothing; remove it"
+    except OSError as exc:
+        return None, f"{shown}: cannot be read: {exc.strerror or exc}"
+    return st, ""
+
+
+def _read_target(path: Path) -> str:
+    """A regular file's text, opened without waiting (a FIFO never blocks).
 
     Raises:
-        SuiteError: one line per existing file, naming it and the option that writes elsewhere.
+        OSError: it cannot be read, is not a regular file, or is over :data:`MAX_READ_BYTES`.
     """
-    fixes = {
-        SUITES_DIR: "remove it, or pass --suite ID for another suite (suites/ID.yaml)",
-        WORKFLOW.parent: "remove it, or pass --workflow FILE for another workflow in .github/workflows/",
-    }
-    there = [
-        f"{rel.as_posix()}: exists (fuseci init never replaces a file: nothing written); {fixes[rel.parent]}"
-        for rel, _ in planned
-        if rel != GITIGNORE and ((root / rel).exists() or (root / rel).is_symlink())
-    ]
-    if there:
-        raise SuiteError("\n".join(there))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{_kind_of(os.fstat(fd).st_mode)}, not a regular file")
+        raw = f.read(MAX_READ_BYTES + 1)
+    if len(raw) > MAX_READ_BYTES:
+        raise OSError(f"over {MAX_READ_BYTES >> 20} MiB")
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def _check_targets(root: Path, planned: Sequence[Planned]) -> dict[Path, str]:
+    """The text of each file that lines are added to or that is left as it is, read; every
+    target checked before anything is written.
+
+    Raises:
+        SuiteError: one line for each target that is there (a new file), is not a regular file,
+            lies under something that is not a directory, or is linked out of the repository.
+    """
+    problems: list[str] = []
+    held: dict[Path, str] = {}
+    if not root.is_dir():
+        raise SuiteError(f"{root}: not a directory; pass --root DIR, the repository to write into")
+    real_root = root.resolve()
+    for p in planned:
+        why = ""
+        for depth in range(1, len(p.path.parts)):
+            rel = Path(*p.path.parts[:depth])
+            st, why = _stat_inside(root / rel, rel.as_posix(), real_root)
+            if why or st is None:
+                break
+            if not stat.S_ISDIR(st.st_mode):
+                why = f"{rel.as_posix()}: {_kind_of(st.st_mode)} where a directory goes; move it away"
+                break
+        st, why = (None, why) if why else _stat_inside(root / p.path, p.path.as_posix(), real_root)
+        if not why and st is not None:
+            if p.how == "new":
+                why = f"{p.path.as_posix()}: exists (fuseci init never replaces a file: nothing written); {p.fix}"
+            elif not stat.S_ISREG(st.st_mode):
+                why = f"{p.path.as_posix()}: {_kind_of(st.st_mode)}, not a regular file; make it one, or remove it"
+            else:
+                try:
+                    held[p.path] = _read_target(root / p.path)
+                except OSError as exc:
+                    why = f"{p.path.as_posix()}: cannot be read: {exc.strerror or exc}"
+        if why and why not in problems:
+            problems.append(why)
+    if problems:
+        raise SuiteError("\n".join(problems))
+    return held
 
 
 def init(options: InitOptions) -> list[Written]:
     """Write what :func:`plan` says, never replacing a file; ``.gitignore`` gets the lines it
-    lacks, added at its end.
+    lacks, added at its end. Every target is checked before the first write; a write that
+    fails removes the files and directories this run made.
 
     Raises:
-        SuiteError: as :func:`plan`, or a suite or workflow that exists (each named), before
+        UsageError: as :func:`plan`.
+        SuiteError: as :func:`plan`, or a target that cannot be written (each named), before
             anything is written.
-        OSError: a file cannot be written.
+        OSError: a file cannot be written (what this run wrote is removed).
     """
     planned = plan(options)
-    _refuse_existing(options.root, planned)
-    for rel, _ in planned:  # a file where a directory goes fails here, before any file is written
-        (options.root / rel).parent.mkdir(parents=True, exist_ok=True)
-    out: list[Written] = []
-    for rel, text in planned:
-        path = options.root / rel
-        if rel == GITIGNORE:
-            out.append(_ignore(path, rel, text.splitlines()))
-        else:
-            with path.open("x", encoding="utf-8") as f:  # never replaces one made meanwhile
-                f.write(text)
-            out.append(Written(rel, "written"))
+    held = _check_targets(options.root, planned)
+    if options.suite_only:
+        planned = [_with_note(options, planned[0])]
+    made: list[Path] = []  # files and directories, in the order made
+    try:
+        out = [_write(options.root, p, held.get(p.path), made) for p in planned]
+    except BaseException:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):  # a directory someone filled meanwhile is kept
+                path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+        raise
     return out
 
 
-def _ignore(path: Path, rel: Path, wanted: list[str]) -> Written:
-    existed = path.exists()
-    held = path.read_text(encoding="utf-8") if existed else ""
+def _write(root: Path, p: Planned, held: str | None, made: list[Path]) -> Written:
+    for depth in range(1, len(p.path.parts)):
+        directory = root / Path(*p.path.parts[:depth])
+        if not directory.is_dir():
+            directory.mkdir()
+            made.append(directory)
+    path = root / p.path
+    if held is None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags, 0o666)  # never over one made meanwhile
+        made.append(path)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(p.text)
+        return Written(p.path, "written", p.text.strip() if p.how == "append" else p.note)
+    if p.how == "unless-there":
+        return Written(p.path, "exists", _declared(held, p.text))
     forms = {line.strip().strip("/") for line in held.splitlines()}
+    wanted = p.text.splitlines()
     missing = [line for line in wanted if line.strip("/") not in forms]
     if not missing:
-        return Written(rel, "exists", f"already ignores {', '.join(wanted)}")
-    with path.open("a", encoding="utf-8") as f:
+        return Written(p.path, "exists", f"already ignores {', '.join(wanted)}")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{p.path.as_posix()}: not a regular file")
         f.write(("\n" if held and not held.endswith("\n") else "") + "".join(f"{line}\n" for line in missing))
-    return Written(rel, "added" if existed else "written", ", ".join(missing))
+    return Written(p.path, "added", ", ".join(missing))
+
+
+def _with_note(options: InitOptions, suite: Planned) -> Planned:
+    """The suite, with a note on the workflow that is to run it (``--suite-only``)."""
+    try:
+        text = _read_target(options.root / options.workflow)
+    except OSError:
+        note = f"no workflow {options.workflow.as_posix()} to run it: run fuseci init without --suite-only for one"
+    else:
+        covered = suites_covered(text, suite.path)
+        note = "" if covered else f"add it to the suites: input of {options.workflow.as_posix()}, which names others"
+    return Planned(suite.path, suite.text, suite.how, suite.fix, note)
+
+
+def _declared(held: str, wanted: str) -> str:
+    """What an existing actionlint.yaml lacks of the labels wanted, in a few words."""
+    labels = yaml.safe_load(wanted)["self-hosted-runner"]["labels"]
+    try:
+        data = yaml.safe_load(held)
+        declared = data["self-hosted-runner"]["labels"] if isinstance(data, dict) else []
+    except (yaml.YAMLError, KeyError, TypeError):
+        declared = []
+    lacking = [label for label in labels if label not in (declared if isinstance(declared, list) else [])]
+    if not lacking:
+        return "declares the runner labels"
+    return f"lacks runner labels {', '.join(map(repr, lacking))}: add them to self-hosted-runner.labels"
+
+
+def suites_covered(workflow_text: str, suite: Path) -> bool:
+    """Whether a workflow's ``suites:`` inputs (paths or globs; none: every suites/*.yaml) take
+    ``suite``."""
+    given = re.findall(r"^\s*suites:\s*(.*?)\s*(?:#.*)?$", workflow_text, re.M)
+    patterns = [p.strip("'\"") for g in given for p in g.split()] or [f"{SUITES_DIR.as_posix()}/*.yaml"]
+    return any(fnmatch.fnmatch(suite.as_posix(), p) for p in patterns)

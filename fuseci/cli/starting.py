@@ -14,7 +14,7 @@ from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import echo, error, setup_logging
-from fuseci.errors import EXIT_PASS, FuseciError, SuiteError
+from fuseci.errors import EXIT_PASS, FuseciError
 
 Functions = Annotated[
     list[str],
@@ -63,14 +63,18 @@ WorkflowFile = Annotated[
         metavar="FILE",
     ),
 ]
+SuiteOnly = Annotated[
+    bool,
+    typer.Option("--suite-only", help="Write the suite alone, for a repository that has the workflow already."),
+]
 Root = Annotated[Path, typer.Option("--root", help="The repository to write into.", file_okay=False, metavar="DIR")]
 
 
 @app.command(
     "init",
-    epilog="Exit codes: 0 written; 3 a suite or workflow file that exists (nothing is ever replaced), "
-    "a function that cannot be found or read, a runner label a workflow cannot hold: one line each, "
-    "nothing written.",
+    epilog="Exit codes: 0 written; 2 an option a suite, a workflow or a path cannot hold (a runner label, an id, "
+    "the Action); 3 a file that exists (nothing is ever replaced) or cannot be written, a function that cannot "
+    "be found or read: one line each, nothing written.",
     cls=Command,
 )
 def init_command(
@@ -82,6 +86,7 @@ def init_command(
     framework: Framework = None,
     action: ActionRef = None,
     workflow: WorkflowFile = None,
+    suite_only: SuiteOnly = False,
     root: Root = Path("."),
     verbose: Verbose = False,
 ) -> int:
@@ -90,14 +95,16 @@ def init_command(
     Reads each function's parameters from its source without importing it: arrays become the
     case's inputs (placeholder shapes to edit), scalars its params. Writes suites/<suite>.yaml,
     .github/workflows/fuseci.yml (fuseci's GitHub Action on the runner labels given) and the
-    report directory's line in .gitignore. The Action's extras follow the functions' framework:
-    torch, else cuda12 (CuPy). A suite or workflow that exists is never replaced: each is named,
-    and nothing is written.
+    report directory's line in .gitignore, and the runner labels in .github/actionlint.yaml when it
+    is absent. The Action's extras follow the functions' framework: torch, else cuda12 (CuPy); the
+    Action's reference, how fuseci was installed (a git install), else --action. A file that exists
+    is never replaced: each is named, and nothing is written. --suite-only adds a suite alone.
 
     \b
     Examples:
       fuseci init mypkg.ops:add_unfused mypkg.ops:add_fused
       fuseci init mypkg.ops:add_unfused mypkg.ops:add_fused --runner-label self-hosted --runner-label gpu
+      fuseci init mypkg.ops:mul_unfused mypkg.ops:mul_fused --suite more --suite-only
     """
     from fuseci.api.init import WORKFLOW, InitOptions, init
     from fuseci.errors import UsageError
@@ -115,10 +122,11 @@ def init_command(
         framework=framework,
         action=action,
         workflow=workflow or WORKFLOW,
+        suite_only=suite_only,
     )
     try:
         done = init(options)
-    except SuiteError as exc:  # one problem a line (each existing file, each bad label), each said alone
+    except FuseciError as exc:  # one problem a line (each existing file, each bad label), each said alone
         for line in str(exc).splitlines():
             error(line)
         return exc.exit_code

@@ -30,6 +30,7 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.parse import check_suite
 from fuseci.config.resolve import Finding, ModuleFinder, Parameters, parameters, resolve_suite, suite_finder
+from fuseci.config.values import shown, yaml_number_hint
 from fuseci.wording import did_you_mean
 
 #: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
@@ -181,10 +182,12 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def _read(path: Path) -> FileCheck:
+def _read(path: Path, resolve: bool) -> FileCheck:
     read = check_suite(path)
-    problems = tuple(SuiteProblem(path, e.line, str(e), path.stem) for e in read.problems)
-    return FileCheck(path, read.suite, problems[:MAX_LISTED], max(0, len(problems) - MAX_LISTED))
+    problems = [SuiteProblem(path, e.line, str(e), path.stem) for e in read.problems]
+    if read.partial is not None and resolve:  # the functions of the cases that are right, checked too
+        problems = sorted([*problems, *_notes(read.partial, resolve)[0]], key=lambda p: p.line)
+    return FileCheck(path, read.suite, tuple(problems[:MAX_LISTED]), max(0, len(problems) - MAX_LISTED))
 
 
 def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
@@ -284,25 +287,76 @@ def _mismatches(given: Sequence[str], takes: Parameters) -> list[str]:
     return out
 
 
+_TYPES: dict[str, tuple[type, ...]] = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,)}
+#: The package a framework's arrays come from, as a module imports it.
+_FRAMEWORK_PACKAGE = {"cupy": "cupy", "torch": "torch"}
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _type_problems(params: dict[str, object], takes: Parameters) -> list[str]:
+    """Each param whose value is not of the type the function's annotation or default says."""
+    out = []
+    for name, want, why in takes.kinds:
+        value = params.get(name)
+        if name not in params or (isinstance(value, _TYPES[want]) and (want == "bool") == isinstance(value, bool)):
+            continue
+        out.append(
+            f"parameter {name!r} takes {_a(want)} ({why}), but params gives {shown(value)}{yaml_number_hint(value)}"
+            if yaml_number_hint(value)
+            else f"parameter {name!r} takes {_a(want)} ({why}), but params gives {shown(value)}; give it {_a(want)}"
+        )
+    return out
+
+
+def _framework_problem(framework: str, takes: Parameters) -> str:
+    """Why a function whose module imports one framework and not the other cannot take the
+    case's arrays, or ``""``."""
+    own = _FRAMEWORK_PACKAGE.get(framework)
+    others = [f for f, package in _FRAMEWORK_PACKAGE.items() if package in takes.module_imports and f != framework]
+    if own is None or own in takes.module_imports or len(others) != 1:
+        return ""
+    return (
+        f"is given {framework} arrays (framework: {framework}), but its module imports {others[0]} and not "
+        f"{framework}; set `framework: {others[0]}` (in defaults, the case or the variant)"
+    )
+
+
 def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]:
-    """Every variant and reference whose function's parameters do not match the names its case
-    gives (its inputs, then its params; a factory's, its params only), one problem per name, at
-    the reference's line."""
+    """Every variant and reference whose function does not fit its case: a GPU kernel named as
+    a function; a parameter the case does not give, or a name it gives that no parameter takes
+    (its inputs, then its params; a factory's, its params only); a param whose type contradicts
+    the parameter's annotation or default; a variant given the arrays of a framework its module
+    does not import, where it imports the other. One problem each, at the reference's line."""
     read: dict[str, Parameters | None] = {}
     out: list[SuiteProblem] = []
     for case in suite.cases:
         given = [*(i.name for i in case.inputs), *case.params]
-        refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn, v.factory is not None) for v in case.variants]
+        refs = [
+            (v.line, f"case {case.id!r}.variants.{v.id}", v.fn, v.factory is not None, v.framework)
+            for v in case.variants
+        ]
         if case.reference:
-            refs.append((case.reference_line, f"case {case.id!r}.reference", case.reference, False))
-        for line, where, ref, factory in refs:
+            refs.append((case.reference_line, f"case {case.id!r}.reference", case.reference, False, ""))
+        for line, where, ref, factory, framework in refs:
             if ref not in read:
                 read[ref] = parameters(ref, finder)
             takes = read[ref]
             if takes is None:
                 continue
-            for wrong in _mismatches(list(case.params) if factory else given, takes):  # a factory takes params only
-                message = f"{suite.path}:{line}: {where}: {ref!r}: {takes.function}() {wrong}"
+            if takes.kernel:
+                wrong = [
+                    f"is a GPU kernel (@{takes.kernel}): it is launched on a grid, not called with the case's "
+                    "inputs; name the Python function that launches it"
+                ]
+            else:
+                wrong = _mismatches(list(case.params) if factory else given, takes)  # a factory takes params only
+                wrong += _type_problems(dict(case.params), takes)
+                wrong += [w for w in [_framework_problem(framework, takes)] if w and not factory]
+            for one in wrong:
+                message = f"{suite.path}:{line}: {where}: {ref!r}: {takes.function}() {one}"
                 out.append(SuiteProblem(suite.path, line, message, suite.name))
     return sorted(out, key=lambda p: p.line)
 
@@ -311,7 +365,7 @@ def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
     """Check every file on its own and all of them together (see the module docstring);
     ``resolve`` also checks that every ``module:function`` exists (skip it when nothing will be
     imported, as in re-analysing a report)."""
-    files = [_read(Path(p)) for p in paths]
+    files = [_read(Path(p), resolve) for p in paths]
     clashes = _clashing_ids(files)
     out: list[FileCheck] = []
     for i, f in enumerate(files):

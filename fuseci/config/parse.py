@@ -448,6 +448,9 @@ class SuiteRead:
     """The validated suite; None when the file has a problem."""
     problems: tuple[SuiteError, ...]
     """Every problem, in the order the file was read (empty when :attr:`suite` is set)."""
+    partial: Suite | None = None
+    """When the file's shape is wrong somewhere: the suite of the cases that are right on their
+    own, so that what is checked beyond one file (the functions they name) is checked too."""
 
 
 def read_suite(data: object, path: Path) -> SuiteRead:
@@ -496,9 +499,42 @@ def read_suite(data: object, path: Path) -> SuiteRead:
                 data,
                 "planted",
             )
+    elif isinstance(cases_raw, list):
+        suite = _partial(w, data, cases_raw, path)
     # In the order the file reads; on one line, a missing key after the unknown one that may be it, misspelt.
     problems = sorted(w.problems, key=lambda e: (e.line or 0, "missing required key" in str(e)))
+    if suite_doc is None:
+        return SuiteRead(None, tuple(problems), suite)
     return SuiteRead(suite if not problems else None, tuple(problems))
+
+
+def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) -> Suite | None:
+    """The suite of the cases that are right on their own, in a file whose shape is wrong
+    elsewhere (their shape problems are said already): their own rules are checked, and they
+    are returned for the checks beyond the file, so that one pass says every problem."""
+    try:
+        defaults = _defaults(doc.Defaults.model_validate(data.get("defaults") or {}))
+    except ValidationError:
+        return None
+    cases = []
+    for node in cases_raw:
+        try:
+            one = doc.Case.model_validate(node)
+        except ValidationError:
+            continue
+        cases.append(_case(w, one, node, defaults))
+    name = data.get("suite")
+    return (
+        Suite(
+            name=name if names.is_id(name) else path.stem,
+            path=path,
+            line=_line_of(data, "suite"),
+            description="",
+            cases=tuple(cases),
+        )
+        if cases
+        else None
+    )
 
 
 def check_suite(path: str | Path) -> SuiteRead:

@@ -25,6 +25,7 @@ import ast
 import difflib
 import functools
 import importlib.util
+import itertools
 import os
 import site
 import sys
@@ -254,7 +255,8 @@ class ModuleFinder:
         spec = self._find_top(parts[0])
         if spec is None:
             where = ", ".join(dict.fromkeys(self.roots[:2]))
-            return Found((), Resolution(problem=f"no module {parts[0]!r} in {where} or the installed packages"))
+            hint = _close_module(parts[0], self.roots[:2])
+            return Found((), Resolution(problem=f"no module {parts[0]!r} in {where} or the installed packages{hint}"))
         specs = [spec]
         for i in range(1, len(parts)):
             parent = specs[-1]
@@ -273,11 +275,30 @@ class ModuleFinder:
                         ),
                     )
                 where = ", ".join(inside[:2]) or "no directory"
+                hint = _close_module(parts[i], inside[:2])
                 return Found(
-                    tuple(specs), Resolution(problem=f"package {parent.name!r} ({where}) has no module {parts[i]!r}")
+                    tuple(specs),
+                    Resolution(problem=f"package {parent.name!r} ({where}) has no module {parts[i]!r}{hint}"),
                 )
             specs.append(found)
         return Found(tuple(specs))
+
+
+def _close_module(name: str, roots: Sequence[str]) -> str:
+    """``; did you mean 'x'?`` for a module or package in ``roots`` whose name is close to
+    ``name``, else ``""`` (a few hundred entries of each directory looked at, nothing read)."""
+    found: set[str] = set()
+    for root in roots:
+        try:
+            with os.scandir(root) as entries:
+                for entry in itertools.islice(entries, 500):
+                    stem = entry.name[:-3] if entry.name.endswith(".py") else entry.name
+                    if stem.isidentifier() and (entry.name.endswith(".py") or entry.is_dir()):
+                        found.add(stem)
+        except OSError:
+            continue
+    close = difflib.get_close_matches(name, sorted(found), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def suite_finder(
@@ -336,6 +357,17 @@ def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
                 found |= more
                 open_ended |= unknown
     return found, open_ended
+
+
+def module_imports(tree: ast.Module) -> set[str]:
+    """The top-level packages a module's source imports, anywhere in it (``torch`` for
+    ``import torch.nn``); a relative import counts as none."""
+    return {
+        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+        for alias in node.names
+    } - {""}
 
 
 def _source_of(spec: ModuleSpec) -> Path | Resolution:
@@ -429,6 +461,51 @@ class Parameters:
     """Positional-only parameters without a default: no keyword call can give them."""
     open: bool
     """True with ``*args`` or ``**kwargs``: any other name may be passed."""
+    kinds: tuple[tuple[str, str, str], ...] = ()
+    """Each parameter whose source says the scalar type it takes: its name, the type
+    (``float``, ``int``, ``bool``, ``str``) and why (``annotated float``, ``default 1e-06``)."""
+    module_imports: frozenset[str] = frozenset()
+    """The top-level packages its module imports (:func:`module_imports`)."""
+    kernel: str = ""
+    """The decorator that makes it a GPU kernel rather than a function the harness can call
+    (``triton.jit``), or ``""``."""
+
+
+#: The scalar types a parameter's annotation or default may say, by their source.
+SCALAR_TYPES = ("float", "int", "bool", "str")
+#: Decorators, by what their name is imported as, that make a ``def`` a GPU kernel: it is
+#: launched (``kernel[grid](...)``), never called as the harness calls a variant. Any of Triton's.
+KERNEL_DECORATORS = frozenset({"numba.cuda.jit", "cupyx.jit.rawkernel"})
+
+
+def _kinds(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, str, str], ...]:
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: dict[str, ast.expr | None] = dict(
+        zip([p.arg for p in positional][len(positional) - len(a.defaults) :], a.defaults, strict=True)
+    )
+    defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)}
+    out = []
+    for p in (*a.args, *a.kwonlyargs):
+        shown = ast.unparse(p.annotation) if p.annotation is not None else ""
+        default = defaults.get(p.arg)
+        value = default.value if isinstance(default, ast.Constant) else None
+        if shown in SCALAR_TYPES:
+            out.append((p.arg, shown, f"annotated {shown}"))
+        elif p.annotation is None and type(value).__name__ in SCALAR_TYPES:
+            out.append((p.arg, type(value).__name__, f"default {value!r}"))
+    return tuple(out)
+
+
+def _kernel(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]) -> str:
+    """The decorator that makes ``node`` a GPU kernel (:data:`KERNEL_DECORATORS`), as written."""
+    for d in node.decorator_list:
+        name = _dotted(d)
+        head, _, rest = name.partition(".")
+        full = ".".join(filter(None, (imports.get(head, head), rest)))
+        if full.split(".")[0] == "triton" or full in KERNEL_DECORATORS:
+            return name
+    return ""
 
 
 def _dotted(node: ast.expr) -> str:
@@ -441,7 +518,18 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Parameters | None:
+def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> Parameters | None:
+    imports = {
+        alias.asname or alias.name.split(".")[0]: (
+            alias.name if isinstance(n, ast.Import) else f"{n.module or ''}.{alias.name}".lstrip(".")
+        )
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for alias in n.names
+    }
+    kernel = _kernel(node, imports)
+    if kernel:
+        return Parameters(node.name, (), (), (), True, kernel=kernel)
     if any(_dotted(d) not in SAME_PARAMETERS for d in node.decorator_list):
         return None
     a = node.args
@@ -455,6 +543,8 @@ def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Parameters | None:
         tuple(n for n in keywords if n not in defaulted),
         tuple(p.arg for p in a.posonlyargs if p.arg not in defaulted),
         a.vararg is not None or a.kwarg is not None,
+        _kinds(node),
+        frozenset(module_imports(tree)),
     )
 
 
@@ -490,7 +580,7 @@ def parameters(ref: str, finder: ModuleFinder) -> Parameters | None:
             return None
         node = one[0]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return _of_def(node)
+            return _of_def(node, tree)
         wrapped = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         if hop or not isinstance(wrapped, ast.Call) or _dotted(wrapped.func) != "torch.compile" or not wrapped.args:
             return None

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
+import yaml
 from pydantic import Field, GetJsonSchemaHandler, PlainValidator
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -192,9 +193,28 @@ Bytes = Annotated[
 ]
 
 
+def yaml_number_hint(value: object) -> str:
+    """``; YAML 1.1 reads 1e-5 as a string ...: write 1.0e-05`` when ``value`` is a string that
+    reads as a number in Python (and YAML 1.2) but that YAML 1.1, which fuseci reads suites
+    with, leaves a string: a float needs a dot, and an exponent its sign. Else ``""``."""
+    if not isinstance(value, str) or len(value) > 64:
+        return ""
+    try:
+        number = float(value.replace("_", ""))
+    except ValueError:
+        return ""
+    if not math.isfinite(number):
+        return ""
+    written = yaml.safe_dump(number, default_flow_style=True).split("\n", 1)[0]
+    return (
+        f"; YAML 1.1 reads {value} as a string, not a number (a float needs a dot, and an exponent its sign): "
+        f"write {written}"
+    )
+
+
 def finite(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"expected a finite number, got {shown(value)}")
+        raise ValueError(f"expected a finite number, got {shown(value)}{yaml_number_hint(value)}")
     return float(value)
 
 
