@@ -108,6 +108,7 @@ def _cut_short(suite: Suite, done: tuple[Trial, ...], running: str, ended: str) 
     made = {(t.case, t.function) for t in done}
     out = list(done)
     culprit = tuple(running.split("/", 1)) if "/" in running else None
+    during = f"case {culprit[0]!r}'s {culprit[1]}" if culprit else "it"
     for case in suite.cases:
         names = ([REFERENCE] if case.reference else []) + [v.id for v in case.variants]
         for name in names:
@@ -116,5 +117,5 @@ def _cut_short(suite: Suite, done: tuple[Trial, ...], running: str, ended: str) 
             if (case.id, name) == culprit:
                 out.append(Trial(case.id, name, Outcome.RAISED, f"the process {ended} in this call"))
             else:
-                out.append(Trial(case.id, name, Outcome.NOT_RUN, f"not called: the process {ended} in {running}"))
+                out.append(Trial(case.id, name, Outcome.NOT_RUN, f"not called: the process {ended} in {during}"))
     return tuple(out)
