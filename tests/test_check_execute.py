@@ -71,9 +71,14 @@ def test_each_call_is_one_line_matched_wrong_raised_or_not_run_here() -> None:
     result = CliRunner().invoke(app, ["check", str(DATA / "execute.yaml"), "--execute"])
     assert result.exit_code == 1, result.output
     out = " ".join(result.output.split())
-    assert "execute.yaml:11: case 'rms'.variants.unfused (execute_kernels:rms_unfused): ran: matched the reference" in out
+    assert (
+        "execute.yaml:11: case 'rms'.variants.unfused (execute_kernels:rms_unfused): ran: matched the reference" in out
+    )
     assert "execute.yaml:12: case 'rms'.variants.triton (execute_kernels:rms_triton): ran: matched the reference" in out
-    assert "execute.yaml:13: case 'rms'.variants.wrong (execute_kernels:rms_off): wrong result: wrong output 0 vs the reference" in out
+    assert (
+        "execute.yaml:13: case 'rms'.variants.wrong (execute_kernels:rms_off): wrong result: wrong output 0 vs the reference"
+        in out
+    )
     raised = r"rows_of_7\): raised: RuntimeError: shape '\[-1, 7\]' is invalid for input of size 32768 at \S*execute_kernels\.py:\d+ "
     assert re.search(raised, out), out
     assert "on x [256, 128] float32, weight [128] float32" in out  # the shapes it ran on
@@ -130,7 +135,9 @@ def _light(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_init_and_check_run_without_the_full_extra(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "ops.py").write_text("def add(x, y):\n    return x + y\n\ndef add_fused(x, y):\n    return x + y\n")
+    (tmp_path / "pkg" / "ops.py").write_text(
+        "def add(x, y):\n    return x + y\n\ndef add_fused(x, y):\n    return x + y\n"
+    )
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     init = _light(["init", "pkg.ops:add", "pkg.ops:add_fused"], tmp_path)
     assert init.returncode == 0, init.stdout + init.stderr
