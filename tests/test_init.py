@@ -72,6 +72,7 @@ def test_init_writes_the_suite_the_workflow_and_gitignore(repo: Path) -> None:
         "written  .github/actionlint.yaml",
         "written  .gitignore (fuseci-out/)",
         "fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files",
+        "fuseci init: with PyTorch installed (a CPU build will do), `fuseci check --execute` calls each function once",
     ]
     suite = yaml.safe_load((repo / "suites" / "mypkg.yaml").read_text())
     (case,) = suite["cases"]

@@ -37,11 +37,23 @@ def internal_error(exc: BaseException, verbose: bool) -> int:
     return EXIT_SETUP
 
 
+#: The modules of the ``full`` extra's packages (pyproject.toml): the light install (``pip install
+#: fuseci``) leaves them out, and runs ``init``, ``check`` and ``check --execute`` without them.
+FULL_MODULES = ("numpy", "pandas", "junit_xml", "ncu_report", "jinja2", "matplotlib")
+
+
 def failed(exc: Exception, verbose: bool) -> int:
     """The exit code of a command that raised ``exc``, said on stderr."""
     if isinstance(exc, FuseciError):
         error(str(exc))
         return exc.exit_code
+    missing = (exc.name or "").split(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+    if missing in FULL_MODULES:
+        error(
+            f"this command needs {missing}, which the light install of fuseci leaves out: "
+            "pip install 'fuseci[full]' (or a GPU extra: cuda12, cuda13, torch)"
+        )
+        return EXIT_SETUP
     return internal_error(exc, verbose)
 
 

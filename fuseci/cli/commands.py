@@ -4,9 +4,10 @@ that ``fuseci --help`` is fast."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -42,6 +43,9 @@ from fuseci.cli.options import (
 )
 from fuseci.cli.output import Terminal, check_outputs, echo, error, kept_files, report, say, setup_logging
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, Cancelled, FuseciError, UsageError
+
+if TYPE_CHECKING:
+    from fuseci.config.model import Suite
 
 app = typer.Typer(
     name="fuseci",
@@ -208,11 +212,24 @@ def ab_command(
 
 
 @app.command(
-    "check", epilog="Exit codes: 0 every suite file is valid; 2 usage error; 3 a suite file has a problem.", cls=Command
+    "check",
+    epilog="Exit codes: 0 every suite file is valid (with --execute: and every call ran and matched, or could not "
+    "run here); 1 (--execute) a variant or reference computed a wrong result or raised; 2 usage error; 3 a suite "
+    "file has a problem, or its functions could not be called at all.",
+    cls=Command,
 )
 def check_command(
     ctx: typer.Context,
     suites: SuitesArg = None,
+    execute: Annotated[
+        bool,
+        typer.Option(
+            "--execute",
+            help="Also call every variant and reference once, on this machine's CPU (PyTorch, a CPU build will do; "
+            "Triton kernels in Triton's interpreter), on small inputs of the suite's dtypes, and compare each "
+            "with the float64 reference. No GPU, no ncu.",
+        ),
+    ] = False,
     junit_file: JunitFile = None,
     json_file: JsonFile = None,
     markdown_file: MarkdownFile = None,
@@ -229,9 +246,17 @@ def check_command(
     on the suite files. `fuseci run` makes the same checks before it measures anything.
 
     \b
+    With --execute, each suite without problems is then called, in a process of its own under a
+    time limit: each input's long axes divided by one power of two (rank, dtypes and the ratios
+    between axes kept), each function called once, and one line per call says whether it ran
+    and matched the reference, computed a wrong result, raised (what, at which file:line), or
+    could not run here (CuPy needs a GPU, code that needs CUDA).
+
+    \b
     Examples:
       fuseci check                     # every suites/*.yaml
       fuseci check suites/mine.yaml --junit check.xml
+      fuseci check --execute           # and call every function once, on the CPU
     """
     from fuseci import api
     from fuseci.api.suites import check_report
@@ -249,7 +274,26 @@ def check_command(
             say(f.summary())
     code = report(terminal, check_report(check), outputs, EXIT_PASS if check.ok else EXIT_SETUP, console=False)
     say(check.summary())
+    if execute and check.ok:
+        code = max(code, _execute(check.suites))
+    elif execute:
+        say("fuseci check: --execute calls nothing until the problems above are fixed")
     return code
+
+
+def _execute(suites: Sequence[Suite]) -> int:
+    """``check --execute``: each suite's functions called once; one line per call, one per suite."""
+    from fuseci.api.execute import execute, exit_code
+    from fuseci.measure.trial_record import Outcome
+
+    done = []
+    for suite in suites:
+        executed = execute(suite)
+        for t in executed.trials:
+            (error if t.outcome in (Outcome.WRONG, Outcome.RAISED) else say)(executed.line(t))
+        (error if executed.problem else say)(executed.summary())
+        done.append(executed)
+    return exit_code(done)
 
 
 @app.command("compare", epilog=EXIT_CODES_HELP, cls=Command)

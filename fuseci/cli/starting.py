@@ -142,3 +142,4 @@ def _say(done: Sequence[Any]) -> None:
         detail = f" ({item.detail})" if item.detail else ""
         echo(f"{item.status:<8} {item.path.as_posix()}{detail}")
     echo("fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files")
+    echo("fuseci init: with PyTorch installed (a CPU build will do), `fuseci check --execute` calls each function once")

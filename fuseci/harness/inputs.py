@@ -111,11 +111,11 @@ def make_input(spec: InputSpec) -> arrays.Tensor:
         HarnessError: a ``randint`` range that is empty or leaves the input's dtype, or no room
             on the device.
     """
+    kind = dtype(spec.dtype)
+    if arrays.runtime_name() in ("torch", "cpu"):
+        return _torch_input(spec)
     import numpy as np
 
-    kind = dtype(spec.dtype)
-    if arrays.runtime_name() == "torch":
-        return _torch_input(spec)
     out = arrays.empty(spec.shape, kind.storage, f"input {spec.name!r} ({spec.nbytes / 1e6:,.1f} MB)")
     kernel = _kernel(spec.distribution, spec.dtype)
     seed = np.uint64(spec.seed % 2**64)

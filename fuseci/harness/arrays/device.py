@@ -8,7 +8,8 @@ records, through one of two runtimes with the same functions:
 
 ``FUSECI_RUNTIME=cupy`` or ``torch`` chooses one where both are installed (the ``gpu`` tests run
 both on one card). The choice is made once per process and recorded (``runtime`` in the run's
-environment).
+environment). ``cpu`` (:mod:`.device_cpu`) is the host, through PyTorch's CPU tensors: what
+``fuseci check --execute`` calls the functions with, on any machine.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fuseci.errors import HarnessError
 
 #: The environment variable that chooses the runtime where both are installed.
 RUNTIME_ENV = "FUSECI_RUNTIME"
-RUNTIMES = ("cupy", "torch")
+RUNTIMES = ("cupy", "torch", "cpu")
 
 
 @functools.cache
@@ -50,6 +51,8 @@ def runtime() -> ModuleType:
     try:
         module.load()
     except HarnessError as exc:
+        if asked == "cpu":
+            raise HarnessError(f"{exc}; install PyTorch (a CPU build will do)") from None
         if not no_cupy:
             raise HarnessError(f"{exc}; install fuseci with the torch extra, or unset {RUNTIME_ENV}") from None
         raise HarnessError(

@@ -303,10 +303,14 @@ def affine(x: Any, a: float, b: float) -> Any:
     return t.add(t.tensor(b, dtype=t.float32), x, alpha=a)
 
 
-def random_input(shape: tuple[int, ...], kind: Any, distribution: str, seed: int, p0: Any, p1: Any) -> Any:
+def random_input(
+    shape: tuple[int, ...], kind: Any, distribution: str, seed: int, p0: Any, p1: Any, values: Any = None
+) -> Any:
     """An input of fuseci dtype ``kind`` (its storage dtype, raw bits for bfloat16 and float8)
     written from its seed, the same bits as the CuPy runtime's (see
-    :mod:`fuseci.harness.arrays.philox_triton`).
+    :mod:`fuseci.harness.arrays.philox_triton`); ``values``, the function that computes the
+    float64 (int64) values, and the tensor's device with them: Triton's on the GPU by default,
+    the host's for ``fuseci check --execute`` (:mod:`fuseci.harness.arrays.device_cpu`).
 
     Raises:
         DeviceMemoryError: it does not fit in device memory.
@@ -317,7 +321,10 @@ def random_input(shape: tuple[int, ...], kind: Any, distribution: str, seed: int
     n = 1
     for d in shape:
         n *= int(d)
-    out = empty((n,), kind.storage, f"an input of {n:,} {kind.name} elements")
+    if values is None:
+        out = empty((n,), kind.storage, f"an input of {n:,} {kind.name} elements")
+    else:
+        out = t.empty((n,), dtype=storage_dtype(kind.storage))
     storage = storage_dtype(kind.storage)
     fmt = kind.minifloat
     randint = distribution == "randint"
@@ -336,5 +343,5 @@ def random_input(shape: tuple[int, ...], kind: Any, distribution: str, seed: int
             return f.clamp_(-fmt.max_finite, fmt.max_finite).to(_minifloat_dtypes()[kind.name]).view(storage)
         return f.to(storage)
 
-    philox_triton.fill(out, distribution, seed, p0, p1, convert)
+    philox_triton.fill(out, distribution, seed, p0, p1, convert, values or philox_triton.values)
     return out.view(shape)

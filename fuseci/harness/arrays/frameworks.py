@@ -95,7 +95,7 @@ class Torch(Framework):
 
     def load(self) -> None:
         torch = self._torch()
-        if not torch.cuda.is_available():
+        if device.runtime_name() != "cpu" and not torch.cuda.is_available():
             raise HarnessError(f"PyTorch {torch.__version__} has no CUDA (a CPU build?); install a CUDA build")
         try:  # torch.compile's code generator; importing it now saves a second in the GPU's turn
             importlib.import_module("triton")
@@ -104,6 +104,8 @@ class Torch(Framework):
 
     def start(self) -> None:
         torch = self._torch()
+        if device.runtime_name() == "cpu":  # fuseci check --execute: CPU tensors, no stream
+            return
         torch.cuda.init()
         handle = device.stream_handle()
         current = torch.cuda.current_stream()
@@ -391,14 +393,16 @@ def _take_one(o: Any, who: str) -> Tensor:
 
 def _take_torch(o: Any, who: str) -> Tensor:
     torch = sys.modules["torch"]
-    if o.device.type != "cuda":
-        raise HarnessError(f"{who} is a torch tensor on {o.device}; return it on the GPU (device='cuda')")
+    on_host = device.runtime_name() == "cpu"  # fuseci check --execute: the inputs were CPU tensors
+    if o.device.type != ("cpu" if on_host else "cuda"):
+        where = "on the host, as its inputs are" if on_host else "on the GPU (device='cuda')"
+        raise HarnessError(f"{who} is a torch tensor on {o.device}; return it {where}")
     if o.is_sparse or o.is_quantized or o.is_complex():
         raise HarnessError(f"{who} is a {o.layout} {o.dtype} torch tensor; return a dense real tensor")
     t = o.detach()  # DLPack refuses tensors that require grad
     name = str(t.dtype).removeprefix("torch.")
     known = DTYPES.get(name)
-    if device.runtime_name() == "torch":
+    if device.runtime_name() in ("torch", "cpu"):
         return from_array(t)
     if known is not None and known.minifloat is not None:
         bits = t.view(torch.int16 if known.itemsize == 2 else torch.int8)

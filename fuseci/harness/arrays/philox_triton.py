@@ -74,13 +74,16 @@ def values(distribution: str, start: int, count: int, seed: int, p0: float | int
     return out
 
 
-def fill(out: Any, distribution: str, seed: int, p0: float | int, p1: float | int, convert: Any) -> None:
-    """Write every element of the flat device tensor ``out`` (its storage dtype), :data:`CHUNK`
-    elements at a time: ``convert`` turns a chunk of :func:`values` into ``out``'s dtype."""
+def fill(
+    out: Any, distribution: str, seed: int, p0: float | int, p1: float | int, convert: Any, compute: Any = values
+) -> None:
+    """Write every element of the flat tensor ``out`` (its storage dtype), :data:`CHUNK`
+    elements at a time: ``convert`` turns a chunk of ``compute``'s values (:func:`values`, or the
+    host's) into ``out``'s dtype."""
     count = out.numel()
     for start in range(0, count, CHUNK):
         n = min(CHUNK, count - start)
-        out[start : start + n].copy_(convert(values(distribution, start, n, seed, p0, p1)))
+        out[start : start + n].copy_(convert(compute(distribution, start, n, seed, p0, p1)))
 
 
 def spinner() -> Any:
