@@ -199,6 +199,34 @@ def test_truncated_wrong_and_missing_files_are_one_line_each(tmp_path: Path) -> 
     assert "no variant of it has a ledger" in _refused("ledger", "show", no_ledger)
 
 
+def test_xz_files_read_as_their_text_and_a_bad_one_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``show`` and ``diff`` read a ``.xz`` ledger file as --from-report reads a ``.ncu-rep.xz``."""
+    import lzma
+
+    from fuseci.api import ledger_files
+
+    packed = tmp_path / "models.ledgers.json.xz"
+    packed.write_bytes(lzma.compress(H200.read_bytes()))
+    plain, xz = invoke("ledger", "show", H200), invoke("ledger", "show", packed)
+    assert xz.exit_code == 0, xz.output
+    assert xz.stdout.splitlines()[1:] == plain.stdout.splitlines()[1:]
+    assert xz.stdout.splitlines()[0] == f"file {packed} (suite's ledgers, fuseci 0.1.0)"
+    against = invoke("ledger", "diff", packed, H200)
+    assert against.exit_code == 0 and against.stdout.splitlines()[-1] == "3 ledgers compared, 0 regressed (exit 0)"
+    results_xz = tmp_path / "r.json.xz"
+    results_xz.write_bytes(lzma.compress(results.dumps([ledger_comparison()]).encode()))
+    assert invoke("ledger", "show", results_xz).exit_code == 0
+    cut = tmp_path / "cut.json.xz"
+    cut.write_bytes(packed.read_bytes()[:300])
+    assert "the .xz stream ends early" in _refused("ledger", "show", cut)
+    not_xz = tmp_path / "plain.json.xz"
+    not_xz.write_bytes(H200.read_bytes())
+    assert "cannot decompress" in _refused("ledger", "show", not_xz)
+    # a small file that expands past what any ledger file holds is refused, not read
+    monkeypatch.setattr(ledger_files, "_ANY", replace(ledger_files._ANY, max_bytes=1000))
+    assert "decompresses to over" in _refused("ledger", "show", packed)
+
+
 def test_a_missing_key_names_the_file_and_what_it_holds(tmp_path: Path) -> None:
     line = _refused("ledger", "diff", H200, H100, "--key", "prenorm/eager")
     assert line.startswith(f"fuseci: error: {H200}: no ledger 'prenorm/eager' in this suite's ledgers; it holds ")

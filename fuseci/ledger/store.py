@@ -137,6 +137,15 @@ def load_suite(path: Path) -> dict[str, Ledger]:
         data = SUITE_FORMAT.load(path)
     except FileNotFoundError:
         return {}
+    return suite_from_json(data, path)
+
+
+def suite_from_json(data: Any, path: Path | str) -> dict[str, Ledger]:
+    """A suite's ledgers from a parsed document (see :func:`load_suite`).
+
+    Raises:
+        LedgerError: not a suite's ledgers, newer, or a value its format does not allow.
+    """
     body = {k: x for k, x in SUITE_FORMAT.check(data, path).items() if k not in ("format", "format_version")}
     try:
         return dict(v.validate(SuiteLedgers, body).ledgers)
