@@ -83,13 +83,25 @@ def test_show_prints_the_table_worst_ratio_first() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[2] == "prenorm/compiled"
-    assert lines[3].split() == ["kernel", "kind", "nodes", "launches", "DRAM", "minimum", "ratio", "time"]
+    assert lines[3].split()[:9] == [
+        "kernel",
+        "kind",
+        "nodes",
+        "launches",
+        "requested",
+        "DRAM",
+        "minimum",
+        "ratio",
+        "DRAM",
+    ]
     assert lines[4].split()[:2] == ["extern_kernels.addmm", "extern"] and "1.04x" in lines[4]
-    assert lines[-1] == "  forward: 545.6 MB of DRAM over 9 rows; floor 58.7 MB (9.3x)"
+    # recorded before the requested bytes were kept: DRAM ratios, said so
+    assert lines[-2] == "  forward: 545.6 MB of DRAM over 9 rows; floor 58.7 MB (9.3x)"
+    assert lines[-1].startswith("  note: ratios are of DRAM bytes (this ledger holds no bytes requested by the SMs")
     every = invoke("ledger", "show", H100)
     assert [x for x in every.stdout.splitlines() if x.endswith("/compiled")] == MODEL_KEYS
     # a note is said once: swiglu's two GEMMs of one configuration, the second not profiled again
-    (note,) = [x for x in every.stdout.splitlines() if x.startswith("  note: ")]
+    (note,) = [x for x in every.stdout.splitlines() if x.startswith("  note: ") and "DRAM bytes" not in x]
     assert note.startswith("  note: 1 of the forward's 6 kernel launches repeat an earlier launch's configuration")
 
 
@@ -140,7 +152,7 @@ def test_show_names_the_graph_breaks(tmp_path: Path) -> None:
     result = invoke("ledger", "show", broken)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[2] == "block/compiled" and lines[-2].startswith("  forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
+    assert lines[2] == "block/compiled" and lines[-3].startswith("  forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
     assert lines[-1].startswith("  graph break: Graph break in user code at models32.py:27 Graph Break Reason:")
 
 
