@@ -125,7 +125,7 @@ def _graph_rows(
     """The rows of one graph's calls, and what of its bytes above its floor no row holds alone
     (:func:`.excess.graph_parts`; None where unknown)."""
     computed = _computed(graph, wrapper, post_grad)
-    bounds = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
+    bounds: list[Boundary | None] = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
     runs = max(found.runs.get(graph.id, 1), 1)
     rows, copies = [], []
     for i, call in enumerate(wrapper.calls):

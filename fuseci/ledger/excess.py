@@ -112,7 +112,9 @@ def row_parts(row: Row, read_min: int | None, layout: bool) -> tuple[Part, ...]:
         reread = min(max(loads - read_min, 0.0), max(over, 0.0))
     parts = []
     if reread:
-        parts.append(Part(Cause.REREAD, reread, f"{_mb(reread)} loaded above its inputs read once ({_mb(read_min or 0)})"))
+        parts.append(
+            Part(Cause.REREAD, reread, f"{_mb(reread)} loaded above its inputs read once ({_mb(read_min or 0)})")
+        )
     if over - reread:
         why = (
             "stores above its outputs written once, or loads the re-reads do not account for"
@@ -183,7 +185,9 @@ def graph_parts(g: GraphRows) -> list[Part] | None:
     out: list[Part] = []
     for i, row in enumerate(g.rows):
         if g.copies[i] and row.min_bytes is not None:
-            out.append(Part(Cause.LAYOUT, float(row.min_bytes), f"{row.kernel}: the buffers of a copy for a library call"))
+            out.append(
+                Part(Cause.LAYOUT, float(row.min_bytes), f"{row.kernel}: the buffers of a copy for a library call")
+            )
         elif row.min_bytes is None:
             out.append(Part(Cause.UNEXPLAINED, row.requested or 0.0, f"{row.kernel}: no minimum to split its bytes by"))
     crossing = _crossing(g)

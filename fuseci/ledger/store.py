@@ -49,7 +49,11 @@ class LedgerDocument(v.Document):
 #: Members added since format 1 was first written, with the value that says "not recorded":
 #: left out of a document where they hold it, so that a ledger read from an older file is written
 #: back as it was (the file's reader takes them as absent).
-_ADDED = {"ledger": {"excess": []}, "row": {"excess": []}, "measured": {"loads": None, "stores": None}}
+_ADDED: dict[str, dict[str, Any]] = {
+    "ledger": {"excess": ()},
+    "row": {"excess": ()},
+    "measured": {"loads": None, "stores": None},
+}
 
 
 def _members(ledger: Ledger) -> dict[str, Any]:

@@ -170,8 +170,8 @@ def _row_view(r: Row, basis: bool) -> RowView:
 
 
 def _row_weight(r: RowView) -> int:
-    cells = (r.kernel, r.kind, r.launches, r.nodes_more, r.dram, r.minimum, r.ratio, r.ratio_value, r.time, r.note)
-    cells += (r.requested, r.dram_ratio, r.excess)
+    cells = [r.kernel, r.kind, r.launches, r.nodes_more, r.dram, r.minimum, r.ratio, r.ratio_value, r.time, r.note]
+    cells += [r.requested, r.dram_ratio, r.excess]
     return budget.weight(*cells, *r.nodes, *r.more_nodes, markup=_ROW_MARKUP)
 
 
