@@ -84,13 +84,25 @@ def test_show_prints_the_table_worst_ratio_first() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[2] == "prenorm/compiled"
-    assert lines[3].split() == ["kernel", "kind", "nodes", "launches", "DRAM", "minimum", "ratio", "time"]
+    assert lines[3].split()[:9] == [
+        "kernel",
+        "kind",
+        "nodes",
+        "launches",
+        "requested",
+        "DRAM",
+        "minimum",
+        "ratio",
+        "DRAM",
+    ]
     assert lines[4].split()[:2] == ["extern_kernels.addmm", "extern"] and "1.04x" in lines[4]
-    assert lines[-1] == "  forward: 545.6 MB of DRAM over 9 rows; floor 58.7 MB (9.3x)"
+    # recorded before the requested bytes were kept: DRAM ratios, said so
+    assert lines[-2] == "  forward: 545.6 MB of DRAM over 9 rows; floor 58.7 MB (9.3x)"
+    assert lines[-1].startswith("  note: ratios are of DRAM bytes (this ledger holds no bytes requested by the SMs")
     every = invoke("ledger", "show", H100)
     assert [x for x in every.stdout.splitlines() if x.endswith("/compiled")] == MODEL_KEYS
     # a note is said once: swiglu's two GEMMs of one configuration, the second not profiled again
-    (note,) = [x for x in every.stdout.splitlines() if x.startswith("  note: ")]
+    (note,) = [x for x in every.stdout.splitlines() if x.startswith("  note: ") and "DRAM bytes" not in x]
     assert note.startswith("  note: 1 of the forward's 6 kernel launches repeat an earlier launch's configuration")
 
 
@@ -141,7 +153,7 @@ def test_show_names_the_graph_breaks(tmp_path: Path) -> None:
     result = invoke("ledger", "show", broken)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[2] == "block/compiled" and lines[-2].startswith("  forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
+    assert lines[2] == "block/compiled" and lines[-3].startswith("  forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
     assert lines[-1].startswith("  graph break: Graph break in user code at models32.py:27 Graph Break Reason:")
 
 
@@ -198,6 +210,34 @@ def test_truncated_wrong_and_missing_files_are_one_line_each(tmp_path: Path) -> 
     case = replace(comparison.cases[0], variants=tuple(replace(v, ledger=None) for v in comparison.cases[0].variants))
     no_ledger.write_text(results.dumps([replace(comparison, cases=(case,))]))
     assert "no variant of it has a ledger" in _refused("ledger", "show", no_ledger)
+
+
+def test_xz_files_read_as_their_text_and_a_bad_one_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``show`` and ``diff`` read a ``.xz`` ledger file as --from-report reads a ``.ncu-rep.xz``."""
+    import lzma
+
+    from fuseci.api import ledger_files
+
+    packed = tmp_path / "models.ledgers.json.xz"
+    packed.write_bytes(lzma.compress(H200.read_bytes()))
+    plain, xz = invoke("ledger", "show", H200), invoke("ledger", "show", packed)
+    assert xz.exit_code == 0, xz.output
+    assert xz.stdout.splitlines()[1:] == plain.stdout.splitlines()[1:]
+    assert xz.stdout.splitlines()[0] == f"file {packed} (suite's ledgers, fuseci 0.1.0)"
+    against = invoke("ledger", "diff", packed, H200)
+    assert against.exit_code == 0 and against.stdout.splitlines()[-1] == "3 ledgers compared, 0 regressed (exit 0)"
+    results_xz = tmp_path / "r.json.xz"
+    results_xz.write_bytes(lzma.compress(results.dumps([ledger_comparison()]).encode()))
+    assert invoke("ledger", "show", results_xz).exit_code == 0
+    cut = tmp_path / "cut.json.xz"
+    cut.write_bytes(packed.read_bytes()[:300])
+    assert "the .xz stream ends early" in _refused("ledger", "show", cut)
+    not_xz = tmp_path / "plain.json.xz"
+    not_xz.write_bytes(H200.read_bytes())
+    assert "cannot decompress" in _refused("ledger", "show", not_xz)
+    # a small file that expands past what any ledger file holds is refused, not read
+    monkeypatch.setattr(ledger_files, "_ANY", replace(ledger_files._ANY, max_bytes=1000))
+    assert "decompresses to over" in _refused("ledger", "show", packed)
 
 
 def test_a_missing_key_names_the_file_and_what_it_holds(tmp_path: Path) -> None:

@@ -11,12 +11,15 @@ A ledger file is one of three documents, told apart by their ``format``:
 
 The file is read once as untrusted JSON (bounded, no key named twice) to learn which it is, then
 by its own reader, which validates every value; each failure is one line naming the file, the
-place and the fix (:class:`~fuseci.errors.LedgerError`, exit 3).
+place and the fix (:class:`~fuseci.errors.LedgerError`, exit 3). A file whose name ends in ``.xz``
+is decompressed first, within the same bound (the ledgers of tests/data/ledger and
+``--from-report``'s ``.ncu-rep.xz`` are stored so).
 """
 
 from __future__ import annotations
 
 import enum
+import lzma
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +31,7 @@ from fuseci.ledger.diff import NodeChange, diff
 from fuseci.ledger.gate import LedgerVerdict, judge
 from fuseci.ledger.model import Ledger
 from fuseci.store import results
-from fuseci.store.versioned import DocumentFormat
+from fuseci.store.versioned import DocumentFormat, read_bounded
 
 #: What a file that is none of the three is told.
 FIX = (
@@ -96,12 +99,12 @@ def _shown(value: Any, limit: int = 40) -> str | None:
     return None
 
 
-def _from_results(path: Path) -> tuple[dict[str, Ledger], tuple[str, ...]]:
+def _from_results(data: dict[str, Any], path: Path) -> tuple[dict[str, Ledger], tuple[str, ...]]:
     """The ledgers of a results file by ``case/variant``, and the PyTorch and Triton it ran."""
     out: dict[str, Ledger] = {}
     owner: dict[str, str] = {}
     about: dict[str, None] = {}
-    for c in results.read_results(path):
+    for c in results.from_json(results.FORMAT.check(data, path), path):
         for case in c.cases:
             for v in case.variants:
                 if v.ledger is None:
@@ -120,6 +123,36 @@ def _from_results(path: Path) -> tuple[dict[str, Ledger], tuple[str, ...]]:
     return out, tuple(about)
 
 
+def _xz_text(path: Path) -> str:
+    """The text of an ``.xz``-compressed ledger file (as ``--from-report`` reads an
+    ``.ncu-rep.xz``): a regular file only, decompressed no further than the largest ledger file
+    read, so a small file that expands without bound is refused, not read.
+
+    Raises:
+        FileNotFoundError: nothing at ``path``.
+        LedgerError: unreadable, not ``.xz``, over the limit or not UTF-8 text.
+    """
+    try:
+        raw = read_bounded(path, _ANY.max_bytes)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _ANY.fail(path, f"cannot read the ledger file: {exc.strerror or exc}") from None
+    unpack = lzma.LZMADecompressor()
+    try:
+        plain = unpack.decompress(raw, max_length=_ANY.max_bytes + 1)
+    except lzma.LZMAError as exc:
+        raise _ANY.fail(path, f"cannot decompress ({exc}); is it a complete .xz file?") from None
+    if len(plain) > _ANY.max_bytes:
+        raise _ANY.fail(path, f"decompresses to over {_ANY.max_bytes >> 20} MiB, more than any ledger file")
+    if not unpack.eof:
+        raise _ANY.fail(path, "the .xz stream ends early; is it a complete .xz file?")
+    try:
+        return plain.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _ANY.fail(path, f"not UTF-8 text once decompressed (byte {exc.start})") from None
+
+
 def read(path: Path) -> LedgerFile:
     """The ledgers of ``path``: a ledger, a suite's ledgers or a results file.
 
@@ -128,19 +161,19 @@ def read(path: Path) -> LedgerFile:
             allow, or holding no ledger; one line naming the file and the place.
     """
     try:
-        data = _ANY.load(path)
+        data = _ANY.parse(_xz_text(path), path) if path.name.endswith(".xz") else _ANY.load(path)
     except FileNotFoundError:
         raise LedgerError(f"{path}: no such file; {FIX}") from None
     fuseci = _shown(data.get("fuseci_version"))
     about = (f"fuseci {fuseci}",) if fuseci else ()
     kind = data.get("format")
     if kind == store.FORMAT.name:
-        return LedgerFile(path, FileKind.LEDGER, {SINGLE: store.load(path)}, about)
+        return LedgerFile(path, FileKind.LEDGER, {SINGLE: store.from_json(data, path)}, about)
     if kind == store.SUITE_FORMAT.name:
-        ledgers = store.load_suite(path)
+        ledgers = store.suite_from_json(data, path)
         file = LedgerFile(path, FileKind.SUITE, ledgers, about)
     elif kind is None and "suites" in data:
-        found, versions = _from_results(path)
+        found, versions = _from_results(data, path)
         file = LedgerFile(path, FileKind.RESULTS, found, (*about, *versions))
     else:
         what = f"a {str(kind)[:40]!r} document" if kind is not None else "a document without suites or a format"

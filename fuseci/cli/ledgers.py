@@ -40,7 +40,8 @@ ledger_app = typer.Typer(
 app.add_typer(ledger_app)
 
 FILE_HELP = (
-    "a suite's <suite>.ledgers.json (beside its baseline), a results file of `fuseci run --json`, or a single ledger"
+    "a suite's <suite>.ledgers.json (beside its baseline), a results file of `fuseci run --json`, or a single ledger; "
+    "any of them compressed as .xz"
 )
 Keys = Annotated[
     list[str] | None,

@@ -180,6 +180,8 @@ LEDGER_METRICS = (
     "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
     "lts__t_sectors_srcunit_tex_op_read.sum",
     "lts__t_sectors_srcunit_tex_op_write.sum",
+    "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",
+    "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
     "launch__grid_size",
     "launch__block_size",
 )

@@ -78,6 +78,9 @@ class Capture:
     """In the order they were compiled (a graph break's second graph after the first)."""
     break_reasons: tuple[str, ...] = ()
     fusion_refusals: tuple[str, ...] = ()
+    sizes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Graph → the value of each of its symbolic sizes in the run (``{"0/0": {"s27": 256}}``):
+    the capture's ``sizes``, where the harness recorded them (a graph compiled for dynamic shapes)."""
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:
@@ -213,7 +216,41 @@ def capture_from(data: Any, where: str) -> Capture:
             graphs[gid] = _graph_with(graphs.get(gid) or CompiledGraph(gid), name, payload)
         except ValueError as exc:
             raise LedgerError(f"{place}: {exc}; capture it again with provenance tracking on") from None
-    return Capture(tuple(graphs.values()), tuple(reasons), fusion_refusals(log))
+    return Capture(tuple(graphs.values()), tuple(reasons), fusion_refusals(log), _sizes(data.get("sizes"), where))
+
+
+#: Symbols of one graph a capture's ``sizes`` may hold.
+MAX_SYMBOLS = 10_000
+_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+_GRAPH_ID = re.compile(r"^\d{1,9}/\d{1,9}$")
+
+
+def _sizes(raw: Any, where: str) -> dict[str, dict[str, int]]:
+    """A capture's ``sizes``: ``{graph id: {symbol: value}}``, each value a size (a count); absent
+    in captures recorded before they were kept.
+
+    Raises:
+        LedgerError: not of that shape, naming the place.
+    """
+    if raw is None:
+        return {}
+    fix = "capture it again (the harness records each symbolic size's value in the run)"
+    if not isinstance(raw, dict) or len(raw) > MAX_SYMBOLS:
+        raise LedgerError(f"{where}: sizes is {shown(raw)}, not an object of each graph's symbol values; {fix}")
+    out: dict[str, dict[str, int]] = {}
+    for graph, symbols in raw.items():
+        place = f"{where}: sizes[{json.dumps(str(graph)[:60])}]"
+        if not _GRAPH_ID.match(graph):
+            raise LedgerError(f"{place}: not a graph's id (frame/compile, like 0/0); {fix}")
+        if not isinstance(symbols, dict) or len(symbols) > MAX_SYMBOLS:
+            raise LedgerError(f"{place} is {shown(symbols)}, not an object of symbol values; {fix}")
+        for name, value in symbols.items():
+            if not _SYMBOL.match(name):
+                raise LedgerError(f"{place}: {shown(name)} is not a symbol's name (s27); {fix}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+                raise LedgerError(f"{place}[{json.dumps(name)}] is {shown(value)}, not a size; {fix}")
+        out[graph] = dict(symbols)
+    return out
 
 
 def read_capture(path: Path) -> Capture:

@@ -104,11 +104,17 @@ def _ordered(graph: PostGradGraph, names: set[str]) -> tuple[str, ...]:
     return tuple(n for n in graph.nodes if n in names) + tuple(sorted(names - graph.nodes.keys()))
 
 
-def floor(graph: PostGradGraph) -> int | None:
-    """Every input the graph uses read once and every output it computes written once; None when
-    a shape is unknown."""
+def floor_tensors(graph: PostGradGraph) -> tuple[str, ...]:
+    """The tensors of the floor, in graph order: every input the graph uses and every output it
+    computes (by base)."""
     used = {graph.base(a) for node in graph.nodes.values() for a in node.args}
     inputs = {p for p in graph.placeholders if p in used and not _is_symbol(graph, p)}
     outputs = {graph.base(o) for o in graph.outputs} - set(graph.placeholders)
     outputs = {o for o in outputs if not _is_symbol(graph, o)}
-    return _size(graph, inputs | outputs)
+    return _ordered(graph, inputs | outputs)
+
+
+def floor(graph: PostGradGraph) -> int | None:
+    """Every input the graph uses read once and every output it computes written once; None when
+    a shape is unknown."""
+    return _size(graph, set(floor_tensors(graph)))

@@ -15,17 +15,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from fuseci.ledger import excess
 from fuseci.ledger.artifacts import Capture, CompiledGraph
 from fuseci.ledger.boundary import Boundary, boundaries, floor, implemented
 from fuseci.ledger.graph import PostGradGraph, parse_graph, source_line
 from fuseci.ledger.launches import Attribution, KernelRow, attribute, measured
-from fuseci.ledger.model import Kind, Ledger, Node, Row
+from fuseci.ledger.model import Cause, Kind, Ledger, Node, Part, Row
 from fuseci.ledger.wrapper import Call, Wrapper, parse_wrapper
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]*\n(?P<code>[^\n]*)')
 
-SYMBOLIC = "no minimum: its sizes are symbols (a graph compiled for dynamic shapes)"
+SYMBOLIC = (
+    "no minimum: its sizes are symbols (a graph compiled for dynamic shapes) and the capture holds no value of them "
+    "in the run (record it again with this fuseci's harness)"
+)
+RUNS = "graph {} ran {} times in the forward: its minimum counts each run"
 COPY = "computes no node of the graph (a copy for a library call): its bytes are the buffers the wrapper passes it"
 REPEATS = (
     "{} of its {} kernel launches counted with the measurement of an earlier launch of the same "
@@ -115,10 +121,13 @@ def _note(graph: CompiledGraph, call: Call, post_grad: PostGradGraph | None, mat
 
 def _graph_rows(
     graph: CompiledGraph, wrapper: Wrapper, post_grad: PostGradGraph | None, found: Attribution
-) -> list[Row]:
+) -> tuple[list[Row], list[Part] | None]:
+    """The rows of one graph's calls, and what of its bytes above its floor no row holds alone
+    (:func:`.excess.graph_parts`; None where unknown)."""
     computed = _computed(graph, wrapper, post_grad)
-    bounds = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
-    rows = []
+    bounds: list[Boundary | None] = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
+    runs = max(found.runs.get(graph.id, 1), 1)
+    rows, copies = [], []
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
         bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
@@ -126,11 +135,15 @@ def _graph_rows(
         copied = sum(k.repeat for k in kernels or ())
         if copied:
             note = "; ".join(x for x in (note, REPEATS.format(copied, len(kernels or ()))) if x)
-        if bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i]:
-            bound = _from_wrapper(call, wrapper, post_grad)
+        copies.append(bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i])
+        if copies[-1] and post_grad is not None:
+            bound = bounds[i] = _from_wrapper(call, wrapper, post_grad)
             note = "; ".join(x for x in (note, COPY) if x)
         if bound is not None and bound.min_bytes is None and post_grad is not None and _symbolic(post_grad):
             note = "; ".join(x for x in (note, SYMBOLIC) if x)
+        least = bound.min_bytes if bound is not None else None
+        if least is not None and runs > 1:
+            note = "; ".join(x for x in (note, RUNS.format(graph.id, runs)) if x)
         rows.append(
             Row(
                 graph=graph.id,
@@ -138,11 +151,17 @@ def _graph_rows(
                 kind=call.kind,
                 nodes=_nodes(graph, post_grad, call),
                 measured=measured(kernels) if kernels else None,
-                min_bytes=bound.min_bytes if bound is not None else None,
+                min_bytes=None if least is None else least * runs,
                 note=note,
             )
         )
-    return rows
+    if post_grad is None:
+        return rows, None
+    layout = [c or (b is not None and excess.is_layout(post_grad, b)) for c, b in zip(copies, bounds, strict=True)]
+    for i, (row, bound) in enumerate(zip(rows, bounds, strict=True)):
+        read_min = excess.read_bytes(post_grad, bound, runs) if bound is not None and not copies[i] else None
+        rows[i] = replace(row, excess=excess.row_parts(row, read_min, layout[i]))
+    return rows, excess.graph_parts(excess.GraphRows(post_grad, rows, bounds, copies, layout, runs))
 
 
 def _symbolic(graph: PostGradGraph) -> bool:
@@ -201,15 +220,26 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         if graph.output_code is not None:
             wrappers[graph.id] = parse_wrapper(graph.output_code, f"graph {graph.id}'s output code")
         if graph.post_grad is not None:
-            graphs[graph.id] = parse_graph(graph.post_grad, f"graph {graph.id}'s post-grad graph")
+            where = f"graph {graph.id}'s post-grad graph"
+            graphs[graph.id] = parse_graph(graph.post_grad, where, capture.sizes.get(graph.id))
     found = attribute(kernels, {gid: w.calls for gid, w in wrappers.items()})
     rows: list[Row] = []
+    parts: list[Part] | None = []
     for graph in capture.graphs:
         if graph.id in wrappers:
-            rows.extend(_graph_rows(graph, wrappers[graph.id], graphs.get(graph.id), found))
+            more, theirs = _graph_rows(graph, wrappers[graph.id], graphs.get(graph.id), found)
+            rows.extend(more)
+            parts = None if parts is None or theirs is None else parts + theirs
     if found.unclaimed:
         rows.append(_untraced(found))
-    floors = [floor(graphs[g.id]) if g.id in graphs else None for g in capture.graphs if g.id in wrappers]
+        requested = rows[-1].requested
+        if parts is not None and requested is not None:
+            parts.append(Part(Cause.UNEXPLAINED, requested, "(untraced): kernels no wrapper call claims"))
+    floors = [
+        None if g.id not in graphs or (f := floor(graphs[g.id])) is None else f * max(found.runs.get(g.id, 1), 1)
+        for g in capture.graphs
+        if g.id in wrappers
+    ]
     total = None if not floors or any(f is None for f in floors) else sum(f for f in floors if f is not None)
     return Ledger(
         rows=tuple(rows),
@@ -218,6 +248,7 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         break_reasons=capture.break_reasons,
         fusion_refusals=capture.fusion_refusals,
         notes=tuple(_notes(capture, wrappers, found) + _repeats_note(kernels)),
+        excess=tuple(parts) if parts is not None and total is not None else (),
     )
 
 

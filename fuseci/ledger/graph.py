@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -121,17 +123,52 @@ def source_line(file: str, line: int | str, code: str) -> str:
     return f"{PurePosixPath(file.strip()).name}:{line}: {code.strip()}"
 
 
-def tensor_type(text: str) -> TensorType | None:
-    """``bf16[8, 1024][1024, 1]cuda:0`` as a :class:`TensorType`; None when it is not one."""
+def tensor_type(text: str, sizes: Mapping[str, int] | None = None) -> TensorType | None:
+    """``bf16[8, 1024][1024, 1]cuda:0`` as a :class:`TensorType`; None when it is not one. A
+    symbolic size (``bf16[s27, 1024]``, ``s27*s77``) takes its value from ``sizes`` (a symbol's
+    value in the run, as the harness recorded it); unknown without it."""
     m = _TYPE.match(text.strip())
     if m is None:
         return None
-    return TensorType(m.group(1), _ints(m.group(2)), _ints(m.group(3)) if m.group(3) is not None else None)
+    strides = _ints(m.group(3), sizes) if m.group(3) is not None else None
+    return TensorType(m.group(1), _ints(m.group(2), sizes), strides)
 
 
-def _ints(text: str) -> tuple[int, ...] | None:
+def _ints(text: str, sizes: Mapping[str, int] | None = None) -> tuple[int, ...] | None:
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    return tuple(int(p) for p in parts) if all(p.lstrip("-").isdigit() for p in parts) else None
+    values = [_size(p, sizes or {}) for p in parts]
+    return None if any(x is None for x in values) else tuple(x for x in values if x is not None)
+
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def _size(text: str, sizes: Mapping[str, int]) -> int | None:
+    """A size as the graph prints it: an integer, or sums and products of symbols and integers
+    (``s27*s77``, ``2*s0 + 1``) valued from ``sizes``; None for anything else (``Max(...)``, a
+    symbol with no value)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return _value(tree, sizes, 0)
+
+
+def _value(node: ast.expr, sizes: Mapping[str, int], depth: int) -> int | None:
+    if depth > 50:
+        return None
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return sizes.get(node.id)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _value(node.left, sizes, depth + 1), _value(node.right, sizes, depth + 1)
+        if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):
+            return None
+        return _ARITHMETIC[type(node.op)](left, right)
+    return None
 
 
 def _target(value: ast.expr) -> str:
@@ -177,12 +214,14 @@ def _forward(text: str, where: str) -> ast.FunctionDef:
     raise LedgerError(f"{where}: the post-grad graph has no forward(): not a graph Inductor printed")
 
 
-def parse_graph(text: str, where: str) -> PostGradGraph:
+def parse_graph(text: str, where: str, sizes: Mapping[str, int] | None = None) -> PostGradGraph:
     """Read a post-grad graph's text.
 
     Args:
         text: The ``inductor_post_grad_graph`` artifact's payload.
         where: The artifact's place, for messages (``case.json: graph 0/0``).
+        sizes: The value of each symbolic size in the run (``{"s27": 2}``), for a graph compiled
+            with dynamic shapes; a size of a symbol without one stays unknown.
 
     Raises:
         LedgerError: the text is not Python, or holds no ``forward``.
@@ -193,7 +232,7 @@ def parse_graph(text: str, where: str) -> PostGradGraph:
     for arg in forward.args.args[1:]:
         note = arg.annotation.value if isinstance(arg.annotation, ast.Constant) else ""
         note = note if isinstance(note, str) else ""
-        nodes[arg.arg] = GraphNode(arg.arg, "placeholder", (), tensor_type(note), symbol=note.startswith("Sym("))
+        nodes[arg.arg] = GraphNode(arg.arg, "placeholder", (), tensor_type(note, sizes), symbol=note.startswith("Sym("))
     outputs: tuple[str, ...] = ()
     for stmt in forward.body:
         if isinstance(stmt, ast.Return) and stmt.value is not None:
@@ -211,6 +250,6 @@ def parse_graph(text: str, where: str) -> PostGradGraph:
         note = note if isinstance(note, str) else ""
         args = tuple(dict.fromkeys(n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in nodes))
         nodes[name] = GraphNode(
-            name, _target(value), args, tensor_type(note), lines.get(stmt.lineno, ""), note.startswith("Sym(")
+            name, _target(value), args, tensor_type(note, sizes), lines.get(stmt.lineno, ""), note.startswith("Sym(")
         )
     return PostGradGraph(nodes, tuple(n for n, node in nodes.items() if node.target == "placeholder"), outputs)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,16 @@ METRICS: dict[str, tuple[str, ...]] = {
     "global_bytes": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
     "l2_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
     "duration_ns": ("gpu__time_duration.sum",),
+}
+#: The global bytes a row's kernel asked for, loads and stores, each the LSU's and the TMA's
+#: (:attr:`fuseci.ledger.model.Measured.loads`). Optional in a row: a row without the TMA's
+#: (exported before they were kept, or profiled with ``ncu: {tma: false}``) has none.
+REQUESTED: dict[str, tuple[str, str]] = {
+    "loads": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"),
+    "stores": (
+        "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+        "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+    ),
 }
 #: The launch shape of a row, (grid, block), as ncu names them (optional in a row).
 SHAPE = ("launch__grid_size", "launch__block_size")
@@ -87,10 +97,23 @@ def _row(item: Any) -> KernelRow:
             total += value
         sums[what] = total
     shape = [_launch_size(item, metric) for metric in SHAPE]
+    asked = {what: _requested(item, metrics) for what, metrics in REQUESTED.items()}
     return KernelRow(
         ident, name, tuple(nvtx), sums["dram_bytes"], sums["global_bytes"],
         sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"], shape[0], shape[1], repeat,
+        asked["loads"], asked["stores"],
     )  # fmt: skip
+
+
+def _requested(item: dict[str, Any], metrics: tuple[str, str]) -> float | None:
+    """The LSU's and the TMA's bytes of a row summed; None where the TMA's were not counted
+    (absent, or NaN: ncu was not asked for them)."""
+    tma = item.get(metrics[1])
+    if tma is None or (isinstance(tma, float) and math.isnan(tma)):
+        return None
+    if isinstance(tma, bool) or not isinstance(tma, (int, float)) or not math.isfinite(tma) or tma < 0:
+        raise ValueError(f"{metrics[1]} is {shown(tma)}, not a finite, non-negative number")
+    return float(item[metrics[0]]) + tma
 
 
 def _launch_size(item: dict[str, Any], metric: str) -> int:
@@ -151,7 +174,19 @@ def measured(rows: Sequence[KernelRow]) -> Measured:
         duration_ns=sum(r.duration_ns for r in rows),
         kernels=tuple(dict.fromkeys(r.kernel for r in rows)),
         shapes=tuple(dict.fromkeys(f"{r.grid}x{r.block}" for r in rows if r.grid and r.block)),
+        loads=_sum(r.loads for r in rows),
+        stores=_sum(r.stores for r in rows),
     )
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    """The sum, or None where any is unknown."""
+    out = 0.0
+    for x in values:
+        if x is None:
+            return None
+        out += x
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +202,9 @@ class Attribution:
     """(graph, index of the call) → how its rows were found, where not by its range (a replay's launch order)."""
     replays: dict[str, str] = field(default_factory=dict)
     """Graph → how its CUDA-graph replay was read (:mod:`.replay`), for the ledger's notes."""
+    runs: dict[str, int] = field(default_factory=dict)
+    """Graph → how many times its wrapper ran in the range (runs of its ``## Call`` range, or of
+    the harness's launch ranges; a replay's runs): a graph run N times has N times its floor."""
 
 
 def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
@@ -306,8 +344,10 @@ def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) ->
         ranges_claim = Attribution()
         unmatched = _claim(graph, calls[graph], ranged, ranges_claim)
         if replays and not ranges_claim.claimed:
+            out.runs[graph] = len(replays)
             left += _replayed(graph, calls[graph], ranged, replays, out)
         else:
+            out.runs[graph] = len(ranged)
             out.claimed.update(ranges_claim.claimed)
             left += lost + unmatched
     for row, why in sorted(left, key=lambda item: item[0].id):

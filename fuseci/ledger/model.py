@@ -4,6 +4,7 @@ implements and what it moved, and the graph's totals. Frozen data, built by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated
@@ -70,6 +71,51 @@ class Measured(v.Document):
     """The launch shapes ncu saw, ``GRIDxBLOCK`` (threads), in launch order (distinct only): the
     choice Triton's autotuner (or a library's heuristic) made, recorded so that a verdict can
     say when it changed. Empty in ledgers recorded before it was kept."""
+    loads: v.Amount | None = None
+    """Global bytes the SMs asked to load: through the LSU and through the TMA
+    (``l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum`` + ``l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum``).
+    Unlike DRAM bytes, a tensor the L2 kept is still counted, so a correct kernel cannot ask for
+    less than it must read. None in ledgers recorded before it was kept, or where the TMA's bytes
+    were not counted (``ncu: {tma: false}``)."""
+    stores: v.Amount | None = None
+    """Global bytes the SMs asked to store, likewise (``..._lsu_mem_global_op_st.sum`` +
+    ``l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum``)."""
+
+    @property
+    def requested(self) -> float | None:
+        """:attr:`loads` and :attr:`stores`; None where either is unknown."""
+        return None if self.loads is None or self.stores is None else self.loads + self.stores
+
+
+class Cause(str, Enum):
+    """What made a row, or the forward, move more bytes than its minimum (:mod:`fuseci.ledger.excess`)."""
+
+    REREAD = "re-reads"
+    """Loads above each tensor the row reads read once: tiles of a GEMM loaded again, a looped
+    reduction reading its row twice (whether L1 or L2 served them)."""
+    BOUNDARY = "fusion boundaries"
+    """A tensor written by one row and read by another (a materialised fusion boundary), or an
+    input read by more than one row: what fusing the rows would not move."""
+    LAYOUT = "layout copies"
+    """A row that only copies (a ``.contiguous()``, a copy for a library call's layout): all it
+    moves, and the reads of what it wrote."""
+    WIDENED = "widened dtypes"
+    """The part of a boundary tensor's bytes due to its element type having been widened
+    (``x.float()`` written and read back in fp32, not bf16)."""
+    UNEXPLAINED = "unexplained"
+    """What the ledger's data cannot attribute: stores above the outputs written once, loads
+    below the inputs read once, rows without a minimum, kernels no call claims."""
+
+
+@dataclass(frozen=True, slots=True)
+class Part(v.Document):
+    """Bytes of one cause, in a row or the forward."""
+
+    cause: Annotated[Cause, v.Choice(tuple(c.value for c in Cause), what="unknown cause")]
+    bytes: Annotated[float, Field(allow_inf_nan=False)]
+    """Negative only for what is unexplained (a kernel asked for less than its minimum)."""
+    what: v.Text = ""
+    """What it is, for the reader: the tensor and the rows it crosses between, by kernel and node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +138,27 @@ class Row(v.Document):
     when the shapes are unknown."""
     note: v.Text = ""
     """What is known to be missing or odd about this row, for the reader."""
+    excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
+    """Its requested bytes above :attr:`min_bytes`, by cause (:mod:`fuseci.ledger.excess`); empty
+    where either is unknown, or nothing is above it."""
+
+    @property
+    def requested(self) -> float | None:
+        """The global bytes its kernels asked for (:attr:`Measured.requested`); 0 for a row that
+        launched nothing; None where unknown."""
+        return 0.0 if self.measured is None else self.measured.requested
 
     @property
     def ratio(self) -> float | None:
-        """Measured DRAM bytes over :attr:`min_bytes`."""
+        """Requested bytes over :attr:`min_bytes`: 1.0 moves each tensor once; a correct kernel
+        cannot ask for less (the L2 keeping a tensor does not lower it, as it lowers DRAM bytes)."""
+        if self.measured is None or not self.min_bytes or self.measured.requested is None:
+            return None
+        return self.measured.requested / self.min_bytes
+
+    @property
+    def dram_ratio(self) -> float | None:
+        """Measured DRAM bytes over :attr:`min_bytes` (below 1 where the L2 kept its tensors)."""
         if self.measured is None or not self.min_bytes:
             return None
         return self.measured.dram_bytes / self.min_bytes
@@ -118,10 +181,33 @@ class Ledger(v.Document):
     notes: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = field(default=())
     """Whole-ledger notes (CUDA graphs, dynamic shapes: several graphs for one frame)."""
 
+    excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
+    """The forward's bytes above its floor that are no row's own: tensors crossing between rows,
+    a copy's buffers, rows without a minimum. With the rows' :attr:`Row.excess`, they sum to
+    :attr:`requested_bytes` less :attr:`floor_bytes` (:meth:`over_floor`). Empty where either is
+    unknown."""
+
     @property
     def measured_bytes(self) -> float:
         """DRAM bytes of every row."""
         return sum(r.measured.dram_bytes for r in self.rows if r.measured is not None)
+
+    @property
+    def requested_bytes(self) -> float | None:
+        """Global bytes every row asked for (:attr:`Row.requested`); None where a row's are unknown."""
+        each = [r.requested for r in self.rows]
+        return None if not each or any(x is None for x in each) else math.fsum(x for x in each if x is not None)
+
+    def over_floor(self) -> dict[Cause, float] | None:
+        """The requested bytes above the floor, by cause, every cause present (0 where none);
+        None where the requested bytes, the floor or the split is unknown."""
+        total = self.requested_bytes
+        if total is None or self.floor_bytes is None:
+            return None
+        parts = [p for r in self.rows for p in r.excess] + list(self.excess)
+        if abs(math.fsum(p.bytes for p in parts) - (total - self.floor_bytes)) > 1e-9 * max(total, 1.0):
+            return None  # no split recorded (or not of these figures)
+        return {c: math.fsum(p.bytes for p in parts if p.cause is c) for c in Cause}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,3 +230,7 @@ class KernelRow:
     repeat: bool = False
     """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
     (a ledger's ``repeats: once``)."""
+    loads: float | None = None
+    """Global bytes it asked to load, LSU and TMA (None: the TMA's were not counted)."""
+    stores: float | None = None
+    """Global bytes it asked to store, LSU and TMA (None: likewise)."""

@@ -7,7 +7,10 @@ Reading is :class:`fuseci.store.versioned.DocumentFormat`'s: bounded, a key name
 the version checked; each failure one line naming the file and the place.
 
 Format history:
-    1: first version.
+    1: first version. Since added, each read as absent where a file leaves it out (and left out
+       where not recorded, so an older ledger is written back byte for byte): a measurement's
+       ``loads`` and ``stores`` (global bytes the SMs asked for, LSU and TMA), a row's and the
+       ledger's ``excess`` (bytes above the minimum and the floor, by cause).
 """
 
 from __future__ import annotations
@@ -43,9 +46,36 @@ class LedgerDocument(v.Document):
     fuseci_version: Annotated[str, Field(max_length=100)] = "?"
 
 
+#: Members added since format 1 was first written, with the value that says "not recorded":
+#: left out of a document where they hold it, so that a ledger read from an older file is written
+#: back as it was (the file's reader takes them as absent).
+_ADDED: dict[str, dict[str, Any]] = {
+    "ledger": {"excess": ()},
+    "row": {"excess": ()},
+    "measured": {"loads": None, "stores": None},
+}
+
+
+def _members(ledger: Ledger) -> dict[str, Any]:
+    """A ledger as its document holds it: its members, less those of :data:`_ADDED` not recorded."""
+
+    def lean(doc: dict[str, Any], what: str) -> dict[str, Any]:
+        return {k: x for k, x in doc.items() if not (k in _ADDED[what] and x == _ADDED[what][k])}
+
+    doc = lean(dataclasses.asdict(ledger), "ledger")
+    rows = []
+    for row in doc["rows"]:
+        row = lean(row, "row")
+        if row["measured"] is not None:
+            row["measured"] = lean(row["measured"], "measured")
+        rows.append(row)
+    doc["rows"] = rows
+    return doc
+
+
 def to_json(ledger: Ledger) -> dict[str, Any]:
     """The document's body (without ``format`` and ``format_version``)."""
-    return {"fuseci_version": __version__, "ledger": dataclasses.asdict(ledger)}
+    return {"fuseci_version": __version__, "ledger": _members(ledger)}
 
 
 def dumps(ledger: Ledger) -> str:
@@ -137,6 +167,15 @@ def load_suite(path: Path) -> dict[str, Ledger]:
         data = SUITE_FORMAT.load(path)
     except FileNotFoundError:
         return {}
+    return suite_from_json(data, path)
+
+
+def suite_from_json(data: Any, path: Path | str) -> dict[str, Ledger]:
+    """A suite's ledgers from a parsed document (see :func:`load_suite`).
+
+    Raises:
+        LedgerError: not a suite's ledgers, newer, or a value its format does not allow.
+    """
     body = {k: x for k, x in SUITE_FORMAT.check(data, path).items() if k not in ("format", "format_version")}
     try:
         return dict(v.validate(SuiteLedgers, body).ledgers)
@@ -147,7 +186,7 @@ def load_suite(path: Path) -> dict[str, Ledger]:
 def dumps_suite(ledgers: dict[str, Ledger]) -> str:
     """The exact text of a suite's ledgers file (sorted keys, a trailing newline)."""
     return SUITE_FORMAT.dumps(
-        {"fuseci_version": __version__, "ledgers": {k: dataclasses.asdict(x) for k, x in sorted(ledgers.items())}}
+        {"fuseci_version": __version__, "ledgers": {k: _members(x) for k, x in sorted(ledgers.items())}}
     )
 
 

@@ -1,5 +1,5 @@
-"""A fusion ledger in words: its rows as a terminal table (the worst ratio of measured to minimum
-DRAM bytes first), its totals in one line, its gate's findings, and what changed against its
+"""A fusion ledger in words: its rows as a terminal table (the worst ratio of requested to minimum
+bytes first, DRAM beside it), its totals in one line, what its bytes above the floor are, its gate's findings, and what changed against its
 baseline's ledger, node by node (:func:`fuseci.ledger.diff.diff`). The console, JUnit and the
 HTML fragment (:mod:`fuseci.reporters.ledger_html`) say it with these.
 
@@ -13,7 +13,7 @@ from fuseci.config import names, quantities
 from fuseci.ledger.diff import diff, diff_lines
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
-from fuseci.ledger.model import Ledger, Row
+from fuseci.ledger.model import Cause, Ledger, Row
 from fuseci.reporters import budget
 from fuseci.reporters.text import clean, columns, count
 
@@ -37,9 +37,66 @@ def megabytes(value: float) -> str:
     return quantities.show(names.DRAM_BYTES, value)
 
 
-def ratio(row: Row) -> str:
-    """``1.05x``; empty for a row without a minimum or a measurement."""
-    return "" if row.ratio is None else f"{row.ratio:.2f}x"
+#: What a ledger without the bytes the SMs asked for says of its ratios.
+DRAM_BASIS = (
+    "ratios are of DRAM bytes (this ledger holds no bytes requested by the SMs: recorded before fuseci kept them, "
+    "or without the TMA's counters); a tensor the L2 kept reads below 1x, so record it again"
+)
+
+
+def requested_basis(ledger: Ledger) -> bool:
+    """Whether the ledger's ratios are of requested bytes (every row's known), not of DRAM bytes."""
+    return ledger.requested_bytes is not None
+
+
+def row_ratio(row: Row, requested: bool = True) -> float | None:
+    """Requested bytes over the minimum, or, for a ledger without them, DRAM bytes over it."""
+    return row.ratio if requested else row.dram_ratio
+
+
+def ratio(row: Row, requested: bool = True) -> str:
+    """``1.05x``; empty for a row without a minimum or a measurement (:func:`row_ratio`)."""
+    value = row_ratio(row, requested)
+    return "" if value is None else f"{value:.2f}x"
+
+
+def dram_ratio(row: Row) -> str:
+    """``0.55x``: DRAM bytes over the minimum; empty without either."""
+    return "" if row.dram_ratio is None else f"{row.dram_ratio:.2f}x"
+
+
+def requested(row: Row) -> str:
+    """``25.9 MB``: the bytes the SMs asked for; empty where unknown."""
+    return "" if row.requested is None or row.measured is None else megabytes(row.requested)
+
+
+def parts_text(parts: dict[Cause, float]) -> str:
+    """``re-reads 224.3 MB, fusion boundaries 19.4 MB``: each cause with bytes, in order."""
+    return ", ".join(f"{c.value} {_signed_mb(x)}" for c, x in parts.items() if x) or "nothing"
+
+
+def _signed_mb(value: float) -> str:
+    return megabytes(value) if value >= 0 else f"-{megabytes(-value)}"
+
+
+def row_excess(row: Row) -> str:
+    """A row's bytes above its minimum by cause (``re-reads 18.6 MB``), or empty."""
+    by: dict[Cause, float] = {}
+    for p in row.excess:
+        by[p.cause] = by.get(p.cause, 0.0) + p.bytes
+    return parts_text(by) if by else ""
+
+
+def excess_line(ledger: Ledger) -> str | None:
+    """``over the floor: 244.1 MB = re-reads 224.3 MB + fusion boundaries 19.4 MB + ...``: the
+    forward's requested bytes above its floor and what caused them (they sum to it); None where
+    unknown."""
+    parts = ledger.over_floor()
+    if parts is None or ledger.requested_bytes is None or ledger.floor_bytes is None:
+        return None
+    total = ledger.requested_bytes - ledger.floor_bytes
+    causes = " + ".join(f"{c.value} {_signed_mb(x)}" for c, x in parts.items() if x) or "nothing"
+    return f"over the floor: {_signed_mb(total)} = {causes}"
 
 
 def duration(row: Row) -> str:
@@ -48,39 +105,58 @@ def duration(row: Row) -> str:
 
 
 def sorted_rows(ledger: Ledger) -> list[Row]:
-    """The rows by measured ÷ minimum DRAM bytes, the largest first; rows without a ratio last,
-    each group in call order."""
-    known = [r for r in ledger.rows if r.ratio is not None]
-    return sorted(known, key=lambda r: -(r.ratio or 0.0)) + [r for r in ledger.rows if r.ratio is None]
+    """The rows by their ratio (requested ÷ minimum bytes; DRAM ÷ minimum in a ledger without
+    requested bytes), the largest first; rows without a ratio last, each group in call order."""
+    basis = requested_basis(ledger)
+    known = [r for r in ledger.rows if row_ratio(r, basis) is not None]
+    rest = [r for r in ledger.rows if row_ratio(r, basis) is None]
+    return sorted(known, key=lambda r: -(row_ratio(r, basis) or 0.0)) + rest
 
 
 def ledger_lines(ledger: Ledger) -> list[str]:
-    """The ledger as a table for the terminal, the worst ratio first, and its totals."""
-    head = ["kernel", "kind", "nodes", "launches", "DRAM", "minimum", "ratio", "time"]
+    """The ledger as a table for the terminal, the worst ratio first, its totals and what its
+    bytes above the floor are."""
+    basis = requested_basis(ledger)
+    head = ["kernel", "kind", "nodes", "launches", "requested", "DRAM", "minimum", "ratio", "DRAM ratio"]
     body = [
         [
             cut(r.kernel, 80),
             r.kind.value,
             cut(", ".join(labels(r.nodes)), 80),
             str(r.measured.launches) if r.measured else "",
+            requested(r),
             megabytes(r.measured.dram_bytes) if r.measured else "not measured",
             megabytes(r.min_bytes) if r.min_bytes is not None else "",
-            ratio(r),
+            ratio(r, basis),
+            dram_ratio(r),
             duration(r),
+            cut(row_excess(r), 80),
         ]
         for r in sorted_rows(ledger)
     ]
-    table = columns([head, *body], left=3)
-    return [*table, totals_line(ledger), *(f"note: {cut(n, budget.TEXT)}" for n in ledger.notes[:NOTES])]
+    table = columns([[*head, "time", "above its minimum"], *body], left=3)
+    over = excess_line(ledger)
+    notes = [*([] if basis else [DRAM_BASIS]), *ledger.notes[:NOTES]]
+    return [*table, totals_line(ledger), *([over] if over else []), *(f"note: {cut(n, budget.TEXT)}" for n in notes)]
 
 
 def totals_line(ledger: Ledger) -> str:
-    """``forward: 526.3 MB of DRAM over 9 rows; floor 58.7 MB (9.0x)``."""
-    measured = ledger.measured_bytes
-    floor = f"; floor {megabytes(ledger.floor_bytes)}" if ledger.floor_bytes else "; no floor (shapes unknown)"
-    times = f" ({measured / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
+    """``forward: 295.0 MB requested (61.9 MB of DRAM) over 17 rows; floor 50.9 MB (5.8x, DRAM
+    1.2x)``; in a ledger without requested bytes, ``forward: 526.3 MB of DRAM over 9 rows; floor
+    58.7 MB (9.0x)``."""
+    measured, asked = ledger.measured_bytes, ledger.requested_bytes
     graphs = f" in {len(ledger.graphs)} graphs" if len(ledger.graphs) > 1 else ""
-    return f"forward: {megabytes(measured)} of DRAM over {len(ledger.rows)} rows{graphs}{floor}{times}"
+    floor = f"; floor {megabytes(ledger.floor_bytes)}" if ledger.floor_bytes else "; no floor (shapes unknown)"
+    if asked is None:
+        times = f" ({measured / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
+        return f"forward: {megabytes(measured)} of DRAM over {len(ledger.rows)} rows{graphs}{floor}{times}"
+    times = (
+        f" ({asked / ledger.floor_bytes:.1f}x, DRAM {measured / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
+    )
+    return (
+        f"forward: {megabytes(asked)} requested ({megabytes(measured)} of DRAM) over {len(ledger.rows)} rows"
+        f"{graphs}{floor}{times}"
+    )
 
 
 def totals_brief(ledger: Ledger) -> str:
@@ -92,6 +168,11 @@ def totals_brief(ledger: Ledger) -> str:
         else "no floor (shapes unknown)"
     )
     calls, graphs = count(len(ledger.rows), "kernel call"), count(len(ledger.graphs), "graph")
+    asked = ledger.requested_bytes
+    if asked is not None:
+        times = f" ({asked / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
+        floor = f"floor {megabytes(ledger.floor_bytes)}{times}" if ledger.floor_bytes else "no floor (shapes unknown)"
+        return f"{megabytes(asked)} requested, {megabytes(ledger.measured_bytes)} of DRAM, {floor}, {calls}, {graphs}"
     return f"{megabytes(ledger.measured_bytes)} of DRAM, {floor}, {calls}, {graphs}"
 
 
@@ -106,8 +187,16 @@ def summary_line(ledger: Ledger) -> str:
     floor = (
         f"against a {megabytes(ledger.floor_bytes)} floor" if ledger.floor_bytes else "with no floor (shapes unknown)"
     )
-    worst = next((r for r in sorted_rows(ledger) if r.ratio is not None), None)
-    at = f"; worst {cut(worst.kernel)} at {ratio(worst)} its minimum" if worst is not None else ""
+    basis = requested_basis(ledger)
+    worst = next((r for r in sorted_rows(ledger) if row_ratio(r, basis) is not None), None)
+    at = f"; worst {cut(worst.kernel)} at {ratio(worst, basis)} its minimum" if worst is not None else ""
+    if basis and ledger.requested_bytes is not None:
+        floor = (
+            f"against a {megabytes(ledger.floor_bytes)} floor"
+            if ledger.floor_bytes
+            else "with no floor (shapes unknown)"
+        )
+        return f"{kernels}{graphs}{missing}, {megabytes(ledger.requested_bytes)} requested {floor}{at}"
     return f"{kernels}{graphs}{missing}, {measured} measured {floor}{at}"
 
 

@@ -1,6 +1,8 @@
 """A fusion ledger as an HTML fragment: what changed against the baseline's ledger node by node,
-then a table of its rows, the worst ratio of measured to minimum DRAM bytes first, under a bar of
-the graph's measured total against its floor. A case's section of the report
+then a table of its rows, the worst ratio of requested to minimum bytes first (DRAM beside it),
+under a bar of the graph's requested total: its floor, then each cause of the bytes above it
+(re-reads, fusion boundaries, layout copies, widened dtypes, unexplained; a ledger without
+requested bytes draws its DRAM total against the floor). A case's section of the report
 (:mod:`fuseci.reporters.html_case`) shows one per variant that has a ledger; :func:`document`
 puts one in a page of its own.
 
@@ -18,10 +20,26 @@ from dataclasses import dataclass
 from fuseci.judge.verdict import CaseResult
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
-from fuseci.ledger.model import Ledger, Row
+from fuseci.ledger.model import Cause, Ledger, Row
 from fuseci.reporters import budget, templating
 from fuseci.reporters.chartkit import tone
-from fuseci.reporters.ledger import NOTES, change_lines, cut, duration, megabytes, ratio, sorted_rows, totals_line
+from fuseci.reporters.ledger import (
+    DRAM_BASIS,
+    NOTES,
+    change_lines,
+    cut,
+    dram_ratio,
+    duration,
+    megabytes,
+    parts_text,
+    ratio,
+    requested,
+    requested_basis,
+    row_excess,
+    row_ratio,
+    sorted_rows,
+    totals_line,
+)
 
 #: Node labels shown open in a row; more are folded into a ``<details>``.
 OPEN_NODES = 3
@@ -59,21 +77,43 @@ class RowView:
     dram: str
     minimum: str
     ratio: str
+    """Requested ÷ minimum bytes (DRAM ÷ minimum in a ledger without requested bytes)."""
     ratio_value: str
     """The ratio as a number for scripts (empty: none)."""
     time: str
     note: str
+    requested: str = ""
+    dram_ratio: str = ""
+    excess: str = ""
+    """Its bytes above its minimum by cause (``re-reads 18.6 MB``), or empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One cause's share of the forward's bytes above its floor, in the bar."""
+
+    cause: str
+    """The cause's name (``re-reads``)."""
+    css: str
+    """Its class suffix (``re-reads`` → ``rereads``)."""
+    bytes: str
+    pct: float
+    """Its width, in percent of the bar's."""
 
 
 @dataclass(frozen=True, slots=True)
 class BarView:
-    """The graph's measured DRAM total against its floor, in percent of the bar's width."""
+    """The graph's measured total (requested bytes, or DRAM in a ledger without them) against its
+    floor, in percent of the bar's width; with requested bytes, the floor's and each cause's
+    share of what lies above it."""
 
     measured: str
     floor: str
     measured_pct: float
     floor_pct: float
     caption: str
+    segments: tuple[Segment, ...] = ()
+    """The floor, then each cause with bytes above zero (empty: a DRAM bar)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +147,9 @@ class LedgerSection:
     view: LedgerView
 
 
-def _row_view(r: Row) -> RowView:
+def _row_view(r: Row, basis: bool) -> RowView:
     names = labels(r.nodes)
+    value = row_ratio(r, basis)
     return RowView(
         kernel=cut(r.kernel),
         kind=r.kind.value,
@@ -118,19 +159,56 @@ def _row_view(r: Row) -> RowView:
         nodes_more=budget.more(len(names) - OPEN_NODES - FOLDED_NODES, "nodes"),
         dram=megabytes(r.measured.dram_bytes) if r.measured else "not measured",
         minimum=megabytes(r.min_bytes) if r.min_bytes is not None else "",
-        ratio=ratio(r),
-        ratio_value="" if r.ratio is None else f"{r.ratio:.6g}",
+        ratio=ratio(r, basis),
+        ratio_value="" if value is None else f"{value:.6g}",
         time=duration(r),
         note=cut(r.note, budget.TEXT),
+        requested=requested(r),
+        dram_ratio=dram_ratio(r),
+        excess=cut(row_excess(r), budget.TEXT),
     )
 
 
 def _row_weight(r: RowView) -> int:
-    cells = (r.kernel, r.kind, r.launches, r.nodes_more, r.dram, r.minimum, r.ratio, r.ratio_value, r.time, r.note)
+    cells = [r.kernel, r.kind, r.launches, r.nodes_more, r.dram, r.minimum, r.ratio, r.ratio_value, r.time, r.note]
+    cells += [r.requested, r.dram_ratio, r.excess]
     return budget.weight(*cells, *r.nodes, *r.more_nodes, markup=_ROW_MARKUP)
 
 
+def _requested_bar(ledger: Ledger) -> BarView | None:
+    """The requested bytes: the floor, then each cause of what lies above it (they sum to it)."""
+    asked, floor, parts = ledger.requested_bytes, ledger.floor_bytes, ledger.over_floor()
+    if asked is None or not floor or parts is None or asked <= 0:
+        return None
+    shown = [(c, x) for c, x in parts.items() if x > 0]
+    top = max(asked, floor + sum(x for _, x in shown))
+    segments = [Segment("floor", "floor", megabytes(floor), round(100 * floor / top, 2))]
+    segments += [Segment(c.value, _CSS[c], megabytes(x), round(100 * x / top, 2)) for c, x in shown]
+    over = asked - floor
+    caption = (
+        f"requested {megabytes(asked)} against a floor of {megabytes(floor)} ({asked / floor:.2f}x; "
+        f"DRAM {megabytes(ledger.measured_bytes)}); above the floor, {megabytes(over) if over >= 0 else '-' + megabytes(-over)}: "
+        f"{parts_text(parts)}"
+    )
+    return BarView(
+        megabytes(asked), megabytes(floor), round(100 * asked / top, 2), round(100 * floor / top, 2), caption,
+        tuple(segments),
+    )  # fmt: skip
+
+
+#: Each cause's class suffix in the page's style sheet.
+_CSS = {
+    Cause.REREAD: "reread",
+    Cause.BOUNDARY: "boundary",
+    Cause.LAYOUT: "layout",
+    Cause.WIDENED: "widened",
+    Cause.UNEXPLAINED: "unexplained",
+}
+
+
 def _bar(ledger: Ledger) -> BarView | None:
+    if requested_basis(ledger):
+        return _requested_bar(ledger)
     measured, floor = ledger.measured_bytes, ledger.floor_bytes
     if not floor or measured <= 0:
         return None
@@ -162,16 +240,17 @@ def view(
         changes, left = change_lines(baseline, ledger)
     bar = _bar(ledger)
     totals = totals_line(ledger)
-    notes = tuple(cut(n, budget.TEXT) for n in ledger.notes[:NOTES])
+    basis = requested_basis(ledger)
+    notes = tuple(cut(n, budget.TEXT) for n in ([] if basis else [DRAM_BASIS]) + list(ledger.notes[:NOTES]))
     fixed = budget.weight(
         totals, bar.caption if bar else "", *notes, *(m for f in findings for m in f), markup=_FIXED_MARKUP
-    )
+    ) + (200 * len(bar.segments) if bar else 0)
     room = budget.Budget(max(size - fixed, 0))
     start = room.left
     # What changed comes first (it is what a reviewer of an upgrade reads), then the rows.
     kept = room.fit(((line, budget.weight(line)) for line in changes), len(changes))
     rows = sorted_rows(ledger)
-    shown = room.fit(((v, _row_weight(v)) for v in map(_row_view, rows)), MAX_ROWS)
+    shown = room.fit(((v, _row_weight(v)) for v in (_row_view(r, basis) for r in rows)), MAX_ROWS)
     return LedgerView(
         rows=tuple(shown),
         more=budget.more(len(rows) - len(shown), "rows"),

@@ -170,6 +170,15 @@ def read_results(path: Path) -> list[Comparison]:
         data = FORMAT.load(path)
     except FileNotFoundError:
         raise ReportError(f"{path}: results file not found (written by `fuseci run --json`)") from None
+    return from_json(data, path)
+
+
+def from_json(data: dict[str, Any], path: Path | str) -> list[Comparison]:
+    """The comparisons of a results document already parsed (:meth:`DocumentFormat.parse`).
+
+    Raises:
+        ReportError: not a fuseci results file, or malformed; the message names the file.
+    """
     if "format" in data or "suites" not in data:
         other = f" (it is a {str(data['format'])[:40]!r} document)" if "format" in data else ""
         raise FORMAT.fail(path, f"not a fuseci results file{other}")
