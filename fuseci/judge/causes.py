@@ -351,10 +351,12 @@ def decide(seen: Seen) -> Cause | None:
 
     1. ``code``: the case's source fingerprint differs from the baseline's (the parts that do,
        with their lines);
-    2. ``compiler``: the same source, other compiled kernels (other names, or the same names with
-       other registers or shared memory), with a compiler's or library's upgrade named;
-    3. ``autotune``: the same kernels by name and build in another launch shape (grid, block), or
-       another configuration after autotuning at their first call in this run;
+    2. ``compiler``: the same source, other compiled kernels: other names; any change of the
+       kernels across an upgrade of what builds them (CUDA, CuPy, PyTorch, Triton: named); or
+       the same names with other registers or shared memory and the same launch shape, nothing
+       autotuned;
+    3. ``autotune``: the same kernels by name in another launch shape (grid, block), or another
+       build after autotuning at their first call in this run;
     4. ``environment``: the same kernels, and an environment field that differs (driver, CUDA,
        libraries, ncu, an accepted card or clock difference);
     5. ``measurement``: only CUDA-event speedups moved, each within the variant's own spread;
@@ -390,19 +392,22 @@ def decide(seen: Seen) -> Cause | None:
     )
     changes = "; ".join(inventory_diff(old, new)) if old and new else ""
     tuned = f"it autotuned at its first call in this run ({'; '.join(seen.autotuned)})" if seen.autotuned else ""
-    if old and new and (reshaped or (rebuilt and tuned)):
-        said = [f"the same kernels in another configuration than at {seen.reference} ({changes})"]
-        said.append(tuned or "the configuration came from the compile cache, not from autotuning in this run")
-        if unknown:
-            return Cause(CauseKind.UNDETERMINED, tuple(said + compilers), also=tuple(others), missing=unknown)
-        return Cause(CauseKind.AUTOTUNE, tuple(said), also=tuple(env))
-    if old and new and (renamed or rebuilt):
+    differ = bool(old and new) and (renamed or reshaped or rebuilt)
+    # Another name is other generated code; a compiler's upgrade may change a kernel's build and
+    # launch shape alike; registers or shared memory alone, without autotuning, are another build.
+    if differ and (renamed or compilers or (rebuilt and not reshaped and not tuned)):
         if unknown:
             said = [f"its kernels changed ({changes})", *compilers]
             return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
-        how = "generated anew" if renamed else "built anew (other registers or shared memory)"
+        how = "generated anew" if renamed else "built anew"
         said = [f"the case's source is as at {seen.reference}", f"its kernels were {how} ({changes})", *compilers]
         return Cause(CauseKind.COMPILER, tuple(said), also=tuple(others))
+    if differ:
+        said = [f"the same kernels in another configuration than at {seen.reference} ({changes})"]
+        said.append(tuned or "the configuration came from the compile cache, not from autotuning in this run")
+        if unknown:
+            return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
+        return Cause(CauseKind.AUTOTUNE, tuple(said), also=tuple(env))
     if unknown:
         seen_ = env or [_within_spread(seen, findings) or "the same kernels in the same launch shapes"]
         return Cause(CauseKind.UNDETERMINED, tuple(seen_), missing=unknown)
@@ -412,7 +417,7 @@ def decide(seen: Seen) -> Cause | None:
         return Cause(CauseKind.MEASUREMENT, (noise,))
     return Cause(
         CauseKind.UNDETERMINED,
-        ("the same source, kernels, launch shapes and environment as at the baseline",),
+        (f"the same source, kernels, launch shapes and environment as at {seen.reference}",),
         missing="what else moved: nothing fuseci fingerprints differs (inputs made at run time, the GPU's state)",
     )
 

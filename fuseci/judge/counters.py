@@ -177,7 +177,9 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     if not ctx.comparable:
         return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
     allowed, why_wide = band(ctx, quantity, tol)
-    # How the kernels changed is the variant's cause, said once (:func:`fuseci.judge.causes.decide`).
+    # Where a check finds something, how the kernels changed is the variant's cause, said once
+    # (:func:`fuseci.judge.causes.decide`); a check that holds says it beside its numbers.
+    context = f"; its kernels changed ({rebuilt})" if rebuilt else ""
     seen = f"from {was} to {now} ({pct}); tolerance {tol}{why_wide}"
     verdict = Tolerance(str(tol), allowed).classify(old, current, Direction.LOWER_IS_BETTER)
     repeating = verdict is not Band.WORSE and why_wide and entry.counted is Counted.WORK
@@ -196,7 +198,7 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         case Band.BETTER:
             return replace(d, verdict=Verdict.IMPROVED, message=f"{name} fell {seen}{ctx.keep_advice}")
         case Band.WITHIN:
-            return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}{why_wide}")
+            return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}{why_wide}{context}")
 
 
 def _not_gated(ctx: VariantContext, kind: Counted, quantity: str, rebuilt: str) -> str:
