@@ -112,6 +112,13 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
     not_kept = {*decided.kept, *(r.case for r in decided.refused)}
     new = _with_sources(decided.baseline, old, sources, not_kept)
+    if (
+        not_kept
+        and old is not None
+        and new is not None
+        and bl.dumps(replace(new, sources=old.sources)) == bl.dumps(old)
+    ):
+        new = old  # a case refused or kept: fingerprints alone do not rewrite the file
     new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
     try:
         written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
