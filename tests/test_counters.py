@@ -16,14 +16,13 @@ import pytest
 from helpers import REPORTS, ROOT, SUITES
 
 from fuseci.config import names, quantities
-from fuseci.config.model import Variant
 from fuseci.config.parse import load_suite
 from fuseci.frames import metrics
 from fuseci.frames.inventory import KernelLaunch, same_build, spread_of
 from fuseci.frames.report import fold_passes, kernel_columns, read_report
 from fuseci.judge import update
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
-from fuseci.judge.checks import VariantContext, autotune_hint
+from fuseci.judge.checks import VariantContext
 from fuseci.judge.compare import compare
 from fuseci.judge.counters import counted_check
 from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
@@ -322,59 +321,6 @@ def test_l2_sectors_that_barely_moved_keep_their_tolerance(recorded) -> None:  #
         k = _check(compare(results, suite, replace(baseline, cases=cases)), "fused", l2)
         assert shown in k.message, k.message
         assert k.verdict is (Verdict.REGRESSED if moved < old * 1e-4 else Verdict.PASS), k.message
-
-
-# --- the cause line of a time regression -------------------------------------------------------
-
-
-def _time_regressed(variant: str = "compiled") -> list[MetricDelta]:
-    return [MetricDelta("c", variant, CheckKind.GAIN, names.EVENT_TIME, Verdict.REGRESSED, "speedup fell")]
-
-
-def test_autotuning_is_blamed_only_for_another_configuration_of_the_same_kernels() -> None:
-    variant = Variant("compiled", "m:f", {})
-    old = (KernelLaunch("triton_poi_fused_add_gelu_0", 131072, 128, 30),)
-    tuned = ["triton_poi_fused_add_gelu_0: autotuned"]
-    same = autotune_hint(_time_regressed(), variant, tuned, old, old)
-    assert same[0].message == "speedup fell"  # the same configuration: autotuning is not why
-    other = autotune_hint(_time_regressed(), variant, tuned, old, (replace(old[0], block=256, registers=25),))
-    assert "autotuned at its first call" in other[0].message and "registers 30 -> 25" in other[0].message
-    renamed = (KernelLaunch("triton_poi_fused__to_copy_add_gelu_0", 131072, 128, 30),)
-    regenerated = autotune_hint(_time_regressed(), variant, tuned, old, renamed)
-    message = regenerated[0].message
-    assert "generated anew" in message and "the compile cache is not the cause" in message
-    assert "keep the compile cache" not in message
-    assert autotune_hint(_time_regressed(), variant, (), old, renamed)[0].message == "speedup fell"
-
-
-def _bytes_regressed(variant: str = "compiled") -> list[MetricDelta]:
-    return [
-        MetricDelta("c", variant, CheckKind.VALUE, names.GLOBAL_LOAD_BYTES, Verdict.REGRESSED, "global bytes rose"),
-        MetricDelta("c", variant, CheckKind.VALUE, "smsp__inst_executed.sum", Verdict.REGRESSED, "instructions rose"),
-    ]
-
-
-def test_a_byte_count_moved_by_a_cached_autotuning_choice_says_so() -> None:
-    """The convbn block's batch norm on an H200, its compile cache's choice (grid 3328 x block 256)
-    against the baseline's (12544 x 128): the exact byte count regressed and says why, in the run
-    that autotuned and in the runs after it; instructions are not about bytes; registers alone
-    are a rebuild of the code; other names are other code."""
-    variant = Variant("compiled", "m:f", {})
-    name = "triton_poi_fused__native_batch_norm_legit_no_training_add_silu_2"
-    old = (KernelLaunch(name, 12544, 128, 32),)
-    new = (KernelLaunch(name, 3328, 256, 48),)
-    later = autotune_hint(_bytes_regressed(), variant, (), old, new)
-    assert [c.verdict for c in later] == [Verdict.REGRESSED, Verdict.REGRESSED]
-    assert later[0].message.startswith("global bytes rose; compiled runs the same kernels in another launch shape")
-    assert "grid 12544 -> 3328, block 128 -> 256" in later[0].message
-    assert "keep the compile cache across runs, and record the baseline with it" in later[0].message
-    assert later[1].message == "instructions rose"
-    first = autotune_hint(_bytes_regressed(), variant, [f"{name}: autotuned"], old, new)
-    assert "autotuned at its first call in this run" in first[0].message
-    rebuilt = (KernelLaunch(name, 12544, 128, 40),)
-    assert autotune_hint(_bytes_regressed(), variant, (), old, rebuilt)[0].message == "global bytes rose"
-    other = (KernelLaunch("triton_poi_fused_add_silu_2", 3328, 256, 48),)
-    assert autotune_hint(_bytes_regressed(), variant, (), old, other)[0].message == "global bytes rose"
 
 
 def test_same_build_compares_names_and_launch_shapes_not_counts() -> None:

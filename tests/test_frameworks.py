@@ -392,27 +392,6 @@ def test_doctor_names_the_array_frameworks_installed(monkeypatch: pytest.MonkeyP
     assert check.facts["frameworks"] == {"CuPy": "14.2.0", "PyTorch": "2.11.0"}
 
 
-def test_a_time_gain_that_moved_says_when_the_variant_autotuned_in_this_run() -> None:
-    from fuseci.judge.verdict import MetricDelta
-
-    variant = Variant("compiled", "m:f", {})
-    moved = MetricDelta("c", "compiled", CheckKind.GAIN, names.EVENT_TIME, Verdict.REGRESSED, "speedup fell")
-    bytes_ = MetricDelta("c", "compiled", CheckKind.GAIN, names.DRAM_BYTES, Verdict.REGRESSED, "bytes fell")
-    within = MetricDelta("c", "compiled", CheckKind.GAIN, names.DURATION, Verdict.PASS, "duration held")
-    other = MetricDelta("c", "triton", CheckKind.GAIN, names.DURATION, Verdict.REGRESSED, "duration fell")
-    from fuseci.frames.inventory import KernelLaunch
-
-    old = (KernelLaunch("triton_red_fused_0", 32768, 256, 31),)
-    new = (KernelLaunch("triton_red_fused_0", 32768, 128, 25),)  # another configuration of the same kernel
-    tuned = ("CachingAutotuner autotuned triton_red_fused_0",)
-    out = ck.autotune_hint([moved, bytes_, within, other], variant, tuned, old, new)
-    assert [c.verdict for c in out] == [Verdict.REGRESSED, Verdict.REGRESSED, Verdict.PASS, Verdict.REGRESSED]
-    assert out[0].message.startswith("speedup fell; compiled autotuned at its first call in this run (CachingAutotuner")
-    assert "block 256 -> 128, registers 31 -> 25" in out[0].message
-    assert [c.message for c in out[1:]] == ["bytes fell", "duration held", "duration fell"]
-    assert ck.autotune_hint([moved], variant, ()) == [moved]
-
-
 def test_fuseci_itself_keeps_bytecode_in_the_compile_cache_only_where_writing_it_is_off(tmp_path: Path) -> None:
     """The process that runs ``fuseci run`` keeps its bytecode (pandas, the report reader) under
     the compile cache when the machine writes none, and leaves a machine that writes bytecode,

@@ -1,3 +1,4 @@
+import json
 import shutil
 from pathlib import Path
 
@@ -24,6 +25,14 @@ def test_first_update_writes_every_case(tmp_path: Path, elementwise) -> None:
 
 
 def test_update_without_real_change_rewrites_nothing(tmp_path: Path, elementwise, committed_copy: Path) -> None:
+    """A baseline recorded before fuseci kept source fingerprints gets them, and nothing else;
+    then an update without a real change rewrites nothing."""
+    legacy = json.loads(committed_copy.read_text())
+    first = api.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))
+    assert first.written and first.changes == ()
+    recorded = json.loads(committed_copy.read_text())
+    assert {k: v for k, v in recorded.items() if k != "sources"} == legacy
+    assert set(recorded["sources"]) == {c.id for c in elementwise.cases}
     before = committed_copy.read_bytes()
     mtime = committed_copy.stat().st_mtime_ns
     update = api.update_baselines(elementwise, _opts(tmp_path, CLEAN_REPORT))

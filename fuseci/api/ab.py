@@ -40,6 +40,7 @@ from fuseci.api.pairs import pair_state as pair_state
 from fuseci.api.pairs import pair_suites as pair_suites
 from fuseci.api.pairs import shard_pairs as shard_pairs
 from fuseci.api.pairs import trees as trees
+from fuseci.api.running import case_sources
 from fuseci.api.session import Progress, Retime, Session, retry_cases
 from fuseci.config.model import Suite
 from fuseci.errors import BaselineError, FuseciError, MismatchError, NcuError
@@ -153,11 +154,13 @@ def judge(
     base: Side,
     accept_env: frozenset[str],
     only: tuple[str, ...] | None = None,
+    head: Side | None = None,
 ) -> Comparison:
     """The head's results judged against the base's, as ``fuseci run`` judges against a stored
     baseline: the base's results made the baseline in memory; without them (an added suite, or a
     base suite file that could not be read) with no reference. With ``only``, the suite's other
-    cases are left out (they were not measured).
+    cases are left out (they were not measured). The causes of findings are decided from each
+    side's case source fingerprints (the base's in its tree, the head's in ``head``'s).
 
     Raises:
         BaselineError: the base's results cannot serve as a baseline.
@@ -178,6 +181,9 @@ def judge(
             reference=Reference(shlex.join(["fuseci", "update-baselines", rel]), name=base.label),
         )
     reference = Reference("", name=base.label)
+    against = baseline_of(base_results)
+    if pair.base is not None and head is not None:
+        against = replace(against, sources=case_sources(pair.base, base.tree) or {})
     base_ledgers = {}
     if pair.base is not None and any(v.ledger for c in shown.cases for v in c.variants):
         base_ledgers = {
@@ -186,11 +192,12 @@ def judge(
     return compare(
         head_results,
         shown,
-        baseline_of(base_results),
+        against,
         baseline_path=reference_label(base),
         accept_env=accept_env,
         reference=reference,
         ledgers=ledgers.judged(shown, head_results, base_ledgers, reference),
+        sources=case_sources(pair.head, head.tree) if head is not None and pair.head is not None else None,
     )
 
 
@@ -316,7 +323,7 @@ class _Jobs:
         assert head_results is not None
         only = measured_cases(pair, self.options)
         try:
-            comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only)
+            comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head)
             cases = retry_cases(comparison)
             if cases and base_results is not None and pair.base is not None and pair.head is not None:
                 ok_base = [c for c in cases if c in base_results.record.ok_cases()]
@@ -329,7 +336,7 @@ class _Jobs:
                     self.session.remeasure(sides)
                 finally:
                     base_results, head_results = sides[0].results, sides[1].results
-                comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only)
+                comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head)
         except BaselineError as exc:
             message = f"the results of {base.label} cannot serve as the reference ({exc})"
             return failed(shown, message), (head_results, base_results)

@@ -7,11 +7,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.api import ledgers, session
-from fuseci.api.running import RunOptions, baseline_file, check_autotune_records, own_files
+from fuseci.api.running import RunOptions, baseline_file, case_sources, check_autotune_records, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import update
+from fuseci.judge.baseline import Baseline, SourcePrint
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, update_exit_code
 from fuseci.ledger import store as ledger_store
@@ -101,15 +102,38 @@ def _refuse_links(*paths: Path) -> None:
             )
 
 
+def _with_sources(
+    new: Baseline | None, old: Baseline | None, sources: dict[str, SourcePrint] | None, not_kept: set[str]
+) -> Baseline | None:
+    """The new baseline with each case's source fingerprint: this run's for a case it records,
+    the old baseline's for one it keeps (none where neither has one)."""
+    if new is None:
+        return None
+    kept = old.sources if old is not None else {}
+    now = sources or {}
+    prints = {c: p for c in new.cases if (p := kept.get(c) if c in not_kept else now.get(c)) is not None}
+    return replace(new, sources=prints)
+
+
 def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> BaselineUpdate:
     """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
     old_ledgers = ledgers.stored(path)
     judged = ledgers.judged(suite, results, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
-    comparison = compare(results, suite, old, baseline_path=str(path), accept_env=frozenset(), ledgers=judged)
+    sources = case_sources(suite)
+    comparison = compare(
+        results, suite, old, baseline_path=str(path), accept_env=frozenset(), ledgers=judged, sources=sources
+    )
     decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
-    new = decided.baseline
     not_kept = {*decided.kept, *(r.case for r in decided.refused)}
+    new = _with_sources(decided.baseline, old, sources, not_kept)
+    if (
+        not_kept
+        and old is not None
+        and new is not None
+        and bl.dumps(replace(new, sources=old.sources)) == bl.dumps(old)
+    ):
+        new = old  # a case refused or kept: fingerprints alone do not rewrite the file
     new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
     ledgers_path = ledger_store.suite_path(path)
     tuning_path = path.with_name(f"{path.stem}.autotune.json")

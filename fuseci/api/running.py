@@ -19,8 +19,10 @@ from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions
 
-if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
-    from fuseci.frames.metrics import SuiteResults
+if TYPE_CHECKING:
+    from fuseci.ab.reader import Tree
+    from fuseci.frames.metrics import SuiteResults  # pandas: loaded once the suites' processes are on their way
+    from fuseci.judge.baseline import SourcePrint
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,19 @@ def check_autotune_records(suite: Suite, options: RunOptions) -> None:
         autotune.load(path)
 
 
+def case_sources(suite: Suite, tree: Path | Tree = Path(".")) -> dict[str, SourcePrint] | None:
+    """Each case's source fingerprint of ``suite`` as measured in ``tree`` (the working
+    directory: the harness's), by case id, read statically (:mod:`fuseci.ab.sources`); None when
+    its files cannot be read (the causes of findings then say so)."""
+    from fuseci.ab.sources import source_prints
+
+    try:
+        return source_prints(suite, tree)
+    except OSError as exc:
+        log.warning("%s: the source fingerprints of its cases cannot be taken: %s", suite.name, exc)
+        return None
+
+
 def check_results(suite: Suite, options: RunOptions, session: Session | None = None) -> tuple[Comparison, SuiteResults]:
     """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them;
     measured through ``session`` (one of its own without).
@@ -163,6 +178,7 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
     judged_against = reference(suite, options)
 
     stored = ledgers.stored(path) if any(v.ledger for c in suite.cases for v in c.variants) else {}
+    sources = case_sources(suite)
 
     def judge(results: SuiteResults) -> Comparison:
         return compare(
@@ -173,6 +189,7 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
             accept_env=options.accept_env,
             reference=judged_against,
             ledgers=ledgers.judged(suite, results, stored, judged_against),
+            sources=sources,
         )
 
     comparison = judge(results)

@@ -15,6 +15,11 @@ Format history:
        of its counted quantities (``counts``: bytes the SMs asked of memory, instructions) and how
        far each moved over the profiled passes the baseline was recorded with (``spread``, absent
        after one pass). A version-1 file reads as it is: its kernels have neither.
+    2 (still): an optional ``sources``: each case's source fingerprint (:class:`SourcePrint`:
+       its files and definitions, their lines and digests) when the baseline was recorded, so
+       that a finding can be said to come from a code change or not (:mod:`fuseci.judge.causes`).
+       A file without it reads as it is: the findings against it are judged as before, their
+       causes ``undetermined`` until it is recorded again.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, model_validator
 
 from fuseci import __version__
 from fuseci import validation as v
@@ -85,6 +90,66 @@ else:
     Values = Annotated[Mapping[v.QuantityName, v.Amount | None], Field(max_length=1000), AfterValidator(_nan_for_null)]
 
 
+#: What a :class:`SourcePart` names for the code a module runs at import (its top-level
+#: statements, decorators and defaults), which every case naming the module depends on.
+IMPORT_TIME = "import-time code"
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePart(v.Document):
+    """One part of what a case's measurement depends on in its tree: a top-level definition
+    (compared function by function), a module's import-time code, or a whole file."""
+
+    file: v.PathText
+    """The tree-relative file (``/``-separated); empty for a part outside the tree."""
+    name: v.Name
+    """The definition's name, :data:`IMPORT_TIME`, empty for the whole file, or for a part
+    outside the tree what it is (``outside torch``: an installed module)."""
+    digest: Annotated[str, Field(max_length=100)]
+    """SHA-256 of the part's code (its :func:`ast.dump` without positions, or the file's bytes)."""
+    lines: Annotated[tuple[v.Count, v.Count], Strict(False)] | None = None
+    """The definition's first and last line (decorators included) when it was recorded; None for
+    import-time code, a whole file or a part outside the tree."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What pairs a part with the same part of another fingerprint."""
+        return (self.file, self.name)
+
+    def said(self) -> str:
+        """``kernels/x.py:12-30 (scale_add)``, ``kernels/x.py (import-time code)``, ``kernels/x.cu``."""
+        if not self.file:
+            return self.name
+        where = f"{self.file}:{self.lines[0]}-{self.lines[1]}" if self.lines else self.file
+        return f"{where} ({self.name})" if self.name else where
+
+    def to_json(self) -> dict[str, Any]:
+        """The part's object."""
+        doc: dict[str, Any] = {"file": self.file, "name": self.name, "digest": self.digest}
+        if self.lines is not None:
+            doc["lines"] = list(self.lines)
+        return doc
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePrint(v.Document):
+    """One case's source fingerprint, as a baseline keeps it (made by :mod:`fuseci.ab.sources`
+    from the case fingerprint :mod:`fuseci.ab.cases` takes)."""
+
+    parts: Annotated[v.Items[SourcePart], Field(max_length=100_000)]
+    """Its parts, sorted by file and name."""
+    unproven: Annotated[v.Items[v.Text], Field(max_length=10_000)] = ()
+    """What the case depends on that static reading cannot follow (a read or an import named at
+    run time): its source cannot then be said unchanged."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The case's object."""
+        doc: dict[str, Any] = {"parts": [p.to_json() for p in self.parts]}
+        if self.unproven:
+            doc["unproven"] = list(self.unproven)
+        return doc
+
+
 @dataclass(frozen=True, slots=True)
 class VariantBaseline(v.OpenDocument):
     """What one variant measured when the baseline was recorded (unknown keys are left out)."""
@@ -116,6 +181,9 @@ class Baseline(v.OpenDocument):
     """case id → variant id → measurements."""
     fuseci_version: Annotated[str, Field(max_length=100)] = __version__
     """fuseci version that wrote it (``?`` in a file that does not say)."""
+    sources: Annotated[Mapping[v.Id, SourcePrint], Field(max_length=10_000)] = field(default_factory=dict)
+    """case id → its source fingerprint when recorded; empty in a baseline recorded before
+    fuseci kept them (its findings' causes are then undetermined)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -124,12 +192,15 @@ class Baseline(v.OpenDocument):
 
     def to_json(self) -> dict[str, Any]:
         """The file's object without ``format_version`` (values rounded, ready for sorted-key JSON)."""
-        return {
+        doc = {
             "fuseci_version": self.fuseci_version,
             "suite": self.suite,
             "env": dict(self.env),
             "cases": {cid: {vid: vb.to_json() for vid, vb in variants.items()} for cid, variants in self.cases.items()},
         }
+        if self.sources:
+            doc["sources"] = {cid: p.to_json() for cid, p in sorted(self.sources.items())}
+        return doc
 
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> Baseline:

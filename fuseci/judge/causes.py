@@ -1,7 +1,8 @@
-"""The checks that say why, beside the gain gates: occupancy as a cause (a fall in theoretical
-occupancy named as the likely why of a slower kernel, or a warning; low achieved occupancy away
-from the memory roof, a warning), the asynchrony check (a fused call that now waits for the
-GPU before it returns), and an upgrade since the baseline as a cause.
+"""Why: each variant's finding given one cause (:func:`decide`), and the checks that say why
+beside the gain gates: occupancy as a cause (a fall in theoretical occupancy named as the likely
+why of a slower kernel, or a warning; low achieved occupancy away from the memory roof, a
+warning), the asynchrony check (a fused call that now waits for the GPU before it returns), and
+which environment fields an upgrade compares across.
 
 An upgrade is the commonest way a fusion breaks, so a baseline is compared across one: each
 environment fingerprint field (:data:`fuseci.config.names.ENV_FIELDS`) either leaves the numbers
@@ -37,12 +38,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from fuseci.config import names
-from fuseci.frames.inventory import KernelLaunch
+from fuseci.frames.inventory import KernelLaunch, inventory_diff
+from fuseci.judge.baseline import SourcePart, SourcePrint
 from fuseci.judge.checks import VariantContext
-from fuseci.judge.verdict import CaseResult, CheckKind, EnvDifference, MetricDelta, Verdict
+from fuseci.judge.verdict import FINDINGS, Cause, CauseKind, CheckKind, EnvDifference, MetricDelta, Verdict
 
 #: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
 OCCUPANCY_DROP = 0.05
@@ -253,11 +255,175 @@ def _said(value: object) -> str:
     return "none" if value is None else str(value)
 
 
-def upgrade_cause(case: CaseResult, said: str, reference: str) -> CaseResult:
-    """The case with ``; likely cause: <said> since <reference>`` after each ``REGRESSED``
-    check's message; the verdicts stay."""
-    if not said or not any(k.verdict is Verdict.REGRESSED for k in case.checks):
-        return case
-    cause = f"; likely cause: {said} since {reference}"
-    checks = tuple(replace(k, message=k.message + cause) if k.verdict is Verdict.REGRESSED else k for k in case.checks)
-    return replace(case, checks=checks)
+#: The environment fields whose change rebuilds compiled code (a compiler's or a library's
+#: upgrade): named in a ``compiler`` cause's evidence rather than beside it.
+COMPILERS = frozenset({"cuda_runtime", "cupy_version", "torch_version", "triton_version"})
+
+
+def env_said(d: EnvDifference) -> str:
+    """``PyTorch 2.11.0 -> 2.12.0``; a field without a name for people as itself (``gpu_name``)."""
+    return f"{UPGRADES.get(d.field, d.field)} {_said(d.baseline_value)} -> {_said(d.current)}"
+
+
+def source_changes(old: SourcePrint, new: SourcePrint) -> list[str]:
+    """What differs between a case's source fingerprints, a part a line, in file order:
+    ``kernels/x.py:12-30 (scale_add) changed`` (the lines are the new ones), ``... added``,
+    ``... removed``; empty when nothing does."""
+    before: dict[tuple[str, str], SourcePart] = {p.key: p for p in old.parts}
+    after: dict[tuple[str, str], SourcePart] = {p.key: p for p in new.parts}
+    out = []
+    for key in sorted(before.keys() | after.keys()):
+        if key not in before:
+            out.append(f"{after[key].said()} added")
+        elif key not in after:
+            out.append(f"{before[key].said()} removed")
+        elif before[key].digest != after[key].digest:
+            out.append(f"{after[key].said()} changed")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What one variant's cause is decided from: its checks, what it ran now and at baseline,
+    and what differs around it."""
+
+    checks: tuple[MetricDelta, ...]
+    """Its checks."""
+    kernels: tuple[KernelLaunch, ...]
+    """Its kernels now."""
+    baseline_kernels: tuple[KernelLaunch, ...]
+    """Those of the baseline it is judged against (empty: none)."""
+    spread: float
+    """The widest relative spread (interquartile range ÷ median) of the CUDA-event times behind
+    its speedup, now and at baseline (NaN: not timed)."""
+    has_baseline: bool
+    """Whether the baseline holds this variant (values or kernels) to compare with."""
+    source: SourcePrint | None
+    """The case's source fingerprint now (None: not taken)."""
+    baseline_source: SourcePrint | None
+    """The case's when the baseline was recorded (None: recorded before fuseci kept them)."""
+    environment: tuple[EnvDifference, ...] = ()
+    """Environment fields that differ from the baseline's and were compared across."""
+    autotuned: tuple[str, ...] = ()
+    """What the variant autotuned at its first call in this run (empty: nothing)."""
+    reference: str = "the baseline"
+    """What the baseline is called in messages."""
+
+
+#: The gains whose only finding makes a timing-only one (exact counters are never noise).
+_TIMES = (names.DURATION, names.EVENT_TIME)
+
+
+def _unproven_source(seen: Seen) -> str:
+    """Why the case's source cannot be said unchanged, for a cause's ``missing``; ``""`` when it can."""
+    if seen.baseline_source is None:
+        return (
+            f"the case's source fingerprint at {seen.reference} (recorded before fuseci kept one: record the "
+            "baseline again to tell a change of code from one of its compiled code)"
+        )
+    if seen.source is None:
+        return "the case's source fingerprint in this run (its suite's source could not be read)"
+    unproven = sorted({*seen.baseline_source.unproven, *seen.source.unproven})
+    if unproven:
+        return f"what the case's code reads or imports at run time, which its fingerprint cannot follow ({'; '.join(unproven[:3])})"
+    return ""
+
+
+def _within_spread(seen: Seen, findings: list[MetricDelta]) -> str:
+    """The evidence that a timing-only finding is noise: each moved within the variant's own
+    spread; ``""`` when one did not, or a finding is not a CUDA-event speedup."""
+    if not all(k.check is CheckKind.GAIN and k.quantity == names.EVENT_TIME for k in findings):
+        return ""
+    if not (seen.spread > 0) or any(k.change is None or abs(k.change) > seen.spread for k in findings):
+        return ""
+    moved = max(abs(k.change or 0.0) for k in findings)
+    return (
+        f"only its CUDA-event time moved ({moved:.1%}), within its own spread of calls (interquartile range "
+        f"{seen.spread:.1%} of the median): the same source, kernels and environment"
+    )
+
+
+def decide(seen: Seen) -> Cause | None:
+    """The cause of a variant's finding (a ``regressed``, ``wrong``, ``improved`` or ``warn``
+    check); None when it has none.
+
+    The first that applies, in this order of precedence:
+
+    1. ``code``: the case's source fingerprint differs from the baseline's (the parts that do,
+       with their lines);
+    2. ``compiler``: the same source, other compiled kernels: other names; any change of the
+       kernels across an upgrade of what builds them (CUDA, CuPy, PyTorch, Triton: named); or
+       the same names with other registers or shared memory and the same launch shape, nothing
+       autotuned;
+    3. ``autotune``: the same kernels by name in another launch shape (grid, block), or another
+       build after autotuning at their first call in this run;
+    4. ``environment``: the same kernels, and an environment field that differs (driver, CUDA,
+       libraries, ncu, an accepted card or clock difference);
+    5. ``measurement``: only CUDA-event speedups moved, each within the variant's own spread;
+    6. ``undetermined``, naming what was seen and what is missing.
+
+    A cause below ``code`` needs the source proven unchanged: without the baseline's source
+    fingerprint (a baseline recorded before fuseci kept them), or where the case reads or
+    imports something named at run time, it is ``undetermined`` with what was seen. An
+    environment that changed is named alongside a cause above it (:attr:`Cause.also`). Exact
+    counters are never noise: ``measurement`` is for times only.
+    """
+    findings = [k for k in seen.checks if k.verdict in FINDINGS]
+    if not findings:
+        return None
+    env = [env_said(d) for d in seen.environment]
+    compilers = [env_said(d) for d in seen.environment if d.field in COMPILERS]
+    others = [env_said(d) for d in seen.environment if d.field not in COMPILERS]
+    if not seen.has_baseline:
+        return Cause(
+            CauseKind.UNDETERMINED,
+            (f"{seen.reference} has nothing of this variant",),
+            missing=f"a measurement of it at {seen.reference}",
+        )
+    code = source_changes(seen.baseline_source, seen.source) if seen.baseline_source and seen.source else []
+    if code:
+        return Cause(CauseKind.CODE, tuple(code), also=tuple(env))
+    unknown = _unproven_source(seen)
+    old, new = seen.baseline_kernels, seen.kernels
+    renamed = [k.name for k in old] != [k.name for k in new]
+    reshaped = not renamed and any((a.grid, a.block) != (b.grid, b.block) for a, b in zip(old, new, strict=True))
+    rebuilt = not renamed and any(
+        (a.registers, a.shared_mem) != (b.registers, b.shared_mem) for a, b in zip(old, new, strict=True)
+    )
+    changes = "; ".join(inventory_diff(old, new)) if old and new else ""
+    tuned = f"it autotuned at its first call in this run ({'; '.join(seen.autotuned)})" if seen.autotuned else ""
+    differ = bool(old and new) and (renamed or reshaped or rebuilt)
+    # Another name is other generated code; a compiler's upgrade may change a kernel's build and
+    # launch shape alike; registers or shared memory alone, without autotuning, are another build.
+    if differ and (renamed or compilers or (rebuilt and not reshaped and not tuned)):
+        if unknown:
+            said = [f"its kernels changed ({changes})", *compilers]
+            return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
+        how = "generated anew" if renamed else "built anew"
+        said = [f"the case's source is as at {seen.reference}", f"its kernels were {how} ({changes})", *compilers]
+        return Cause(CauseKind.COMPILER, tuple(said), also=tuple(others))
+    if differ:
+        said = [f"the same kernels in another configuration than at {seen.reference} ({changes})"]
+        said.append(tuned or "the configuration came from the compile cache, not from autotuning in this run")
+        if unknown:
+            return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
+        return Cause(CauseKind.AUTOTUNE, tuple(said), also=tuple(env))
+    if unknown:
+        seen_ = env or [_within_spread(seen, findings) or "the same kernels in the same launch shapes"]
+        return Cause(CauseKind.UNDETERMINED, tuple(seen_), missing=unknown)
+    if env:
+        return Cause(CauseKind.ENVIRONMENT, ("the same source and kernels", *env))
+    if noise := _within_spread(seen, findings):
+        return Cause(CauseKind.MEASUREMENT, (noise,))
+    return Cause(
+        CauseKind.UNDETERMINED,
+        (f"the same source, kernels, launch shapes and environment as at {seen.reference}",),
+        missing="what else moved: nothing fuseci fingerprints differs (inputs made at run time, the GPU's state)",
+    )
+
+
+def relative_spread(values: Mapping[str, float]) -> float:
+    """Interquartile range ÷ median of a variant's CUDA-event times (NaN: not timed)."""
+    median = values.get(names.EVENT_TIME, math.nan)
+    iqr = values.get(names.EVENT_TIME_IQR, math.nan)
+    return iqr / median if median > 0 and iqr >= 0 else math.nan

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Variant
 from fuseci.config.policy import Band, Direction
-from fuseci.frames.inventory import KernelLaunch, inventory_diff, kernel_names, same_build
+from fuseci.frames.inventory import KernelLaunch, inventory_diff, kernel_names
 from fuseci.frames.metrics import ratio
 from fuseci.judge.baseline import Baseline
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, VariantMeasurement, Verdict
@@ -354,86 +354,6 @@ def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> Metr
         f"{variant.id} compiled inside its measured range ({'; '.join(compiled)}): its launches there include "
         "compilation or autotuning, not only its kernel's; the warm-up calls before the range should have done "
         "it: does each call compile anew (a new torch.compile, a changing constexpr or autotuning key)?",
-    )
-
-
-#: The gains a configuration chosen by autotuning moves (times), where a hint names the autotuning.
-_TUNED_GAINS = (names.DURATION, names.EVENT_TIME)
-
-
-def _tuned(c: MetricDelta) -> bool:
-    """A check a configuration chosen by autotuning moves: a time gain, or a count of the bytes the
-    SMs ask for (another block size loads a broadcast tensor another number of times)."""
-    if c.quantity in _TUNED_GAINS:
-        return True
-    entry = quantities.get(c.quantity)
-    counted = entry.counted if entry is not None else None
-    return c.check is CheckKind.VALUE and counted in (quantities.Counted.BYTES, quantities.Counted.TRAFFIC)
-
-
-def autotune_hint(
-    checks: list[MetricDelta],
-    variant: Variant,
-    autotuned: Sequence[str],
-    baseline: Sequence[KernelLaunch] = (),
-    kernels: Sequence[KernelLaunch] = (),
-) -> list[MetricDelta]:
-    """Time gains and counted bytes of a variant that moved beyond their tolerance, their messages
-    saying why, as far as its kernels (``kernels``, the baseline's ``baseline``) tell: where it
-    autotuned in this run, the same kernels by name in another configuration (launch shape): the
-    autotuner picked another configuration than the baseline's run did (its compile cache had no
-    choice yet); another kernel name: the kernel was generated anew (its code changed, not only
-    its configuration); the same names and shapes: autotuning chose as before, and is not named.
-    Where it did not autotune in this run but runs the same kernels in another grid or block,
-    the compile cache's earlier choice is named. The verdicts stay."""
-    hint = (
-        _tuning_hint(variant, autotuned, baseline, kernels) if autotuned else _cached_choice(variant, baseline, kernels)
-    )
-    if not hint:
-        return checks
-    return [
-        replace(c, message=c.message + hint)
-        if c.variant == variant.id and _tuned(c) and c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
-        else c
-        for c in checks
-    ]
-
-
-def _cached_choice(variant: Variant, baseline: Sequence[KernelLaunch], kernels: Sequence[KernelLaunch]) -> str:
-    """The sentence :func:`autotune_hint` appends for a variant that did not autotune in this run
-    but runs the same kernels in another launch shape (grid or block; registers alone are a
-    rebuild of the code) than the baseline's: the choice its compile cache made earlier, or ``""``."""
-    if not baseline or [k.name for k in baseline] != [k.name for k in kernels]:
-        return ""
-    if all((a.grid, a.block) == (b.grid, b.block) for a, b in zip(baseline, kernels, strict=True)):
-        return ""
-    changes = "; ".join(inventory_diff(baseline, kernels))
-    return (
-        f"; {variant.id} runs the same kernels in another launch shape than the baseline's ({changes}): where "
-        "their code did not change, that is the configuration Triton's autotuner chose when this compile cache had "
-        "none yet, and keeps; a cold cache may choose another than the baseline's run did (keep the compile cache "
-        "across runs, and record the baseline with it)"
-    )
-
-
-def _tuning_hint(
-    variant: Variant, autotuned: Sequence[str], baseline: Sequence[KernelLaunch], kernels: Sequence[KernelLaunch]
-) -> str:
-    """The sentence :func:`autotune_hint` appends, or ``""`` when autotuning is not the cause."""
-    if not baseline or not kernels:
-        return ""
-    changes = "; ".join(inventory_diff(baseline, kernels))
-    if [k.name for k in baseline] != [k.name for k in kernels]:
-        return (
-            f"; {variant.id}'s kernels were generated anew ({changes}): its compiled code changed, not only the "
-            "configuration autotuning picked, so the compile cache is not the cause"
-        )
-    if same_build(baseline, kernels):
-        return ""
-    return (
-        f"; {variant.id} autotuned at its first call in this run ({'; '.join(autotuned)}) and runs another "
-        f"configuration than the baseline's ({changes}): a compile cache without its choice can pick another "
-        "configuration than the baseline's run did (keep the compile cache across runs)"
     )
 
 

@@ -11,6 +11,12 @@ changes what a number means; an upgrade (driver, CUDA runtime, CuPy, PyTorch, Tr
 patch) is compared across and named: one note per suite, and the likely cause of each
 ``REGRESSED`` check (the table is :mod:`fuseci.judge.causes`'). A blocking difference is said
 once too, in a note with the advice; each check it blocks says only ``not compared``.
+
+Each variant with a finding gets one cause (:func:`fuseci.judge.causes.decide`), said once for
+the variant rather than after each of its checks: from the case's source fingerprint now
+(``sources``) and in the baseline, its kernels now and at baseline, its autotuning in this run,
+the environment fields compared across, and the spread of its times. A baseline without source
+fingerprints is judged as before, with one note per suite that causes need it recorded again.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from fuseci.config.quantities import Gate
 from fuseci.frames.metrics import SuiteResults, inventory
 from fuseci.judge import causes, counters
 from fuseci.judge import checks as ck
-from fuseci.judge.baseline import Baseline
+from fuseci.judge.baseline import Baseline, SourcePrint
 from fuseci.judge.verdict import (
     CaseResult,
+    CauseKind,
     CheckKind,
     Comparison,
     EnvDifference,
@@ -170,6 +177,54 @@ FIRST_CALL_NOTE_NS = 0.5e9
 
 
 @dataclass(frozen=True, slots=True)
+class Around:
+    """What a suite's every case is judged around, beside its baseline: what it is called, the
+    environment fields compared across, and the source fingerprints of this run's cases."""
+
+    reference: Reference
+    """What the baseline is, for the advice of messages."""
+    blocking: Sequence[EnvDifference] = ()
+    """Environment differences that block every comparison."""
+    environment: tuple[EnvDifference, ...] = ()
+    """Those compared across (an upgrade, or accepted with ``--accept-env``)."""
+    sources: Mapping[str, SourcePrint] | None = None
+    """Each case's source fingerprint in this run, by case id (None: not taken)."""
+
+
+def _caused(
+    case: Case,
+    checks: list[MetricDelta],
+    measurements: list[VariantMeasurement],
+    rec: CaseRecord,
+    baseline: Baseline | None,
+    around: Around,
+) -> list[VariantMeasurement]:
+    """``measurements``, each with the cause of its variant's finding (:func:`causes.decide`)."""
+    unfused = next((m for m in measurements if m.variant == UNFUSED), None)
+    sources = around.sources or {}
+    out = []
+    for m in measurements:
+        spreads = [causes.relative_spread(x) for x in (m.values, m.baseline_values)]
+        if unfused is not None and m is not unfused:
+            spreads += [causes.relative_spread(x) for x in (unfused.values, unfused.baseline_values)]
+        seen = causes.Seen(
+            checks=tuple(k for k in checks if k.variant == m.variant),
+            kernels=m.kernels,
+            baseline_kernels=m.baseline_kernels,
+            spread=max((x for x in spreads if not math.isnan(x)), default=math.nan),
+            has_baseline=bool(m.baseline_values or m.baseline_kernels),
+            source=sources.get(case.id) if around.sources is not None else None,
+            baseline_source=baseline.sources.get(case.id) if baseline is not None else None,
+            environment=around.environment,
+            autotuned=tuple(rec.autotuned.get(m.variant, ())),
+            reference=around.reference.name,
+        )
+        cause = causes.decide(seen)
+        out.append(replace(m, cause=cause) if cause is not None else m)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
 class LedgerJudged:
     """A ledger variant's ledger, its baseline's, and the ledger checks between them (made by
     :mod:`fuseci.ledger.gate` above this layer, placed here among the case's checks before a
@@ -184,10 +239,10 @@ def _judge_case(
     case: Case,
     results: SuiteResults,
     baseline: Baseline | None,
-    blocking: Sequence[EnvDifference],
-    reference: Reference,
+    around: Around,
     ledgers: Mapping[tuple[str, str], LedgerJudged],
 ) -> CaseResult:
+    blocking, reference = around.blocking, around.reference
     rec = results.record.cases.get(case.id)
     checks = _correctness(case, rec)
     measurements: list[VariantMeasurement] = []
@@ -228,12 +283,12 @@ def _judge_case(
             )
             if judged is not None:
                 checks += judged.checks
-            checks += ck.autotune_hint(
-                _variant_checks(ctx), v, rec.autotuned.get(v.id, ()), ctx.baseline_kernels(), ctx.kernels
-            )
+            checks += _variant_checks(ctx)
     for v in case.variants:
         if v.caught_by:
             checks = ck.planted(case, v, checks)
+    if rec is not None and measurements:
+        measurements = _caused(case, checks, measurements, rec, baseline, around)
     notes = [n for n in (ck.undercount_note(measurements),) if n]
     if rec is not None:
         notes += [*rec.notes, *(n for n in (_first_calls(case, rec),) if n)]
@@ -275,23 +330,23 @@ def compare(
     accept_env: frozenset[str] = frozenset(),
     reference: Reference | None = None,
     ledgers: Mapping[tuple[str, str], LedgerJudged] | None = None,
+    sources: Mapping[str, SourcePrint] | None = None,
 ) -> Comparison:
     """Judge one suite's results against its policies and baseline. Prints nothing.
 
     ``reference`` says what the baseline is, for the advice of messages (default: a baseline
-    file that ``fuseci update-baselines <suite file>`` records)."""
+    file that ``fuseci update-baselines <suite file>`` records); ``sources`` holds each case's
+    source fingerprint in this run, which the causes of findings are decided with (None: not
+    taken; a finding's cause is then undetermined unless nothing but the environment or a time's
+    spread can explain it)."""
     reference = reference or Reference(f"fuseci update-baselines {shlex.quote(str(suite.path))}")
     found = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
     upgrades = [d for d in found if causes.is_upgrade(d)]
     diffs = tuple(replace(d, accepted=True) if causes.is_upgrade(d) else d for d in found)
     blocking = [d for d in diffs if not d.accepted]
     said = causes.upgrade_said(upgrades)
-    cases = [
-        causes.upgrade_cause(
-            _judge_case(case, results, baseline, blocking, reference, ledgers or {}), said, reference.name
-        )
-        for case in suite.cases
-    ]
+    around = Around(reference, blocking, tuple(d for d in diffs if d.accepted), sources)
+    cases = [_judge_case(case, results, baseline, around, ledgers or {}) for case in suite.cases]
     if baseline is not None:
         known = {c.id for c in suite.cases}
         for cid in sorted(set(baseline.cases) - known):
@@ -317,5 +372,22 @@ def compare(
     note = counters.legacy_note(comparison, () if suite.ncu.tma else quantities.TMA_METRICS)
     upgraded = f"compared across an upgrade since {reference.name}: {said}" if said else ""
     pinned = results.record.pinned
-    notes = tuple(n for n in (_why_incomparable(blocking, reference), upgraded, note, pinned) if n)
+    unrecorded = _unrecorded_sources(comparison, baseline, reference)
+    notes = tuple(n for n in (_why_incomparable(blocking, reference), upgraded, note, pinned, unrecorded) if n)
     return replace(comparison, notes=notes) if notes else comparison
+
+
+def _unrecorded_sources(comparison: Comparison, baseline: Baseline | None, reference: Reference) -> str:
+    """The suite's one note that a finding's cause needs the baseline recorded again (it holds
+    no source fingerprints); ``""`` when it holds them or nothing was found."""
+    if baseline is None or baseline.sources:
+        return ""
+    if not any(
+        v.cause is not None and v.cause.kind is CauseKind.UNDETERMINED for c in comparison.cases for v in c.variants
+    ):
+        return ""
+    again = f" (`{reference.command}`)" if reference.command else ""
+    return (
+        f"causes need a re-recorded baseline: {reference.name} holds no source fingerprints (recorded before fuseci "
+        f"kept them), so a change of its kernels cannot be told a code change or another compile; record it again{again}"
+    )

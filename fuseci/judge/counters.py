@@ -177,6 +177,8 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     if not ctx.comparable:
         return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
     allowed, why_wide = band(ctx, quantity, tol)
+    # Where a check finds something, how the kernels changed is the variant's cause, said once
+    # (:func:`fuseci.judge.causes.decide`); a check that holds says it beside its numbers.
     context = f"; its kernels changed ({rebuilt})" if rebuilt else ""
     seen = f"from {was} to {now} ({pct}); tolerance {tol}{why_wide}"
     verdict = Tolerance(str(tol), allowed).classify(old, current, Direction.LOWER_IS_BETTER)
@@ -192,9 +194,9 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         case Band.WORSE:
             where = moved_kernels(ctx.baseline_kernels(), ctx.kernels, quantity)
             by = f"; in {', '.join(where)}" if where else ""
-            return replace(d, verdict=Verdict.REGRESSED, message=f"{name} rose {seen}{by}{context}")
+            return replace(d, verdict=Verdict.REGRESSED, message=f"{name} rose {seen}{by}")
         case Band.BETTER:
-            return replace(d, verdict=Verdict.IMPROVED, message=f"{name} fell {seen}{context}{ctx.keep_advice}")
+            return replace(d, verdict=Verdict.IMPROVED, message=f"{name} fell {seen}{ctx.keep_advice}")
         case Band.WITHIN:
             return replace(d, message=f"{name} {now}, baseline {was} ({pct}); tolerance {tol}{why_wide}{context}")
 

@@ -96,6 +96,9 @@ class Verdict(enum.Enum):
                 return EXIT_PASS
 
 
+#: The verdicts a variant's cause is said for (:class:`Cause`).
+FINDINGS = frozenset({Verdict.WRONG, Verdict.REGRESSED, Verdict.IMPROVED, Verdict.WARN})
+
 #: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
 MAX_SUITES = 10_000
 MAX_CASES = 10_000
@@ -238,6 +241,61 @@ class MetricDelta(Stored):
     """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
 
 
+class CauseKind(enum.Enum):
+    """Why a variant's finding came about (the values are what reports and results files hold);
+    :func:`fuseci.judge.causes.decide` decides it, its docstring states the precedence."""
+
+    CODE = "code"
+    """The case's source changed since the baseline: files and line ranges."""
+    COMPILER = "compiler"
+    """The same source, other compiled code (Triton, Inductor, ptxas, a library upgrade)."""
+    AUTOTUNE = "autotune"
+    """The same kernels in another configuration than the baseline's."""
+    ENVIRONMENT = "environment"
+    """The same kernels on another driver, CUDA, library, clock setting or card."""
+    MEASUREMENT = "measurement"
+    """The measurement itself: a time that moved within the variant's own spread."""
+    UNDETERMINED = "undetermined"
+    """The evidence does not decide; :attr:`Cause.missing` says what would."""
+
+
+if TYPE_CHECKING:
+    CauseName = CauseKind
+else:
+    CauseName = Annotated[CauseKind, v.Choice(tuple(k.value for k in CauseKind))]
+
+#: Lines of evidence a cause holds at most (each a fact: a file's lines, a kernel that changed).
+MAX_EVIDENCE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Cause(Stored):
+    """Why one variant's finding came about, with the evidence that decided it: said once per
+    variant, never appended to each check."""
+
+    __document__ = ("kind", "evidence", "also", "missing")
+    __optional__ = frozenset({"also", "missing"})
+
+    kind: CauseName
+    """Which cause."""
+    evidence: Annotated[v.Items[v.Text], Field(max_length=MAX_EVIDENCE)]
+    """What decided it, one fact a line (``kernels/x.py:12-30 (scale_add) changed``); for
+    ``undetermined``, what was seen."""
+    also: Annotated[v.Items[v.Text], Field(max_length=MAX_EVIDENCE)] = ()
+    """Environment changes since the baseline, named alongside a cause above them."""
+    missing: v.Text = ""
+    """For ``undetermined``: what evidence would decide it; empty otherwise."""
+
+    def said(self) -> str:
+        """The cause in one line for people: ``code: kernels/x.py:12-30 (scale_add) changed``."""
+        parts = [f"{self.kind.value}: {'; '.join(self.evidence)}" if self.evidence else self.kind.value]
+        if self.missing:
+            parts.append(f"missing: {self.missing}")
+        if self.also:
+            parts.append(f"the environment changed too: {'; '.join(self.also)}")
+        return "; ".join(parts)
+
+
 @dataclass(frozen=True, slots=True)
 class VariantMeasurement(Stored):
     """What one variant measured, for reports."""
@@ -251,8 +309,9 @@ class VariantMeasurement(Stored):
         "baseline_kernels",
         "ledger",
         "baseline_ledger",
+        "cause",
     )
-    __optional__ = frozenset({"baseline_values", "baseline_kernels", "ledger", "baseline_ledger"})
+    __optional__ = frozenset({"baseline_values", "baseline_kernels", "ledger", "baseline_ledger", "cause"})
 
     variant: v.Id
     """Variant id."""
@@ -271,6 +330,9 @@ class VariantMeasurement(Stored):
     forward's kernels, the graph nodes each implements, measured and minimum bytes."""
     baseline_ledger: Ledger | None = None
     """The ledger of the baseline it is judged against (None without one)."""
+    cause: Cause | None = None
+    """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``);
+    None when it has none, and in files written before fuseci said causes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ Per suite: a heading with its verdict, the environment and baseline, a table of 
 variant) with its measurements and gains, a line per variant's fusion ledger (its kernels,
 bytes against the graph's floor and worst kernel; ``verbose`` adds its rows and what changed since
 its baseline's, node by node), then one block per variant that needs attention,
-headed by its worst verdict, with the messages of its checks that did not pass (a split kernel
-reads as one story: the inventory, then each gain it cost), then the notes. A totals line ends
+headed by its worst verdict, then its cause in one line (said once for the variant, never after
+each check), then the messages of its checks that did not pass (a split kernel reads as one
+story: the inventory, then each gain it cost), then the notes. A totals line ends
 the report.
 
 Without a baseline the NEW checks are one line, not one per check. The notes that DRAM writes
@@ -33,6 +34,7 @@ from fuseci.reporters.text import (
     UNDERCOUNT,
     Attention,
     blocks,
+    cause_line,
     clean,
     columns,
     count,
@@ -122,6 +124,8 @@ def _blocks(c: Comparison) -> list[Text]:
         head = Text("CAUGHT".ljust(10), STYLES[Verdict.PASS]) if b.caught else _verdict(verdict, 10)
         out.append(Text.assemble("  ", head, " ", clean(b.where), "  ", _place(c.suite_path, b.line)))
         out += [_bullet(Verdict.PASS, said) for said in b.caught]
+        if b.attention is not None and b.attention.cause is not None:
+            out.append(Text("    " + clean(cause_line(b.attention.cause))))
         if b.attention is not None:
             out += _checks(c, b.attention)
     return out

@@ -106,6 +106,40 @@ class InventoryView:
 
 
 @dataclass(frozen=True, slots=True)
+class CauseView:
+    """Why one variant's finding came about, said once in its case's section."""
+
+    variant: str
+    """Variant id."""
+    kind: str
+    """``code``, ``compiler``, ``autotune``, ``environment``, ``measurement`` or ``undetermined``."""
+    evidence: tuple[str, ...]
+    """What decided it, one fact a line (the first of them)."""
+    missing: str
+    """What would decide it, for ``undetermined``; else empty."""
+    also: tuple[str, ...]
+    """Environment changes named alongside."""
+
+
+#: Lines of a cause's evidence a section shows at most.
+_EVIDENCE = 20
+
+
+def _causes(case: CaseResult) -> tuple[CauseView, ...]:
+    return tuple(
+        CauseView(
+            cut(v.variant, NAME),
+            v.cause.kind.value,
+            tuple(cut(e, TEXT) for e in v.cause.evidence[:_EVIDENCE]),
+            cut(v.cause.missing, TEXT),
+            tuple(cut(e, TEXT) for e in v.cause.also[:_EVIDENCE]),
+        )
+        for v in case.variants[:_INVENTORIES]
+        if v.cause is not None
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class CaseView:
     """One case's section."""
 
@@ -125,6 +159,8 @@ class CaseView:
     """Worst verdict of its checks."""
     tone: str
     """That verdict's colour's name."""
+    causes: tuple[CauseView, ...]
+    """Why each variant with a finding came to it (the first of them), once per variant."""
     failures: tuple[CheckView, ...]
     """Its checks that fail the build (the first of them)."""
     checks: tuple[CheckView, ...]
@@ -418,6 +454,7 @@ def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView
         where=cut(where(comparison, case), NAME),
         verdict=case.verdict.value,
         tone=tone(case.verdict).name.lower(),
+        causes=_causes(case),
         failures=tuple(check_view(k) for k in bad[:MESSAGES]),
         checks=tuple(check_view(k) for k in checks[:_CHECKS]),
         checks_total=len(checks),
@@ -452,4 +489,5 @@ def case_weight(v: CaseView) -> int:
     charts_size = sum(len(c.svg) + weight(c.title, c.legend, markup=300) for c in v.charts)
     checks = sum(check_weight(k) for k in (*v.checks, *v.failures))
     ledgers = sum(weight(s.variant, markup=200) + s.view.weight for s in v.ledgers)
-    return weight(*texts, markup=3000) + kernels + charts_size + checks + ledgers
+    causes = sum(weight(c.variant, c.kind, c.missing, *c.evidence, *c.also, markup=300) for c in v.causes)
+    return weight(*texts, markup=3000) + kernels + charts_size + checks + ledgers + causes

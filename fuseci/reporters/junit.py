@@ -11,15 +11,19 @@ the detail: the check's numbers, the variant's measurements and kernels now and 
 unfused's, for a gain), and where the case is in the suite file. A ledger check's message is cut
 (:func:`~fuseci.reporters.text.message`), and its body carries its variant's ledger in one line
 and what changed since the baseline's ledger, node by node (the first :data:`_CHANGES` lines).
+
+A variant's cause (:class:`~fuseci.judge.verdict.Cause`) is said once, whole, in the body of its
+first check with a finding; the bodies of its other findings name only its kind and that
+testcase, so that each still reads on its own in a CI's test view.
 """
 
 from __future__ import annotations
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+from fuseci.judge.verdict import FINDINGS, CaseResult, CheckKind, Comparison, MetricDelta, Verdict
 from fuseci.reporters.ledger import change_lines, summary_line
-from fuseci.reporters.text import check_detail, clean, env_line, message, variant_detail
+from fuseci.reporters.text import cause_line, check_detail, clean, env_line, message, variant_detail
 
 #: Lines of what changed since the baseline's ledger a ledger check's body carries.
 _CHANGES = 12
@@ -47,8 +51,8 @@ def _ledger_detail(case: CaseResult, variant: str) -> list[str]:
     return lines
 
 
-def _body(c: Comparison, case: CaseResult, k: MetricDelta, ledger: list[str]) -> str:
-    lines = [f"{k.verdict.value.upper()}: {message(k)}"]
+def _body(c: Comparison, case: CaseResult, k: MetricDelta, ledger: list[str], cause: str = "") -> str:
+    lines = [f"{k.verdict.value.upper()}: {message(k)}", *([cause] if cause else [])]
     numbers = check_detail(k)
     if numbers:
         lines.append(numbers)
@@ -62,22 +66,42 @@ def _body(c: Comparison, case: CaseResult, k: MetricDelta, ledger: list[str]) ->
     return "\n".join(clean(line) for line in lines)
 
 
-def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str, ledger: list[str]) -> TestCase:
+def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str, ledger: list[str], cause: str) -> TestCase:
     # Every string through clean(): tools that turn JUnit into CI annotations print them raw.
     tc = TestCase(name, classname=clean(f"{c.suite}.{k.case}"), file=clean(c.suite_path), line=case.line or None)
     said = clean(message(k))
     match k.verdict:
         case Verdict.WRONG | Verdict.REGRESSED:
-            tc.add_failure_info(message=said, output=_body(c, case, k, ledger), failure_type=k.verdict.value)
+            tc.add_failure_info(message=said, output=_body(c, case, k, ledger, cause), failure_type=k.verdict.value)
         case Verdict.ERROR | Verdict.INCOMPARABLE:
             tc.add_error_info(message=said, output=_body(c, case, k, ledger), error_type=k.verdict.value)
         case Verdict.NEW | Verdict.MISSING:
             tc.add_skipped_info(message=said)
         case Verdict.WARN:
-            tc.stdout = f"WARNING: {_body(c, case, k, ledger)}"
-        case Verdict.PASS | Verdict.IMPROVED:
+            tc.stdout = f"WARNING: {_body(c, case, k, ledger, cause)}"
+        case Verdict.IMPROVED:
+            tc.stdout = "\n".join([said, *([clean(cause)] if cause else [])])
+        case Verdict.PASS:
             tc.stdout = said
     return tc
+
+
+def _causes(case: CaseResult, names: dict[int, str]) -> dict[int, str]:
+    """The cause line of each check (by its index) with a finding of a variant that has a cause:
+    the whole cause for the variant's first, its kind and where it is said for the others."""
+    why = {v.variant: v.cause for v in case.variants if v.cause is not None}
+    first: dict[str, str] = {}
+    out = {}
+    for i, k in enumerate(case.checks):
+        cause = why.get(k.variant) if k.variant else None
+        if cause is None or k.verdict not in FINDINGS:
+            continue
+        if k.variant in first:
+            out[i] = f"cause: {cause.kind.value} (said in {first[k.variant]})"
+        else:
+            first[k.variant] = names[i]
+            out[i] = cause_line(cause)
+    return out
 
 
 def _testcases(c: Comparison) -> list[TestCase]:
@@ -85,13 +109,17 @@ def _testcases(c: Comparison) -> list[TestCase]:
     out = []
     for case in c.cases:
         ledgers: dict[str, list[str]] = {}  # a variant's, once for all its ledger checks
-        for k in case.checks:
+        names: dict[int, str] = {}
+        for i, k in enumerate(case.checks):
             name = clean(_name(k))
             seen[name] = seen.get(name, 0) + 1
+            names[i] = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        causes = _causes(case, names)
+        for i, k in enumerate(case.checks):
             if k.check is CheckKind.LEDGER and k.variant not in ledgers:
                 ledgers[k.variant] = _ledger_detail(case, k.variant)
             ledger = ledgers[k.variant] if k.check is CheckKind.LEDGER else []
-            out.append(_testcase(c, case, k, name if seen[name] == 1 else f"{name}#{seen[name]}", ledger))
+            out.append(_testcase(c, case, k, names[i], ledger, causes.get(i, "")))
     return out
 
 

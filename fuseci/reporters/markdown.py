@@ -34,6 +34,7 @@ from fuseci.judge.verdict import CaseResult, Comparison, Verdict, subjects
 from fuseci.reporters.text import (
     UNDERCOUNT,
     blocks,
+    cause_line,
     clean,
     env_line,
     gain_columns,
@@ -164,13 +165,16 @@ _CAUGHT = "🎯"
 
 def _bullets(c: Comparison) -> tuple[str, ...]:
     """One bullet per (case, variant) with a check that did not pass, headed by its worst
-    verdict, its checks' messages nested under it (:func:`~fuseci.reporters.text.attention`)."""
+    verdict, its cause (once for the variant), then its checks' messages nested under it
+    (:func:`~fuseci.reporters.text.attention`)."""
     out: list[str] = []
     for b in blocks(c):
         verdict = b.attention.verdict if b.attention else Verdict.PASS
         head = f"{_CAUGHT} **CAUGHT**" if b.caught else f"{_icon(verdict)} **{verdict.value.upper()}**"
         out.append(f"- {head} {escape(b.where)}")
         out += [f"  - {inline(said)}" for said in b.caught]
+        if b.attention is not None and b.attention.cause is not None:
+            out.append(f"  - *{inline(cause_line(b.attention.cause))}*")
         out += [f"  - {inline(message(k))}" for k in (b.attention.checks if b.attention else ())]
     return tuple(out)
 

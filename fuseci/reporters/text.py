@@ -17,6 +17,7 @@ from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import (
     CaseResult,
+    Cause,
     CheckKind,
     Comparison,
     MetricDelta,
@@ -309,6 +310,8 @@ class Attention:
     """Its checks that did not pass, worst first."""
     passing: int
     """How many of its checks passed."""
+    cause: Cause | None = None
+    """Why, said once for the variant (None: a case's own checks, or nothing to say)."""
 
     @property
     def verdict(self) -> Verdict:
@@ -326,9 +329,11 @@ def attention(c: Comparison) -> list[Attention]:
     first (suite order among equals). Without a baseline the NEW checks are left out: one line
     of the report says that everything is new."""
     groups: dict[tuple[str, str], tuple[int, list[MetricDelta]]] = {}
+    why: dict[tuple[str, str], Cause] = {}
     for case in c.cases:
         for k in case.checks:
             groups.setdefault((case.case, k.variant), (case.line, []))[1].append(k)
+        why.update({(case.case, v.variant): v.cause for v in case.variants if v.cause is not None})
     out = []
     for (case_id, variant), (line, checks) in groups.items():
         failing = [k for k in checks if k.verdict is not Verdict.PASS]
@@ -336,7 +341,8 @@ def attention(c: Comparison) -> list[Attention]:
             failing = [k for k in failing if k.verdict is not Verdict.NEW]
         if failing:
             ordered = tuple(sorted(failing, key=lambda k: k.verdict.rank))
-            out.append(Attention(case_id, variant, line, ordered, len(checks) - len(failing)))
+            cause = why.get((case_id, variant)) if variant else None
+            out.append(Attention(case_id, variant, line, ordered, len(checks) - len(failing), cause))
     return sorted(out, key=lambda a: a.verdict.rank)
 
 
@@ -365,3 +371,8 @@ def blocks(c: Comparison) -> list[Block]:
 
     out = [Block(a.where, a.line, a, said(caught.pop((a.case, a.variant), None))) for a in attention(c)]
     return out + [Block(f"{s.case}/{s.variant}", s.line, None, said(s)) for s in caught.values()]
+
+
+def cause_line(cause: Cause) -> str:
+    """``cause: code: kernels/x.py:12-30 (scale_add) changed``: a variant's cause, said once."""
+    return f"cause: {cause.said()}"

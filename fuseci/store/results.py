@@ -10,7 +10,10 @@ Format history (no ``format`` field):
        absent means false. Optional per-variant ``baseline_values`` and ``baseline_kernels``
        (what the variant was judged against); absent means none. Optional per-variant
        ``ledger`` and ``baseline_ledger`` (a ledger variant's fusion ledger and its baseline's,
-       as :mod:`fuseci.ledger.model` declares them); absent means none.
+       as :mod:`fuseci.ledger.model` declares them); absent means none. Optional per-variant
+       ``cause`` (why its finding came about: ``kind``, ``evidence``, and ``also`` and
+       ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.Cause` declares
+       them); absent means none said (a variant without a finding, or a file written before).
 """
 
 from __future__ import annotations
@@ -107,6 +110,13 @@ def _variant_json(v: VariantMeasurement) -> dict[str, Any]:
         doc["ledger"] = dataclasses.asdict(v.ledger)
     if v.baseline_ledger is not None:
         doc["baseline_ledger"] = dataclasses.asdict(v.baseline_ledger)
+    if v.cause is not None:
+        cause: dict[str, Any] = {"kind": v.cause.kind.value, "evidence": list(v.cause.evidence)}
+        if v.cause.also:
+            cause["also"] = list(v.cause.also)
+        if v.cause.missing:
+            cause["missing"] = v.cause.missing
+        doc["cause"] = cause
     return doc
 
 

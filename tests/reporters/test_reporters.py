@@ -71,10 +71,20 @@ def test_console_table_and_attention_lines(in_root) -> None:
     (head,) = [i for i, line in enumerate(lines) if line.startswith("  REGRESSED  scale_relu_add/fused")]
     assert lines[head] == "  REGRESSED  scale_relu_add/fused  suites/elementwise.yaml:17"
     block = lines[head + 1 : lines.index("", head)]
-    assert block[0].startswith("    - fused launches 2 kernels, the baseline 1: the fusion split:")
+    # Its cause first, said once for the variant, not after each check.
+    assert block[0].startswith("    cause: undetermined: its kernels changed (split: fuseci_scale_relu_add became")
+    assert "record the baseline again" in block[0]
+    assert block[1].startswith("    - fused launches 2 kernels, the baseline 1: the fusion split:")
     assert "    - launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%); tolerance exact" in block
-    assert len(block) == 12 and block[-1] == "    (5 more checks pass)"
-    counted = [line for line in block if "; its kernels changed (split: fuseci_scale_relu_add became" in line]
+    assert len(block) == 13 and block[-1] == "    (5 more checks pass)"
+    assert sum("cause:" in line for line in block) == 1 and not any("its kernels changed" in line for line in block[1:])
+    counted = [
+        line
+        for line in block
+        if line.endswith("bytes (+50.0%); tolerance exact")
+        or "L2 bytes requested" in line
+        or "global bytes stored" in line
+    ]
     assert [line.split(" of fused rose ")[0] for line in counted] == [
         "    - global bytes loaded",
         "    - global bytes stored",
@@ -128,7 +138,11 @@ def test_junit_names_are_unique_and_failures_carry_the_detail(in_root) -> None:
     failure = root.find(".//testcase[@name='scale_relu_add.fused.gain[dram__bytes.sum]']/failure")
     body = failure.text.splitlines()
     assert body[0] == "REGRESSED: " + failure.get("message")
-    assert body[1] == "now 1.402, baseline 2.316, change -39.5%, tolerance ±1%"
+    # The variant's cause is said whole in its first failure's body, and pointed to from the others.
+    assert body[1] == "cause: undetermined (said in scale_relu_add.fused.inventory[kernels])"
+    first = root.find(".//testcase[@name='scale_relu_add.fused.inventory[kernels]']/failure").text.splitlines()
+    assert first[1].startswith("cause: undetermined: its kernels changed (split: fuseci_scale_relu_add became")
+    assert body[2] == "now 1.402, baseline 2.316, change -39.5%, tolerance ±1%"
     assert any(
         line.startswith("fused kernels now: fuseci_mutant_scale_relu (1056 blocks of 256 threads") for line in body
     )
