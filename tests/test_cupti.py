@@ -4,6 +4,7 @@ comparison with ncu on a recorded report (tools/cupti_probe.py)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import lzma
 import sys
@@ -15,7 +16,7 @@ from helpers import CLEAN_REPORT, ROOT
 from fuseci.harness import cupti, in_process
 
 sys.path.insert(0, str(ROOT / "tools"))
-import cupti_probe  # noqa: E402
+import cupti_probe
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,11 @@ def _probe_from_report(report: Path, out: Path, change: float = 0.0) -> dict[str
             if i == 0 and change:
                 values[0][1]["smsp__inst_executed.sum"] += change
             launches = [
-                {"name": row["mangled"], "api": "cuLaunchKernel", **{f: row["metrics"][m] for m, f in cupti_probe.SHAPE.items()}}
+                {
+                    "name": row["mangled"],
+                    "api": "cuLaunchKernel",
+                    **{f: row["metrics"][m] for m, f in cupti_probe.SHAPE.items()},
+                }
                 for row in rows
             ]
             line = {"range": name, "kernels": values, "launches": launches, "dropped": 0}
@@ -105,3 +110,59 @@ def test_the_probe_compares_every_kernel_with_ncu(tmp_path: Path, change: float)
     assert inst == ([n, n] if not change else [n - 1, n])
     assert len(result["misses"]) == (1 if change else 0)
     assert result["cost_per_kernel_s"] is not None
+
+
+class _FakeCupti:
+    """libcupti's calls as the window makes them, recorded; Stop submits the last pass only."""
+
+    def __init__(self, passes_to_submit: int) -> None:
+        self.calls: list[str] = []
+        self.stops = 0
+        self.passes_to_submit = passes_to_submit
+
+    def __getattr__(self, name: str):
+        def call(*args):
+            self.calls.append(name)
+            if name == "cuptiRangeProfilerStop":
+                self.stops += 1
+                args[0]._obj.isAllPassSubmitted = int(self.stops == self.passes_to_submit)
+            return 0
+
+        return call
+
+
+def _counters(passes: int, replay: str, submit_at: int) -> cupti.Counters:
+    c = object.__new__(cupti.Counters)
+    c.lib, c.passes, c.replay, c.path = _FakeCupti(submit_at), passes, replay, "fake"
+    c.metrics, c._names, c.max_ranges = (), None, 1
+    c._data, c._config, c.rp, c.host = (ctypes.c_uint8 * 8)(), (ctypes.c_uint8 * 8)(), None, None
+    c._launches = []
+    return c
+
+
+def test_user_replay_runs_the_call_again_for_each_pass_before_the_block() -> None:
+    c = _counters(passes=2, replay="user", submit_at=2)
+    order: list[str] = []
+    with c.window(lambda: order.append("sync"), again=lambda: order.append("again")):
+        order.append("block")
+    assert order == ["again", "sync", "block", "sync"]
+    assert c.lib.calls.count("cuptiRangeProfilerStart") == 2
+    assert c.lib.calls[-2:] == ["cuptiRangeProfilerCounterDataImageInitialize", "cuptiRangeProfilerSetConfig"]
+
+
+@pytest.mark.parametrize(("passes", "replay"), [(2, "kernel"), (1, "user")])
+def test_kernel_replay_and_one_pass_run_the_block_alone(passes: int, replay: str) -> None:
+    c = _counters(passes=passes, replay=replay, submit_at=1)
+    order: list[str] = []
+    with c.window(lambda: None, again=lambda: order.append("again")):
+        order.append("block")
+    assert order == ["block"]
+
+
+def test_a_pass_left_unsubmitted_is_an_error() -> None:
+    c = _counters(passes=2, replay="user", submit_at=3)
+    with pytest.raises(cupti.HarnessError, match="did not submit"), c.window(lambda: None, again=lambda: None):
+        pass
+    c = _counters(passes=3, replay="user", submit_at=1)
+    with pytest.raises(cupti.HarnessError, match="fewer passes"), c.window(lambda: None, again=lambda: None):
+        pass

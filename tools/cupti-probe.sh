@@ -29,16 +29,16 @@ done_suites=()
 for suite in "$@"; do
     left=$((budget - (SECONDS - start)))
     if [ "$left" -lt 60 ]; then echo "skipped $suite: ${left}s left"; continue; fi
-    extra=()
+    extra=(--extra "c134:FUSECI_CUPTI_LIBRARY=$lib134" --extra "c134user:FUSECI_CUPTI_LIBRARY=$lib134,FUSECI_CUPTI_REPLAY=user")
     if [[ "$suite" == *elementwise* ]]; then
-        extra=(--plain elementwise --extra "c134:FUSECI_CUPTI_LIBRARY=$lib134" --extra "c134all:FUSECI_CUPTI_LIBRARY=$lib134,FUSECI_CUPTI_CACHE=all" --extra "notma:FUSECI_CUPTI_TMA=0")
+        extra+=(--plain elementwise --extra "c134notma:FUSECI_CUPTI_LIBRARY=$lib134,FUSECI_CUPTI_TMA=0" --extra "c134all:FUSECI_CUPTI_LIBRARY=$lib134,FUSECI_CUPTI_CACHE=all,FUSECI_CUPTI_TMA=0")
     fi
-    if [[ "$suite" == *models.yaml ]]; then extra=(--plain models); fi
+    if [[ "$suite" == *models.yaml ]]; then extra+=(--plain models); fi
     timeout "$left" python3 tools/cupti_probe.py --out "$work" "${extra[@]}" "$suite" > "$work/$(basename "$suite" .yaml).table" 2>&1
     echo "$suite: rc $? at $((SECONDS - start))s"
     done_suites+=("$suite")
     head -c 600 "$work/$(basename "$suite" .yaml)/cupti.jsonl" 2>/dev/null; echo
 done
-tar -C "${OUT:-/tmp}" --exclude='*.ncu-rep' -cf - probe | xz -6 -T0 > "${OUT:-/tmp}/probe.tar.xz"
+(cd "${OUT:-/tmp}" && find probe -name '*.jsonl' -o -name 'compare-*.json' -o -name 'walls.json' -o -name '*.table' -o -name machine.txt | tar -cf - -T - | xz -9 -T0 > probe.tar.xz)
 cat "$work"/*.table
 rm -rf "$work"

@@ -98,7 +98,9 @@ def measure(suite: Path, out: Path, plain: bool, extra: list[tuple[str, dict[str
             )
         if plain:
             walls["plain"] = timed(
-                [py, "-m", "fuseci.harness", str(copy), "--record", str(out / "plain.record.json")], env, out / "plain.log"
+                [py, "-m", "fuseci.harness", str(copy), "--record", str(out / "plain.record.json")],
+                env,
+                out / "plain.log",
             )
     finally:
         if copy != suite:
@@ -165,7 +167,13 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
     exact = {m: [0, 0] for m in (*EXACT, *SHAPE, "name")}
     near: dict[str, list[float]] = {m: [] for m in NEAR}
     misses: list[dict[str, Any]] = []
-    counts = {"ranges_ncu": len(ncu), "ranges_probe": len(windows), "kernels_ncu": 0, "kernels_probe": 0, "unaligned": []}
+    counts = {
+        "ranges_ncu": len(ncu),
+        "ranges_probe": len(windows),
+        "kernels_ncu": 0,
+        "kernels_probe": 0,
+        "unaligned": [],
+    }
     cost: list[float] = []
     for name, rows in ncu.items():
         counts["kernels_ncu"] += len(rows)
@@ -173,14 +181,19 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
         if w is None:
             counts["unaligned"].append(f"{name}: not in the probe")
             continue
-        kernels, launches = w["kernels"], [x for x in w["launches"] if x["api"] not in ("cuGraphLaunch", "cuGraphLaunch_ptsz")]
+        kernels, launches = (
+            w["kernels"],
+            [x for x in w["launches"] if x["api"] not in ("cuGraphLaunch", "cuGraphLaunch_ptsz")],
+        )
         counts["kernels_probe"] += len(kernels)
         if len(kernels) != len(rows):
-            counts["unaligned"].append(f"{name}: ncu {len(rows)} kernels, probe {len(kernels)} ranges, {len(launches)} launches")
+            counts["unaligned"].append(
+                f"{name}: ncu {len(rows)} kernels, probe {len(kernels)} ranges, {len(launches)} launches"
+            )
             continue
         if w.get("seconds_plain") is not None:
             cost.append((w["seconds_call"] + w["seconds_decode"] - w["seconds_plain"]) / max(1, len(rows)))
-        for i, (row, (range_name, values)) in enumerate(zip(rows, kernels)):
+        for i, (row, (range_name, values)) in enumerate(zip(rows, kernels, strict=False)):
             launch = launches[i] if len(launches) == len(rows) else None
             for m in EXACT:
                 if m not in row["metrics"] or m not in values:
@@ -189,7 +202,15 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
                 if row["metrics"][m] == values[m]:
                     exact[m][0] += 1
                 else:
-                    misses.append({"range": name, "kernel": row["name"], "metric": m, "ncu": row["metrics"][m], "probe": values[m]})
+                    misses.append(
+                        {
+                            "range": name,
+                            "kernel": row["name"],
+                            "metric": m,
+                            "ncu": row["metrics"][m],
+                            "probe": values[m],
+                        }
+                    )
             for m, f in SHAPE.items():
                 if launch is None or m not in row["metrics"]:
                     continue
@@ -197,12 +218,29 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
                 if row["metrics"][m] == launch[f]:
                     exact[m][0] += 1
                 else:
-                    misses.append({"range": name, "kernel": row["name"], "metric": m, "ncu": row["metrics"][m], "probe": launch[f]})
+                    misses.append(
+                        {
+                            "range": name,
+                            "kernel": row["name"],
+                            "metric": m,
+                            "ncu": row["metrics"][m],
+                            "probe": launch[f],
+                        }
+                    )
             if launch is not None:
                 exact["name"][1] += 1
                 exact["name"][0] += launch["name"] in (row["mangled"], row["name"])
                 if launch["name"] not in (row["mangled"], row["name"]):
-                    misses.append({"range": name, "kernel": row["name"], "metric": "name", "ncu": row["mangled"], "probe": launch["name"], "probe_range": range_name})
+                    misses.append(
+                        {
+                            "range": name,
+                            "kernel": row["name"],
+                            "metric": "name",
+                            "ncu": row["mangled"],
+                            "probe": launch["name"],
+                            "probe_range": range_name,
+                        }
+                    )
             for m in NEAR:
                 a, b = row["metrics"].get(m), values.get(m)
                 if a is not None and b is not None and a > 0:
@@ -210,19 +248,27 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
     result["counts"] = counts
     result["exact"] = exact
     result["near"] = {
-        m: {"n": len(v), "median": sorted(v)[len(v) // 2] if v else None, "max_abs": max((abs(x) for x in v), default=None)}
+        m: {
+            "n": len(v),
+            "median": sorted(v)[len(v) // 2] if v else None,
+            "max_abs": max((abs(x) for x in v), default=None),
+        }
         for m, v in near.items()
     }
     result["misses"] = misses[:200]
     result["cost_per_kernel_s"] = sorted(cost)[len(cost) // 2] if cost else None
     result["cost_n"] = len(cost)
-    result["passes_ncu"] = sorted({int(r["metrics"].get("profiler__replayer_passes", 0)) for rows in ncu.values() for r in rows})
+    result["passes_ncu"] = sorted(
+        {int(r["metrics"].get("profiler__replayer_passes", 0)) for rows in ncu.values() for r in rows}
+    )
     return result
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     """One line per suite and probe run."""
-    lines = ["suite/run            kernels ncu/probe  exact-ok/n (worst metric)        shape+name ok/n  dram_r med/max   time med   passes cupti/ncu  ms/kernel  walls"]
+    lines = [
+        "suite/run            kernels ncu/probe  exact-ok/n (worst metric)        shape+name ok/n  dram_r med/max   time med   passes cupti/ncu  ms/kernel  walls"
+    ]
     for key, r in results.items():
         if "counts" not in r:
             lines.append(f"{key:20} {r.get('error') or r.get('head', {}).get('error')}")
@@ -256,7 +302,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--compare-only", action="store_true")
     parser.add_argument("--plain", action="append", default=[], help="also a plain harness run of this suite stem")
-    parser.add_argument("--extra", action="append", default=[], help="LABEL:VAR=VALUE,... another probe run of every suite")
+    parser.add_argument(
+        "--extra", action="append", default=[], help="LABEL:VAR=VALUE,... another probe run of every suite"
+    )
     args = parser.parse_args()
     extra = []
     for spec in args.extra:

@@ -53,9 +53,12 @@ LIBRARY_ENV = "FUSECI_CUPTI_LIBRARY"
 # CUpti_ProfilerRange, CUpti_ProfilerReplayMode, CUpti_ProfilerType, CUpti_CacheControl_Mode
 AUTO_RANGE = 1
 KERNEL_REPLAY = 2
+USER_REPLAY = 3
+REPLAY = {"kernel": KERNEL_REPLAY, "user": USER_REPLAY}
 RANGE_PROFILER = 0
 CACHE_CONTROL = {"none": 0, "all": 1, "l2": 2}
 DRIVER_API = 1  # CUPTI_CB_DOMAIN_DRIVER_API
+INVALID_PARAMETER = 1  # CUPTI_ERROR_INVALID_PARAMETER
 API_ENTER = 0
 #: cbids of the driver's kernel launches whose parameter block starts as cuLaunchKernel's
 #: (function, grid, block, dynamic shared memory), and of those that take a CUlaunchConfig.
@@ -245,13 +248,13 @@ def wheel_library() -> str | None:
 
 
 def find_library() -> str:
-    """Which libcupti to load: the process's own, ``FUSECI_CUPTI_LIBRARY``, the wheel's, the
-    toolkit's (two CUPTIs in one process would fight over the counters).
+    """Which libcupti to load: ``FUSECI_CUPTI_LIBRARY``, the process's own (two CUPTIs in one
+    process would fight over the counters), the wheel's, the toolkit's.
 
     Raises:
         HarnessError: none is found.
     """
-    for candidate in (loaded_library(), os.environ.get(LIBRARY_ENV), wheel_library(), *TOOLKIT_LIBRARIES):
+    for candidate in (os.environ.get(LIBRARY_ENV), loaded_library(), wheel_library(), *TOOLKIT_LIBRARIES):
         if candidate and Path(candidate).is_file():
             return candidate
     raise HarnessError(
@@ -269,7 +272,12 @@ class Counters:
     """
 
     def __init__(
-        self, metrics: Sequence[str], device: int = 0, cache_control: str = "none", max_ranges: int = 512
+        self,
+        metrics: Sequence[str],
+        device: int = 0,
+        cache_control: str = "none",
+        max_ranges: int = 512,
+        replay: str = "kernel",
     ) -> None:
         self.path = find_library()
         self.lib = ctypes.CDLL(self.path, mode=ctypes.RTLD_GLOBAL)
@@ -277,6 +285,7 @@ class Counters:
         self.metrics = tuple(metrics)
         self._names = (c_char_p * len(self.metrics))(*(m.encode() for m in self.metrics))
         self.max_ranges = max_ranges
+        self.replay = replay
         version = c_uint32(0)
         self._call("cuptiGetVersion", ctypes.byref(version))
         self.version = int(version.value)
@@ -291,8 +300,11 @@ class Counters:
         if self.cuda.cuCtxGetCurrent(ctypes.byref(ctx)) != 0 or not ctx.value:
             raise HarnessError("in-process counters need a current CUDA context; none is current")
         self.ctx = ctx
+        # bAllowDeviceLevelCounters is newer than CUDA 13.0's CUPTI, which refuses the longer block
         avail = self._params(AvailabilityP, "bAllowDeviceLevelCounters", ctx=ctx)
-        self._call("cuptiProfilerGetCounterAvailability", avail)
+        if int(self.lib.cuptiProfilerGetCounterAvailability(ctypes.byref(avail))) == INVALID_PARAMETER:
+            avail = self._params(AvailabilityP, "pCounterAvailabilityImage", ctx=ctx)
+            self._call("cuptiProfilerGetCounterAvailability", avail)
         self._availability = (c_uint8 * avail.counterAvailabilityImageSize)()
         avail.pCounterAvailabilityImage = ctypes.cast(self._availability, c_void_p)
         self._call("cuptiProfilerGetCounterAvailability", avail)
@@ -303,7 +315,10 @@ class Counters:
             pChipName=self.chip.encode(),
             pCounterAvailabilityImage=ctypes.cast(self._availability, c_void_p),
         )
-        self._call("cuptiProfilerHostInitialize", host)
+        # pSinglePassMetricSetName (PM sampling) is newer than CUDA 13.0's CUPTI
+        if int(self.lib.cuptiProfilerHostInitialize(ctypes.byref(host))) == INVALID_PARAMETER:
+            host.structSize = _size(HostInitializeP, "pHostObject")
+            self._call("cuptiProfilerHostInitialize", host)
         self.host = c_void_p(host.pHostObject)
         add = self._params(AddMetricsP, "numMetrics", pHostObject=self.host, ppMetricNames=self._names)
         add.numMetrics = len(self.metrics)
@@ -360,7 +375,13 @@ class Counters:
         return p
 
     def _call(self, name: str, *args: Any) -> None:
-        code = int(getattr(self.lib, name)(*args))
+        """Call ``name``, each parameter block by reference.
+
+        Raises:
+            HarnessError: it returned an error; the message names the cause and the fix.
+        """
+        refs = [ctypes.byref(a) if isinstance(a, ctypes.Structure) else a for a in args]
+        code = int(getattr(self.lib, name)(*refs))
         if code != 0:
             text = c_char_p()
             self.lib.cuptiGetResultString(code, ctypes.byref(text))
@@ -386,7 +407,7 @@ class Counters:
             counterDataImageSize=len(self._data),
             pCounterDataImage=ctypes.cast(self._data, c_void_p),
             range=AUTO_RANGE,
-            replayMode=KERNEL_REPLAY,
+            replayMode=REPLAY[self.replay],
             maxRangesPerPass=self.max_ranges,
             numNestingLevels=1,
             minNestingLevel=1,
@@ -427,25 +448,68 @@ class Counters:
             log.exception("in-process counters: launch callback failed")
 
     def _function(self, f: int | None) -> tuple[int, int]:
+        """Registers per thread and static shared memory of the launched function. The runtime
+        launches a context-independent ``CUkernel`` in the function's place, which
+        ``cuFuncGetAttribute`` refuses: its function in this context answers instead."""
         if not f:
             return 0, 0
         if f not in self._attributes:
+            handle = c_void_p(f)
             regs, static = ctypes.c_int(0), ctypes.c_int(0)
-            self.cuda.cuFuncGetAttribute(ctypes.byref(regs), CU_FUNC_ATTRIBUTE_NUM_REGS, c_void_p(f))
-            self.cuda.cuFuncGetAttribute(ctypes.byref(static), CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, c_void_p(f))
+            if self.cuda.cuFuncGetAttribute(ctypes.byref(regs), CU_FUNC_ATTRIBUTE_NUM_REGS, handle) != 0:
+                function = c_void_p()
+                if self.cuda.cuKernelGetFunction(ctypes.byref(function), handle) == 0:
+                    handle = function
+                self.cuda.cuFuncGetAttribute(ctypes.byref(regs), CU_FUNC_ATTRIBUTE_NUM_REGS, handle)
+            self.cuda.cuFuncGetAttribute(ctypes.byref(static), CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, handle)
             self._attributes[f] = (int(regs.value), int(static.value))
         return self._attributes[f]
 
     # -- collection ------------------------------------------------------------------------
 
+    def _pass(self, synchronize: Callable[[], None], body: Callable[[], Any] | None) -> bool:
+        """One pass: start, ``body`` (None: the caller's block runs between), synchronise, stop;
+        whether every pass has been submitted."""
+        self._call(
+            "cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
+        )
+        try:
+            if body is not None:
+                body()
+            synchronize()
+        finally:
+            stop = self._params(StopP, "isAllPassSubmitted", pRangeProfilerObject=self.rp)
+            self._call("cuptiRangeProfilerStop", stop)
+        return bool(stop.isAllPassSubmitted)
+
     @contextmanager
-    def window(self, synchronize: Callable[[], None]) -> Iterator[Collected]:
+    def window(self, synchronize: Callable[[], None], again: Callable[[], Any] | None = None) -> Iterator[Collected]:
         """Count every kernel launched inside the ``with`` block, one range per kernel; the
-        block's launches are synchronised with ``synchronize`` before the profiler stops."""
+        block's launches are synchronised with ``synchronize`` before the profiler stops.
+
+        With kernel replay CUPTI replays each kernel for every pass after the first, saving and
+        restoring device memory around it. With user replay (``replay="user"``) the passes
+        before the block's are ``again()``, a call that launches the same kernels: the harness
+        hands the variant's own call, whose outputs it has checked to repeat call to call; a
+        one-pass configuration runs the block alone.
+
+        Raises:
+            HarnessError: CUPTI refused a step, or a pass was left unsubmitted.
+        """
         out = Collected()
-        self._launches = out.launches
         started = time.perf_counter()
-        self._call("cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp))
+        if self.replay == "user" and self.passes > 1:
+            if again is None:
+                raise HarnessError("in-process counters: user replay needs the call to run again for each pass")
+            for _ in range(self.passes - 1):
+                self._launches = []
+                if self._pass(synchronize, again):
+                    raise HarnessError("in-process counters: CUPTI took fewer passes than it said it needs")
+        self._launches = out.launches
+        submitted = False
+        self._call(
+            "cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
+        )
         try:
             yield out
             synchronize()
@@ -453,15 +517,19 @@ class Counters:
             stop = self._params(StopP, "isAllPassSubmitted", pRangeProfilerObject=self.rp)
             self._call("cuptiRangeProfilerStop", stop)
             self._launches = []
+            submitted = bool(stop.isAllPassSubmitted)
         out.seconds_call = time.perf_counter() - started
-        if not stop.isAllPassSubmitted:
+        if not submitted:
             raise HarnessError("in-process counters: CUPTI did not submit every replay pass of the window")
         started = time.perf_counter()
         decode = self._params(DecodeP, "numOfRangeDropped", pRangeProfilerObject=self.rp)
         self._call("cuptiRangeProfilerDecodeData", decode)
         out.dropped = int(decode.numOfRangeDropped)
         info = self._params(
-            DataInfoP, "numTotalRanges", pCounterDataImage=ctypes.cast(self._data, c_void_p), counterDataImageSize=len(self._data)
+            DataInfoP,
+            "numTotalRanges",
+            pCounterDataImage=ctypes.cast(self._data, c_void_p),
+            counterDataImageSize=len(self._data),
         )
         self._call("cuptiRangeProfilerGetCounterDataInfo", info)
         values = (ctypes.c_double * len(self.metrics))()
@@ -487,7 +555,9 @@ class Counters:
                 pMetricValues=values,
             )
             self._call("cuptiProfilerHostEvaluateToGpuValues", ev)
-            out.ranges.append(((rng.rangeName or b"").decode(errors="replace"), dict(zip(self.metrics, values))))
+            out.ranges.append(
+                ((rng.rangeName or b"").decode(errors="replace"), dict(zip(self.metrics, values, strict=False)))
+            )
         self._reset()
         out.seconds_decode = time.perf_counter() - started
 
@@ -497,5 +567,8 @@ class Counters:
             return
         self._closed = True
         self.lib.cuptiUnsubscribe(self._subscriber)
-        self.lib.cuptiRangeProfilerDisable(self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp))
-        self.lib.cuptiProfilerHostDeinitialize(self._params(HostObjectP, "pHostObject", pHostObject=self.host))
+        disable = self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
+        self.lib.cuptiRangeProfilerDisable(ctypes.byref(disable))
+        self.lib.cuptiProfilerHostDeinitialize(
+            ctypes.byref(self._params(HostObjectP, "pHostObject", pHostObject=self.host))
+        )

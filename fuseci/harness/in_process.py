@@ -5,7 +5,8 @@ callback saw (name and launch shape), the ranges dropped, the replay passes, and
 call took plain (timed just before) and inside the window, and the decoding.
 
 ``FUSECI_CUPTI_TMA=0`` leaves the TMA pair out; ``FUSECI_CUPTI_CACHE=all`` asks CUPTI to reset
-the caches before each pass (CUDA 13.4's cache control). A ledger variant runs every launch
+the caches before each pass (CUDA 13.4's cache control); ``FUSECI_CUPTI_REPLAY=user`` runs the
+variant's call once per pass instead of CUPTI's kernel replay. A ledger variant runs every launch
 (no ``repeats: once`` marks), so its windows hold every kernel.
 """
 
@@ -55,9 +56,10 @@ class Probe:
 
             tma = os.environ.get("FUSECI_CUPTI_TMA", "1") != "0"
             cache = os.environ.get("FUSECI_CUPTI_CACHE", "none")
+            replay = os.environ.get("FUSECI_CUPTI_REPLAY", "kernel")
             started = time.perf_counter()
             try:
-                self.counters = Counters(counter_metrics(tma), cache_control=cache)
+                self.counters = Counters(counter_metrics(tma), cache_control=cache, replay=replay)
             except FuseciError as exc:
                 self.failed = str(exc)
                 self._write({"error": self.failed})
@@ -73,6 +75,7 @@ class Probe:
                     "passes": c.passes,
                     "metrics": list(c.metrics),
                     "cache_control": c.cache_control,
+                    "replay": c.replay,
                     "seconds_setup": time.perf_counter() - started,
                 }
             )
@@ -86,13 +89,14 @@ class Probe:
         self._plain[name] = time.perf_counter() - started
 
     @contextmanager
-    def window(self, name: str) -> Iterator[None]:
-        """Count the kernels launched inside the block as the range ``name``."""
+    def window(self, name: str, again: Callable[[], Any]) -> Iterator[None]:
+        """Count the kernels launched inside the block as the range ``name`` (``again`` runs
+        the same call for each extra pass of user replay)."""
         counters = self._start()
         if counters is None:
             yield
             return
-        with counters.window(arrays.synchronize) as seen:
+        with counters.window(arrays.synchronize, again) as seen:
             yield
         self._write(
             {

@@ -4,6 +4,7 @@ ranges (under ncu) or timed with CUDA events, the record rewritten after every c
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -100,9 +101,10 @@ def _measure(
             once = v.ledger is not None and v.ledger.repeats == "once" and probe is None
             marks = repeats.once_per_configuration() if once else contextlib.nullcontext(None)
             range_name = names.range_name(suite.name, case.id, v.id, again)
+            rerun = functools.partial(call.raw, handed[v.id])
             if probe is not None:
-                probe.plain(range_name, lambda: call.raw(handed[v.id]))
-            window = probe.window(range_name) if probe is not None else contextlib.nullcontext()
+                probe.plain(range_name, rerun)
+            window = probe.window(range_name, rerun) if probe is not None else contextlib.nullcontext()
             with arrays.watch_compiles() as seen, arrays.nvtx_range(range_name):
                 with window, ops, marks as launches:  # a ledger variant: each kernel inside its wrapper call's range
                     call.raw(handed[v.id])
