@@ -166,3 +166,26 @@ def test_a_pass_left_unsubmitted_is_an_error() -> None:
     c = _counters(passes=3, replay="user", submit_at=1)
     with pytest.raises(cupti.HarnessError, match="fewer passes"), c.window(lambda: None, again=lambda: None):
         pass
+
+
+def test_counts_recorded_in_process_on_an_h100_equal_ncus(tmp_path: Path) -> None:
+    """The elementwise suite counted in the harness by CUPTI 13.4 on an H100 (driver 580, cache
+    control all, one pass; tests/data/cupti/README.md) against ncu's recording of the same
+    suite on an H100: every gated counter that repeats under ncu, and every launch, identical."""
+    (tmp_path / "ncu").mkdir()
+    report = tmp_path / "ncu" / "elementwise.ncu-rep"
+    report.write_bytes(lzma.decompress((ROOT / "tests/data/reports/elementwise-h100.ncu-rep.xz").read_bytes()))
+    (tmp_path / "cupti.jsonl").write_bytes(lzma.decompress((ROOT / "tests/data/cupti/elementwise-h100.jsonl.xz").read_bytes()))
+    (tmp_path / "walls.json").write_text("{}")
+    result = cupti_probe.compare(tmp_path)
+    assert result["head"]["chip"] == "GH100" and result["head"]["cupti_version"] == 130401
+    assert result["counts"]["kernels_ncu"] == result["counts"]["kernels_probe"] == 31
+    assert not result["counts"]["unaligned"]
+    for metric in (*cupti_probe.EXACT, *cupti_probe.SHAPE, "name"):
+        if metric == "lts__t_sectors_srcunit_tex_op_read.sum":
+            continue  # moves between ncu's own runs on these kernels: below
+        ok, n = result["exact"][metric]
+        assert ok == n, metric
+    assert result["exact"]["launch__grid_size"] == [31, 31]
+    reads = [m for m in result["misses"] if m["metric"] == "lts__t_sectors_srcunit_tex_op_read.sum"]
+    assert all(abs(m["probe"] - m["ncu"]) / m["ncu"] < 1e-4 for m in reads)
