@@ -8,6 +8,7 @@ exit code."""
 from __future__ import annotations
 
 import errno
+import re
 import sys
 import traceback
 from typing import Any
@@ -57,12 +58,23 @@ def failed(exc: Exception, verbose: bool) -> int:
     return internal_error(exc, verbose)
 
 
+def short_help(help_text: str | None) -> str:
+    """A command's line in ``fuseci --help``: its help's first clause, whole (click cuts the
+    first sentence at 45 characters or the terminal's width with ``...``)."""
+    first = " ".join((help_text or "").split("\n\n")[0].split())
+    return re.split(r"(?<=[.:;])\s", first, maxsplit=1)[0].rstrip(".:;")
+
+
 class Command(TyperCommand):
     """A fuseci command: its body returns its exit code, inside the boundary (its traceback with
     the command's own ``-v``); its help names each argument by its metavar (``SUITE``), where
     typer would add its Python type (``<list[Path]>``), and its usage line names a required
     argument plainly (``BASE``, ``RESULTS...``), as the Arguments section and the docs do, where
     typer writes it in braces (``{BASE}``)."""
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The help's first clause, whole (:func:`short_help`)."""
+        return self.short_help or short_help(self.help)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -105,6 +117,10 @@ class Group(TyperGroup):
     option callbacks, argument conversion, the command-line machinery (a bug there gets its
     traceback with ``-v``/``--verbose`` anywhere on the command line). A closed stdout
     (``fuseci run | head``) is exit 3 as well, where click would exit 1."""
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The help's first clause, whole (:func:`short_help`): a group listed as a command."""
+        return self.short_help or short_help(self.help)
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; a broken stdout pipe is exit 3."""

@@ -127,9 +127,8 @@ class RunDisplay:
         self._news(f"{suite.name}: {what}")
 
     def suite_failed(self, suite: Suite, error: FuseciError) -> None:
-        from fuseci.cli.output import error as say_error
-
-        say_error(str(error))
+        """Nothing: the suite's ERROR block (:meth:`suite_judged`, or the report at the end when
+        quiet) says it, once."""
 
     def suite_judged(self, comparison: Comparison) -> None:
         with self._lock:
