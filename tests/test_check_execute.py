@@ -139,7 +139,7 @@ def test_init_and_check_run_without_the_full_extra(tmp_path: Path) -> None:
         "def add(x, y):\n    return x + y\n\ndef add_fused(x, y):\n    return x + y\n"
     )
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    init = _light(["init", "pkg.ops:add", "pkg.ops:add_fused"], tmp_path)
+    init = _light(["init", "pkg.ops:add", "pkg.ops:add_fused", "--action", "owner/fuseci@v0.1.0"], tmp_path)
     assert init.returncode == 0, init.stdout + init.stderr
     assert "fuseci check --execute" in init.stdout
     check = _light(["check"], tmp_path)

@@ -113,28 +113,60 @@ def sorted_rows(ledger: Ledger) -> list[Row]:
     return sorted(known, key=lambda r: -(row_ratio(r, basis) or 0.0)) + rest
 
 
+#: Characters of a kernel's name the terminal table keeps (its start and its end, which tells
+#: Inductor's numbered kernels apart), and of the line under it that names its nodes.
+KERNEL_CHARS = 44
+DETAIL_CHARS = 88
+
+
+def kernel_name(name: str, limit: int = KERNEL_CHARS) -> str:
+    """``name`` whole, or its start and its end around ``…`` (the HTML report has it whole)."""
+    name = clean(name)
+    if len(name) <= limit:
+        return name
+    tail = limit // 3
+    return f"{name[: limit - tail - 1]}…{name[-tail:]}"
+
+
+def row_detail(row: Row) -> str:
+    """The line under a row: its nodes and model lines, and its bytes above its minimum."""
+    parts = [", ".join(labels(row.nodes)) or "no node"]
+    excess = row_excess(row)
+    if excess:
+        parts.append(f"above its minimum: {excess}")
+    return cut("; ".join(parts), DETAIL_CHARS)
+
+
 def ledger_lines(ledger: Ledger) -> list[str]:
-    """The ledger as a table for the terminal, the worst ratio first, its totals and what its
-    bytes above the floor are."""
+    """The ledger as a table for the terminal, the worst ratio first, each row's nodes on the line
+    under it (about 110 columns where a row per line with its nodes took 200 and more), its totals
+    and what its bytes above the floor are. The ratio is of requested bytes, or of DRAM bytes in a
+    ledger recorded without them (its note says so); DRAM bytes stay beside it."""
     basis = requested_basis(ledger)
-    head = ["kernel", "kind", "nodes", "launches", "requested", "DRAM", "minimum", "ratio", "DRAM ratio"]
-    body = [
+    rows = sorted_rows(ledger)
+    numbers = columns(
         [
-            cut(r.kernel, 80),
-            r.kind.value,
-            cut(", ".join(labels(r.nodes)), 80),
-            str(r.measured.launches) if r.measured else "",
-            requested(r),
-            megabytes(r.measured.dram_bytes) if r.measured else "not measured",
-            megabytes(r.min_bytes) if r.min_bytes is not None else "",
-            ratio(r, basis),
-            dram_ratio(r),
-            duration(r),
-            cut(row_excess(r), 80),
-        ]
-        for r in sorted_rows(ledger)
-    ]
-    table = columns([[*head, "time", "above its minimum"], *body], left=3)
+            ["ratio", "requested", "DRAM", "minimum", "launches", "time"],
+            *(
+                [
+                    ratio(r, basis),
+                    requested(r),
+                    megabytes(r.measured.dram_bytes) if r.measured else "not measured",
+                    megabytes(r.min_bytes) if r.min_bytes is not None else "",
+                    str(r.measured.launches) if r.measured else "",
+                    duration(r),
+                ]
+                for r in rows
+            ),
+        ],
+        left=0,
+    )
+    width = max(len(line) for line in numbers)
+    kinds = max([len("kind"), *(len(r.kind.value) for r in rows)])
+    table = [f"{numbers[0]:<{width}}  {'kind':<{kinds}}  kernel"]
+    for line, r in zip(numbers[1:], rows, strict=True):
+        table.append(f"{line:<{width}}  {r.kind.value:<{kinds}}  {kernel_name(r.kernel)}")
+        table.append(f"    {row_detail(r)}")
     over = excess_line(ledger)
     notes = [*([] if basis else [DRAM_BASIS]), *ledger.notes[:NOTES]]
     return [*table, totals_line(ledger), *([over] if over else []), *(f"note: {cut(n, budget.TEXT)}" for n in notes)]
