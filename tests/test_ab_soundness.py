@@ -48,13 +48,13 @@ def _repo(root: Path, files: dict[str, str], module: str = "kernels.mod") -> Pat
     return root
 
 
-def _state(repo: Path, edits: dict[str, str]) -> str:
-    """What ``fuseci ab HEAD --suite suites/s.yaml`` says of the suite after ``edits`` (path →
-    new text) to the working tree."""
+def _state(repo: Path, edits: dict[str, str], ignore: tuple[str, ...] = ()) -> str:
+    """What ``fuseci ab HEAD --suite suites/s.yaml`` (``--ignore`` each of ``ignore``) says of the
+    suite after ``edits`` (path → new text) to the working tree."""
     for rel, text in edits.items():
         write(repo / rel, text)
     with ab.trees("HEAD", None, repo) as (root, base, head):
-        pairs, problems = ab.pair_suites([Path("suites/s.yaml")], base, head, cwd=root, repo=root)
+        pairs, problems = ab.pair_suites([Path("suites/s.yaml")], base, head, cwd=root, repo=root, ignore=ignore)
         assert not problems
         (pair,) = pairs
         return ab.pair_state(pair, base, every=False)
@@ -684,9 +684,12 @@ def test_a_data_file_only_its_reader_names_still_measures_only_that_case(tmp_pat
     ],
     ids=["readme", "docs", "tests", "test-data", "tools", "unnamed-beside-kernels"],
 )
-def test_files_no_case_can_reach_skip_everything(tmp_path: Path, edits: dict[str, str]) -> None:
-    """Documentation, tests and files no case names, outside every search path's module names:
-    neither imported (the reader follows every import) nor named, so nothing is measured."""
+def test_files_no_case_can_reach_skip_everything_once_declared(tmp_path: Path, edits: dict[str, str]) -> None:
+    """Documentation, tests and files no case names, outside every search path's module names,
+    declared with ``--ignore``: neither imported (the reader follows every import) nor named,
+    so nothing is measured. Undeclared, a change of the commits (a tracked file) has every case
+    measured, since a case may read it under a name built at run time; a file of the working
+    tree alone (untracked: the job's own) that no case names does not."""
     module = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x\n"
     files = {
         "kernels/__init__.py": "",
@@ -696,15 +699,27 @@ def test_files_no_case_can_reach_skip_everything(tmp_path: Path, edits: dict[str
         "tests/test_mod.py": "",
     }
     repo = _repo(tmp_path / "repo", files)
-    state = _state(repo, edits)
+    undeclared = _state(repo, edits)
+    (rel,) = edits
+    if rel in files:  # tracked: a change of the commits
+        assert _measured(undeclared) == {"a", "b"} and rel in undeclared and "--ignore" in undeclared, undeclared
+    else:
+        assert undeclared == "unchanged, not measured", undeclared
+    state = _state(repo, {}, ignore=("README.md", "docs/*", "tests/*", "tools/*", "kernels/notes.txt"))
     assert state == "unchanged, not measured", state
+
+
+def test_an_ignore_pattern_never_hides_a_file_a_case_names(tmp_path: Path) -> None:
+    module = _UNKNOWN_READ.format(imports="import pandas", how="pandas.read_csv('kernels/k.csv')")
+    repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, "kernels/k.csv": "1\n"})
+    assert _measured(_state(repo, {"kernels/k.csv": "2\n"}, ignore=("*.csv", "kernels/*"))) == {"a", "b"}
 
 
 def test_an_edit_to_one_cases_kernel_beside_docs_still_measures_only_it(tmp_path: Path) -> None:
     module = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x\n"
     repo = _repo(tmp_path / "repo", {"kernels/__init__.py": "", "kernels/mod.py": module, "README.md": "# r\n"})
     edits = {**_edit(repo, "kernels/mod.py", "x + 1", "x + 2"), "README.md": "# new\n", "docs/x.md": "x\n"}
-    assert _measured(_state(repo, edits)) == {"a"}
+    assert _measured(_state(repo, edits, ignore=("README.md", "docs/*"))) == {"a"}
 
 
 @pytest.mark.parametrize("rel", ["sitecustomize.py", "site/sitecustomize.py", "lib/usercustomize.py", "lib/x.pth"])

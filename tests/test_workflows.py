@@ -470,6 +470,16 @@ def test_the_base_ref_is_passed_after_the_end_of_options(tmp_path: Path) -> None
     assert argv[0] == "ab" and argv[-2:] == ["--", "--help"], argv
 
 
+def test_the_ignore_input_is_one_pattern_a_line_passed_whole(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("a glob the shell would expand")
+    env = {"BASE_REF": "main", "SUITES": "", "SHARD": "", "REPORT_DIR": "out", "HISTORY": "false", "HISTORY_DIR": "h"}
+    env["IGNORE"] = "docs/*\n\n*.md\nmy notes/*\n"
+    (argv,) = _run_action_step("Judge the pull request against its base", tmp_path, env)
+    pairs = [argv[i + 1] for i, a in enumerate(argv) if a == "--ignore"]
+    assert pairs == ["docs/*", "*.md", "my notes/*"], argv
+
+
 def test_history_pruning_keeps_names_with_line_breaks_whole(tmp_path: Path) -> None:
     history = tmp_path / "history"
     history.mkdir()

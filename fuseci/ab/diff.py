@@ -23,8 +23,13 @@ submodules, deletions; for the working tree, untracked and ignored files too) is
   ``cwd``, ``chdir``); or a module at the top of a search path that may take the place of an
   installed or standard one (``numpy.py``). Every case of every suite is measured, and the state
   line says which change forced it;
-* **reaching no case**: the rest (documentation, tests, files no case's code or suite names and
-  no search path puts in the way): ignored.
+* **unexplained, in the commits**: any other change between the commits (a README, a test, a
+  data file no case names): a case may still read it under a name built at run time, so every
+  case of every suite is measured too, unless it matches one of the patterns ``fuseci ab
+  --ignore`` was given, the user's word that no case reads it;
+* **unexplained, in the working tree only** (untracked or ignored files: the job's own outputs,
+  virtual environments, caches, which no commit of the pull request holds) that no case may
+  reach: ignored.
 
 A link or a submodule is never explained (what lies behind it is not in either tree), nor is a
 change of mode. Nothing is imported or run: files are read and parsed.
@@ -38,6 +43,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from importlib import metadata
 from pathlib import Path
 
@@ -232,8 +238,21 @@ class Seen:
     """Explained changes of files other than Python source (tree-relative), for :func:`naming`."""
 
 
-def seen(changes: Sequence[Change], sights: Sequence[Sight], environment: set[str]) -> Seen:
-    """Sort ``changes`` by the rule of this module (every change forcing everything said)."""
+def ignored(path: str, patterns: Sequence[str]) -> bool:
+    """Whether ``path`` (from the repository's root) matches one of ``patterns`` (``fnmatch``:
+    ``*`` matches any characters, ``/`` included: ``docs/*``, ``*.md``)."""
+    return any(fnmatchcase(path, p) for p in patterns)
+
+
+#: Why a change of the commits that no fingerprint holds and no case names forces everything.
+NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at run time (`--ignore` a pattern for it if none can)"
+
+
+def seen(
+    changes: Sequence[Change], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()
+) -> Seen:
+    """Sort ``changes`` by the rule of this module (every change forcing everything said);
+    ``ignore``: the patterns of paths the user says no case reads."""
     explained = set().union(*(s.explained for s in sights)) if sights else set()
     shadowable: frozenset[str] | None = None
     everything: list[str] = []
@@ -250,6 +269,8 @@ def seen(changes: Sequence[Change], sights: Sequence[Sight], environment: set[st
             if shadowable is None:
                 shadowable = _shadowable()
             why = _reached(change.path, sights, environment, shadowable)
+        if not why and change.kind not in ("untracked", "ignored") and not ignored(change.path, ignore):
+            why = NOT_PROVEN
         if why:
             what = change.kind if change.kind not in ("modified",) else "changed"
             everything.append(f"{change.path} ({what}; {why})")

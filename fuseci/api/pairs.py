@@ -162,7 +162,7 @@ def _default_suites(root: Path, reldir: Path) -> set[Path]:
 
 
 def pair_suites(
-    named: Sequence[Path] | None, base: Side, head: Side, *, cwd: Path, repo: Path
+    named: Sequence[Path] | None, base: Side, head: Side, *, cwd: Path, repo: Path, ignore: Sequence[str] = ()
 ) -> tuple[list[Pair], list[str]]:
     """The suite files to compare, loaded on each side, with their fingerprints; and the
     problems of the head's suite files (each one line naming the file and the fix).
@@ -212,7 +212,7 @@ def pair_suites(
             cases = to_measure(before, after, [c.id for c in head_suite.cases])
             pair = replace(pair, base_print=before, head_print=after, cases=cases)
         pairs.append(pair)
-    pairs = _with_changes(pairs, base, head, repo)
+    pairs = _with_changes(pairs, base, head, repo, ignore)
     ids: dict[str, Path] = {}
     for p in pairs:
         if p.name in ids:
@@ -224,7 +224,7 @@ def pair_suites(
     return pairs, problems
 
 
-def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path) -> list[Pair]:
+def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path, ignore: Sequence[str]) -> list[Pair]:
     """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.diff`): every
     case of every suite measured for a change no case's proven dependencies explain that a case
     may reach; each case measured whose code names a data file another case's fingerprint holds."""
@@ -244,7 +244,7 @@ def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path) -> list
         forced: tuple[str, ...] = (f"what differs between the sides could not be listed ({exc})",)
     else:
         environment = diff.environment_paths([repo, base.root, head.root])
-        found = diff.seen(changes, list(sights.values()), environment)
+        found = diff.seen(changes, list(sights.values()), environment, ignore)
         forced = found.everything
         if not forced:
             return [_named_data(p, found.data, sights) for p in pairs]

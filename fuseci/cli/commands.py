@@ -20,6 +20,7 @@ from fuseci.cli.options import (
     AbBase,
     AbEvery,
     AbHead,
+    AbIgnore,
     AbInFlight,
     AbShard,
     AbSuites,
@@ -139,6 +140,7 @@ def ab_command(
     head: AbHead = None,
     suite: AbSuites = None,
     every: AbEvery = False,
+    ignore: AbIgnore = None,
     report_dir: ReportDir = Path("fuseci-out"),
     accept_env: AcceptEnv = None,
     shard: AbShard = None,
@@ -188,7 +190,7 @@ def ab_command(
     cwd = Path.cwd()
     try:
         with ab.trees(base, head, cwd) as (repo, base_side, head_side):
-            pairs, problems = ab.pair_suites(suite, base_side, head_side, cwd=cwd, repo=repo)
+            pairs, problems = ab.pair_suites(suite, base_side, head_side, cwd=cwd, repo=repo, ignore=ignore or ())
             read = [(repo / p.rel, f"the suite file of {p.name!r}") for p in pairs if p.head is not None]
             if problems:
                 for message in problems:

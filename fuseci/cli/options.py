@@ -145,6 +145,15 @@ AbEvery = Annotated[
         help="Measure every suite, also those whose suite file, kernel modules and fuseci version are the same on both sides.",
     ),
 ]
+AbIgnore = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore",
+        metavar="PATTERN",
+        help="Paths no case reads (from the repository's root; * matches any characters, / included: 'docs/*', "
+        "'*.md'; repeatable): a change of the commits there does not have every case measured.",
+    ),
+]
 AbShard = Annotated[
     str | None,
     typer.Option(
