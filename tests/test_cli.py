@@ -159,13 +159,6 @@ def test_help_lists_each_command_whole(group: tuple[str, ...]) -> None:
     assert "Check suite files on any machine, without a GPU" in " ".join(listed.split()) or group
 
 
-def test_a_suite_that_cannot_be_measured_is_said_once(in_root, tmp_path: Path) -> None:
-    result = invoke("run", SUITE, "--ncu", str(tmp_path / "no-ncu"))
-    assert result.exit_code == 3
-    said = result.stdout + result.stderr
-    assert said.count(str(tmp_path / "no-ncu")) == 1, said
-
-
 def test_version() -> None:
     result = invoke("--version")
     assert result.exit_code == 0 and result.stdout.startswith("fuseci ")

@@ -127,8 +127,9 @@ class RunDisplay:
         self._news(f"{suite.name}: {what}")
 
     def suite_failed(self, suite: Suite, error: FuseciError) -> None:
-        """Nothing: the suite's ERROR block (:meth:`suite_judged`, or the report at the end when
-        quiet) says it, once."""
+        from fuseci.cli.output import error as say_error
+
+        say_error(str(error))
 
     def suite_judged(self, comparison: Comparison) -> None:
         with self._lock:

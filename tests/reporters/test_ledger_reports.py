@@ -69,14 +69,16 @@ def test_verbose_adds_the_rows_and_what_changed() -> None:
     text = console.render([ledger_comparison()], verbose=True)
     lines = text.splitlines()
     start = lines.index(next(x for x in lines if x.startswith("  ledger block/compiled: ")))
-    table = lines[start + 1 : start + 12]
-    assert table[0].split()[4:11] == ["requested", "DRAM", "minimum", "ratio", "DRAM", "ratio", "time"]
-    kernels = [x.split()[0] for x in table[1:]]
-    assert kernels == [r.kernel for r in report.sorted_rows(real_ledger("block-break_add_norm"))]
-    assert lines[start + 12].startswith("    forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
-    assert lines[start + 13].startswith("    note: ratios are of DRAM bytes")  # recorded without requested bytes
-    assert lines[start + 14] == "    since the baseline's ledger:"
-    assert lines[start + 15].startswith("      x (models32.py:25): was fused with layer_norm_1 (models32.py:30)")
+    table = lines[start + 1 : start + 22]  # its heading, then each row's line and its nodes' under it
+    assert table[0].split() == ["ratio", "requested", "DRAM", "minimum", "launches", "time", "kind", "kernel"]
+    kernels = [x.split()[-1] for x in table[1::2]]
+    rows = report.sorted_rows(real_ledger("block-break_add_norm"))
+    assert kernels == [report.kernel_name(r.kernel) for r in rows]
+    assert all(x.startswith("        ") for x in table[2::2])
+    assert lines[start + 22].startswith("    forward: 538.4 MB of DRAM over 10 rows in 2 graphs")
+    assert lines[start + 23].startswith("    note: ratios are of DRAM bytes")  # recorded without requested bytes
+    assert lines[start + 24] == "    since the baseline's ledger:"
+    assert lines[start + 25].startswith("      x (models32.py:25): was fused with layer_norm_1 (models32.py:30)")
 
 
 def test_no_baseline_ledger_no_changes_and_a_ledger_without_checks_still_has_its_line() -> None:
