@@ -53,34 +53,9 @@ _PEAK_MIN_PCT = 1.0
 # dozens of groups, so the aggregation works on NumPy columns with one index per group: pandas'
 # per-group selection costs a fraction of a millisecond each, which made reading thousands of
 # run files (fuseci history) take minutes. Sums are NumPy's over the group's values with NaN as
-# 0, in kernel order: the same additions pandas makes, so the figures are the same to the bit.
-
-
-def _sum(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.sum()``: NaN skipped, 0 when all are NaN (and, as pandas, silent when a
-    sum of huge values overflows to infinity)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.where(np.isnan(values), 0.0, values).sum())
-
-
-def _mean(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.mean()``: NaN skipped, NaN when all are."""
-    known = int((~np.isnan(values)).sum())
-    return _sum(values) / known if known else math.nan
-
-
-def _max(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.max()``: NaN skipped, NaN when all are."""
-    known = values[~np.isnan(values)]
-    return float(known.max()) if known.size else math.nan
-
-
-def _weighted(values: NDArray[np.float64], weights: NDArray[np.float64]) -> float:
-    total = _sum(weights)
-    if total <= 0 or np.isnan(values).all():
-        return _mean(values)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _sum(values * weights) / total
+# 0, in kernel order: the same additions pandas' ``Series.sum()`` makes, so the figures are the
+# same to the bit (NaN skipped, 0 when all are NaN; a mean is NaN when all are; as pandas, silent
+# when a sum of huge values overflows to infinity).
 
 
 def _missing(key: Any) -> bool:
@@ -91,15 +66,21 @@ def _missing(key: Any) -> bool:
 def _groups(*columns: pd.Series) -> dict[tuple[Any, ...], NDArray[np.intp]]:
     """The rows of each distinct key of ``columns``, keys in order of first appearance."""
     found: dict[tuple[Any, ...], list[int]] = {}
-    for i, key in enumerate(zip(*columns, strict=True)):
+    for i, key in enumerate(zip(*(c.tolist() for c in columns), strict=True)):
         if not any(_missing(k) for k in key):  # as pandas' groupby, which leaves out missing keys
             found.setdefault(key, []).append(i)
     return {key: np.asarray(rows, dtype=np.intp) for key, rows in found.items()}
 
 
+def _matrix(frame: pd.DataFrame, columns: tuple[str, ...]) -> NDArray[np.float64]:
+    """``columns`` as float64, a row each (all NaN where the frame lacks one), in one pandas call:
+    a column at a time costs more than the arithmetic on it."""
+    return np.ascontiguousarray(frame.reindex(columns=list(columns)).to_numpy(dtype=np.float64).T)
+
+
 def _numbers(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, NDArray[np.float64]]:
     """Each of ``columns`` as float64 (all NaN when the frame lacks it)."""
-    return {c: frame[c].to_numpy(dtype=np.float64) if c in frame else np.full(len(frame), math.nan) for c in columns}
+    return dict(zip(columns, _matrix(frame, columns), strict=True))
 
 
 def _bytes(row: dict[str, Any]) -> float:
@@ -128,31 +109,50 @@ def _variant_records(kernels: pd.DataFrame) -> list[dict[str, Any]]:
     :class:`~fuseci.config.quantities.Aggregate` says."""
     entries = [q for q in quantities.QUANTITIES if q.per_variant]
     sources = tuple(dict.fromkeys((names.DURATION, *(q.sources[0] for q in entries if q.sources))))
-    col = _numbers(kernels, sources)
+    at = {c: i for i, c in enumerate(sources)}
+    # One matrix of every source (a row each), so that a group's sums, extremes and weighted
+    # sums are one NumPy call each rather than one per quantity. A group's columns are copied
+    # C-contiguous: each row then sums as that one column's values would on their own, in
+    # kernel order, to the bit.
+    matrix = _matrix(kernels, sources)
+    unknown = np.isnan(matrix)
+    zeroed = np.where(unknown, 0.0, matrix)
+    weighted = [at[q.sources[0]] for q in entries if q.aggregate is Aggregate.WEIGHTED]
     records: list[dict[str, Any]] = []
     for (suite, case, variant), rows in _groups(
         kernels[names.SUITE], kernels[names.CASE], kernels[names.VARIANT]
     ).items():
-        durations = col[names.DURATION][rows]
-        longest = rows[int(np.where(np.isnan(durations), -1.0, durations).argmax())]  # its occupancy limits
+        values = np.ascontiguousarray(matrix[:, rows])
+        missing = np.ascontiguousarray(unknown[:, rows])
+        with np.errstate(over="ignore", invalid="ignore"):
+            sums = np.ascontiguousarray(zeroed[:, rows]).sum(axis=1)
+            products = values[weighted] * values[at[names.DURATION]]
+            products_sums = np.where(np.isnan(products), 0.0, products).sum(axis=1)
+        nans = np.asarray(missing.any(axis=1), dtype=bool)
+        known = len(rows) - missing.sum(axis=1)
+        durations = values[at[names.DURATION]]
+        longest = int(np.where(missing[at[names.DURATION]], -1.0, durations).argmax())  # its occupancy limits
+        total = float(sums[at[names.DURATION]])
         rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: variant}
         for q in entries:
+            i = at[q.sources[0]] if q.sources else -1
             match q.aggregate:
                 case Aggregate.COUNT:
                     rec[q.name] = len(rows)
                 case Aggregate.SUM:
-                    values = col[q.sources[0]][rows]
-                    if q.counted is not None and bool(np.isnan(values).any()):
+                    if q.counted is not None and bool(nans[i]):
                         rec[q.name] = math.nan  # an exact count of some of the kernels is no count
                     else:
-                        total = _sum(values)
-                        rec[q.name] = total * q.scale if q.scale != 1.0 else total
+                        rec[q.name] = float(sums[i]) * q.scale if q.scale != 1.0 else float(sums[i])
                 case Aggregate.MAX:
-                    rec[q.name] = _max(col[q.sources[0]][rows])
+                    rec[q.name] = float(np.fmax.reduce(values[i])) if known[i] else math.nan
                 case Aggregate.WEIGHTED:
-                    rec[q.name] = _weighted(col[q.sources[0]][rows], durations)
+                    if total <= 0 or not known[i]:
+                        rec[q.name] = float(sums[i]) / int(known[i]) if known[i] else math.nan
+                    else:
+                        rec[q.name] = float(products_sums[weighted.index(i)]) / total
                 case Aggregate.LONGEST:
-                    rec[q.name] = float(col[q.sources[0]][longest])
+                    rec[q.name] = float(values[i, longest])
                 case Aggregate.DERIVED | Aggregate.RECORD | Aggregate.KERNEL:
                     rec[q.name] = math.nan  # derived below, filled from the record, or not a column
         for q in entries:
