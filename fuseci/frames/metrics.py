@@ -104,61 +104,71 @@ DERIVED: dict[str, Callable[[dict[str, Any]], float]] = {
 }
 
 
-def _variant_records(kernels: pd.DataFrame) -> list[dict[str, Any]]:
+#: The kernel columns the per-variant quantities are made from, the duration first.
+_SOURCES = tuple(
+    dict.fromkeys((names.DURATION, *(q.sources[0] for q in quantities.QUANTITIES if q.per_variant and q.sources)))
+)
+#: The kernel columns the card's peak DRAM bandwidth is implied from (:func:`dram_peak`).
+_PEAK_SOURCES = (names.DURATION, names.DRAM_PCT_PEAK, names.DRAM_READ, names.DRAM_WRITE)
+
+
+def _variant_records(kernels: pd.DataFrame, col: Mapping[str, NDArray[np.float64]]) -> list[dict[str, Any]]:
     """The rows of the per-variant frame (:func:`aggregate`), each quantity as the catalogue's
-    :class:`~fuseci.config.quantities.Aggregate` says."""
+    :class:`~fuseci.config.quantities.Aggregate` says; ``col``: the kernels' :data:`_SOURCES`."""
     entries = [q for q in quantities.QUANTITIES if q.per_variant]
-    sources = tuple(dict.fromkeys((names.DURATION, *(q.sources[0] for q in entries if q.sources))))
-    at = {c: i for i, c in enumerate(sources)}
+    at = {c: i for i, c in enumerate(_SOURCES)}
+    plan = [
+        (q.name, q.aggregate, at[q.sources[0]] if q.sources else -1, q.scale, q.counted is not None) for q in entries
+    ]
+    derived = [q.name for q in entries if q.aggregate is Aggregate.DERIVED]
     # One matrix of every source (a row each), so that a group's sums, extremes and weighted
     # sums are one NumPy call each rather than one per quantity. A group's columns are copied
     # C-contiguous: each row then sums as that one column's values would on their own, in
     # kernel order, to the bit.
-    matrix = _matrix(kernels, sources)
+    matrix = np.stack([col[c] for c in _SOURCES])
     unknown = np.isnan(matrix)
     zeroed = np.where(unknown, 0.0, matrix)
-    weighted = [at[q.sources[0]] for q in entries if q.aggregate is Aggregate.WEIGHTED]
+    weighted = [i for _, aggregate, i, _, _ in plan if aggregate is Aggregate.WEIGHTED]
+    duration = at[names.DURATION]
     records: list[dict[str, Any]] = []
-    for (suite, case, variant), rows in _groups(
-        kernels[names.SUITE], kernels[names.CASE], kernels[names.VARIANT]
-    ).items():
-        values = np.ascontiguousarray(matrix[:, rows])
-        missing = np.ascontiguousarray(unknown[:, rows])
-        with np.errstate(over="ignore", invalid="ignore"):
-            sums = np.ascontiguousarray(zeroed[:, rows]).sum(axis=1)
-            products = values[weighted] * values[at[names.DURATION]]
-            products_sums = np.where(np.isnan(products), 0.0, products).sum(axis=1)
-        nans = np.asarray(missing.any(axis=1), dtype=bool)
-        known = len(rows) - missing.sum(axis=1)
-        durations = values[at[names.DURATION]]
-        longest = int(np.where(missing[at[names.DURATION]], -1.0, durations).argmax())  # its occupancy limits
-        total = float(sums[at[names.DURATION]])
-        rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: variant}
-        for q in entries:
-            i = at[q.sources[0]] if q.sources else -1
-            match q.aggregate:
-                case Aggregate.COUNT:
-                    rec[q.name] = len(rows)
-                case Aggregate.SUM:
-                    if q.counted is not None and bool(nans[i]):
-                        rec[q.name] = math.nan  # an exact count of some of the kernels is no count
-                    else:
-                        rec[q.name] = float(sums[i]) * q.scale if q.scale != 1.0 else float(sums[i])
-                case Aggregate.MAX:
-                    rec[q.name] = float(np.fmax.reduce(values[i])) if known[i] else math.nan
-                case Aggregate.WEIGHTED:
-                    if total <= 0 or not known[i]:
-                        rec[q.name] = float(sums[i]) / int(known[i]) if known[i] else math.nan
-                    else:
-                        rec[q.name] = float(products_sums[weighted.index(i)]) / total
-                case Aggregate.LONGEST:
-                    rec[q.name] = float(values[i, longest])
-                case Aggregate.DERIVED | Aggregate.RECORD | Aggregate.KERNEL:
-                    rec[q.name] = math.nan  # derived below, filled from the record, or not a column
-        for q in entries:
-            if q.aggregate is Aggregate.DERIVED:
-                rec[q.name] = derive(q.name, rec)
-        records.append(rec)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for (suite, case, variant), rows in _groups(
+            kernels[names.SUITE], kernels[names.CASE], kernels[names.VARIANT]
+        ).items():
+            values = np.ascontiguousarray(matrix[:, rows])
+            missing = np.ascontiguousarray(unknown[:, rows])
+            sums = np.ascontiguousarray(zeroed[:, rows]).sum(axis=1).tolist()
+            products = values[weighted] * values[duration]
+            weighted_sums = dict(
+                zip(weighted, np.where(np.isnan(products), 0.0, products).sum(axis=1).tolist(), strict=True)
+            )
+            known = (len(rows) - missing.sum(axis=1)).tolist()
+            longest = int(np.where(missing[duration], -1.0, values[duration]).argmax())  # its occupancy limits
+            total = sums[duration]
+            rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: variant}
+            for name, aggregate, i, scale, counted in plan:
+                match aggregate:
+                    case Aggregate.COUNT:
+                        rec[name] = len(rows)
+                    case Aggregate.SUM:
+                        if counted and known[i] < len(rows):
+                            rec[name] = math.nan  # an exact count of some of the kernels is no count
+                        else:
+                            rec[name] = sums[i] * scale if scale != 1.0 else sums[i]
+                    case Aggregate.MAX:
+                        rec[name] = float(np.fmax.reduce(values[i])) if known[i] else math.nan
+                    case Aggregate.WEIGHTED:
+                        if total <= 0 or not known[i]:
+                            rec[name] = sums[i] / known[i] if known[i] else math.nan
+                        else:
+                            rec[name] = weighted_sums[i] / total
+                    case Aggregate.LONGEST:
+                        rec[name] = float(values[i, longest])
+                    case Aggregate.DERIVED | Aggregate.RECORD | Aggregate.KERNEL:
+                        rec[name] = math.nan  # derived below, filled from the record, or not a column
+            for name in derived:
+                rec[name] = derive(name, rec)
+            records.append(rec)
     return records
 
 
@@ -179,7 +189,9 @@ def derive(name: str, row: dict[str, Any]) -> float:
 
 def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per-kernel frame → per-variant frame (see the module docstring)."""
-    return pd.DataFrame.from_records(_variant_records(kernels), columns=list(variant_columns()))
+    return pd.DataFrame.from_records(
+        _variant_records(kernels, _numbers(kernels, _SOURCES)), columns=list(variant_columns())
+    )
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
@@ -335,7 +347,11 @@ def dram_peak(kernels: pd.DataFrame) -> float | None:
     """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies: the
     median over the kernels of (DRAM bytes ÷ duration) ÷ percentage; None when no kernel moved
     enough for it (or the report lacks the metric)."""
-    col = _numbers(kernels, (names.DURATION, names.DRAM_PCT_PEAK, names.DRAM_READ, names.DRAM_WRITE))
+    return _peak(_numbers(kernels, _PEAK_SOURCES))
+
+
+def _peak(col: Mapping[str, NDArray[np.float64]]) -> float | None:
+    """:func:`dram_peak` of the kernels' :data:`_PEAK_SOURCES`."""
     seconds = col[names.DURATION] * 1e-9
     pct = col[names.DRAM_PCT_PEAK]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NaN and 0 are left out below
@@ -350,11 +366,12 @@ def dram_peak(kernels: pd.DataFrame) -> float | None:
 def summarize(kernels: pd.DataFrame, record: HarnessRecord) -> SuiteResults:
     """Aggregate the per-kernel frame and combine it with the harness record; the environment
     gains the card's implied peak DRAM bandwidth (:data:`fuseci.config.names.DRAM_PEAK`)."""
-    rows = _variant_records(kernels)
+    col = _numbers(kernels, tuple(dict.fromkeys((*_SOURCES, *_PEAK_SOURCES))))  # one pandas call for both
+    rows = _variant_records(kernels, col)
     _fill(rows, record)
     variants = pd.DataFrame.from_records(rows, columns=list(variant_columns()))
     env: dict[str, Any] = {**record.env, **(record.profiler.to_json() if record.profiler else {})}
-    peak = dram_peak(kernels)
+    peak = _peak(col)
     if peak is not None:
         env[names.DRAM_PEAK] = peak
     gain_rows = pd.DataFrame.from_records(_gain_records(rows), columns=list(gain_columns()))
