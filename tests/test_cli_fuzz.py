@@ -6,7 +6,9 @@ traceback or an internal error; 1 only when the document is a valid one (the run
 for a document its reader refuses, exit 3 with a one-line ``fuseci: error:`` naming the file;
 and no stored file is lost or replaced by what a bad input made (a baseline ``update-baselines``
 refused is left byte for byte). Reading the ``.ncu-rep`` reports (NVIDIA's reader, the slow
-part) is cached; everything after it runs for real.
+part) is cached; everything after it runs for real. Each test run draws its examples from a seed
+of its own (``tests/fuzzing.py``), so the runs add up: tens per command keep the run short, and
+``FUSECI_FUZZ_SCALE=20`` multiplies them for a long local search.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def check_outcome(result: Any, path: Path, valid: bool) -> None:
 BASELINE = H200_BASELINES / "nvidia-h200" / "elementwise.json"
 
 
-@fuzz_settings(150)
+@fuzz_settings(60)
 @given(data=st.data())
 def test_run_with_a_mutated_baseline(work: Path, data: st.DataObject) -> None:
     path = work / "b" / "nvidia-h200" / "elementwise.json"
@@ -97,7 +99,7 @@ def test_run_with_a_mutated_baseline(work: Path, data: st.DataObject) -> None:
     check_outcome(result, path, _valid(bl.load_baseline, path))
 
 
-@fuzz_settings(100)
+@fuzz_settings(40)
 @given(data=st.data())
 def test_update_baselines_with_a_mutated_baseline(work: Path, data: st.DataObject) -> None:
     path = work / "u" / "nvidia-h200" / "elementwise.json"
@@ -137,7 +139,7 @@ def _paired(work: Path, data: st.DataObject, raw: bytes | None = None) -> tuple[
     return link, path, record.read_text()
 
 
-@fuzz_settings(150)
+@fuzz_settings(60)
 @given(data=st.data())
 def test_run_with_a_mutated_record(work: Path, data: st.DataObject) -> None:
     report, path, _ = _paired(work, data)
@@ -162,7 +164,7 @@ PAIRING_EDITS = {
 }
 
 
-@fuzz_settings(100)
+@fuzz_settings(40)
 @given(data=st.data())
 def test_run_with_a_record_of_another_run(work: Path, data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(RECORDS)), label="record")
@@ -207,7 +209,7 @@ def result_seeds(work: Path) -> list[str]:
     return seeds
 
 
-@fuzz_settings(250)
+@fuzz_settings(100)
 @given(data=st.data())
 def test_merge_of_a_mutated_results_file(work: Path, result_seeds: list[str], data: st.DataObject) -> None:
     path = work / "results.json"
@@ -236,7 +238,7 @@ def run_seeds(work: Path) -> tuple[Path, list[str]]:
     return a, [a.read_text(), b.read_text(), legacy.read_text()]
 
 
-@fuzz_settings(120)
+@fuzz_settings(50)
 @given(data=st.data())
 def test_compare_with_a_mutated_run_file(work: Path, run_seeds: tuple[Path, list[str]], data: st.DataObject) -> None:
     good, seeds = run_seeds

@@ -3,18 +3,19 @@ the recorded reports (clean, clean, regressed, regressed, clean) at distinct tim
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 from helpers import CLEAN_REPORT, REGRESSED_REPORT, ROOT, invoke, parse
 
-import fuseci.store.runs as run_files
 from fuseci import api
 from fuseci.api import trends
 from fuseci.config.parse import load_suite
@@ -28,25 +29,65 @@ SUITE = "suites/elementwise.yaml"
 
 
 def _sha(i: int) -> str:
-    return f"{i + 1}" * 7 + "0" * 33
+    """The commit of run ``i`` of docs/REPORTS.md's walkthrough."""
+    return f"{i + 1}" * 7
+
+
+def _tool(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
-def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Five run files, a day apart, each with its own commit: the two recordings re-analysed and
-    saved with the stamps of five runs (a re-analysed run is otherwise stamped with its
-    recording's time, and two recordings make only two times)."""
-    directory = tmp_path_factory.mktemp("runs")
+def walkthrough(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    """docs/REPORTS.md's walkthrough, as ``tools/readme_screenshots.py`` makes its pages (the
+    screenshots aside): five runs a day apart, each at its own commit, from the two recordings
+    (``--commit`` and ``--time``). Its directory, its history page, what it printed and what the
+    document shows."""
+    tool = _tool("readme_screenshots")
+    work = tmp_path_factory.mktemp("walkthrough")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
-        suite = load_suite(Path("suites/elementwise.yaml"))
-        for i, report in enumerate(SEQUENCE):
-            comparison, results = api.check_results(suite, api.RunOptions(from_report=report))
-            assert comparison.verdict.exit_code == (1 if report == REGRESSED_REPORT else 0)
-            stamp = run_files.Stamp(START + timedelta(days=i), _sha(i))
-            run_files.save_run([results], {"elementwise": "suites/elementwise.yaml"}, directory, stamp)
+        _, shown = tool.walkthrough((ROOT / tool.GUIDE).read_text(encoding="utf-8"))
+        _, page, printed = tool.pages(ROOT, work)
+    return work, page, printed, shown
+
+
+@pytest.fixture(scope="module")
+def runs_dir(walkthrough: tuple[Path, Path, str, str]) -> Path:
+    """The walkthrough's five run files: clean, clean, regressed, regressed, clean."""
+    directory = walkthrough[0] / "runs"
     assert len(list(directory.glob("*.json"))) == 5
     return directory
+
+
+def test_the_walkthrough_prints_what_the_docs_show_and_makes_the_pictured_page(
+    walkthrough: tuple[Path, Path, str, str],
+) -> None:
+    _, page, printed, shown = walkthrough
+    assert printed == shown
+    root, _ = parse(page.read_text(encoding="utf-8"))
+    assert len(root.find_all("figure", cls="chart")) == 20  # a chart per gain (20 gains, 8 change points)
+
+
+def test_commit_and_time_are_checked_and_need_a_results_dir(in_root, tmp_path: Path) -> None:
+    report = ("suites/elementwise.yaml", "--from-report", CLEAN_REPORT)
+    for args, message in (
+        (("--commit", "abc"), "--commit 'abc': not a commit hash"),
+        (("--time", "2026-11-20 09:00"), "--time '2026-11-20 09:00': not a UTC time"),
+    ):
+        result = invoke("run", *report, "--results-dir", tmp_path / "runs", *args)
+        assert result.exit_code == 2 and message in result.stderr, result.output
+    result = invoke("run", *report, "--commit", "1111111")
+    assert result.exit_code == 2 and "pass --results-dir DIR too" in result.stderr, result.output
+    result = invoke(
+        "run", "suites/elementwise.yaml", "--results-dir", tmp_path / "runs", "--time", "2026-11-20T09:00:00Z"
+    )
+    assert result.exit_code == 2 and "--time stamps a run re-analysed with --from-report" in result.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_runs_re_analysed_from_recordings_read_in_the_order_they_were_recorded(
@@ -383,11 +424,12 @@ def test_names_from_run_files_print_as_one_line_each(runs_dir: Path, tmp_path: P
 
 @pytest.fixture(scope="module")
 def many_runs(tmp_path_factory: pytest.TempPathFactory, runs_dir: Path) -> Path:
-    """400 run files of the elementwise suite, an hour apart: copies of the five recorded runs."""
+    """200 run files of the elementwise suite, an hour apart: copies of the five recorded runs
+    (enough to be read by two worker processes, :data:`fuseci.api.trends._RUNS_PER_WORKER`)."""
     directory = tmp_path_factory.mktemp("many")
     docs = [json.loads(p.read_text()) for p in sorted(runs_dir.glob("*.json"))]
-    for i in range(400):
-        doc = docs[i * len(docs) // 400]
+    for i in range(200):
+        doc = docs[i * len(docs) // 200]
         when = START + timedelta(hours=i)
         doc["created"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         (directory / f"{when:%Y%m%dT%H%M%SZ}-nvidia-h200.json").write_text(json.dumps(doc))
@@ -406,7 +448,7 @@ def test_history_of_hundreds_of_runs_finds_each_step(many_runs_history: history.
     # Its time (30 s here before, and minutes for thousands of runs) is in docs/BENCHMARKS.md.
     found = many_runs_history
     dram = next(s for s in found.series if (s.case, s.quantity) == ("scale_relu_add", "dram__bytes.sum"))
-    assert len(dram.values) == 400 and [c.index for c in dram.changes] == [160, 320]
+    assert len(dram.values) == 200 and [c.index for c in dram.changes] == [80, 160]
 
 
 def test_history_read_by_several_processes_is_the_one_read_by_one(
@@ -424,7 +466,7 @@ def test_an_unreadable_run_among_many_names_itself(in_root, many_runs: Path, tmp
     paths = sorted(many_runs.glob("*.json"))
     for p in paths:
         (directory / p.name).write_bytes(p.read_bytes())
-    bad = directory / paths[317].name
+    bad = directory / paths[137].name
     bad.write_text('{"format": "fuseci-run", "format_version": 1}')
     result = invoke("history", directory)
     assert result.exit_code == 3, result.output

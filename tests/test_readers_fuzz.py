@@ -6,6 +6,10 @@ format's one-line error naming the file; nothing else (no other exception, no ha
 reader accepts is then written back by the format's writer and read again: the writer must
 produce a document its reader takes, with the same content. The report/record pairing is checked
 as a property of its own.
+
+Each test run draws its examples from a seed of its own (``tests/fuzzing.py``), so the examples of
+one run are a sample, and the runs add up: a few hundred per reader keep the test run short, and
+``FUSECI_FUZZ_SCALE=20`` multiplies them for a long local search.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def outcome(read: Callable[[Path], Any], path: Path, raw: bytes) -> Any:
 BASELINE_TEXTS = _texts(BASELINES)
 
 
-@fuzz_settings(1500)
+@fuzz_settings(500)
 @given(st.data())
 def test_baselines(target: Path, data: st.DataObject) -> None:
     raw = mutated(data, BASELINE_TEXTS[data.draw(st.integers(0, len(BASELINE_TEXTS) - 1), label="seed")])
@@ -90,7 +94,7 @@ def test_baselines(target: Path, data: st.DataObject) -> None:
 RECORD_TEXTS = _texts(RECORDS)
 
 
-@fuzz_settings(1500)
+@fuzz_settings(500)
 @given(st.data())
 def test_harness_records(target: Path, data: st.DataObject) -> None:
     raw = mutated(data, RECORD_TEXTS[data.draw(st.integers(0, len(RECORD_TEXTS) - 1), label="seed")])
@@ -127,7 +131,7 @@ def result_texts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return [*_texts(RESULTS), json_reporter.render(fresh)]
 
 
-@fuzz_settings(1500)
+@fuzz_settings(500)
 @given(data=st.data())
 def test_results_files(target: Path, result_texts: list[str], data: st.DataObject) -> None:
     raw = mutated(data, result_texts[data.draw(st.integers(0, len(result_texts) - 1), label="seed")])
@@ -151,7 +155,7 @@ def run_texts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return [*_texts(RUNS), path.read_text()]
 
 
-@fuzz_settings(1000)
+@fuzz_settings(300)
 @given(data=st.data())
 def test_run_files(
     target: Path, run_texts: list[str], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -178,7 +182,7 @@ def clean_pair() -> tuple[pd.DataFrame, rec.HarnessRecord]:
     return results_.kernels, results_.record
 
 
-@fuzz_settings(500)
+@fuzz_settings(200)
 @given(data=st.data())
 def test_pairing_holds_exactly_when_report_and_record_agree(
     clean_pair: tuple[pd.DataFrame, rec.HarnessRecord], data: st.DataObject

@@ -4,27 +4,25 @@
 
 Writes ``html-report.png`` (the first screen of the recorded regressed elementwise run's report),
 ``html-report-case.png`` (its failing case's charts) and ``history.png`` (the failing case's
-trends in ``fuseci history`` over five runs: clean, clean, regressed, regressed, clean), taken with a headless Chromium driven by Playwright and reduced to a
-256-colour palette so that they stay small. Run it from the repository root.
+trends in ``fuseci history`` over five runs: clean, clean, regressed, regressed, clean, made by the
+commands of docs/REPORTS.md's walkthrough, :func:`walkthrough`), taken with a headless Chromium
+driven by Playwright and reduced to a 256-colour palette so that they stay small. Run it from the
+repository root.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import sys
 import tempfile
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from PIL import Image
-from playwright.sync_api import sync_playwright
 from typer.testing import CliRunner
 
-import fuseci.store.runs as run_files
-from fuseci import api
 from fuseci.cli import app
-from fuseci.config.parse import load_suite
 
 ARGS = [
     "--headless",
@@ -37,36 +35,45 @@ ARGS = [
     "--disable-sync",
 ]
 REPORTS = Path("tests/data/reports")
+#: The document whose walkthrough makes the history page.
+GUIDE = Path("docs/REPORTS.md")
+_WALKTHROUGH = re.compile(
+    r"^### The walkthrough, from the recorded reports\n.*?```sh\n(.*?)```\n+```\n(.*?)```", re.M | re.S
+)
 
 
-def _invoke(*args: object) -> None:
+def walkthrough(text: str) -> tuple[list[list[str]], str]:
+    """The walkthrough of ``fuseci history`` in docs/REPORTS.md: its commands (each ``fuseci``'s
+    arguments) and the output it shows for the last one."""
+    found = _WALKTHROUGH.search(text)
+    if found is None:
+        raise SystemExit(f"{GUIDE}: no sh block and output under '### The walkthrough, from the recorded reports'")
+    commands = [shlex.split(line)[1:] for line in found.group(1).splitlines() if line.startswith("fuseci ")]
+    return commands, found.group(2)
+
+
+def _invoke(*args: object) -> str:
     result = CliRunner().invoke(app, [str(a) for a in args])
     if result.exit_code not in (0, 1):
         raise SystemExit(result.output)
+    return result.stdout
 
 
-def _pages(root: Path, tmp: Path) -> tuple[Path, Path]:
-    """The report and history pages, made in ``tmp`` as a user would from a checkout there."""
+def pages(root: Path, tmp: Path) -> tuple[Path, Path, str]:
+    """The report and history pages, made in ``tmp`` as a user would from a checkout there (the
+    history by the walkthrough's commands), and what its last command printed."""
     for name in ("suites", "kernels", "baselines", "tests"):
         (tmp / name).symlink_to(root / name)
+    commands, _ = walkthrough((root / GUIDE).read_text(encoding="utf-8"))
     os.chdir(tmp)
     reports = REPORTS  # relative, as in the README's walk-through: the page shows no machine path
     report = tmp / "report.html"
     regressed = reports / "elementwise-regressed.ncu-rep.xz"
     _invoke("run", "suites/elementwise.yaml", "--from-report", regressed, "--html", report)
-    runs = Path("runs")
-    start = datetime(2026, 11, 20, 9, 0, tzinfo=timezone.utc)
-    suite = load_suite(Path("suites/elementwise.yaml"))
-    # Two recordings stand for five runs a day apart, each at its own commit: saved with those
-    # stamps (re-analysed through the command line, each would carry its recording's time).
-    for i, kind in enumerate(["", "", "-regressed", "-regressed", ""]):
-        recorded = reports / f"elementwise{kind}.ncu-rep.xz"
-        _, results = api.check_results(suite, api.RunOptions(from_report=recorded))
-        stamp = run_files.Stamp(start + timedelta(days=i), f"{i + 1}" * 7 + "0" * 33)
-        run_files.save_run([results], {"elementwise": "suites/elementwise.yaml"}, runs, stamp)
-    history = tmp / "history.html"
-    _invoke("history", runs, "suites/elementwise.yaml", "--html", history)
-    return report, history
+    printed = ""
+    for args in commands:
+        printed = _invoke(*args)
+    return report, tmp / "history.html", printed
 
 
 #: (page, screenshot, viewport, element to scroll to the top or "").
@@ -74,6 +81,9 @@ Shot = tuple[Path, Path, dict[str, int], str]
 
 
 def _shoot(chromium: str, shots: list[Shot]) -> None:
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
         for page_file, png, viewport, anchor in shots:
@@ -96,7 +106,7 @@ def main() -> int:
     args = parser.parse_args()
     root, out = Path.cwd(), args.out.resolve()
     with tempfile.TemporaryDirectory() as tmp:
-        report, history = _pages(root, Path(tmp))
+        report, history, _ = pages(root, Path(tmp))
         _shoot(
             args.chromium,
             [

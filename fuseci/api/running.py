@@ -19,10 +19,11 @@ from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.ab.reader import Tree
-    from fuseci.frames.metrics import SuiteResults  # pandas: loaded once the suites' processes are on their way
+    from fuseci.frames.metrics import SuiteResults
     from fuseci.judge.baseline import SourcePrint
+    from fuseci.store.runs import Stamp
 
 log = logging.getLogger(__name__)
 
@@ -284,9 +285,10 @@ def _job(
     return comparison, results
 
 
-def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> Path | None:
+def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path, stamp: Stamp | None = None) -> Path | None:
     """Save the measured suites as a new run file in ``directory``; None when none was measured.
-    A run re-analysed from a recorded report is stamped with the recording's time and no commit
+    Stamped with ``stamp`` when given (:func:`fuseci.store.runs.given_stamp`); else a run
+    re-analysed from a recorded report with the recording's time and no commit
     (:func:`fuseci.store.runs.recording_stamp`), a profiled one with now and the commit checked out.
 
     Raises:
@@ -296,5 +298,6 @@ def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path) -> P
 
     if not outcome.measured:
         return None
-    stamp = run_files.recording_stamp(outcome.from_report) if outcome.from_report is not None else None
+    if stamp is None and outcome.from_report is not None:
+        stamp = run_files.recording_stamp(outcome.from_report)
     return run_files.save_run(outcome.measured, {s.name: s.path for s in suites}, directory, stamp)

@@ -26,6 +26,7 @@ from fuseci.cli.options import (
     AbSuites,
     AcceptEnv,
     Baselines,
+    CommitOpt,
     FromReport,
     Gpus,
     HtmlFile,
@@ -39,6 +40,7 @@ from fuseci.cli.options import (
     RunInFlight,
     RunShard,
     SuitesArg,
+    TimeOpt,
     Verbose,
     report_files,
 )
@@ -71,6 +73,8 @@ def run(
     accept_env: AcceptEnv = None,
     shard: RunShard = None,
     results_dir: ResultsDirOpt = None,
+    commit: CommitOpt = None,
+    time: TimeOpt = None,
     gpus: Gpus = "all",
     in_flight: RunInFlight = 2,
     ncu: NcuOpt = None,
@@ -95,6 +99,7 @@ def run(
       fuseci run suites/elementwise.yaml --junit out/junit.xml --html out/report.html
       fuseci run --gpus 0,1 --results-dir runs/   # two GPUs; keep the run for compare/history
       fuseci run suites/elementwise.yaml --from-report fuseci-out/elementwise.ncu-rep  # no GPU
+      fuseci run suites/elementwise.yaml --from-report r.ncu-rep --results-dir runs/ --commit 1a2b3c4 --time 2026-11-20T09:00:00Z
     """
     from fuseci.measure import caches
 
@@ -107,6 +112,13 @@ def run(
     setup_logging(verbose)
     if from_report is not None and len(suites or ()) != 1:
         raise UsageError("--from-report re-analyses one suite's report: pass exactly one suite")
+    stamp = None
+    if commit is not None or time is not None:
+        if results_dir is None:
+            raise UsageError("--commit and --time stamp the run file: pass --results-dir DIR too")
+        from fuseci.store import runs
+
+        stamp = runs.given_stamp(commit, time, from_report)
     check = api.check_suites(suites, resolve=from_report is None)
     read = suite_inputs(check)
     if check.problems:  # nothing is measured: every problem is reported, where it is
@@ -128,7 +140,7 @@ def run(
     )
     kept = kept_files(baselines=[baselines], results_dirs=[results_dir])
     check_outputs(outputs, [*read, *api.own_files(loaded, options), *kept])
-    keep: Keep[api.RunOutcome] = keeper(results_dir, lambda outcome, to: api.keep_run(outcome, loaded, to))
+    keep: Keep[api.RunOutcome] = keeper(results_dir, lambda outcome, to: api.keep_run(outcome, loaded, to, stamp))
     session = partial(api.run, loaded, options)
     return measure_and_report(terminal, outputs, session, keep, quiet=quiet, verbose=verbose)
 

@@ -69,6 +69,22 @@ ResultsDirOpt = Annotated[
         metavar="DIR",
     ),
 ]
+CommitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--commit",
+        help="The commit this run measured, in its run file (default: $GITHUB_SHA, else git rev-parse HEAD; none for --from-report, whose recording does not say).",
+        metavar="SHA",
+    ),
+]
+TimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--time",
+        help="With --from-report: the UTC time its run file is stamped with (default: when ncu recorded the report).",
+        metavar="YYYY-mm-ddTHH:MM:SSZ",
+    ),
+]
 AcceptEnv = Annotated[
     list[str] | None,
     typer.Option(

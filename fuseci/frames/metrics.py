@@ -20,6 +20,7 @@ import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -53,34 +54,9 @@ _PEAK_MIN_PCT = 1.0
 # dozens of groups, so the aggregation works on NumPy columns with one index per group: pandas'
 # per-group selection costs a fraction of a millisecond each, which made reading thousands of
 # run files (fuseci history) take minutes. Sums are NumPy's over the group's values with NaN as
-# 0, in kernel order: the same additions pandas makes, so the figures are the same to the bit.
-
-
-def _sum(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.sum()``: NaN skipped, 0 when all are NaN (and, as pandas, silent when a
-    sum of huge values overflows to infinity)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.where(np.isnan(values), 0.0, values).sum())
-
-
-def _mean(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.mean()``: NaN skipped, NaN when all are."""
-    known = int((~np.isnan(values)).sum())
-    return _sum(values) / known if known else math.nan
-
-
-def _max(values: NDArray[np.float64]) -> float:
-    """pandas' ``Series.max()``: NaN skipped, NaN when all are."""
-    known = values[~np.isnan(values)]
-    return float(known.max()) if known.size else math.nan
-
-
-def _weighted(values: NDArray[np.float64], weights: NDArray[np.float64]) -> float:
-    total = _sum(weights)
-    if total <= 0 or np.isnan(values).all():
-        return _mean(values)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _sum(values * weights) / total
+# 0, in kernel order: the same additions pandas' ``Series.sum()`` makes, so the figures are the
+# same to the bit (NaN skipped, 0 when all are NaN; a mean is NaN when all are; as pandas, silent
+# when a sum of huge values overflows to infinity).
 
 
 def _missing(key: Any) -> bool:
@@ -91,15 +67,21 @@ def _missing(key: Any) -> bool:
 def _groups(*columns: pd.Series) -> dict[tuple[Any, ...], NDArray[np.intp]]:
     """The rows of each distinct key of ``columns``, keys in order of first appearance."""
     found: dict[tuple[Any, ...], list[int]] = {}
-    for i, key in enumerate(zip(*columns, strict=True)):
+    for i, key in enumerate(zip(*(c.tolist() for c in columns), strict=True)):
         if not any(_missing(k) for k in key):  # as pandas' groupby, which leaves out missing keys
             found.setdefault(key, []).append(i)
     return {key: np.asarray(rows, dtype=np.intp) for key, rows in found.items()}
 
 
+def _matrix(frame: pd.DataFrame, columns: tuple[str, ...]) -> NDArray[np.float64]:
+    """``columns`` as float64, a row each (all NaN where the frame lacks one), in one pandas call:
+    a column at a time costs more than the arithmetic on it."""
+    return np.ascontiguousarray(frame.reindex(columns=list(columns)).to_numpy(dtype=np.float64).T)
+
+
 def _numbers(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, NDArray[np.float64]]:
     """Each of ``columns`` as float64 (all NaN when the frame lacks it)."""
-    return {c: frame[c].to_numpy(dtype=np.float64) if c in frame else np.full(len(frame), math.nan) for c in columns}
+    return dict(zip(columns, _matrix(frame, columns), strict=True))
 
 
 def _bytes(row: dict[str, Any]) -> float:
@@ -123,42 +105,71 @@ DERIVED: dict[str, Callable[[dict[str, Any]], float]] = {
 }
 
 
-def _variant_records(kernels: pd.DataFrame) -> list[dict[str, Any]]:
+#: The kernel columns the per-variant quantities are made from, the duration first.
+_SOURCES = tuple(
+    dict.fromkeys((names.DURATION, *(q.sources[0] for q in quantities.QUANTITIES if q.per_variant and q.sources)))
+)
+#: The kernel columns the card's peak DRAM bandwidth is implied from (:func:`dram_peak`).
+_PEAK_SOURCES = (names.DURATION, names.DRAM_PCT_PEAK, names.DRAM_READ, names.DRAM_WRITE)
+
+
+def _variant_records(kernels: pd.DataFrame, col: Mapping[str, NDArray[np.float64]]) -> list[dict[str, Any]]:
     """The rows of the per-variant frame (:func:`aggregate`), each quantity as the catalogue's
-    :class:`~fuseci.config.quantities.Aggregate` says."""
+    :class:`~fuseci.config.quantities.Aggregate` says; ``col``: the kernels' :data:`_SOURCES`."""
     entries = [q for q in quantities.QUANTITIES if q.per_variant]
-    sources = tuple(dict.fromkeys((names.DURATION, *(q.sources[0] for q in entries if q.sources))))
-    col = _numbers(kernels, sources)
+    at = {c: i for i, c in enumerate(_SOURCES)}
+    plan = [
+        (q.name, q.aggregate, at[q.sources[0]] if q.sources else -1, q.scale, q.counted is not None) for q in entries
+    ]
+    derived = [q.name for q in entries if q.aggregate is Aggregate.DERIVED]
+    # One matrix of every source (a row each), so that a group's sums, extremes and weighted
+    # sums are one NumPy call each rather than one per quantity. A group's columns are copied
+    # C-contiguous: each row then sums as that one column's values would on their own, in
+    # kernel order, to the bit.
+    matrix = np.stack([col[c] for c in _SOURCES])
+    unknown = np.isnan(matrix)
+    zeroed = np.where(unknown, 0.0, matrix)
+    weighted = [i for _, aggregate, i, _, _ in plan if aggregate is Aggregate.WEIGHTED]
+    duration = at[names.DURATION]
     records: list[dict[str, Any]] = []
-    for (suite, case, variant), rows in _groups(
-        kernels[names.SUITE], kernels[names.CASE], kernels[names.VARIANT]
-    ).items():
-        durations = col[names.DURATION][rows]
-        longest = rows[int(np.where(np.isnan(durations), -1.0, durations).argmax())]  # its occupancy limits
-        rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: variant}
-        for q in entries:
-            match q.aggregate:
-                case Aggregate.COUNT:
-                    rec[q.name] = len(rows)
-                case Aggregate.SUM:
-                    values = col[q.sources[0]][rows]
-                    if q.counted is not None and bool(np.isnan(values).any()):
-                        rec[q.name] = math.nan  # an exact count of some of the kernels is no count
-                    else:
-                        total = _sum(values)
-                        rec[q.name] = total * q.scale if q.scale != 1.0 else total
-                case Aggregate.MAX:
-                    rec[q.name] = _max(col[q.sources[0]][rows])
-                case Aggregate.WEIGHTED:
-                    rec[q.name] = _weighted(col[q.sources[0]][rows], durations)
-                case Aggregate.LONGEST:
-                    rec[q.name] = float(col[q.sources[0]][longest])
-                case Aggregate.DERIVED | Aggregate.RECORD | Aggregate.KERNEL:
-                    rec[q.name] = math.nan  # derived below, filled from the record, or not a column
-        for q in entries:
-            if q.aggregate is Aggregate.DERIVED:
-                rec[q.name] = derive(q.name, rec)
-        records.append(rec)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for (suite, case, variant), rows in _groups(
+            kernels[names.SUITE], kernels[names.CASE], kernels[names.VARIANT]
+        ).items():
+            values = np.ascontiguousarray(matrix[:, rows])
+            missing = np.ascontiguousarray(unknown[:, rows])
+            sums = np.ascontiguousarray(zeroed[:, rows]).sum(axis=1).tolist()
+            products = values[weighted] * values[duration]
+            weighted_sums = dict(
+                zip(weighted, np.where(np.isnan(products), 0.0, products).sum(axis=1).tolist(), strict=True)
+            )
+            known = (len(rows) - missing.sum(axis=1)).tolist()
+            longest = int(np.where(missing[duration], -1.0, values[duration]).argmax())  # its occupancy limits
+            total = sums[duration]
+            rec: dict[str, Any] = {names.SUITE: suite, names.CASE: case, names.VARIANT: variant}
+            for name, aggregate, i, scale, counted in plan:
+                match aggregate:
+                    case Aggregate.COUNT:
+                        rec[name] = len(rows)
+                    case Aggregate.SUM:
+                        if counted and known[i] < len(rows):
+                            rec[name] = math.nan  # an exact count of some of the kernels is no count
+                        else:
+                            rec[name] = sums[i] * scale if scale != 1.0 else sums[i]
+                    case Aggregate.MAX:
+                        rec[name] = float(np.fmax.reduce(values[i])) if known[i] else math.nan
+                    case Aggregate.WEIGHTED:
+                        if total <= 0 or not known[i]:
+                            rec[name] = sums[i] / known[i] if known[i] else math.nan
+                        else:
+                            rec[name] = weighted_sums[i] / total
+                    case Aggregate.LONGEST:
+                        rec[name] = float(values[i, longest])
+                    case Aggregate.DERIVED | Aggregate.RECORD | Aggregate.KERNEL:
+                        rec[name] = math.nan  # derived below, filled from the record, or not a column
+            for name in derived:
+                rec[name] = derive(name, rec)
+            records.append(rec)
     return records
 
 
@@ -179,7 +190,9 @@ def derive(name: str, row: dict[str, Any]) -> float:
 
 def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per-kernel frame → per-variant frame (see the module docstring)."""
-    return pd.DataFrame.from_records(_variant_records(kernels), columns=list(variant_columns()))
+    return pd.DataFrame.from_records(
+        _variant_records(kernels, _numbers(kernels, _SOURCES)), columns=list(variant_columns())
+    )
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
@@ -297,7 +310,11 @@ def _int(value: Any) -> int:
 
 @dataclass(frozen=True)
 class SuiteResults:
-    """Everything measured for one suite: the three frames, the harness record, the env."""
+    """Everything measured for one suite: the three frames, the harness record, the env.
+
+    The per-variant and gains frames are built from their rows when first used: a history of
+    thousands of run files reads only the gains' rows, and building the two frames was a fifth
+    of the time of reading a run file."""
 
     suite: str
     """Suite id."""
@@ -307,35 +324,51 @@ class SuiteResults:
     """What the harness (and ``fuseci run``) recorded besides the counters."""
     kernels: pd.DataFrame
     """Per-kernel frame."""
-    variants: pd.DataFrame
-    """Per-variant frame."""
-    gains: pd.DataFrame
-    """Gains frame."""
+    variant_rows: tuple[dict[str, Any], ...]
+    """The per-variant frame's rows (:func:`aggregate`'s), in its order."""
+    gain_rows: tuple[dict[str, Any], ...]
+    """The gains frame's rows (:func:`gains`'), in its order."""
     ledger_rows: Mapping[tuple[str, str], tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """For each ledger variant (``(case, variant)``), its kernels as a ledger reads them
     (:func:`fuseci.frames.report.read_report`); empty for a suite without one."""
 
-    def _row(self, frame: pd.DataFrame, case: str, variant: str, columns: tuple[str, ...]) -> dict[str, float] | None:
-        rows = frame[(frame[names.CASE] == case) & (frame[names.VARIANT] == variant)]
-        if rows.empty:
+    @cached_property
+    def variants(self) -> pd.DataFrame:
+        """Per-variant frame."""
+        return pd.DataFrame.from_records(list(self.variant_rows), columns=list(variant_columns()))
+
+    @cached_property
+    def gains(self) -> pd.DataFrame:
+        """Gains frame."""
+        return pd.DataFrame.from_records(list(self.gain_rows), columns=list(gain_columns()))
+
+    @staticmethod
+    def _row(
+        rows: tuple[dict[str, Any], ...], case: str, variant: str, columns: tuple[str, ...]
+    ) -> dict[str, float] | None:
+        found = next((r for r in rows if r[names.CASE] == case and r[names.VARIANT] == variant), None)
+        if found is None:
             return None
-        r = rows.iloc[0]
-        return {c: float(r[c]) for c in columns}
+        return {c: float(found.get(c, math.nan)) for c in columns}
 
     def variant_values(self, case: str, variant: str) -> dict[str, float] | None:
         """Aggregated quantities of one variant, or None if it has no kernels."""
-        return self._row(self.variants, case, variant, quantities.variant_quantities())
+        return self._row(self.variant_rows, case, variant, quantities.variant_quantities())
 
     def gain_values(self, case: str, variant: str) -> dict[str, float] | None:
         """Fusion gains of one variant, or None if either side has no kernels."""
-        return self._row(self.gains, case, variant, quantities.gains())
+        return self._row(self.gain_rows, case, variant, quantities.gains())
 
 
 def dram_peak(kernels: pd.DataFrame) -> float | None:
     """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies: the
     median over the kernels of (DRAM bytes ÷ duration) ÷ percentage; None when no kernel moved
     enough for it (or the report lacks the metric)."""
-    col = _numbers(kernels, (names.DURATION, names.DRAM_PCT_PEAK, names.DRAM_READ, names.DRAM_WRITE))
+    return _peak(_numbers(kernels, _PEAK_SOURCES))
+
+
+def _peak(col: Mapping[str, NDArray[np.float64]]) -> float | None:
+    """:func:`dram_peak` of the kernels' :data:`_PEAK_SOURCES`."""
     seconds = col[names.DURATION] * 1e-9
     pct = col[names.DRAM_PCT_PEAK]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NaN and 0 are left out below
@@ -350,12 +383,18 @@ def dram_peak(kernels: pd.DataFrame) -> float | None:
 def summarize(kernels: pd.DataFrame, record: HarnessRecord) -> SuiteResults:
     """Aggregate the per-kernel frame and combine it with the harness record; the environment
     gains the card's implied peak DRAM bandwidth (:data:`fuseci.config.names.DRAM_PEAK`)."""
-    rows = _variant_records(kernels)
+    col = _numbers(kernels, tuple(dict.fromkeys((*_SOURCES, *_PEAK_SOURCES))))  # one pandas call for both
+    rows = _variant_records(kernels, col)
     _fill(rows, record)
-    variants = pd.DataFrame.from_records(rows, columns=list(variant_columns()))
     env: dict[str, Any] = {**record.env, **(record.profiler.to_json() if record.profiler else {})}
-    peak = dram_peak(kernels)
+    peak = _peak(col)
     if peak is not None:
         env[names.DRAM_PEAK] = peak
-    gain_rows = pd.DataFrame.from_records(_gain_records(rows), columns=list(gain_columns()))
-    return SuiteResults(suite=record.suite, env=env, record=record, kernels=kernels, variants=variants, gains=gain_rows)
+    return SuiteResults(
+        suite=record.suite,
+        env=env,
+        record=record,
+        kernels=kernels,
+        variant_rows=tuple(rows),
+        gain_rows=tuple(_gain_records(rows)),
+    )

@@ -108,7 +108,7 @@ class Run(v.OpenDocument):
     fuseci_version: Annotated[str, Field(max_length=100)] = __version__
     """fuseci version that wrote it (``?`` in a file that does not say)."""
     git_commit: Commit | None = None
-    """Commit the run measured (``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
+    """Commit the run measured (``--commit``, else ``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
     gpu_name: Annotated[str, Field(max_length=4096)] | None = None
     """GPU the suites ran on (None when the run measured no suite)."""
     suite_paths: Mapping[str, str] = field(default_factory=dict)

@@ -324,15 +324,14 @@ def gains_of(run: Run) -> RunGains:
     thousands of runs, and to hand from one process to another)."""
     found: dict[tuple[str, str, str, str], dict[str, float]] = {}
     gained = quantities.gains()
-    columns = [names.CASE, names.VARIANT, *gained]
     for sid, results in run.suites.items():
         gpu = str(results.env.get("gpu_name") or run.gpu_name or "unknown GPU")
-        # Column by column: a fraction of the time of pandas' row iteration over thousands of runs.
-        for case, variant, *values in zip(*(results.gains[c].tolist() for c in columns), strict=True):
-            if variant == UNFUSED:
+        for row in results.gain_rows:  # the rows, not their frame: it is never built here
+            if row[names.VARIANT] == UNFUSED:
                 continue
-            gains = {q: float(v) for q, v in zip(gained, values, strict=True) if 0 < v < math.inf}
-            found[(sid, gpu, str(case), str(variant))] = gains
+            values = {q: float(row.get(q, math.nan)) for q in gained}
+            gains = {q: v for q, v in values.items() if 0 < v < math.inf}
+            found[(sid, gpu, str(row[names.CASE]), str(row[names.VARIANT]))] = gains
     return RunGains(run_point(run), found, dict(run.suite_paths))
 
 

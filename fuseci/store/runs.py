@@ -15,7 +15,9 @@ is saved and the commit checked out (``$GITHUB_SHA``, else ``git rev-parse HEAD`
 re-analysed from a recorded report (``--from-report``) with the time ncu recorded it (from the
 report's header; the report file's modification time when the header holds none) and no commit,
 since the recording's is not known: a history of recorded reports then reads in the order they
-were recorded, and none is credited to the commit that happens to be checked out.
+were recorded, and none is credited to the commit that happens to be checked out. Whoever knows
+better says so (``fuseci run --commit SHA --time TIME``, :func:`given_stamp`): the commit a
+recording measured, and for a recording the time it stands for.
 
 A run file is written once, atomically, and never replaced: when the name is taken (two runs in
 the same second), a suffix ``_2``, ``_3``... is added. The file is published with a hard link, which fails
@@ -40,7 +42,7 @@ from typing import Any
 
 from fuseci import validation as v
 from fuseci.config import names
-from fuseci.errors import ReportError
+from fuseci.errors import ReportError, UsageError
 from fuseci.frames import report
 from fuseci.frames.metrics import SuiteResults
 from fuseci.frames.run import COMMIT_PATTERN, Run
@@ -100,6 +102,37 @@ def recording_stamp(path: Path) -> Stamp:
         except (OSError, ValueError, OverflowError):
             started = _now()
     return Stamp(started.replace(microsecond=0), None)
+
+
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def given_stamp(commit: str | None, time: str | None, from_report: Path | None) -> Stamp | None:
+    """The stamp the command line gives a run (``--commit``, and ``--time`` for a re-analysed
+    report): None when it gives none, else the default stamp (:func:`now_stamp` or
+    :func:`recording_stamp`) with what it gives in place.
+
+    Raises:
+        UsageError: the commit is not a commit hash, the time not a UTC time, or a time is
+            given to a run that is not re-analysed (a profiled run is measured now).
+    """
+    if commit is None and time is None:
+        return None
+    if commit is not None and not _SHA.match(commit):
+        raise UsageError(f"--commit {commit!r}: not a commit hash; pass 7 to 64 hex digits (git rev-parse HEAD)")
+    when: datetime | None = None
+    if time is not None:
+        if from_report is None:
+            raise UsageError("--time stamps a run re-analysed with --from-report; a profiled run is measured now")
+        try:
+            when = datetime.strptime(time, _TIME_FORMAT).replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise UsageError(
+                f"--time {time!r}: not a UTC time; pass YYYY-mm-ddTHH:MM:SSZ (2026-11-20T09:00:00Z)"
+            ) from None
+    # A profiled run's stamp is now's; its commit is the one given (a time is refused above).
+    default = recording_stamp(from_report) if from_report is not None else Stamp(_now(), None)
+    return Stamp(when or default.created, commit.lower() if commit is not None else default.commit)
 
 
 def git_commit() -> str | None:

@@ -268,9 +268,10 @@ def _many(count: int, message: str | None = None) -> list:
     return [replace(comparison, cases=tuple(cases))]
 
 
-def test_a_suite_of_5000_cases_is_one_page_of_its_worst_cases_and_the_rest_counted() -> None:
-    # Every case was drawn in full: 16 minutes and a 319 MB page for these 5,000.
-    comparisons = _many(5000)
+def test_a_suite_of_thousands_of_cases_is_one_page_of_its_worst_cases_and_the_rest_counted() -> None:
+    # Every case was drawn in full: 16 minutes and a 319 MB page for 5,000 (docs/BENCHMARKS.md
+    # has that suite's time now); 3,000 are over the page as well.
+    comparisons = _many(3000)
     text = html.render(comparisons)
     assert len(text.encode()) < SIZE_LIMIT
     root, ids = parse(text)
@@ -282,11 +283,11 @@ def test_a_suite_of_5000_cases_is_one_page_of_its_worst_cases_and_the_rest_count
     shown = len(articles) + len(rows.find_all("tr")) - 1
     (rest,) = [p for p in root.find_all("p", cls="more") if p.attrs.get("id") == "more-cases"]
     counted = rest.all_text()
-    assert counted.startswith(f"and {5000 - shown:,} more cases: ")
-    assert f"{4000:,} pass" in counted  # the passing cases are counted, not listed
+    assert counted.startswith(f"and {3000 - shown:,} more cases: ")
+    assert f"{2400:,} pass" in counted  # the passing cases are counted, not listed
     failures = root.find_all("div", cls="failure")
     more_failures = next(p for p in root.find_all("p", cls="more") if "more failing cases" in p.all_text())
-    assert f"and {1000 - len(failures):,} more failing cases" in more_failures.all_text()
+    assert f"and {600 - len(failures):,} more failing cases" in more_failures.all_text()
     links = {a.attrs["href"] for f in failures for a in f.find_all("a")}
     assert links <= {f"#{i}" for i in ids}
 
@@ -308,7 +309,7 @@ def test_the_budget_holds_for_the_largest_hostile_strings() -> None:
     variants = tuple(replace(v, variant=f"v{i}", kernels=kernels) for i, v in enumerate(case.variants * 100))
     checks = tuple(replace(k, variant=f"v{i}", message=evil, tolerance=evil) for i, k in enumerate(case.checks * 50))
     big = replace(case, description=evil, checks=checks, variants=variants, notes=(evil,) * 100)
-    cases = tuple(replace(big, case=f"c{n}") for n in range(300))
+    cases = tuple(replace(big, case=f"c{n}") for n in range(100))  # each case alone is over the page
     hostile = replace(
         comparison,
         suite_path=evil,
