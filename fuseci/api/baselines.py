@@ -131,9 +131,9 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
         not_kept
         and old is not None
         and new is not None
-        and bl.dumps(replace(new, sources=old.sources)) == bl.dumps(old)
+        and bl.dumps(replace(new, sources=old.sources, code=old.code)) == bl.dumps(old)
     ):
-        new = old  # a case refused or kept: fingerprints alone do not rewrite the file
+        new = old  # a case refused or kept: fingerprints and compiled code alone do not rewrite the file
     new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
     ledgers_path = ledger_store.suite_path(path)
     tuning_path = path.with_name(f"{path.stem}.autotune.json")

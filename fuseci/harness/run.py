@@ -20,13 +20,14 @@ from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.harness import arrays, factory, in_process, watch
+from fuseci.harness import arrays, cubins, factory, in_process, watch
 from fuseci.harness.arrays import autotune, inductor, repeats
 from fuseci.harness.checks import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.measure import autotune as kept
+from fuseci.measure import disassembly
 from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
 log = logging.getLogger("fuseci.harness")
@@ -367,6 +368,7 @@ def run(
     """
     search = search_path(suite)
     _put_on_path(search)
+    cubins.listen()  # before anything compiles or loads a kernel
     usable = start_frameworks(suite)
     arrays.compiler_keys_ready()  # before any variant is called or anything is measured
     record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
@@ -408,8 +410,17 @@ def run(
             break
         write_record(replace(record, cases=dict(cases)), record_path)
     record = replace(record, cases=dict(cases), complete=True, autotune=autotune.used() if tuned else {})
+    if timing is None:
+        record = _with_code(record)
     write_record(record, record_path)
     return record
+
+
+def _with_code(record: HarnessRecord) -> HarnessRecord:
+    """The record with the compiled code of every cubin the process loaded, by kernel name."""
+    compiled = disassembly.compiled_code(cubins.opened())
+    code = {name: tuple(builds) for name, builds in compiled.code.items()}
+    return replace(record, code=code, code_notes=compiled.notes)
 
 
 def _pinned(suite: Suite, record: HarnessRecord) -> str:

@@ -20,6 +20,11 @@ Format history:
        that a finding can be said to come from a code change or not (:mod:`fuseci.judge.causes`).
        A file without it reads as it is: the findings against it are judged as before, their
        causes ``undetermined`` until it is recorded again.
+    2 (still): an optional ``code``: each case's kernels' compiled code when recorded, by case
+       and kernel name (:class:`~fuseci.measure.sass.KernelCode`: registers, local memory,
+       loads and stores by width, TMA and tensor-core instructions), so that a later run names
+       what its compiled code changed without the old build. A file without it, or a case or
+       kernel missing from it, reads as it is: nothing of that code is compared.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from fuseci.config.names import CASE, ENV_FIELDS, FRAMEWORK_ENV_FIELDS, VARIANT
 from fuseci.errors import BaselineError
 from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
+from fuseci.judge.compiled import code_of
+from fuseci.measure.sass import KernelCode
 from fuseci.store.versioned import DocumentFormat
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
@@ -184,6 +191,11 @@ class Baseline(v.OpenDocument):
     sources: Annotated[Mapping[v.Id, SourcePrint], Field(max_length=10_000)] = field(default_factory=dict)
     """case id → its source fingerprint when recorded; empty in a baseline recorded before
     fuseci kept them (its findings' causes are then undetermined)."""
+    code: Annotated[
+        Mapping[v.Id, Annotated[Mapping[v.Name, KernelCode], Field(max_length=10_000)]], Field(max_length=10_000)
+    ] = field(default_factory=dict)
+    """case id → kernel name → its compiled code when recorded; empty where no cubin was seen
+    (a library's kernels, a run without cuobjdump) or before fuseci kept it."""
 
     @model_validator(mode="before")
     @classmethod
@@ -200,6 +212,10 @@ class Baseline(v.OpenDocument):
         }
         if self.sources:
             doc["sources"] = {cid: p.to_json() for cid, p in sorted(self.sources.items())}
+        if self.code:
+            doc["code"] = {
+                cid: {k: c.to_json() for k, c in sorted(kernels.items())} for cid, kernels in sorted(self.code.items())
+            }
         return doc
 
     @classmethod
@@ -248,6 +264,7 @@ def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
     """
     ok = set(results.record.ok_cases())
     out: dict[str, dict[str, VariantBaseline]] = {}
+    code: dict[str, dict[str, KernelCode]] = {}
     for case in sorted(cases & ok):
         variants: dict[str, VariantBaseline] = {}
         for vid in results.variants[results.variants[CASE] == case][VARIANT]:
@@ -256,5 +273,8 @@ def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
                 known = {q: v for q, v in values.items() if not math.isnan(v)}
                 variants[vid] = VariantBaseline(values=known, kernels=inventory(results.kernels, case, vid))
         out[case] = variants
+        launched = [k for vb in variants.values() for k in vb.kernels]
+        if found := code_of(launched, results.record.code):
+            code[case] = found
     env = {k: results.env.get(k) for k in ENV_FIELDS if k in results.env or k not in FRAMEWORK_ENV_FIELDS}
-    return Baseline(suite=results.suite, env=env, cases=out)
+    return Baseline(suite=results.suite, env=env, cases=out, code=code)

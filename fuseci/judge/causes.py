@@ -308,6 +308,11 @@ class Seen:
     """What the variant autotuned at its first call in this run (empty: nothing)."""
     reference: str = "the baseline"
     """What the baseline is called in messages."""
+    code_changes: tuple[str, ...] = ()
+    """What differs in its kernels' compiled code from the baseline's, a kernel a line
+    (:func:`fuseci.judge.compiled.evidence`); empty when the same, or not known."""
+    code_notes: tuple[str, ...] = ()
+    """Its kernels whose compiled code could not be read in this run, with why."""
 
 
 #: The gains whose only finding makes a timing-only one (exact counters are never noise).
@@ -353,8 +358,8 @@ def decide(seen: Seen) -> Cause | None:
        with their lines);
     2. ``compiler``: the same source, other compiled kernels: other names; any change of the
        kernels across an upgrade of what builds them (CUDA, CuPy, PyTorch, Triton: named); or
-       the same names with other registers or shared memory and the same launch shape, nothing
-       autotuned;
+       the same names with other registers, shared memory or compiled code (its SASS summary:
+       :mod:`fuseci.judge.compiled`) and the same launch shape, nothing autotuned;
     3. ``autotune``: the same kernels by name in another launch shape (grid, block), or another
        build after autotuning at their first call in this run;
     4. ``environment``: the same kernels, and an environment field that differs (driver, CUDA,
@@ -364,7 +369,9 @@ def decide(seen: Seen) -> Cause | None:
 
     A cause below ``code`` needs the source proven unchanged: without the baseline's source
     fingerprint (a baseline recorded before fuseci kept them), or where the case reads or
-    imports something named at run time, it is ``undetermined`` with what was seen. An
+    imports something named at run time, it is ``undetermined`` with what was seen. What the
+    kernels' compiled code changed, and which kernels' code could not be read, is evidence of
+    ``code``, ``compiler``, ``autotune`` and ``undetermined`` with other kernels. An
     environment that changed is named alongside a cause above it (:attr:`Cause.also`). Exact
     counters are never noise: ``measurement`` is for times only.
     """
@@ -380,15 +387,17 @@ def decide(seen: Seen) -> Cause | None:
             (f"{seen.reference} has nothing of this variant",),
             missing=f"a measurement of it at {seen.reference}",
         )
+    compiled = (*seen.code_changes, *seen.code_notes)
     code = source_changes(seen.baseline_source, seen.source) if seen.baseline_source and seen.source else []
     if code:
-        return Cause(CauseKind.CODE, tuple(code), also=tuple(env))
+        return Cause(CauseKind.CODE, (*code, *compiled), also=tuple(env))
     unknown = _unproven_source(seen)
     old, new = seen.baseline_kernels, seen.kernels
     renamed = [k.name for k in old] != [k.name for k in new]
     reshaped = not renamed and any((a.grid, a.block) != (b.grid, b.block) for a, b in zip(old, new, strict=True))
-    rebuilt = not renamed and any(
-        (a.registers, a.shared_mem) != (b.registers, b.shared_mem) for a, b in zip(old, new, strict=True)
+    rebuilt = not renamed and (
+        bool(seen.code_changes)
+        or any((a.registers, a.shared_mem) != (b.registers, b.shared_mem) for a, b in zip(old, new, strict=True))
     )
     changes = "; ".join(inventory_diff(old, new)) if old and new else ""
     tuned = f"it autotuned at its first call in this run ({'; '.join(seen.autotuned)})" if seen.autotuned else ""
@@ -396,14 +405,15 @@ def decide(seen: Seen) -> Cause | None:
     # Another name is other generated code; a compiler's upgrade may change a kernel's build and
     # launch shape alike; registers or shared memory alone, without autotuning, are another build.
     if differ and (renamed or compilers or (rebuilt and not reshaped and not tuned)):
+        what = f" ({changes})" if changes else ""
         if unknown:
-            said = [f"its kernels changed ({changes})", *compilers]
+            said = [f"its kernels changed{what}", *compiled, *compilers]
             return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
         how = "generated anew" if renamed else "built anew"
-        said = [f"the case's source is as at {seen.reference}", f"its kernels were {how} ({changes})", *compilers]
+        said = [f"the case's source is as at {seen.reference}", f"its kernels were {how}{what}", *compiled, *compilers]
         return Cause(CauseKind.COMPILER, tuple(said), also=tuple(others))
     if differ:
-        said = [f"the same kernels in another configuration than at {seen.reference} ({changes})"]
+        said = [f"the same kernels in another configuration than at {seen.reference} ({changes})", *compiled]
         said.append(tuned or "the configuration came from the compile cache, not from autotuning in this run")
         if unknown:
             return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)

@@ -25,13 +25,13 @@ import math
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Suite
 from fuseci.config.quantities import Gate
 from fuseci.frames.metrics import SuiteResults, inventory
-from fuseci.judge import causes, counters
+from fuseci.judge import causes, compiled, counters
 from fuseci.judge import checks as ck
 from fuseci.judge.baseline import Baseline, SourcePrint
 from fuseci.judge.verdict import (
@@ -48,6 +48,7 @@ from fuseci.judge.verdict import (
 )
 from fuseci.ledger.model import Ledger
 from fuseci.measure.record import CaseRecord, CaseStatus
+from fuseci.measure.sass import KernelCode
 
 
 def _missing_record_reason(case: Case, results: SuiteResults) -> str:
@@ -189,6 +190,10 @@ class Around:
     """Those compared across (an upgrade, or accepted with ``--accept-env``)."""
     sources: Mapping[str, SourcePrint] | None = None
     """Each case's source fingerprint in this run, by case id (None: not taken)."""
+    code: Mapping[str, Sequence[KernelCode]] = field(default_factory=dict)
+    """The compiled code of the run's kernels, by name (the record's builds)."""
+    code_notes: Mapping[str, str] = field(default_factory=dict)
+    """Why a kernel's code could not be read in this run, by kernel name."""
 
 
 def _caused(
@@ -207,6 +212,12 @@ def _caused(
         spreads = [causes.relative_spread(x) for x in (m.values, m.baseline_values)]
         if unfused is not None and m is not unfused:
             spreads += [causes.relative_spread(x) for x in (unfused.values, unfused.baseline_values)]
+        code_changes, code_notes = compiled.evidence(
+            m.kernels,
+            around.code,
+            baseline.code.get(case.id, {}) if baseline is not None else {},
+            around.code_notes,
+        )
         seen = causes.Seen(
             checks=tuple(k for k in checks if k.variant == m.variant),
             kernels=m.kernels,
@@ -218,6 +229,8 @@ def _caused(
             environment=around.environment,
             autotuned=tuple(rec.autotuned.get(m.variant, ())),
             reference=around.reference.name,
+            code_changes=code_changes,
+            code_notes=code_notes,
         )
         cause = causes.decide(seen)
         out.append(replace(m, cause=cause) if cause is not None else m)
@@ -345,7 +358,14 @@ def compare(
     diffs = tuple(replace(d, accepted=True) if causes.is_upgrade(d) else d for d in found)
     blocking = [d for d in diffs if not d.accepted]
     said = causes.upgrade_said(upgrades)
-    around = Around(reference, blocking, tuple(d for d in diffs if d.accepted), sources)
+    around = Around(
+        reference,
+        blocking,
+        tuple(d for d in diffs if d.accepted),
+        sources,
+        results.record.code,
+        results.record.code_notes,
+    )
     cases = [_judge_case(case, results, baseline, around, ledgers or {}) for case in suite.cases]
     if baseline is not None:
         known = {c.id for c in suite.cases}

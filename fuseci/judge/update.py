@@ -21,6 +21,7 @@ from fuseci.config.model import Suite
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+from fuseci.measure.sass import KernelCode
 
 #: Checks that re-recording cannot make pass: they compare with the suite, not the baseline.
 PROMISES = (CheckKind.EXPECT, CheckKind.BYTES, CheckKind.CORRECTNESS)
@@ -139,6 +140,7 @@ def plan(
     # has nothing measured to record.
     fresh: Baseline = normalize(from_results(results, recordable))
     cases: dict[str, dict[str, VariantBaseline]] = {}
+    code: dict[str, Mapping[str, KernelCode]] = {}
     for case in suite.cases:
         cid = case.id
         same = old is not None and cid in old.cases and unchanged(by_case[cid])
@@ -146,10 +148,16 @@ def plan(
             same = False
         if cid in fresh.cases and (force or env_changed or not same):
             cases[cid] = dict(fresh.cases[cid])
+            if cid in fresh.code:
+                code[cid] = fresh.code[cid]
         elif old is not None and cid in old.cases:
             cases[cid] = dict(old.cases[cid])
+            # The code recorded with the values kept; a baseline from before fuseci kept code
+            # takes this run's, whose checks passed against it.
+            if kept_code := old.code.get(cid) or fresh.code.get(cid):
+                code[cid] = kept_code
     env = fresh.env if (old is None or env_changed or force) else old.env
-    new = normalize(Baseline(suite=suite.name, env=env, cases=cases)) if cases else None
+    new = normalize(Baseline(suite=suite.name, env=env, cases=cases, code=code)) if cases else None
     changes = _case_changes(old, new, comparison) if new is not None else []
     if env_changed and old is not None and new is not None:
         changes.insert(

@@ -27,6 +27,10 @@ Format history (``fuseci-harness-record``):
        case was checked or its modules imported, tree-relative, with the first lines of the
        functions that started there) and ``read`` (the tree's files opened for reading then),
        written only under ``fuseci ab``; absent means not watched.
+    2 (still): optional ``code``: the compiled code of each kernel the profiled process loaded a
+       cubin of, by kernel name, a list of builds (:class:`~fuseci.measure.sass.KernelCode`;
+       several when autotuning compiled one per configuration), and ``code_notes``: why a
+       kernel's (or a file's) code could not be read; absent means none.
     2 (still): cases may carry ``compile_options`` (``torch.compile``'s keyword arguments of each
        variant whose factory's module it compiled, by variant); absent means none.
 """
@@ -43,6 +47,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from fuseci import validation as v
 from fuseci.errors import ReportError
+from fuseci.measure.sass import KernelCode
 from fuseci.store.atomic import atomic_write_text
 from fuseci.store.versioned import DocumentFormat
 
@@ -97,6 +102,8 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
 CompileOption = Short | bool | None
+Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
+"""A kernel's builds in one process (autotuning compiles one per configuration)."""
 """One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
 
 
@@ -315,6 +322,13 @@ class HarnessRecord(v.OpenDocument):
     pinned: v.Text = ""
     """What the harness put in the compile cache from the baseline's autotuning record before
     anything compiled (a sentence for the run's notes); empty when nothing."""
+    code: Annotated[Mapping[v.Name, Builds], Field(max_length=100_000)] = field(default_factory=dict)
+    """The compiled code of each kernel whose cubin the profiled process loaded, by the kernel's
+    name in its cubin: its builds, one unless autotuning compiled one per configuration
+    (:func:`fuseci.measure.sass.pick`); empty in a timed record, or where no cubin was seen."""
+    code_notes: Annotated[Mapping[v.Name, v.Text], Field(max_length=100_000)] = field(default_factory=dict)
+    """Why a kernel's code could not be read, by kernel name (or by file, where the file names
+    no kernel)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -366,6 +380,10 @@ class HarnessRecord(v.OpenDocument):
             doc["autotune"] = {k: dict(e) for k, e in self.autotune.items()}
         if self.pinned:
             doc["pinned"] = self.pinned
+        if self.code:
+            doc["code"] = {name: [b.to_json() for b in builds] for name, builds in sorted(self.code.items())}
+        if self.code_notes:
+            doc["code_notes"] = dict(sorted(self.code_notes.items()))
         return doc
 
     @classmethod

@@ -5,8 +5,10 @@ variant) with its measurements and gains, a line per variant's fusion ledger (it
 bytes against the graph's floor and worst kernel; ``verbose`` adds its rows and what changed since
 its baseline's, node by node), then one block per variant that needs attention,
 headed by its worst verdict, then its cause in one line (said once for the variant, never after
-each check), then the messages of its checks that did not pass (a split kernel reads as one
-story: the inventory, then each gain it cost), then the notes. A totals line ends
+each check), then the fewest of its checks that say what moved (what it launched, its bytes,
+its launches: :func:`~fuseci.reporters.text.headline`) with how many more ``-v`` shows
+(``verbose``: every check that did not pass, a split kernel read as one story: the inventory,
+then each gain it cost), then the notes. A totals line ends
 the report.
 
 Without a baseline the NEW checks are one line, not one per check. The notes that DRAM writes
@@ -40,7 +42,9 @@ from fuseci.reporters.text import (
     count,
     env_line,
     gain_columns,
+    headline,
     message,
+    more_failing,
     totals,
     undercount_summary,
 )
@@ -115,7 +119,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
     return columns([head, *(tuple(clean(cell) for cell in r) for r in rows)])
 
 
-def _blocks(c: Comparison) -> list[Text]:
+def _blocks(c: Comparison, verbose: bool) -> list[Text]:
     """One block per (case, variant) with a check that did not pass, the worst first; then one
     per planted regression caught, saying by what (:func:`~fuseci.reporters.text.blocks`)."""
     out: list[Text] = []
@@ -127,18 +131,20 @@ def _blocks(c: Comparison) -> list[Text]:
         if b.attention is not None and b.attention.cause is not None:
             out.append(Text("    " + clean(cause_line(b.attention.cause))))
         if b.attention is not None:
-            out += _checks(c, b.attention)
+            out += _checks(c, b.attention, verbose)
     return out
 
 
-def _checks(c: Comparison, a: Attention) -> list[Text]:
-    """A block's checks that did not pass, then how many passed. Checks without a baseline
-    value are one line with the command that records them; a value the baseline has but that
-    was not compared (an exact counter of other kernels) says why on a line of its own:
-    recording would hide the change."""
+def _checks(c: Comparison, a: Attention, verbose: bool) -> list[Text]:
+    """A block's checks that did not pass, the few that say most plainly what moved unless
+    ``verbose`` (:func:`~fuseci.reporters.text.headline`) and how many more, then how many
+    passed. Checks without a baseline value are one line with the command that records them; a
+    value the baseline has but that was not compared (an exact counter of other kernels) says
+    why on a line of its own: recording would hide the change."""
     unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
     new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
-    out = [_bullet(k.verdict, message(k)) for k, u in zip(a.checks, unrecorded, strict=True) if not u]
+    shown, more = headline([k for k, u in zip(a.checks, unrecorded, strict=True) if not u], verbose)
+    out = [_bullet(k.verdict, message(k)) for k in shown]
     if len(new) == 1:
         out.append(_bullet(Verdict.NEW, message(new[0])))
     elif new:
@@ -149,6 +155,8 @@ def _checks(c: Comparison, a: Attention) -> list[Text]:
             else f"no value in {c.reference.name if c.reference else 'the baseline'} to compare with"
         )
         out.append(_bullet(Verdict.NEW, f"{len(new)} checks have {advice}"))
+    if more:
+        out.append(Text(f"    ({more_failing(more)})", PLACE))
     if a.passing:
         out.append(Text(f"    ({count(a.passing, 'more check', 'more checks')} pass)", PLACE))
     return out
@@ -225,7 +233,7 @@ def _suite(c: Comparison, verbose: bool) -> list[Text]:
     ledgers = _ledgers(c, verbose)
     if ledgers:
         out += [*ledgers, Text()]
-    blocks = _blocks(c)
+    blocks = _blocks(c, verbose)
     notes = [Text(n) for n in _notes(c, verbose)]
     if blocks:
         out += [*blocks, Text()]

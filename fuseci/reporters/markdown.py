@@ -38,7 +38,9 @@ from fuseci.reporters.text import (
     clean,
     env_line,
     gain_columns,
+    headline,
     message,
+    more_failing,
     undercount_summary,
     worst,
 )
@@ -165,8 +167,9 @@ _CAUGHT = "🎯"
 
 def _bullets(c: Comparison) -> tuple[str, ...]:
     """One bullet per (case, variant) with a check that did not pass, headed by its worst
-    verdict, its cause (once for the variant), then its checks' messages nested under it
-    (:func:`~fuseci.reporters.text.attention`)."""
+    verdict, its cause (once for the variant), then the messages of the few checks that say
+    most plainly what moved nested under it (:func:`~fuseci.reporters.text.headline`) and how
+    many more the console's ``-v`` and the HTML report show."""
     out: list[str] = []
     for b in blocks(c):
         verdict = b.attention.verdict if b.attention else Verdict.PASS
@@ -175,7 +178,10 @@ def _bullets(c: Comparison) -> tuple[str, ...]:
         out += [f"  - {inline(said)}" for said in b.caught]
         if b.attention is not None and b.attention.cause is not None:
             out.append(f"  - *{inline(cause_line(b.attention.cause))}*")
-        out += [f"  - {inline(message(k))}" for k in (b.attention.checks if b.attention else ())]
+        shown, more = headline(b.attention.checks if b.attention else ())
+        out += [f"  - {inline(message(k))}" for k in shown]
+        if more:
+            out.append(f"  - *{escape(more_failing(more))} (or the HTML report)*")
     return tuple(out)
 
 

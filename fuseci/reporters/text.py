@@ -376,3 +376,47 @@ def blocks(c: Comparison) -> list[Block]:
 def cause_line(cause: Cause) -> str:
     """``cause: code: kernels/x.py:12-30 (scale_add) changed``: a variant's cause, said once."""
     return f"cause: {cause.said()}"
+
+
+#: Checks that did not pass a block shows before it leaves the rest to ``-v`` (and the HTML report).
+HEADLINE = 3
+#: The quantities that say what moved most plainly: bytes first, then launches.
+_MOVED_BYTES = frozenset({names.DRAM_BYTES, names.BYTES_RATIO})
+_BYTE_COUNTERS = frozenset({
+    names.GLOBAL_LOAD_BYTES, names.GLOBAL_STORE_BYTES, names.TMA_LOAD_BYTES, names.TMA_STORE_BYTES,
+    names.L2_READ_BYTES, names.L2_WRITE_BYTES, names.DRAM_READ, names.DRAM_WRITE,
+})  # fmt: skip
+
+
+def _information(k: MetricDelta) -> int:
+    """How plainly a check says what moved, 0 the most: what the variant launched (or that it
+    broke), its bytes against the minimum, its DRAM bytes, its launches, its other byte counters,
+    then times and the rest."""
+    if k.check in (CheckKind.INVENTORY, CheckKind.KERNELS, CheckKind.LEDGER, CheckKind.CORRECTNESS, CheckKind.CASE):
+        return 0
+    if k.check is CheckKind.BYTES:
+        return 1
+    if k.check is not CheckKind.EXPECT and k.quantity in _MOVED_BYTES:
+        return 2
+    if k.check is not CheckKind.EXPECT and k.quantity == names.LAUNCHES:
+        return 3
+    return 4 if k.quantity in _BYTE_COUNTERS else 5
+
+
+def headline(checks: Sequence[MetricDelta], verbose: bool = False) -> tuple[tuple[MetricDelta, ...], int]:
+    """The few of a block's checks that say most plainly what moved (:data:`HEADLINE`, those
+    that fail the build before warnings), in the block's order, and how many more there are;
+    every check with ``verbose``, or when only one more would be left out."""
+    if verbose or len(checks) <= HEADLINE + 1:
+        return tuple(checks), 0
+    worst = checks[0].verdict.exit_code  # a block's checks come worst first
+    ranked = sorted(
+        range(len(checks)), key=lambda i: (checks[i].verdict.exit_code != worst, _information(checks[i]), i)
+    )
+    shown = sorted(ranked[:HEADLINE])
+    return tuple(checks[i] for i in shown), len(checks) - HEADLINE
+
+
+def more_failing(n: int) -> str:
+    """``8 more failing checks: -v``: what a block left out, and where it is."""
+    return f"{count(n, 'more failing check', 'more failing checks')}: -v"

@@ -75,9 +75,17 @@ def test_console_table_and_attention_lines(in_root) -> None:
     assert block[0].startswith("    cause: undetermined: its kernels changed (split: fuseci_scale_relu_add became")
     assert "record the baseline again" in block[0]
     assert block[1].startswith("    - fused launches 2 kernels, the baseline 1: the fusion split:")
+    # Then the fewest lines that say what moved: the split, the DRAM bytes, the bytes against the
+    # minimum; the rest under -v.
+    assert block[2] == "    - DRAM bytes gain (unfused ÷ fused) fell from 2.32x to 1.4x (-39.5%); tolerance ±1%"
+    assert block[3].startswith("    - fused moved 1.62x the minimum DRAM bytes")
+    assert block[4:] == ["    (8 more failing checks: -v)", "    (5 more checks pass)"]
+    assert sum("cause:" in line for line in block) == 1 and not any("its kernels changed" in line for line in block[1:])
+    full = console.render([recorded_comparison(REGRESSED_REPORT)], verbose=True).splitlines()
+    block = full[head + 1 : full.index("", head)]
     assert "    - launches gain (unfused ÷ fused) fell from 3x to 1.5x (-50.0%); tolerance exact" in block
     assert len(block) == 13 and block[-1] == "    (5 more checks pass)"
-    assert sum("cause:" in line for line in block) == 1 and not any("its kernels changed" in line for line in block[1:])
+    assert not any("more failing" in line for line in block)
     counted = [
         line
         for line in block
@@ -187,3 +195,25 @@ def test_counts_read_in_the_singular_and_the_plural(elementwise, in_root) -> Non
     )
     page = html.render(broken)
     assert ">4 suites in error: 4 checks</span>" in page
+
+
+def test_a_block_headlines_what_moved_and_counts_the_rest() -> None:
+    from fuseci.config import names
+    from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
+    from fuseci.reporters.text import headline, more_failing
+
+    def check(kind: CheckKind, quantity: str, verdict: Verdict = Verdict.REGRESSED) -> MetricDelta:
+        return MetricDelta("c", "fused", kind, quantity, verdict, quantity)
+
+    time = check(CheckKind.GAIN, names.EVENT_TIME)
+    launches = check(CheckKind.GAIN, names.LAUNCHES)
+    dram = check(CheckKind.GAIN, names.DRAM_BYTES)
+    loads = check(CheckKind.GAIN, names.GLOBAL_LOAD_BYTES)
+    split = check(CheckKind.INVENTORY, "")
+    warn = check(CheckKind.VALUE, names.OCC_THEORETICAL, Verdict.WARN)
+    checks = [time, launches, dram, loads, split, warn]
+    # what fails the build before warnings; the plainest first; shown in the block's order
+    assert headline(checks) == ((launches, dram, split), 3)
+    assert headline(checks, verbose=True) == (tuple(checks), 0)
+    assert headline(checks[:4]) == (tuple(checks[:4]), 0)  # one more is shown, not counted
+    assert more_failing(1) == "1 more failing check: -v"
