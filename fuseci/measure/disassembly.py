@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,9 +123,12 @@ def _disassemble(tool: Path, cubin: bytes) -> str:
 
 def compiled_code(paths: Iterable[Path], tool: Path | None = None) -> Compiled:
     """Each kernel's compiled code in ``paths`` (cubins, or CuPy's cache files), by kernel name;
-    a file that cannot be read or disassembled is a note naming its kernels (or the file)."""
+    a file that cannot be read or disassembled is a note naming its kernels (or the file). The
+    cubins are disassembled several at once (an Inductor suite that autotunes loads dozens), each
+    cuobjdump a process of its own; the results are taken in ``paths``' order."""
     out = Compiled()
     tool = tool or find_tool()
+    readable: list[tuple[Path, bytes]] = []
     for path in paths:
         try:
             with path.open("rb") as f:
@@ -135,15 +139,26 @@ def compiled_code(paths: Iterable[Path], tool: Path | None = None) -> Compiled:
         cubin = elf_of(data) if len(data) <= MAX_BYTES else None
         if cubin is None:
             out.note(data[:MAX_BYTES], path, "not a cubin (PTX, or a cut file)")
-            continue
-        if tool is None:
+        elif tool is None:
             out.note(cubin, path, "no cuobjdump (install the CUDA toolkit or the nvidia-cuda-cuobjdump wheel)")
-            continue
+        else:
+            readable.append((path, cubin))
+    if tool is None or not readable:
+        return out
+
+    def text(cubin: bytes) -> str | OSError:
         try:
-            summaries = sass.summarize(_disassemble(tool, cubin))
+            return _disassemble(tool, cubin)
         except OSError as exc:
-            out.note(cubin, path, str(exc))
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(len(readable), os.cpu_count() or 1, 16)) as pool:
+        texts = list(pool.map(text, (cubin for _, cubin in readable)))
+    for (path, cubin), said in zip(readable, texts, strict=True):
+        if isinstance(said, OSError):
+            out.note(cubin, path, str(said))
             continue
+        summaries = sass.summarize(said)
         if not summaries:
             out.note(cubin, path, "cuobjdump found no kernel in it")
         for name, summary in summaries.items():
