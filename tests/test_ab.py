@@ -476,7 +476,7 @@ def test_the_profiled_run_runs_only_the_cases_asked_and_the_timed_pass_follows_i
 
 
 def load_record():
-    from fuseci.measure.record import read_record
+    from fuseci.records.harness import read_record
 
     return read_record(REPORTS / "elementwise.harness.json")
 

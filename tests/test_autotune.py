@@ -175,7 +175,7 @@ def test_the_harness_says_what_it_put_in_place_for_its_card(
     inductor: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fuseci.harness.run import _pinned
-    from fuseci.measure.record import HarnessRecord
+    from fuseci.records.harness import HarnessRecord
 
     record = HarnessRecord(suite="models", env={"gpu_name": "NVIDIA H200"}, cases={})
     suite = types.SimpleNamespace(name="models")

@@ -225,7 +225,7 @@ def test_unwritable_directory_for_the_temporary_file(
     committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = committed_copy.read_bytes()
-    monkeypatch.setattr("fuseci.store.atomic._temporary", _denied)
+    monkeypatch.setattr("fuseci.files.atomic._temporary", _denied)
     with pytest.raises(BaselineError) as info:
         api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value) == (

@@ -24,7 +24,7 @@ from fuseci.frames.report import kernel_columns
 from fuseci.judge import baseline as jb
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, exit_code
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord
 from fuseci.store import baselines as bl
 
 ENV = {f: "same" for f in ENV_FIELDS}

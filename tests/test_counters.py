@@ -26,7 +26,7 @@ from fuseci.judge.checks import VariantContext
 from fuseci.judge.compare import compare
 from fuseci.judge.counters import counted_check
 from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
-from fuseci.measure.record import read_record
+from fuseci.records.harness import read_record
 from fuseci.store import baselines as bl
 
 LOADED = names.GLOBAL_LOAD_BYTES

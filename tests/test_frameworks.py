@@ -27,8 +27,8 @@ from fuseci.harness.arrays import minifloat
 from fuseci.harness.inputs import _store
 from fuseci.judge import checks as ck
 from fuseci.judge.verdict import CheckKind, Verdict, env_differences
-from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, dumps
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, dumps
 
 ML = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 
@@ -276,7 +276,7 @@ def test_a_compilation_in_the_range_is_an_error_a_planted_one_is_caught() -> Non
 
 
 def test_records_keep_first_calls_compilations_and_notes(tmp_path: Path) -> None:
-    from fuseci.measure.record import read_record, write_record
+    from fuseci.records.harness import read_record, write_record
 
     check = CheckRecord("fused", "reference", 0, False, 3, 10, math.inf, math.inf, 7, 0.016, 0.031, 3, "bfloat16")
     case = CaseRecord(
@@ -314,7 +314,7 @@ def test_framework_versions_join_the_fingerprint_only_where_a_suite_uses_them() 
         def __init__(self, env: dict) -> None:
             import pandas as pd
 
-            from fuseci.measure.record import HarnessRecord
+            from fuseci.records.harness import HarnessRecord
 
             self.env, self.suite = env, "s"
             self.record = HarnessRecord("s", env, {}, complete=True)

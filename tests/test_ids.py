@@ -10,7 +10,7 @@ from helpers import MINIMAL_SUITE, SUITES, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuseci import api
+from fuseci import api, validation
 from fuseci.config import names
 from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
@@ -42,10 +42,9 @@ def test_a_suite_id_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
 def test_one_id_length_limit_for_the_loader_and_the_readers(tmp_path: Path) -> None:
     from pydantic import TypeAdapter, ValidationError
 
-    from fuseci import validation
     from fuseci.store import results
 
-    longest, longer = "i" * names.MAX_ID_CHARS, "i" * (names.MAX_ID_CHARS + 1)
+    longest, longer = "i" * validation.MAX_ID_CHARS, "i" * (validation.MAX_ID_CHARS + 1)
     assert names.is_id(longest) and not names.is_id(longer)
     for reader in (validation.Id, results.CaseId):  # baselines, run and record files; results files
         TypeAdapter(reader).validate_python(longest)

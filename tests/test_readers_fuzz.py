@@ -27,8 +27,8 @@ from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError
 from fuseci.frames import pairing
-from fuseci.measure import record as rec
 from fuseci.measure.run import MeasureOptions, measure
+from fuseci.records import harness as rec
 from fuseci.store import baselines as bl
 from fuseci.store import results, runs
 

@@ -24,8 +24,8 @@ from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.judge import runs as judge_runs
 from fuseci.judge.verdict import CheckKind
 from fuseci.measure import run as measure_run
-from fuseci.measure.record import CaseStatus
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import CaseStatus
 from fuseci.store import runs
 
 runner = CliRunner()

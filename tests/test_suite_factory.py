@@ -22,7 +22,7 @@ from fuseci.config.check import check_files
 from fuseci.config.model import COMPILE_MODES, CompileOptions
 from fuseci.config.parse import SCHEMA_FILE, check_suite, load_suite, seed_for
 from fuseci.errors import HarnessError, SuiteError
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, read_record
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, read_record
 
 FACTORY = "kernels.model_factories:prenorm"
 
@@ -351,7 +351,7 @@ def test_a_broken_factory_is_the_case_s_error_in_one_line_and_exit_3(
 
 def test_the_record_holds_the_compile_options_of_the_variants_that_compile(tmp_path: Path) -> None:
     from fuseci.harness.factory import noted
-    from fuseci.measure.record import write_record
+    from fuseci.records.harness import write_record
 
     case = _load(tmp_path, SUITE).case("prenorm")
     record = noted(case, CaseRecord("prenorm", CaseStatus.OK))

@@ -49,10 +49,10 @@ from fuseci.judge.compare import compare
 from fuseci.judge.runs import baseline_of
 from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.ledger import store
-from fuseci.ledger.model import Ledger
 from fuseci.measure import turn
 from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.run import REFERENCE_PASSES, MeasureOptions
+from fuseci.records.fusion import Ledger
 from fuseci.store import runs as run_files
 
 log = logging.getLogger("fuseci.api")

@@ -10,6 +10,7 @@ from fuseci.api import ledgers, session
 from fuseci.api.running import RunOptions, baseline_file, case_sources, check_autotune_records, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
+from fuseci.files.outputs import Output, check_outputs
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import update
 from fuseci.judge.baseline import Baseline, SourcePrint
@@ -19,7 +20,6 @@ from fuseci.ledger import store as ledger_store
 from fuseci.measure import autotune
 from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
-from fuseci.store.outputs import Output, check_outputs
 
 
 @dataclass(frozen=True, slots=True)

@@ -284,7 +284,7 @@ def check_command(
 def _execute(suites: Sequence[Suite]) -> int:
     """``check --execute``: each suite's functions called once; one line per call, one per suite."""
     from fuseci.api.execute import execute, exit_code
-    from fuseci.measure.trial_record import Outcome
+    from fuseci.records.trials import Outcome
 
     done = []
     for suite in suites:
@@ -450,9 +450,9 @@ def history_command(
     """
     from fuseci import api
     from fuseci.config.parse import load_suite
+    from fuseci.files.outputs import write_output
     from fuseci.reporters import history as history_reporter
     from fuseci.store import runs
-    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     gates = [load_suite(p) for p in suites or ()]

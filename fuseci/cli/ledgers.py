@@ -117,7 +117,7 @@ def diff_command(
       fuseci ledger diff main-results.json results.json --key prenorm/compiled --json diff.json
     """
     from fuseci.api import ledger_files
-    from fuseci.store.outputs import write_output
+    from fuseci.files.outputs import write_output
 
     setup_logging(verbose)
     if json_out is not None:

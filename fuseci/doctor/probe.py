@@ -211,7 +211,7 @@ def assess_readback(frame: pd.DataFrame) -> Check:
 def check_readback(path: Path) -> Check:
     """Read the probe's report as ``fuseci run`` reads a suite's, and judge it."""
     try:
-        frame = report.read_report(path)
+        frame = report.read_report(path, ncu=ncu.find_ncu_or_none())
     except ReportError as exc:
         fix = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
         return _check("readback", Status.FAIL, str(exc), fix)

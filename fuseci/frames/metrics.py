@@ -30,7 +30,7 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Aggregate
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.measure.record import HarnessRecord, VariantTiming
+from fuseci.records.harness import HarnessRecord, VariantTiming
 
 
 def variant_columns() -> tuple[str, ...]:
@@ -183,7 +183,7 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
-    """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.measure.record.VariantTiming`,
+    """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.records.harness.VariantTiming`,
     at least one).
 
     One pass gives its median, IQR, quartiles and count of calls. Several (a re-measured case)

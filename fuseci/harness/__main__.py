@@ -23,7 +23,7 @@ from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
 from fuseci.harness.timing import TimingOptions
 from fuseci.measure import turn
 from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV, MAX_PASSES
-from fuseci.measure.record import HarnessRecord, write_record
+from fuseci.records.harness import HarnessRecord, write_record
 
 log = logging.getLogger("fuseci.harness")
 

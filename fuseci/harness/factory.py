@@ -36,7 +36,7 @@ from fuseci.config.model import Case, CompileOptions, Variant
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
 from fuseci.harness.checks import Call
-from fuseci.measure.record import CaseRecord
+from fuseci.records.harness import CaseRecord
 
 #: The framework a factory's module takes its inputs in.
 FRAMEWORK = "torch"

@@ -27,7 +27,7 @@ from fuseci.harness.env import collect_env
 from fuseci.harness.inputs import make_input
 from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.measure import autotune as kept
-from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
+from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
 log = logging.getLogger("fuseci.harness")
 

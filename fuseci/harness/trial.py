@@ -9,7 +9,7 @@ suite's modules are imported). Each variant is called once and its outputs compa
 harness's comparison and tolerances (:func:`fuseci.harness.checks.compare_output`), with the
 float64 reference: the case's, a float64 copy of a factory's module, or else the ``unfused``
 variant called on float64 copies of the inputs. Each call ends as a
-:class:`~fuseci.measure.trial_record.Outcome`; the record is rewritten before and after every call,
+:class:`~fuseci.records.trials.Outcome`; the record is rewritten before and after every call,
 so that the parent, which runs this process under a time limit, can name the call a hang or a
 crash happened in.
 """
@@ -33,7 +33,7 @@ from fuseci.config.model import UNFUSED, Case, InputSpec, Suite
 from fuseci.config.parse import load_suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.measure.trial_record import REFERENCE, Outcome, Trial, TrialRecord, write_trials
+from fuseci.records.trials import REFERENCE, Outcome, Trial, TrialRecord, write_trials
 
 log = logging.getLogger("fuseci.harness.trial")
 

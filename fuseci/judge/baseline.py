@@ -37,9 +37,9 @@ from fuseci import __version__
 from fuseci import validation as v
 from fuseci.config.names import CASE, ENV_FIELDS, FRAMEWORK_ENV_FIELDS, VARIANT
 from fuseci.errors import BaselineError
+from fuseci.files.versioned import DocumentFormat
 from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
-from fuseci.store.versioned import DocumentFormat
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 

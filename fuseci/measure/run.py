@@ -23,9 +23,9 @@ from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
 from fuseci.measure import autotune, caches, process
 from fuseci.measure import profile as ncu
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
-from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
 from fuseci.measure.turn import AheadWatch, ahead_limit_s, waiting_file
+from fuseci.records.harness import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
     from fuseci.frames import repeats
@@ -345,7 +345,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         kernels = report.read_report_empty()
     else:
         try:
-            kernels = report.read_report(report_path, ledger_rows, left_out)
+            kernels = report.read_report(report_path, ledger_rows, left_out, ncu=ncu.find_ncu_or_none())
         except ReportError as exc:
             if record.interrupted:  # a stopped run may leave half a report: nothing in it counts
                 log.warning("%s: %s; its cases count as not measured", suite.name, exc)
@@ -404,7 +404,7 @@ def warm_imports() -> threading.Thread:
         try:
             from fuseci.frames import report
 
-            report.load_reader()
+            report.load_reader(ncu.find_ncu_or_none())
         except Exception as exc:
             log.debug("warming the report reader failed: %s", exc)
 

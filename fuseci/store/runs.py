@@ -41,11 +41,11 @@ from typing import Any
 from fuseci import validation as v
 from fuseci.config import names
 from fuseci.errors import ReportError
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
 from fuseci.frames import report
 from fuseci.frames.metrics import SuiteResults
 from fuseci.frames.run import COMMIT_PATTERN, Run
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,8 @@ from pydantic import AfterValidator, Field, model_validator
 
 from fuseci import validation as v
 from fuseci.errors import ReportError
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
 
 SUFFIX = ".harness.json"
 
