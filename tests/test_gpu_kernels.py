@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import SUITES
+from philox import encode_host
 
 from fuseci.config.dtypes import dtype
 from fuseci.config.model import Case
 from fuseci.config.parse import load_suite
 from fuseci.harness import arrays
-from fuseci.harness.arrays import Tensor, minifloat
+from fuseci.harness.arrays import Tensor
 from fuseci.harness.checks import Call, reference_outputs, tolerances
 from fuseci.harness.run import resolve
 
@@ -91,7 +92,7 @@ def _random(spec, shape: tuple[int, ...], rng: np.random.Generator) -> Tensor:
     else:
         values = rng.normal(spec.mean, spec.std, shape)
     if kind.minifloat is not None:
-        return Tensor(arrays.upload(minifloat.encode_host(values, kind.minifloat, kind.storage)), kind)
+        return Tensor(arrays.upload(encode_host(values, kind.minifloat, kind.storage)), kind)
     return Tensor(arrays.upload(values.astype(spec.dtype)), kind)
 
 

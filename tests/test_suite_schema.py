@@ -19,8 +19,9 @@ jsonschema = pytest.importorskip("jsonschema")
 from fuseci import validation  # noqa: E402
 from fuseci.config import quantities  # noqa: E402
 from fuseci.config.model import CACHE_CONTROLS, CHECK_NAMES, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES  # noqa: E402
-from fuseci.config.parse import MAX_DIMS, SCHEMA_FILE, load_suite  # noqa: E402
+from fuseci.config.parse import SCHEMA_FILE, load_suite  # noqa: E402
 from fuseci.config.policy import parse_expectation, parse_tolerance  # noqa: E402
+from fuseci.config.values import MAX_DIMS  # noqa: E402
 from fuseci.errors import SuiteError  # noqa: E402
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))

@@ -107,13 +107,6 @@ def repeat_filter() -> str:
     return f"regex:^{REPEAT_PREFIX}:.*/"
 
 
-def parse_range_name(name: str) -> tuple[str, str, str] | None:
-    """Split a range name into (suite, case, variant), or None if it is not one of ours (a
-    repeat's range included: see :func:`parse_range`)."""
-    parsed = parse_range(name)
-    return None if parsed is None else parsed[:3]
-
-
 # Frame columns (the tidy per-kernel schema, see metrics.py).
 SUITE = "suite"
 CASE = "case"

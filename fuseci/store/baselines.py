@@ -42,7 +42,7 @@ from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
 from fuseci.files.atomic import atomic_write_text, sweep_temporaries
 from fuseci.files.locks import LockTimeout, exclusive_lock
-from fuseci.judge.baseline import FORMAT, Baseline, VariantBaseline, normalized  # noqa: F401  (re-exported: the API's and tests' names)
+from fuseci.judge.baseline import FORMAT, Baseline
 
 #: How long ``update-baselines`` waits for another update of the same file (seconds).
 LOCK_TIMEOUT_S = 600.0

@@ -30,10 +30,9 @@ from fuseci import validation as v
 from fuseci.errors import ReportError
 from fuseci.files.versioned import DocumentFormat
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import (  # noqa: F401  (CaseId, MAX_SUITES and MAX_CASES re-exported: tests read them here)
+from fuseci.judge.verdict import (
     MAX_CASES,
     MAX_SUITES,
-    CaseId,
     Comparison,
     MetricDelta,
     VariantMeasurement,
