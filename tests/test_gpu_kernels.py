@@ -13,8 +13,8 @@ from fuseci.config.model import Case
 from fuseci.config.parse import load_suite
 from fuseci.harness import arrays
 from fuseci.harness.arrays import Tensor
-from fuseci.harness.checks import Call, reference_outputs, tolerances
-from fuseci.harness.run import resolve
+from fuseci.harness.case_runner import resolve
+from fuseci.harness.correctness import Call, reference_outputs, tolerances
 
 pytestmark = pytest.mark.gpu
 
@@ -128,7 +128,7 @@ def test_variants_match_float64_reference(suite: str, case: Case, root) -> None:
 
 @pytest.mark.parametrize(("suite", "case"), _cases(), ids=lambda v: v if isinstance(v, str) else v.id)
 def test_reference_on_the_gpu_is_the_host_reference(suite: str, case: Case, root) -> None:
-    """The harness evaluates references on the GPU in float64 (fuseci.harness.checks): the same
+    """The harness evaluates references on the GPU in float64 (fuseci.harness.correctness): the same
     values as float64 on the host (NumPy, or PyTorch on the CPU), to far within any tolerance."""
     rng = np.random.default_rng()
     _, reference = _calls(case, root)

@@ -116,7 +116,7 @@ def test_preload_imports_lazy_modules_before_the_turn_and_skips_missing_ones(
     import logging
 
     from fuseci.config.parse import load_suite
-    from fuseci.harness import run as harness_run
+    from fuseci.harness import case_runner as harness_run
 
     for name in ("json.tool", "no_such_module_anywhere"):
         sys.modules.pop(name, None)

@@ -1,5 +1,5 @@
 """The commands: each parses its options, calls :mod:`fuseci.api`, renders, and returns its exit
-code to the error boundary (:class:`~fuseci.cli.boundary.Command`). Heavy modules (pandas, the API) are imported inside the commands, so
+code to the error boundary (:class:`~fuseci.cli.error_boundary.Command`). Heavy modules (pandas, the API) are imported inside the commands, so
 that ``fuseci --help`` is fast."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fuseci import __version__
-from fuseci.cli.boundary import Command, Group
+from fuseci.cli.error_boundary import Command, Group
 from fuseci.cli.measuring import Keep, keeper, measure_and_report, say_pairs, suite_inputs, suite_problems
 from fuseci.cli.options import (
     EXIT_CODES_HELP,

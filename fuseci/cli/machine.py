@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
+from fuseci.cli.error_boundary import Command
 from fuseci.cli.options import (
     BENCH_EXIT_CODES_HELP,
     NcuOpt,

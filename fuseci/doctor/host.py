@@ -15,7 +15,7 @@ from pathlib import Path
 
 import fuseci
 from fuseci import __version__
-from fuseci.doctor.model import (
+from fuseci.doctor.diagnosis import (
     CLOCK_FIELDS,
     CLOCKS_FIX,
     GPU_FIELDS,

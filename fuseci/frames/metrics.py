@@ -183,7 +183,7 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
-    """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.records.harness.VariantTiming`,
+    """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.measure.record.VariantTiming`,
     at least one).
 
     One pass gives its median, IQR, quartiles and count of calls. Several (a re-measured case)

@@ -10,7 +10,7 @@ a kernel asks for depend on its configuration (a block size loads a broadcast te
 number of times): a baseline recorded with one cache's choice then fails an exact byte count in
 a run with another's, though nothing changed.
 
-So the harness notes the ``.best_config`` entries its kernels used (:mod:`fuseci.harness.arrays.autotune`),
+So the harness notes the ``.best_config`` entries its kernels used (:mod:`fuseci.harness.arrays.best_configs`),
 ``update-baselines`` keeps them beside the baseline (``<gpu-slug>/<suite>.autotune.json``), and
 the harness processes of later runs put them into their compile cache before compiling: a kernel
 whose source did not change launches the baseline's configuration; an edited kernel has another

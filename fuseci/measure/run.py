@@ -250,7 +250,7 @@ def timed_pass(
     ``record``: as each case's timings, or with ``again`` as one more pass of a re-measured case.
 
     The timed process skips the correctness checks the profiled one made, and times each case's
-    variants interleaved, over rotating input sets (:func:`fuseci.harness.timing.time_case`).
+    variants interleaved, over rotating input sets (:func:`fuseci.harness.event_timing.time_case`).
 
     Raises:
         BenchError: the timed process failed, timed out, or left no complete record.

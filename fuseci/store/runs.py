@@ -45,7 +45,7 @@ from fuseci.files.atomic import atomic_write_text
 from fuseci.files.versioned import DocumentFormat
 from fuseci.frames import report
 from fuseci.frames.metrics import SuiteResults
-from fuseci.frames.run import COMMIT_PATTERN, Run
+from fuseci.frames.run_file import COMMIT_PATTERN, Run
 
 log = logging.getLogger(__name__)
 

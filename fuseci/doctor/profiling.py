@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from fuseci.config import names
 from fuseci.config.model import NcuSettings
+from fuseci.doctor.diagnosis import CUPY_FIX, TAIL_LINES, Check, DoctorOptions, ProbeResult, Status, _check, _number
 from fuseci.doctor.host import sm_name
-from fuseci.doctor.model import CUPY_FIX, TAIL_LINES, Check, DoctorOptions, ProbeResult, Status, _check, _number
 from fuseci.errors import NcuError, ReportError
 from fuseci.frames import report
 from fuseci.harness.probe import PROBE_ELEMENTS, PROBE_FORMAT, PROBE_IDS, ProbeFailure

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fuseci.cli.boundary import Command, Group
 from fuseci.cli.commands import app
+from fuseci.cli.error_boundary import Command, Group
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import check_outputs, echo, error, setup_logging
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
