@@ -108,3 +108,12 @@ def test_development_md_states_the_order() -> None:
 def test_layers_are_whole_packages() -> None:
     cut = [n for n in LAYERS if n.count(".") > 1]
     assert not cut, f"a layer names part of a package (the package holds two things: split it): {cut}"
+
+
+def test_no_two_modules_share_a_base_name() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(_module(path))
+    shared = {name: mods for name, mods in seen.items() if len(mods) > 1 and name != "history.py"}
+    assert not shared, f"modules that share a base name (give each the name of what it holds): {shared}"
