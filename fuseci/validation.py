@@ -17,13 +17,14 @@ field is declared :data:`Number`. Containers of a document are lists; a model fi
 
 A field's own rule that no type states is a pydantic validator raising ``ValueError("...")``:
 its text is passed through as the problem. Depth and sizes of a whole document are bounded while
-it is parsed (:mod:`fuseci.store.versioned`, :mod:`fuseci.config.yaml_loader`); each list, map
+it is parsed (:mod:`fuseci.files.versioned`, :mod:`fuseci.config.yaml_loader`); each list, map
 and string is bounded here by its type.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,8 +43,17 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError, core_schema
 
-from fuseci.config import names
 from fuseci.wording import TYPE_ERRORS, Loc, convert, json_path, shown
+
+#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. ``/`` separates
+#: nested ranges there and ``:`` separates the fields of our range names, so neither is allowed.
+#: Written as the suite's JSON Schema writes it; match it only with :func:`fuseci.config.names.is_id` (``fullmatch``):
+#: ``re.match`` lets ``$`` match before a trailing newline, and an id names files and NVTX ranges.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+#: Longest id: one limit for the suite loader, its JSON Schema and the readers of baselines,
+#: results and run files (:data:`Id`); an id names files, and file names
+#: end at 255 bytes.
+MAX_ID_CHARS = 200
 
 #: Integers a document may hold: counts, sizes and indices fit in 63 bits.
 INT_LIMIT = 2**63
@@ -163,7 +173,7 @@ are as strict as any field."""
 
 Id = Annotated[
     str,
-    Field(max_length=names.MAX_ID_CHARS, pattern=names.ID_PATTERN.pattern),
+    Field(max_length=MAX_ID_CHARS, pattern=ID_PATTERN.pattern),
     Expect("an id (letters, digits, '_' and '-')"),
 ]
 """A suite, case or variant id, as the suite loader takes them (:func:`fuseci.config.names.is_id`)."""

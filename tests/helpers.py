@@ -145,9 +145,9 @@ def reports_read_once() -> Iterator[None]:
 
     real = report.read_report
 
-    def read(path: Path, ledger_rows: Any = None, repeats: Any = None) -> Any:
+    def read(path: Path, ledger_rows: Any = None, repeats: Any = None, *, ncu: str | None = None) -> Any:
         if ledger_rows or repeats:  # a suite with ledger variants: their kernels are read with the frame
-            return real(path, ledger_rows, repeats)
+            return real(path, ledger_rows, repeats, ncu=ncu)
         key = os.path.realpath(path)
         if key not in _FRAMES:
             _FRAMES[key] = real(Path(key))

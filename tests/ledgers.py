@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fuseci.ledger.model import Kind, Ledger, Measured, Node, Row
+from fuseci.records.fusion import Kind, Ledger, Measured, Node, Row
 
 MB = 1 << 20
 ACT = 16 * MB  # one bf16 activation of 8 × 1024 × 1024

@@ -81,9 +81,34 @@ def _rounded(v: Any, dtype_name: str) -> Any:
 
     kind = dtype(dtype_name)
     if kind.minifloat is not None:
-        return minifloat.encode_host(v.astype(np.float32), kind.minifloat, kind.storage)
+        return encode_host(v.astype(np.float32), kind.minifloat, kind.storage)
     if dtype_name == "float64":
         return v
     if kind.is_float:
         return v.astype(np.float32).astype(dtype_name)
     return v.astype(np.int64).astype(dtype_name)
+
+
+def encode_host(values: Any, fmt: minifloat.MiniFloat, storage: str) -> Any:
+    """Float values (rounded to float32 first, as the device does) as the format's bits, in
+    NumPy dtype ``storage``: the host's reference of the device's encoding."""
+    import numpy as np
+
+    f = np.asarray(values, dtype=np.float32).astype(np.float64)
+    sign = np.signbit(f).astype(np.int64)
+    a = np.minimum(np.abs(f), fmt.max_finite)
+    m = fmt.mantissa_bits
+    with np.errstate(invalid="ignore"):
+        _, exp = np.frexp(a)
+        sub = a < fmt.min_normal
+        q_sub = np.rint(np.ldexp(a, fmt.bias - 1 + m))
+        q = np.rint(np.ldexp(a, m - (exp - 1)))
+        field = exp - 1 + fmt.bias
+        carry = q >= 2 ** (m + 1)
+        q = np.where(carry, 2.0**m, q)
+        field = np.where(carry, field + 1, field)
+        normal = (field.astype(np.int64) << m) | (np.nan_to_num(q).astype(np.int64) - (1 << m))
+        normal = np.minimum(normal, minifloat.max_bits(fmt))
+        bits = np.where(sub, np.nan_to_num(q_sub).astype(np.int64), normal)
+    bits = np.where(np.isnan(a), minifloat.nan_bits(fmt), bits)
+    return ((sign << (fmt.exponent_bits + m)) | bits).astype(storage)

@@ -315,7 +315,7 @@ _IMPORTER = """
 import os, sys
 from pathlib import Path
 from fuseci.config.parse import load_suite
-from fuseci.harness.run import preload, refuse_foreign
+from fuseci.harness.case_runner import preload, refuse_foreign
 suite = load_suite(sys.argv[1])
 preload(suite)
 print(sys.modules["kernels.mine"].__file__)
@@ -393,7 +393,7 @@ def test_fusecis_own_main_module_under_another_name_is_not_foreign(
     under any name, are not the other side's code; a kernel module of that tree still is."""
     import types
 
-    import fuseci.harness.run as harness_run
+    import fuseci.harness.case_runner as harness_run
 
     head = Path(harness_run.__file__).resolve().parents[2]  # the tree fuseci itself is installed from
     main = types.ModuleType("__mp_main__")
@@ -476,7 +476,7 @@ def test_the_profiled_run_runs_only_the_cases_asked_and_the_timed_pass_follows_i
 
 
 def load_record():
-    from fuseci.measure.record import read_record
+    from fuseci.records.harness import read_record
 
     return read_record(REPORTS / "elementwise.harness.json")
 

@@ -21,7 +21,7 @@ from fuseci.config.parse import load_suite
 from fuseci.frames.metrics import SuiteResults
 from fuseci.harness.watch import Watch
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, read_record
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, read_record
 
 _SUITE = """suite: s
 cases:

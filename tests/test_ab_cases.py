@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, write
 
-from fuseci.ab.cases import DYNAMIC, Source, case_prints, changed_cases
+from fuseci.ab.cases import DYNAMIC, Source, case_prints, changed
+from fuseci.ab.reader import Tree
+from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
+
+
+def changed_cases(base: Suite, base_tree: Path | Tree, head: Suite, head_tree: Path | Tree) -> tuple[str, ...]:
+    """The head's cases whose fingerprint differs from the base's, as ``fuseci ab`` decides them."""
+    return changed(case_prints(base, base_tree), case_prints(head, head_tree), [c.id for c in head.cases])
+
 
 #: A module with three cases' functions: two share a helper, all read a module-level constant
 #: through the helper or directly.

@@ -10,7 +10,7 @@ from helpers import CLEAN_REPORT, ELEMENTWISE, H200_BASELINES, REGRESSED_REPORT,
 
 from fuseci import api
 from fuseci.config.parse import load_suite
-from fuseci.store.atomic import STALE_TEMPORARY_S, atomic_write_text
+from fuseci.files.atomic import STALE_TEMPORARY_S, atomic_write_text
 
 
 def test_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_no_update_leaves_anything_in_the_tree(tmp_path: Path) -> None:
 CONTENDER = r"""
 import os, sys
 from pathlib import Path
-from fuseci.store.locks import file_lock
+from fuseci.files.locks import file_lock
 
 lock, turns = Path(sys.argv[1]), int(sys.argv[2])
 inside, count = lock.with_name("inside"), lock.with_name("count")

@@ -1,5 +1,5 @@
 """The autotuning choices kept beside a baseline (fuseci/measure/autotune.py) and put in the
-compile cache by the harness (fuseci/harness/arrays/autotune.py), without a GPU: the file read
+compile cache by the harness (fuseci/harness/arrays/best_configs.py), without a GPU: the file read
 as hostile input, the entries Inductor's autotuning caches used (a stand-in for PyTorch's
 ``AutotuneCache``), what is put in place and said, and update-baselines keeping a recorded
 run's entries."""
@@ -19,7 +19,7 @@ import pytest
 from helpers import invoke
 
 from fuseci.errors import BaselineError
-from fuseci.harness.arrays import autotune as harness
+from fuseci.harness.arrays import best_configs as harness
 from fuseci.measure import autotune as kept
 
 KEY = f"ab/{'c' * 64}.best_config"
@@ -174,8 +174,8 @@ def test_the_baseline_s_choices_are_put_in_place_and_what_they_replaced_is_count
 def test_the_harness_says_what_it_put_in_place_for_its_card(
     inductor: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fuseci.harness.run import _pinned
-    from fuseci.measure.record import HarnessRecord
+    from fuseci.harness.case_runner import _pinned
+    from fuseci.records.harness import HarnessRecord
 
     record = HarnessRecord(suite="models", env={"gpu_name": "NVIDIA H200"}, cases={})
     suite = types.SimpleNamespace(name="models")
@@ -304,7 +304,7 @@ def test_a_bad_kept_record_beside_a_re_analysed_report_writes_nothing(
 
 
 def test_a_linked_ledgers_or_autotuning_file_is_refused_as_a_baseline_is(tmp_path: Path) -> None:
-    from fuseci.api.baselines import _refuse_links
+    from fuseci.api.baseline_updates import _refuse_links
     from fuseci.ledger import store as ledger_store
 
     target = tmp_path / "elsewhere.json"

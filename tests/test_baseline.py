@@ -7,6 +7,7 @@ from helpers import H200_BASELINES
 from fuseci.config import names
 from fuseci.errors import BaselineError
 from fuseci.frames.inventory import KernelLaunch
+from fuseci.judge.baseline import FORMAT, Baseline, VariantBaseline, normalized
 from fuseci.store import baselines as bl
 
 COMMITTED = H200_BASELINES / "nvidia-h200" / "elementwise.json"
@@ -29,11 +30,11 @@ def test_committed_baseline_loads_and_is_written_deterministically() -> None:
     assert bl.dumps(b) == COMMITTED.read_text()
 
 
-def _sample() -> bl.Baseline:
-    vb = bl.VariantBaseline(
+def _sample() -> Baseline:
+    vb = VariantBaseline(
         values={"launches": 3.0, "dram__bytes.sum": 1234567.891}, kernels=(KernelLaunch("k", 1, 2, 3),)
     )
-    return bl.Baseline(suite="s", env={"gpu_name": "G"}, cases={"c": {"unfused": vb}})
+    return Baseline(suite="s", env={"gpu_name": "G"}, cases={"c": {"unfused": vb}})
 
 
 def test_round_trip_and_rounding(tmp_path: Path) -> None:
@@ -42,9 +43,9 @@ def test_round_trip_and_rounding(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.endswith("}\n")
     data = json.loads(text)
-    assert data["format_version"] == bl.FORMAT.version
+    assert data["format_version"] == FORMAT.version
     assert data["cases"]["c"]["unfused"]["values"] == {"dram__bytes.sum": 1234570.0, "launches": 3}
-    assert bl.load_baseline(path) == bl.normalized(_sample())
+    assert bl.load_baseline(path) == normalized(_sample())
     assert list(tmp_path.glob("g/.*")) == []  # no temporary file left behind
 
 
@@ -72,7 +73,7 @@ def test_corrupt_baseline_is_an_error_with_a_fix(tmp_path: Path, text: str, frag
 
 def test_newer_format_asks_for_an_upgrade(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"format_version": bl.FORMAT.version + 1, "fuseci_version": "9.0"}))
+    path.write_text(json.dumps({"format_version": FORMAT.version + 1, "fuseci_version": "9.0"}))
     with pytest.raises(BaselineError, match="newer fuseci .*upgrade fuseci"):
         bl.load_baseline(path)
 

@@ -14,6 +14,7 @@ from helpers import snapshot as _snapshot
 from fuseci import api
 from fuseci.api import running
 from fuseci.errors import BaselineError
+from fuseci.judge.baseline import FORMAT
 from fuseci.judge.verdict import Verdict
 from fuseci.store import baselines as bl
 
@@ -72,7 +73,7 @@ def test_a_baseline_too_big_to_read_back_is_not_written(
     assert api.update_baselines(relaxed, _opts(committed_copy, CLEAN_REPORT), force=True).written
     before = _snapshot(root)
     limit = committed_copy.stat().st_size + 10  # the old one is read; the update is larger
-    monkeypatch.setattr(bl, "FORMAT", replace(bl.FORMAT, max_bytes=limit))
+    monkeypatch.setattr(bl, "FORMAT", replace(FORMAT, max_bytes=limit))
     with pytest.raises(BaselineError) as info:
         api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value).startswith(f"{committed_copy}: cannot write baseline: a baseline of ")
@@ -225,7 +226,7 @@ def test_unwritable_directory_for_the_temporary_file(
     committed_copy: Path, elementwise, relaxed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = committed_copy.read_bytes()
-    monkeypatch.setattr("fuseci.store.atomic._temporary", _denied)
+    monkeypatch.setattr("fuseci.files.atomic._temporary", _denied)
     with pytest.raises(BaselineError) as info:
         api.update_baselines(relaxed, _opts(committed_copy))
     assert str(info.value) == (

@@ -18,10 +18,10 @@ from fuseci import api
 from fuseci.cli import app
 from fuseci.config.parse import load_suite
 from fuseci.errors import BenchError
-from fuseci.harness.timing import MAX_INPUT_SETS, input_set_count, rotation_seed
+from fuseci.harness.event_timing import MAX_INPUT_SETS, input_set_count, rotation_seed
 from fuseci.measure import bench, process
 from fuseci.measure.command import Mode, SuiteFiles, harness_argv
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
 TINY = DATA / "suites" / "tiny.yaml"
 runner = CliRunner()

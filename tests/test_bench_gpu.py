@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.measure.record import read_record
+from fuseci.records.harness import read_record
 
 pytestmark = pytest.mark.gpu
 

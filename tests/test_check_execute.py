@@ -22,11 +22,11 @@ from typer.testing import CliRunner
 
 from fuseci.api.execute import execute, exit_code
 from fuseci.cli import app
-from fuseci.cli.boundary import FULL_MODULES
+from fuseci.cli.error_boundary import FULL_MODULES
 from fuseci.config.model import Case, InputSpec
 from fuseci.config.parse import load_suite
 from fuseci.harness.trial import scale, small_inputs
-from fuseci.measure.trial_record import Outcome
+from fuseci.records.trials import Outcome
 
 DATA = ROOT / "tests" / "data" / "suites"
 HAS_TORCH = importlib.util.find_spec("torch") is not None

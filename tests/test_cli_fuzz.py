@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError, MismatchError
 from fuseci.judge.verdict import exit_code
-from fuseci.measure import record as rec
 from fuseci.measure.run import MeasureOptions, measure
+from fuseci.records import harness as rec
 from fuseci.store import baselines as bl
 from fuseci.store import results, runs
 

@@ -7,8 +7,8 @@ from fuseci.frames.metrics import summarize
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
 from fuseci.measure import run as measure_run
-from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord
 from fuseci.store import baselines as bl
 
 #: The exact counters gated on fused variants that launch the baseline's kernels.

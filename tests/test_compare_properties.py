@@ -22,10 +22,10 @@ from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.frames.report import kernel_columns
 from fuseci.judge import baseline as jb
+from fuseci.judge.baseline import Baseline, VariantBaseline, normalized
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict, exit_code
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord
-from fuseci.store import baselines as bl
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord
 
 ENV = {f: "same" for f in ENV_FIELDS}
 #: Gains that are exactly ``g`` by construction (launch counts are integers; see below).
@@ -65,12 +65,12 @@ def _results(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1,
     return summarize(pd.DataFrame.from_records(rows, columns=list(kernel_columns())), record)
 
 
-def _baseline(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1, 1)) -> bl.Baseline:
-    def vb(value: float, n: int) -> bl.VariantBaseline:
+def _baseline(unfused: float, fused: float = 1.0, launches: tuple[int, int] = (1, 1)) -> Baseline:
+    def vb(value: float, n: int) -> VariantBaseline:
         values = {q: value for q in FLOAT_GAINS} | {names.DRAM_READ: value / 2, names.DRAM_WRITE: value / 2}
-        return bl.VariantBaseline(values={**values, names.LAUNCHES: float(n)}, kernels=())
+        return VariantBaseline(values={**values, names.LAUNCHES: float(n)}, kernels=())
 
-    return bl.Baseline(
+    return Baseline(
         suite="s", env=ENV, cases={"c": {"unfused": vb(unfused, launches[0]), "fused": vb(fused, launches[1])}}
     )
 
@@ -91,7 +91,7 @@ def _suite(gates: dict[str, Tolerance]) -> Suite:
     return Suite(name="s", path=Path("s.yaml"), description="", cases=(case,))
 
 
-def _gain_verdicts(results: SuiteResults, suite: Suite, baseline: bl.Baseline | None) -> dict[str, Verdict]:
+def _gain_verdicts(results: SuiteResults, suite: Suite, baseline: Baseline | None) -> dict[str, Verdict]:
     comparison = compare(results, suite, baseline)
     return {k.quantity: k.verdict for c in comparison.cases for k in c.checks if k.check is CheckKind.GAIN}
 
@@ -131,7 +131,7 @@ def test_equal_values_pass(
 def test_integer_counts_pass_against_their_own_file(unfused: int, fused: int, gates: dict[str, Tolerance]) -> None:
     """Integer quantities (bytes, launches, nanoseconds) survive the file's rounding exactly."""
     results = _results(2.0 * unfused, 2.0 * fused)  # even, so that the read and write halves are integers too
-    baseline = bl.normalized(jb.from_results(results, {"c"}))
+    baseline = normalized(jb.from_results(results, {"c"}))
     assert set(_gain_verdicts(results, _suite(gates), baseline).values()) == {Verdict.PASS}
 
 

@@ -19,8 +19,8 @@ from fuseci.judge.baseline import SourcePart, SourcePrint, from_results, normali
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CauseKind, CheckKind, MetricDelta, Verdict
 from fuseci.measure import run as measure_run
-from fuseci.measure import sass
 from fuseci.measure.run import MeasureOptions
+from fuseci.records import sass
 from fuseci.store import baselines as bl
 
 SASS = Path(__file__).parent / "data" / "sass"

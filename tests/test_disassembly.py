@@ -16,7 +16,7 @@ import pytest
 
 from fuseci.errors import ReportError
 from fuseci.measure import disassembly, sass
-from fuseci.measure.record import HarnessRecord, read_record, write_record
+from fuseci.records.harness import HarnessRecord, read_record, write_record
 
 SASS = Path(__file__).parent / "data" / "sass"
 CUBIN = (SASS / "scale_relu_add.cubin").read_bytes()

@@ -231,7 +231,7 @@ def test_profile_command_exact_argv() -> None:
 
 def test_probe_range_is_what_the_filter_selects() -> None:
     assert names.range_name(*harness.PROBE_IDS) == "fuseci:doctor:probe:kernel"
-    assert names.parse_range_name(names.range_name(*harness.PROBE_IDS)) == harness.PROBE_IDS
+    assert names.parse_range(names.range_name(*harness.PROBE_IDS))[:3] == harness.PROBE_IDS
 
 
 def test_smi_command_exact_argv() -> None:
@@ -282,7 +282,7 @@ def test_reader_is_the_pypi_package_here() -> None:
 
 
 def test_reader_missing_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing() -> None:
+    def missing(ncu: str | None = None) -> None:
         raise ReportError("NVIDIA's report reader is not installed: `pip install ncu-report`")
 
     monkeypatch.setattr(report, "load_reader", missing)
@@ -494,7 +494,7 @@ def _statuses(d: doctor.Diagnosis) -> dict[str, str]:
 
 
 def test_every_check_passes(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report, "read_report", lambda path: _frame(PROBE_ROW))
+    monkeypatch.setattr(report, "read_report", lambda path, ncu=None: _frame(PROBE_ROW))
     d = doctor.diagnose(machine.options())
     assert [c.name for c in d.checks] == list(doctor.CHECKS)
     assert set(_statuses(d).values()) == {"OK"} and d.exit_code == 0
@@ -502,7 +502,7 @@ def test_every_check_passes(machine: Machine, monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_clock_warning_still_exits_0(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
     machine.modes(smi="locked")
-    monkeypatch.setattr(report, "read_report", lambda path: _frame(PROBE_ROW))
+    monkeypatch.setattr(report, "read_report", lambda path, ncu=None: _frame(PROBE_ROW))
     d = doctor.diagnose(machine.options())
     assert d.check("clocks").status is Status.WARN and d.exit_code == 0
 
@@ -544,7 +544,7 @@ def test_permission_denied_end_to_end(machine: Machine) -> None:
 
 
 def test_missing_reader_skips_readback(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing() -> None:
+    def missing(ncu: str | None = None) -> None:
         raise ReportError("NVIDIA's report reader is not installed")
 
     monkeypatch.setattr(report, "load_reader", missing)

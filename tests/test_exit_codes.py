@@ -20,8 +20,8 @@ from fuseci.config.parse import load_suite
 from fuseci.errors import UsageError
 from fuseci.frames.metrics import summarize
 from fuseci.measure import run as measure_run
-from fuseci.measure.record import CaseStatus, CheckRecord
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import CaseStatus, CheckRecord
 
 SUITE = "suites/elementwise.yaml"
 BUG = "internal error: RuntimeError: boom (a bug in fuseci; run again with -v for its traceback)"
@@ -125,7 +125,7 @@ def test_an_unwritable_baseline_keeps_a_wrong_result(in_root, tmp_path: Path, mo
     def denied(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("fuseci.store.atomic._temporary", denied)
+    monkeypatch.setattr("fuseci.files.atomic._temporary", denied)
     result = invoke("update-baselines", SUITE, "--baselines", root)
     assert result.exit_code == 1, result.output
     assert "cannot write baseline" in result.stderr and not (root / "nvidia-h200" / "elementwise.json").exists()

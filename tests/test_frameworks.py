@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from helpers import ROOT
-from philox import host_values
+from philox import encode_host, host_values
 
 from fuseci.config import names
 from fuseci.config.dtypes import DTYPES, FRAMEWORKS, dtype, dtype_of
@@ -27,8 +27,8 @@ from fuseci.harness.arrays import minifloat
 from fuseci.harness.inputs import _store
 from fuseci.judge import checks as ck
 from fuseci.judge.verdict import CheckKind, Verdict, env_differences
-from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, dumps
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, dumps
 
 ML = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 
@@ -155,7 +155,7 @@ def test_rounding_to_a_minifloat_is_ml_dtypes_rounding(name: str) -> None:
             [1.0 + 2.0**-fmt.mantissa_bits / 2, 3 * fmt.min_normal * 2.0**-fmt.mantissa_bits / 2], np.float32
         )
         x = np.concatenate([x, ties, -ties, [0.0, -0.0, np.inf, -np.inf]]).astype(np.float32)
-        mine = minifloat.encode_host(x, fmt, kind.storage)
+        mine = encode_host(x, fmt, kind.storage)
         theirs = np.clip(x, -fmt.max_finite, fmt.max_finite).astype(ML[name]).view(kind.storage)
         assert np.array_equal(mine, theirs), (name, scale)
 
@@ -276,7 +276,7 @@ def test_a_compilation_in_the_range_is_an_error_a_planted_one_is_caught() -> Non
 
 
 def test_records_keep_first_calls_compilations_and_notes(tmp_path: Path) -> None:
-    from fuseci.measure.record import read_record, write_record
+    from fuseci.records.harness import read_record, write_record
 
     check = CheckRecord("fused", "reference", 0, False, 3, 10, math.inf, math.inf, 7, 0.016, 0.031, 3, "bfloat16")
     case = CaseRecord(
@@ -314,7 +314,7 @@ def test_framework_versions_join_the_fingerprint_only_where_a_suite_uses_them() 
         def __init__(self, env: dict) -> None:
             import pandas as pd
 
-            from fuseci.measure.record import HarnessRecord
+            from fuseci.records.harness import HarnessRecord
 
             self.env, self.suite = env, "s"
             self.record = HarnessRecord("s", env, {}, complete=True)

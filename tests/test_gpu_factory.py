@@ -114,8 +114,8 @@ def test_every_process_builds_the_same_weights_and_variants_share_them(root: Pat
 
     from fuseci.config.parse import load_suite
     from fuseci.harness import arrays
+    from fuseci.harness.case_runner import resolve
     from fuseci.harness.factory import Models
-    from fuseci.harness.run import resolve
 
     framework = arrays.get("torch")
     framework.load()

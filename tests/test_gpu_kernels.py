@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import SUITES
+from philox import encode_host
 
 from fuseci.config.dtypes import dtype
 from fuseci.config.model import Case
 from fuseci.config.parse import load_suite
 from fuseci.harness import arrays
-from fuseci.harness.arrays import Tensor, minifloat
-from fuseci.harness.checks import Call, reference_outputs, tolerances
-from fuseci.harness.run import resolve
+from fuseci.harness.arrays import Tensor
+from fuseci.harness.case_runner import resolve
+from fuseci.harness.correctness import Call, reference_outputs, tolerances
 
 pytestmark = pytest.mark.gpu
 
@@ -91,7 +92,7 @@ def _random(spec, shape: tuple[int, ...], rng: np.random.Generator) -> Tensor:
     else:
         values = rng.normal(spec.mean, spec.std, shape)
     if kind.minifloat is not None:
-        return Tensor(arrays.upload(minifloat.encode_host(values, kind.minifloat, kind.storage)), kind)
+        return Tensor(arrays.upload(encode_host(values, kind.minifloat, kind.storage)), kind)
     return Tensor(arrays.upload(values.astype(spec.dtype)), kind)
 
 
@@ -127,7 +128,7 @@ def test_variants_match_float64_reference(suite: str, case: Case, root) -> None:
 
 @pytest.mark.parametrize(("suite", "case"), _cases(), ids=lambda v: v if isinstance(v, str) else v.id)
 def test_reference_on_the_gpu_is_the_host_reference(suite: str, case: Case, root) -> None:
-    """The harness evaluates references on the GPU in float64 (fuseci.harness.checks): the same
+    """The harness evaluates references on the GPU in float64 (fuseci.harness.correctness): the same
     values as float64 on the host (NumPy, or PyTorch on the CPU), to far within any tolerance."""
     rng = np.random.default_rng()
     _, reference = _calls(case, root)

@@ -1,4 +1,4 @@
-"""A variant's CUDA-event time does not depend on its neighbours (fuseci.harness.timing): a
+"""A variant's CUDA-event time does not depend on its neighbours (fuseci.harness.event_timing): a
 neighbour that waits for the GPU on every call (a host sync) leaves the other variants'
 speedups where they are without it. gpu-marked.
 
@@ -26,8 +26,8 @@ def _speedups(queue_fill: bool, rounds: int) -> dict[str, list[float]]:
     from fuseci.config.parse import load_suite
     from fuseci.config.resolve import search_path
     from fuseci.harness import arrays
-    from fuseci.harness.run import preload, run_case, start_frameworks
-    from fuseci.harness.timing import TimingOptions
+    from fuseci.harness.case_runner import preload, run_case, start_frameworks
+    from fuseci.harness.event_timing import TimingOptions
 
     suite = load_suite(DATA / "suites" / "isolation.yaml")
     arrays.cupy()

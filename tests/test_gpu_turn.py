@@ -67,7 +67,7 @@ def test_an_unusable_lock_is_a_harness_error(tmp_path: Path) -> None:
 def test_a_lock_file_is_never_taken_through_a_link(tmp_path: Path) -> None:
     """Another user's link in the shared temporary directory must not make fuseci create or lock
     the file it points to."""
-    from fuseci.store.locks import is_held
+    from fuseci.files.locks import is_held
 
     lock, target = tmp_path / "fuseci-gpu-0.lock", tmp_path / "elsewhere"
     lock.symlink_to(target)
@@ -116,7 +116,7 @@ def test_preload_imports_lazy_modules_before_the_turn_and_skips_missing_ones(
     import logging
 
     from fuseci.config.parse import load_suite
-    from fuseci.harness import run as harness_run
+    from fuseci.harness import case_runner as harness_run
 
     for name in ("json.tool", "no_such_module_anywhere"):
         sys.modules.pop(name, None)
@@ -133,8 +133,8 @@ def test_a_waiter_for_the_gpu_tries_often_however_long_it_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The GPU is handed on within GPU_POLL_S: the wait does not back off as a baseline lock's does."""
+    from fuseci.files import locks as atomic
     from fuseci.measure.turn import GPU_POLL_S
-    from fuseci.store import locks as atomic
 
     naps: list[float] = []
     clock = [0.0]
@@ -190,8 +190,8 @@ def _waiter(lock: Path, log: Path, who: str, record: str) -> subprocess.Popen:
 
 def test_the_timed_pass_takes_the_gpu_right_after_its_profiled_run(tmp_path: Path) -> None:
     """Another suite's process that waited longer still comes after the claimed turn."""
+    from fuseci.files.locks import is_held
     from fuseci.measure.turn import next_turn_file
-    from fuseci.store.locks import is_held
 
     lock, log, record = tmp_path / "fuseci-gpu-0.lock", tmp_path / "order.txt", tmp_path / "a.harness.json"
     profiled = _holder(lock)  # suite a's profiled run holds the GPU...
@@ -207,8 +207,8 @@ def test_the_timed_pass_takes_the_gpu_right_after_its_profiled_run(tmp_path: Pat
 
 
 def test_an_unclaimed_next_turn_holds_nobody_up(tmp_path: Path) -> None:
+    from fuseci.files.locks import is_held
     from fuseci.measure.turn import next_turn_file
-    from fuseci.store.locks import is_held
 
     lock = tmp_path / "fuseci-gpu-0.lock"
     assert not is_held(next_turn_file(lock)) and not next_turn_file(lock).exists()  # asking creates nothing
@@ -227,8 +227,8 @@ def test_a_claim_waits_for_the_profiled_record(tmp_path: Path) -> None:
 
 
 def test_while_the_next_turn_is_claimed_only_the_claimant_takes_a_free_gpu(tmp_path: Path) -> None:
+    from fuseci.files.locks import file_lock
     from fuseci.measure.turn import next_turn_file
-    from fuseci.store.locks import file_lock
 
     lock = tmp_path / "fuseci-gpu-0.lock"  # free: nobody holds the GPU
     with file_lock(next_turn_file(lock), 5):  # but a timed pass holds the next turn

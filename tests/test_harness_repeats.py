@@ -1,4 +1,4 @@
-"""The harness side of ``repeats: once`` without PyTorch: fuseci/harness/arrays/repeats.py
+"""The harness side of ``repeats: once`` without PyTorch: fuseci/harness/arrays/launch_ranges.py
 driven through a stand-in ``torch`` that has just what it reads (tensors, NVTX, Inductor's
 loaded modules, its kernel and graph classes). What a launch's configuration is, which launches
 repeat, the ranges pushed around each, and that every stand-in is put back."""
@@ -103,10 +103,10 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 def test_each_configuration_is_profiled_once_and_its_repeats_named(fake: dict[str, Any]) -> None:
-    from fuseci.harness.arrays import repeats
+    from fuseci.harness.arrays import launch_ranges
 
     before = dict(fake["wrapper"].__dict__)
-    with repeats.once_per_configuration() as launches:
+    with launch_ranges.once_per_configuration() as launches:
         fake["graph"]([])
         fake["graph"]([])
     # per run: norm, addmm, sdpa for two layers, then gelu; 7 launches a run, two runs
@@ -131,9 +131,9 @@ def test_each_configuration_is_profiled_once_and_its_repeats_named(fake: dict[st
 
 
 def test_an_unhashable_or_unknown_argument_is_a_configuration_of_its_own(fake: dict[str, Any]) -> None:
-    from fuseci.harness.arrays import repeats
+    from fuseci.harness.arrays import launch_ranges
 
-    launches = repeats.Launches(nvtx=fake["torch"].cuda.nvtx)
+    launches = launch_ranges.Launches(nvtx=fake["torch"].cuda.nvtx)
     ran: list[int] = []
     for _ in range(2):
         launches.launch("k", lambda *a, **k: ran.append(1), ({"a": 1},), {})  # a dict: unhashable
@@ -146,11 +146,11 @@ def test_an_unhashable_or_unknown_argument_is_a_configuration_of_its_own(fake: d
 
 
 def test_everything_is_put_back_when_the_forward_raises(fake: dict[str, Any]) -> None:
-    from fuseci.harness.arrays import repeats
+    from fuseci.harness.arrays import launch_ranges
 
     before = dict(fake["wrapper"].__dict__)
     original = CompiledFxGraph.__call__
-    with pytest.raises(RuntimeError, match="boom"), repeats.once_per_configuration():
+    with pytest.raises(RuntimeError, match="boom"), launch_ranges.once_per_configuration():
         fake["wrapper"].__dict__["triton_norm"].run(Tensor((1,), 0), stream=0)
         raise RuntimeError("boom")
     assert fake["wrapper"].__dict__ == before and CompiledFxGraph.__call__ is original

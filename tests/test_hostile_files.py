@@ -141,7 +141,7 @@ def test_every_reader_refuses_a_key_written_twice(tmp_path: Path, monkeypatch: p
     """A tampered second ``"cases"`` would otherwise win silently; each reader names the file, the
     object's JSON path and the key."""
     from fuseci.errors import FuseciError
-    from fuseci.measure import record as record_format
+    from fuseci.records import harness as record_format
     from fuseci.store import baselines as bl
     from fuseci.store import results, runs
 

@@ -10,7 +10,7 @@ from helpers import MINIMAL_SUITE, SUITES, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuseci import api
+from fuseci import api, validation
 from fuseci.config import names
 from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
@@ -23,8 +23,8 @@ from fuseci.measure.command import Mode, SuiteFiles, harness_argv, operand
 @pytest.mark.parametrize("text", ["elementwise\n", "elementwise\r\n", "a\nb", "\nelementwise", "", "a b", "a/b", "a:b"])
 def test_an_id_is_the_whole_string(text: str) -> None:
     assert not names.is_id(text)
-    assert names.parse_range_name(f"fuseci:{text}:c:v") is None
-    assert names.parse_range_name(f"fuseci:s:c:{text}") is None
+    assert names.parse_range(f"fuseci:{text}:c:v") is None
+    assert names.parse_range(f"fuseci:s:c:{text}") is None
 
 
 def test_a_suite_id_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
@@ -42,12 +42,11 @@ def test_a_suite_id_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
 def test_one_id_length_limit_for_the_loader_and_the_readers(tmp_path: Path) -> None:
     from pydantic import TypeAdapter, ValidationError
 
-    from fuseci import validation
-    from fuseci.store import results
+    from fuseci.judge import verdict
 
-    longest, longer = "i" * names.MAX_ID_CHARS, "i" * (names.MAX_ID_CHARS + 1)
+    longest, longer = "i" * validation.MAX_ID_CHARS, "i" * (validation.MAX_ID_CHARS + 1)
     assert names.is_id(longest) and not names.is_id(longer)
-    for reader in (validation.Id, results.CaseId):  # baselines, run and record files; results files
+    for reader in (validation.Id, verdict.CaseId):  # baselines, run and record files; results files
         TypeAdapter(reader).validate_python(longest)
         with pytest.raises(ValidationError):
             TypeAdapter(reader).validate_python(longer)

@@ -1,4 +1,4 @@
-"""The package's layers: no module imports from a layer above its own.
+"""The package's layers: whole packages in one order, no module importing from a package above its own.
 
 Every import counts, at module level or inside a function, ``TYPE_CHECKING`` ones too. The
 order is declared once, here, and docs/DEVELOPMENT.md says the same."""
@@ -12,44 +12,47 @@ import fuseci
 
 ROOT = Path(fuseci.__file__).parent
 
-#: Bottom to top; a module may import from its own layer and those below. A name stands for the
-#: module and everything under it; the longest name that matches a module gives its layer.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("fuseci", "fuseci.errors", "fuseci.wording", "fuseci.validation", "fuseci.config"),
-    ("fuseci.store.versioned", "fuseci.store.atomic", "fuseci.store.locks", "fuseci.store.outputs"),
-    ("fuseci.measure",),
-    ("fuseci.harness",),
-    ("fuseci.frames",),
-    ("fuseci.measure.run",),
-    ("fuseci.ledger.model",),
-    ("fuseci.judge",),
-    ("fuseci.ledger",),
-    ("fuseci.store",),
-    ("fuseci.doctor",),
-    ("fuseci.reporters",),
-    ("fuseci.ab",),
-    ("fuseci.api",),
-    ("fuseci.cli", "fuseci.__main__"),
+#: Bottom to top, one whole package (or top-level module) a layer: a module may import from its own
+#: package and those below, so no import runs upward and no two packages import each other. A name
+#: stands for the module or package and everything under it.
+LAYERS: tuple[str, ...] = (
+    "fuseci",
+    "fuseci.errors",
+    "fuseci.wording",
+    "fuseci.validation",
+    "fuseci.config",
+    "fuseci.files",
+    "fuseci.records",
+    "fuseci.frames",
+    "fuseci.measure",
+    "fuseci.harness",
+    "fuseci.judge",
+    "fuseci.ledger",
+    "fuseci.store",
+    "fuseci.doctor",
+    "fuseci.reporters",
+    "fuseci.ab",
+    "fuseci.api",
+    "fuseci.cli",
+    "fuseci.__main__",
 )
 
 
 def layer_of(name: str) -> int | None:
     """The layer of a module, or of a name imported from one (``fuseci.judge.verdict.Verdict``);
     None for a package or module under ``fuseci`` that no layer names."""
-    best, level = "", None
-    for i, names in enumerate(LAYERS):
-        for prefix in names:
-            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > len(best):
-                best, level = prefix, i
-    top = name.split(".")[1] if name.count(".") else ""
-    if best == "fuseci" and top and ((ROOT / top).is_dir() or (ROOT / f"{top}.py").exists()):
-        return None  # the package's own names (``fuseci.__version__``) are its; a module must be placed
-    return level
+    parts = name.split(".")
+    top = ".".join(parts[:2])
+    if top in LAYERS:
+        return LAYERS.index(top)
+    if len(parts) > 1 and ((ROOT / parts[1]).is_dir() or (ROOT / f"{parts[1]}.py").exists()):
+        return None  # a package or module that must be placed
+    return 0  # the package's own names (``fuseci.__version__``)
 
 
 def stated() -> str:
-    """The order as docs/DEVELOPMENT.md states it: each layer's names, bottom first."""
-    return " → ".join(", ".join(f"`{n.removeprefix('fuseci.')}`" for n in names if n != "fuseci") for names in LAYERS)
+    """The order as docs/DEVELOPMENT.md states it: each layer's package, bottom first."""
+    return " → ".join(f"`{n.removeprefix('fuseci.')}`" for n in LAYERS[1:])
 
 
 def _module(path: Path) -> str:
@@ -100,3 +103,17 @@ def test_no_import_runs_back_up() -> None:
 def test_development_md_states_the_order() -> None:
     text = (ROOT.parent / "docs" / "DEVELOPMENT.md").read_text(encoding="utf-8")
     assert stated() in " ".join(text.split()), f"docs/DEVELOPMENT.md should state the layers as: {stated()}"
+
+
+def test_layers_are_whole_packages() -> None:
+    cut = [n for n in LAYERS if n.count(".") > 1]
+    assert not cut, f"a layer names part of a package (the package holds two things: split it): {cut}"
+
+
+def test_no_two_modules_share_a_base_name() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(_module(path))
+    shared = {name: mods for name, mods in seen.items() if len(mods) > 1 and name != "history.py"}
+    assert not shared, f"modules that share a base name (give each the name of what it holds): {shared}"

@@ -16,8 +16,8 @@ from fuseci.ledger import store
 from fuseci.ledger.artifacts import capture_from, read_capture
 from fuseci.ledger.build import build
 from fuseci.ledger.launches import KernelRow, in_range, kernel_rows, read_kernel_rows
-from fuseci.ledger.model import Kind, Ledger, Row
 from fuseci.ledger.wrapper import parse_wrapper
+from fuseci.records.fusion import Kind, Ledger, Row
 
 DATA = Path(__file__).parent / "data" / "ledger"
 CASES = (

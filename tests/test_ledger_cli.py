@@ -17,7 +17,7 @@ from fuseci import __version__
 from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
 from fuseci.ledger import store
 from fuseci.ledger.diff import diff
-from fuseci.ledger.model import Kind, Ledger, Measured, Node, Row
+from fuseci.records.fusion import Kind, Ledger, Measured, Node, Row
 from fuseci.reporters import github
 from fuseci.reporters.text import LEDGER_MESSAGE
 from fuseci.store import results

@@ -21,7 +21,7 @@ from fuseci.ledger.diff import diff, diff_lines
 from fuseci.ledger.gate import FindingKind, LedgerVerdict, judge
 from fuseci.ledger.launches import KernelRow, in_range, kernel_rows
 from fuseci.ledger.match import is_view, match, op_base, quoted
-from fuseci.ledger.model import Kind, Ledger, Node, Row
+from fuseci.records.fusion import Kind, Ledger, Node, Row
 
 DATA = Path(__file__).parent / "data" / "ledger"
 CASES = (

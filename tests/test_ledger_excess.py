@@ -19,7 +19,7 @@ from fuseci.ledger import excess, store
 from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.boundary import boundaries, floor
 from fuseci.ledger.graph import parse_graph, tensor_type
-from fuseci.ledger.model import Cause, Kind, Ledger, Measured, Node, Row
+from fuseci.records.fusion import Cause, Kind, Ledger, Measured, Node, Row
 from fuseci.reporters import ledger as report
 from fuseci.reporters import ledger_html
 from fuseci.store import results

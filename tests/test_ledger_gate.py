@@ -13,7 +13,7 @@ from fuseci.judge.verdict import Verdict
 from fuseci.ledger.diff import diff, diff_lines
 from fuseci.ledger.gate import FindingKind, judge
 from fuseci.ledger.match import Change, is_view, match, row_identity
-from fuseci.ledger.model import Node
+from fuseci.records.fusion import Node
 
 GELU = "triton_poi_fused_gelu_view_2"
 QKV_GEMM = "extern_kernels.addmm"

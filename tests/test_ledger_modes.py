@@ -18,8 +18,8 @@ from fuseci.ledger import launches, replay
 from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import SYMBOLIC
 from fuseci.ledger.launches import KernelRow, attribute
-from fuseci.ledger.model import Kind
 from fuseci.ledger.wrapper import Call, parse_wrapper
+from fuseci.records.fusion import Kind
 
 DATA = Path(__file__).resolve().parent / "data"
 REPORT = DATA / "reports" / "compile_modes.ncu-rep.xz"

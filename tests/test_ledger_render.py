@@ -13,7 +13,7 @@ import pytest
 from helpers import VIEWPORT, parse
 
 from fuseci.ledger.gate import judge
-from fuseci.ledger.model import Kind, Ledger, Node, Row
+from fuseci.records.fusion import Kind, Ledger, Node, Row
 from fuseci.reporters import html, ledger_html
 from fuseci.reporters import ledger as report
 from tests.reporters.ledger_results import ledger_comparison, real_ledger

@@ -13,8 +13,8 @@ from helpers import DATA, ROOT
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.measure.record import FORMAT as RECORD_FORMAT
-from fuseci.measure.record import read_record
+from fuseci.records.harness import FORMAT as RECORD_FORMAT
+from fuseci.records.harness import read_record
 from fuseci.store import baselines as bl
 from fuseci.store import runs
 from fuseci.store.results import read_results

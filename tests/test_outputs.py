@@ -24,8 +24,8 @@ from helpers import within as _within
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.outputs import append_output, same_file, write_output
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.outputs import append_output, same_file, write_output
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="devices, FIFOs and links are POSIX")
 
@@ -108,7 +108,7 @@ def test_an_unwritable_directory_changes_nothing(tmp_path: Path, monkeypatch: py
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr("fuseci.store.atomic._temporary", denied)  # as a read-only directory does (root ignores modes)
+    monkeypatch.setattr("fuseci.files.atomic._temporary", denied)  # as a read-only directory does (root ignores modes)
     with pytest.raises(PermissionError):
         write_output(path, "new\n")
     assert path.read_text() == "old\n" and _files(tmp_path) == ["j.xml"]
@@ -165,7 +165,7 @@ def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(tmp_path: P
     and stays the file the shell opened."""
     log = tmp_path / "log"
     script = (
-        "import sys; from pathlib import Path; from fuseci.store.outputs import write_output\n"
+        "import sys; from pathlib import Path; from fuseci.files.outputs import write_output\n"
         "print('before', flush=True); write_output(Path('/dev/stdout'), 'report\\n'); print('after')\n"
     )
     with log.open("w") as out:
@@ -177,7 +177,7 @@ def test_dev_stdout_redirected_to_a_file_is_appended_to_not_replaced(tmp_path: P
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 def test_dev_stdout_as_a_pipe() -> None:
-    script = "from pathlib import Path; from fuseci.store.outputs import write_output; write_output(Path('/dev/stdout'), 'r\\n')"
+    script = "from pathlib import Path; from fuseci.files.outputs import write_output; write_output(Path('/dev/stdout'), 'r\\n')"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
     assert (done.returncode, done.stdout, done.stderr) == (0, "r\n", "")
 
@@ -475,7 +475,7 @@ def _release(fifo: Path) -> None:
 
 @pytest.fixture
 def short_fifo_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("fuseci.store.outputs.FIFO_WAIT_S", 0.3)
+    monkeypatch.setattr("fuseci.files.outputs.FIFO_WAIT_S", 0.3)
 
 
 def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path: Path, short_fifo_wait) -> None:

@@ -9,7 +9,7 @@ from fuseci import api
 from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError
 from fuseci.judge.verdict import CheckKind, update_exit_code
-from fuseci.measure.record import CaseStatus, read_record
+from fuseci.records.harness import CaseStatus, read_record
 from fuseci.store import baselines as bl
 
 
@@ -128,7 +128,7 @@ def test_unreadable_report_names_writer_and_reader_versions(tmp_path: Path, elem
 def test_half_a_report_after_a_stopped_run_counts_as_not_measured(tmp_path: Path, elementwise) -> None:
     from dataclasses import replace
 
-    from fuseci.measure.record import write_record
+    from fuseci.records.harness import write_record
 
     bad = tmp_path / "elementwise.ncu-rep"
     bad.write_bytes(b"\x00" * 4096)

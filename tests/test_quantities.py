@@ -21,7 +21,7 @@ from fuseci.frames.report import kernel_columns, read_report
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CheckKind, Verdict
-from fuseci.measure.record import read_record
+from fuseci.records.harness import read_record
 from fuseci.reporters import console, html, markdown
 
 #: A quantity of the kind the exact-counter gates add: L2 sectors written, counted exactly, on

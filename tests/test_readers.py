@@ -18,8 +18,8 @@ from helpers import snapshot as _snapshot
 from fuseci import validation as v
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError
-from fuseci.measure import record as record_format
 from fuseci.measure.run import MeasureOptions, measure
+from fuseci.records import harness as record_format
 from fuseci.store import baselines as bl
 from fuseci.store import results, runs
 

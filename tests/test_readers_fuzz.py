@@ -31,8 +31,9 @@ from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError
 from fuseci.frames import pairing
-from fuseci.measure import record as rec
+from fuseci.judge.baseline import Baseline
 from fuseci.measure.run import MeasureOptions, measure
+from fuseci.records import harness as rec
 from fuseci.store import baselines as bl
 from fuseci.store import results, runs
 
@@ -82,7 +83,7 @@ BASELINE_TEXTS = _texts(BASELINES)
 def test_baselines(target: Path, data: st.DataObject) -> None:
     raw = mutated(data, BASELINE_TEXTS[data.draw(st.integers(0, len(BASELINE_TEXTS) - 1), label="seed")])
     got = outcome(bl.load_baseline, target, raw)
-    if isinstance(got, bl.Baseline):  # the writer writes what the reader takes, the same again
+    if isinstance(got, Baseline):  # the writer writes what the reader takes, the same again
         text = bl.dumps(got)
         target.write_text(text)
         again = bl.load_baseline(target)

@@ -8,7 +8,7 @@ from helpers import REPORTS
 
 from fuseci.errors import ReportError
 from fuseci.measure.command import DEFAULT_REPEATS as TIMING_REPEATS
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
 COMMITTED = sorted(REPORTS.glob("*.harness.json"))
 

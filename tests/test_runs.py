@@ -21,11 +21,11 @@ from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError
 from fuseci.frames.metrics import SuiteResults, summarize
-from fuseci.judge import runs as judge_runs
+from fuseci.judge import between_runs as judge_runs
 from fuseci.judge.verdict import CheckKind
 from fuseci.measure import run as measure_run
-from fuseci.measure.record import CaseStatus
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import CaseStatus
 from fuseci.store import runs
 
 runner = CliRunner()

@@ -1,4 +1,4 @@
-"""SASS text read into per-kernel summaries and diffed (fuseci.measure.sass), from SASS recorded
+"""SASS text read into per-kernel summaries and diffed (fuseci.records.sass), from SASS recorded
 with nvcc and cuobjdump from the project's kernels (tests/data/sass/README.md), and from hostile text."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fuseci import validation as v
-from fuseci.measure import sass
-from fuseci.measure.sass import KernelCode
+from fuseci.records import sass
+from fuseci.records.sass import KernelCode
 
 SASS = Path(__file__).parent / "data" / "sass"
 

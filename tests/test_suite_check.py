@@ -323,7 +323,7 @@ def test_yaml_mistakes_get_the_fix(project: Path, text: str, expected: str) -> N
 
 def test_inputs_smaller_than_the_l2_span_get_a_warning_not_an_error(project: Path) -> None:
     from fuseci.config.check import KNOWN_L2_BYTES, L2_SPAN
-    from fuseci.harness.timing import L2_SPAN as HARNESS_L2_SPAN
+    from fuseci.harness.event_timing import L2_SPAN as HARNESS_L2_SPAN
 
     assert L2_SPAN == HARNESS_L2_SPAN
     assert max(KNOWN_L2_BYTES.values()) == 60 << 20

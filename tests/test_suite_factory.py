@@ -22,7 +22,7 @@ from fuseci.config.check import check_files
 from fuseci.config.model import COMPILE_MODES, CompileOptions
 from fuseci.config.parse import SCHEMA_FILE, check_suite, load_suite, seed_for
 from fuseci.errors import HarnessError, SuiteError
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, read_record
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, read_record
 
 FACTORY = "kernels.model_factories:prenorm"
 
@@ -264,7 +264,7 @@ def _fake_case(tmp_path: Path, unfused: str = "fake_factories:block", reference:
 def test_one_module_per_factory_built_under_the_case_s_seed_eager_and_compiled(
     fake_torch: types.ModuleType, tmp_path: Path
 ) -> None:
-    from fuseci.harness.run import _calls
+    from fuseci.harness.case_runner import _calls
 
     case = _fake_case(tmp_path).case("prenorm")
     calls, reference = _calls(case, [tmp_path])
@@ -289,7 +289,7 @@ def test_one_module_per_factory_built_under_the_case_s_seed_eager_and_compiled(
 
 
 def test_a_named_reference_is_used_instead_of_the_module_s_copy(fake_torch: types.ModuleType, tmp_path: Path) -> None:
-    from fuseci.harness.run import _calls
+    from fuseci.harness.case_runner import _calls
 
     write(tmp_path / "fake_reference.py", "def ref(x, mask, d, heads):\n    return x\n")
     _, reference = _calls(_fake_case(tmp_path, reference="fake_reference:ref").case("prenorm"), [tmp_path])
@@ -318,7 +318,7 @@ def test_a_broken_factory_is_the_case_s_error_in_one_line_and_exit_3(
     from fuseci.frames.metrics import summarize
     from fuseci.harness import arrays
     from fuseci.harness.arrays import device
-    from fuseci.harness.run import _calls, run_case
+    from fuseci.harness.case_runner import _calls, run_case
     from fuseci.judge.compare import compare
     from fuseci.judge.verdict import Verdict, exit_code
     from fuseci.measure import run as measure_run
@@ -351,7 +351,7 @@ def test_a_broken_factory_is_the_case_s_error_in_one_line_and_exit_3(
 
 def test_the_record_holds_the_compile_options_of_the_variants_that_compile(tmp_path: Path) -> None:
     from fuseci.harness.factory import noted
-    from fuseci.measure.record import write_record
+    from fuseci.records.harness import write_record
 
     case = _load(tmp_path, SUITE).case("prenorm")
     record = noted(case, CaseRecord("prenorm", CaseStatus.OK))

@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fuseci.config import names, quantities  # noqa: E402
+from fuseci import validation  # noqa: E402
+from fuseci.config import quantities  # noqa: E402
 from fuseci.config.model import CACHE_CONTROLS, CHECK_NAMES, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES  # noqa: E402
-from fuseci.config.parse import MAX_DIMS, SCHEMA_FILE, load_suite  # noqa: E402
+from fuseci.config.parse import SCHEMA_FILE, load_suite  # noqa: E402
 from fuseci.config.policy import parse_expectation, parse_tolerance  # noqa: E402
+from fuseci.config.values import MAX_DIMS  # noqa: E402
 from fuseci.errors import SuiteError  # noqa: E402
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
@@ -72,7 +74,7 @@ def test_the_schema_names_what_the_loader_takes() -> None:
         long["baseline"],
         _map(case["variants"])["propertyNames"],
     ):
-        assert (id_field["pattern"], id_field["maxLength"]) == (names.ID_PATTERN.pattern, names.MAX_ID_CHARS)
+        assert (id_field["pattern"], id_field["maxLength"]) == (validation.ID_PATTERN.pattern, validation.MAX_ID_CHARS)
     assert _enum(inputs["dtype"]) == _enum(DEFS["Defaults"]["properties"]["dtype"]) == list(DTYPES)
     assert _enum(inputs["distribution"]) == list(DISTRIBUTIONS)
     for gates in (case["gates"], DEFS["Defaults"]["properties"]["gates"]):
@@ -141,7 +143,7 @@ BROKEN = {
     "description list": GOOD + "description: [a]\n",
     "no case id": GOOD.replace("  - id: c1\n    inputs:", "  - inputs:"),
     "bad case id": GOOD.replace("id: c1", "id: 'c:1'"),
-    "case id too long": GOOD.replace("id: c1", f"id: {'c' * (names.MAX_ID_CHARS + 1)}"),
+    "case id too long": GOOD.replace("id: c1", f"id: {'c' * (validation.MAX_ID_CHARS + 1)}"),
     "suite id too long": GOOD.replace("suite: demo", f"suite: {'s' * 1000}"),
     "unknown case key": GOOD + "    timeout: 3\n",
     "no inputs": GOOD.replace("    inputs:\n      x: {shape: [1024]}\n", ""),

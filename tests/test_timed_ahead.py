@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 
 from fuseci.config.model import Suite
+from fuseci.files.locks import file_lock
 from fuseci.harness import __main__ as harness
 from fuseci.harness.__main__ import time_around
-from fuseci.harness.timing import TimingOptions
+from fuseci.harness.event_timing import TimingOptions
 from fuseci.measure import run as measure_run
 from fuseci.measure import turn
 from fuseci.measure.command import HarnessFiles
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 from fuseci.measure.turn import gpu_turn, waiting_file
-from fuseci.store.locks import file_lock
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, VariantTiming, read_record, write_record
 
 SUITE = """
 suite: s
@@ -47,7 +47,7 @@ def _suite(tmp_path: Path) -> Suite:
 
 
 class FakeRun:
-    """Stands for :func:`fuseci.harness.run.run`: runs cases as the real one orders them, asks
+    """Stands for :func:`fuseci.harness.case_runner.run`: runs cases as the real one orders them, asks
     ``stop`` before each, and calls ``during`` after each (the test's hook into the timeline)."""
 
     def __init__(self, during: Any = None) -> None:

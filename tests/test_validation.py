@@ -12,7 +12,6 @@ from pydantic import Field, ValidationError, field_validator
 
 from fuseci import validation as v
 from fuseci import wording
-from fuseci.config import names
 
 
 class Timing(v.Model):
@@ -96,9 +95,9 @@ def test_a_good_document_reads_into_frozen_typed_models() -> None:
         ({"variant": "a\n"}, "variant", "expected an id (letters, digits, '_' and '-'), got a string \"a\\n\""),
         ({"variant": 3}, "variant", "expected an id (letters, digits, '_' and '-'), got a number 3"),
         (
-            {"variant": "i" * (names.MAX_ID_CHARS + 1)},
+            {"variant": "i" * (v.MAX_ID_CHARS + 1)},
             "variant",
-            f"a string of {names.MAX_ID_CHARS + 1} characters, more than the {names.MAX_ID_CHARS} allowed",
+            f"a string of {v.MAX_ID_CHARS + 1} characters, more than the {v.MAX_ID_CHARS} allowed",
         ),
         ({"in": "a b"}, "in", 'expected a quantity name, got a string "a b"'),
         ({"status": "faild"}, "status", "a string \"faild\" is not one of 'ok', 'failed'; did you mean 'failed'?"),
@@ -242,8 +241,8 @@ def test_the_json_schema_states_the_types_constraints() -> None:
     fields = schema["properties"]
     assert fields["status"]["enum"] == ["ok", "failed"]
     assert fields["variant"] == {
-        "maxLength": names.MAX_ID_CHARS,
-        "pattern": names.ID_PATTERN.pattern,
+        "maxLength": v.MAX_ID_CHARS,
+        "pattern": v.ID_PATTERN.pattern,
         "title": "Variant",
         "type": "string",
     }

@@ -18,8 +18,8 @@ from fuseci.judge.checks import BORDERLINE_FACTOR, NOISE_Z, time_band, time_nois
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
 from fuseci.measure import run as measure_run
-from fuseci.measure.record import VariantTiming
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import VariantTiming
 from fuseci.store import baselines as bl
 
 BASELINE = bl.load_baseline(H200_BASELINES / "nvidia-h200" / "elementwise.json")

@@ -12,7 +12,7 @@ import pytest
 from helpers import write
 
 from fuseci.harness import watch
-from fuseci.measure.record import CaseRecord, CaseStatus
+from fuseci.records.harness import CaseRecord, CaseStatus
 
 _A = """import json
 from pathlib import Path

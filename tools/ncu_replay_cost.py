@@ -8,7 +8,7 @@ under ncu from inside the process (docs/BENCHMARKS.md, "Profiling cost per kerne
 METRICS: ``python3 -c "from fuseci.config import quantities; print(','.join(quantities.ncu_metrics()))"``.
 Compiles ``kernels.models:Stack`` of DEPTH blocks (4 x 512 tokens of 1024, bf16), runs it twice
 outside any range, then once inside ``fuseci:s:c:v`` under ``emit_nvtx``, with fuseci's
-``repeats: once`` marks (:mod:`fuseci.harness.arrays.repeats`) when asked, and prints one JSON
+``repeats: once`` marks (:mod:`fuseci.harness.arrays.launch_ranges`) when asked, and prints one JSON
 line: the seconds of that measured call (ncu replays each kernel as it launches, so this is the
 profiling cost), the launches and the repeats left out. Count the kernels ncu profiled from its
 ``==PROF== Profiling`` lines.
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from fuseci.harness.arrays import repeats
+from fuseci.harness.arrays import launch_ranges
 from kernels.models import Stack
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
         compiled(x)
         compiled(x)
         torch.cuda.synchronize()
-        marks = repeats.once_per_configuration() if once else nullcontext(None)
+        marks = launch_ranges.once_per_configuration() if once else nullcontext(None)
         torch.cuda.nvtx.range_push("fuseci:s:c:v")
         start = time.perf_counter()
         with torch.autograd.profiler.emit_nvtx(), marks as launches:

@@ -31,7 +31,7 @@ from fuseci.ab.cases import CasePrint, case_prints
 from fuseci.ab.reader import Tree
 from fuseci.config.model import Suite
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
-from fuseci.measure.record import CaseRecord, HarnessRecord
+from fuseci.records.harness import CaseRecord, HarnessRecord
 
 log = logging.getLogger(__name__)
 

@@ -439,9 +439,3 @@ def changed(before: Mapping[str, CasePrint], after: Mapping[str, CasePrint], ord
         for c in order
         if c not in before or before[c].digest != after[c].digest or before[c].unproven or after[c].unproven
     )
-
-
-def changed_cases(base: Suite, base_tree: Path | Tree, head: Suite, head_tree: Path | Tree) -> tuple[str, ...]:
-    """The head's cases (in suite order) whose fingerprint differs from the base's same case, that
-    the base does not have, or that either side cannot prove unchanged."""
-    return changed(case_prints(base, base_tree), case_prints(head, head_tree), [c.id for c in head.cases])

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.errors import Cancelled, FuseciError
+from fuseci.files.locks import file_lock, is_held
 from fuseci.measure.process import cancel_on_signals
-from fuseci.store.locks import file_lock, is_held
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fuseci.api.baselines import BaselineUpdate, update_baselines
+    from fuseci.api.baseline_updates import BaselineUpdate, update_baselines
     from fuseci.api.running import (
         RunOptions,
         RunOutcome,
@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from fuseci.api.suites import check_suites, load_suites, parse_accept_env, runnable, suite_files
     from fuseci.api.timing import BenchOptions, bench, bench_own_files
     from fuseci.api.trends import history, run_files_in
-    from fuseci.judge.runs import compare_runs, recorded_suites
+    from fuseci.judge.between_runs import compare_runs, recorded_suites
 
 #: The API's names by the module they live in. A module is imported when one of its names is
 #: first used, so that a command imports only what it needs (``fuseci check`` neither pandas nor
 #: the report reader).
 _MODULES: dict[str, tuple[str, ...]] = {
-    "fuseci.api.baselines": ("BaselineUpdate", "update_baselines"),
+    "fuseci.api.baseline_updates": ("BaselineUpdate", "update_baselines"),
     "fuseci.api.running": (
         *("RunOptions", "RunOutcome", "baseline_file", "check", "check_results", "keep_run", "own_files", "run"),
     ),
@@ -44,7 +44,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "fuseci.api.suites": ("check_suites", "load_suites", "parse_accept_env", "runnable", "suite_files"),
     "fuseci.api.timing": ("BenchOptions", "bench", "bench_own_files"),
     "fuseci.api.trends": ("history", "run_files_in"),
-    "fuseci.judge.runs": ("compare_runs", "recorded_suites"),
+    "fuseci.judge.between_runs": ("compare_runs", "recorded_suites"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

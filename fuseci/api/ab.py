@@ -5,7 +5,7 @@ The base's suite files and kernel modules come from a temporary git worktree of 
 both sides are measured on the same GPU in one job, the base first, then the head (A B A B ...,
 never all of A then all of B), each in its own processes run in its own tree
 (:func:`side_options`). The base's results become, in memory, the baseline the head is judged
-against (:func:`fuseci.judge.runs.baseline_of`, as ``fuseci compare`` makes one of a run), with
+against (:func:`fuseci.judge.between_runs.baseline_of`, as ``fuseci compare`` makes one of a run), with
 the head's suite file giving the gates, tolerances and expectations; the verdicts are those of
 ``fuseci run``. A borderline CUDA-event speedup is re-measured on both sides, pass for pass
 (:meth:`fuseci.api.session.Session.remeasure`). No stored baseline is read or written.
@@ -45,14 +45,14 @@ from fuseci.api.session import Progress, Retime, Session, retry_cases
 from fuseci.config.model import Suite
 from fuseci.errors import BaselineError, FuseciError, MismatchError, NcuError
 from fuseci.frames.metrics import SuiteResults
+from fuseci.judge.between_runs import baseline_of
 from fuseci.judge.compare import compare
-from fuseci.judge.runs import baseline_of
 from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.ledger import store
-from fuseci.ledger.model import Ledger
 from fuseci.measure import turn
 from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.run import REFERENCE_PASSES, MeasureOptions
+from fuseci.records.fusion import Ledger
 from fuseci.store import runs as run_files
 
 log = logging.getLogger("fuseci.api")

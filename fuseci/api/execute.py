@@ -14,7 +14,7 @@ from pathlib import Path
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, FuseciError
 from fuseci.measure.process import one_line, run_logged, tail
-from fuseci.measure.trial_record import REFERENCE, Outcome, Trial, read_trials, trial_argv
+from fuseci.records.trials import REFERENCE, Outcome, Trial, read_trials, trial_argv
 
 #: The time one suite's calls may take, all of them (PyTorch's import, Triton's interpreter and
 #: CPU compiles included); a call still running then is reported as hung.

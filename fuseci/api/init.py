@@ -46,6 +46,7 @@ from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from fuseci import validation
 from fuseci.config import names
 from fuseci.config.resolve import ModuleFinder, module_imports, resolve
 from fuseci.config.yaml_loader import parse_yaml
@@ -487,7 +488,7 @@ def _option_problems(options: InitOptions) -> list[str]:
     for flag, value in (("--suite", options.suite), ("--case", options.case)):
         if value is not None and not names.is_id(value):
             problems.append(
-                f"{flag} {value!r}: not an id; use letters, digits, '_' and '-' (at most {names.MAX_ID_CHARS})"
+                f"{flag} {value!r}: not an id; use letters, digits, '_' and '-' (at most {validation.MAX_ID_CHARS})"
             )
     report = options.report_dir
     if not _PLAIN_PATH.fullmatch(report) or {".", ".."} & set(report.strip("/").split("/")):

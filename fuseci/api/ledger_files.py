@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from fuseci.errors import EXIT_PASS, LedgerError, UsageError
+from fuseci.files.versioned import DocumentFormat, read_bounded
 from fuseci.ledger import store
 from fuseci.ledger.diff import NodeChange, diff
 from fuseci.ledger.gate import LedgerVerdict, judge
-from fuseci.ledger.model import Ledger
+from fuseci.records.fusion import Ledger
 from fuseci.store import results
-from fuseci.store.versioned import DocumentFormat, read_bounded
 
 #: What a file that is none of the three is told.
 FIX = (

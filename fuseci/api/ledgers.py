@@ -14,7 +14,7 @@ from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.compare import LedgerJudged
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, Verdict
 from fuseci.ledger import artifacts, build, gate, launches, store
-from fuseci.ledger.model import Ledger
+from fuseci.records.fusion import Ledger
 
 Key = tuple[str, str]
 

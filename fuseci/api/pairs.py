@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci import __version__
-from fuseci.ab import diff, git
+from fuseci.ab import changed_paths, git
 from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint, to_measure
 from fuseci.ab.reader import Tree, tree_of
 from fuseci.api.sharding import shard
@@ -77,7 +77,7 @@ class Pair:
     case (the suite file or fuseci differs, or one side lacks the suite)."""
     seen: tuple[str, ...] = ()
     """Changes between the sides outside what its cases' fingerprints hold that have cases
-    measured anyway (:mod:`fuseci.ab.diff`), each said for people."""
+    measured anyway (:mod:`fuseci.ab.changed_paths`), each said for people."""
 
     @property
     def name(self) -> str:
@@ -225,12 +225,12 @@ def pair_suites(
 
 
 def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path, ignore: Sequence[str]) -> list[Pair]:
-    """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.diff`): every
+    """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.changed_paths`): every
     case of every suite measured for a change no case's proven dependencies explain that a case
     may reach; each case measured whose code names a data file another case's fingerprint holds."""
     prints = {BASE: _side_prints(pairs, BASE, base), HEAD: _side_prints(pairs, HEAD, head)}
     sights = {
-        side.name: diff.sight(
+        side.name: changed_paths.sight(
             side.root,
             {f for fp in prints[side.name] for f in fp.files},
             [p.rel.as_posix() for p in pairs if (p.base if side is base else p.head) is not None],
@@ -243,8 +243,8 @@ def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path, ignore:
     except (git.GitError, ValueError) as exc:
         forced: tuple[str, ...] = (f"what differs between the sides could not be listed ({exc})",)
     else:
-        environment = diff.environment_paths([repo, base.root, head.root])
-        found = diff.seen(changes, list(sights.values()), environment, ignore)
+        environment = changed_paths.environment_paths([repo, base.root, head.root])
+        found = changed_paths.seen(changes, list(sights.values()), environment, ignore)
         forced = found.everything
         if not forced:
             return [_named_data(p, found.data, sights) for p in pairs]
@@ -269,7 +269,7 @@ def _side_prints(pairs: Sequence[Pair], name: str, side: Side) -> list[Fingerpri
     return out
 
 
-def _named_data(pair: Pair, data: Sequence[str], sights: dict[str, diff.Sight]) -> Pair:
+def _named_data(pair: Pair, data: Sequence[str], sights: dict[str, changed_paths.Sight]) -> Pair:
     """``pair`` with each case measured whose code or suite file names a changed data file that
     its case fingerprint does not hold (its code may read it through an API the reader has no
     rule for)."""
@@ -284,7 +284,7 @@ def _named_data(pair: Pair, data: Sequence[str], sights: dict[str, diff.Sight]) 
             cp = printed.cases.get(case.id)
             held = set() if cp is None else {*cp.files, *cp.functions}
             suite = pair.rel.as_posix()
-            named = [d for d in data if d not in held and diff.naming(d, [*held, suite], sights[side])]
+            named = [d for d in data if d not in held and changed_paths.naming(d, [*held, suite], sights[side])]
             if named:
                 more.append(case.id)
                 said.append(f"{named[0]} (named by case {case.id}'s code or suite file, not held by its fingerprint)")

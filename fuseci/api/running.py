@@ -16,8 +16,8 @@ from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
 from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.measure import autotune, turn
 from fuseci.measure.command import Mode, SuiteFiles
-from fuseci.measure.record import record_path_for
 from fuseci.measure.run import MeasureOptions
+from fuseci.records.harness import record_path_for
 
 if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.ab.reader import Tree
@@ -72,7 +72,7 @@ def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool =
     files, each suite's baselines (on every card that has one; not with ``baselines=False``, for
     the update that writes one), and the re-analysed report and its record or, when profiling,
     the files of the report directory. A report the user asks for must be none of these
-    (:func:`fuseci.store.outputs.check_outputs`)."""
+    (:func:`fuseci.files.outputs.check_outputs`)."""
     found: list[tuple[Path, str]] = []
     for suite in suites:
         found.append((suite.path, f"the suite file of {suite.name!r}"))

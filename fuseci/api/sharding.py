@@ -12,8 +12,8 @@ from pathlib import Path
 from fuseci.config.model import Suite
 from fuseci.config.names import gpu_slug, id_key
 from fuseci.errors import ReportError, UsageError
+from fuseci.files.outputs import same_file
 from fuseci.judge.verdict import Comparison
-from fuseci.store.outputs import same_file
 from fuseci.store.results import read_results
 
 #: Most shards ``--shard K/N`` may name: far more than any CI matrix, few enough to check at once.

@@ -1,5 +1,5 @@
 """The commands: each parses its options, calls :mod:`fuseci.api`, renders, and returns its exit
-code to the error boundary (:class:`~fuseci.cli.boundary.Command`). Heavy modules (pandas, the API) are imported inside the commands, so
+code to the error boundary (:class:`~fuseci.cli.error_boundary.Command`). Heavy modules (pandas, the API) are imported inside the commands, so
 that ``fuseci --help`` is fast."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fuseci import __version__
-from fuseci.cli.boundary import Command, Group
+from fuseci.cli.error_boundary import Command, Group
 from fuseci.cli.measuring import Keep, keeper, measure_and_report, say_pairs, suite_inputs, suite_problems
 from fuseci.cli.options import (
     EXIT_CODES_HELP,
@@ -298,7 +298,7 @@ def check_command(
 def _execute(suites: Sequence[Suite]) -> int:
     """``check --execute``: each suite's functions called once; one line per call, one per suite."""
     from fuseci.api.execute import execute, exit_code
-    from fuseci.measure.trial_record import Outcome
+    from fuseci.records.trials import Outcome
 
     done = []
     for suite in suites:
@@ -464,9 +464,9 @@ def history_command(
     """
     from fuseci import api
     from fuseci.config.parse import load_suite
+    from fuseci.files.outputs import write_output
     from fuseci.reporters import history as history_reporter
     from fuseci.store import runs
-    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     gates = [load_suite(p) for p in suites or ()]

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
+from fuseci.cli.error_boundary import Command
 from fuseci.cli.options import (
     BENCH_EXIT_CODES_HELP,
     NcuOpt,
@@ -55,9 +55,9 @@ def bench_command(
       fuseci bench --repeats 200 --json bench.json
     """
     from fuseci import api
+    from fuseci.files.outputs import write_output
     from fuseci.measure import bench
     from fuseci.reporters import BENCH_FORMATS
-    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     loaded = api.load_suites(suites)
@@ -110,8 +110,8 @@ def doctor(
       fuseci doctor --json doctor.json
     """
     from fuseci.doctor import DoctorOptions, diagnose
+    from fuseci.files.outputs import write_output
     from fuseci.reporters.doctor import render_json, render_table
-    from fuseci.store.outputs import write_output
 
     setup_logging(verbose)
     if json_out not in (None, "-"):  # before the checks, which take a while

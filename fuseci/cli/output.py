@@ -219,7 +219,7 @@ def check_outputs(
 ) -> None:
     """Refuse report files that would replace one of the command's inputs, a file fuseci keeps
     (:func:`kept_files`: a suite file, a baseline, a run file, whether this command reads it or
-    not), or each other (:func:`fuseci.store.outputs.check_outputs`); call it before any
+    not), or each other (:func:`fuseci.files.outputs.check_outputs`); call it before any
     measuring, so that nothing is spent on a run whose reports would be refused.
 
     Args:
@@ -234,8 +234,8 @@ def check_outputs(
         OutputError: an output names an input (compared as files: links, hard links and ``..``
             are seen through).
     """
-    from fuseci.store.outputs import Output
-    from fuseci.store.outputs import check_outputs as check
+    from fuseci.files.outputs import Output
+    from fuseci.files.outputs import check_outputs as check
 
     named = [Output(path, _option(name)) for name, path in outputs.items()]
     github = step_summary() if summary else None
@@ -316,8 +316,8 @@ def report(
 def _write_reports(comparisons: list[Comparison], outputs: Mapping[str, Path]) -> list[str]:
     """Write the files asked for and append the step summary; what could not be written, one
     message each."""
+    from fuseci.files.outputs import write_output
     from fuseci.reporters import FORMATS
-    from fuseci.store.outputs import write_output
 
     judged = _judged_files(comparisons)
     failures: list[str] = []
@@ -352,7 +352,7 @@ def _append_summary(path: Path, comparisons: list[Comparison], limit: int, rende
         OSError: it cannot be written (a full disk, ``/dev/full``, a FIFO no process reads, a
             directory): the caller makes that an error, never a warning.
     """
-    from fuseci.store.outputs import append_output
+    from fuseci.files.outputs import append_output
 
     try:
         st = path.stat()

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from fuseci.cli.boundary import Command
 from fuseci.cli.commands import app
+from fuseci.cli.error_boundary import Command
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import echo, error, setup_logging
 from fuseci.errors import EXIT_PASS, FuseciError

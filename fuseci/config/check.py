@@ -41,7 +41,7 @@ MAX_LISTED = 50
 KNOWN_L2_BYTES: dict[str, int] = {"H100": 50 << 20, "H200": 60 << 20}
 #: A case's inputs should span this many times the L2, so that DRAM traffic is real: the writes
 #: of a smaller case stay in L2 and ncu's DRAM byte counts miss them. The timed run's input
-#: rotation uses the same factor (``fuseci.harness.timing.L2_SPAN``).
+#: rotation uses the same factor (``fuseci.harness.event_timing.L2_SPAN``).
 L2_SPAN = 4
 
 

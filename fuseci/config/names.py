@@ -13,15 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TypeGuard
 
-#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. ``/`` separates
-#: nested ranges there and ``:`` separates the fields of our range names, so neither is allowed.
-#: Written as the suite's JSON Schema writes it; match it only with :func:`is_id` (``fullmatch``):
-#: ``re.match`` lets ``$`` match before a trailing newline, and an id names files and NVTX ranges.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
-#: Longest id: one limit for the suite loader, its JSON Schema and the readers of baselines,
-#: results and run files (:data:`fuseci.validation.Id`); an id names files, and file names
-#: end at 255 bytes.
-MAX_ID_CHARS = 200
+from fuseci.validation import ID_PATTERN, MAX_ID_CHARS
 
 
 def is_id(value: object) -> TypeGuard[str]:
@@ -113,13 +105,6 @@ def find_launch_range(stack: Sequence[str]) -> tuple[int, int, int] | None:
 def repeat_filter() -> str:
     """The ``--nvtx-exclude`` expression that leaves out every launch inside a repeat's range."""
     return f"regex:^{REPEAT_PREFIX}:.*/"
-
-
-def parse_range_name(name: str) -> tuple[str, str, str] | None:
-    """Split a range name into (suite, case, variant), or None if it is not one of ours (a
-    repeat's range included: see :func:`parse_range`)."""
-    parsed = parse_range(name)
-    return None if parsed is None else parsed[:3]
 
 
 # Frame columns (the tidy per-kernel schema, see metrics.py).

@@ -38,7 +38,6 @@ from fuseci.config.model import (
     randint_range,
 )
 from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_tolerance
-from fuseci.config.values import MAX_DIMS  # noqa: F401  (re-exported: the schema test reads it here)
 from fuseci.config.yaml_loader import kind as _kind
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import SuiteError

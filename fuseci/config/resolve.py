@@ -318,13 +318,6 @@ def suite_finder(
     return ModuleFinder([*before, *search_path(suite, cwd), *after, *rest])
 
 
-def find_module(module: str, roots: list[Path]) -> ModuleSpec | Resolution:
-    """The spec of ``module`` found from the file system alone (nothing is imported or run), or
-    the :class:`Resolution` that says why it cannot be found or judged."""
-    found = ModuleFinder(roots).find(module)
-    return found.resolution if found.resolution is not None else found.specs[-1]
-
-
 def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
     """The names a module's top level defines (in every branch of its ifs and trys too), and
     whether it may define others that its source does not show."""

@@ -63,9 +63,9 @@ class Keys:
 
 
 def _id(value: object) -> str:
-    if isinstance(value, str) and len(value) > names.MAX_ID_CHARS and names.ID_PATTERN.fullmatch(value):
+    if isinstance(value, str) and len(value) > v.MAX_ID_CHARS and v.ID_PATTERN.fullmatch(value):
         raise ValueError(
-            f"{brief_repr(value)} is {len(value)} characters long; an id has at most {names.MAX_ID_CHARS} "
+            f"{brief_repr(value)} is {len(value)} characters long; an id has at most {v.MAX_ID_CHARS} "
             "(it names files and NVTX ranges): shorten it"
         )
     if not names.is_id(value):
@@ -78,10 +78,10 @@ def _id(value: object) -> str:
 
 _ID_SCHEMA = {
     "type": "string",
-    "pattern": names.ID_PATTERN.pattern,
-    "maxLength": names.MAX_ID_CHARS,
+    "pattern": v.ID_PATTERN.pattern,
+    "maxLength": v.MAX_ID_CHARS,
     "description": "Letters, digits, '_' and '-' only (ncu's NVTX filter treats '/' and ':' specially), at most "
-    f"{names.MAX_ID_CHARS} of them. Ids that differ only in letter case are the same id.",
+    f"{v.MAX_ID_CHARS} of them. Ids that differ only in letter case are the same id.",
 }
 Id = Annotated[str, PlainValidator(_id), Schema(lambda: dict(_ID_SCHEMA))]
 """A suite, case or variant id (:func:`fuseci.config.names.is_id`)."""

@@ -27,17 +27,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from fuseci.doctor.host import (
-    assess_clocks,
-    check_fuseci,
-    check_gpu,
-    check_ncu,
-    check_reader,
-    parse_gpus,
-    read_clocks,
-    smi_command,
-)
-from fuseci.doctor.model import (
+from fuseci.doctor.diagnosis import (
     CHECKS,
     FORMAT,
     FORMAT_VERSION,
@@ -51,7 +41,17 @@ from fuseci.doctor.model import (
     Status,
     _skip,
 )
-from fuseci.doctor.probe import (
+from fuseci.doctor.host import (
+    assess_clocks,
+    check_fuseci,
+    check_gpu,
+    check_ncu,
+    check_reader,
+    parse_gpus,
+    read_clocks,
+    smi_command,
+)
+from fuseci.doctor.profiling import (
     assess_probe,
     assess_profile,
     assess_readback,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import fuseci
 from fuseci import __version__
-from fuseci.doctor.model import (
+from fuseci.doctor.diagnosis import (
     CLOCK_FIELDS,
     CLOCKS_FIX,
     GPU_FIELDS,
@@ -120,7 +120,7 @@ def _distribution_version(name: str) -> str | None:
 def check_reader() -> Check:
     """Import ``ncu_report`` as ``fuseci run`` does, and say which copy it found."""
     try:
-        module = report.load_reader()
+        module = report.load_reader(ncu.find_ncu_or_none())
     except ReportError as exc:
         fix = f"install it into this Python: `{sys.executable} -m pip install ncu-report` (a dependency of fuseci)"
         return _check("reader", Status.FAIL, str(exc), fix)

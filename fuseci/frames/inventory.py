@@ -62,13 +62,6 @@ def spread_of(kernels: Sequence[KernelLaunch], quantity: str) -> float | None:
     return float(sum(k.spread[quantity] for k in kernels))
 
 
-def counts_of(kernels: Sequence[KernelLaunch], quantity: str) -> list[float] | None:
-    """Each kernel's count of ``quantity``, in launch order; None when a kernel lacks it."""
-    if any(quantity not in k.counts for k in kernels):
-        return None
-    return [k.counts[quantity] for k in kernels]
-
-
 def kernel_names(kernels: Sequence[KernelLaunch]) -> str:
     """The kernels' names joined by `` + `` (``nothing`` for none)."""
     return " + ".join(k.name for k in kernels) or "nothing"

@@ -31,7 +31,7 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Aggregate
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.measure.record import HarnessRecord, VariantTiming
+from fuseci.records.harness import HarnessRecord, VariantTiming
 
 
 def variant_columns() -> tuple[str, ...]:

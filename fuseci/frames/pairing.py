@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fuseci.config import names
-from fuseci.measure.record import HarnessRecord
+from fuseci.records.harness import HarnessRecord
 
 #: Pairs named in a message before "and N more".
 _SHOWN = 4

@@ -1,5 +1,5 @@
 """Launches ncu left out because they repeat an earlier launch's configuration (a ledger
-variant's ``repeats: once``, :mod:`fuseci.harness.arrays.repeats`), counted back in.
+variant's ``repeats: once``, :mod:`fuseci.harness.arrays.launch_ranges`), counted back in.
 
 The harness records, for each such variant and pass, ``[N, M, R]``: launch N, in graph run R,
 repeats launch M. ncu profiled M's kernels inside its ``fuseci-launch:R':M`` range and none of

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from fuseci.config import names, quantities
-from fuseci.errors import FuseciError, ReportError
+from fuseci.errors import ReportError
 from fuseci.frames import repeats as repeated
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,9 @@ def kernel_columns() -> tuple[str, ...]:
     return (*KERNEL_IDS, *quantities.ncu_metrics(), *spread_columns())
 
 
-def load_reader() -> ModuleType:
-    """Import ``ncu_report``: the PyPI package, else the copy inside the ncu installation.
+def load_reader(ncu: str | None = None) -> ModuleType:
+    """Import ``ncu_report``: the PyPI package, else the copy inside the installation of the ncu
+    executable ``ncu`` (its ``extras/python``), where the caller found one.
 
     Raises:
         ReportError: neither is available; says how to get one.
@@ -65,13 +66,8 @@ def load_reader() -> ModuleType:
         return importlib.import_module("ncu_report")
     except ImportError:
         pass
-    from fuseci.measure.profile import find_ncu  # only needed for the fallback
-
-    try:
-        root = Path(find_ncu()).resolve().parent
-    except FuseciError:
-        root = None
-    if root is not None:
+    if ncu is not None:
+        root = Path(ncu).resolve().parent
         extras = root / "extras" / "python"
         if (extras / "ncu_report.py").exists():
             sys.path.insert(0, str(extras))
@@ -191,6 +187,8 @@ def read_report(
     path: Path,
     ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
     repeats: Mapping[tuple[str, str], Mapping[int, repeated.Repeats]] | None = None,
+    *,
+    ncu: str | None = None,
 ) -> pd.DataFrame:
     """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
 
@@ -206,11 +204,14 @@ def read_report(
     repeat an earlier launch's configuration (:func:`fuseci.frames.repeats.recorded`): each is
     counted with a copy of that launch's kernels (:func:`fuseci.frames.repeats.expand`).
 
+    ``ncu``: the ncu executable whose own copy of the reader is taken where the PyPI package is
+    not installed (:func:`load_reader`).
+
     Raises:
         ReportError: the file is missing, truncated, not a report of fuseci's, or the reader is
             absent.
     """
-    reader = load_reader()
+    reader = load_reader(ncu)
     rows: list[dict[str, Any]] = []
     held: dict[tuple[str, str, str, int], list[repeated.Kernel]] = {}
     metrics = quantities.ncu_metrics()

@@ -21,7 +21,7 @@ no call finds its inputs in the cache. ``--no-checks`` skips step 2 (the timed p
 run``, whose profiled pass checked). The device-to-device copy bandwidth is measured once, in
 the same process.
 
-The record (see :mod:`fuseci.measure.record`) is rewritten before and after each case, so a crash or a
+The record (see :mod:`fuseci.records.harness`) is rewritten before and after each case, so a crash or a
 hang leaves what was done and names the case it happened in. After a fault that loses the CUDA
 context (an illegal address), the remaining cases are recorded as not run. This module and
 ``kernels/`` are the only places that import CuPy.

@@ -18,12 +18,12 @@ from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError
 from fuseci.harness import __doc__ as _DOC
 from fuseci.harness import arrays, watch
+from fuseci.harness.case_runner import preload, refuse_foreign, run, wait_for_ok_cases
+from fuseci.harness.event_timing import TimingOptions
 from fuseci.harness.probe import probe
-from fuseci.harness.run import preload, refuse_foreign, run, wait_for_ok_cases
-from fuseci.harness.timing import TimingOptions
 from fuseci.measure import turn
 from fuseci.measure.command import DEFAULT_REPEATS, FOREIGN_TREE_ENV, MAX_PASSES
-from fuseci.measure.record import HarnessRecord, write_record
+from fuseci.records.harness import HarnessRecord, write_record
 
 log = logging.getLogger("fuseci.harness")
 

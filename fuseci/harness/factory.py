@@ -17,7 +17,7 @@
 - a case that names no ``reference`` is checked against a float64 copy of the module of its first
   factory variant (``unfused`` first): ``copy.deepcopy(module).double()``, called on float64 copies
   of the floating inputs and the integer inputs as they are
-  (:func:`fuseci.harness.checks.reference_outputs`);
+  (:func:`fuseci.harness.correctness.reference_outputs`);
 - the compile options each variant ran with are written into its case's record
   (:func:`noted`).
 
@@ -35,8 +35,8 @@ from typing import Any
 from fuseci.config.model import Case, CompileOptions, Variant
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
-from fuseci.harness.checks import Call
-from fuseci.measure.record import CaseRecord
+from fuseci.harness.correctness import Call
+from fuseci.records.harness import CaseRecord
 
 #: The framework a factory's module takes its inputs in.
 FRAMEWORK = "torch"
@@ -131,7 +131,7 @@ class Models:
     docstring); held while the case runs, and freed with its calls."""
 
     def __init__(self, case: Case, find: Callable[[str], Callable[..., Any]]) -> None:
-        """``find`` imports a ``module:function`` reference (:func:`fuseci.harness.run.resolve`)."""
+        """``find`` imports a ``module:function`` reference (:func:`fuseci.harness.case_runner.resolve`)."""
         self.case = case
         self._find = find
         self._names = tuple(spec.name for spec in case.inputs)

@@ -10,10 +10,10 @@ from typing import Any
 
 from fuseci.config import names
 from fuseci.errors import EXIT_REGRESSION, EXIT_SETUP, HarnessError
+from fuseci.files.atomic import atomic_write_text
 from fuseci.harness import arrays
+from fuseci.harness.case_runner import first_lines
 from fuseci.harness.env import collect_env
-from fuseci.harness.run import first_lines
-from fuseci.store.atomic import atomic_write_text
 
 #: ``--probe`` (``fuseci doctor``): the suite, case and variant ids of its kernel's NVTX range.
 PROBE_IDS = ("doctor", "probe", "kernel")

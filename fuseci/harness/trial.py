@@ -6,10 +6,10 @@ harness writes them (:func:`fuseci.harness.inputs.make_input`, on the host runti
 :mod:`fuseci.harness.arrays.device_cpu`): random values of the suite's dtypes and distributions,
 never zeros. Triton kernels run in Triton's interpreter (``TRITON_INTERPRET=1``, set before the
 suite's modules are imported). Each variant is called once and its outputs compared, with the
-harness's comparison and tolerances (:func:`fuseci.harness.checks.compare_output`), with the
+harness's comparison and tolerances (:func:`fuseci.harness.correctness.compare_output`), with the
 float64 reference: the case's, a float64 copy of a factory's module, or else the ``unfused``
 variant called on float64 copies of the inputs. Each call ends as a
-:class:`~fuseci.measure.trial_record.Outcome`; the record is rewritten before and after every call,
+:class:`~fuseci.records.trials.Outcome`; the record is rewritten before and after every call,
 so that the parent, which runs this process under a time limit, can name the call a hang or a
 crash happened in.
 """
@@ -33,7 +33,7 @@ from fuseci.config.model import UNFUSED, Case, InputSpec, Suite
 from fuseci.config.parse import load_suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
-from fuseci.measure.trial_record import REFERENCE, Outcome, Trial, TrialRecord, write_trials
+from fuseci.records.trials import REFERENCE, Outcome, Trial, TrialRecord, write_trials
 
 log = logging.getLogger("fuseci.harness.trial")
 
@@ -162,9 +162,9 @@ class Trials:
 def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
     """Call every variant of ``case``, and its reference, once on small inputs (module docstring)."""
     from fuseci.harness import arrays, factory
-    from fuseci.harness.checks import Call, compare_output
+    from fuseci.harness.case_runner import resolve
+    from fuseci.harness.correctness import Call, compare_output
     from fuseci.harness.inputs import make_input
-    from fuseci.harness.run import resolve
 
     small = replace(case, inputs=small_inputs(case))
     on = f"on {shapes(small.inputs)}"
@@ -242,8 +242,8 @@ def _reference(
     """The float64 outputs every variant is compared with, and what they are called; None when
     the reference could not run (said in the record when the case names it)."""
     from fuseci.harness import arrays
-    from fuseci.harness.checks import Call, reference_outputs
-    from fuseci.harness.run import resolve
+    from fuseci.harness.case_runner import resolve
+    from fuseci.harness.correctness import Call, reference_outputs
 
     named = bool(case.reference)
     what = "the reference"
@@ -285,7 +285,7 @@ def _reference(
 def run_trials(suite: Suite, record: Path) -> TrialRecord:
     """Call every function of ``suite`` once (module docstring), the record rewritten as it goes."""
     from fuseci.harness import arrays
-    from fuseci.harness.run import _put_on_path
+    from fuseci.harness.case_runner import _put_on_path
 
     trials = Trials(suite, record)
     search = search_path(suite)

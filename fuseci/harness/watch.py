@@ -46,7 +46,7 @@ import fuseci
 from fuseci.config.resolve import environment_dirs
 from fuseci.measure.caches import CACHE_ENVS
 from fuseci.measure.command import AUDIT_TREE_ENV
-from fuseci.measure.record import CaseRecord
+from fuseci.records.harness import CaseRecord
 
 log = logging.getLogger(__name__)
 

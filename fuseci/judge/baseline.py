@@ -21,7 +21,7 @@ Format history:
        A file without it reads as it is: the findings against it are judged as before, their
        causes ``undetermined`` until it is recorded again.
     2 (still): an optional ``code``: each case's kernels' compiled code when recorded, by case
-       and kernel name (:class:`~fuseci.measure.sass.KernelCode`: registers, local memory,
+       and kernel name (:class:`~fuseci.records.sass.KernelCode`: registers, local memory,
        loads and stores by width, TMA and tensor-core instructions), so that a later run names
        what its compiled code changed without the old build. A file without it, or a case or
        kernel missing from it, reads as it is: nothing of that code is compared.
@@ -42,11 +42,11 @@ from fuseci import __version__
 from fuseci import validation as v
 from fuseci.config.names import CASE, ENV_FIELDS, FRAMEWORK_ENV_FIELDS, VARIANT
 from fuseci.errors import BaselineError
+from fuseci.files.versioned import DocumentFormat
 from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
 from fuseci.judge.compiled import code_of
-from fuseci.measure.sass import KernelCode
-from fuseci.store.versioned import DocumentFormat
+from fuseci.records.sass import KernelCode
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 

@@ -46,9 +46,9 @@ from fuseci.judge.verdict import (
     Verdict,
     env_differences,
 )
-from fuseci.ledger.model import Ledger
-from fuseci.measure.record import CaseRecord, CaseStatus
-from fuseci.measure.sass import KernelCode
+from fuseci.records.fusion import Ledger
+from fuseci.records.harness import CaseRecord, CaseStatus
+from fuseci.records.sass import KernelCode
 
 
 def _missing_record_reason(case: Case, results: SuiteResults) -> str:

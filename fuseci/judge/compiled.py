@@ -4,7 +4,7 @@ moves bytes and time that differs (``fuseci_scale_relu_add: LDG.E.128 ×10 → n
 
 The harness record holds each kernel's builds by name (several where autotuning compiled one per
 configuration); the build a run launched is the one with the registers ncu saw
-(:func:`fuseci.measure.sass.pick`). A baseline keeps the one build per kernel name of each case,
+(:func:`fuseci.records.sass.pick`). A baseline keeps the one build per kernel name of each case,
 so a later run diffs against it without the old cubin.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.measure.sass import KernelCode, code_changes, pick
+from fuseci.records.sass import KernelCode, code_changes, pick
 
 #: Kernels a cause names the compiled code of at most (the rest are counted).
 MAX_KERNELS = 8

@@ -47,7 +47,7 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Suite
 
 if TYPE_CHECKING:
-    from fuseci.frames.run import Run
+    from fuseci.frames.run_file import Run
 
 #: The gains a history follows: those the reports show, then the other gateable ones when gated.
 SHOWN: tuple[str, ...] = (names.DRAM_BYTES, names.DURATION, names.EVENT_TIME, names.LAUNCHES)

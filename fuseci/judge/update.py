@@ -21,7 +21,7 @@ from fuseci.config.model import Suite
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.baseline import Baseline, VariantBaseline, from_results
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
-from fuseci.measure.sass import KernelCode
+from fuseci.records.sass import KernelCode
 
 #: Checks that re-recording cannot make pass: they compare with the suite, not the baseline.
 PROMISES = (CheckKind.EXPECT, CheckKind.BYTES, CheckKind.CORRECTNESS)

@@ -31,7 +31,7 @@ from fuseci.config.names import ENV_FIELDS
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.reference import Reference
-from fuseci.ledger.model import Ledger
+from fuseci.records.fusion import Ledger
 
 
 class CheckKind(enum.Enum):
@@ -185,11 +185,11 @@ def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
 CaseId = Annotated[
-    str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^(?:[A-Za-z0-9_-]+|\(suite\))$"), v.Expect("a case id")
+    str, Field(max_length=v.MAX_ID_CHARS, pattern=r"^(?:[A-Za-z0-9_-]+|\(suite\))$"), v.Expect("a case id")
 ]
 """A case id, or ``(suite)`` for the checks of a whole suite."""
 VariantId = Annotated[
-    str, Field(max_length=names.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
+    str, Field(max_length=v.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
 ]
 """A variant id, or empty for a case's own checks."""
 Figure = Annotated[float, v.AsWritten]

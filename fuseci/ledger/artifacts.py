@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fuseci.errors import LedgerError
-from fuseci.store.versioned import read_bounded
+from fuseci.files.versioned import read_bounded
 from fuseci.wording import shown
 
 #: Largest capture file read.

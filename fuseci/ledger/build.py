@@ -22,8 +22,8 @@ from fuseci.ledger.artifacts import Capture, CompiledGraph
 from fuseci.ledger.boundary import Boundary, boundaries, floor, implemented
 from fuseci.ledger.graph import PostGradGraph, parse_graph, source_line
 from fuseci.ledger.launches import Attribution, KernelRow, attribute, measured
-from fuseci.ledger.model import Cause, Kind, Ledger, Node, Part, Row
 from fuseci.ledger.wrapper import Call, Wrapper, parse_wrapper
+from fuseci.records.fusion import Cause, Kind, Ledger, Node, Part, Row
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]*\n(?P<code>[^\n]*)')
 

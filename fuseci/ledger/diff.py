@@ -21,7 +21,7 @@ from itertools import chain
 
 from fuseci.config import names, quantities
 from fuseci.ledger.match import Ident, identity, is_view, label, location, match, op_base
-from fuseci.ledger.model import Ledger, Node, Row
+from fuseci.records.fusion import Ledger, Node, Row
 
 #: Dynamo's number on a pre-grad node's name (``layer_norm_1``).
 _NUMBER = re.compile(r"_\d+$")

@@ -1,11 +1,11 @@
 """What a ledger's rows asked for above their minimum, and the forward above its floor, by cause.
 
-Every figure is the global bytes the SMs asked for (:attr:`fuseci.ledger.model.Measured.loads` and
+Every figure is the global bytes the SMs asked for (:attr:`fuseci.records.fusion.Measured.loads` and
 ``stores``: LSU and TMA), which a correct kernel cannot bring below its minimum, unlike DRAM bytes
 (a tensor the L2 kept costs no DRAM). A graph run N times counts N times its minimum and floor.
 
 A row's requested bytes R above its minimum M (each tensor crossing its boundary once,
-:mod:`.boundary`) are split into :class:`~fuseci.ledger.model.Cause`:
+:mod:`.boundary`) are split into :class:`~fuseci.records.fusion.Cause`:
 
 - a row whose every computed node is a copy of its input in another layout (``clone``,
   ``copy``, ``contiguous``, a ``_to_copy`` or element-type conversion to its own type), or a
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from fuseci.config import names, quantities
 from fuseci.ledger.boundary import Boundary, floor_tensors
 from fuseci.ledger.graph import ITEMSIZE, PostGradGraph
-from fuseci.ledger.model import Cause, Part, Row
+from fuseci.records.fusion import Cause, Part, Row
 
 #: ATen ops that copy their input into another layout (or the same) without computing anything.
 LAYOUT_OPS = frozenset({"clone", "copy", "copy_", "contiguous", "_to_copy", "convert_element_type", "as_strided_copy"})

@@ -43,7 +43,7 @@ from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, SuiteError
 from fuseci.judge.verdict import Verdict
 from fuseci.ledger.artifacts import reason_key
 from fuseci.ledger.match import Change, Matching, Regroup, labels, match, op_base, quoted
-from fuseci.ledger.model import Kind, Ledger, Measured, Row
+from fuseci.records.fusion import Kind, Ledger, Measured, Row
 
 #: The text of a band that is a quantity's moving floor.
 _MOVING = "moving floor"

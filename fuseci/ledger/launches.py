@@ -30,10 +30,10 @@ from typing import Any
 
 from fuseci.config import names
 from fuseci.errors import LedgerError
+from fuseci.files.versioned import read_bounded
 from fuseci.ledger import replay
-from fuseci.ledger.model import KernelRow, Kind, Measured
 from fuseci.ledger.wrapper import Call
-from fuseci.store.versioned import read_bounded
+from fuseci.records.fusion import KernelRow, Kind, Measured
 from fuseci.wording import shown
 
 #: The metrics of a row, by what the ledger sums: each is the sum of these ncu metrics.
@@ -44,7 +44,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     "duration_ns": ("gpu__time_duration.sum",),
 }
 #: The global bytes a row's kernel asked for, loads and stores, each the LSU's and the TMA's
-#: (:attr:`fuseci.ledger.model.Measured.loads`). Optional in a row: a row without the TMA's
+#: (:attr:`fuseci.records.fusion.Measured.loads`). Optional in a row: a row without the TMA's
 #: (exported before they were kept, or profiled with ``ncu: {tma: false}``) has none.
 REQUESTED: dict[str, tuple[str, str]] = {
     "loads": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"),

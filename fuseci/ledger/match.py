@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from fuseci.ledger.model import Ledger, Node, Row
+from fuseci.records.fusion import Ledger, Node, Row
 
 #: ATen ops that only re-describe memory (no bytes of their own); ``getitem`` picks an output of
 #: a multi-output node. ``clone`` is not one: it copies.

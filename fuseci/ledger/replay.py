@@ -37,8 +37,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fuseci.ledger.model import KernelRow, Kind
 from fuseci.ledger.wrapper import Call
+from fuseci.records.fusion import KernelRow, Kind
 
 #: The ops the CUDA-graph tree copies a replay's inputs with (the profiler's ``aten::`` ranges).
 COPY_OPS = ("aten::_foreach_copy_", "aten::copy_")

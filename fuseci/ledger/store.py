@@ -1,9 +1,9 @@
 """The ledger as a versioned JSON document, and back.
 
 The document is ``{"format": "fuseci-ledger", "format_version": 1, "fuseci_version": ...,
-"ledger": {...}}``, the ledger's members as :mod:`fuseci.ledger.model` declares them (its
+"ledger": {...}}``, the ledger's members as :mod:`fuseci.records.fusion` declares them (its
 dataclasses are the document's declaration: reading validates every field of a file into them).
-Reading is :class:`fuseci.store.versioned.DocumentFormat`'s: bounded, a key named twice refused,
+Reading is :class:`fuseci.files.versioned.DocumentFormat`'s: bounded, a key named twice refused,
 the version checked; each failure one line naming the file and the place.
 
 Format history:
@@ -25,9 +25,9 @@ from pydantic import Field
 from fuseci import __version__
 from fuseci import validation as v
 from fuseci.errors import LedgerError
-from fuseci.ledger.model import Ledger
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
+from fuseci.records.fusion import Ledger
 
 FORMAT = DocumentFormat(
     what="ledger",

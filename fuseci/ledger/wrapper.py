@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from fuseci.errors import LedgerError
 from fuseci.ledger.graph import ITEMSIZE, TORCH_DTYPES
-from fuseci.ledger.model import Kind
+from fuseci.records.fusion import Kind
 
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+)")
 #: What Inductor writes between a call's comments and the call: its stream, and with dynamic

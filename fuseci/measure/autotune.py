@@ -10,7 +10,7 @@ a kernel asks for depend on its configuration (a block size loads a broadcast te
 number of times): a baseline recorded with one cache's choice then fails an exact byte count in
 a run with another's, though nothing changed.
 
-So the harness notes the ``.best_config`` entries its kernels used (:mod:`fuseci.harness.arrays.autotune`),
+So the harness notes the ``.best_config`` entries its kernels used (:mod:`fuseci.harness.arrays.best_configs`),
 ``update-baselines`` keeps them beside the baseline (``<gpu-slug>/<suite>.autotune.json``), and
 the harness processes of later runs put them into their compile cache before compiling: a kernel
 whose source did not change launches the baseline's configuration; an edited kernel has another
@@ -32,8 +32,8 @@ from typing import Any
 
 from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError, FuseciError
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
 from fuseci.wording import shown
 
 #: The environment variable that gives the harness processes the baseline root whose autotuning
@@ -57,7 +57,7 @@ MAX_ENTRIES = 20_000
 MAX_FIELDS = 64
 #: The longest text value of a field (a hash is 64 characters).
 MAX_TEXT = 256
-#: How a run's note (:attr:`fuseci.measure.record.HarnessRecord.pinned`) says that a kept choice
+#: How a run's note (:attr:`fuseci.records.harness.HarnessRecord.pinned`) says that a kept choice
 #: replaced another one the compile cache held.
 REPLACED = "in place of another choice this compile cache held"
 

@@ -1,7 +1,7 @@
 """``fuseci bench``'s figures: what a timed run recorded, and what follows from it.
 
 The timed harness (:mod:`fuseci.measure.timed`, in :attr:`~fuseci.measure.command.Mode.BENCH`)
-records each variant's CUDA-event timing (:class:`~fuseci.measure.record.VariantTiming`) and
+records each variant's CUDA-event timing (:class:`~fuseci.records.harness.VariantTiming`) and
 the copy bandwidth; :func:`result_from_record` turns that into a :class:`BenchResult` whose rows
 carry the derived figures: achieved bandwidth over the minimal bytes, its fraction of the copy
 bandwidth, and the speedup over ``unfused``. Figures only: no baseline, no gate.
@@ -16,7 +16,7 @@ from typing import Any
 
 from fuseci.config.model import UNFUSED, Suite
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, BenchError
-from fuseci.measure.record import CaseStatus, HarnessRecord, VariantTiming
+from fuseci.records.harness import CaseStatus, HarnessRecord, VariantTiming
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 #: The environment variable that names another tree whose modules a harness process must not
 #: import (``fuseci ab``: the other side's); the harness refuses to measure when one was
-#: (:func:`fuseci.harness.run.foreign_modules`).
+#: (:func:`fuseci.harness.case_runner.foreign_modules`).
 FOREIGN_TREE_ENV = "FUSECI_FOREIGN_TREE"
 
 #: The environment variable that names the tree whose files a harness process records running

@@ -1,5 +1,5 @@
 """The compiled code of the cubins a run loaded, summarised per kernel name
-(:mod:`fuseci.measure.sass`) with ``cuobjdump -sass -res-usage``.
+(:mod:`fuseci.records.sass`) with ``cuobjdump -sass -res-usage``.
 
 The cubins are files the compilers keep: Triton's and Inductor's caches hold a ``.cubin`` beside
 each kernel's metadata; CuPy's kernel cache (``~/.cupy/kernel_cache``) holds ``<md5>_2.cubin``,
@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fuseci.measure import sass
-from fuseci.measure.sass import KernelCode
+from fuseci.records import sass
+from fuseci.records.sass import KernelCode
 
 log = logging.getLogger(__name__)
 

@@ -60,6 +60,15 @@ def find_ncu(explicit: str | None = None) -> str:
     raise NcuError(f"ncu (Nsight Compute) not found on PATH or in {', '.join(_FALLBACK_GLOBS)}; {INSTALL_FIX}")
 
 
+def find_ncu_or_none(explicit: str | None = None) -> str | None:
+    """:func:`find_ncu`, or None where no ncu is found: for the report reader, which falls back
+    on ncu's own copy of itself only where one is installed."""
+    try:
+        return find_ncu(explicit)
+    except NcuError:
+        return None
+
+
 @functools.cache
 def ncu_version(ncu: str) -> str:
     """The version ``ncu --version`` prints, e.g. ``2025.3.1.0``.

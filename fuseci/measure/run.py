@@ -23,9 +23,9 @@ from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
 from fuseci.measure import autotune, caches, process
 from fuseci.measure import profile as ncu
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
-from fuseci.measure.record import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
 from fuseci.measure.turn import AheadWatch, ahead_limit_s, waiting_file
+from fuseci.records.harness import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
     from fuseci.frames import repeats
@@ -250,7 +250,7 @@ def timed_pass(
     ``record``: as each case's timings, or with ``again`` as one more pass of a re-measured case.
 
     The timed process skips the correctness checks the profiled one made, and times each case's
-    variants interleaved, over rotating input sets (:func:`fuseci.harness.timing.time_case`).
+    variants interleaved, over rotating input sets (:func:`fuseci.harness.event_timing.time_case`).
 
     Raises:
         BenchError: the timed process failed, timed out, or left no complete record.
@@ -345,7 +345,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         kernels = report.read_report_empty()
     else:
         try:
-            kernels = report.read_report(report_path, ledger_rows, left_out)
+            kernels = report.read_report(report_path, ledger_rows, left_out, ncu=ncu.find_ncu_or_none())
         except ReportError as exc:
             if record.interrupted:  # a stopped run may leave half a report: nothing in it counts
                 log.warning("%s: %s; its cases count as not measured", suite.name, exc)
@@ -404,7 +404,7 @@ def warm_imports() -> threading.Thread:
         try:
             from fuseci.frames import report
 
-            report.load_reader()
+            report.load_reader(ncu.find_ncu_or_none())
         except Exception as exc:
             log.debug("warming the report reader failed: %s", exc)
 

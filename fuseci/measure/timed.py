@@ -15,7 +15,7 @@ from pathlib import Path
 from fuseci.errors import BenchError, ReportError
 from fuseci.measure import process
 from fuseci.measure.command import HarnessFiles
-from fuseci.measure.record import HarnessRecord, read_record
+from fuseci.records.harness import HarnessRecord, read_record
 
 #: Lines of the harness log quoted in an error message.
 TAIL_LINES = 8

@@ -4,8 +4,8 @@ Every harness process that uses a GPU holds that GPU's lock file while it does; 
 of ``fuseci run`` may use the GPU ahead of its profiled run while nobody else does, and claims
 the turn right after it. The harness process (``python -m fuseci.harness``) and the process
 that runs ``fuseci run`` / ``fuseci ab`` (the parent) both import this module; the lock
-primitives themselves (:func:`~fuseci.store.locks.file_lock`, :func:`~fuseci.store.locks.is_held`)
-are generic and live in :mod:`fuseci.store.locks`.
+primitives themselves (:func:`~fuseci.files.locks.file_lock`, :func:`~fuseci.files.locks.is_held`)
+are generic and live in :mod:`fuseci.files.locks`.
 
 File signals (all plain files; a lock file is held by ``flock``, which the kernel releases when
 its holder ends, however it ends)
@@ -74,9 +74,9 @@ from pathlib import Path
 
 from fuseci.config.model import Suite
 from fuseci.errors import HarnessError, ReportError
+from fuseci.files.locks import LockTimeout, file_lock, is_held
 from fuseci.measure import process
-from fuseci.measure.record import read_record
-from fuseci.store.locks import LockTimeout, file_lock, is_held
+from fuseci.records.harness import read_record
 
 #: The harness's own log: the turn's steps are lines of the harness process that takes them.
 log = logging.getLogger("fuseci.harness")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from fuseci.measure.bench import BenchResult, BenchRow, exit_code
-from fuseci.measure.record import CaseStatus
+from fuseci.records.harness import CaseStatus
 from fuseci.reporters.text import clean, columns
 
 _HEAD = ("case", "variant", "median us", "IQR %", "min MB", "GB/s", "% copy", "speedup")

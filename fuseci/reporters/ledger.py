@@ -13,7 +13,7 @@ from fuseci.config import names, quantities
 from fuseci.ledger.diff import diff, diff_lines
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
-from fuseci.ledger.model import Cause, Ledger, Row
+from fuseci.records.fusion import Cause, Ledger, Row
 from fuseci.reporters import budget
 from fuseci.reporters.text import clean, columns, count
 

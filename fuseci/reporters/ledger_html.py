@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fuseci.judge.verdict import CaseResult
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
-from fuseci.ledger.model import Cause, Ledger, Row
+from fuseci.records.fusion import Cause, Ledger, Row
 from fuseci.reporters import budget, templating
 from fuseci.reporters.chartkit import tone
 from fuseci.reporters.ledger import (

@@ -14,7 +14,7 @@ most :data:`LOCK_TIMEOUT_S`. Locking the directory creates no file, so nothing i
 user's tree, however an update ends; the temporary file of an update that was killed between
 writing and renaming (``.<suite>.json.XXXXXXXX.tmp``) is removed by the next update of that
 file, under the lock. Readers (``fuseci run``) take no lock: the atomic rename shows them the
-old file or the new one. Locking is POSIX-only (see :mod:`fuseci.store.locks`).
+old file or the new one. Locking is POSIX-only (see :mod:`fuseci.files.locks`).
 
 A baseline file, or a card's directory, that is a symbolic link is read through the link but
 never written through: replacing the file atomically would turn the link into a file, and
@@ -22,7 +22,7 @@ writing through either could change a file outside ``<gpu-slug>/<suite>.json`` (
 suite's baseline: ``nvidia-h200 -> nvidia-h100-80gb-hbm3``). ``update-baselines`` says so and
 leaves it alone; a card directory that is a link is refused before the old baseline is read. The
 write itself happens in the directory opened without following a link
-(:func:`~fuseci.store.atomic.atomic_write_text` with ``links=False``), so a link put in place
+(:func:`~fuseci.files.atomic.atomic_write_text` with ``links=False``), so a link put in place
 during an update changes nothing either. The root (``--baselines``) may be a link: the user
 named it.
 
@@ -40,9 +40,9 @@ from pathlib import Path
 
 from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
-from fuseci.judge.baseline import FORMAT, Baseline, VariantBaseline, normalized  # noqa: F401  (re-exported: the API's and tests' names)
-from fuseci.store.atomic import atomic_write_text, sweep_temporaries
-from fuseci.store.locks import LockTimeout, exclusive_lock
+from fuseci.files.atomic import atomic_write_text, sweep_temporaries
+from fuseci.files.locks import LockTimeout, exclusive_lock
+from fuseci.judge.baseline import FORMAT, Baseline
 
 #: How long ``update-baselines`` waits for another update of the same file (seconds).
 LOCK_TIMEOUT_S = 600.0
@@ -55,7 +55,7 @@ def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
 
 def kept_in(root: Path) -> list[Path]:
     """Every baseline file under the baseline root ``root`` (``<root>/<gpu-slug>/<suite>.json``),
-    of every card and suite: no report may replace one (:func:`fuseci.store.outputs.check_outputs`)."""
+    of every card and suite: no report may replace one (:func:`fuseci.files.outputs.check_outputs`)."""
     try:
         return sorted(root.glob("*/*.json"))
     except OSError:  # unreadable: nothing known to keep

@@ -10,7 +10,7 @@ Format history (no ``format`` field):
        absent means false. Optional per-variant ``baseline_values`` and ``baseline_kernels``
        (what the variant was judged against); absent means none. Optional per-variant
        ``ledger`` and ``baseline_ledger`` (a ledger variant's fusion ledger and its baseline's,
-       as :mod:`fuseci.ledger.model` declares them); absent means none. Optional per-variant
+       as :mod:`fuseci.records.fusion` declares them); absent means none. Optional per-variant
        ``cause`` (why its finding came about: ``kind``, ``evidence``, and ``also`` and
        ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.Cause` declares
        them); absent means none said (a variant without a finding, or a file written before).
@@ -28,17 +28,16 @@ from pydantic import Field
 
 from fuseci import validation as v
 from fuseci.errors import ReportError
+from fuseci.files.versioned import DocumentFormat
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.verdict import (  # noqa: F401  (CaseId, MAX_SUITES and MAX_CASES re-exported: tests read them here)
+from fuseci.judge.verdict import (
     MAX_CASES,
     MAX_SUITES,
-    CaseId,
     Comparison,
     MetricDelta,
     VariantMeasurement,
     exit_code,
 )
-from fuseci.store.versioned import DocumentFormat
 
 #: Largest results file read: a results file holds every check of every case (about 15 KB a case
 #: with the exact counters), so a suite of 5,000 cases writes 73 MB; a merged file holds several.

@@ -43,11 +43,11 @@ from typing import Any
 from fuseci import validation as v
 from fuseci.config import names
 from fuseci.errors import ReportError, UsageError
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
 from fuseci.frames import report
 from fuseci.frames.metrics import SuiteResults
-from fuseci.frames.run import COMMIT_PATTERN, Run
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
+from fuseci.frames.run_file import COMMIT_PATTERN, Run
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import build
 from fuseci.ledger.gate import judge
 from fuseci.ledger.launches import in_range, kernel_rows
-from fuseci.ledger.model import Ledger
+from fuseci.records.fusion import Ledger
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "ledger"
 ENV: dict[str, Any] = {

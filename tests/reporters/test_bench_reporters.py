@@ -10,7 +10,7 @@ from helpers import ELEMENTWISE, pinned
 
 from fuseci.config.parse import load_suite
 from fuseci.measure.bench import BenchCase, BenchResult, exit_code, failed, result_from_record
-from fuseci.measure.record import CaseRecord, CaseStatus, HarnessRecord, VariantTiming
+from fuseci.records.harness import CaseRecord, CaseStatus, HarnessRecord, VariantTiming
 from fuseci.reporters import BENCH_FORMATS, bench_console, bench_json
 
 ENV = {

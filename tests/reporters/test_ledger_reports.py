@@ -12,7 +12,7 @@ import ledgers as L
 from helpers import parse
 
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
-from fuseci.ledger.model import Ledger, Node
+from fuseci.records.fusion import Ledger, Node
 from fuseci.reporters import console, html, html_case, junit, ledger_html, markdown
 from fuseci.reporters import ledger as report
 from fuseci.reporters.budget import PAGE_BYTES

@@ -87,31 +87,6 @@ __device__ __forceinline__ double {decode_name(fmt)}(unsigned int bits) {{
 """
 
 
-def encode_host(values: Any, fmt: MiniFloat, storage: str) -> Any:
-    """Float values (rounded to float32 first, as the device does) as the format's bits, in
-    NumPy dtype ``storage``."""
-    import numpy as np
-
-    f = np.asarray(values, dtype=np.float32).astype(np.float64)
-    sign = np.signbit(f).astype(np.int64)
-    a = np.minimum(np.abs(f), fmt.max_finite)
-    m = fmt.mantissa_bits
-    with np.errstate(invalid="ignore"):
-        _, exp = np.frexp(a)
-        sub = a < fmt.min_normal
-        q_sub = np.rint(np.ldexp(a, fmt.bias - 1 + m))
-        q = np.rint(np.ldexp(a, m - (exp - 1)))
-        field = exp - 1 + fmt.bias
-        carry = q >= 2 ** (m + 1)
-        q = np.where(carry, 2.0**m, q)
-        field = np.where(carry, field + 1, field)
-        normal = (field.astype(np.int64) << m) | (np.nan_to_num(q).astype(np.int64) - (1 << m))
-        normal = np.minimum(normal, max_bits(fmt))
-        bits = np.where(sub, np.nan_to_num(q_sub).astype(np.int64), normal)
-    bits = np.where(np.isnan(a), nan_bits(fmt), bits)
-    return ((sign << (fmt.exponent_bits + m)) | bits).astype(storage)
-
-
 def decode_host(bits: Any, fmt: MiniFloat) -> Any:
     """The format's bits as exact float64 values."""
     import numpy as np

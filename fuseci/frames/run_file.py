@@ -30,7 +30,7 @@ from fuseci.config import names, quantities
 from fuseci.errors import FuseciError
 from fuseci.frames import pairing, report
 from fuseci.frames.metrics import SuiteResults, summarize
-from fuseci.measure.record import HarnessRecord
+from fuseci.records.harness import HarnessRecord
 
 #: A commit hash, as a run file holds it (and ``git rev-parse HEAD`` prints it).
 COMMIT_PATTERN = "[0-9a-fA-F]{7,64}"

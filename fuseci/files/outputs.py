@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.errors import OutputError, UsageError
-from fuseci.store.atomic import atomic_write_bytes
+from fuseci.files.atomic import atomic_write_bytes
 
 
 def same_file(a: Path | str, b: Path | str) -> bool:

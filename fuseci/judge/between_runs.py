@@ -13,7 +13,7 @@ from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
 from fuseci.errors import BaselineError, ReportError
 from fuseci.frames.metrics import SuiteResults
-from fuseci.frames.run import Run
+from fuseci.frames.run_file import Run
 from fuseci.judge.baseline import Baseline, from_results, normalized
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, failed

@@ -35,7 +35,7 @@ from fuseci.config.model import UNFUSED, Case, Correctness
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
 from fuseci.harness.arrays import Tensor, inductor
-from fuseci.measure.record import CheckRecord
+from fuseci.records.harness import CheckRecord
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from fuseci.config import names
 from fuseci.config.model import NcuSettings
+from fuseci.doctor.diagnosis import CUPY_FIX, TAIL_LINES, Check, DoctorOptions, ProbeResult, Status, _check, _number
 from fuseci.doctor.host import sm_name
-from fuseci.doctor.model import CUPY_FIX, TAIL_LINES, Check, DoctorOptions, ProbeResult, Status, _check, _number
 from fuseci.errors import NcuError, ReportError
 from fuseci.frames import report
 from fuseci.harness.probe import PROBE_ELEMENTS, PROBE_FORMAT, PROBE_IDS, ProbeFailure
@@ -211,7 +211,7 @@ def assess_readback(frame: pd.DataFrame) -> Check:
 def check_readback(path: Path) -> Check:
     """Read the probe's report as ``fuseci run`` reads a suite's, and judge it."""
     try:
-        frame = report.read_report(path)
+        frame = report.read_report(path, ncu=ncu.find_ncu_or_none())
     except ReportError as exc:
         fix = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
         return _check("readback", Status.FAIL, str(exc), fix)

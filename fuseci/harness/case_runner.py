@@ -21,14 +21,14 @@ from fuseci.config.model import Case, Suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness import arrays, cubins, factory, in_process, watch
-from fuseci.harness.arrays import autotune, inductor, repeats
-from fuseci.harness.checks import Call, check_case, first_calls_of
+from fuseci.harness.arrays import best_configs, inductor, launch_ranges
+from fuseci.harness.correctness import Call, check_case, first_calls_of
 from fuseci.harness.env import collect_env
+from fuseci.harness.event_timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.harness.inputs import make_input
-from fuseci.harness.timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.measure import autotune as kept
 from fuseci.measure import disassembly
-from fuseci.measure.record import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
+from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
 log = logging.getLogger("fuseci.harness")
 
@@ -85,7 +85,7 @@ def _measure(
     Returns:
         What each variant compiled or autotuned inside its ranges; and for each ledger variant
         whose launches repeat (``repeats: once``), by pass, the ``[launch, earlier launch, graph run]``
-        of each launch ncu left out (:mod:`fuseci.harness.arrays.repeats`).
+        of each launch ncu left out (:mod:`fuseci.harness.arrays.launch_ranges`).
     """
     handed = {v.id: calls[v.id].handed(inputs) for v in case.variants}
     for v in case.variants:  # warm-up, outside every range
@@ -100,7 +100,7 @@ def _measure(
             call = calls[v.id]
             ops = inductor.op_ranges() if v.ledger is not None else contextlib.nullcontext()
             once = v.ledger is not None and v.ledger.repeats == "once" and probe is None
-            marks = repeats.once_per_configuration() if once else contextlib.nullcontext(None)
+            marks = launch_ranges.once_per_configuration() if once else contextlib.nullcontext(None)
             range_name = names.range_name(suite.name, case.id, v.id, again)
             rerun = functools.partial(call.raw, handed[v.id])
             if probe is not None:
@@ -374,7 +374,7 @@ def run(
     record = prior or HarnessRecord(suite=suite.name, env=collect_env(usable), cases={})
     tuned = any(f.name == "torch" for f in usable)
     if tuned:
-        autotune.listen()
+        best_configs.listen()
     if tuned and prior is None:
         record = replace(record, pinned=_pinned(suite, record))
     if timing is not None:
@@ -409,7 +409,7 @@ def run(
             )
             break
         write_record(replace(record, cases=dict(cases)), record_path)
-    record = replace(record, cases=dict(cases), complete=True, autotune=autotune.used() if tuned else {})
+    record = replace(record, cases=dict(cases), complete=True, autotune=best_configs.used() if tuned else {})
     if timing is None:
         record = _with_code(record)
     write_record(record, record_path)
@@ -434,7 +434,7 @@ def _pinned(suite: Suite, record: HarnessRecord) -> str:
     root = os.environ.get(kept.ROOT_ENV)
     if not root:
         return ""
-    in_place, replaced = autotune.pin(Path(root), str(record.env.get("gpu_name", "")), suite.name)
+    in_place, replaced = best_configs.pin(Path(root), str(record.env.get("gpu_name", "")), suite.name)
     if not in_place:
         return ""
     instead = f", {replaced} of them {kept.REPLACED}" if replaced else ""

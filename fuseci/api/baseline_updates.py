@@ -10,16 +10,16 @@ from fuseci.api import ledgers, session
 from fuseci.api.running import RunOptions, baseline_file, case_sources, check_autotune_records, own_files
 from fuseci.config.model import Suite
 from fuseci.errors import EXIT_REGRESSION, BaselineError
+from fuseci.files.outputs import Output, check_outputs
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge import update
-from fuseci.judge.baseline import Baseline, SourcePrint
+from fuseci.judge.baseline import Baseline, SourcePrint, normalized
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import Comparison, Reference, update_exit_code
 from fuseci.ledger import store as ledger_store
 from fuseci.measure import autotune
 from fuseci.measure.run import BASELINE_PASSES
 from fuseci.store import baselines as bl
-from fuseci.store.outputs import Output, check_outputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +124,7 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     comparison = compare(
         results, suite, old, baseline_path=str(path), accept_env=frozenset(), ledgers=judged, sources=sources
     )
-    decided = update.plan(suite, results, old, comparison, force=force, normalize=bl.normalized)
+    decided = update.plan(suite, results, old, comparison, force=force, normalize=normalized)
     not_kept = {*decided.kept, *(r.case for r in decided.refused)}
     new = _with_sources(decided.baseline, old, sources, not_kept)
     if (

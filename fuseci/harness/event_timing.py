@@ -26,10 +26,10 @@ from fuseci.config.model import Case, InputSpec
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
 from fuseci.harness.arrays import Tensor
-from fuseci.harness.checks import Call
+from fuseci.harness.correctness import Call
 from fuseci.harness.inputs import make_input
 from fuseci.measure.command import DEFAULT_REPEATS
-from fuseci.measure.record import VariantTiming
+from fuseci.records.harness import VariantTiming
 
 log = logging.getLogger(__name__)
 

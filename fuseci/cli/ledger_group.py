@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fuseci.cli.boundary import Command, Group
 from fuseci.cli.commands import app
+from fuseci.cli.error_boundary import Command, Group
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import check_outputs, echo, error, setup_logging
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
@@ -117,7 +117,7 @@ def diff_command(
       fuseci ledger diff main-results.json results.json --key prenorm/compiled --json diff.json
     """
     from fuseci.api import ledger_files
-    from fuseci.store.outputs import write_output
+    from fuseci.files.outputs import write_output
 
     setup_logging(verbose)
     if json_out is not None:

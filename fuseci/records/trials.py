@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fuseci import validation as v
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
 
 FORMAT = DocumentFormat(
     what="trial record",

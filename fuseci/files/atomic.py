@@ -3,7 +3,7 @@
 :func:`atomic_write_text` writes a temporary file beside the target and renames it into place,
 so readers need no lock; temporary files a killed writer left are swept
 (:func:`sweep_temporaries`). Writers that read a file, decide and write it back take a lock
-(:mod:`fuseci.store.locks`); report files are :mod:`fuseci.store.outputs`'.
+(:mod:`fuseci.files.locks`); report files are :mod:`fuseci.files.outputs`'.
 """
 
 from __future__ import annotations

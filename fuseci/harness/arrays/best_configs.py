@@ -28,8 +28,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from fuseci.files.atomic import atomic_write_text
 from fuseci.measure import autotune as kept
-from fuseci.store.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 

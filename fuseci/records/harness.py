@@ -28,7 +28,7 @@ Format history (``fuseci-harness-record``):
        functions that started there) and ``read`` (the tree's files opened for reading then),
        written only under ``fuseci ab``; absent means not watched.
     2 (still): optional ``code``: the compiled code of each kernel the profiled process loaded a
-       cubin of, by kernel name, a list of builds (:class:`~fuseci.measure.sass.KernelCode`;
+       cubin of, by kernel name, a list of builds (:class:`~fuseci.records.sass.KernelCode`;
        several when autotuning compiled one per configuration), and ``code_notes``: why a
        kernel's (or a file's) code could not be read; absent means none.
     2 (still): cases may carry ``compile_options`` (``torch.compile``'s keyword arguments of each
@@ -47,9 +47,9 @@ from pydantic import AfterValidator, Field, model_validator
 
 from fuseci import validation as v
 from fuseci.errors import ReportError
-from fuseci.measure.sass import KernelCode
-from fuseci.store.atomic import atomic_write_text
-from fuseci.store.versioned import DocumentFormat
+from fuseci.files.atomic import atomic_write_text
+from fuseci.files.versioned import DocumentFormat
+from fuseci.records.sass import KernelCode
 
 SUFFIX = ".harness.json"
 
@@ -325,7 +325,7 @@ class HarnessRecord(v.OpenDocument):
     code: Annotated[Mapping[v.Name, Builds], Field(max_length=100_000)] = field(default_factory=dict)
     """The compiled code of each kernel whose cubin the profiled process loaded, by the kernel's
     name in its cubin: its builds, one unless autotuning compiled one per configuration
-    (:func:`fuseci.measure.sass.pick`); empty in a timed record, or where no cubin was seen."""
+    (:func:`fuseci.records.sass.pick`); empty in a timed record, or where no cubin was seen."""
     code_notes: Annotated[Mapping[v.Name, v.Text], Field(max_length=100_000)] = field(default_factory=dict)
     """Why a kernel's code could not be read, by kernel name (or by file, where the file names
     no kernel)."""
