@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from fuseci.errors import ReportError
-from fuseci.measure import disassembly, sass
+from fuseci.measure import disassembly
+from fuseci.records import sass
 from fuseci.records.harness import HarnessRecord, read_record, write_record
 
 SASS = Path(__file__).parent / "data" / "sass"
