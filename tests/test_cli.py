@@ -159,6 +159,21 @@ def test_help_lists_each_command_whole(group: tuple[str, ...]) -> None:
     assert "Check suite files on any machine, without a GPU" in " ".join(listed.split()) or group
 
 
+def test_a_suite_that_cannot_be_measured_is_said_once_on_one_screen(tmp_path: Path) -> None:
+    """stdout and stderr on one screen (a terminal, ``2>&1``): the suite's ERROR block says it;
+    on two streams, stderr keeps its one line for logs and scripts."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    argv = [sys.executable, "-m", "fuseci", "run", "suites/elementwise.yaml", "--ncu", str(tmp_path / "no-ncu")]
+    one = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert one.returncode == 3 and one.stdout.count(str(tmp_path / "no-ncu")) == 1, one.stdout
+    two = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert two.returncode == 3 and two.stderr.count(str(tmp_path / "no-ncu")) == 1, two.stderr
+
+
 def test_version() -> None:
     result = invoke("--version")
     assert result.exit_code == 0 and result.stdout.startswith("fuseci ")

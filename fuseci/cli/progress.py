@@ -51,6 +51,15 @@ def choose(quiet: bool) -> str:
     return "tty" if sys.stderr.isatty() else "lines"
 
 
+def one_stream() -> bool:
+    """Whether stdout and stderr are the same file, terminal or pipe."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture), or closed
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
 @dataclass(slots=True)
 class _Flight:
     """One suite in flight."""
@@ -127,9 +136,12 @@ class RunDisplay:
         self._news(f"{suite.name}: {what}")
 
     def suite_failed(self, suite: Suite, error: FuseciError) -> None:
+        """The error's one line on stderr, where logs and scripts read it, unless stderr is
+        where stdout goes too (a terminal, ``2>&1``): the suite's ERROR block says it there."""
         from fuseci.cli.output import error as say_error
 
-        say_error(str(error))
+        if not one_stream():
+            say_error(str(error))
 
     def suite_judged(self, comparison: Comparison) -> None:
         with self._lock:
