@@ -83,7 +83,7 @@ def test_each_call_is_one_line_matched_wrong_raised_or_not_run_here() -> None:
     assert re.search(raised, out), out
     assert "on x [256, 128] float32, weight [128] float32" in out  # the shapes it ran on
     assert "on_cuda): could not run here: it needs a GPU (AssertionError: Torch not compiled with CUDA" in out
-    assert "cupy (execute_kernels:rms_unfused): could not run here: it takes CuPy arrays, which need a GPU" in out
+    assert "cupy (execute_cupy:rms_cupy): could not run here: it takes CuPy arrays, which need a GPU" in out
     assert "suite execute: executed on the CPU: 3 matched, 1 wrong, 1 raised, 2 not run here" in out
 
 
