@@ -3,6 +3,8 @@
 # by ncu and by CUPTI in the harness (tools/cupti_probe.py), suites started while BUDGET seconds
 # remain, the results packed into $OUT/probe.tar.xz and the table printed last.
 #   bash tools/cupti-probe.sh BUDGET SUITE...
+# Wheels it installs from .whl/ (no network on a GPU machine): fuseci's dependencies the machine
+# lacks, and nvidia-cuda-cupti 13.4.92, whose libcupti the c134* runs load (FUSECI_CUPTI_LIBRARY).
 set -uo pipefail
 budget=${1:?budget seconds}; shift
 start=$SECONDS
