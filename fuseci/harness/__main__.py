@@ -18,7 +18,7 @@ from fuseci.config.parse import load_suite
 from fuseci.errors import EXIT_SETUP, FuseciError
 from fuseci.harness import __doc__ as _DOC
 from fuseci.harness import arrays, watch
-from fuseci.harness.case_runner import preload, refuse_foreign, run, wait_for_ok_cases
+from fuseci.harness.case_runner import preload, refuse_foreign, run, wait_for_ok_cases, with_code
 from fuseci.harness.event_timing import TimingOptions
 from fuseci.harness.probe import probe
 from fuseci.measure import turn
@@ -134,7 +134,8 @@ def _measure(args: argparse.Namespace, timing: TimingOptions | None) -> HarnessR
     with turn.gpu_turn(args.gpu_lock, suite.ncu.timeout_s, announce=announce):
         arrays.open_context()
         log.debug("CUDA context ready")
-        return run(suite, args.record, only, timing=timing, check=not args.no_checks, passes=args.passes)
+        record = run(suite, args.record, only, timing=timing, check=not args.no_checks, passes=args.passes)
+    return record if args.time else with_code(record, args.record)
 
 
 def main(argv: list[str] | None = None) -> int:

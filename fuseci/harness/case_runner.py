@@ -410,17 +410,19 @@ def run(
             break
         write_record(replace(record, cases=dict(cases)), record_path)
     record = replace(record, cases=dict(cases), complete=True, autotune=best_configs.used() if tuned else {})
-    if timing is None:
-        record = _with_code(record)
     write_record(record, record_path)
     return record
 
 
-def _with_code(record: HarnessRecord) -> HarnessRecord:
-    """The record with the compiled code of every cubin the process loaded, by kernel name."""
+def with_code(record: HarnessRecord, record_path: Path) -> HarnessRecord:
+    """The record, written again with the compiled code of every cubin the process loaded, by
+    kernel name. Called once the GPU's turn is over: reading the cubins needs no GPU, and the
+    next turn (the timed pass, another suite) need not wait for it."""
     compiled = disassembly.compiled_code(cubins.opened())
     code = {name: tuple(builds) for name, builds in compiled.code.items()}
-    return replace(record, code=code, code_notes=compiled.notes)
+    record = replace(record, code=code, code_notes=compiled.notes)
+    write_record(record, record_path)
+    return record
 
 
 def _pinned(suite: Suite, record: HarnessRecord) -> str:
