@@ -14,6 +14,7 @@ Per suite DIR/<stem>/ holds the ncu report, the probe's JSON lines, each process
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -155,6 +156,23 @@ def probe_lines(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return head, windows
 
 
+def tally(
+    exact: dict[str, list[int]],
+    misses: list[dict[str, Any]],
+    where: dict[str, str],
+    metric: str,
+    ours: Any,
+    theirs: Any,
+) -> None:
+    """One kernel's ``metric`` as ncu (``theirs``) and the probe (``ours``) saw it: counted in
+    ``exact`` (identical, compared), and a miss said with ``where`` (its range and kernel)."""
+    exact[metric][1] += 1
+    if ours == theirs:
+        exact[metric][0] += 1
+    else:
+        misses.append({**where, "metric": metric, "ncu": theirs, "probe": ours})
+
+
 def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
     """The probe's windows against ncu's kernels, metric by metric."""
     reports = sorted((out / "ncu").glob("*.ncu-rep"))
@@ -193,54 +211,19 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
             continue
         if w.get("seconds_plain") is not None:
             cost.append((w["seconds_call"] + w["seconds_decode"] - w["seconds_plain"]) / max(1, len(rows)))
-        for i, (row, (range_name, values)) in enumerate(zip(rows, kernels, strict=False)):
+        for i, (row, (_, values)) in enumerate(zip(rows, kernels, strict=False)):
             launch = launches[i] if len(launches) == len(rows) else None
+            same = functools.partial(tally, exact, misses, {"range": name, "kernel": row["name"]})
             for m in EXACT:
-                if m not in row["metrics"] or m not in values:
-                    continue
-                exact[m][1] += 1
-                if row["metrics"][m] == values[m]:
-                    exact[m][0] += 1
-                else:
-                    misses.append(
-                        {
-                            "range": name,
-                            "kernel": row["name"],
-                            "metric": m,
-                            "ncu": row["metrics"][m],
-                            "probe": values[m],
-                        }
-                    )
-            for m, f in SHAPE.items():
-                if launch is None or m not in row["metrics"]:
-                    continue
-                exact[m][1] += 1
-                if row["metrics"][m] == launch[f]:
-                    exact[m][0] += 1
-                else:
-                    misses.append(
-                        {
-                            "range": name,
-                            "kernel": row["name"],
-                            "metric": m,
-                            "ncu": row["metrics"][m],
-                            "probe": launch[f],
-                        }
-                    )
+                if m in row["metrics"] and m in values:
+                    same(m, values[m], row["metrics"][m])
             if launch is not None:
-                exact["name"][1] += 1
-                exact["name"][0] += launch["name"] in (row["mangled"], row["name"])
-                if launch["name"] not in (row["mangled"], row["name"]):
-                    misses.append(
-                        {
-                            "range": name,
-                            "kernel": row["name"],
-                            "metric": "name",
-                            "ncu": row["mangled"],
-                            "probe": launch["name"],
-                            "probe_range": range_name,
-                        }
-                    )
+                for m, f in SHAPE.items():
+                    if m in row["metrics"]:
+                        same(m, launch[f], row["metrics"][m])
+                # the callback's symbol is ncu's mangled name (its plain one for an extern "C" kernel)
+                ncu_name = launch["name"] if launch["name"] in (row["mangled"], row["name"]) else row["mangled"]
+                same("name", launch["name"], ncu_name)
             for m in NEAR:
                 a, b = row["metrics"].get(m), values.get(m)
                 if a is not None and b is not None and a > 0:

@@ -467,20 +467,21 @@ class Counters:
 
     # -- collection ------------------------------------------------------------------------
 
-    def _pass(self, synchronize: Callable[[], None], body: Callable[[], Any] | None) -> bool:
-        """One pass: start, ``body`` (None: the caller's block runs between), synchronise, stop;
-        whether every pass has been submitted."""
+    @contextmanager
+    def _pass(self, synchronize: Callable[[], None]) -> Iterator[list[bool]]:
+        """One pass around the block: start, the block, synchronise, stop. The list it yields
+        holds, once the block is over, whether CUPTI has submitted every pass."""
+        submitted: list[bool] = []
         self._call(
             "cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
         )
         try:
-            if body is not None:
-                body()
+            yield submitted
             synchronize()
         finally:
             stop = self._params(StopP, "isAllPassSubmitted", pRangeProfilerObject=self.rp)
             self._call("cuptiRangeProfilerStop", stop)
-        return bool(stop.isAllPassSubmitted)
+        submitted.append(bool(stop.isAllPassSubmitted))
 
     @contextmanager
     def window(self, synchronize: Callable[[], None], again: Callable[[], Any] | None = None) -> Iterator[Collected]:
@@ -502,24 +503,19 @@ class Counters:
             if again is None:
                 raise HarnessError("in-process counters: user replay needs the call to run again for each pass")
             for _ in range(self.passes - 1):
-                self._launches = []
-                if self._pass(synchronize, again):
+                self._launches = []  # the same launches as the block's: counted there
+                with self._pass(synchronize) as submitted:
+                    again()
+                if submitted[0]:
                     raise HarnessError("in-process counters: CUPTI took fewer passes than it said it needs")
         self._launches = out.launches
-        submitted = False
-        self._call(
-            "cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
-        )
         try:
-            yield out
-            synchronize()
+            with self._pass(synchronize) as submitted:
+                yield out
         finally:
-            stop = self._params(StopP, "isAllPassSubmitted", pRangeProfilerObject=self.rp)
-            self._call("cuptiRangeProfilerStop", stop)
             self._launches = []
-            submitted = bool(stop.isAllPassSubmitted)
         out.seconds_call = time.perf_counter() - started
-        if not submitted:
+        if not submitted[0]:
             raise HarnessError("in-process counters: CUPTI did not submit every replay pass of the window")
         started = time.perf_counter()
         decode = self._params(DecodeP, "numOfRangeDropped", pRangeProfilerObject=self.rp)
