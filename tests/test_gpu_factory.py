@@ -135,3 +135,20 @@ def test_every_process_builds_the_same_weights_and_variants_share_them(root: Pat
     models = Models(case, lambda ref: resolve(ref, [root]))
     assert models.module(case.variant("unfused")) is models.module(case.variant("compiled"))
     assert not models.module(case.variant("unfused")).training  # put in eval mode
+
+
+def test_a_graph_compiled_for_dynamic_shapes_records_its_sizes_and_gets_a_minimum(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The capture of a forward compiled with ``dynamic: true`` holds each symbol's value in the
+    run, so the ledger's rows of that graph get a minimum instead of 'its sizes are symbols'."""
+    monkeypatch.chdir(root)
+    text = SUITE.split("      fullgraph:\n")[0].replace(
+        "        compile: true\n", "        compile: {dynamic: true}\n        ledger: {graphs: 1}\n"
+    )
+    code, output, _, record = _run(tmp_path, text)
+    assert code == 0, output
+    sizes = record["cases"]["prenorm"]["provenance"]["compiled"]["sizes"]
+    assert sizes and all(v > 0 for graph in sizes.values() for v in graph.values()), sizes
+    assert 256 in {v for graph in sizes.values() for v in graph.values()}  # 4 x 256 tokens of 512
+    assert "its sizes are symbols" not in output

@@ -19,7 +19,9 @@ compiles it, and the NVTX ranges that tie each measured kernel to its wrapper ca
 
 and it listens to Inductor's structured trace (a handler on ``torch._logging``'s trace logger,
 as ``TORCH_TRACE`` would write it) and to its fusion log, keeping only the artifacts the ledger
-reads (:data:`WANTED`). :func:`op_ranges` wraps the measured call in
+reads (:data:`WANTED`) and, of a graph compiled for dynamic shapes, the value each symbolic size
+had when Dynamo created it (its ``create_symbol`` events: the sizes of the call that compiled it,
+which the measured call repeats), as the capture's ``sizes``. :func:`op_ranges` wraps the measured call in
 ``torch.autograd.profiler.emit_nvtx()``: every ATen op and every Triton launch of the wrapper
 opens an NVTX range, so ncu attributes each kernel to the call that launched it.
 """
@@ -58,18 +60,29 @@ def _name(metadata: Any) -> str | None:
 
 
 class _Trace(logging.Handler):
-    """Keeps the wanted artifacts of Inductor's structured trace."""
+    """Keeps the wanted artifacts of Inductor's structured trace, and each symbolic size's value
+    by graph (``{"0/0": {"s27": 256}}``)."""
 
-    def __init__(self, into: list[dict[str, Any]]) -> None:
+    def __init__(self, into: list[dict[str, Any]], sizes: dict[str, dict[str, int]]) -> None:
         super().__init__(logging.DEBUG)
         self.into = into
+        self.sizes = sizes
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
+        if isinstance(metadata, dict) and isinstance(metadata.get("create_symbol"), dict):
+            self._symbol(metadata)
+            return
         name = _name(metadata)
         if name in WANTED:
             payload = getattr(record, "payload", None)
             self.into.append({"name": name, "metadata": metadata, "payload": payload})
+
+    def _symbol(self, metadata: dict[str, Any]) -> None:
+        event, frame, compile_id = metadata["create_symbol"], metadata.get("frame_id"), metadata.get("frame_compile_id")
+        symbol, value = event.get("symbol"), str(event.get("val", ""))
+        if isinstance(frame, int) and isinstance(compile_id, int) and isinstance(symbol, str) and value.isdigit():
+            self.sizes.setdefault(f"{frame}/{compile_id}", {})[symbol] = int(value)
 
 
 class _Lines(logging.Handler):
@@ -90,7 +103,7 @@ class _Lines(logging.Handler):
 @contextmanager
 def capturing(into: dict[str, Any]) -> Iterator[None]:
     """Capture the provenance of whatever ``torch.compile`` compiles while the block runs into
-    ``into`` (``{"artifacts": [...], "fusion_log": [...]}``: the capture format of
+    ``into`` (``{"artifacts": [...], "fusion_log": [...], "sizes": {...}}``: the capture format of
     :mod:`fuseci.ledger.artifacts`), with the settings of the module docstring."""
     import torch
     import torch._inductor.config as inductor_config
@@ -98,9 +111,10 @@ def capturing(into: dict[str, Any]) -> Iterator[None]:
 
     artifacts: list[dict[str, Any]] = []
     lines: list[str] = []
-    into.update(artifacts=artifacts, fusion_log=lines)
+    sizes: dict[str, dict[str, int]] = {}
+    into.update(artifacts=artifacts, fusion_log=lines, sizes=sizes)
     trace_log = logging_internal.trace_log
-    trace, fusion = _Trace(artifacts), _Lines(lines)
+    trace, fusion = _Trace(artifacts, sizes), _Lines(lines)
     scheduler = logging.getLogger("torch._inductor.scheduler")
     saved = (trace_log.level, trace_log.propagate)
     with contextlib.ExitStack() as stack:
@@ -134,6 +148,8 @@ def capturing(into: dict[str, Any]) -> Iterator[None]:
             scheduler.removeHandler(fusion)
             with contextlib.suppress(Exception):
                 torch._logging.set_logs()
+            if not sizes:  # no graph compiled for dynamic shapes
+                del into["sizes"]
     log.debug("captured %d provenance artifacts and %d fusion log lines", len(artifacts), len(lines))
 
 
