@@ -95,6 +95,7 @@ def judge(repo: Path, work: Path, kind: str, edit: Edit) -> dict[str, object]:
             {f"{k['check']}:{k['quantity']}" for k in checks if k["verdict"] in ("regressed", "wrong", "error")}
         ),
         bytes=[k["message"] for k in checks if k["quantity"] in BYTES],
+        cause=measured.get("cause", {}).get("kind", "-"),
         base_kernels=shape(measured.get("baseline_kernels", [])),
         head_kernels=shape(measured.get("kernels", [])),
     )
@@ -112,7 +113,7 @@ def main(work: Path, kinds: list[str]) -> int:
             rows.append(row)
     (work / "edits.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     bad = 0
-    print(f"\n{'edit':16} {'must':7} {'rc':>3} {'verdict':10} {'s':>6}  registers base -> head; failing")
+    print(f"\n{'edit':16} {'must':7} {'rc':>3} {'verdict':10} {'cause':10} {'s':>6}  registers base -> head; failing")
     for r in rows:
         must = "fail" if r["regression"] else "pass"
         ok = r["rc"] == (1 if r["regression"] else 0) and (
@@ -121,7 +122,7 @@ def main(work: Path, kinds: list[str]) -> int:
         bad += not ok
         regs = f"{[k[3] for k in r.get('base_kernels', [])]} -> {[k[3] for k in r.get('head_kernels', [])]}"
         print(
-            f"{r['edit']:16} {must:7} {r['rc']:>3} {r.get('verdict', '?'):10} {r['s']:>6}  {regs}; {r.get('failing', r.get('problem'))}{'' if ok else '  <-- WRONG'}"
+            f"{r['edit']:16} {must:7} {r['rc']:>3} {r.get('verdict', '?'):10} {r.get('cause', '-'):10} {r['s']:>6}  {regs}; {r.get('failing', r.get('problem'))}{'' if ok else '  <-- WRONG'}"
         )
     return 1 if bad else 0
 
