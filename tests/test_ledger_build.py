@@ -246,11 +246,11 @@ def _broken_capture(how: str) -> Any:
 @pytest.mark.parametrize(
     ("how", "expected"),
     [
-        ("payload", "artifacts[2] (inductor_provenance_tracking_node_mappings of graph 0/0): the payload is not JSON"),
-        ("shape", 'cppCodeToPost["k:1"] is a string "addmm", not a list of strings'),
+        ("payload", "artifacts[2]: the payload is not JSON"),
+        ("shape", 'artifacts[2]: the payload\'s cppCodeToPost["k:1"]: expected a list, got a string "addmm"'),
         ("metadata", "artifacts[2]: its metadata's frame_id is null, not a count"),
-        ("not-text", "its payload is null, not the artifact's text"),
-        ("item", "artifacts[1]: it is a string"),
+        ("not-text", "artifacts[2].payload: expected a string, got null"),
+        ("item", 'artifacts[1]: expected an object, got a string "oops"'),
         ("code", "graph 0/0's output code: the output code is not Python (line 1)"),
         ("graph", "graph 0/0's post-grad graph: the post-grad graph is not the Python Inductor prints (line 1)"),
         ("top", "not a capture of Inductor's artifacts"),

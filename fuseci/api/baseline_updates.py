@@ -119,7 +119,8 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
     old_ledgers = ledgers.stored(path)
-    judged = ledgers.judged(suite, results, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
+    built = ledgers.built(suite, results)
+    judged = ledgers.judged(suite, built, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
     sources = case_sources(suite)
     comparison = compare(
         results, suite, old, baseline_path=str(path), accept_env=frozenset(), ledgers=judged, sources=sources
@@ -134,7 +135,7 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
         and bl.dumps(replace(new, sources=old.sources, code=old.code)) == bl.dumps(old)
     ):
         new = old  # a case refused or kept: fingerprints and compiled code alone do not rewrite the file
-    new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
+    new_ledgers = ledgers.recorded(suite, built, old_ledgers, {c.id for c in suite.cases} - not_kept)
     ledgers_path = ledger_store.suite_path(path)
     tuning_path = path.with_name(f"{path.stem}.autotune.json")
     try:

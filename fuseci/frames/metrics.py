@@ -31,6 +31,7 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Aggregate
 from fuseci.frames.inventory import KernelLaunch
+from fuseci.records.fusion import KernelRow
 from fuseci.records.harness import HarnessRecord, VariantTiming
 
 
@@ -328,7 +329,7 @@ class SuiteResults:
     """The per-variant frame's rows (:func:`aggregate`'s), in its order."""
     gain_rows: tuple[dict[str, Any], ...]
     """The gains frame's rows (:func:`gains`'), in its order."""
-    ledger_rows: Mapping[tuple[str, str], tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    ledger_rows: Mapping[tuple[str, str], tuple[KernelRow, ...]] = field(default_factory=dict)
     """For each ledger variant (``(case, variant)``), its kernels as a ledger reads them
     (:func:`fuseci.frames.report.read_report`); empty for a suite without one."""
 

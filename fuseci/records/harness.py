@@ -49,6 +49,7 @@ from fuseci import validation as v
 from fuseci.errors import ReportError
 from fuseci.files.atomic import atomic_write_text
 from fuseci.files.versioned import DocumentFormat
+from fuseci.records.fusion import Provenance
 from fuseci.records.sass import KernelCode
 
 SUFFIX = ".harness.json"
@@ -244,9 +245,9 @@ class CaseRecord(v.OpenDocument):
     empty when not watched."""
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
-    provenance: Annotated[Mapping[v.Id, dict[str, Any]], Field(max_length=1000)] = field(default_factory=dict)
-    """Inductor's provenance of each ledger variant's compile, by variant: the structured-trace
-    artifacts and fusion-log lines :mod:`fuseci.ledger.artifacts` reads (checked there)."""
+    provenance: Annotated[Mapping[v.Id, Provenance], Field(max_length=1000)] = field(default_factory=dict)
+    """Inductor's provenance of each ledger variant's compile, by variant, and the launches ncu
+    left out of its passes (:class:`~fuseci.records.fusion.Provenance`)."""
     compile_options: Annotated[Mapping[v.Id, Mapping[Short, CompileOption]], Field(max_length=1000)] = field(
         default_factory=dict
     )
@@ -460,7 +461,7 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
     if c.read:
         doc["read"] = list(c.read)
     if c.provenance:
-        doc["provenance"] = {v: dict(capture) for v, capture in c.provenance.items()}
+        doc["provenance"] = {v: capture.to_json() for v, capture in c.provenance.items()}
     if c.compile_options:
         doc["compile_options"] = {v: dict(options) for v, options in c.compile_options.items()}
     return doc
