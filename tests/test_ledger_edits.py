@@ -17,11 +17,11 @@ import pytest
 from fuseci.judge.verdict import Verdict
 from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import build
-from fuseci.ledger.diff import diff, diff_lines
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import FindingKind, LedgerVerdict, judge
 from fuseci.ledger.launches import KernelRow, in_range, kernel_rows
 from fuseci.ledger.match import is_view, match, op_base, quoted
-from fuseci.records.fusion import Kind, Ledger, Node, Row
+from fuseci.records.fusion import Kind, Ledger, Node, Row, diff_lines
 
 DATA = Path(__file__).parent / "data" / "ledger"
 CASES = (

@@ -150,12 +150,12 @@ def test_a_symbolic_size_is_valued_from_the_run_s_sizes() -> None:
 @pytest.mark.parametrize(
     ("sizes", "said"),
     [
-        ([1], "sizes is"),
-        ({"graph": {}}, "not a graph's id"),
-        ({"0/0": [2]}, "not an object of symbol values"),
-        ({"0/0": {"s 0": 2}}, "not a symbol's name"),
-        ({"0/0": {"s0": -1}}, "not a size"),
-        ({"0/0": {"s0": True}}, "not a size"),
+        ([1], "sizes: expected an object"),
+        ({"graph": {}}, "sizes.graph: not a valid key: expected a graph's id"),
+        ({"0/0": [2]}, 'sizes["0/0"]: expected an object'),
+        ({"0/0": {"s 0": 2}}, "expected a symbol's name (s27)"),
+        ({"0/0": {"s0": -1}}, 'sizes["0/0"].s0: -1 is below the smallest value allowed'),
+        ({"0/0": {"s0": True}}, 'sizes["0/0"].s0: expected an integer'),
     ],
 )
 def test_a_record_s_sizes_are_hostile_until_checked(sizes: object, said: str) -> None:

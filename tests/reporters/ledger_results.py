@@ -14,6 +14,7 @@ from typing import Any
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
 from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import build
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import judge
 from fuseci.ledger.launches import in_range, kernel_rows
 from fuseci.records.fusion import Ledger
@@ -72,7 +73,15 @@ def ledger_comparison(current: str = "block-break_add_norm", baseline: str | Non
     checks = ledger_checks("block", "compiled", before, now) if before else ()
     variants = (
         VariantMeasurement("eager", {}, {}, ()),
-        VariantMeasurement("compiled", {}, {}, (), ledger=now, baseline_ledger=before),
+        VariantMeasurement(
+            "compiled",
+            {},
+            {},
+            (),
+            ledger=now,
+            baseline_ledger=before,
+            ledger_changes=tuple(diff(before, now)) if before else (),
+        ),
     )
     case = CaseResult("block", 7, "a pre-norm transformer block in bf16", checks, variants)
     return Comparison(
