@@ -92,6 +92,11 @@ def crossing_untyped(root: Path = ROOT) -> list[str]:
     changed = True
     while changed:  # what a reaching definition names in its annotations reaches as far
         changed = False
+        for (module, name), users in list(reached.items()):  # a name a package re-exports
+            target = scope.get(module, {}).get(name)
+            if (module, name) not in defs and target is not None and not users <= reached.setdefault(target, set()):
+                reached[target] |= users
+                changed = True
         for (module, name), node in defs.items():
             users = reached.get((module, name), set()) - {_package(module)}
             for _, ann in _annotations(node) if users else ():

@@ -75,7 +75,7 @@ def update_baselines(
         return _rerecord(suite, results, path, force)
 
 
-def _autotuning(results: SuiteResults, kept: Path) -> dict[str, dict[str, object]] | None:
+def _autotuning(results: SuiteResults, kept: Path) -> dict[str, autotune.Entry] | None:
     """The autotuning choices the measured run's kernels used, to write at ``kept``
     (``<suite>.autotune.json`` beside the baseline: :mod:`fuseci.measure.autotune`): None when the
     run used none or they are those kept (read, and so checked, here: before anything is written).

@@ -103,6 +103,10 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
 CompileOption = Short | bool | None
+AutotuneEntry = Annotated[Mapping[v.Key, v.Scalar], Field(max_length=64)]
+"""One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``,
+``configs_hash``...) and their scalar values (:mod:`fuseci.measure.autotune` checks the rest of
+what a kept one must be)."""
 Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
 """A kernel's builds in one process (autotuning compiles one per configuration)."""
 """One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
@@ -316,7 +320,7 @@ class HarnessRecord(v.OpenDocument):
     that a run killed by a hang or a crash names the case it was in."""
     interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
-    autotune: Annotated[Mapping[str, dict[str, Any]], Field(max_length=20_000)] = field(default_factory=dict)
+    autotune: Annotated[Mapping[str, AutotuneEntry], Field(max_length=20_000)] = field(default_factory=dict)
     """The ``.best_config`` entries of Inductor's compile cache the process's kernels used, by
     their path in the cache (:mod:`fuseci.measure.autotune`, which checks them where they are
     kept); empty without Inductor."""
@@ -398,29 +402,20 @@ class HarnessRecord(v.OpenDocument):
         """
         data = FORMAT.check(data, path)
         try:
-            return cls.build(data)
+            return v.validate(cls, data)
         except v.Invalid as exc:
             raise FORMAT.invalid(path, exc) from None
 
-    @staticmethod
-    def check_format(data: Any, path: Path | str) -> dict[str, Any]:
-        """A record document's format and version checked, and upgraded to the current version.
-
-        Raises:
-            ReportError: not a harness record, or from a newer fuseci.
-        """
-        return FORMAT.check(data, path)
-
     @classmethod
-    def build(cls, data: dict[str, Any], at: v.Loc = ()) -> HarnessRecord:
-        """A record from a document of the current version (:meth:`DocumentFormat.check` done),
-        validated; ``at`` is its place inside an enclosing document (a run file's
-        ``("suites", "elementwise", "record")``).
+    def embedded(cls, data: object, at: v.Loc) -> HarnessRecord:
+        """A record held inside another document at ``at`` (a run file's ``("suites",
+        "elementwise", "record")``): its format checked and upgraded, then every value validated.
 
         Raises:
+            ReportError: not a harness record, or from a newer fuseci (the message names the place).
             Invalid: a value the format does not allow; the enclosing reader names the file.
         """
-        return v.validate(cls, data, at)
+        return v.validate(cls, FORMAT.check(data, v.json_path(at)), at)
 
 
 def _known_json(obj: Any) -> dict[str, Any]:
