@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import ledgers as L
 import pytest
 
 from fuseci.api import ledgers
@@ -18,7 +19,7 @@ from fuseci.errors import LedgerError, ReportError
 from fuseci.judge.verdict import CheckKind, Reference, Verdict
 from fuseci.ledger import store
 from fuseci.ledger.diff import diff
-from fuseci.ledger.launches import in_range, kernel_rows
+from fuseci.ledger.launches import in_range
 from fuseci.records.fusion import KernelRow, Provenance
 from fuseci.records.harness import HarnessRecord
 from fuseci.validation import validate
@@ -54,7 +55,7 @@ def ncu_rows() -> list[dict[str, Any]]:
 
 
 def _rows(ncu_rows: list[dict[str, Any]], probe_case: str) -> tuple[KernelRow, ...]:
-    return in_range(kernel_rows(ncu_rows, "kernels.json"), f"{probe_case}.compiled")
+    return in_range(L.kernel_rows(ncu_rows), f"{probe_case}.compiled")
 
 
 def _results(ncu_rows: list[dict[str, Any]], sides: dict[str, str], measured: bool = True) -> Any:

@@ -248,7 +248,9 @@ def ignored(path: str, patterns: Sequence[str]) -> bool:
 NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at run time (`--ignore` a pattern for it if none can)"
 
 
-def seen(changes: Sequence[Change], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()) -> Seen:
+def seen(
+    changes: Sequence[Change], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()
+) -> Seen:
     """Sort ``changes`` by the rule of this module (every change forcing everything said);
     ``ignore``: the patterns of paths the user says no case reads."""
     explained = set().union(*(s.explained for s in sights)) if sights else set()

@@ -24,7 +24,7 @@ import pandas as pd
 from fuseci.config import names, quantities
 from fuseci.errors import ReportError
 from fuseci.frames import repeats as repeated
-from fuseci.records.fusion import KernelRow, Repeats, kernel_row
+from fuseci.records.fusion import METRICS, REQUESTED, SHAPE, KernelRow, Repeats, kernel_row
 
 log = logging.getLogger(__name__)
 
@@ -168,20 +168,8 @@ def _stack(action: Any) -> list[str]:
     return out
 
 
-#: The metrics of a kernel a ledger reads (:mod:`fuseci.ledger.launches`).
-LEDGER_METRICS = (
-    "gpu__time_duration.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
-    "lts__t_sectors_srcunit_tex_op_read.sum",
-    "lts__t_sectors_srcunit_tex_op_write.sum",
-    "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",
-    "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
-    "launch__grid_size",
-    "launch__block_size",
-)
+#: The metrics of a kernel a ledger reads (:func:`fuseci.records.fusion.kernel_row`).
+LEDGER_METRICS = (*(m for ms in (*METRICS.values(), *REQUESTED.values()) for m in ms), *SHAPE)
 
 
 def read_report(

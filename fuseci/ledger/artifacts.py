@@ -27,11 +27,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from fuseci import validation as v
-from fuseci.errors import LedgerError
-from fuseci.files.versioned import read_bounded
 from fuseci.records.fusion import (
     BREAK_REASON,
     NODE_MAPPINGS,
@@ -42,8 +38,6 @@ from fuseci.records.fusion import (
     Provenance,
 )
 
-#: Largest capture file read.
-MAX_BYTES = 256 << 20
 #: The directories of a source file a reason names (``/home/ci/repo/`` of ``/home/ci/repo/m.py:12``).
 _DIRECTORIES = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[\\/](?:[^\s\\/:]+[\\/])*(?=[^\s\\/:]+\.py\b)")
 #: A source file's line number in a reason (``models.py:121``).
@@ -146,42 +140,3 @@ def capture(provenance: Provenance) -> Capture:
         fusion_refusals(provenance.fusion_log),
         provenance.sizes,
     )
-
-
-def capture_from(data: object, where: str) -> Capture:
-    """A capture file's provenance from its parsed JSON (``{"artifacts": [...], "fusion_log":
-    [...]}``, as a harness record holds a variant's).
-
-    Raises:
-        LedgerError: not a capture, or an item, metadata or payload that is not what Inductor
-            writes, naming the place.
-    """
-    if not isinstance(data, dict) or not isinstance(data.get("artifacts"), list):
-        raise LedgerError(
-            f"{where}: not a capture of Inductor's artifacts (expected an object with an 'artifacts' list)"
-        )
-    try:
-        return capture(v.validate(Provenance, data))
-    except v.Invalid as exc:
-        raise LedgerError(f"{where}: {exc}; capture it again with provenance tracking on") from None
-
-
-def read_capture(path: Path) -> Capture:
-    """Read a capture file (see the module docstring).
-
-    Raises:
-        LedgerError: unreadable, over :data:`MAX_BYTES`, not JSON, or not a capture.
-    """
-    try:
-        raw = read_bounded(path, MAX_BYTES)
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read the capture: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise LedgerError(f"{path}: over {MAX_BYTES >> 20} MiB, more than a capture of one forward")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise LedgerError(f"{path}: not UTF-8 text (byte {exc.start}), so not a capture") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise LedgerError(f"{path}: not JSON ({exc}), so not a capture") from None
-    return capture_from(data, str(path))

@@ -20,21 +20,14 @@ are named as such.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from fuseci.config import names
-from fuseci.errors import LedgerError
-from fuseci.files.versioned import read_bounded
 from fuseci.ledger import replay
 from fuseci.ledger.wrapper import Call
-from fuseci.records.fusion import KernelRow, Kind, Measured, kernel_row
-from fuseci.wording import shown
-
-MAX_BYTES = 256 << 20
+from fuseci.records.fusion import KernelRow, Kind, Measured
 
 _RANGE = re.compile(r"^(?P<name>.*), op_id = (?P<id>\d+)$")
 _REGION = re.compile(r"^Torch-Compiled Region: (?P<graph>\d+/\d+)")
@@ -48,56 +41,6 @@ COPIES = (
 def _range(text: str) -> tuple[str, int]:
     m = _RANGE.match(text)
     return (m["name"], int(m["id"])) if m else (text, -1)
-
-
-def _row(item: object) -> KernelRow:
-    if not isinstance(item, dict):
-        raise ValueError(f"it is {shown(item)}, not an object")
-    ident, name, nvtx, repeat = item.get("id"), item.get("kernel"), item.get("nvtx"), item.get("repeat", False)
-    if isinstance(ident, bool) or not isinstance(ident, int):
-        raise ValueError(f"id is {shown(ident)}, not an integer")
-    if not isinstance(name, str):
-        raise ValueError(f"kernel is {shown(name)}, not a kernel's name")
-    if not isinstance(repeat, bool):
-        raise ValueError(f"repeat is {shown(repeat)}, not true or false")
-    if isinstance(nvtx, str):
-        nvtx = [nvtx]
-    if not isinstance(nvtx, list) or not all(isinstance(s, str) for s in nvtx):
-        raise ValueError(f"nvtx is {shown(nvtx)}, not a list of NVTX ranges")
-    return kernel_row(ident, name, tuple(nvtx), item, repeat)
-
-
-def kernel_rows(data: object, where: str) -> tuple[KernelRow, ...]:
-    """ncu's rows exported to a file, from their parsed JSON: a list of objects with ``id``,
-    ``kernel``, ``nvtx`` and the metrics of :data:`~fuseci.records.fusion.METRICS`.
-
-    Raises:
-        LedgerError: not a list, or a row that is not one, naming the row and the field.
-    """
-    if not isinstance(data, list):
-        raise LedgerError(f"{where}: {shown(data)}, not a list of ncu's kernel rows")
-    rows = []
-    for i, item in enumerate(data):
-        try:
-            rows.append(_row(item))
-        except ValueError as exc:
-            raise LedgerError(f"{where}: row [{i}]: {exc}; export the rows again from the report") from None
-    return tuple(rows)
-
-
-def read_kernel_rows(path: Path) -> tuple[KernelRow, ...]:
-    """Read ncu's rows from a JSON file (see :func:`kernel_rows`).
-
-    Raises:
-        LedgerError: unreadable, not JSON, or not rows.
-    """
-    try:
-        raw = read_bounded(path, MAX_BYTES)
-        return kernel_rows(json.loads(raw.decode("utf-8")), str(path))
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read the kernel rows: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise LedgerError(f"{path}: not JSON ({exc}), so not ncu's kernel rows") from None
 
 
 def in_range(rows: Sequence[KernelRow], name: str) -> tuple[KernelRow, ...]:
