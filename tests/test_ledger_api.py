@@ -184,3 +184,17 @@ def test_the_suite_ledgers_file_round_trips_and_refuses_hostile_files(
             ledgers.stored(baseline)
         line = str(info.value)
         assert "\n" not in line and str(path) in line and what in line, line
+
+
+def test_a_results_file_read_back_carries_what_changed_in_its_ledgers() -> None:
+    """A results file holds each ledger and its baseline's, not their diff: its reader finds the
+    changes again, so a report of it says what the run's did."""
+    from fuseci.store import results as results_file
+    from tests.reporters.ledger_results import ledger_comparison
+
+    judged = ledger_comparison()
+    (compiled,) = [m for m in judged.cases[0].variants if m.ledger is not None]
+    assert compiled.ledger_changes
+    (read,) = results_file.from_json(json.loads(results_file.dumps([judged])), "r.json")
+    (again,) = [m for m in read.cases[0].variants if m.ledger is not None]
+    assert again.ledger_changes == compiled.ledger_changes

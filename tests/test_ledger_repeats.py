@@ -162,3 +162,28 @@ def test_the_terminal_and_the_html_report_say_what_was_counted_back(tmp_path: Pa
     assert "9 of the forward's 18 kernel launches" in result.output
     html = markup.unescape(page.read_text())
     assert said in html and "1 of its 2 kernel launches counted with the measurement" in html
+
+
+def test_each_ledger_is_built_once_by_update_baselines_and_by_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """update-baselines judges the run against the old ledgers and records the new ones; a run
+    judges them: each ledger variant's ledger is built once for all of it, and the run's judged
+    ledgers carry the changes since the recorded ones to the report."""
+    from fuseci.ledger import build
+
+    built: list[int] = []
+    real = build.build
+    monkeypatch.setattr(build, "build", lambda *a: built.append(1) or real(*a))
+    baselines = str(tmp_path / "b")
+    given = ["--from-report", str(REPORT), "--baselines", baselines]
+    result = CliRunner().invoke(app, ["update-baselines", str(SUITE), *given])
+    assert result.exit_code == 0, result.output
+    assert len(built) == 2  # graph and blocks
+    assert list((tmp_path / "b").rglob("stack_repeats.ledgers.json"))
+    built.clear()
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["run", str(SUITE), *given, "--json", str(out), "-v"])
+    assert result.exit_code == 0, result.output
+    assert len(built) == 2
+    assert "since the baseline's ledger:" in result.output and "no node of the model changed company" in result.output
