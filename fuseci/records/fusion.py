@@ -255,8 +255,8 @@ METRICS: dict[str, tuple[str, ...]] = {
     "duration_ns": ("gpu__time_duration.sum",),
 }
 #: The global bytes a kernel asked for, loads and stores, each the LSU's and the TMA's
-#: (:attr:`Measured.loads`). Optional: a row without the TMA's (exported before they were kept,
-#: or profiled with ``ncu: {tma: false}``) has none.
+#: (:attr:`Measured.loads`). Optional: a kernel profiled without the TMA's (``ncu: {tma: false}``)
+#: has none.
 REQUESTED: dict[str, tuple[str, str]] = {
     "loads": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"),
     "stores": (
@@ -285,12 +285,12 @@ def kernel_row(
     ident: int, kernel: str, nvtx: tuple[str, ...], metrics: Mapping[str, object], repeat: bool = False
 ) -> KernelRow:
     """A kernel launch from ncu's metrics of it (:data:`METRICS`, and :data:`REQUESTED` and
-    :data:`SHAPE` where known), as a report or an exported file gives them.
+    :data:`SHAPE` where known), as a report gives them (NaN: not collected).
 
     Raises:
         ValueError: a metric that is not a finite, non-negative number, naming it.
     """
-    sums = {what: sum(_figure(metrics.get(m), m) for m in names) for what, names in METRICS.items()}
+    sums = {what: sum(_figure(metrics.get(m), m) for m in sources) for what, sources in METRICS.items()}
     asked: dict[str, float | None] = {}
     for what, (lsu, tma) in REQUESTED.items():
         asked[what] = (
@@ -330,14 +330,14 @@ class NodeMappings(v.OpenDocument):
     """A post-grad node → the pre-grad nodes it came from."""
 
 
-def _payload_json(payload: str, what: Any) -> Any:
-    """An artifact's JSON payload, checked as ``what``."""
+def _check_payload(payload: str, what: Any) -> None:
+    """An artifact's JSON payload checked as ``what``."""
     try:
         data = json.loads(payload)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"the payload is not JSON ({exc})") from None
     try:
-        return v.validate(what, data)
+        v.validate(what, data)
     except v.Invalid as exc:
         raise ValueError(f"the payload's {exc}" if exc.where else f"the payload: {exc}") from None
 
@@ -369,9 +369,9 @@ def _readable(artifact: Artifact) -> Artifact:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**9:
             raise ValueError(f"its metadata's {key} is {shown(value)}, not a count")
     if artifact.name == NODE_MAPPINGS:
-        _payload_json(artifact.payload, NodeMappings)
+        _check_payload(artifact.payload, NodeMappings)
     elif artifact.name == STACK_TRACES:
-        _payload_json(artifact.payload, NamesBy)
+        _check_payload(artifact.payload, NamesBy)
     return artifact
 
 
