@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel
+from pydantic_core import ErrorDetails
 
 Loc = tuple[str | int, ...]
 """A place in a document: the keys and indices that lead to it from the top."""
@@ -132,7 +133,7 @@ def key_repr(key: object) -> str:
     return text if len(text) <= 62 else text[:59] + "..."
 
 
-def message(error: Mapping[str, Any], show: Callable[[Any], str], mapping: str) -> str:
+def message(error: ErrorDetails, show: Callable[[Any], str], mapping: str) -> str:
     """One pydantic error in fuseci's words; ``mapping`` is what an object is called."""
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind in TYPE_WORDS:
@@ -182,7 +183,7 @@ class _Raw:
     label (pydantic names the branch it tried) or a key of the document."""
 
     steps: list[tuple[str | int, bool]]
-    error: Mapping[str, Any]
+    error: ErrorDetails
     message: str
     on_key: bool = False
 
@@ -191,7 +192,7 @@ class _Raw:
 
 
 def convert(
-    errors: Sequence[Mapping[str, Any]], data: Any, model: Any, show: Callable[[Any], str], mapping: str
+    errors: Sequence[ErrorDetails], data: Any, model: Any, show: Callable[[Any], str], mapping: str
 ) -> list[tuple[Loc, str, str, str | int | None, bool]]:
     """pydantic's ``errors`` for ``data`` as (place, message, type, key, on_key) in pydantic's
     order (see :func:`fuseci.validation.problems`)."""
@@ -213,7 +214,7 @@ def convert(
     return out
 
 
-def _raw(error: Mapping[str, Any], data: Any, show: Callable[[Any], str], mapping: str) -> _Raw:
+def _raw(error: ErrorDetails, data: Any, show: Callable[[Any], str], mapping: str) -> _Raw:
     """Mark each step of ``error``'s location as a key of ``data`` or a union branch's label."""
     steps: list[tuple[str | int, bool]] = []
     node, loc, of_key = data, error["loc"], False
@@ -261,7 +262,7 @@ def _closest(point: tuple[Any, ...], groups: dict[Any, list[_Raw]]) -> list[_Raw
     wanted = list(dict.fromkeys(r.message[len("expected ") : r.message.index(", got ")] for b in branches for r in b))
     either = wanted[0] if len(wanted) == 1 else f"{', '.join(wanted[:-1])} or {wanted[-1]}"
     got = branches[0][0].message.split(", got ", 1)[1]
-    error = {"type": "union_type", "loc": (), "input": branches[0][0].error.get("input")}
+    error = ErrorDetails(type="union_type", loc=(), msg="", input=branches[0][0].error.get("input"))
     return [_Raw(list(point), error, f"expected {either}, got {got}")]
 
 

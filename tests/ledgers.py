@@ -16,8 +16,24 @@ The block's source, as its nodes' lines quote it::
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from fuseci.records.fusion import Kind, Ledger, Measured, Node, Row
+from fuseci.ledger.artifacts import Capture
+from fuseci.ledger.artifacts import capture as capture_of
+from fuseci.records.fusion import KernelRow, Kind, Ledger, Measured, Node, Provenance, Row, kernel_row
+from fuseci.validation import validate
+
+
+def capture(data: object) -> Capture:
+    """A variant's captured provenance (tests/data/ledger/<case>.json, or a harness record's), checked
+    as the record's reader checks it (:class:`~fuseci.validation.Invalid` where it is not one)."""
+    return capture_of(validate(Provenance, data))
+
+
+def kernel_rows(data: list[dict[str, Any]]) -> tuple[KernelRow, ...]:
+    """ncu's rows exported to JSON (tests/data/ledger/kernels.json), as the report reader makes them."""
+    return tuple(kernel_row(r["id"], r["kernel"], tuple(r["nvtx"]), r, r.get("repeat", False)) for r in data)
+
 
 MB = 1 << 20
 ACT = 16 * MB  # one bf16 activation of 8 × 1024 × 1024

@@ -16,7 +16,7 @@ def _record(metadata: dict, payload: object = None) -> logging.LogRecord:
 
 
 def test_each_symbol_s_value_is_kept_by_graph_and_artifacts_still_by_name() -> None:
-    artifacts: list[dict] = []
+    artifacts: list = []
     sizes: dict[str, dict[str, int]] = {}
     trace = _Trace(artifacts, sizes)
     trace.emit(_record({"create_symbol": {"symbol": "s77", "val": "4"}, "frame_id": 0, "frame_compile_id": 0}))
@@ -24,7 +24,7 @@ def test_each_symbol_s_value_is_kept_by_graph_and_artifacts_still_by_name() -> N
     trace.emit(_record({"create_symbol": {"symbol": "s0", "val": "3"}, "frame_id": 1, "frame_compile_id": 2}))
     trace.emit(_record({"inductor_post_grad_graph": {}, "frame_id": 0, "frame_compile_id": 0}, "graph"))
     assert sizes == {"0/0": {"s77": 4, "s27": 256}, "1/2": {"s0": 3}}
-    assert [a["name"] for a in artifacts] == ["inductor_post_grad_graph"]
+    assert [a.name for a in artifacts] == ["inductor_post_grad_graph"]
 
 
 def test_a_symbol_without_a_size_or_a_graph_is_left_out() -> None:

@@ -10,13 +10,19 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import ledgers as L
 import pytest
 
 from fuseci.api import ledgers
 from fuseci.config.parse import load_suite
-from fuseci.errors import LedgerError
+from fuseci.errors import LedgerError, ReportError
 from fuseci.judge.verdict import CheckKind, Reference, Verdict
 from fuseci.ledger import store
+from fuseci.ledger.diff import diff
+from fuseci.ledger.launches import in_range
+from fuseci.records.fusion import KernelRow, Provenance
+from fuseci.records.harness import HarnessRecord
+from fuseci.validation import validate
 
 DATA = Path(__file__).parent / "data" / "ledger"
 SUITE = """\
@@ -48,14 +54,14 @@ def ncu_rows() -> list[dict[str, Any]]:
     return _json("kernels.json")
 
 
-def _rows(ncu_rows: list[dict[str, Any]], probe_case: str) -> tuple[dict[str, Any], ...]:
-    return tuple(r for r in ncu_rows if any(n.startswith(f"{probe_case}.compiled") for n in r["nvtx"]))
+def _rows(ncu_rows: list[dict[str, Any]], probe_case: str) -> tuple[KernelRow, ...]:
+    return in_range(L.kernel_rows(ncu_rows), f"{probe_case}.compiled")
 
 
 def _results(ncu_rows: list[dict[str, Any]], sides: dict[str, str], measured: bool = True) -> Any:
     """A run's results as api.ledgers reads them: each variant's captured provenance in the
     record and its kernels from the report (here the probe cases' real ones)."""
-    provenance = {v: _json(f"{probe}.json") for v, probe in sides.items()}
+    provenance = {v: validate(Provenance, _json(f"{probe}.json")) for v, probe in sides.items()}
     record = SimpleNamespace(ok=True, measured=tuple(sides) if measured else (), provenance=provenance)
     return SimpleNamespace(
         record=SimpleNamespace(cases={"block": record}),
@@ -72,7 +78,7 @@ def suite(tmp_path: Path) -> Any:
 
 def test_no_stored_ledger_is_new_and_the_ledger_is_kept(suite: Any, ncu_rows: list[dict[str, Any]]) -> None:
     results = _results(ncu_rows, {"compiled": "block-base"})
-    judged = ledgers.judged(suite, results, {}, REFERENCE)
+    judged = ledgers.judged(suite, ledgers.built(suite, results), {}, REFERENCE)
     got = judged[("block", "compiled")]
     assert got.ledger is not None and len(got.ledger.rows) == 9 and got.baseline is None
     (check,) = got.checks
@@ -85,7 +91,7 @@ def test_a_split_fusion_is_a_regression_naming_its_nodes(suite: Any, ncu_rows: l
     base = ledgers.built(suite, _results(ncu_rows, {"compiled": "block-base"}))[("block", "compiled")]
     assert not isinstance(base, LedgerError)
     results = _results(ncu_rows, {"compiled": "block-base", "split": "block-break_add_norm"})
-    judged = ledgers.judged(suite, results, {store.key("block", "compiled"): base}, REFERENCE)
+    judged = ledgers.judged(suite, ledgers.built(suite, results), {store.key("block", "compiled"): base}, REFERENCE)
     same = judged[("block", "compiled")].checks
     assert [c.verdict for c in same] == [Verdict.PASS]
     split = judged[("block", "split")]
@@ -98,32 +104,60 @@ def test_a_split_fusion_is_a_regression_naming_its_nodes(suite: Any, ncu_rows: l
 def test_a_forward_of_more_graphs_than_demanded_is_an_error(suite: Any, ncu_rows: list[dict[str, Any]]) -> None:
     """``ledger: {graphs: 1}`` on a forward a graph break split in two: a broken case (exit 3)."""
     results = _results(ncu_rows, {"compiled": "block-break_add_norm"})
-    checks = ledgers.judged(suite, results, {}, REFERENCE)[("block", "compiled")].checks
+    checks = ledgers.judged(suite, ledgers.built(suite, results), {}, REFERENCE)[("block", "compiled")].checks
     errors = [c for c in checks if c.verdict is Verdict.ERROR]
     assert len(errors) == 1 and errors[0].quantity == "graphs"
     assert "is 2 graph(s), the suite demands 1 (ledger.graphs)" in errors[0].message
     assert "graph_break" in errors[0].message
 
 
-def test_a_capture_that_is_not_inductors_is_an_error_naming_the_place(
-    suite: Any, ncu_rows: list[dict[str, Any]]
-) -> None:
-    results = _results(ncu_rows, {"compiled": "block-base"})
-    results.record.cases["block"].provenance["compiled"] = {"artifacts": "nope"}
-    (check,) = ledgers.judged(suite, results, {}, REFERENCE)[("block", "compiled")].checks
-    assert check.verdict is Verdict.ERROR
-    assert check.message.startswith("its ledger could not be built: suite blocks, case block, variant compiled")
+def test_a_record_whose_capture_is_not_inductors_is_refused_where_it_is_read() -> None:
+    """The provenance is checked once, as the record is read: one line naming the file and the place."""
+    case = {"status": "ok", "message": "", "measured": ["compiled"], "checks": []}
+    record = {"format": "fuseci-harness-record", "format_version": 2, "suite": "blocks", "complete": True}
+    for bad, where in (
+        ({"artifacts": "nope"}, "cases.block.provenance.compiled.artifacts: expected a list"),
+        (
+            {"artifacts": [{"name": "inductor_output_code", "metadata": {}, "payload": ""}]},
+            "artifacts[0]: its metadata's frame_id is null, not a count",
+        ),
+    ):
+        with pytest.raises(ReportError) as err:
+            HarnessRecord.from_json(
+                {**record, "cases": {"block": {**case, "provenance": {"compiled": bad}}}}, "run.harness.json"
+            )
+        message = str(err.value)
+        assert message.startswith("run.harness.json: cases.block.provenance.compiled") and where in message, message
+        assert "\n" not in message and err.value.exit_code == 3
+
+
+def test_a_judged_ledger_carries_what_changed_since_its_baseline(suite: Any, ncu_rows: list[dict[str, Any]]) -> None:
+    """The node diff is made where the ledger is judged, once, and carried to the reporters."""
+    base = ledgers.built(suite, _results(ncu_rows, {"compiled": "block-base"}))[("block", "compiled")]
+    assert not isinstance(base, LedgerError)
+    results = _results(ncu_rows, {"compiled": "block-base", "split": "block-break_add_norm"})
+    judged = ledgers.judged(suite, ledgers.built(suite, results), {store.key("block", "compiled"): base}, REFERENCE)
+    assert judged[("block", "compiled")].changes == ()
+    split = judged[("block", "split")]
+    assert split.changes and split.changes == tuple(diff(base, split.ledger))
+    assert ledgers.judged(suite, ledgers.built(suite, results), {}, REFERENCE)[("block", "split")].changes == ()
 
 
 def test_an_unmeasured_variant_has_no_ledger(suite: Any, ncu_rows: list[dict[str, Any]]) -> None:
-    assert ledgers.judged(suite, _results(ncu_rows, {"compiled": "block-base"}, measured=False), {}, REFERENCE) == {}
+    assert (
+        ledgers.judged(
+            suite, ledgers.built(suite, _results(ncu_rows, {"compiled": "block-base"}, measured=False)), {}, REFERENCE
+        )
+        == {}
+    )
 
 
 def test_update_records_the_healthy_ledger_not_the_planted_one(suite: Any, ncu_rows: list[dict[str, Any]]) -> None:
     results = _results(ncu_rows, {"compiled": "block-base", "split": "block-break_add_norm"})
-    kept = ledgers.recorded(suite, results, {"other/compiled": "old"}, {"block"})  # type: ignore[dict-item]
-    assert set(kept) == {"other/compiled", "block/compiled"}
-    assert ledgers.recorded(suite, results, {}, set()) == {}
+    built = ledgers.built(suite, results)
+    kept = ledgers.recorded(suite, built, {"other/compiled": "old"}, {"block"})  # type: ignore[dict-item]
+    assert set(kept) == {"other/compiled", "block/compiled"} and kept["block/compiled"] is built[("block", "compiled")]
+    assert ledgers.recorded(suite, built, {}, set()) == {}
 
 
 def test_the_suite_ledgers_file_round_trips_and_refuses_hostile_files(
@@ -150,3 +184,17 @@ def test_the_suite_ledgers_file_round_trips_and_refuses_hostile_files(
             ledgers.stored(baseline)
         line = str(info.value)
         assert "\n" not in line and str(path) in line and what in line, line
+
+
+def test_a_results_file_read_back_carries_what_changed_in_its_ledgers() -> None:
+    """A results file holds each ledger and its baseline's, not their diff: its reader finds the
+    changes again, so a report of it says what the run's did."""
+    from fuseci.store import results as results_file
+    from tests.reporters.ledger_results import ledger_comparison
+
+    judged = ledger_comparison()
+    (compiled,) = [m for m in judged.cases[0].variants if m.ledger is not None]
+    assert compiled.ledger_changes
+    (read,) = results_file.from_json(json.loads(results_file.dumps([judged])), "r.json")
+    (again,) = [m for m in read.cases[0].variants if m.ledger is not None]
+    assert again.ledger_changes == compiled.ledger_changes

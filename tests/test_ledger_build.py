@@ -6,18 +6,20 @@ from __future__ import annotations
 import copy
 import json
 import lzma
+import math
 from pathlib import Path
 from typing import Any
 
+import ledgers as L
 import pytest
 
 from fuseci.errors import LedgerError
 from fuseci.ledger import store
-from fuseci.ledger.artifacts import capture_from, read_capture
 from fuseci.ledger.build import build
-from fuseci.ledger.launches import KernelRow, in_range, kernel_rows, read_kernel_rows
+from fuseci.ledger.launches import KernelRow, in_range
 from fuseci.ledger.wrapper import parse_wrapper
-from fuseci.records.fusion import Kind, Ledger, Row
+from fuseci.records.fusion import METRICS, Kind, Ledger, Row, kernel_row
+from fuseci.validation import Invalid
 
 DATA = Path(__file__).parent / "data" / "ledger"
 CASES = (
@@ -33,7 +35,7 @@ def _json(name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def rows() -> tuple[KernelRow, ...]:
-    return kernel_rows(_json("kernels.json"), "kernels.json")
+    return L.kernel_rows(_json("kernels.json"))
 
 
 def _capture(case: str) -> dict[str, Any]:
@@ -41,7 +43,7 @@ def _capture(case: str) -> dict[str, Any]:
 
 
 def _ledger(case: str, rows: tuple[KernelRow, ...], data: Any = None) -> Ledger:
-    capture = capture_from(_capture(case) if data is None else data, f"{case}.json")
+    capture = L.capture(_capture(case) if data is None else data)
     return build(capture, in_range(rows, f"{case}.compiled"))
 
 
@@ -162,7 +164,7 @@ def test_kernels_no_call_claims_make_one_untraced_row(rows: tuple[KernelRow, ...
     bare = tuple(
         KernelRow(k.id, k.kernel, k.nvtx[:2], k.dram_bytes, k.global_bytes, k.l2_bytes, k.duration_ns) for k in ncu
     )
-    ledger = build(capture_from(_capture("block-base"), "c.json"), bare)
+    ledger = build(L.capture(_capture("block-base")), bare)
     untraced = [r for r in ledger.rows if r.kind is Kind.UNTRACED]
     assert len(untraced) == 1 and untraced[0].measured is not None
     assert untraced[0].measured.launches == len(ncu) and "no call's range" in untraced[0].note
@@ -210,12 +212,8 @@ def test_wrapper_calls_read_and_write_their_buffers() -> None:
     assert wrapper.returns == ("buf3",)
 
 
-def test_read_from_files(tmp_path: Path) -> None:
-    (tmp_path / "c.json").write_bytes(lzma.decompress((DATA / "block-base.json.xz").read_bytes()))
-    (tmp_path / "k.json").write_bytes(lzma.decompress((DATA / "kernels.json.xz").read_bytes()))
-    ledger = build(
-        read_capture(tmp_path / "c.json"), in_range(read_kernel_rows(tmp_path / "k.json"), "block-base.compiled")
-    )
+def test_a_ledger_file_round_trips(rows: tuple[KernelRow, ...], tmp_path: Path) -> None:
+    ledger = _ledger("block-base", rows)
     store.save(ledger, tmp_path / "ledger.json")
     assert store.load(tmp_path / "ledger.json") == ledger
 
@@ -240,41 +238,49 @@ def _broken_capture(how: str) -> Any:
         next(a for a in arts if a["name"] == "inductor_post_grad_graph")["payload"] = "class <lambda>(:"
     elif how == "top":
         return ["artifacts"]
+    elif how == "log":
+        data["fusion_log"] = "cannot fuse"
     return data
 
 
 @pytest.mark.parametrize(
     ("how", "expected"),
     [
-        ("payload", "artifacts[2] (inductor_provenance_tracking_node_mappings of graph 0/0): the payload is not JSON"),
-        ("shape", 'cppCodeToPost["k:1"] is a string "addmm", not a list of strings'),
+        ("payload", "artifacts[2]: the payload is not JSON"),
+        ("shape", 'artifacts[2]: the payload\'s cppCodeToPost["k:1"]: expected a list, got a string "addmm"'),
         ("metadata", "artifacts[2]: its metadata's frame_id is null, not a count"),
-        ("not-text", "its payload is null, not the artifact's text"),
-        ("item", "artifacts[1]: it is a string"),
+        ("not-text", "artifacts[2].payload: expected a string, got null"),
+        ("item", 'artifacts[1]: expected an object, got a string "oops"'),
         ("code", "graph 0/0's output code: the output code is not Python (line 1)"),
         ("graph", "graph 0/0's post-grad graph: the post-grad graph is not the Python Inductor prints (line 1)"),
-        ("top", "not a capture of Inductor's artifacts"),
+        ("top", "expected an object, got a list"),
+        ("log", 'fusion_log: expected a list, got a string "cannot fuse"'),
     ],
 )
 def test_a_hostile_capture_is_one_line_naming_the_place(how: str, expected: str, rows: tuple[KernelRow, ...]) -> None:
-    with pytest.raises(LedgerError) as err:
+    """Its shape refused where the record is read (Invalid, which the reader puts after the
+    file's name), the code in it where the ledger is built."""
+    with pytest.raises((Invalid, LedgerError)) as err:
         _ledger("block-base", rows, _broken_capture(how))
     message = str(err.value)
     assert expected in message and "\n" not in message
 
 
 @pytest.mark.parametrize(
-    ("row", "expected"),
+    ("metrics", "expected"),
     [
-        ({"id": 1, "kernel": "k", "nvtx": []}, "row [0]: dram__bytes_read.sum is null"),
-        ({"id": "1", "kernel": "k", "nvtx": []}, 'row [0]: id is a string "1", not an integer'),
-        ({"id": 1, "kernel": "k", "nvtx": [3]}, "nvtx is a list of 1, not a list of NVTX ranges"),
+        ({"dram__bytes_read.sum": None}, "dram__bytes_read.sum is null, not a finite, non-negative number"),
+        ({"gpu__time_duration.sum": -1.0}, "gpu__time_duration.sum is a number -1.0, not a finite"),
+        ({"l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum": math.inf}, "_tma.sum is a number Infinity, not a finite"),
+        ({"launch__grid_size": True}, "launch__grid_size is a boolean true, not a launch size"),
     ],
 )
-def test_hostile_kernel_rows(row: dict[str, Any], expected: str) -> None:
-    with pytest.raises(LedgerError, match="^kernels.json: ") as err:
-        kernel_rows([row], "kernels.json")
+def test_a_kernel_s_metrics_are_checked_as_its_row_is_made(metrics: dict[str, Any], expected: str) -> None:
+    row = {**{m: 1.0 for ms in METRICS.values() for m in ms}, **metrics}
+    with pytest.raises(ValueError) as err:
+        kernel_row(0, "k", (), row)
     assert expected in str(err.value)
+    assert kernel_row(0, "k", (), {m: 1.0 for ms in METRICS.values() for m in ms}).loads is None  # no TMA: unknown
 
 
 def _edit(doc: dict[str, Any], how: str) -> str:

@@ -10,18 +10,18 @@ import lzma
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import ledgers as L
 import pytest
 
 from fuseci.judge.verdict import Verdict
-from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import build
-from fuseci.ledger.diff import diff, diff_lines
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import FindingKind, LedgerVerdict, judge
-from fuseci.ledger.launches import KernelRow, in_range, kernel_rows
+from fuseci.ledger.launches import KernelRow, in_range
 from fuseci.ledger.match import is_view, match, op_base, quoted
-from fuseci.records.fusion import Kind, Ledger, Node, Row
+from fuseci.records.fusion import Kind, Ledger, Node, Row, diff_lines
 
 DATA = Path(__file__).parent / "data" / "ledger"
 CASES = (
@@ -34,13 +34,13 @@ OPAQUE_LINE = "models.py:169: return F.silu(opaque_scale(self.bn(self.conv(x))))
 CONVOLUTION = "aten.convolution.default"
 
 
-def _json(name: str) -> object:
+def _json(name: str) -> Any:
     return json.loads(lzma.decompress((DATA / f"{name}.xz").read_bytes()))
 
 
 @pytest.fixture(scope="module")
 def ncu() -> tuple[KernelRow, ...]:
-    return kernel_rows(_json("kernels.json"), "kernels.json")
+    return L.kernel_rows(_json("kernels.json"))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def ledger(ncu: tuple[KernelRow, ...]) -> Callable[[str], Ledger]:
 
     def get(case: str) -> Ledger:
         if case not in built:
-            capture = capture_from(_json(f"{case}.json"), f"{case}.json")
+            capture = L.capture(_json(f"{case}.json"))
             built[case] = build(capture, in_range(ncu, f"{case}.compiled"))
         return built[case]
 

@@ -14,15 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from fuseci.cli import app
-from fuseci.errors import LedgerError
 from fuseci.ledger import excess, store
-from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.boundary import boundaries, floor
 from fuseci.ledger.graph import parse_graph, tensor_type
-from fuseci.records.fusion import Cause, Kind, Ledger, Measured, Node, Row
+from fuseci.records.fusion import Cause, Kind, Ledger, Measured, Node, Provenance, Row
 from fuseci.reporters import ledger as report
 from fuseci.reporters import ledger_html
 from fuseci.store import results
+from fuseci.validation import Invalid, validate
 
 DATA = Path(__file__).resolve().parent / "data"
 REPORTS = DATA / "reports"
@@ -150,18 +149,18 @@ def test_a_symbolic_size_is_valued_from_the_run_s_sizes() -> None:
 @pytest.mark.parametrize(
     ("sizes", "said"),
     [
-        ([1], "sizes is"),
-        ({"graph": {}}, "not a graph's id"),
-        ({"0/0": [2]}, "not an object of symbol values"),
-        ({"0/0": {"s 0": 2}}, "not a symbol's name"),
-        ({"0/0": {"s0": -1}}, "not a size"),
-        ({"0/0": {"s0": True}}, "not a size"),
+        ([1], "sizes: expected an object"),
+        ({"graph": {}}, "sizes.graph: not a valid key: expected a graph's id"),
+        ({"0/0": [2]}, 'sizes["0/0"]: expected an object'),
+        ({"0/0": {"s 0": 2}}, "expected a symbol's name (s27)"),
+        ({"0/0": {"s0": -1}}, 'sizes["0/0"].s0: -1 is below the smallest value allowed'),
+        ({"0/0": {"s0": True}}, 'sizes["0/0"].s0: expected an integer'),
     ],
 )
 def test_a_record_s_sizes_are_hostile_until_checked(sizes: object, said: str) -> None:
-    with pytest.raises(LedgerError) as err:
-        capture_from({"artifacts": [], "sizes": sizes}, "run.harness.json")
-    assert str(err.value).startswith("run.harness.json: sizes") and said in str(err.value)
+    with pytest.raises(Invalid) as err:
+        validate(Provenance, {"artifacts": [], "sizes": sizes})
+    assert err.value.where.startswith("sizes") and said in str(err.value)
 
 
 # Each cause on a hand-made graph: x (bf16) widened to f32 by row A, scaled by B and narrowed back,

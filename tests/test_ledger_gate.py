@@ -10,10 +10,10 @@ import pytest
 
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, SuiteError
 from fuseci.judge.verdict import Verdict
-from fuseci.ledger.diff import diff, diff_lines
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import FindingKind, judge
 from fuseci.ledger.match import Change, is_view, match, row_identity
-from fuseci.records.fusion import Node
+from fuseci.records.fusion import Node, diff_lines
 
 GELU = "triton_poi_fused_gelu_view_2"
 QKV_GEMM = "extern_kernels.addmm"

@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import ledgers as L
 import pytest
 from typer.testing import CliRunner
 
 from fuseci.cli import app
 from fuseci.frames import repeats
 from fuseci.ledger import launches, replay
-from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import SYMBOLIC
 from fuseci.ledger.launches import KernelRow, attribute
 from fuseci.ledger.wrapper import Call, parse_wrapper
@@ -43,7 +43,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
 
 
 def _calls(case: str) -> tuple[Call, ...]:
-    capture = capture_from(json.loads(RECORD.read_text())["cases"][case]["provenance"]["compiled"], "record")
+    capture = L.capture(json.loads(RECORD.read_text())["cases"][case]["provenance"]["compiled"])
     code = capture.graphs[0].output_code
     assert code is not None
     return parse_wrapper(code, "output code").calls

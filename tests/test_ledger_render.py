@@ -12,6 +12,7 @@ import ledgers as L
 import pytest
 from helpers import VIEWPORT, parse
 
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import judge
 from fuseci.records.fusion import Kind, Ledger, Node, Row
 from fuseci.reporters import html, ledger_html
@@ -91,15 +92,15 @@ def test_the_summary_line_names_the_kernels_the_floor_and_the_worst_row() -> Non
 
 
 def test_what_changed_is_the_upgrade_diff_bounded() -> None:
-    lines, left = report.change_lines(L.block(), L.split_add_norm())
+    lines, left = report.change_lines(diff(L.block(), L.split_add_norm()))
     assert left == 0 and any("was fused with layer_norm_1 (block.py:19)" in x and "now alone" in x for x in lines)
-    assert report.change_lines(L.block(), L.noisy(L.block())) == (["no node of the model changed company"], 0)
-    few, more = report.change_lines(L.block(), L.split_add_norm(), limit=1)
+    assert report.change_lines(diff(L.block(), L.noisy(L.block()))) == (["no node of the model changed company"], 0)
+    few, more = report.change_lines(diff(L.block(), L.split_add_norm()), limit=1)
     assert len(few) == 1 and more == len(lines) - 1 > 0
 
 
 def test_the_fragment_shows_what_changed_above_the_table() -> None:
-    html_text = ledger_html.fragment(L.split_add_norm(), baseline=L.block())
+    html_text = ledger_html.fragment(L.split_add_norm(), changes=diff(L.block(), L.split_add_norm()))
     root, _ = parse(html_text)
     (changes,) = root.find_all("div", cls="ledger-changes")
     assert "was fused with layer_norm_1 (block.py:19)" in changes.all_text()

@@ -17,6 +17,7 @@ from fuseci.config import names
 from fuseci.errors import ReportError
 from fuseci.frames import repeats as repeated
 from fuseci.frames import report
+from fuseci.records.harness import HarnessRecord
 
 DATA = Path(__file__).resolve().parent / "data"
 REPORT = DATA / "reports" / "stack_repeats.ncu-rep.xz"
@@ -37,23 +38,28 @@ def test_launch_ranges_round_trip_and_others_are_not_ours() -> None:
 @pytest.mark.parametrize(
     ("raw", "place"),
     [
-        ([[2, 1, 1]], "cases.c.provenance.v.repeats is"),
-        ({"first": [[2, 1, 1]]}, "cases.c.provenance.v.repeats is"),
-        ({"0": "2,1,1"}, "repeats.0 is"),
-        ({"0": [[2, 1]]}, "repeats.0[0]"),
-        ({"0": [[1, 1, 0]]}, "repeats.0[0]"),
-        ({"0": [[1, 2, 0]]}, "repeats.0[0]"),
-        ({"0": [[2, 0, True]]}, "repeats.0[0]"),
-        ({"0": [[2, 0, 1], [2, 1, 1]]}, "repeats.0[1]"),
+        ([[2, 1, 1]], "repeats: expected an object"),
+        ({"first": [[2, 1, 1]]}, "repeats.first: not a valid key"),
+        ({"0": "2,1,1"}, 'repeats["0"]: expected a list'),
+        ({"0": [[2, 1]]}, 'repeats["0"][0]'),
+        ({"0": [[1, 1, 0]]}, 'repeats["0"]: [0] is [1, 1, 0], not'),
+        ({"0": [[1, 2, 0]]}, 'repeats["0"]: [0] is [1, 2, 0], not'),
+        ({"0": [[2, 0, True]]}, 'repeats["0"][0][2]'),
+        ({"0": [[2, 0, 1], [2, 1, 1]]}, 'repeats["0"]: [1] is'),
         ({"0": [[2, 0, 1], [3, 2, 1]]}, "names a launch that repeats another"),
-        ({"0": [[2**40, 0, 1]]}, "repeats.0[0]"),
+        ({"0": [[2**40, 0, 1]]}, 'repeats["0"][0][0]'),
     ],
 )
 def test_a_record_s_repeats_are_hostile_until_checked(raw: object, place: str) -> None:
+    """Checked once, where the record is read."""
+    case = {"status": "ok", "message": "", "measured": ["v"], "checks": []}
+    record = {"format": "fuseci-harness-record", "format_version": 2, "suite": "s", "complete": True}
+    provenance = {"v": {"artifacts": [], "repeats": raw}}
     with pytest.raises(ReportError) as err:
-        repeated.recorded({"v": {"artifacts": [], "repeats": raw}}, "c", "run.harness.json")
+        HarnessRecord.from_json({**record, "cases": {"c": {**case, "provenance": provenance}}}, "run.harness.json")
     message = str(err.value)
-    assert message.startswith("run.harness.json: ") and place in message and "\n" not in message
+    assert message.startswith("run.harness.json: cases.c.provenance.v.") and place in message, message
+    assert "\n" not in message
 
 
 def _k(name: str, *stack: str) -> repeated.Kernel:
@@ -131,7 +137,7 @@ def test_a_tampered_record_is_exit_3_naming_the_place(tmp_path: Path) -> None:
     rep.with_name("stack_repeats.harness.json").write_text(json.dumps(record))
     result = CliRunner().invoke(app, ["run", str(SUITE), "--from-report", str(rep), "--baselines", str(tmp_path / "b")])
     assert result.exit_code == 3, result.output
-    assert "cases.stack.provenance.graph.repeats.0[0]" in result.output
+    assert 'cases.stack.provenance.graph.repeats["0"]: [0] is [9, 12, 1]' in " ".join(result.output.split())
 
 
 def test_the_terminal_and_the_html_report_say_what_was_counted_back(tmp_path: Path) -> None:
@@ -156,3 +162,28 @@ def test_the_terminal_and_the_html_report_say_what_was_counted_back(tmp_path: Pa
     assert "9 of the forward's 18 kernel launches" in result.output
     html = markup.unescape(page.read_text())
     assert said in html and "1 of its 2 kernel launches counted with the measurement" in html
+
+
+def test_each_ledger_is_built_once_by_update_baselines_and_by_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """update-baselines judges the run against the old ledgers and records the new ones; a run
+    judges them: each ledger variant's ledger is built once for all of it, and the run's judged
+    ledgers carry the changes since the recorded ones to the report."""
+    from fuseci.ledger import build
+
+    built: list[int] = []
+    real = build.build
+    monkeypatch.setattr(build, "build", lambda *a: built.append(1) or real(*a))
+    baselines = str(tmp_path / "b")
+    given = ["--from-report", str(REPORT), "--baselines", baselines]
+    result = CliRunner().invoke(app, ["update-baselines", str(SUITE), *given])
+    assert result.exit_code == 0, result.output
+    assert len(built) == 2  # graph and blocks
+    assert list((tmp_path / "b").rglob("stack_repeats.ledgers.json"))
+    built.clear()
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["run", str(SUITE), *given, "--json", str(out), "-v"])
+    assert result.exit_code == 0, result.output
+    assert len(built) == 2
+    assert "since the baseline's ledger:" in result.output and "no node of the model changed company" in result.output

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,7 +46,7 @@ from fuseci.config.model import Suite
 from fuseci.errors import BaselineError, FuseciError, MismatchError, NcuError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.between_runs import baseline_of
-from fuseci.judge.compare import compare
+from fuseci.judge.compare import LedgerJudged, compare
 from fuseci.judge.verdict import Comparison, Reference, failed
 from fuseci.ledger import store
 from fuseci.measure import turn
@@ -155,12 +155,14 @@ def judge(
     accept_env: frozenset[str],
     only: tuple[str, ...] | None = None,
     head: Side | None = None,
+    judged_ledgers: Mapping[ledgers.Key, LedgerJudged] | None = None,
 ) -> Comparison:
     """The head's results judged against the base's, as ``fuseci run`` judges against a stored
     baseline: the base's results made the baseline in memory; without them (an added suite, or a
     base suite file that could not be read) with no reference. With ``only``, the suite's other
     cases are left out (they were not measured). The causes of findings are decided from each
-    side's case source fingerprints (the base's in its tree, the head's in ``head``'s).
+    side's case source fingerprints (the base's in its tree, the head's in ``head``'s); the
+    head's ledgers are ``judged_ledgers`` (:func:`judge_ledgers`).
 
     Raises:
         BaselineError: the base's results cannot serve as a baseline.
@@ -184,11 +186,6 @@ def judge(
     against = baseline_of(base_results)
     if pair.base is not None and head is not None:
         against = replace(against, sources=case_sources(pair.base, base.tree) or {})
-    base_ledgers = {}
-    if pair.base is not None and any(v.ledger for c in shown.cases for v in c.variants):
-        base_ledgers = {
-            store.key(*k): x for k, x in ledgers.built(pair.base, base_results).items() if isinstance(x, Ledger)
-        }
     return compare(
         head_results,
         shown,
@@ -196,9 +193,25 @@ def judge(
         baseline_path=reference_label(base),
         accept_env=accept_env,
         reference=reference,
-        ledgers=ledgers.judged(shown, head_results, base_ledgers, reference),
+        ledgers=judged_ledgers,
         sources=case_sources(pair.head, head.tree) if head is not None and pair.head is not None else None,
     )
+
+
+def judge_ledgers(
+    pair: Pair, head_results: SuiteResults, base_results: SuiteResults | None, base: Side
+) -> dict[ledgers.Key, LedgerJudged]:
+    """The head's ledgers judged against the base's, each side's built once (a re-measurement
+    retimes a pair; its ledgers stay)."""
+    shown = pair.shown()
+    if base_results is None or shown is None or not any(v.ledger for c in shown.cases for v in c.variants):
+        return {}
+    base_ledgers = {}
+    if pair.base is not None:
+        base_ledgers = {
+            store.key(*k): x for k, x in ledgers.built(pair.base, base_results).items() if isinstance(x, Ledger)
+        }
+    return ledgers.judged(shown, ledgers.built(shown, head_results), base_ledgers, Reference("", name=base.label))
 
 
 def measured_cases(pair: Pair, options: AbOptions) -> tuple[str, ...] | None:
@@ -323,7 +336,8 @@ class _Jobs:
         assert head_results is not None
         only = measured_cases(pair, self.options)
         try:
-            comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head)
+            judged = judge_ledgers(pair, head_results, base_results, base)
+            comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head, judged)
             cases = retry_cases(comparison)
             if cases and base_results is not None and pair.base is not None and pair.head is not None:
                 ok_base = [c for c in cases if c in base_results.record.ok_cases()]
@@ -336,7 +350,7 @@ class _Jobs:
                     self.session.remeasure(sides)
                 finally:
                     base_results, head_results = sides[0].results, sides[1].results
-                comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head)
+                comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head, judged)
         except BaselineError as exc:
             message = f"the results of {base.label} cannot serve as the reference ({exc})"
             return failed(shown, message), (head_results, base_results)

@@ -75,7 +75,7 @@ def update_baselines(
         return _rerecord(suite, results, path, force)
 
 
-def _autotuning(results: SuiteResults, kept: Path) -> dict[str, dict[str, object]] | None:
+def _autotuning(results: SuiteResults, kept: Path) -> dict[str, autotune.Entry] | None:
     """The autotuning choices the measured run's kernels used, to write at ``kept``
     (``<suite>.autotune.json`` beside the baseline: :mod:`fuseci.measure.autotune`): None when the
     run used none or they are those kept (read, and so checked, here: before anything is written).
@@ -119,7 +119,8 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     """The read-compare-write of :func:`update_baselines`; the caller holds the lock."""
     old = bl.load_baseline(path)
     old_ledgers = ledgers.stored(path)
-    judged = ledgers.judged(suite, results, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
+    built = ledgers.built(suite, results)
+    judged = ledgers.judged(suite, built, old_ledgers, Reference(f"fuseci update-baselines {suite.path}"))
     sources = case_sources(suite)
     comparison = compare(
         results, suite, old, baseline_path=str(path), accept_env=frozenset(), ledgers=judged, sources=sources
@@ -134,7 +135,7 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
         and bl.dumps(replace(new, sources=old.sources, code=old.code)) == bl.dumps(old)
     ):
         new = old  # a case refused or kept: fingerprints and compiled code alone do not rewrite the file
-    new_ledgers = ledgers.recorded(suite, results, old_ledgers, {c.id for c in suite.cases} - not_kept)
+    new_ledgers = ledgers.recorded(suite, built, old_ledgers, {c.id for c in suite.cases} - not_kept)
     ledgers_path = ledger_store.suite_path(path)
     tuning_path = path.with_name(f"{path.stem}.autotune.json")
     try:

@@ -28,9 +28,9 @@ from typing import Any
 from fuseci.errors import EXIT_PASS, LedgerError, UsageError
 from fuseci.files.versioned import DocumentFormat, read_bounded
 from fuseci.ledger import store
-from fuseci.ledger.diff import NodeChange, diff
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import LedgerVerdict, judge
-from fuseci.records.fusion import Ledger
+from fuseci.records.fusion import Ledger, NodeChange
 from fuseci.store import results
 
 #: What a file that is none of the three is told.

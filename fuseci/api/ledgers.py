@@ -1,7 +1,9 @@
 """The fusion ledgers of a suite's ledger variants (``ledger:`` in the suite): each built from
 the provenance its harness captured and the kernels ncu profiled, judged against its baseline's
 ledger (the stored ``<suite>.ledgers.json`` beside the baseline, or ``fuseci ab``'s base side),
-and handed to :func:`fuseci.judge.compare.compare` as ledger checks."""
+and handed to :func:`fuseci.judge.compare.compare` as ledger checks with what changed node by
+node. A run builds each ledger once (:func:`built`) and judges, re-judges after a re-measurement
+and records (:func:`recorded`) what it built."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from fuseci.errors import LedgerError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.compare import LedgerJudged
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, Verdict
-from fuseci.ledger import artifacts, build, gate, launches, store
-from fuseci.records.fusion import Ledger
+from fuseci.ledger import artifacts, build, diff, gate, store
+from fuseci.records.fusion import Ledger, Provenance
 
 Key = tuple[str, str]
 
@@ -24,19 +26,17 @@ def _ledger_variants(suite: Suite) -> list[tuple[Case, Variant]]:
 
 
 def built(suite: Suite, results: SuiteResults) -> dict[Key, Ledger | LedgerError]:
-    """Each measured ledger variant's ledger (or why it could not be built), by (case, variant)."""
+    """Each measured ledger variant's ledger (or why it could not be built), by (case, variant):
+    from its provenance in the record (checked where the record was read) and its kernels in the
+    report."""
     out: dict[Key, Ledger | LedgerError] = {}
     for case, v in _ledger_variants(suite):
         rec = results.record.cases.get(case.id)
         if rec is None or not rec.ok or v.id not in rec.measured:
             continue
-        where = f"suite {suite.name}, case {case.id}, variant {v.id}"
         try:
-            capture = artifacts.capture_from(
-                rec.provenance.get(v.id, {"artifacts": [], "fusion_log": []}), f"{where}: provenance"
-            )
-            rows = launches.kernel_rows(list(results.ledger_rows.get((case.id, v.id), ())), f"{where}: kernels")
-            out[(case.id, v.id)] = build.build(capture, rows)
+            capture = artifacts.capture(rec.provenance.get(v.id, Provenance()))
+            out[(case.id, v.id)] = build.build(capture, results.ledger_rows.get((case.id, v.id), ()))
         except LedgerError as exc:
             out[(case.id, v.id)] = exc
     return out
@@ -64,14 +64,14 @@ def _graphs_check(case: Case, v: Variant, ledger: Ledger) -> MetricDelta | None:
 
 def judged(
     suite: Suite,
-    results: SuiteResults,
+    ledgers: Mapping[Key, Ledger | LedgerError],
     baselines: Mapping[str, Ledger],
     reference: Reference,
 ) -> dict[Key, LedgerJudged]:
-    """Each ledger variant's ledger judged against ``baselines`` (keyed :func:`store.key` by the
-    variant it is judged as), by (case, variant)."""
+    """Each ledger variant's ledger (:func:`built`) judged against ``baselines`` (keyed
+    :func:`store.key` by the variant it is judged as), with what changed since its baseline's,
+    node by node, by (case, variant)."""
     out: dict[Key, LedgerJudged] = {}
-    ledgers = built(suite, results)
     for case, v in _ledger_variants(suite):
         got = ledgers.get((case.id, v.id))
         if got is None:
@@ -102,7 +102,8 @@ def judged(
                 checks.append(
                     _delta(case, v, Verdict.PASS, "ledger", f"{len(got.rows)} kernel calls as in the baseline's ledger")
                 )
-        out[(case.id, v.id)] = LedgerJudged(got, base, tuple(checks))
+        changes = tuple(diff.diff(base, got)) if base is not None else ()
+        out[(case.id, v.id)] = LedgerJudged(got, base, tuple(checks), changes)
     return out
 
 
@@ -115,12 +116,14 @@ def stored(baseline_path: Path) -> dict[str, Ledger]:
     return store.load_suite(store.suite_path(baseline_path))
 
 
-def recorded(suite: Suite, results: SuiteResults, old: Mapping[str, Ledger], keep: set[str]) -> dict[str, Ledger]:
-    """The ledgers to store after an update: this run's ledger of every ledger variant of a case
-    in ``keep`` (a planted variant records none: it is judged against the variant it stands
-    for), the others' as they were."""
+def recorded(
+    suite: Suite, ledgers: Mapping[Key, Ledger | LedgerError], old: Mapping[str, Ledger], keep: set[str]
+) -> dict[str, Ledger]:
+    """The ledgers to store after an update: this run's ledger (:func:`built`) of every ledger
+    variant of a case in ``keep`` (a planted variant records none: it is judged against the
+    variant it stands for), the others' as they were."""
     new = dict(old)
-    for key, got in built(suite, results).items():
+    for key, got in ledgers.items():
         case = next(c for c in suite.cases if c.id == key[0])
         v = next(x for x in case.variants if x.id == key[1])
         if isinstance(got, Ledger) and case.id in keep and v.candidate_for is None:

@@ -179,6 +179,7 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
     judged_against = reference(suite, options)
 
     stored = ledgers.stored(path) if any(v.ledger for c in suite.cases for v in c.variants) else {}
+    built = ledgers.built(suite, results)  # once: a re-measurement retimes, its ledgers stay
     sources = case_sources(suite)
 
     def judge(results: SuiteResults) -> Comparison:
@@ -189,7 +190,7 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
             baseline_path=str(path),
             accept_env=options.accept_env,
             reference=judged_against,
-            ledgers=ledgers.judged(suite, results, stored, judged_against),
+            ledgers=ledgers.judged(suite, built, stored, judged_against),
             sources=sources,
         )
 

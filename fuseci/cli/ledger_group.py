@@ -62,7 +62,7 @@ def _file_line(side: str, f: LedgerFile) -> str:
 
 
 def _key_lines(d: KeyDiff) -> list[str]:
-    from fuseci.ledger.diff import diff_lines
+    from fuseci.records.fusion import diff_lines
     from fuseci.reporters.ledger import CHANGE_CHARS, cut, totals_brief, verdict_lines
 
     out = [cut(d.key), f"  OLD: {totals_brief(d.old)}", f"  NEW: {totals_brief(d.new)}", "  node by node:"]

@@ -12,7 +12,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fuseci.config import names
 from fuseci.config.dtypes import DEFAULT_FRAMEWORK, DTYPE_NAMES, dtype
@@ -236,7 +235,7 @@ class Case:
     """One line for reports."""
     inputs: tuple[InputSpec, ...]
     """Tensors passed to every variant (and the reference)."""
-    params: Mapping[str, Any]
+    params: Mapping[str, int | float | str | bool]
     """Scalars passed to every variant as keyword arguments."""
     variants: tuple[Variant, ...]
     """``unfused`` first, then the fused variants in file order."""

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import JsonValue
+
 from fuseci.errors import EXIT_PASS, EXIT_SETUP
 
 #: Every check, in the order run, with its title in the table.
@@ -85,8 +87,8 @@ class Check:
     """What was found; may span several lines."""
     fix: str = ""
     """How to fix a WARN, FAIL or SKIP; empty for OK."""
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    """What was found, for machines (versions, paths, GPUs); JSON values only."""
+    facts: Mapping[str, JsonValue] = field(default_factory=dict)
+    """What was found, for machines (versions, paths, GPUs)."""
 
     @property
     def title(self) -> str:
@@ -177,13 +179,13 @@ class ProbeResult:
     """A :class:`fuseci.harness.probe.ProbeFailure` value; empty when ok."""
     message: str
     """What failed, in the probe's words; empty when ok."""
-    env: Mapping[str, Any]
+    env: Mapping[str, JsonValue]
     """:func:`fuseci.harness.env.collect_env` (GPU, CUDA, CuPy); empty when the probe got no device."""
     max_abs_err: float | None
     """Largest error of the kernel's result; None when it did not run."""
 
 
-def _check(name: str, status: Status, detail: str, fix: str = "", /, **facts: Any) -> Check:
+def _check(name: str, status: Status, detail: str, fix: str = "", /, **facts: JsonValue) -> Check:
     return Check(name, status, detail, fix, facts)
 
 

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import JsonValue
+
 import fuseci
 from fuseci import __version__
 from fuseci.doctor.diagnosis import (
@@ -67,7 +69,7 @@ def check_fuseci(python: str = sys.executable) -> Check:
     detail = f"fuseci {__version__} ({where}), Python {platform.python_version()} ({sys.executable})"
     if python != sys.executable:
         detail += f"; the probe runs under {python}"
-    frameworks = framework_versions()
+    frameworks: dict[str, JsonValue] = dict(framework_versions())
     missing = [label for label in FRAMEWORK_DISTRIBUTIONS if label not in frameworks]
     detail += "\narray frameworks: " + (", ".join(f"{k} {v}" for k, v in frameworks.items()) or "none")
     if missing:
@@ -203,7 +205,7 @@ def check_gpu(timeout_s: float = 30.0) -> tuple[Check, list[Gpu]]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         lines.append(f"CUDA_VISIBLE_DEVICES={visible!r}: CUDA programs see only these")
-    facts = [
+    facts: list[JsonValue] = [
         {"index": g.index, "name": g.name, "driver_version": g.driver, "compute_capability": g.compute_capability}
         for g in gpus
     ]
@@ -267,7 +269,7 @@ def assess_clocks(states: Sequence[Clocks]) -> Check:
         elif g.sm_mhz is not None and g.max_sm_mhz is not None and g.sm_mhz < g.max_sm_mhz:
             line += " (below max is normal while the GPU idles)"
         lines.append(line)
-    facts = [
+    facts: list[JsonValue] = [
         {
             "index": s.gpu.index,
             "sm_mhz": s.gpu.sm_mhz,

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from fuseci.config import names
 from fuseci.config.model import NcuSettings
 from fuseci.doctor.diagnosis import CUPY_FIX, TAIL_LINES, Check, DoctorOptions, ProbeResult, Status, _check, _number
@@ -57,7 +59,12 @@ def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: 
         detail = f"the probe exited with code {returncode} and wrote no record; its last lines:\n{tail or '(none)'}"
         fix = f"run `{python} -m fuseci.harness --probe --record probe.json` to see the whole error"
         return _check("cupy", Status.FAIL, detail, fix, returncode=returncode)
-    facts = {"returncode": returncode, "error": probe.error, "message": probe.message, "env": dict(probe.env)}
+    facts: dict[str, JsonValue] = {
+        "returncode": returncode,
+        "error": probe.error,
+        "message": probe.message,
+        "env": dict(probe.env),
+    }
     if probe.ok and returncode == 0:
         e = probe.env
         detail = (

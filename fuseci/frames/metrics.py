@@ -27,11 +27,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fuseci import validation as v
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
 from fuseci.config.quantities import Aggregate
 from fuseci.frames.inventory import KernelLaunch
+from fuseci.records.fusion import KernelRow
 from fuseci.records.harness import HarnessRecord, VariantTiming
+
+FrameRow = Mapping[str, str | float]
+"""A row of the per-variant or the gains frame, by column (:func:`variant_columns`,
+:func:`gain_columns`): the suite, case and variant, and each quantity's value (NaN: none)."""
 
 
 def variant_columns() -> tuple[str, ...]:
@@ -318,17 +324,17 @@ class SuiteResults:
 
     suite: str
     """Suite id."""
-    env: dict[str, Any]
+    env: dict[str, v.Scalar]
     """Fingerprint (:data:`ENV_FIELDS`) plus informational fields."""
     record: HarnessRecord
     """What the harness (and ``fuseci run``) recorded besides the counters."""
     kernels: pd.DataFrame
     """Per-kernel frame."""
-    variant_rows: tuple[dict[str, Any], ...]
+    variant_rows: tuple[FrameRow, ...]
     """The per-variant frame's rows (:func:`aggregate`'s), in its order."""
-    gain_rows: tuple[dict[str, Any], ...]
+    gain_rows: tuple[FrameRow, ...]
     """The gains frame's rows (:func:`gains`'), in its order."""
-    ledger_rows: Mapping[tuple[str, str], tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    ledger_rows: Mapping[tuple[str, str], tuple[KernelRow, ...]] = field(default_factory=dict)
     """For each ledger variant (``(case, variant)``), its kernels as a ledger reads them
     (:func:`fuseci.frames.report.read_report`); empty for a suite without one."""
 
@@ -343,9 +349,7 @@ class SuiteResults:
         return pd.DataFrame.from_records(list(self.gain_rows), columns=list(gain_columns()))
 
     @staticmethod
-    def _row(
-        rows: tuple[dict[str, Any], ...], case: str, variant: str, columns: tuple[str, ...]
-    ) -> dict[str, float] | None:
+    def _row(rows: tuple[FrameRow, ...], case: str, variant: str, columns: tuple[str, ...]) -> dict[str, float] | None:
         found = next((r for r in rows if r[names.CASE] == case and r[names.VARIANT] == variant), None)
         if found is None:
             return None

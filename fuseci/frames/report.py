@@ -24,6 +24,7 @@ import pandas as pd
 from fuseci.config import names, quantities
 from fuseci.errors import ReportError
 from fuseci.frames import repeats as repeated
+from fuseci.records.fusion import METRICS, REQUESTED, SHAPE, KernelRow, Repeats, kernel_row
 
 log = logging.getLogger(__name__)
 
@@ -167,26 +168,14 @@ def _stack(action: Any) -> list[str]:
     return out
 
 
-#: The metrics of a kernel a ledger reads (:mod:`fuseci.ledger.launches`).
-LEDGER_METRICS = (
-    "gpu__time_duration.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
-    "lts__t_sectors_srcunit_tex_op_read.sum",
-    "lts__t_sectors_srcunit_tex_op_write.sum",
-    "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",
-    "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
-    "launch__grid_size",
-    "launch__block_size",
-)
+#: The metrics of a kernel a ledger reads (:func:`fuseci.records.fusion.kernel_row`).
+LEDGER_METRICS = (*(m for ms in (*METRICS.values(), *REQUESTED.values()) for m in ms), *SHAPE)
 
 
 def read_report(
     path: Path,
-    ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
-    repeats: Mapping[tuple[str, str], Mapping[int, repeated.Repeats]] | None = None,
+    ledger_rows: dict[tuple[str, str], list[KernelRow]] | None = None,
+    repeats: Mapping[tuple[str, str], Mapping[int, Repeats]] | None = None,
     *,
     ncu: str | None = None,
 ) -> pd.DataFrame:
@@ -197,19 +186,19 @@ def read_report(
     over the passes (:func:`fold_passes`).
 
     ``ledger_rows``: for each ``(case, variant)`` key it holds, the kernels of the variant's first
-    pass are appended to its list as a ledger reads them (id, name, the NVTX ranges enclosing it
-    and :data:`LEDGER_METRICS`; ``"repeat": true`` on a copy, below).
+    pass are appended to its list as a ledger reads them (:class:`~fuseci.records.fusion.KernelRow`,
+    from :data:`LEDGER_METRICS`; marked a repeat on a copy, below).
 
     ``repeats``: for each ``(case, variant)`` key, by pass, the launches ncu left out because they
-    repeat an earlier launch's configuration (:func:`fuseci.frames.repeats.recorded`): each is
-    counted with a copy of that launch's kernels (:func:`fuseci.frames.repeats.expand`).
+    repeat an earlier launch's configuration (:meth:`fuseci.records.fusion.Provenance.left_out`):
+    each is counted with a copy of that launch's kernels (:func:`fuseci.frames.repeats.expand`).
 
     ``ncu``: the ncu executable whose own copy of the reader is taken where the PyPI package is
     not installed (:func:`load_reader`).
 
     Raises:
-        ReportError: the file is missing, truncated, not a report of fuseci's, or the reader is
-            absent.
+        ReportError: the file is missing, truncated, not a report of fuseci's, the reader is
+            absent, or a ledger variant's kernel lacks a metric its ledger reads.
     """
     reader = load_reader(ncu)
     rows: list[dict[str, Any]] = []
@@ -260,11 +249,13 @@ def read_report(
             k.row[names.KERNEL_INDEX] = index
             rows.append(k.row)
             if wanted is not None:
-                wanted.append(
-                    {"id": len(wanted), "kernel": k.row[names.KERNEL], "nvtx": list(k.stack)}
-                    | {m: k.row[m] for m in LEDGER_METRICS}
-                    | ({"repeat": True} if k.repeat else {})
-                )
+                try:
+                    wanted.append(kernel_row(len(wanted), k.row[names.KERNEL], k.stack, k.row, k.repeat))
+                except ValueError as exc:
+                    raise ReportError(
+                        f"{path}: case {ids[1]}, variant {ids[2]}, kernel {index} ({k.row[names.KERNEL]}): {exc}; "
+                        "profile the suite again"
+                    ) from None
     if skipped:
         # fuseci's NVTX filter profiles only kernels inside its ranges: an unattributed kernel
         # means a truncated file or a report fuseci did not write.

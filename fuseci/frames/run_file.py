@@ -72,7 +72,7 @@ class RunSuite(v.OpenDocument):
     suite_path: v.PathText
     """The suite file, as given to ``fuseci run``."""
     record: Any
-    """Its harness record: checked by :meth:`HarnessRecord.check_format`, after its own format and
+    """Its harness record: checked by :meth:`HarnessRecord.embedded`, after its own format and
     version, when the suite is rebuilt (:func:`suite_results`)."""
     kernels: Annotated[v.Items[KernelRow], Field(max_length=1_000_000)]
     """The per-kernel frame, a row per kernel."""
@@ -192,7 +192,7 @@ def suite_results(sid: str, suite: RunSuite) -> SuiteResults:
     """
     at = ("suites", sid, "record")
     try:
-        record = HarnessRecord.build(HarnessRecord.check_format(suite.record, v.json_path(at)), at)
+        record = HarnessRecord.embedded(suite.record, at)
     except FuseciError as exc:
         raise ValueError(f"{exc} (the record of suite {sid!r})") from None
     except v.Invalid as exc:

@@ -28,6 +28,7 @@ from fuseci.harness.event_timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.harness.inputs import make_input
 from fuseci.measure import autotune as kept
 from fuseci.measure import disassembly
+from fuseci.records.fusion import Provenance, Repeat
 from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, read_record, write_record
 
 log = logging.getLogger("fuseci.harness")
@@ -78,7 +79,7 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None
 
 def _measure(
     suite: Suite, case: Case, calls: dict[str, Call], inputs: dict[str, arrays.Tensor], passes: int = 1
-) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, list[list[int]]]]]:
+) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, tuple[Repeat, ...]]]]:
     """Warm every variant up outside any range, then run each inside its NVTX range (all ncu
     profiles), ``passes`` times over (each repeat in a range of its own, :func:`names.range_name`).
 
@@ -93,7 +94,7 @@ def _measure(
     arrays.synchronize()
     log.debug("case %s: warmed up", case.id)
     compiled: dict[str, tuple[str, ...]] = {}
-    repeated: dict[str, dict[str, list[list[int]]]] = {}
+    repeated: dict[str, dict[str, tuple[Repeat, ...]]] = {}
     probe = in_process.get()
     for again in range(passes):
         for v in case.variants:
@@ -111,7 +112,7 @@ def _measure(
                     call.raw(handed[v.id])
                 arrays.synchronize()
             if launches is not None:
-                repeated.setdefault(v.id, {})[str(again)] = [list(r) for r in launches.repeats]
+                repeated.setdefault(v.id, {})[str(again)] = tuple(launches.repeats)
             if seen:
                 compiled[v.id] = tuple(dict.fromkeys([*compiled.get(v.id, ()), *seen]))
                 log.warning("case %s: %s compiled inside its measured range: %s", case.id, v.id, "; ".join(seen))
@@ -166,7 +167,7 @@ def _case_record(
     inputs = {spec.name: make_input(spec) for spec in case.inputs}
     log.debug("case %s: inputs made", case.id)
     checks: list[CheckRecord] = []
-    provenance: dict[str, dict[str, Any]] = {}
+    provenance: dict[str, Provenance] = {}
     min_bytes = None
     first_calls_ns: dict[str, float] = {}
     autotuned: dict[str, tuple[str, ...]] = {}
@@ -208,7 +209,7 @@ def _case_record(
         )
     compiled, repeated = _measure(suite, case, calls, inputs, passes)
     for vid, by_pass in repeated.items():
-        provenance.setdefault(vid, {"artifacts": [], "fusion_log": []})["repeats"] = by_pass
+        provenance[vid] = replace(provenance.get(vid, Provenance()), repeats=by_pass)
     return CaseRecord(
         case.id,
         CaseStatus.OK,

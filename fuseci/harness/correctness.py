@@ -35,6 +35,7 @@ from fuseci.config.model import UNFUSED, Case, Correctness
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
 from fuseci.harness.arrays import Tensor, inductor
+from fuseci.records.fusion import Provenance
 from fuseci.records.harness import CheckRecord
 
 log = logging.getLogger(__name__)
@@ -155,21 +156,21 @@ class CaseCheck:
     """What each variant autotuned at its first call (only variants that did)."""
     notes: list[str]
     """What the NaN-filling could not cover, per variant."""
-    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    provenance: dict[str, Provenance] = field(default_factory=dict)
     """Inductor's provenance of each ledger variant's compile at its first call, by variant
     (:func:`fuseci.harness.arrays.inductor.capturing`)."""
 
 
 def _first_call(
-    call: Call, inputs: Mapping[str, Tensor], provenance: dict[str, Any] | None = None
+    call: Call, inputs: Mapping[str, Tensor], provenance: tuple[dict[str, Provenance], str] | None = None
 ) -> tuple[float, int, tuple[str, ...]]:
     """Call once, outside any check: its wall time (ns), the most device memory it held at once,
     and what it autotuned (an autotuner benchmarking its configurations: the compile cache had no
-    choice for it yet). With ``provenance``, what Inductor compiles meanwhile is captured into it
-    (a ledger variant)."""
+    choice for it yet). With ``provenance`` (a map and a variant), what Inductor compiles meanwhile
+    is captured into it (a ledger variant)."""
     peak = call.framework.track_peak()
     start = time.perf_counter_ns()
-    capture = inductor.capturing(provenance) if provenance is not None else contextlib.nullcontext()
+    capture = inductor.capturing(*provenance) if provenance is not None else contextlib.nullcontext()
     with capture, arrays.watch_compiles() as seen:
         outs = call(inputs)
         arrays.synchronize()
@@ -210,14 +211,13 @@ def check_case(
     first: dict[str, float] = {}
     autotuned: dict[str, tuple[str, ...]] = {}
     notes: list[str] = []
-    provenance: dict[str, dict[str, Any]] = {}
+    provenance: dict[str, Provenance] = {}
     if any(v.ledger is not None for v in case.variants):
         inductor.fresh()  # once per case: every ledger variant below compiles, and is captured, anew
     for variant in case.variants:
         call = calls[variant.id]
-        if variant.ledger is not None:
-            provenance[variant.id] = {}
-        first[variant.id], peak, tuned = _first_call(call, inputs, provenance.get(variant.id))
+        captured = (provenance, variant.id) if variant.ledger is not None else None
+        first[variant.id], peak, tuned = _first_call(call, inputs, captured)
         if tuned:
             autotuned[variant.id] = tuned
         log.debug("case %s: %s first call %.3f s, peak %d bytes", case.id, variant.id, first[variant.id] / 1e9, peak)

@@ -46,7 +46,7 @@ from fuseci.judge.verdict import (
     Verdict,
     env_differences,
 )
-from fuseci.records.fusion import Ledger
+from fuseci.records.fusion import Ledger, NodeChange
 from fuseci.records.harness import CaseRecord, CaseStatus
 from fuseci.records.sass import KernelCode
 
@@ -246,6 +246,8 @@ class LedgerJudged:
     ledger: Ledger | None
     baseline: Ledger | None
     checks: tuple[MetricDelta, ...]
+    changes: tuple[NodeChange, ...] = ()
+    """What changed from :attr:`baseline` to :attr:`ledger`, node by node (none without a baseline)."""
 
 
 def _judge_case(
@@ -292,6 +294,7 @@ def _judge_case(
                     baseline_kernels=ctx.baseline_kernels(),
                     ledger=judged.ledger if judged else None,
                     baseline_ledger=judged.baseline if judged else None,
+                    ledger_changes=judged.changes if judged else (),
                 )
             )
             if judged is not None:

@@ -31,7 +31,7 @@ from fuseci.config.names import ENV_FIELDS
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.reference import Reference
-from fuseci.records.fusion import Ledger
+from fuseci.records.fusion import Ledger, NodeChange
 
 
 class CheckKind(enum.Enum):
@@ -330,6 +330,9 @@ class VariantMeasurement(Stored):
     forward's kernels, the graph nodes each implements, measured and minimum bytes."""
     baseline_ledger: Ledger | None = None
     """The ledger of the baseline it is judged against (None without one)."""
+    ledger_changes: tuple[NodeChange, ...] = ()
+    """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node, as judged
+    (:mod:`fuseci.ledger.diff`); a results file does not hold it (its reader finds it again)."""
     cause: Cause | None = None
     """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``);
     None when it has none, and in files written before fuseci said causes."""

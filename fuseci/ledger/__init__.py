@@ -2,7 +2,8 @@
 nodes it implements (Inductor's provenance) and judged by the bytes it moves against the least
 those nodes must move.
 
-- :mod:`.model`: the ledger's rows and totals, the data every other part passes around.
+- :mod:`fuseci.records.fusion`: the ledger's rows and totals, the provenance and kernel rows it is
+  built from, and what changed node by node: the data every other part passes around.
 - :mod:`.artifacts`: Inductor's captured artifacts, per compiled graph (and the caching choices
   the ledger relies on).
 - :mod:`.wrapper`, :mod:`.graph`: the wrapper's calls and the post-grad graph, read as text.

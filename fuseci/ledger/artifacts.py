@@ -25,23 +25,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
 
-from fuseci.errors import LedgerError
-from fuseci.files.versioned import read_bounded
-from fuseci.wording import shown
+from fuseci.records.fusion import (
+    BREAK_REASON,
+    NODE_MAPPINGS,
+    OUTPUT_CODE,
+    POST_GRAD,
+    STACK_TRACES,
+    Artifact,
+    Provenance,
+)
 
-#: Largest capture file read.
-MAX_BYTES = 256 << 20
-
-OUTPUT_CODE = "inductor_output_code"
-NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
-STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
-POST_GRAD = "inductor_post_grad_graph"
-BREAK_REASON = "dynamo_graph_break_reason"
 #: The directories of a source file a reason names (``/home/ci/repo/`` of ``/home/ci/repo/m.py:12``).
 _DIRECTORIES = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[\\/](?:[^\s\\/:]+[\\/])*(?=[^\s\\/:]+\.py\b)")
 #: A source file's line number in a reason (``models.py:121``).
@@ -83,71 +79,22 @@ class Capture:
     the capture's ``sizes``, where the harness recorded them (a graph compiled for dynamic shapes)."""
 
 
-def _strings(value: Any, what: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-        raise ValueError(f"{what} is {shown(value)}, not a list of strings")
-    return tuple(value)
-
-
-def _string_lists(obj: Mapping[str, Any], key: str, *, required: bool) -> dict[str, tuple[str, ...]]:
-    value = obj.get(key)
-    if value is None and not required:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError(f"{key} is {shown(value)}, not an object of lists of names")
-    return {k: _strings(v, f"{key}[{json.dumps(k[:60])}]") for k, v in value.items()}
-
-
-def _json_payload(payload: str) -> dict[str, Any]:
-    try:
-        data = json.loads(payload)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"the payload is not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"the payload is {shown(data)}, not a JSON object")
-    return data
-
-
-def _name(item: Mapping[str, Any]) -> str:
-    """An artifact's name: the item's own, or its metadata's (``artifact.name``, or the one key
-    naming it, as ``inductor_output_code`` does)."""
-    name = item.get("name")
-    meta = item.get("metadata")
-    if not isinstance(name, str) and isinstance(meta, dict):
-        artifact = meta.get("artifact")
-        name = artifact.get("name") if isinstance(artifact, dict) else None
-        if not isinstance(name, str):
-            name = next((k for k in (OUTPUT_CODE, POST_GRAD) if k in meta), None)
-    if not isinstance(name, str):
-        raise ValueError("it names no artifact (no 'name', nor one in its metadata)")
-    return name
-
-
-def _graph_id(meta: Any) -> str:
-    if not isinstance(meta, dict):
-        raise ValueError(f"its metadata is {shown(meta)}, not an object")
-    frame, compile_id = meta.get("frame_id"), meta.get("frame_compile_id")
-    for key, value in (("frame_id", frame), ("frame_compile_id", compile_id)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"its metadata's {key} is {shown(value)}, not a count")
-    return f"{frame}/{compile_id}"
-
-
-def _graph_with(graph: CompiledGraph, name: str, payload: str) -> CompiledGraph:
-    """``graph`` with one artifact's content filled in."""
-    if name == OUTPUT_CODE:
-        return replace(graph, output_code=payload)
-    if name == POST_GRAD:
-        return replace(graph, post_grad=payload)
-    data = _json_payload(payload)
-    if name == NODE_MAPPINGS:
+def _graph_with(graph: CompiledGraph, artifact: Artifact) -> CompiledGraph:
+    """``graph`` with one artifact's content filled in (its payload checked where the record was
+    read: :class:`~fuseci.records.fusion.Provenance`)."""
+    if artifact.name == OUTPUT_CODE:
+        return replace(graph, output_code=artifact.payload)
+    if artifact.name == POST_GRAD:
+        return replace(graph, post_grad=artifact.payload)
+    data = json.loads(artifact.payload)
+    if artifact.name == NODE_MAPPINGS:
         return replace(
             graph,
-            calls_to_nodes=_string_lists(data, "cppCodeToPost", required=True),
-            pre_grad=_string_lists(data, "postToPre", required=False),
+            calls_to_nodes={k: tuple(x) for k, x in data["cppCodeToPost"].items()},
+            pre_grad={k: tuple(x) for k, x in data.get("postToPre", {}).items()},
             has_mappings=True,
         )
-    return replace(graph, stack_traces={k: _strings(v, f"[{json.dumps(k[:60])}]") for k, v in data.items()})
+    return replace(graph, stack_traces={k: tuple(x) for k, x in data.items()})
 
 
 def break_reason(text: str) -> str:
@@ -166,7 +113,7 @@ def reason_key(reason: str) -> str:
     return _LINE_NUMBER.sub(r"\1", _DIRECTORIES.sub("", reason))
 
 
-def fusion_refusals(lines: list[str]) -> tuple[str, ...]:
+def fusion_refusals(lines: Iterable[str]) -> tuple[str, ...]:
     """The distinct reasons of the fusion log's ``cannot fuse A with B: reason`` lines, node
     numbers stripped (``op12`` → ``opN``), in the order first given."""
     out: dict[str, None] = {}
@@ -177,98 +124,19 @@ def fusion_refusals(lines: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def capture_from(data: Any, where: str) -> Capture:
-    """A capture's provenance from its parsed JSON.
-
-    Args:
-        data: ``{"artifacts": [...], "fusion_log": [...]}``.
-        where: The file, for messages.
-
-    Raises:
-        LedgerError: an item, metadata or payload that is not what Inductor writes, naming the
-            item and the graph.
-    """
-    if not isinstance(data, dict) or not isinstance(data.get("artifacts"), list):
-        raise LedgerError(
-            f"{where}: not a capture of Inductor's artifacts (expected an object with an 'artifacts' list)"
-        )
-    log = data.get("fusion_log", [])
-    if not isinstance(log, list) or not all(isinstance(s, str) for s in log):
-        raise LedgerError(f"{where}: fusion_log is {shown(log)}, not a list of the fusion log's lines")
+def capture(provenance: Provenance) -> Capture:
+    """What a variant's provenance holds, per compiled graph (see the module docstring)."""
     graphs: dict[str, CompiledGraph] = {}
     reasons: dict[str, None] = {}
-    for i, item in enumerate(data["artifacts"]):
-        place = f"{where}: artifacts[{i}]"
-        try:
-            if not isinstance(item, dict):
-                raise ValueError(f"it is {shown(item)}, not an object")
-            name = _name(item)
-            if name not in (OUTPUT_CODE, POST_GRAD, NODE_MAPPINGS, STACK_TRACES, BREAK_REASON):
-                continue
-            gid = _graph_id(item.get("metadata"))
-            place = f"{place} ({name} of graph {gid})"
-            payload = item.get("payload")
-            if not isinstance(payload, str):
-                raise ValueError(f"its payload is {shown(payload)}, not the artifact's text")
-            if name == BREAK_REASON:
-                reasons[break_reason(payload)] = None
-                continue
-            graphs[gid] = _graph_with(graphs.get(gid) or CompiledGraph(gid), name, payload)
-        except ValueError as exc:
-            raise LedgerError(f"{place}: {exc}; capture it again with provenance tracking on") from None
-    return Capture(tuple(graphs.values()), tuple(reasons), fusion_refusals(log), _sizes(data.get("sizes"), where))
-
-
-#: Symbols of one graph a capture's ``sizes`` may hold.
-MAX_SYMBOLS = 10_000
-_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-_GRAPH_ID = re.compile(r"^\d{1,9}/\d{1,9}$")
-
-
-def _sizes(raw: Any, where: str) -> dict[str, dict[str, int]]:
-    """A capture's ``sizes``: ``{graph id: {symbol: value}}``, each value a size (a count); absent
-    in captures recorded before they were kept.
-
-    Raises:
-        LedgerError: not of that shape, naming the place.
-    """
-    if raw is None:
-        return {}
-    fix = "capture it again (the harness records each symbolic size's value in the run)"
-    if not isinstance(raw, dict) or len(raw) > MAX_SYMBOLS:
-        raise LedgerError(f"{where}: sizes is {shown(raw)}, not an object of each graph's symbol values; {fix}")
-    out: dict[str, dict[str, int]] = {}
-    for graph, symbols in raw.items():
-        place = f"{where}: sizes[{json.dumps(str(graph)[:60])}]"
-        if not _GRAPH_ID.match(graph):
-            raise LedgerError(f"{place}: not a graph's id (frame/compile, like 0/0); {fix}")
-        if not isinstance(symbols, dict) or len(symbols) > MAX_SYMBOLS:
-            raise LedgerError(f"{place} is {shown(symbols)}, not an object of symbol values; {fix}")
-        for name, value in symbols.items():
-            if not _SYMBOL.match(name):
-                raise LedgerError(f"{place}: {shown(name)} is not a symbol's name (s27); {fix}")
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
-                raise LedgerError(f"{place}[{json.dumps(name)}] is {shown(value)}, not a size; {fix}")
-        out[graph] = dict(symbols)
-    return out
-
-
-def read_capture(path: Path) -> Capture:
-    """Read a capture file (see the module docstring).
-
-    Raises:
-        LedgerError: unreadable, over :data:`MAX_BYTES`, not JSON, or not a capture.
-    """
-    try:
-        raw = read_bounded(path, MAX_BYTES)
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read the capture: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise LedgerError(f"{path}: over {MAX_BYTES >> 20} MiB, more than a capture of one forward")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise LedgerError(f"{path}: not UTF-8 text (byte {exc.start}), so not a capture") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise LedgerError(f"{path}: not JSON ({exc}), so not a capture") from None
-    return capture_from(data, str(path))
+    for artifact in provenance.artifacts:
+        if artifact.name == BREAK_REASON:
+            reasons[break_reason(artifact.payload)] = None
+        elif artifact.name in (OUTPUT_CODE, POST_GRAD, NODE_MAPPINGS, STACK_TRACES):
+            gid = artifact.graph
+            graphs[gid] = _graph_with(graphs.get(gid) or CompiledGraph(gid), artifact)
+    return Capture(
+        tuple(graphs.values()),
+        tuple(reasons),
+        fusion_refusals(provenance.fusion_log),
+        provenance.sizes,
+    )

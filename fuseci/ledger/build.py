@@ -207,7 +207,7 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
     """The ledger of one compiled forward.
 
     Args:
-        capture: Its provenance (:func:`fuseci.ledger.artifacts.read_capture`).
+        capture: Its provenance (:func:`fuseci.ledger.artifacts.capture`).
         kernels: ncu's rows of the forward's range only
             (:func:`fuseci.ledger.launches.in_range`).
 

@@ -1,6 +1,6 @@
 """What an upgrade (another PyTorch, another Triton) did to a model's fusion: per node of the
 model, which nodes it ran with before and which now, with the bytes and time of the rows it ran
-in on each side.
+in on each side (:class:`~fuseci.records.fusion.NodeChange`, which the reporters render).
 
 Nodes are known as :mod:`fuseci.ledger.match` knows them (``(line, op)``, views left out), and
 shown by :func:`fuseci.ledger.match.label` (``layer_norm_1 (block.py:19)``): the several ops of
@@ -15,69 +15,14 @@ line (the same work, its line rewritten) is named as the older ledger names it (
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
 
-from fuseci.config import names, quantities
 from fuseci.ledger.match import Ident, identity, is_view, label, location, match, op_base
-from fuseci.records.fusion import Ledger, Node, Row
+from fuseci.records.fusion import Ledger, Node, NodeChange, Row, RowFigures
 
 #: Dynamo's number on a pre-grad node's name (``layer_norm_1``).
 _NUMBER = re.compile(r"_\d+$")
-
-
-@dataclass(frozen=True, slots=True)
-class RowFigures:
-    """A row a node ran in, as the change shows it."""
-
-    kernel: str
-    dram_bytes: float | None
-    """None when nothing was measured for it."""
-    duration_ns: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class NodeChange:
-    """A node of the model whose company changed between two ledgers."""
-
-    node: str
-    """The node, as :func:`fuseci.ledger.match.label` names it."""
-    was_with: tuple[str, ...]
-    """The other nodes it ran with in the old ledger (empty: alone, or absent)."""
-    now_with: tuple[str, ...]
-    """Those it runs with now."""
-    before: tuple[RowFigures, ...]
-    """The rows it ran in (empty: the node was not in the old ledger)."""
-    after: tuple[RowFigures, ...]
-    """The rows it runs in now (empty: gone)."""
-
-    def line(self) -> str:
-        """One line for the terminal: ``add (block.py:17): was fused with layer_norm_1
-        (block.py:19) in k1 (34.5 MB, 14.7 µs); now alone in k2 (34.4 MB, 13.8 µs)``."""
-        if not self.before:
-            return f"{self.node}: new, in {_rows(self.after)}"
-        if not self.after:
-            return f"{self.node}: gone, was in {_rows(self.before)}"
-        was = f"was fused with {_names(self.was_with)}" if self.was_with else "ran alone"
-        now = f"now fused with {_names(self.now_with)}" if self.now_with else "now alone"
-        return f"{self.node}: {was} in {_rows(self.before)}; {now} in {_rows(self.after)}"
-
-
-def _names(items: Sequence[str], limit: int = 6) -> str:
-    shown = ", ".join(items[:limit])
-    return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
-
-
-def _rows(rows: Sequence[RowFigures]) -> str:
-    return " + ".join(f"{r.kernel} ({_figures(r)})" for r in rows)
-
-
-def _figures(r: RowFigures) -> str:
-    if r.dram_bytes is None or r.duration_ns is None:
-        return "not measured"
-    dram = quantities.show(names.DRAM_BYTES, r.dram_bytes)
-    return f"{dram}, {quantities.show(names.DURATION, r.duration_ns)}"
 
 
 def _figures_of(row: Row) -> RowFigures:
@@ -192,10 +137,3 @@ def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
             )
         )
     return out
-
-
-def diff_lines(changes: Sequence[NodeChange]) -> list[str]:
-    """The changes as lines for the terminal (one when nothing changed)."""
-    if not changes:
-        return ["no node of the model changed company"]
-    return [c.line() for c in changes]

@@ -20,44 +20,14 @@ are named as such.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from fuseci.config import names
-from fuseci.errors import LedgerError
-from fuseci.files.versioned import read_bounded
 from fuseci.ledger import replay
 from fuseci.ledger.wrapper import Call
 from fuseci.records.fusion import KernelRow, Kind, Measured
-from fuseci.wording import shown
-
-#: The metrics of a row, by what the ledger sums: each is the sum of these ncu metrics.
-METRICS: dict[str, tuple[str, ...]] = {
-    "dram_bytes": ("dram__bytes_read.sum", "dram__bytes_write.sum"),
-    "global_bytes": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
-    "l2_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
-    "duration_ns": ("gpu__time_duration.sum",),
-}
-#: The global bytes a row's kernel asked for, loads and stores, each the LSU's and the TMA's
-#: (:attr:`fuseci.records.fusion.Measured.loads`). Optional in a row: a row without the TMA's
-#: (exported before they were kept, or profiled with ``ncu: {tma: false}``) has none.
-REQUESTED: dict[str, tuple[str, str]] = {
-    "loads": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"),
-    "stores": (
-        "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
-        "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
-    ),
-}
-#: The launch shape of a row, (grid, block), as ncu names them (optional in a row).
-SHAPE = ("launch__grid_size", "launch__block_size")
-#: Bytes of an L2 sector.
-SECTOR_BYTES = 32
-MAX_BYTES = 256 << 20
 
 _RANGE = re.compile(r"^(?P<name>.*), op_id = (?P<id>\d+)$")
 _REGION = re.compile(r"^Torch-Compiled Region: (?P<graph>\d+/\d+)")
@@ -71,92 +41,6 @@ COPIES = (
 def _range(text: str) -> tuple[str, int]:
     m = _RANGE.match(text)
     return (m["name"], int(m["id"])) if m else (text, -1)
-
-
-def _row(item: Any) -> KernelRow:
-    if not isinstance(item, dict):
-        raise ValueError(f"it is {shown(item)}, not an object")
-    ident, name, nvtx, repeat = item.get("id"), item.get("kernel"), item.get("nvtx"), item.get("repeat", False)
-    if isinstance(ident, bool) or not isinstance(ident, int):
-        raise ValueError(f"id is {shown(ident)}, not an integer")
-    if not isinstance(name, str):
-        raise ValueError(f"kernel is {shown(name)}, not a kernel's name")
-    if not isinstance(repeat, bool):
-        raise ValueError(f"repeat is {shown(repeat)}, not true or false")
-    if isinstance(nvtx, str):
-        nvtx = [nvtx]
-    if not isinstance(nvtx, list) or not all(isinstance(s, str) for s in nvtx):
-        raise ValueError(f"nvtx is {shown(nvtx)}, not a list of NVTX ranges")
-    sums: dict[str, float] = {}
-    for what, metrics in METRICS.items():
-        total = 0.0
-        for metric in metrics:
-            value = item.get(metric)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{metric} is {shown(value)}, not a finite, non-negative number")
-            total += value
-        sums[what] = total
-    shape = [_launch_size(item, metric) for metric in SHAPE]
-    asked = {what: _requested(item, metrics) for what, metrics in REQUESTED.items()}
-    return KernelRow(
-        ident, name, tuple(nvtx), sums["dram_bytes"], sums["global_bytes"],
-        sums["l2_sectors"] * SECTOR_BYTES, sums["duration_ns"], shape[0], shape[1], repeat,
-        asked["loads"], asked["stores"],
-    )  # fmt: skip
-
-
-def _requested(item: dict[str, Any], metrics: tuple[str, str]) -> float | None:
-    """The LSU's and the TMA's bytes of a row summed; None where the TMA's were not counted
-    (absent, or NaN: ncu was not asked for them)."""
-    tma = item.get(metrics[1])
-    if tma is None or (isinstance(tma, float) and math.isnan(tma)):
-        return None
-    if isinstance(tma, bool) or not isinstance(tma, (int, float)) or not math.isfinite(tma) or tma < 0:
-        raise ValueError(f"{metrics[1]} is {shown(tma)}, not a finite, non-negative number")
-    return float(item[metrics[0]]) + tma
-
-
-def _launch_size(item: dict[str, Any], metric: str) -> int:
-    """A launch size of a row: 0 when the row does not hold it (rows exported before it was kept)."""
-    value = item.get(metric)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{metric} is {shown(value)}, not a launch size")
-    return int(value)
-
-
-def kernel_rows(data: Any, where: str) -> tuple[KernelRow, ...]:
-    """ncu's rows from their parsed JSON: a list of objects with ``id``, ``kernel``, ``nvtx``
-    and the metrics of :data:`METRICS`.
-
-    Raises:
-        LedgerError: not a list, or a row that is not one, naming the row and the field.
-    """
-    if not isinstance(data, list):
-        raise LedgerError(f"{where}: {shown(data)}, not a list of ncu's kernel rows")
-    rows = []
-    for i, item in enumerate(data):
-        try:
-            rows.append(_row(item))
-        except ValueError as exc:
-            raise LedgerError(f"{where}: row [{i}]: {exc}; export the rows again from the report") from None
-    return tuple(rows)
-
-
-def read_kernel_rows(path: Path) -> tuple[KernelRow, ...]:
-    """Read ncu's rows from a JSON file (see :func:`kernel_rows`).
-
-    Raises:
-        LedgerError: unreadable, not JSON, or not rows.
-    """
-    try:
-        raw = read_bounded(path, MAX_BYTES)
-        return kernel_rows(json.loads(raw.decode("utf-8")), str(path))
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read the kernel rows: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise LedgerError(f"{path}: not JSON ({exc}), so not ncu's kernel rows") from None
 
 
 def in_range(rows: Sequence[KernelRow], name: str) -> tuple[KernelRow, ...]:

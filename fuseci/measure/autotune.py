@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fuseci import validation as v
 from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError, FuseciError
 from fuseci.files.atomic import atomic_write_text
@@ -62,7 +63,7 @@ MAX_TEXT = 256
 REPLACED = "in place of another choice this compile cache held"
 
 
-Entry = dict[str, Any]
+Entry = dict[str, v.Scalar]
 """One configuration: its fields (``XBLOCK``, ``num_warps``, ``configs_hash``...) and scalar values."""
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from fuseci import validation as v
 from fuseci.config.model import UNFUSED, Suite
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, BenchError
 from fuseci.records.harness import CaseStatus, HarnessRecord, VariantTiming
@@ -57,7 +57,7 @@ class BenchResult:
     """Suite id."""
     suite_path: str
     """The suite file, as given."""
-    env: Mapping[str, Any]
+    env: Mapping[str, v.Scalar]
     """Environment fields the harness collected (GPU, driver, CUDA, CuPy...); empty on error."""
     copy_bandwidth: float | None
     """Device-to-device copy bandwidth, bytes/s (read plus write); None on error."""

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fuseci.config.model import Suite
 from fuseci.errors import BenchError, MismatchError, NcuError, ReportError
@@ -25,10 +25,10 @@ from fuseci.measure import profile as ncu
 from fuseci.measure.command import HarnessFiles, Mode, SuiteFiles, harness_argv
 from fuseci.measure.timed import finish_timed, run_timed, start_timed
 from fuseci.measure.turn import AheadWatch, ahead_limit_s, waiting_file
+from fuseci.records.fusion import KernelRow, Repeats
 from fuseci.records.harness import HarnessRecord, ProfilerInfo, read_record, record_path_for, write_record
 
 if TYPE_CHECKING:  # pandas and the report reader load once a run has started (see warm_imports)
-    from fuseci.frames import repeats
     from fuseci.frames.metrics import SuiteResults
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band
@@ -299,14 +299,14 @@ def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
     )
 
 
-def _left_out(record: HarnessRecord, path: Path) -> dict[tuple[str, str], dict[int, repeats.Repeats]]:
+def _left_out(record: HarnessRecord) -> dict[tuple[str, str], dict[int, Repeats]]:
     """The launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)."""
-    from fuseci.frames import repeats as recorded
-
-    out: dict[tuple[str, str], dict[int, repeats.Repeats]] = {}
-    for case_id, rec in record.cases.items():
-        out.update(recorded.recorded(rec.provenance, case_id, str(path)))
-    return out
+    return {
+        (case_id, variant): p.left_out()
+        for case_id, rec in record.cases.items()
+        for variant, p in rec.provenance.items()
+        if p.repeats
+    }
 
 
 def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
@@ -333,10 +333,10 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     from fuseci.frames.metrics import summarize
 
     options.say("reading the report")
-    ledger_rows: dict[tuple[str, str], list[dict[str, Any]]] = {
+    ledger_rows: dict[tuple[str, str], list[KernelRow]] = {
         (c.id, v.id): [] for c in suite.cases for v in c.variants if v.ledger is not None
     }
-    left_out = _left_out(record, record_path)
+    left_out = _left_out(record)
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(

@@ -1,17 +1,28 @@
 """The ledger of one compiled forward: one row per kernel call of Inductor's wrapper, what it
 implements and what it moved, and the graph's totals. Frozen data, built by
-:mod:`fuseci.ledger.build`, stored with a run and compared by :mod:`fuseci.ledger.gate`."""
+:mod:`fuseci.ledger.build`, stored with a run and compared by :mod:`fuseci.ledger.gate`; what
+an upgrade changed, node by node (:class:`NodeChange`, made by :mod:`fuseci.ledger.diff` where a
+ledger is judged, rendered by the reporters).
+
+What the ledger is built from is declared here too: a ledger variant's provenance as the harness
+record holds it (:class:`Provenance`: Inductor's structured-trace artifacts, the fusion log's
+lines, the launches ncu left out as repeats), validated once where the record is read, and ncu's
+kernel launches (:class:`KernelRow`), made where the report is read."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, JsonValue, Strict
 
 from fuseci import validation as v
+from fuseci.config import names, quantities
+from fuseci.wording import shown
 
 
 class Kind(str, Enum):
@@ -234,3 +245,256 @@ class KernelRow:
     """Global bytes it asked to load, LSU and TMA (None: the TMA's were not counted)."""
     stores: float | None = None
     """Global bytes it asked to store, LSU and TMA (None: likewise)."""
+
+
+#: The metrics of a kernel row, by what the ledger sums: each is the sum of these ncu metrics.
+METRICS: dict[str, tuple[str, ...]] = {
+    "dram_bytes": ("dram__bytes_read.sum", "dram__bytes_write.sum"),
+    "global_bytes": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
+    "l2_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
+    "duration_ns": ("gpu__time_duration.sum",),
+}
+#: The global bytes a kernel asked for, loads and stores, each the LSU's and the TMA's
+#: (:attr:`Measured.loads`). Optional: a kernel profiled without the TMA's (``ncu: {tma: false}``)
+#: has none.
+REQUESTED: dict[str, tuple[str, str]] = {
+    "loads": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"),
+    "stores": (
+        "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+        "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+    ),
+}
+#: The launch shape of a kernel, (grid, block), as ncu names them (optional).
+SHAPE = ("launch__grid_size", "launch__block_size")
+#: Bytes of an L2 sector.
+SECTOR_BYTES = 32
+
+
+def _figure(value: object, metric: str, what: str = "a finite, non-negative number") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{metric} is {shown(value)}, not {what}")
+    return float(value)
+
+
+def _unknown(value: object) -> bool:
+    """Absent, or NaN: ncu was not asked for it."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def kernel_row(
+    ident: int, kernel: str, nvtx: tuple[str, ...], metrics: Mapping[str, object], repeat: bool = False
+) -> KernelRow:
+    """A kernel launch from ncu's metrics of it (:data:`METRICS`, and :data:`REQUESTED` and
+    :data:`SHAPE` where known), as a report gives them (NaN: not collected).
+
+    Raises:
+        ValueError: a metric that is not a finite, non-negative number, naming it.
+    """
+    sums = {what: sum(_figure(metrics.get(m), m) for m in sources) for what, sources in METRICS.items()}
+    asked: dict[str, float | None] = {}
+    for what, (lsu, tma) in REQUESTED.items():
+        asked[what] = (
+            None if _unknown(metrics.get(tma)) else _figure(metrics.get(lsu), lsu) + _figure(metrics.get(tma), tma)
+        )
+    grid, block = (0 if _unknown(metrics.get(m)) else int(_figure(metrics.get(m), m, "a launch size")) for m in SHAPE)
+    return KernelRow(
+        ident, kernel, nvtx, sums["dram_bytes"], sums["global_bytes"], sums["l2_sectors"] * SECTOR_BYTES,
+        sums["duration_ns"], grid, block, repeat, asked["loads"], asked["stores"],
+    )  # fmt: skip
+
+
+# A ledger variant's provenance, as the harness record holds it (its case's ``provenance``, by
+# variant): what :mod:`fuseci.harness.arrays.inductor` captured at the variant's compile, and
+# the launches ncu left out (:mod:`fuseci.harness.arrays.launch_ranges`).
+
+OUTPUT_CODE = "inductor_output_code"
+POST_GRAD = "inductor_post_grad_graph"
+NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
+STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
+BREAK_REASON = "dynamo_graph_break_reason"
+#: The structured-trace artifacts the ledger reads.
+ARTIFACTS = frozenset({OUTPUT_CODE, POST_GRAD, NODE_MAPPINGS, STACK_TRACES, BREAK_REASON})
+
+Names = Annotated[v.Items[str], Field(max_length=MAX_ITEMS)]
+NamesBy = Annotated[Mapping[str, Names], Field(max_length=MAX_ITEMS)]
+"""Lists of names by a name: a call's debug handle → its post-grad nodes, and the like."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMappings(v.OpenDocument):
+    """The payload of :data:`NODE_MAPPINGS` (Inductor's names for its members)."""
+
+    cppCodeToPost: NamesBy
+    """A call's debug handle (``extern_kernels.addmm:2``) → the post-grad nodes it implements."""
+    postToPre: NamesBy = field(default_factory=dict)
+    """A post-grad node → the pre-grad nodes it came from."""
+
+
+def _check_payload(payload: str, what: Any) -> None:
+    """An artifact's JSON payload checked as ``what``."""
+    try:
+        data = json.loads(payload)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"the payload is not JSON ({exc})") from None
+    try:
+        v.validate(what, data)
+    except v.Invalid as exc:
+        raise ValueError(f"the payload's {exc}" if exc.where else f"the payload: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact(v.Document):
+    """One of Inductor's structured-trace artifacts, as a handler on its trace log receives it."""
+
+    name: Annotated[str, Field(max_length=200)]
+    """Which artifact (:data:`ARTIFACTS`)."""
+    metadata: Annotated[Mapping[v.Key, JsonValue], Field(max_length=1000)]
+    """Inductor's own, kept as it wrote it; its ``frame_id`` and ``frame_compile_id`` name the
+    compiled graph (:attr:`graph`)."""
+    payload: str
+    """The artifact's text (the wrapper's code, the graph's, a JSON document)."""
+
+    @property
+    def graph(self) -> str:
+        """Dynamo's ``frame_id/frame_compile_id`` (``0/0``) of the graph it belongs to."""
+        return f"{self.metadata['frame_id']}/{self.metadata['frame_compile_id']}"
+
+
+def _readable(artifact: Artifact) -> Artifact:
+    """The graph an artifact the ledger reads names, and a JSON payload of the shape it reads."""
+    if artifact.name not in ARTIFACTS:
+        return artifact
+    for key in ("frame_id", "frame_compile_id"):
+        value = artifact.metadata.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**9:
+            raise ValueError(f"its metadata's {key} is {shown(value)}, not a count")
+    if artifact.name == NODE_MAPPINGS:
+        _check_payload(artifact.payload, NodeMappings)
+    elif artifact.name == STACK_TRACES:
+        _check_payload(artifact.payload, NamesBy)
+    return artifact
+
+
+GraphId = Annotated[str, Field(pattern=r"^\d{1,9}/\d{1,9}$"), v.Expect("a graph's id (frame/compile, like 0/0)")]
+Symbol = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$"), v.Expect("a symbol's name (s27)")]
+Size = Annotated[int, Field(ge=0, lt=1 << 62)]
+#: Repeats one variant's pass may record (a forward of a million launches is far past any model).
+MAX_REPEATS = 1_000_000
+Launch = Annotated[int, Field(ge=0, lt=1 << 31)]
+Repeat = Annotated[tuple[Launch, Launch, Launch], Strict(False)]
+"""``[N, M, R]``: launch N, in graph run R, repeats launch M (an earlier one)."""
+PassNumber = Annotated[str, Field(pattern=r"^[0-9]{1,9}$"), v.Expect("a pass's number")]
+Repeats = Mapping[int, tuple[int, int]]
+"""launch → (the earlier launch it repeats, its graph run)."""
+
+
+def _each_after_the_one_it_repeats(items: tuple[Repeat, ...]) -> tuple[Repeat, ...]:
+    seen: set[int] = set()
+    for i, (launch, earlier, _) in enumerate(items):
+        if earlier >= launch or launch in seen:
+            raise ValueError(
+                f"[{i}] is {list(items[i])}, not [launch, earlier launch, graph run] of a new launch "
+                "after the one it repeats"
+            )
+        seen.add(launch)
+    if any(earlier in seen for _, earlier, _ in items):
+        raise ValueError("it names a launch that repeats another as the one repeated")
+    return items
+
+
+PassRepeats = Annotated[v.Items[Repeat], Field(max_length=MAX_REPEATS), AfterValidator(_each_after_the_one_it_repeats)]
+"""One pass's launches left out, in the order run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance(v.Document):
+    """A ledger variant's provenance in the harness record: Inductor's artifacts and fusion log of
+    its compile (:mod:`fuseci.ledger.artifacts` reads them), and the launches ncu left out."""
+
+    artifacts: Annotated[v.Items[Annotated[Artifact, AfterValidator(_readable)]], Field(max_length=MAX_ITEMS)] = ()
+    """In the order Inductor emitted them."""
+    fusion_log: Annotated[v.Items[str], Field(max_length=MAX_ITEMS)] = ()
+    """The fusion log's lines (its ``cannot fuse A with B: reason`` lines are the refusals)."""
+    repeats: Annotated[Mapping[PassNumber, PassRepeats], Field(max_length=1000)] = field(default_factory=dict)
+    """By pass (``"0"``), the launches ncu left out because they repeat an earlier launch's
+    configuration (a ledger's ``repeats: once``), in the order run; empty: none left out."""
+    sizes: Annotated[
+        Mapping[GraphId, Annotated[Mapping[Symbol, Size], Field(max_length=10_000)]], Field(max_length=10_000)
+    ] = field(default_factory=dict)
+    """Graph → the value of each of its symbolic sizes in the run (``{"0/0": {"s27": 256}}``), where
+    recorded (a graph compiled for dynamic shapes)."""
+
+    def left_out(self) -> dict[int, Repeats]:
+        """:attr:`repeats` by pass number: launch → (the launch it repeats, its graph run)."""
+        return {int(k): {n: (m, r) for n, m, r in items} for k, items in self.repeats.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's object of it."""
+        doc: dict[str, Any] = {
+            "artifacts": [{"name": a.name, "metadata": dict(a.metadata), "payload": a.payload} for a in self.artifacts],
+            "fusion_log": list(self.fusion_log),
+        }
+        if self.repeats:
+            doc["repeats"] = {k: [list(r) for r in items] for k, items in self.repeats.items()}
+        if self.sizes:
+            doc["sizes"] = {g: dict(s) for g, s in self.sizes.items()}
+        return doc
+
+
+@dataclass(frozen=True, slots=True)
+class RowFigures:
+    """A row a node ran in, as a :class:`NodeChange` shows it."""
+
+    kernel: str
+    dram_bytes: float | None
+    """None when nothing was measured for it."""
+    duration_ns: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """A node of the model whose company changed between two ledgers (:func:`fuseci.ledger.diff.diff`)."""
+
+    node: str
+    """The node, as :func:`fuseci.ledger.match.label` names it."""
+    was_with: tuple[str, ...]
+    """The other nodes it ran with in the old ledger (empty: alone, or absent)."""
+    now_with: tuple[str, ...]
+    """Those it runs with now."""
+    before: tuple[RowFigures, ...]
+    """The rows it ran in (empty: the node was not in the old ledger)."""
+    after: tuple[RowFigures, ...]
+    """The rows it runs in now (empty: gone)."""
+
+    def line(self) -> str:
+        """One line for the terminal: ``add (block.py:17): was fused with layer_norm_1
+        (block.py:19) in k1 (34.5 MB, 14.7 µs); now alone in k2 (34.4 MB, 13.8 µs)``."""
+        if not self.before:
+            return f"{self.node}: new, in {_rows(self.after)}"
+        if not self.after:
+            return f"{self.node}: gone, was in {_rows(self.before)}"
+        was = f"was fused with {_names(self.was_with)}" if self.was_with else "ran alone"
+        now = f"now fused with {_names(self.now_with)}" if self.now_with else "now alone"
+        return f"{self.node}: {was} in {_rows(self.before)}; {now} in {_rows(self.after)}"
+
+
+def _names(items: Sequence[str], limit: int = 6) -> str:
+    listed = ", ".join(items[:limit])
+    return f"{listed} and {len(items) - limit} more" if len(items) > limit else listed
+
+
+def _rows(rows: Sequence[RowFigures]) -> str:
+    return " + ".join(f"{r.kernel} ({_figures(r)})" for r in rows)
+
+
+def _figures(r: RowFigures) -> str:
+    if r.dram_bytes is None or r.duration_ns is None:
+        return "not measured"
+    return f"{quantities.show(names.DRAM_BYTES, r.dram_bytes)}, {quantities.show(names.DURATION, r.duration_ns)}"
+
+
+def diff_lines(changes: Sequence[NodeChange]) -> list[str]:
+    """The changes as lines for the terminal (one when nothing changed)."""
+    if not changes:
+        return ["no node of the model changed company"]
+    return [c.line() for c in changes]

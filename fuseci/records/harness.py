@@ -49,6 +49,7 @@ from fuseci import validation as v
 from fuseci.errors import ReportError
 from fuseci.files.atomic import atomic_write_text
 from fuseci.files.versioned import DocumentFormat
+from fuseci.records.fusion import Provenance
 from fuseci.records.sass import KernelCode
 
 SUFFIX = ".harness.json"
@@ -102,6 +103,10 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
 CompileOption = Short | bool | None
+AutotuneEntry = Annotated[Mapping[v.Key, v.Scalar], Field(max_length=64)]
+"""One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``,
+``configs_hash``...) and their scalar values (:mod:`fuseci.measure.autotune` checks the rest of
+what a kept one must be)."""
 Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
 """A kernel's builds in one process (autotuning compiles one per configuration)."""
 """One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
@@ -244,9 +249,9 @@ class CaseRecord(v.OpenDocument):
     empty when not watched."""
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
-    provenance: Annotated[Mapping[v.Id, dict[str, Any]], Field(max_length=1000)] = field(default_factory=dict)
-    """Inductor's provenance of each ledger variant's compile, by variant: the structured-trace
-    artifacts and fusion-log lines :mod:`fuseci.ledger.artifacts` reads (checked there)."""
+    provenance: Annotated[Mapping[v.Id, Provenance], Field(max_length=1000)] = field(default_factory=dict)
+    """Inductor's provenance of each ledger variant's compile, by variant, and the launches ncu
+    left out of its passes (:class:`~fuseci.records.fusion.Provenance`)."""
     compile_options: Annotated[Mapping[v.Id, Mapping[Short, CompileOption]], Field(max_length=1000)] = field(
         default_factory=dict
     )
@@ -315,7 +320,7 @@ class HarnessRecord(v.OpenDocument):
     that a run killed by a hang or a crash names the case it was in."""
     interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
-    autotune: Annotated[Mapping[str, dict[str, Any]], Field(max_length=20_000)] = field(default_factory=dict)
+    autotune: Annotated[Mapping[str, AutotuneEntry], Field(max_length=20_000)] = field(default_factory=dict)
     """The ``.best_config`` entries of Inductor's compile cache the process's kernels used, by
     their path in the cache (:mod:`fuseci.measure.autotune`, which checks them where they are
     kept); empty without Inductor."""
@@ -397,29 +402,20 @@ class HarnessRecord(v.OpenDocument):
         """
         data = FORMAT.check(data, path)
         try:
-            return cls.build(data)
+            return v.validate(cls, data)
         except v.Invalid as exc:
             raise FORMAT.invalid(path, exc) from None
 
-    @staticmethod
-    def check_format(data: Any, path: Path | str) -> dict[str, Any]:
-        """A record document's format and version checked, and upgraded to the current version.
-
-        Raises:
-            ReportError: not a harness record, or from a newer fuseci.
-        """
-        return FORMAT.check(data, path)
-
     @classmethod
-    def build(cls, data: dict[str, Any], at: v.Loc = ()) -> HarnessRecord:
-        """A record from a document of the current version (:meth:`DocumentFormat.check` done),
-        validated; ``at`` is its place inside an enclosing document (a run file's
-        ``("suites", "elementwise", "record")``).
+    def embedded(cls, data: object, at: v.Loc) -> HarnessRecord:
+        """A record held inside another document at ``at`` (a run file's ``("suites",
+        "elementwise", "record")``): its format checked and upgraded, then every value validated.
 
         Raises:
+            ReportError: not a harness record, or from a newer fuseci (the message names the place).
             Invalid: a value the format does not allow; the enclosing reader names the file.
         """
-        return v.validate(cls, data, at)
+        return v.validate(cls, FORMAT.check(data, v.json_path(at)), at)
 
 
 def _known_json(obj: Any) -> dict[str, Any]:
@@ -460,7 +456,7 @@ def _case_json(c: CaseRecord) -> dict[str, Any]:
     if c.read:
         doc["read"] = list(c.read)
     if c.provenance:
-        doc["provenance"] = {v: dict(capture) for v, capture in c.provenance.items()}
+        doc["provenance"] = {v: capture.to_json() for v, capture in c.provenance.items()}
     if c.compile_options:
         doc["compile_options"] = {v: dict(options) for v, options in c.compile_options.items()}
     return doc

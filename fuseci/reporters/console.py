@@ -175,7 +175,7 @@ def _ledgers(c: Comparison, verbose: bool) -> list[Text]:
                 continue
             out += [Text("    " + line) for line in ledger_lines(v.ledger)]
             if v.baseline_ledger is not None:
-                changes, left = change_lines(v.baseline_ledger, v.ledger)
+                changes, left = change_lines(v.ledger_changes)
                 out.append(Text("    since the baseline's ledger:"))
                 out += [Text("      " + line) for line in changes]
                 if left:

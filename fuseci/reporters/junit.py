@@ -45,7 +45,7 @@ def _ledger_detail(case: CaseResult, variant: str) -> list[str]:
         return []
     lines = [f"ledger: {summary_line(v.ledger)}"]
     if v.baseline_ledger is not None:
-        changes, left = change_lines(v.baseline_ledger, v.ledger, _CHANGES)
+        changes, left = change_lines(v.ledger_changes, _CHANGES)
         lines += ["since the baseline's ledger:", *(f"  {line}" for line in changes)]
         lines += [f"  and {left:,} more changes"] if left else []
     return lines

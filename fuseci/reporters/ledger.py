@@ -1,6 +1,6 @@
 """A fusion ledger in words: its rows as a terminal table (the worst ratio of requested to minimum
 bytes first, DRAM beside it), its totals in one line, what its bytes above the floor are, its gate's findings, and what changed against its
-baseline's ledger, node by node (:func:`fuseci.ledger.diff.diff`). The console, JUnit and the
+baseline's ledger, node by node (as judged: :class:`~fuseci.records.fusion.NodeChange`). The console, JUnit and the
 HTML fragment (:mod:`fuseci.reporters.ledger_html`) say it with these.
 
 Node names and source lines are the model's, so user data: every string passes
@@ -9,11 +9,12 @@ module draws nothing (no matplotlib), so the console pays nothing for it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fuseci.config import names, quantities
-from fuseci.ledger.diff import diff, diff_lines
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
-from fuseci.records.fusion import Cause, Ledger, Row
+from fuseci.records.fusion import Cause, Ledger, NodeChange, Row, diff_lines
 from fuseci.reporters import budget
 from fuseci.reporters.text import clean, columns, count
 
@@ -240,9 +241,8 @@ def verdict_lines(verdict: LedgerVerdict) -> list[str]:
     return out
 
 
-def change_lines(baseline: Ledger, current: Ledger, limit: int = CHANGES) -> tuple[list[str], int]:
-    """What changed from ``baseline`` to ``current``, node by node (``add (block.py:17): was fused
+def change_lines(changes: Sequence[NodeChange], limit: int = CHANGES) -> tuple[list[str], int]:
+    """What changed since the baseline's ledger, node by node (``add (block.py:17): was fused
     with layer_norm_1 (block.py:19) in ...; now alone in ...``), at most ``limit`` lines, each cut
     to :data:`CHANGE_CHARS`; and how many more changes there are. One line when nothing changed."""
-    changes = diff(baseline, current)
     return [cut(line, CHANGE_CHARS) for line in diff_lines(changes[:limit])], max(len(changes) - limit, 0)

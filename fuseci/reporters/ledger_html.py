@@ -15,12 +15,13 @@ and beyond :data:`FOLDED_NODES` counted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fuseci.judge.verdict import CaseResult
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
-from fuseci.records.fusion import Cause, Ledger, Row
+from fuseci.records.fusion import Cause, Ledger, NodeChange, Row
 from fuseci.reporters import budget, templating
 from fuseci.reporters.chartkit import tone
 from fuseci.reporters.ledger import (
@@ -222,22 +223,22 @@ def _bar(ledger: Ledger) -> BarView | None:
 def view(
     ledger: Ledger,
     verdict: LedgerVerdict | None = None,
-    baseline: Ledger | None = None,
+    changes: Sequence[NodeChange] | None = None,
     size: int = CASE_BYTES,
 ) -> LedgerView:
     """What :func:`fragment` shows of ``ledger``: with ``verdict``, the gate's findings; with
-    ``baseline``, what changed since it; its rows worst first while they fit in ``size`` bytes
-    (at most :data:`MAX_ROWS`)."""
+    ``changes`` (None: no baseline), what changed since its baseline's; its rows worst first while
+    they fit in ``size`` bytes (at most :data:`MAX_ROWS`)."""
     findings: tuple[tuple[str, str, str], ...] = ()
     if verdict is not None:
         findings = tuple(
             (tone(f.verdict).name.lower(), f"{f.verdict.name} {f.kind.value}", cut(f.message, budget.TEXT))
             for f in verdict.findings
         )
-    changes: list[str] = []
+    lines: list[str] = []
     left = 0
-    if baseline is not None:
-        changes, left = change_lines(baseline, ledger)
+    if changes is not None:
+        lines, left = change_lines(changes)
     bar = _bar(ledger)
     totals = totals_line(ledger)
     basis = requested_basis(ledger)
@@ -248,7 +249,7 @@ def view(
     room = budget.Budget(max(size - fixed, 0))
     start = room.left
     # What changed comes first (it is what a reviewer of an upgrade reads), then the rows.
-    kept = room.fit(((line, budget.weight(line)) for line in changes), len(changes))
+    kept = room.fit(((line, budget.weight(line)) for line in lines), len(lines))
     rows = sorted_rows(ledger)
     shown = room.fit(((v, _row_weight(v)) for v in (_row_view(r, basis) for r in rows)), MAX_ROWS)
     return LedgerView(
@@ -258,7 +259,7 @@ def view(
         totals=totals,
         findings=findings,
         changes=tuple(kept),
-        changes_more=budget.more(left + len(changes) - len(kept), "changes"),
+        changes_more=budget.more(left + len(lines) - len(kept), "changes"),
         notes=notes,
         weight=fixed + start - room.left,
     )
@@ -275,7 +276,8 @@ def sections(case: CaseResult) -> tuple[LedgerSection, ...]:
             continue
         if len(out) == LEDGERS or room.left < _SMALLEST:
             break
-        shown = view(v.ledger, baseline=v.baseline_ledger, size=room.left)
+        changes = v.ledger_changes if v.baseline_ledger is not None else None
+        shown = view(v.ledger, changes=changes, size=room.left)
         room.take(min(shown.weight, room.left))
         out.append(LedgerSection(cut(v.variant), shown))
     return tuple(out)
@@ -286,16 +288,19 @@ def ledgers_more(case: CaseResult, shown: int) -> str:
     return budget.more(sum(1 for v in case.variants if v.ledger is not None) - shown, "ledgers")
 
 
-def fragment(ledger: Ledger, verdict: LedgerVerdict | None = None, baseline: Ledger | None = None) -> str:
+def fragment(ledger: Ledger, verdict: LedgerVerdict | None = None, changes: Sequence[NodeChange] | None = None) -> str:
     """The ledger as an HTML fragment for a report page (its styles are the page's style sheet)."""
-    return templating.render("ledger.html.j2", ledger=view(ledger, verdict, baseline))
+    return templating.render("ledger.html.j2", ledger=view(ledger, verdict, changes))
 
 
 def document(
-    ledger: Ledger, verdict: LedgerVerdict | None = None, title: str = "fusion ledger", baseline: Ledger | None = None
+    ledger: Ledger,
+    verdict: LedgerVerdict | None = None,
+    title: str = "fusion ledger",
+    changes: Sequence[NodeChange] | None = None,
 ) -> str:
     """The fragment in a page of its own (the reports' head, style sheet and security policy)."""
     overall = "" if verdict is None else f": {verdict.verdict.name}"
     return templating.render(
-        "ledger_page.html.j2", title=cut(title) + overall, ledger=view(ledger, verdict, baseline, PAGE_BYTES)
+        "ledger_page.html.j2", title=cut(title) + overall, ledger=view(ledger, verdict, changes, PAGE_BYTES)
     )

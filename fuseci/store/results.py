@@ -38,6 +38,7 @@ from fuseci.judge.verdict import (
     VariantMeasurement,
     exit_code,
 )
+from fuseci.ledger.diff import diff
 
 #: Largest results file read: a results file holds every check of every case (about 15 KB a case
 #: with the exact counters), so a suite of 5,000 cases writes 73 MB; a merged file holds several.
@@ -192,6 +193,22 @@ def from_json(data: dict[str, Any], path: Path | str) -> list[Comparison]:
         other = f" (it is a {str(data['format'])[:40]!r} document)" if "format" in data else ""
         raise FORMAT.fail(path, f"not a fuseci results file{other}")
     try:
-        return list(v.validate(Results, data).suites)
+        suites = v.validate(Results, data).suites
     except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
+    return [_with_changes(c) for c in suites]
+
+
+def _with_changes(c: Comparison) -> Comparison:
+    """``c`` with what changed in each ledger since its baseline's, node by node, found again as
+    the judge found it (a file holds the two ledgers, not their diff)."""
+    if not any(m.ledger and m.baseline_ledger for case in c.cases for m in case.variants):
+        return c
+
+    def variant(m: VariantMeasurement) -> VariantMeasurement:
+        if m.ledger is None or m.baseline_ledger is None:
+            return m
+        return dataclasses.replace(m, ledger_changes=tuple(diff(m.baseline_ledger, m.ledger)))
+
+    cases = tuple(dataclasses.replace(case, variants=tuple(variant(m) for m in case.variants)) for case in c.cases)
+    return dataclasses.replace(c, cases=cases)

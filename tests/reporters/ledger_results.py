@@ -11,11 +11,13 @@ import lzma
 from pathlib import Path
 from typing import Any
 
+import ledgers as L
+
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
-from fuseci.ledger.artifacts import capture_from
 from fuseci.ledger.build import build
+from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import judge
-from fuseci.ledger.launches import in_range, kernel_rows
+from fuseci.ledger.launches import in_range
 from fuseci.records.fusion import Ledger
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "ledger"
@@ -39,8 +41,8 @@ def _json(name: str) -> Any:
 @functools.cache
 def real_ledger(case: str) -> Ledger:
     """The ledger of ``case`` (``block-base``, ``block-break_add_norm``...) as fuseci builds it."""
-    rows = kernel_rows(_json("kernels.json"), "kernels.json")
-    return build(capture_from(_json(f"{case}.json"), f"{case}.json"), in_range(rows, f"{case}.compiled"))
+    rows = L.kernel_rows(_json("kernels.json"))
+    return build(L.capture(_json(f"{case}.json")), in_range(rows, f"{case}.compiled"))
 
 
 def ledger_checks(case: str, variant: str, baseline: Ledger, current: Ledger) -> tuple[MetricDelta, ...]:
@@ -72,7 +74,15 @@ def ledger_comparison(current: str = "block-break_add_norm", baseline: str | Non
     checks = ledger_checks("block", "compiled", before, now) if before else ()
     variants = (
         VariantMeasurement("eager", {}, {}, ()),
-        VariantMeasurement("compiled", {}, {}, (), ledger=now, baseline_ledger=before),
+        VariantMeasurement(
+            "compiled",
+            {},
+            {},
+            (),
+            ledger=now,
+            baseline_ledger=before,
+            ledger_changes=tuple(diff(before, now)) if before else (),
+        ),
     )
     case = CaseResult("block", 7, "a pre-norm transformer block in bf16", checks, variants)
     return Comparison(

@@ -12,6 +12,7 @@ import ledgers as L
 from helpers import parse
 
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
+from fuseci.ledger.diff import diff
 from fuseci.records.fusion import Ledger, Node
 from fuseci.reporters import console, html, html_case, junit, ledger_html, markdown
 from fuseci.reporters import ledger as report
@@ -42,7 +43,15 @@ def _hostile() -> Comparison:
     warn = MetricDelta("block", "compiled", CheckKind.LEDGER, "structural", Verdict.WARN, f"note {HOSTILE}")
     variants = (
         VariantMeasurement("eager", {}, {}, ()),
-        VariantMeasurement("compiled", {}, {}, (), ledger=_hostile_ledger(), baseline_ledger=L.block()),
+        VariantMeasurement(
+            "compiled",
+            {},
+            {},
+            (),
+            ledger=_hostile_ledger(),
+            baseline_ledger=L.block(),
+            ledger_changes=tuple(diff(L.block(), _hostile_ledger())),
+        ),
     )
     return _with(ledger_comparison(), checks=(long, warn), variants=variants)
 
@@ -183,7 +192,11 @@ def test_a_few_hundred_rows_fit_and_the_page_stays_within_its_budget() -> None:
     """Six variants with ledgers of 300 rows of 12 nodes each, and baselines: the section shows
     what fits within the case's bytes, counts the rest, and the page stays within 3 MB."""
     big, base = _big(300, 12), _big(280, 12)
-    variants = tuple(VariantMeasurement(f"compiled{i}", {}, {}, (), ledger=big, baseline_ledger=base) for i in range(6))
+    changes = tuple(diff(base, big))
+    variants = tuple(
+        VariantMeasurement(f"compiled{i}", {}, {}, (), ledger=big, baseline_ledger=base, ledger_changes=changes)
+        for i in range(6)
+    )
     comparison = _with(ledger_comparison(), variants=variants)
     view = html_case.case_view(comparison, comparison.cases[0], "case-0")
     shown = len(view.ledgers)
@@ -205,7 +218,17 @@ def test_many_cases_with_ledgers_stay_within_the_page() -> None:
     comparison = ledger_comparison()
     case = replace(
         comparison.cases[0],
-        variants=(VariantMeasurement("compiled", {}, {}, (), ledger=_big(300, 6), baseline_ledger=_big(290, 6)),),
+        variants=(
+            VariantMeasurement(
+                "compiled",
+                {},
+                {},
+                (),
+                ledger=_big(300, 6),
+                baseline_ledger=_big(290, 6),
+                ledger_changes=tuple(diff(_big(290, 6), _big(300, 6))),
+            ),
+        ),
     )
     many = replace(comparison, cases=tuple(replace(case, case=f"block{i}") for i in range(30)))
     page = html.render([many])

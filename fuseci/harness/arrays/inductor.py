@@ -19,9 +19,9 @@ compiles it, and the NVTX ranges that tie each measured kernel to its wrapper ca
 
 and it listens to Inductor's structured trace (a handler on ``torch._logging``'s trace logger,
 as ``TORCH_TRACE`` would write it) and to its fusion log, keeping only the artifacts the ledger
-reads (:data:`WANTED`) and, of a graph compiled for dynamic shapes, the value each symbolic size
-had when Dynamo created it (its ``create_symbol`` events: the sizes of the call that compiled it,
-which the measured call repeats), as the capture's ``sizes``. :func:`op_ranges` wraps the measured call in
+reads (:data:`fuseci.records.fusion.ARTIFACTS`) and, of a graph compiled for dynamic shapes, the
+value each symbolic size had when Dynamo created it (its ``create_symbol`` events: the sizes of
+the call that compiled it, which the measured call repeats). :func:`op_ranges` wraps the measured call in
 ``torch.autograd.profiler.emit_nvtx()``: every ATen op and every Triton launch of the wrapper
 opens an NVTX range, so ncu attributes each kernel to the call that launched it.
 """
@@ -34,16 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-#: The structured-trace artifacts the ledger reads (:mod:`fuseci.ledger.artifacts`).
-WANTED = frozenset(
-    {
-        "inductor_output_code",
-        "inductor_post_grad_graph",
-        "inductor_provenance_tracking_node_mappings",
-        "inductor_provenance_tracking_kernel_stack_traces",
-        "dynamo_graph_break_reason",
-    }
-)
+from fuseci.records.fusion import ARTIFACTS, Artifact, Provenance
+
 #: Fusion-log lines kept at most (the reasons are deduplicated when the ledger is built).
 MAX_FUSION_LINES = 20_000
 
@@ -56,27 +48,28 @@ def _name(metadata: Any) -> str | None:
     artifact = metadata.get("artifact")
     if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
         return str(artifact["name"])
-    return next((k for k in metadata if k in WANTED), None)
+    return next((k for k in metadata if k in ARTIFACTS), None)
 
 
 class _Trace(logging.Handler):
-    """Keeps the wanted artifacts of Inductor's structured trace, and each symbolic size's value
-    by graph (``{"0/0": {"s27": 256}}``)."""
+    """Keeps the artifacts of Inductor's structured trace that the ledger reads, and each symbolic
+    size's value by graph (``{"0/0": {"s27": 256}}``)."""
 
-    def __init__(self, into: list[dict[str, Any]], sizes: dict[str, dict[str, int]]) -> None:
+    def __init__(self, into: list[Artifact], sizes: dict[str, dict[str, int]]) -> None:
         super().__init__(logging.DEBUG)
         self.into = into
         self.sizes = sizes
 
     def emit(self, record: logging.LogRecord) -> None:
-        metadata = getattr(record, "metadata", None)
+        extra = vars(record)  # what the trace log's call gave: its metadata and payload
+        metadata = extra.get("metadata")
         if isinstance(metadata, dict) and isinstance(metadata.get("create_symbol"), dict):
             self._symbol(metadata)
             return
         name = _name(metadata)
-        if name in WANTED:
-            payload = getattr(record, "payload", None)
-            self.into.append({"name": name, "metadata": metadata, "payload": payload})
+        if name is not None and name in ARTIFACTS:  # checked where the record is read
+            payload: Any = extra.get("payload")  # the artifact's text, as Inductor gave it
+            self.into.append(Artifact(name, extra["metadata"], payload))
 
     def _symbol(self, metadata: dict[str, Any]) -> None:
         event, frame, compile_id = metadata["create_symbol"], metadata.get("frame_id"), metadata.get("frame_compile_id")
@@ -101,18 +94,16 @@ class _Lines(logging.Handler):
 
 
 @contextmanager
-def capturing(into: dict[str, Any]) -> Iterator[None]:
+def capturing(into: dict[str, Provenance], variant: str) -> Iterator[None]:
     """Capture the provenance of whatever ``torch.compile`` compiles while the block runs into
-    ``into`` (``{"artifacts": [...], "fusion_log": [...], "sizes": {...}}``: the capture format of
-    :mod:`fuseci.ledger.artifacts`), with the settings of the module docstring."""
+    ``into[variant]``, with the settings of the module docstring."""
     import torch
     import torch._inductor.config as inductor_config
     import torch._logging._internal as logging_internal
 
-    artifacts: list[dict[str, Any]] = []
+    artifacts: list[Artifact] = []
     lines: list[str] = []
     sizes: dict[str, dict[str, int]] = {}
-    into.update(artifacts=artifacts, fusion_log=lines, sizes=sizes)
     trace_log = logging_internal.trace_log
     trace, fusion = _Trace(artifacts, sizes), _Lines(lines)
     scheduler = logging.getLogger("torch._inductor.scheduler")
@@ -148,8 +139,7 @@ def capturing(into: dict[str, Any]) -> Iterator[None]:
             scheduler.removeHandler(fusion)
             with contextlib.suppress(Exception):
                 torch._logging.set_logs()
-            if not sizes:  # no graph compiled for dynamic shapes
-                del into["sizes"]
+            into[variant] = Provenance(tuple(artifacts), tuple(lines), sizes=sizes)
     log.debug("captured %d provenance artifacts and %d fusion log lines", len(artifacts), len(lines))
 
 
