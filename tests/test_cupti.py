@@ -175,7 +175,9 @@ def test_counts_recorded_in_process_on_an_h100_equal_ncus(tmp_path: Path) -> Non
     (tmp_path / "ncu").mkdir()
     report = tmp_path / "ncu" / "elementwise.ncu-rep"
     report.write_bytes(lzma.decompress((ROOT / "tests/data/reports/elementwise-h100.ncu-rep.xz").read_bytes()))
-    (tmp_path / "cupti.jsonl").write_bytes(lzma.decompress((ROOT / "tests/data/cupti/elementwise-h100.jsonl.xz").read_bytes()))
+    (tmp_path / "cupti.jsonl").write_bytes(
+        lzma.decompress((ROOT / "tests/data/cupti/elementwise-h100.jsonl.xz").read_bytes())
+    )
     (tmp_path / "walls.json").write_text("{}")
     result = cupti_probe.compare(tmp_path)
     assert result["head"]["chip"] == "GH100" and result["head"]["cupti_version"] == 130401

@@ -16,16 +16,16 @@ from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, Verdict
 from fuseci.ledger import artifacts, build, gate, launches, store
 from fuseci.records.fusion import Ledger
 
-Key = tuple[str, str]
+LedgerKey = tuple[str, str]
 
 
 def _ledger_variants(suite: Suite) -> list[tuple[Case, Variant]]:
     return [(c, v) for c in suite.cases for v in c.variants if v.ledger is not None]
 
 
-def built(suite: Suite, results: SuiteResults) -> dict[Key, Ledger | LedgerError]:
+def built(suite: Suite, results: SuiteResults) -> dict[LedgerKey, Ledger | LedgerError]:
     """Each measured ledger variant's ledger (or why it could not be built), by (case, variant)."""
-    out: dict[Key, Ledger | LedgerError] = {}
+    out: dict[LedgerKey, Ledger | LedgerError] = {}
     for case, v in _ledger_variants(suite):
         rec = results.record.cases.get(case.id)
         if rec is None or not rec.ok or v.id not in rec.measured:
@@ -67,10 +67,10 @@ def judged(
     results: SuiteResults,
     baselines: Mapping[str, Ledger],
     reference: Reference,
-) -> dict[Key, LedgerJudged]:
+) -> dict[LedgerKey, LedgerJudged]:
     """Each ledger variant's ledger judged against ``baselines`` (keyed :func:`store.key` by the
     variant it is judged as), by (case, variant)."""
-    out: dict[Key, LedgerJudged] = {}
+    out: dict[LedgerKey, LedgerJudged] = {}
     ledgers = built(suite, results)
     for case, v in _ledger_variants(suite):
         got = ledgers.get((case.id, v.id))

@@ -119,7 +119,7 @@ Gates = Annotated[
         "listed), and host_blocking ('exact': a fused call that now waits for the GPU fails; 'off': not checked)."
     ),
 ]
-Expect = Annotated[
+Expectations = Annotated[
     Union[Annotated[dict[GainName, ExpectationText], Keys(quantities.gains)], None],  # noqa: UP007
     Field(description="Absolute bounds on fusion gains (unfused ÷ variant), by quantity."),
 ]
@@ -260,7 +260,7 @@ def _kernels(raw: object) -> tuple[KernelRule, ...]:
     return tuple(rules)
 
 
-Kernels = Annotated[
+KernelRules = Annotated[
     tuple[KernelRule, ...],
     PlainValidator(_kernels),
     Schema(

@@ -60,7 +60,7 @@ class Resolution:
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class Unresolved:
     """One reference of a suite that does not resolve, or that could not be verified."""
 
     line: int
@@ -411,11 +411,11 @@ def resolve(ref: str, finder: ModuleFinder) -> Resolution:
     return Resolution(problem=f"module {module!r} ({source}) defines no {func!r}{hint}")
 
 
-def resolve_suite(suite: Suite) -> list[Finding]:
+def resolve_suite(suite: Suite) -> list[Unresolved]:
     """Every reference of the suite that does not resolve or could not be verified, in file
     order."""
     finder = suite_finder(suite)
-    out: list[Finding] = []
+    out: list[Unresolved] = []
     seen: dict[str, Resolution] = {}
     for case in suite.cases:
         refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn) for v in case.variants]
@@ -426,7 +426,7 @@ def resolve_suite(suite: Suite) -> list[Finding]:
             if found is None:
                 found = seen[ref] = resolve(ref, finder)
             if found.problem or found.unverified:
-                out.append(Finding(line, field, ref, found))
+                out.append(Unresolved(line, field, ref, found))
     return sorted(out, key=lambda f: f.line)
 
 

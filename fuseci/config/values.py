@@ -83,7 +83,7 @@ _ID_SCHEMA = {
     "description": "Letters, digits, '_' and '-' only (ncu's NVTX filter treats '/' and ':' specially), at most "
     f"{v.MAX_ID_CHARS} of them. Ids that differ only in letter case are the same id.",
 }
-Id = Annotated[str, PlainValidator(_id), Schema(lambda: dict(_ID_SCHEMA))]
+SuiteFileId = Annotated[str, PlainValidator(_id), Schema(lambda: dict(_ID_SCHEMA))]
 """A suite, case or variant id (:func:`fuseci.config.names.is_id`)."""
 
 
@@ -96,7 +96,7 @@ def _text(value: object) -> str:
     return value
 
 
-Text = Annotated[
+Description = Annotated[
     str, PlainValidator(_text), Schema(lambda: {"type": ["string", "null"], "description": "One line for reports."})
 ]
 """One line for reports; empty when left out or null."""
@@ -303,7 +303,7 @@ Distribution = Annotated[
     v.Choice(DISTRIBUTIONS, what="unknown distribution"),
     Field(description="normal (mean, std), uniform (low, high) or randint (low, high exclusive); default normal."),
 ]
-Framework = Annotated[
+FrameworkName = Annotated[
     str,
     v.Choice(FRAMEWORKS, what="unknown array framework"),
     Field(

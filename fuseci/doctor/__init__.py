@@ -33,12 +33,12 @@ from fuseci.doctor.diagnosis import (
     FORMAT_VERSION,
     GPU_FIELDS,
     Check,
+    CheckStatus,
     Clocks,
     Diagnosis,
     DoctorOptions,
     Gpu,
     ProbeResult,
-    Status,
     _skip,
 )
 from fuseci.doctor.host import (
@@ -72,12 +72,12 @@ __all__ = [
     "FORMAT_VERSION",
     "GPU_FIELDS",
     "Check",
+    "CheckStatus",
     "Clocks",
     "Diagnosis",
     "DoctorOptions",
     "Gpu",
     "ProbeResult",
-    "Status",
     "assess_clocks",
     "assess_probe",
     "assess_profile",
@@ -117,14 +117,14 @@ def diagnose(options: DoctorOptions | None = None) -> Diagnosis:
         work = Path(tmp)
         cupy = check_cupy(options, work)
         checks.append(cupy)
-        if ncu_exe is None or cupy.status is Status.FAIL:
+        if ncu_exe is None or cupy.status is CheckStatus.FAIL:
             blocker = "ncu" if ncu_exe is None else "cupy"
             return Diagnosis((*checks, _skip("profiling", blocker), _skip("readback", blocker)))
         profiling, report_path = check_profiling(ncu_exe, options, work)
         checks.append(profiling)
         if report_path is None:
             checks.append(_skip("readback", "profiling"))
-        elif reader.status is Status.FAIL:
+        elif reader.status is CheckStatus.FAIL:
             checks.append(_skip("readback", "reader"))
         else:
             checks.append(check_readback(report_path))

@@ -60,7 +60,7 @@ CUPY_FIX = (
 )
 
 
-class Status(enum.Enum):
+class CheckStatus(enum.Enum):
     """The result of one check."""
 
     OK = "OK"
@@ -79,7 +79,7 @@ class Check:
 
     name: str
     """Its key in :data:`CHECKS`."""
-    status: Status
+    status: CheckStatus
     """The verdict."""
     detail: str
     """What was found; may span several lines."""
@@ -104,7 +104,7 @@ class Diagnosis:
     @property
     def exit_code(self) -> int:
         """3 when a check failed, else 0 (warnings and skips do not fail)."""
-        return EXIT_SETUP if any(c.status is Status.FAIL for c in self.checks) else EXIT_PASS
+        return EXIT_SETUP if any(c.status is CheckStatus.FAIL for c in self.checks) else EXIT_PASS
 
     def check(self, name: str) -> Check:
         """The check called ``name``.
@@ -183,12 +183,14 @@ class ProbeResult:
     """Largest error of the kernel's result; None when it did not run."""
 
 
-def _check(name: str, status: Status, detail: str, fix: str = "", /, **facts: Any) -> Check:
+def _check(name: str, status: CheckStatus, detail: str, fix: str = "", /, **facts: Any) -> Check:
     return Check(name, status, detail, fix, facts)
 
 
 def _skip(name: str, blocker: str) -> Check:
-    return Check(name, Status.SKIP, f"not run: the '{CHECKS[blocker]}' check failed", f"fix '{CHECKS[blocker]}' first")
+    return Check(
+        name, CheckStatus.SKIP, f"not run: the '{CHECKS[blocker]}' check failed", f"fix '{CHECKS[blocker]}' first"
+    )
 
 
 def _number(value: Any) -> float | None:

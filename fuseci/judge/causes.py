@@ -44,7 +44,7 @@ from fuseci.config import names
 from fuseci.frames.inventory import KernelLaunch, inventory_diff
 from fuseci.judge.baseline import SourcePart, SourcePrint
 from fuseci.judge.checks import VariantContext
-from fuseci.judge.verdict import FINDINGS, Cause, CauseKind, CheckKind, EnvDifference, MetricDelta, Verdict
+from fuseci.judge.verdict import FINDINGS, CauseKind, CheckKind, EnvDifference, FindingCause, MetricDelta, Verdict
 
 #: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
 OCCUPANCY_DROP = 0.05
@@ -283,7 +283,7 @@ def source_changes(old: SourcePrint, new: SourcePrint) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Seen:
+class CauseEvidence:
     """What one variant's cause is decided from: its checks, what it ran now and at baseline,
     and what differs around it."""
 
@@ -319,7 +319,7 @@ class Seen:
 _TIMES = (names.DURATION, names.EVENT_TIME)
 
 
-def _unproven_source(seen: Seen) -> str:
+def _unproven_source(seen: CauseEvidence) -> str:
     """Why the case's source cannot be said unchanged, for a cause's ``missing``; ``""`` when it can."""
     if seen.baseline_source is None:
         return (
@@ -334,7 +334,7 @@ def _unproven_source(seen: Seen) -> str:
     return ""
 
 
-def _within_spread(seen: Seen, findings: list[MetricDelta]) -> str:
+def _within_spread(seen: CauseEvidence, findings: list[MetricDelta]) -> str:
     """The evidence that a timing-only finding is noise: each moved within the variant's own
     spread; ``""`` when one did not, or a finding is not a CUDA-event speedup."""
     if not all(k.check is CheckKind.GAIN and k.quantity == names.EVENT_TIME for k in findings):
@@ -348,7 +348,7 @@ def _within_spread(seen: Seen, findings: list[MetricDelta]) -> str:
     )
 
 
-def decide(seen: Seen) -> Cause | None:
+def decide(seen: CauseEvidence) -> FindingCause | None:
     """The cause of a variant's finding (a ``regressed``, ``wrong``, ``improved`` or ``warn``
     check); None when it has none.
 
@@ -382,7 +382,7 @@ def decide(seen: Seen) -> Cause | None:
     compilers = [env_said(d) for d in seen.environment if d.field in COMPILERS]
     others = [env_said(d) for d in seen.environment if d.field not in COMPILERS]
     if not seen.has_baseline:
-        return Cause(
+        return FindingCause(
             CauseKind.UNDETERMINED,
             (f"{seen.reference} has nothing of this variant",),
             missing=f"a measurement of it at {seen.reference}",
@@ -390,7 +390,7 @@ def decide(seen: Seen) -> Cause | None:
     compiled = (*seen.code_changes, *seen.code_notes)
     code = source_changes(seen.baseline_source, seen.source) if seen.baseline_source and seen.source else []
     if code:
-        return Cause(CauseKind.CODE, (*code, *compiled), also=tuple(env))
+        return FindingCause(CauseKind.CODE, (*code, *compiled), also=tuple(env))
     unknown = _unproven_source(seen)
     old, new = seen.baseline_kernels, seen.kernels
     renamed = [k.name for k in old] != [k.name for k in new]
@@ -408,24 +408,24 @@ def decide(seen: Seen) -> Cause | None:
         what = f" ({changes})" if changes else ""
         if unknown:
             said = [f"its kernels changed{what}", *compiled, *compilers]
-            return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
+            return FindingCause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
         how = "generated anew" if renamed else "built anew"
         said = [f"the case's source is as at {seen.reference}", f"its kernels were {how}{what}", *compiled, *compilers]
-        return Cause(CauseKind.COMPILER, tuple(said), also=tuple(others))
+        return FindingCause(CauseKind.COMPILER, tuple(said), also=tuple(others))
     if differ:
         said = [f"the same kernels in another configuration than at {seen.reference} ({changes})", *compiled]
         said.append(tuned or "the configuration came from the compile cache, not from autotuning in this run")
         if unknown:
-            return Cause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
-        return Cause(CauseKind.AUTOTUNE, tuple(said), also=tuple(env))
+            return FindingCause(CauseKind.UNDETERMINED, tuple(said), also=tuple(others), missing=unknown)
+        return FindingCause(CauseKind.AUTOTUNE, tuple(said), also=tuple(env))
     if unknown:
         seen_ = env or [_within_spread(seen, findings) or "the same kernels in the same launch shapes"]
-        return Cause(CauseKind.UNDETERMINED, tuple(seen_), missing=unknown)
+        return FindingCause(CauseKind.UNDETERMINED, tuple(seen_), missing=unknown)
     if env:
-        return Cause(CauseKind.ENVIRONMENT, ("the same source and kernels", *env))
+        return FindingCause(CauseKind.ENVIRONMENT, ("the same source and kernels", *env))
     if noise := _within_spread(seen, findings):
-        return Cause(CauseKind.MEASUREMENT, (noise,))
-    return Cause(
+        return FindingCause(CauseKind.MEASUREMENT, (noise,))
+    return FindingCause(
         CauseKind.UNDETERMINED,
         (f"the same source, kernels, launch shapes and environment as at {seen.reference}",),
         missing="what else moved: nothing fuseci fingerprints differs (inputs made at run time, the GPU's state)",

@@ -218,7 +218,7 @@ def _caused(
             baseline.code.get(case.id, {}) if baseline is not None else {},
             around.code_notes,
         )
-        seen = causes.Seen(
+        seen = causes.CauseEvidence(
             checks=tuple(k for k in checks if k.variant == m.variant),
             kernels=m.kernels,
             baseline_kernels=m.baseline_kernels,

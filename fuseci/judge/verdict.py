@@ -16,7 +16,6 @@ a member (a check's case, a comparison's reference) is never read from a file.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -96,7 +95,7 @@ class Verdict(enum.Enum):
                 return EXIT_PASS
 
 
-#: The verdicts a variant's cause is said for (:class:`Cause`).
+#: The verdicts a variant's cause is said for (:class:`FindingCause`).
 FINDINGS = frozenset({Verdict.WRONG, Verdict.REGRESSED, Verdict.IMPROVED, Verdict.WARN})
 
 #: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
@@ -178,10 +177,6 @@ def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     return check
 
 
-def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
-    return {q: math.nan if x is None else x for q, x in values.items()}
-
-
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
 CaseId = Annotated[
@@ -192,7 +187,7 @@ VariantId = Annotated[
     str, Field(max_length=v.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
 ]
 """A variant id, or empty for a case's own checks."""
-Figure = Annotated[float, v.AsWritten]
+SignedFigure = Annotated[float, v.AsWritten]
 """A finite number, kept as the file wrote it (an integer stays one); NaN or infinite: null."""
 Kernels = Annotated[v.Items[KernelLaunch], Field(max_length=100_000)]
 Notes = Annotated[v.Items[v.Text], Field(max_length=1000)]
@@ -202,7 +197,7 @@ if TYPE_CHECKING:
     KindName = CheckKind
 else:
     #: Quantities by name; null in a file: NaN or infinite.
-    Values = Annotated[Mapping[v.QuantityName, float | None], Field(max_length=1000), AfterValidator(_nan_for_null)]
+    Values = Annotated[Mapping[v.QuantityName, float | None], Field(max_length=1000), v.NanForNull]
     VerdictName = Annotated[Verdict, v.Choice(tuple(x.value for x in Verdict))]
     KindName = Annotated[CheckKind, v.Choice(tuple(k.value for k in CheckKind))]
 
@@ -229,11 +224,11 @@ class MetricDelta(Stored):
     """Outcome."""
     message: v.Text
     """One sentence for people: what was expected, what was seen, by how much."""
-    current: Figure | None = None
+    current: SignedFigure | None = None
     """Current value (a gain for gain and expect checks)."""
-    baseline_value: Annotated[Figure | None, Field(validation_alias="baseline")] = None
+    baseline_value: Annotated[SignedFigure | None, Field(validation_alias="baseline")] = None
     """The baseline's value, when there is one (``baseline`` in a file)."""
-    change: Figure | None = None
+    change: SignedFigure | None = None
     """Relative change from the baseline (-0.4 is 40% lower); None without one or when it is 0."""
     tolerance: Annotated[str, Field(max_length=1000)] = ""
     """The tolerance or expectation applied, as written for people."""
@@ -269,7 +264,7 @@ MAX_EVIDENCE = 100
 
 
 @dataclass(frozen=True, slots=True)
-class Cause(Stored):
+class FindingCause(Stored):
     """Why one variant's finding came about, with the evidence that decided it: said once per
     variant, never appended to each check."""
 
@@ -330,7 +325,7 @@ class VariantMeasurement(Stored):
     forward's kernels, the graph nodes each implements, measured and minimum bytes."""
     baseline_ledger: Ledger | None = None
     """The ledger of the baseline it is judged against (None without one)."""
-    cause: Cause | None = None
+    cause: FindingCause | None = None
     """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``);
     None when it has none, and in files written before fuseci said causes."""
 

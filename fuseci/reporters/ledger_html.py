@@ -89,7 +89,7 @@ class RowView:
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
+class BarSegment:
     """One cause's share of the forward's bytes above its floor, in the bar."""
 
     cause: str
@@ -112,7 +112,7 @@ class BarView:
     measured_pct: float
     floor_pct: float
     caption: str
-    segments: tuple[Segment, ...] = ()
+    segments: tuple[BarSegment, ...] = ()
     """The floor, then each cause with bytes above zero (empty: a DRAM bar)."""
 
 
@@ -182,8 +182,8 @@ def _requested_bar(ledger: Ledger) -> BarView | None:
         return None
     shown = [(c, x) for c, x in parts.items() if x > 0]
     top = max(asked, floor + sum(x for _, x in shown))
-    segments = [Segment("floor", "floor", megabytes(floor), round(100 * floor / top, 2))]
-    segments += [Segment(c.value, _CSS[c], megabytes(x), round(100 * x / top, 2)) for c, x in shown]
+    segments = [BarSegment("floor", "floor", megabytes(floor), round(100 * floor / top, 2))]
+    segments += [BarSegment(c.value, _CSS[c], megabytes(x), round(100 * x / top, 2)) for c, x in shown]
     over = asked - floor
     caption = (
         f"requested {megabytes(asked)} against a floor of {megabytes(floor)} ({asked / floor:.2f}x; "
