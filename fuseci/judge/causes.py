@@ -315,10 +315,6 @@ class CauseEvidence:
     """Its kernels whose compiled code could not be read in this run, with why."""
 
 
-#: The gains whose only finding makes a timing-only one (exact counters are never noise).
-_TIMES = (names.DURATION, names.EVENT_TIME)
-
-
 def _unproven_source(seen: CauseEvidence) -> str:
     """Why the case's source cannot be said unchanged, for a cause's ``missing``; ``""`` when it can."""
     if seen.baseline_source is None:

@@ -225,7 +225,7 @@ def view(
     baseline: Ledger | None = None,
     size: int = CASE_BYTES,
 ) -> LedgerView:
-    """What :func:`fragment` shows of ``ledger``: with ``verdict``, the gate's findings; with
+    """What the fragment shows of ``ledger``: with ``verdict``, the gate's findings; with
     ``baseline``, what changed since it; its rows worst first while they fit in ``size`` bytes
     (at most :data:`MAX_ROWS`)."""
     findings: tuple[tuple[str, str, str], ...] = ()
@@ -286,15 +286,10 @@ def ledgers_more(case: CaseResult, shown: int) -> str:
     return budget.more(sum(1 for v in case.variants if v.ledger is not None) - shown, "ledgers")
 
 
-def fragment(ledger: Ledger, verdict: LedgerVerdict | None = None, baseline: Ledger | None = None) -> str:
-    """The ledger as an HTML fragment for a report page (its styles are the page's style sheet)."""
-    return templating.render("ledger.html.j2", ledger=view(ledger, verdict, baseline))
-
-
 def document(
     ledger: Ledger, verdict: LedgerVerdict | None = None, title: str = "fusion ledger", baseline: Ledger | None = None
 ) -> str:
-    """The fragment in a page of its own (the reports' head, style sheet and security policy)."""
+    """The ledger's fragment in a page of its own (the reports' head, style sheet and security policy)."""
     overall = "" if verdict is None else f": {verdict.verdict.name}"
     return templating.render(
         "ledger_page.html.j2", title=cut(title) + overall, ledger=view(ledger, verdict, baseline, PAGE_BYTES)
