@@ -462,6 +462,8 @@ class Parameters:
     kernel: str = ""
     """The decorator that makes it a GPU kernel rather than a function the harness can call
     (``triton.jit``), or ``""``."""
+    literals: tuple[tuple[str, object], ...] = ()
+    """Each keyword parameter whose default is a literal (``1e-06``, ``True``, ``"x"``) and that value."""
 
 
 #: The scalar types a parameter's annotation or default may say, by their source.
@@ -471,15 +473,11 @@ SCALAR_TYPES = ("float", "int", "bool", "str")
 KERNEL_DECORATORS = frozenset({"numba.cuda.jit", "cupyx.jit.rawkernel"})
 
 
-def _kinds(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, str, str], ...]:
-    a = node.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults: dict[str, ast.expr | None] = dict(
-        zip([p.arg for p in positional][len(positional) - len(a.defaults) :], a.defaults, strict=True)
-    )
-    defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)}
+def _kinds(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, defaults: dict[str, ast.expr]
+) -> tuple[tuple[str, str, str], ...]:
     out = []
-    for p in (*a.args, *a.kwonlyargs):
+    for p in (*node.args.args, *node.args.kwonlyargs):
         shown = ast.unparse(p.annotation) if p.annotation is not None else ""
         default = defaults.get(p.arg)
         value = default.value if isinstance(default, ast.Constant) else None
@@ -527,17 +525,18 @@ def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> P
         return None
     a = node.args
     positional = [*a.posonlyargs, *a.args]
-    defaulted = {p.arg for p in positional[len(positional) - len(a.defaults) :]}
-    defaulted |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
     keywords = [p.arg for p in (*a.args, *a.kwonlyargs)]
     return Parameters(
         node.name,
         tuple(keywords),
-        tuple(n for n in keywords if n not in defaulted),
-        tuple(p.arg for p in a.posonlyargs if p.arg not in defaulted),
+        tuple(n for n in keywords if n not in defaults),
+        tuple(p.arg for p in a.posonlyargs if p.arg not in defaults),
         a.vararg is not None or a.kwarg is not None,
-        _kinds(node),
+        _kinds(node, defaults),
         frozenset(module_imports(tree)),
+        literals=tuple((n, d.value) for n, d in defaults.items() if n in keywords and isinstance(d, ast.Constant)),
     )
 
 
