@@ -7,9 +7,8 @@ for editors (``fuseci/suite.schema.json``) from the same models. A value's own r
 tolerance, a shape) are its type's validator, which says what is wrong in the words of the old
 loader; rules that relate fields or depend on the suite's defaults (a ``randint`` range and the
 dtype, frameworks and dtypes, the variants of a case) are checked in :mod:`fuseci.config.parse`.
-The value types are declared in :mod:`fuseci.config.values` (ids, names, numbers, shapes) and
-:mod:`fuseci.config.judging` (tolerances, expectations, gates, planted checks, kernel rules and
-patterns).
+The value types are declared in :mod:`fuseci.config.values` (ids, names, numbers, shapes,
+tolerances, expectations, gates, planted checks, kernel rules and patterns).
 
 docs/SUITES.md ("Writing a suite") documents the format with a complete example.
 """
@@ -23,7 +22,6 @@ from typing import Annotated, Union
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PlainValidator
 
 from fuseci import validation as v
-from fuseci.config.judging import Allowance, CaughtBy, Expectations, Gates, KernelPattern, KernelRules, pattern_schema
 from fuseci.config.model import (
     CACHE_CONTROLS,
     CLOCK_CONTROLS,
@@ -33,12 +31,18 @@ from fuseci.config.model import (
     UNFUSED,
 )
 from fuseci.config.values import (
+    Allowance,
     Bytes,
+    CaughtBy,
     Description,
     Distribution,
     Dtype,
+    Expectations,
     FrameworkName,
+    Gates,
     InputName,
+    KernelPattern,
+    KernelRules,
     Param,
     ParamName,
     Ref,
@@ -50,6 +54,7 @@ from fuseci.config.values import (
     flag,
     non_negative,
     number_schema,
+    pattern_schema,
     positive,
     shown,
 )
