@@ -491,7 +491,7 @@ def _kinds(
 def _kernel(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]) -> str:
     """The decorator that makes ``node`` a GPU kernel (:data:`KERNEL_DECORATORS`), as written."""
     for d in node.decorator_list:
-        name = _dotted(d)
+        name = dotted(d.func if isinstance(d, ast.Call) else d)
         head, _, rest = name.partition(".")
         full = ".".join(filter(None, (imports.get(head, head), rest)))
         if full.split(".")[0] == "triton" or full in KERNEL_DECORATORS:
@@ -499,13 +499,13 @@ def _kernel(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str
     return ""
 
 
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
+def dotted(node: ast.AST) -> str:
+    """``a.b.c`` of a name or an attribute chain; empty for anything else."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}" if _dotted(node.value) else ""
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
     return ""
 
 
@@ -521,7 +521,7 @@ def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> P
     kernel = _kernel(node, imports)
     if kernel:
         return Parameters(node.name, (), (), (), True, kernel=kernel)
-    if any(_dotted(d) not in SAME_PARAMETERS for d in node.decorator_list):
+    if any(dotted(d.func if isinstance(d, ast.Call) else d) not in SAME_PARAMETERS for d in node.decorator_list):
         return None
     a = node.args
     positional = [*a.posonlyargs, *a.args]
@@ -574,7 +574,7 @@ def parameters(ref: str, finder: ModuleFinder) -> Parameters | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return _of_def(node, tree)
         wrapped = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if hop or not isinstance(wrapped, ast.Call) or _dotted(wrapped.func) != "torch.compile" or not wrapped.args:
+        if hop or not isinstance(wrapped, ast.Call) or dotted(wrapped.func) != "torch.compile" or not wrapped.args:
             return None
         if not isinstance(wrapped.args[0], ast.Name):
             return None
