@@ -243,7 +243,7 @@ def test_the_last_line_says_the_exit_code_the_process_ends_with(tmp_path: Path) 
 
 
 def test_doctor_says_the_exit_code_it_ends_with(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuseci.doctor import Check, CheckStatus, Diagnosis
+    from fuseci.doctor.diagnosis import Check, CheckStatus, Diagnosis
 
     diagnosis = Diagnosis(checks=(Check("fuseci", CheckStatus.OK, "fuseci 0.1.0"),))
     monkeypatch.setattr("fuseci.doctor.diagnose", lambda options: diagnosis)

@@ -657,7 +657,8 @@ def doctor(
       fuseci doctor
       fuseci doctor --json doctor.json
     """
-    from fuseci.doctor import DoctorOptions, diagnose
+    from fuseci.doctor import diagnose
+    from fuseci.doctor.diagnosis import DoctorOptions
     from fuseci.files.outputs import write_output
     from fuseci.reporters.doctor import render_json, render_table
 

@@ -27,79 +27,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from fuseci.doctor.diagnosis import (
-    CHECKS,
-    FORMAT,
-    FORMAT_VERSION,
-    GPU_FIELDS,
-    Check,
-    CheckStatus,
-    Clocks,
-    Diagnosis,
-    DoctorOptions,
-    Gpu,
-    ProbeResult,
-    _skip,
-)
-from fuseci.doctor.host import (
-    assess_clocks,
-    check_fuseci,
-    check_gpu,
-    check_ncu,
-    check_reader,
-    parse_gpus,
-    read_clocks,
-    smi_command,
-)
-from fuseci.doctor.profiling import (
-    assess_probe,
-    assess_profile,
-    assess_readback,
-    build_probe_command,
-    build_profile_command,
-    check_cupy,
-    check_profiling,
-    check_readback,
-    read_probe,
-)
-from fuseci.frames import report
-from fuseci.harness import probe as harness
-from fuseci.measure import profile as ncu
-
-__all__ = [
-    "CHECKS",
-    "FORMAT",
-    "FORMAT_VERSION",
-    "GPU_FIELDS",
-    "Check",
-    "CheckStatus",
-    "Clocks",
-    "Diagnosis",
-    "DoctorOptions",
-    "Gpu",
-    "ProbeResult",
-    "assess_clocks",
-    "assess_probe",
-    "assess_profile",
-    "assess_readback",
-    "build_probe_command",
-    "build_profile_command",
-    "check_cupy",
-    "check_fuseci",
-    "check_gpu",
-    "check_ncu",
-    "check_profiling",
-    "check_readback",
-    "check_reader",
-    "diagnose",
-    "harness",
-    "ncu",
-    "parse_gpus",
-    "read_clocks",
-    "read_probe",
-    "report",
-    "smi_command",
-]
+from fuseci.doctor.diagnosis import CheckStatus, Diagnosis, DoctorOptions, _skip
+from fuseci.doctor.host import assess_clocks, check_fuseci, check_gpu, check_ncu, check_reader, read_clocks
+from fuseci.doctor.profiling import check_cupy, check_profiling, check_readback
 
 
 def diagnose(options: DoctorOptions | None = None) -> Diagnosis:

@@ -6,7 +6,7 @@ import json
 import textwrap
 
 from fuseci import __version__
-from fuseci.doctor import FORMAT, FORMAT_VERSION, CheckStatus, Diagnosis
+from fuseci.doctor.diagnosis import FORMAT, FORMAT_VERSION, CheckStatus, Diagnosis
 from fuseci.reporters.text import clean
 
 
