@@ -1,6 +1,6 @@
 """``fuseci doctor``: check that this machine can run fuseci, and say how to fix what cannot.
 
-The checks, in order (:data:`CHECKS`); one that cannot run because an earlier one failed is
+The checks, in order (:data:`~fuseci.doctor.diagnosis.CHECKS`); one that cannot run because an earlier one failed is
 ``SKIP`` and names that one:
 
 1. ``fuseci``: fuseci's and Python's versions and paths (always OK).
