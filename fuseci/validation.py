@@ -24,13 +24,15 @@ and string is bounded here by its type.
 from __future__ import annotations
 
 import enum
+import math
 import re
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, NamedTuple, TypeVar, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -206,6 +208,15 @@ AsWritten = WrapValidator(_as_written)
 """Keeps an integer an integer where a number is expected (``Annotated[Amount, AsWritten]``),
 as the file wrote it, so that a document written again from what was read is the same, byte
 for byte (``3``, not ``3.0``)."""
+
+
+def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
+    return {q: math.nan if x is None else x for q, x in values.items()}
+
+
+NanForNull = AfterValidator(_nan_for_null)
+"""Reads a map's nulls as NaN (``Annotated[Mapping[QuantityName, float | None], NanForNull]``): a
+quantity not measured."""
 Scalar = Annotated[
     Union[Annotated[str, Field(max_length=4096)], bool, Integer, float, None],  # noqa: UP007 (an alias evaluated at run time)
     Expect("a string, a finite number, true, false or null"),

@@ -192,6 +192,13 @@ def regressed_html() -> str:
 # --- pinned documents ---------------------------------------------------------------------------------
 
 
+def ledger_fragment(ledger: Any, verdict: Any = None, changes: Any = None) -> str:
+    """A ledger's HTML fragment as a case's section of a page holds it (the page's styles)."""
+    from fuseci.reporters import ledger_html, templating
+
+    return templating.render("ledger.html.j2", ledger=ledger_html.view(ledger, verdict, changes))
+
+
 def pinned(name: str, text: str) -> None:
     """Compare ``text`` with the whole expected document ``tests/data/expected/NAME``.
 

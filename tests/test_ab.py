@@ -519,12 +519,12 @@ def _side(name: str) -> ab.Side:
     return ab.Side(name, f"{name} 1a2b3c4" if name == "base" else "the working tree", ROOT, None)
 
 
-def _pair(name: str, *, base: bool = True, head: bool = True) -> ab.Pair:
+def _pair(name: str, *, base: bool = True, head: bool = True) -> ab.SuitePair:
     suite = load_suite(ROOT / "suites" / f"{name}.yaml")
-    return ab.Pair(Path("suites") / f"{name}.yaml", suite if base else None, suite if head else None)
+    return ab.SuitePair(Path("suites") / f"{name}.yaml", suite if base else None, suite if head else None)
 
 
-def _ab(pairs: list[ab.Pair], tool: Recorded, **kw) -> ab.AbOutcome:
+def _ab(pairs: list[ab.SuitePair], tool: Recorded, **kw) -> ab.AbOutcome:
     with pytest.MonkeyPatch.context() as patched:
         measure_with(patched, tool)
         return ab.run_ab(pairs, _side("base"), _side("head"), ab.AbOptions(report_dir=Path("out"), **kw))
@@ -643,11 +643,11 @@ def test_a_borderline_speedup_is_re_measured_on_both_sides_pass_for_pass(monkeyp
     ]
 
 
-def _partly(cases: tuple[str, ...]) -> ab.Pair:
+def _partly(cases: tuple[str, ...]) -> ab.SuitePair:
     """The elementwise suite, its module files differing between the sides, ``cases`` changed."""
     suite = load_suite(ROOT / "suites" / "elementwise.yaml")
     a, b = Fingerprint("s", {"kernels/elementwise.py": "1"}), Fingerprint("s", {"kernels/elementwise.py": "2"})
-    return ab.Pair(Path("suites") / "elementwise.yaml", suite, suite, "", a, b, cases)
+    return ab.SuitePair(Path("suites") / "elementwise.yaml", suite, suite, "", a, b, cases)
 
 
 def test_only_the_changed_cases_are_measured_on_both_sides_the_others_pass_unmeasured() -> None:

@@ -121,7 +121,7 @@ def test_a_case_that_is_always_measured_is_not_audited(tree: Path) -> None:
         ab_record(),
         cases={"a": CaseRecord("a", CaseStatus.OK, ran={"kernels/fills.py": (0,)}, read=("elsewhere.txt",))},
     )
-    side = audit.Measured(suite, tree_of(tree), record, "the working tree")
+    side = audit.SideMeasurement(suite, tree_of(tree), record, "the working tree")
     assert audit.side_checks(side) == {}
 
 
@@ -145,7 +145,7 @@ class _Watched(Recorded):
 
 def test_a_miss_is_an_error_of_the_case_in_fuseci_ab(monkeypatch: pytest.MonkeyPatch) -> None:
     suite = load_suite(ROOT / "suites" / "elementwise.yaml")
-    pair = ab.Pair(Path("suites") / "elementwise.yaml", suite, suite)
+    pair = ab.SuitePair(Path("suites") / "elementwise.yaml", suite, suite)
     measure_with(monkeypatch, _Watched({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT}))
     options = ab.AbOptions(report_dir=Path("out"))
     (c,) = ab.run_ab([pair], _side("base"), _side("head"), options).comparisons

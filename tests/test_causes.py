@@ -39,7 +39,7 @@ def _finding(quantity: str = names.EVENT_TIME, change: float = -0.2, verdict: Ve
     return MetricDelta("c", "compiled", check, quantity, verdict, "moved", change=change)
 
 
-def _seen(**kw: object) -> causes.Seen:
+def _seen(**kw: object) -> causes.CauseEvidence:
     given = {
         "checks": (_finding(),),
         "kernels": OLD,
@@ -50,7 +50,7 @@ def _seen(**kw: object) -> causes.Seen:
         "baseline_source": PRINT,
         **kw,
     }
-    return causes.Seen(**given)  # type: ignore[arg-type]
+    return causes.CauseEvidence(**given)  # type: ignore[arg-type]
 
 
 def test_a_variant_without_a_finding_has_no_cause() -> None:

@@ -70,7 +70,7 @@ def _finding() -> MetricDelta:
 
 def test_the_same_kernels_in_other_code_are_the_compiler() -> None:
     changes, _ = compiled.evidence(LAUNCH, {KERNEL: (SCALAR,)}, {KERNEL: VECTOR}, {})
-    seen = causes.Seen(
+    seen = causes.CauseEvidence(
         checks=(_finding(),),
         kernels=LAUNCH,
         baseline_kernels=LAUNCH,

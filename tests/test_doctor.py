@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from fuseci import doctor
 from fuseci.cli import app
 from fuseci.config import names
-from fuseci.doctor import Clocks, DoctorOptions, Gpu, Status
+from fuseci.doctor import diagnosis, host, profiling
+from fuseci.doctor.diagnosis import CheckStatus, Clocks, DoctorOptions, Gpu
 from fuseci.errors import ReportError
 from fuseci.frames import report
 from fuseci.harness import probe as harness
@@ -194,14 +195,14 @@ PROBE_ROW = ("doctor", "probe", "kernel", 16.8e6, 9800.0)
 
 
 def test_probe_command_exact_argv() -> None:
-    assert doctor.build_probe_command(Path("w/probe.json"), python="/py") == [
+    assert profiling.build_probe_command(Path("w/probe.json"), python="/py") == [
         "/py", "-m", "fuseci.harness", "--probe", "--record", "w/probe.json",
     ]  # fmt: skip
 
 
 def test_profile_command_exact_argv() -> None:
     files = SuiteFiles(Path("/tmp/d"), "doctor")
-    assert doctor.build_profile_command("/opt/ncu", files, python="/py") == [
+    assert profiling.build_profile_command("/opt/ncu", files, python="/py") == [
         "/opt/ncu",
         "--config-file", "off",
         "--nvtx",
@@ -235,7 +236,7 @@ def test_probe_range_is_what_the_filter_selects() -> None:
 
 
 def test_smi_command_exact_argv() -> None:
-    assert doctor.smi_command(doctor.GPU_FIELDS, "/usr/bin/nvidia-smi") == [
+    assert host.smi_command(diagnosis.GPU_FIELDS, "/usr/bin/nvidia-smi") == [
         "/usr/bin/nvidia-smi",
         "--query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm",
         "--format=csv,noheader",
@@ -246,37 +247,37 @@ def test_smi_command_exact_argv() -> None:
 
 
 def test_fuseci_check_is_always_ok() -> None:
-    check = doctor.check_fuseci()
-    assert check.status is Status.OK
+    check = host.check_fuseci()
+    assert check.status is CheckStatus.OK
     assert check.facts["fuseci_version"] in check.detail and check.facts["python"] == sys.executable
 
 
 def test_ncu_found_with_its_version(machine: Machine) -> None:
-    check, exe = doctor.check_ncu()
-    assert check.status is Status.OK and exe == str(machine.bin / "ncu")
+    check, exe = host.check_ncu()
+    assert check.status is CheckStatus.OK and exe == str(machine.bin / "ncu")
     assert check.detail == f"ncu 2025.3.1.0 ({exe})" and check.facts["version"] == "2025.3.1.0"
 
 
 def test_ncu_missing_fails_with_the_install_hint(machine: Machine) -> None:
     machine.remove("ncu")
-    check, exe = doctor.check_ncu()
-    assert exe is None and check.status is Status.FAIL
+    check, exe = host.check_ncu()
+    assert exe is None and check.status is CheckStatus.FAIL
     assert check.detail.startswith("ncu (Nsight Compute) not found on PATH")
     assert check.fix == ncu.INSTALL_FIX and ncu.INSTALL_FIX not in check.detail
-    check, _ = doctor.check_ncu("/no/such/ncu")
-    assert check.status is Status.FAIL and "'/no/such/ncu'" in check.detail and check.fix == ncu.INSTALL_FIX
+    check, _ = host.check_ncu("/no/such/ncu")
+    assert check.status is CheckStatus.FAIL and "'/no/such/ncu'" in check.detail and check.fix == ncu.INSTALL_FIX
 
 
 def test_ncu_that_does_not_run_fails(machine: Machine) -> None:
     machine.modes(ncu="broken")
-    check, exe = doctor.check_ncu()
-    assert exe is None and check.status is Status.FAIL
+    check, exe = host.check_ncu()
+    assert exe is None and check.status is CheckStatus.FAIL
     assert "printed no version" in check.detail and "--ncu" in check.fix
 
 
 def test_reader_is_the_pypi_package_here() -> None:
-    check = doctor.check_reader()
-    assert check.status is Status.OK
+    check = host.check_reader()
+    assert check.status is CheckStatus.OK
     assert check.facts["source"] == "pypi" and check.facts["version"]
     assert f"ncu_report {check.facts['version']} from the PyPI package ncu-report" in check.detail
 
@@ -286,8 +287,8 @@ def test_reader_missing_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> N
         raise ReportError("NVIDIA's report reader is not installed: `pip install ncu-report`")
 
     monkeypatch.setattr(report, "load_reader", missing)
-    check = doctor.check_reader()
-    assert check.status is Status.FAIL and "not installed" in check.detail
+    check = host.check_reader()
+    assert check.status is CheckStatus.FAIL and "not installed" in check.detail
     assert "pip install ncu-report" in check.fix
 
 
@@ -300,7 +301,7 @@ def test_parse_gpus() -> None:
         "Odd, Name, 580.159.04, 8.0, [N/A], 1410 MHz\n"
         "No devices were found\n\n"
     )
-    assert doctor.parse_gpus(text) == [
+    assert host.parse_gpus(text) == [
         Gpu(0, "NVIDIA H200", "580.159.04", "9.0", 1980, 1980),
         Gpu(1, "Odd, Name", "580.159.04", "8.0", None, 1410),
     ]
@@ -309,8 +310,8 @@ def test_parse_gpus() -> None:
 def test_gpus_listed(machine: Machine) -> None:
     machine.monkeypatch.setenv("FAKE_SMI_GPUS", "2")
     machine.monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    check, gpus = doctor.check_gpu()
-    assert check.status is Status.OK and len(gpus) == 2
+    check, gpus = host.check_gpu()
+    assert check.status is CheckStatus.OK and len(gpus) == 2
     assert check.detail.splitlines() == [
         "GPU 0: NVIDIA H200, sm_90, driver 580.159.04",
         "GPU 1: NVIDIA H200, sm_90, driver 580.159.04",
@@ -332,8 +333,8 @@ def test_no_gpu_fails_with_the_fixes(machine: Machine, mode: str, fragment: str)
         machine.remove("nvidia-smi")
     else:
         machine.modes(smi=mode)
-    check, gpus = doctor.check_gpu()
-    assert gpus == [] and check.status is Status.FAIL
+    check, gpus = host.check_gpu()
+    assert gpus == [] and check.status is CheckStatus.FAIL
     assert check.detail.startswith("no NVIDIA GPU visible") and fragment in check.detail
     for fix in ("driver is installed", "--gpus all", "CUDA_VISIBLE_DEVICES"):
         assert fix in check.fix
@@ -342,19 +343,19 @@ def test_no_gpu_fails_with_the_fixes(machine: Machine, mode: str, fragment: str)
 @pytest.mark.parametrize(
     ("mode", "status", "fragment"),
     [
-        ("ok", Status.OK, "GPU 0: SM clock 345 MHz now, max 1980 MHz; application clocks 1980 MHz (default 1980 MHz) (below max is normal while the GPU idles)"),
-        ("appclocks", Status.WARN, "application clocks 1500 MHz (default 1980 MHz): application clocks changed from their default"),
-        ("locked", Status.WARN, "a user clock setting (application or locked clocks) limits the clocks"),
-        ("old", Status.WARN, "GPU 0: SM clock 345 MHz now, max 1980 MHz: a user clock setting"),
-        ("na", Status.OK, "GPU 0: SM clock ? now, max ?"),
+        ("ok", CheckStatus.OK, "GPU 0: SM clock 345 MHz now, max 1980 MHz; application clocks 1980 MHz (default 1980 MHz) (below max is normal while the GPU idles)"),
+        ("appclocks", CheckStatus.WARN, "application clocks 1500 MHz (default 1980 MHz): application clocks changed from their default"),
+        ("locked", CheckStatus.WARN, "a user clock setting (application or locked clocks) limits the clocks"),
+        ("old", CheckStatus.WARN, "GPU 0: SM clock 345 MHz now, max 1980 MHz: a user clock setting"),
+        ("na", CheckStatus.OK, "GPU 0: SM clock ? now, max ?"),
     ],
 )  # fmt: skip
-def test_clock_state(machine: Machine, mode: str, status: Status, fragment: str) -> None:
+def test_clock_state(machine: Machine, mode: str, status: CheckStatus, fragment: str) -> None:
     machine.modes(smi=mode)
-    _, gpus = doctor.check_gpu()
-    check = doctor.assess_clocks(doctor.read_clocks(gpus))
+    _, gpus = host.check_gpu()
+    check = host.assess_clocks(host.read_clocks(gpus))
     assert check.status is status and fragment in check.detail
-    if status is Status.WARN:
+    if status is CheckStatus.WARN:
         assert "nvidia-smi -rgc" in check.fix and "never changes them" in check.fix
     else:
         assert check.fix == ""
@@ -363,8 +364,8 @@ def test_clock_state(machine: Machine, mode: str, status: Status, fragment: str)
 def test_clocks_never_fail() -> None:
     gpu = Gpu(0, "NVIDIA H100 80GB HBM3", "580.1", "9.0", 1980, 1980)
     worst = Clocks(gpu, applications_mhz=1000, default_applications_mhz=1755, user_clock_limit=True)
-    assert doctor.assess_clocks([worst]).status is Status.WARN
-    assert doctor.assess_clocks([Clocks(gpu)]).status is Status.OK
+    assert host.assess_clocks([worst]).status is CheckStatus.WARN
+    assert host.assess_clocks([Clocks(gpu)]).status is CheckStatus.OK
 
 
 # --- 6: CuPy probe -------------------------------------------------------------------------------
@@ -373,30 +374,30 @@ def test_clocks_never_fail() -> None:
 @pytest.mark.parametrize(
     ("mode", "status", "detail", "fix"),
     [
-        ("ok", Status.OK, "CuPy 14.2.0, CUDA runtime 13.0 (the driver supports 13.0), NVIDIA H200 (sm_90)", ""),
-        ("nocupy", Status.FAIL, "no device runtime can be imported", "pip install 'fuseci[cuda12]'"),
-        ("nodevice", Status.FAIL, "CuPy sees no CUDA device: CUDARuntimeError", "CUDA_VISIBLE_DEVICES"),
-        ("cuda", Status.FAIL, "nvrtc: error", "pip install 'fuseci[cuda13]'"),
-        ("wrong", Status.FAIL, "computed a wrong result: y = a * x + b is off", "Xid"),
-        ("crash", Status.FAIL, "exited with code 1 and wrote no record; its last lines:\nTraceback", "--probe"),
+        ("ok", CheckStatus.OK, "CuPy 14.2.0, CUDA runtime 13.0 (the driver supports 13.0), NVIDIA H200 (sm_90)", ""),
+        ("nocupy", CheckStatus.FAIL, "no device runtime can be imported", "pip install 'fuseci[cuda12]'"),
+        ("nodevice", CheckStatus.FAIL, "CuPy sees no CUDA device: CUDARuntimeError", "CUDA_VISIBLE_DEVICES"),
+        ("cuda", CheckStatus.FAIL, "nvrtc: error", "pip install 'fuseci[cuda13]'"),
+        ("wrong", CheckStatus.FAIL, "computed a wrong result: y = a * x + b is off", "Xid"),
+        ("crash", CheckStatus.FAIL, "exited with code 1 and wrote no record; its last lines:\nTraceback", "--probe"),
     ],
 )
-def test_cupy_probe(machine: Machine, tmp_path: Path, mode: str, status: Status, detail: str, fix: str) -> None:
+def test_cupy_probe(machine: Machine, tmp_path: Path, mode: str, status: CheckStatus, detail: str, fix: str) -> None:
     machine.modes(probe=mode)
-    check = doctor.check_cupy(machine.options(), tmp_path)
+    check = profiling.check_cupy(machine.options(), tmp_path)
     assert check.status is status and detail in check.detail and fix in check.fix
 
 
 def test_cupy_probe_timeout(machine: Machine, tmp_path: Path) -> None:
     machine.modes(probe="hang")
-    check = doctor.check_cupy(machine.options(probe_timeout_s=1), tmp_path)
-    assert check.status is Status.FAIL and "did not finish within 1 s" in check.detail
+    check = profiling.check_cupy(machine.options(probe_timeout_s=1), tmp_path)
+    assert check.status is CheckStatus.FAIL and "did not finish within 1 s" in check.detail
 
 
 @pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed here")
 def test_real_probe_without_cupy(tmp_path: Path) -> None:
-    check = doctor.check_cupy(DoctorOptions(), tmp_path)
-    assert check.status is Status.FAIL and "No module named 'cupy'" in check.detail
+    check = profiling.check_cupy(DoctorOptions(), tmp_path)
+    assert check.status is CheckStatus.FAIL and "No module named 'cupy'" in check.detail
     assert "pip install 'fuseci[cuda12]'" in check.fix and "fuseci[cuda13]" in check.fix
 
 
@@ -404,7 +405,7 @@ def test_real_probe_without_cupy(tmp_path: Path) -> None:
 def test_harness_probe_mode_without_cupy(tmp_path: Path) -> None:
     record = tmp_path / "p.json"
     assert harness_main(["--probe", "--record", str(record)]) == 3
-    probe = doctor.read_probe(record)
+    probe = profiling.read_probe(record)
     assert probe is not None and not probe.ok and probe.error == harness.ProbeFailure.NO_CUPY
 
 
@@ -429,8 +430,8 @@ def test_harness_probe_usage_errors(argv: list[str]) -> None:
 )
 def test_profiling_failures_are_explained(machine: Machine, tmp_path: Path, mode: str, detail: str, fix: str) -> None:
     machine.modes(ncu=mode)
-    check, path = doctor.check_profiling(str(machine.bin / "ncu"), machine.options(), tmp_path)
-    assert path is None and check.status is Status.FAIL
+    check, path = profiling.check_profiling(str(machine.bin / "ncu"), machine.options(), tmp_path)
+    assert path is None and check.status is CheckStatus.FAIL
     assert detail in check.detail and fix in check.fix
     if mode == "crash":
         assert "probe exploded under ncu" in check.detail
@@ -438,18 +439,18 @@ def test_profiling_failures_are_explained(machine: Machine, tmp_path: Path, mode
 
 def test_profiling_timeout(machine: Machine, tmp_path: Path) -> None:
     machine.modes(ncu="hang")
-    check, path = doctor.check_profiling(str(machine.bin / "ncu"), machine.options(profile_timeout_s=1), tmp_path)
-    assert path is None and check.status is Status.FAIL and "did not finish within 1 s" in check.detail
+    check, path = profiling.check_profiling(str(machine.bin / "ncu"), machine.options(profile_timeout_s=1), tmp_path)
+    assert path is None and check.status is CheckStatus.FAIL and "did not finish within 1 s" in check.detail
 
 
 def test_profiling_writes_a_report(machine: Machine, tmp_path: Path) -> None:
-    check, path = doctor.check_profiling(str(machine.bin / "ncu"), machine.options(), tmp_path)
-    assert check.status is Status.OK and path == tmp_path / "doctor.ncu-rep" and path.exists()
+    check, path = profiling.check_profiling(str(machine.bin / "ncu"), machine.options(), tmp_path)
+    assert check.status is CheckStatus.OK and path == tmp_path / "doctor.ncu-rep" and path.exists()
 
 
 def test_readback_of_the_probe_kernel() -> None:
-    check = doctor.assess_readback(_frame(PROBE_ROW))
-    assert check.status is Status.OK
+    check = profiling.assess_readback(_frame(PROBE_ROW))
+    assert check.status is CheckStatus.OK
     assert check.detail == (
         "1 kernel (fuseci_probe) in doctor/probe/kernel: dram__bytes_read.sum 16.8 MB, gpu__time_duration.sum 9.8 us"
     )
@@ -457,7 +458,7 @@ def test_readback_of_the_probe_kernel() -> None:
 
 
 def test_readback_with_only_a_duration_passes() -> None:
-    assert doctor.assess_readback(_frame(("doctor", "probe", "kernel", math.nan, 5.0))).status is Status.OK
+    assert profiling.assess_readback(_frame(("doctor", "probe", "kernel", math.nan, 5.0))).status is CheckStatus.OK
 
 
 @pytest.mark.parametrize(
@@ -470,33 +471,33 @@ def test_readback_with_only_a_duration_passes() -> None:
     ],
 )
 def test_readback_failures(rows: tuple, fragment: str) -> None:
-    check = doctor.assess_readback(_frame(*rows))
-    assert check.status is Status.FAIL and fragment in check.detail and "ncu-report" in check.fix
+    check = profiling.assess_readback(_frame(*rows))
+    assert check.status is CheckStatus.FAIL and fragment in check.detail and "ncu-report" in check.fix
 
 
 def test_readback_of_a_suite_report_is_not_the_probe() -> None:
-    check = doctor.check_readback(CLEAN_REPORT)
-    assert check.status is Status.FAIL and "holds 0 there and 31 elsewhere" in check.detail
+    check = profiling.check_readback(CLEAN_REPORT)
+    assert check.status is CheckStatus.FAIL and "holds 0 there and 31 elsewhere" in check.detail
 
 
 def test_readback_of_an_unreadable_report(tmp_path: Path) -> None:
     bad = tmp_path / "doctor.ncu-rep"
     bad.write_bytes(b"not really a report")
-    check = doctor.check_readback(bad)
-    assert check.status is Status.FAIL and "holds no profiled kernel" in check.detail and "ncu-report" in check.fix
+    check = profiling.check_readback(bad)
+    assert check.status is CheckStatus.FAIL and "holds no profiled kernel" in check.detail and "ncu-report" in check.fix
 
 
 # --- all checks: order, skips, exit code ---------------------------------------------------------
 
 
-def _statuses(d: doctor.Diagnosis) -> dict[str, str]:
+def _statuses(d: diagnosis.Diagnosis) -> dict[str, str]:
     return {c.name: c.status.value for c in d.checks}
 
 
 def test_every_check_passes(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(report, "read_report", lambda path, ncu=None: _frame(PROBE_ROW))
     d = doctor.diagnose(machine.options())
-    assert [c.name for c in d.checks] == list(doctor.CHECKS)
+    assert [c.name for c in d.checks] == list(diagnosis.CHECKS)
     assert set(_statuses(d).values()) == {"OK"} and d.exit_code == 0
 
 
@@ -504,7 +505,7 @@ def test_a_clock_warning_still_exits_0(machine: Machine, monkeypatch: pytest.Mon
     machine.modes(smi="locked")
     monkeypatch.setattr(report, "read_report", lambda path, ncu=None: _frame(PROBE_ROW))
     d = doctor.diagnose(machine.options())
-    assert d.check("clocks").status is Status.WARN and d.exit_code == 0
+    assert d.check("clocks").status is CheckStatus.WARN and d.exit_code == 0
 
 
 def test_no_gpu_skips_what_needs_one(machine: Machine) -> None:
@@ -522,7 +523,7 @@ def test_no_ncu_skips_profiling(machine: Machine) -> None:
     machine.remove("ncu")
     d = doctor.diagnose(machine.options())
     assert _statuses(d)["cupy"] == "OK"
-    assert (d.check("profiling").status, d.check("readback").status) == (Status.SKIP, Status.SKIP)
+    assert (d.check("profiling").status, d.check("readback").status) == (CheckStatus.SKIP, CheckStatus.SKIP)
     assert "'ncu'" in d.check("profiling").detail and d.exit_code == 3
 
 
@@ -536,8 +537,8 @@ def test_permission_denied_end_to_end(machine: Machine) -> None:
     machine.modes(ncu="perm")
     d = doctor.diagnose(machine.options())
     profiling = d.check("profiling")
-    assert profiling.status is Status.FAIL and profiling.fix == ncu.PERMISSION_FIX
-    assert d.check("readback").status is Status.SKIP and d.exit_code == 3
+    assert profiling.status is CheckStatus.FAIL and profiling.fix == ncu.PERMISSION_FIX
+    assert d.check("readback").status is CheckStatus.SKIP and d.exit_code == 3
     table = render_table(d)
     assert "profiling        FAIL    ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)" in table
     assert "fix: run as root or with CAP_SYS_ADMIN" in table
@@ -626,7 +627,7 @@ def test_doctor_on_a_gpu_machine(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["doctor", "--json", str(out)])
     assert result.exit_code == 0, result.output
     checks = json.loads(out.read_text())["checks"]
-    assert [c["name"] for c in checks] == list(doctor.CHECKS)
+    assert [c["name"] for c in checks] == list(diagnosis.CHECKS)
     assert all(c["status"] in ("OK", "WARN") for c in checks), result.output
     readback = checks[-1]["facts"]
     assert readback["in_probe_range"] == readback["kernels"] == 1

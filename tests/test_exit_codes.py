@@ -243,9 +243,9 @@ def test_the_last_line_says_the_exit_code_the_process_ends_with(tmp_path: Path) 
 
 
 def test_doctor_says_the_exit_code_it_ends_with(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuseci.doctor import Check, Diagnosis, Status
+    from fuseci.doctor.diagnosis import Check, CheckStatus, Diagnosis
 
-    diagnosis = Diagnosis(checks=(Check("fuseci", Status.OK, "fuseci 0.1.0"),))
+    diagnosis = Diagnosis(checks=(Check("fuseci", CheckStatus.OK, "fuseci 0.1.0"),))
     monkeypatch.setattr("fuseci.doctor.diagnose", lambda options: diagnosis)
     result = invoke("doctor", "--json", "/proc/d.json")
     assert result.exit_code == 3, result.output

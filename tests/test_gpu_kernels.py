@@ -14,7 +14,7 @@ from fuseci.config.parse import load_suite
 from fuseci.harness import arrays
 from fuseci.harness.arrays import Tensor
 from fuseci.harness.case_runner import resolve
-from fuseci.harness.correctness import Call, reference_outputs, tolerances
+from fuseci.harness.correctness import BoundCall, reference_outputs, tolerances
 
 pytestmark = pytest.mark.gpu
 
@@ -96,10 +96,10 @@ def _random(spec, shape: tuple[int, ...], rng: np.random.Generator) -> Tensor:
     return Tensor(arrays.upload(values.astype(spec.dtype)), kind)
 
 
-def _calls(case: Case, root) -> tuple[dict[str, Call], Call]:
+def _calls(case: Case, root) -> tuple[dict[str, BoundCall], BoundCall]:
     search = [root]
-    calls = {v.id: Call(resolve(v.fn, search), arrays.get(v.framework), case.params, v.id) for v in case.variants}
-    return calls, Call(resolve(case.reference, search), arrays.get(case.framework), case.params, "reference")
+    calls = {v.id: BoundCall(resolve(v.fn, search), arrays.get(v.framework), case.params, v.id) for v in case.variants}
+    return calls, BoundCall(resolve(case.reference, search), arrays.get(case.framework), case.params, "reference")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -40,6 +40,11 @@ def only_scalars(alpha: float, beta: int = 2):
 
 def by_position(x, y, /, alpha=1.0):
     return x
+
+
+@wrapped
+def decorated(x, y):
+    return x
 '''
 
 FUNCTIONS = ("mypkg.ops:add_unfused", "mypkg.ops:add_fused")
@@ -237,6 +242,11 @@ def test_each_bad_label_is_a_line_of_its_own(repo: Path) -> None:
         (("mypkg.ops:add_unfused", "mypkg.ops:scale_fused"), "mypkg.ops:add_unfused: takes no parameter 'beta'"),
         (("mypkg.ops:only_scalars", "mypkg.ops:only_scalars"), "mypkg.ops:only_scalars: takes no array parameter"),
         (("mypkg.ops:by_position", "mypkg.ops:add_fused"), "mypkg.ops:by_position: takes positional-only"),
+        (
+            ("mypkg.ops:add_unfused", "mypkg.ops:decorated"),
+            "mypkg.ops:decorated: mypkg.ops ({ops}) names 'decorated' but not as a def whose parameters its source "
+            "shows; name the function it is",
+        ),
     ],
 )
 def test_a_bad_function_exits_3_with_one_line_and_writes_nothing(repo: Path, functions, message: str) -> None:

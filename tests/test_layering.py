@@ -117,3 +117,46 @@ def test_no_two_modules_share_a_base_name() -> None:
             seen.setdefault(path.name, []).append(_module(path))
     shared = {name: mods for name, mods in seen.items() if len(mods) > 1 and name != "history.py"}
     assert not shared, f"modules that share a base name (give each the name of what it holds): {shared}"
+
+
+#: Types that may share a name: parallel device runtimes, one class each of the same role.
+SAME_ROLE = {"Event": {"fuseci.harness.arrays.device_cupy", "fuseci.harness.arrays.device_torch"}}
+
+
+def public_types(path: Path) -> set[str]:
+    """The public classes and type aliases a module defines at its top level (in either branch
+    of a top-level ``if``, as ``if TYPE_CHECKING:`` ... ``else:`` declares them)."""
+    body: list[ast.stmt] = []
+    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+        body += [*node.body, *node.orelse] if isinstance(node, ast.If) else [node]
+    names = set()
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+            typeish = isinstance(value, ast.Subscript) or (
+                isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr)
+            )
+            typeish |= isinstance(value, ast.Call) and ast.unparse(value.func) in ("TypeVar", "NewType")
+            if typeish and name[:1].isupper() and not (name.isupper() and len(name) > 1):  # not a CONSTANT
+                names.add(name)
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_public_types_have_one_meaning_each() -> None:
+    where: dict[str, set[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        for name in public_types(path):
+            where.setdefault(name, set()).add(_module(path))
+    shared = {n: sorted(mods) for n, mods in where.items() if len(mods) > 1 and mods != SAME_ROLE.get(n)}
+    assert not shared, f"public types that share a name (name each for what it is): {shared}"
+
+
+def test_the_type_scan_sees_classes_aliases_and_both_branches(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "class A: ...\nB = dict[str, int]\nC = int | None\nT = TypeVar('T')\nMAX = tuple[int]\n_P = list[int]\n"
+        "if TYPE_CHECKING:\n    D = int\nelse:\n    D = Annotated[int, 0]\nx = f()\n"
+    )
+    assert public_types(module) == {"A", "B", "C", "T", "D"}

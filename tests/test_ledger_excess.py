@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import ledger_fragment
 from typer.testing import CliRunner
 
 from fuseci.cli import app
@@ -268,7 +269,7 @@ def test_the_console_line_and_the_html_bar(stack: dict[str, Ledger]) -> None:
         "requested 295.0 MB against a floor of 50.9 MB (5.79x; DRAM 61.9 MB); above the floor, 244.1 MB: "
         "re-reads 224.3 MB, fusion boundaries 19.4 MB, unexplained 344,064 bytes"
     )
-    html = ledger_html.fragment(ledger)
+    html = ledger_fragment(ledger)
     assert html.count('class="seg seg-') == 4 and 'data-cause="fusion boundaries"' in html
     assert "<th>requested</th><th>DRAM ratio</th><th>above its minimum</th>" in html
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import ledgers as L
 import pytest
-from helpers import VIEWPORT, parse
+from helpers import VIEWPORT, ledger_fragment, parse
 
 from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import judge
@@ -38,14 +38,14 @@ def ratios_in(html: str) -> list[str]:
 
 
 def test_the_rows_are_sorted_by_ratio_rows_without_a_minimum_last() -> None:
-    ratios = ratios_in(ledger_html.fragment(hostile()))
+    ratios = ratios_in(ledger_fragment(hostile()))
     assert len(ratios) == 10 and ratios[-1] == ""
     values = [float(r) for r in ratios[:-1]]
     assert values == sorted(values, reverse=True) and values[0] > values[-1]
 
 
 def test_user_data_is_escaped_and_many_nodes_fold() -> None:
-    html = ledger_html.fragment(hostile(), judge(L.block(), hostile()))
+    html = ledger_fragment(hostile(), judge(L.block(), hostile()))
     assert "<script" not in html and "<img" not in html and "<b>note" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" not in html  # the label shows the place, not the code
     assert "&lt;img src=x onerror=&#34;0&#34;&gt; (block.py:3)" in html
@@ -59,7 +59,7 @@ def test_a_hostile_code_line_is_escaped_where_it_is_shown() -> None:
     ledger = hostile()
     line = HOSTILE_LINE.replace("block.py:3", "block.py")
     odd = replace(ledger.rows[7], nodes=(Node("x", "aten.mul.Tensor", "", line),), note=line)
-    html = ledger_html.fragment(replace(ledger, rows=(*ledger.rows[:7], odd, *ledger.rows[8:])))
+    html = ledger_fragment(replace(ledger, rows=(*ledger.rows[:7], odd, *ledger.rows[8:])))
     assert "<script" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
@@ -100,12 +100,12 @@ def test_what_changed_is_the_upgrade_diff_bounded() -> None:
 
 
 def test_the_fragment_shows_what_changed_above_the_table() -> None:
-    html_text = ledger_html.fragment(L.split_add_norm(), changes=diff(L.block(), L.split_add_norm()))
+    html_text = ledger_fragment(L.split_add_norm(), changes=diff(L.block(), L.split_add_norm()))
     root, _ = parse(html_text)
     (changes,) = root.find_all("div", cls="ledger-changes")
     assert "was fused with layer_norm_1 (block.py:19)" in changes.all_text()
     assert html_text.index("ledger-changes") < html_text.index("ledger-rows")
-    assert "ledger-changes" not in ledger_html.fragment(L.split_add_norm())
+    assert "ledger-changes" not in ledger_fragment(L.split_add_norm())
 
 
 def _wide(rows: int, nodes: int) -> Ledger:
@@ -121,7 +121,7 @@ def test_a_large_ledger_stays_within_its_bytes_and_counts_the_rest() -> None:
     shown = ledger_html.view(ledger, size=ledger_html.CASE_BYTES)
     assert 0 < len(shown.rows) < 300 and shown.more == f"and {300 - len(shown.rows)} more rows"
     assert shown.weight <= ledger_html.CASE_BYTES
-    assert len(ledger_html.fragment(ledger).encode()) <= ledger_html.CASE_BYTES
+    assert len(ledger_fragment(ledger).encode()) <= ledger_html.CASE_BYTES
     row = shown.rows[0]
     assert len(row.nodes) == ledger_html.OPEN_NODES and len(row.more_nodes) == ledger_html.FOLDED_NODES
     assert row.nodes_more == f"and {500 - ledger_html.OPEN_NODES - ledger_html.FOLDED_NODES} more nodes"

@@ -202,21 +202,26 @@ def test_timeout(fake_ncu: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("returncode", "log", "written", "outcome"),
     [
-        (0, "==PROF== Disconnected\n", True, ncu.Outcome.REPORT),
-        (0, "==WARNING== No kernels were profiled.\n", False, ncu.Outcome.NOTHING_PROFILED),
-        (1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n", False, ncu.Outcome.NO_PERMISSION),
+        (0, "==PROF== Disconnected\n", True, ncu.ProfileOutcome.REPORT),
+        (0, "==WARNING== No kernels were profiled.\n", False, ncu.ProfileOutcome.NOTHING_PROFILED),
+        (
+            1,
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n",
+            False,
+            ncu.ProfileOutcome.NO_PERMISSION,
+        ),
         (
             1,
             "==ERROR== Profiling failed because a driver resource was unavailable.\n",
             False,
-            ncu.Outcome.COUNTERS_BUSY,
+            ncu.ProfileOutcome.COUNTERS_BUSY,
         ),
-        (134, "", True, ncu.Outcome.APP_FAILED),
-        (-9, "", False, ncu.Outcome.APP_FAILED),
-        (0, "", False, ncu.Outcome.NO_REPORT),
+        (134, "", True, ncu.ProfileOutcome.APP_FAILED),
+        (-9, "", False, ncu.ProfileOutcome.APP_FAILED),
+        (0, "", False, ncu.ProfileOutcome.NO_REPORT),
     ],
 )
-def test_classify(returncode: int, log: str, written: bool, outcome: ncu.Outcome) -> None:
+def test_classify(returncode: int, log: str, written: bool, outcome: ncu.ProfileOutcome) -> None:
     assert ncu.classify(returncode, log, written) is outcome
 
 

@@ -306,9 +306,9 @@ def test_run_writes_to_devices(in_root, out: str) -> None:
 
 
 def test_doctor_json_to_dev_null(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuseci.doctor import Check, Diagnosis, Status
+    from fuseci.doctor.diagnosis import Check, CheckStatus, Diagnosis
 
-    diagnosis = Diagnosis(checks=(Check("fuseci", Status.OK, "fuseci 0.1.0"),))
+    diagnosis = Diagnosis(checks=(Check("fuseci", CheckStatus.OK, "fuseci 0.1.0"),))
     monkeypatch.setattr("fuseci.doctor.diagnose", lambda options: diagnosis)
     result = invoke("doctor", "--json", "/dev/null")
     assert result.exit_code == 0, result.output

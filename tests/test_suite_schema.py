@@ -92,10 +92,10 @@ def test_the_schema_names_what_the_loader_takes() -> None:
 def test_the_schema_and_the_loader_take_the_same_ledgers(tmp_path: Path) -> None:
     """``ledger:`` is true, false or a mapping of ``allow_new`` (patterns, or one) and ``graphs``
     (a positive integer): the schema's keys are the model's, and what it takes the loader takes."""
-    from fuseci.config.document import Ledger
+    from fuseci.config.document import LedgerDoc
 
     ledger = DEFS["Ledger"]
-    assert set(ledger["properties"]) == set(Ledger.model_fields) and ledger["additionalProperties"] is False
+    assert set(ledger["properties"]) == set(LedgerDoc.model_fields) and ledger["additionalProperties"] is False
     assert ledger["properties"]["graphs"]["minimum"] == 1
     long = DEFS["LongVariant"]["properties"]["ledger"]["anyOf"]
     assert long == [{"type": "boolean"}, {"$ref": "#/definitions/Ledger"}]

@@ -40,7 +40,7 @@ MAX_NAMED = 5
 
 
 @dataclass(frozen=True, slots=True)
-class Measured:
+class SideMeasurement:
     """One side's measurement of a suite, as the audit needs it."""
 
     suite: Suite
@@ -99,7 +99,7 @@ def _message(label: str, case: str, missed: list[str]) -> str:
     )
 
 
-def side_checks(side: Measured) -> dict[str, MetricDelta]:
+def side_checks(side: SideMeasurement) -> dict[str, MetricDelta]:
     """An ``ERROR`` check per case of ``side`` whose record shows it ran or read what its
     fingerprint does not cover, by case id."""
     watched = {cid: rec for cid, rec in side.record.cases.items() if rec.ran or rec.read}
@@ -118,7 +118,7 @@ def side_checks(side: Measured) -> dict[str, MetricDelta]:
     return out
 
 
-def audited(comparison: Comparison, sides: Sequence[Measured | None]) -> Comparison:
+def audited(comparison: Comparison, sides: Sequence[SideMeasurement | None]) -> Comparison:
     """``comparison`` with an ``ERROR`` check on each case whose fingerprint a side's harness
     found incomplete (:func:`side_checks`)."""
     found: dict[str, list[MetricDelta]] = {}

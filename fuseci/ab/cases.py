@@ -52,10 +52,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fuseci.ab.effects import aliases, dotted, imported_as, qualified
+from fuseci.ab.effects import aliases, imported_as, qualified
 from fuseci.ab.escapes import Escapes, Resolver
 from fuseci.ab.reader import MAX_PARSED_BYTES, Reader, Tree, Walked, rel_path, suite_walk
 from fuseci.config.model import Suite
+from fuseci.config.resolve import dotted
 
 #: What a module's source may use that static reading cannot follow: a module using any of these
 #: (as a name, a dotted name under any name its imports give it, an imported module, an attribute

@@ -47,7 +47,7 @@ from fnmatch import fnmatchcase
 from importlib import metadata
 from pathlib import Path
 
-from fuseci.ab.git import Change
+from fuseci.ab.git import PathChange
 from fuseci.config.resolve import editable_locations
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import FuseciError
@@ -229,7 +229,7 @@ def _shadowable() -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Seen:
+class Forced:
     """What the changes between the sides force."""
 
     everything: tuple[str, ...] = ()
@@ -249,8 +249,8 @@ NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at r
 
 
 def seen(
-    changes: Sequence[Change], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()
-) -> Seen:
+    changes: Sequence[PathChange], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()
+) -> Forced:
     """Sort ``changes`` by the rule of this module (every change forcing everything said);
     ``ignore``: the patterns of paths the user says no case reads."""
     explained = set().union(*(s.explained for s in sights)) if sights else set()
@@ -274,7 +274,7 @@ def seen(
         if why:
             what = change.kind if change.kind not in ("modified",) else "changed"
             everything.append(f"{change.path} ({what}; {why})")
-    return Seen(tuple(everything), tuple(data))
+    return Forced(tuple(everything), tuple(data))
 
 
 def _bytecode(path: str) -> bool:

@@ -43,6 +43,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fuseci.config.resolve import dotted
+
 #: Calls that start a process, which may read any file.
 _PROCESSES = ("subprocess.", "os.system", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn")
 #: Calls that load code by path or build it at run time.
@@ -122,16 +124,6 @@ class Effects:
     """What it does that cannot be named statically, each ``line N: what``."""
     registries: tuple[str, ...] = ()
     """The :data:`SHARED_REGISTRIES` it uses."""
-
-
-def dotted(node: ast.AST) -> str:
-    """``a.b.c`` of a name or an attribute chain; empty for anything else."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
 
 
 def _package_of(module: str, is_package: bool) -> str:

@@ -27,7 +27,8 @@ import ast
 import builtins
 from collections.abc import Callable, Mapping, Sequence
 
-from fuseci.ab.effects import dotted, imported_as, qualified
+from fuseci.ab.effects import imported_as, qualified
+from fuseci.config.resolve import dotted
 
 #: Decorators of installed code that wrap or compile a function and keep it nowhere another
 #: case could call it from.

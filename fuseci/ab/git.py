@@ -46,8 +46,8 @@ __all__ = [
     "OWNER_LOCK",
     "WORKTREE_PREFIX",
     "Cancelled",
-    "Change",
     "GitError",
+    "PathChange",
     "changes",
     "commit_of",
     "prune",
@@ -123,7 +123,7 @@ LINK_MODE, SUBMODULE_MODE = "120000", "160000"
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class PathChange:
     """One path two trees of the repository differ in."""
 
     path: str
@@ -143,10 +143,10 @@ class Change:
 _STATUS = {"A": "added", "D": "deleted"}
 
 
-def _raw_changes(raw: str) -> list[Change]:
+def _raw_changes(raw: str) -> list[PathChange]:
     """The changes of ``git diff --raw -z``: ``:old new sha sha S`` then the path, NUL-separated."""
     fields = raw.split("\0")
-    out: list[Change] = []
+    out: list[PathChange] = []
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
         old, new, _, _, status = meta.lstrip(":").split(" ")[:5]
         modes = {old, new}
@@ -158,11 +158,11 @@ def _raw_changes(raw: str) -> list[Change]:
             kind = "mode"
         else:
             kind = _STATUS.get(status[:1], "modified")
-        out.append(Change(path, kind))
+        out.append(PathChange(path, kind))
     return out
 
 
-def changes(root: Path, base: str, head: str | None) -> list[Change]:
+def changes(root: Path, base: str, head: str | None) -> list[PathChange]:
     """Every path the commit ``base`` and ``head`` (None: the working tree at ``root``, untracked
     and ignored files included) differ in: files, modes, links, submodules, deletions; renames
     as a deletion and an addition.
@@ -175,7 +175,7 @@ def changes(root: Path, base: str, head: str | None) -> list[Change]:
     if head is None:
         others = ["ls-files", "-z", "--others", "--exclude-standard"]
         listings += [(others, "untracked"), ([*others, "--ignored", "--directory"], "ignored")]
-    out: list[Change] = []
+    out: list[PathChange] = []
     for args, kind in listings:
         done = _git(args, root, "list what changed between the sides")
         if done.returncode != 0:
@@ -183,7 +183,7 @@ def changes(root: Path, base: str, head: str | None) -> list[Change]:
         if kind is None:
             out += _raw_changes(done.stdout)
         else:
-            out += [Change(p.rstrip("/"), kind) for p in done.stdout.split("\0") if p]
+            out += [PathChange(p.rstrip("/"), kind) for p in done.stdout.split("\0") if p]
     return out
 
 

@@ -33,9 +33,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fuseci.ab.audit import Measured, audited
+from fuseci.ab.audit import SideMeasurement, audited
 from fuseci.api import ledgers
-from fuseci.api.pairs import BASE, HEAD, Pair, Side, reference_label, skipped, with_unchanged
+from fuseci.api.pairs import BASE, HEAD, Side, SuitePair, reference_label, skipped, with_unchanged
 from fuseci.api.pairs import pair_state as pair_state
 from fuseci.api.pairs import pair_suites as pair_suites
 from fuseci.api.pairs import shard_pairs as shard_pairs
@@ -140,7 +140,7 @@ def side_options(
     )
 
 
-def own_files(pairs: Sequence[Pair], options: AbOptions) -> list[tuple[Path, str]]:
+def own_files(pairs: Sequence[SuitePair], options: AbOptions) -> list[tuple[Path, str]]:
     """Every file measuring either side of ``pairs`` writes (``<report-dir>/<side>``), with what
     it is: no report may be one of them."""
     report_dir = options.report_dir.absolute()
@@ -148,14 +148,14 @@ def own_files(pairs: Sequence[Pair], options: AbOptions) -> list[tuple[Path, str
 
 
 def judge(
-    pair: Pair,
+    pair: SuitePair,
     head_results: SuiteResults,
     base_results: SuiteResults | None,
     base: Side,
     accept_env: frozenset[str],
     only: tuple[str, ...] | None = None,
     head: Side | None = None,
-    judged_ledgers: Mapping[ledgers.Key, LedgerJudged] | None = None,
+    judged_ledgers: Mapping[ledgers.LedgerKey, LedgerJudged] | None = None,
 ) -> Comparison:
     """The head's results judged against the base's, as ``fuseci run`` judges against a stored
     baseline: the base's results made the baseline in memory; without them (an added suite, or a
@@ -199,8 +199,8 @@ def judge(
 
 
 def judge_ledgers(
-    pair: Pair, head_results: SuiteResults, base_results: SuiteResults | None, base: Side
-) -> dict[ledgers.Key, LedgerJudged]:
+    pair: SuitePair, head_results: SuiteResults, base_results: SuiteResults | None, base: Side
+) -> dict[ledgers.LedgerKey, LedgerJudged]:
     """The head's ledgers judged against the base's, each side's built once (a re-measurement
     retimes a pair; its ledgers stay)."""
     shown = pair.shown()
@@ -214,13 +214,13 @@ def judge_ledgers(
     return ledgers.judged(shown, ledgers.built(shown, head_results), base_ledgers, Reference("", name=base.label))
 
 
-def measured_cases(pair: Pair, options: AbOptions) -> tuple[str, ...] | None:
+def measured_cases(pair: SuitePair, options: AbOptions) -> tuple[str, ...] | None:
     """The cases of ``pair`` to measure on both sides; None: every case."""
     return None if options.every else pair.cases
 
 
 def run_ab(
-    pairs: Sequence[Pair], base: Side, head: Side, options: AbOptions, progress: Progress | None = None
+    pairs: Sequence[SuitePair], base: Side, head: Side, options: AbOptions, progress: Progress | None = None
 ) -> AbOutcome:
     """Measure and judge every pair; a suite that fails stands as one ``ERROR``, the others
     still run. The comparisons are in the order of ``pairs``.
@@ -262,7 +262,7 @@ def run_ab(
     return AbOutcome(tuple(comparisons), tuple(measured), tuple(base_measured), unchanged)
 
 
-def _shown(pair: Pair) -> Suite:
+def _shown(pair: SuitePair) -> Suite:
     """The head's suite of a pair that is measured, as reports name it."""
     shown = pair.shown()
     assert shown is not None  # a pair is measured only when the head has the suite
@@ -280,7 +280,7 @@ class _Jobs:
     order: dict[int, int]
     """The pairs measured (by ``id``), each with its number from 1."""
 
-    def side_options(self, pair: Pair, side: str) -> MeasureOptions:
+    def side_options(self, pair: SuitePair, side: str) -> MeasureOptions:
         """How ``side`` of ``pair`` is measured, its stages heard as that suite's, named by the side."""
         mine, other = (self.base, self.head) if side == BASE else (self.head, self.base)
         shown = _shown(pair)
@@ -290,7 +290,7 @@ class _Jobs:
 
         return side_options(mine, other, self.options, stage)
 
-    def measure(self, pair: Pair, side: str) -> SuiteResults:
+    def measure(self, pair: SuitePair, side: str) -> SuiteResults:
         """A job: one side of a pair measured (the pair starts with its first side's job)."""
         self.session.started(_shown(pair), self.order[id(pair)], len(self.order))
         blocked = self.session.blocked()
@@ -306,7 +306,7 @@ class _Jobs:
             raise
 
     def judged(
-        self, pair: Pair, futures: dict[tuple[int, str], Future[SuiteResults]]
+        self, pair: SuitePair, futures: dict[tuple[int, str], Future[SuiteResults]]
     ) -> tuple[Comparison, tuple[SuiteResults | None, SuiteResults | None]]:
         """Wait for a pair's measurements and judge it; an ``ERROR`` when a side could not be measured."""
         shown = _shown(pair)
@@ -328,7 +328,7 @@ class _Jobs:
         return self.compared(pair, got[HEAD], got[BASE])
 
     def compared(
-        self, pair: Pair, head_results: SuiteResults | None, base_results: SuiteResults | None
+        self, pair: SuitePair, head_results: SuiteResults | None, base_results: SuiteResults | None
     ) -> tuple[Comparison, tuple[SuiteResults | None, SuiteResults | None]]:
         """A measured pair judged, a borderline speedup re-measured on both sides first, then
         audited; its results, re-measured passes included."""
@@ -364,12 +364,12 @@ class _Jobs:
         return comparison, (head_results, base_results)
 
 
-def _measured(suite: Suite | None, side: Side, results: SuiteResults | None) -> Measured | None:
+def _measured(suite: Suite | None, side: Side, results: SuiteResults | None) -> SideMeasurement | None:
     """One side's measurement, for the audit of its case fingerprints (:mod:`fuseci.ab.audit`)."""
-    return None if suite is None or results is None else Measured(suite, side.tree, results.record, side.label)
+    return None if suite is None or results is None else SideMeasurement(suite, side.tree, results.record, side.label)
 
 
-def keep_head_run(outcome: AbOutcome, pairs: Sequence[Pair], head: Side, directory: Path) -> Path | None:
+def keep_head_run(outcome: AbOutcome, pairs: Sequence[SuitePair], head: Side, directory: Path) -> Path | None:
     """Save the head's measured suites as a new run file in ``directory`` (stamped with the head's
     commit, or the commit checked out for the working tree); None when none was measured.
 

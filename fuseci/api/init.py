@@ -28,7 +28,6 @@ that fails midway removes what this run wrote.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import fnmatch
 import json
@@ -48,7 +47,7 @@ import yaml
 
 from fuseci import validation
 from fuseci.config import names
-from fuseci.config.resolve import ModuleFinder, module_imports, resolve
+from fuseci.config.resolve import ModuleFinder, parameters, resolve
 from fuseci.config.yaml_loader import parse_yaml
 from fuseci.errors import SuiteError, UsageError
 
@@ -154,7 +153,7 @@ def _fail(ref: str, why: str, fix: str) -> SuiteError:
 
 
 def _read(ref: str, finder: ModuleFinder) -> _Function:
-    """``ref``'s parameters from its module's source, nothing imported."""
+    """``ref``'s parameters from its module's source, nothing imported (as ``fuseci check`` reads them)."""
     module, _, name = ref.partition(":")
     found = resolve(ref, finder)
     if found.problem or found.unverified:
@@ -164,39 +163,30 @@ def _read(ref: str, finder: ModuleFinder) -> _Function:
             else "name a function its module defines"
         )
         raise _fail(ref, found.problem or found.unverified, fix)
-    origin = finder.find(module).specs[-1].origin
-    try:
-        tree = ast.parse(Path(str(origin)).read_bytes(), filename=str(origin))
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise _fail(ref, f"{origin} cannot be read: {type(exc).__name__}: {exc}", "fix the module") from None
-    imports = module_imports(tree)
-    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
-    top = [n for n in defs if n in tree.body] or defs
-    if not top:
-        raise _fail(ref, f"{module} ({origin}) names {name!r} but defines it without a def", "name the function it is")
-    args = top[0].args
-    if args.posonlyargs:
+    takes = parameters(ref, finder)
+    if takes is None or takes.kernel:
+        origin = finder.find(module).specs[-1].origin
+        why = f"{module} ({origin}) names {name!r} but not as a def whose parameters its source shows"
+        raise _fail(ref, why, "name the function it is (a def under no decorator that may change its parameters)")
+    if takes.positional_only:
         raise _fail(ref, "takes positional-only parameters", "fuseci passes every input by keyword")
-    positional = args.args
-    with_default = [a.arg for a in positional][len(positional) - len(args.defaults) :]
-    defaults: dict[str, ast.expr] = dict(zip(with_default, args.defaults, strict=True))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
+    literals = dict(takes.literals)
+    kinds = {n: kind for n, kind, _ in takes.kinds}
     scalars: dict[str, object] = {}
-    for arg in [*positional, *args.kwonlyargs]:
-        default = defaults.get(arg.arg)
-        value = default.value if isinstance(default, ast.Constant) else None
+    for n in takes.keywords:
+        value = literals.get(n)
         if type(value) in (int, float, bool):
             if not (isinstance(value, float) and not math.isfinite(value)):  # nan, inf: left to the default
-                scalars[arg.arg] = value
-        elif default is None and arg.annotation is not None and ast.unparse(arg.annotation) in _SCALARS:
-            scalars[arg.arg] = _SCALARS[ast.unparse(arg.annotation)]
+                scalars[n] = value
+        elif n in takes.required and kinds.get(n) in _SCALARS:
+            scalars[n] = _SCALARS[kinds[n]]
     return _Function(
         ref=ref,
-        names=tuple(a.arg for a in [*positional, *args.kwonlyargs]),
+        names=takes.keywords,
         scalars=scalars,
-        optional=frozenset(defaults),
-        open_ended=args.kwarg is not None,
-        torch="torch" in imports and "cupy" not in imports,
+        optional=frozenset(takes.keywords) - frozenset(takes.required),
+        open_ended=takes.open,
+        torch="torch" in takes.module_imports and "cupy" not in takes.module_imports,
     )
 
 

@@ -18,18 +18,18 @@ from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, Verdict
 from fuseci.ledger import artifacts, build, diff, gate, store
 from fuseci.records.fusion import Ledger, Provenance
 
-Key = tuple[str, str]
+LedgerKey = tuple[str, str]
 
 
 def _ledger_variants(suite: Suite) -> list[tuple[Case, Variant]]:
     return [(c, v) for c in suite.cases for v in c.variants if v.ledger is not None]
 
 
-def built(suite: Suite, results: SuiteResults) -> dict[Key, Ledger | LedgerError]:
+def built(suite: Suite, results: SuiteResults) -> dict[LedgerKey, Ledger | LedgerError]:
     """Each measured ledger variant's ledger (or why it could not be built), by (case, variant):
     from its provenance in the record (checked where the record was read) and its kernels in the
     report."""
-    out: dict[Key, Ledger | LedgerError] = {}
+    out: dict[LedgerKey, Ledger | LedgerError] = {}
     for case, v in _ledger_variants(suite):
         rec = results.record.cases.get(case.id)
         if rec is None or not rec.ok or v.id not in rec.measured:
@@ -64,14 +64,14 @@ def _graphs_check(case: Case, v: Variant, ledger: Ledger) -> MetricDelta | None:
 
 def judged(
     suite: Suite,
-    ledgers: Mapping[Key, Ledger | LedgerError],
+    ledgers: Mapping[LedgerKey, Ledger | LedgerError],
     baselines: Mapping[str, Ledger],
     reference: Reference,
-) -> dict[Key, LedgerJudged]:
+) -> dict[LedgerKey, LedgerJudged]:
     """Each ledger variant's ledger (:func:`built`) judged against ``baselines`` (keyed
     :func:`store.key` by the variant it is judged as), with what changed since its baseline's,
     node by node, by (case, variant)."""
-    out: dict[Key, LedgerJudged] = {}
+    out: dict[LedgerKey, LedgerJudged] = {}
     for case, v in _ledger_variants(suite):
         got = ledgers.get((case.id, v.id))
         if got is None:
@@ -117,7 +117,7 @@ def stored(baseline_path: Path) -> dict[str, Ledger]:
 
 
 def recorded(
-    suite: Suite, ledgers: Mapping[Key, Ledger | LedgerError], old: Mapping[str, Ledger], keep: set[str]
+    suite: Suite, ledgers: Mapping[LedgerKey, Ledger | LedgerError], old: Mapping[str, Ledger], keep: set[str]
 ) -> dict[str, Ledger]:
     """The ledgers to store after an update: this run's ledger (:func:`built`) of every ledger
     variant of a case in ``keep`` (a planted variant records none: it is judged against the

@@ -55,7 +55,7 @@ class Side:
 
 
 @dataclass(frozen=True, slots=True)
-class Pair:
+class SuitePair:
     """One suite file, as each side has it."""
 
     rel: Path
@@ -163,7 +163,7 @@ def _default_suites(root: Path, reldir: Path) -> set[Path]:
 
 def pair_suites(
     named: Sequence[Path] | None, base: Side, head: Side, *, cwd: Path, repo: Path, ignore: Sequence[str] = ()
-) -> tuple[list[Pair], list[str]]:
+) -> tuple[list[SuitePair], list[str]]:
     """The suite files to compare, loaded on each side, with their fingerprints; and the
     problems of the head's suite files (each one line naming the file and the fix).
 
@@ -182,7 +182,7 @@ def pair_suites(
         rels = sorted(_default_suites(base.root, reldir) | _default_suites(head.root, reldir))
         if not rels:
             raise UsageError(f"no suite given and no {reldir.as_posix()}/*.yaml on either side; pass --suite FILE")
-    pairs: list[Pair] = []
+    pairs: list[SuitePair] = []
     problems: list[str] = []
     for rel in rels:
         in_base, in_head = (base.root / rel).is_file(), (head.root / rel).is_file()
@@ -206,7 +206,7 @@ def pair_suites(
         if not named and all(s.planted for s in (head_suite, base_suite) if s is not None):
             log.info("skipping planted-regression suite %s; name the file to run it", rel.as_posix())
             continue
-        pair = Pair(rel, base_suite, head_suite, base_problem)
+        pair = SuitePair(rel, base_suite, head_suite, base_problem)
         if head_suite is not None and base_suite is not None:
             before, after = fingerprint(base_suite, base.tree), fingerprint(head_suite, head.tree)
             cases = to_measure(before, after, [c.id for c in head_suite.cases])
@@ -224,7 +224,7 @@ def pair_suites(
     return pairs, problems
 
 
-def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path, ignore: Sequence[str]) -> list[Pair]:
+def _with_changes(pairs: list[SuitePair], base: Side, head: Side, repo: Path, ignore: Sequence[str]) -> list[SuitePair]:
     """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.changed_paths`): every
     case of every suite measured for a change no case's proven dependencies explain that a case
     may reach; each case measured whose code names a data file another case's fingerprint holds."""
@@ -253,7 +253,7 @@ def _with_changes(pairs: list[Pair], base: Side, head: Side, repo: Path, ignore:
     return [replace(p, cases=None, seen=(reason,)) if p.base and p.head else p for p in pairs]
 
 
-def _side_prints(pairs: Sequence[Pair], name: str, side: Side) -> list[Fingerprint]:
+def _side_prints(pairs: Sequence[SuitePair], name: str, side: Side) -> list[Fingerprint]:
     """Every fingerprint of one side: of the suites both sides have, and of those only it has."""
     out = []
     for p in pairs:
@@ -269,7 +269,7 @@ def _side_prints(pairs: Sequence[Pair], name: str, side: Side) -> list[Fingerpri
     return out
 
 
-def _named_data(pair: Pair, data: Sequence[str], sights: dict[str, changed_paths.Sight]) -> Pair:
+def _named_data(pair: SuitePair, data: Sequence[str], sights: dict[str, changed_paths.Sight]) -> SuitePair:
     """``pair`` with each case measured whose code or suite file names a changed data file that
     its case fingerprint does not hold (its code may read it through an API the reader has no
     rule for)."""
@@ -295,7 +295,7 @@ def _named_data(pair: Pair, data: Sequence[str], sights: dict[str, changed_paths
     return replace(pair, cases=cases, seen=tuple(said))
 
 
-def pair_state(pair: Pair, base: Side, every: bool) -> str:
+def pair_state(pair: SuitePair, base: Side, every: bool) -> str:
     """What ``fuseci ab`` does with a suite, for the line it says before measuring."""
     if pair.head is None:
         return f"removed (only in {base.label}): not measured"
@@ -320,7 +320,7 @@ def pair_state(pair: Pair, base: Side, every: bool) -> str:
     )
 
 
-def _changed_state(pair: Pair) -> str:
+def _changed_state(pair: SuitePair) -> str:
     """``changed: <what>``, with what the fingerprints cannot follow."""
     changes, unproven = pair.changes, pair.unproven
     state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
@@ -339,7 +339,7 @@ def _relative_message(message: str, root: Path, rel: Path) -> str:
     return message.replace(str(root / rel), rel.as_posix())
 
 
-def shard_pairs(pairs: list[Pair], k: int, n: int) -> list[Pair]:
+def shard_pairs(pairs: list[SuitePair], k: int, n: int) -> list[SuitePair]:
     """Shard ``k`` of ``n``'s pairs: whole suites dealt out as ``fuseci run --shard`` deals them."""
     suites = [p.head or p.base for p in pairs]
     chosen = {id(s) for s in shard([s for s in suites if s is not None], k, n)}
@@ -349,14 +349,14 @@ def shard_pairs(pairs: list[Pair], k: int, n: int) -> list[Pair]:
 # --- what a suite not measured says ----------------------------------------------------------
 
 
-def _not_measured(pair: Pair, verdict: Verdict, message: str, description: str, base: Side) -> Comparison:
+def _not_measured(pair: SuitePair, verdict: Verdict, message: str, description: str, base: Side) -> Comparison:
     """A suite fuseci ab did not measure, and why."""
     suite = pair.head or pair.base
     check = MetricDelta("(suite)", "", CheckKind.CASE, "", verdict, message)
     return _unmeasured(pair, (CaseResult("(suite)", suite.line if suite else 0, description, (check,), ()),), base)
 
 
-def _unmeasured(pair: Pair, cases: tuple[CaseResult, ...], base: Side) -> Comparison:
+def _unmeasured(pair: SuitePair, cases: tuple[CaseResult, ...], base: Side) -> Comparison:
     """A comparison of ``pair`` made of ``cases`` alone, nothing measured (no environment)."""
     return Comparison(
         suite=pair.name,
@@ -384,14 +384,14 @@ def unchanged_case(case: Case, base: Side, head: Side, *, noted: bool = False) -
     return CaseResult(case.id, case.line, case.description, (check,), (), (note,) if noted else ())
 
 
-def cases_unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+def cases_unchanged_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
     """A suite whose module files differ between the sides but no case's code (a comment, code
     no case runs): each case ``unchanged, not measured``."""
     assert pair.head is not None
     return _unmeasured(pair, tuple(unchanged_case(c, base, head) for c in pair.head.cases), base)
 
 
-def with_unchanged(comparison: Comparison, pair: Pair, base: Side, head: Side) -> Comparison:
+def with_unchanged(comparison: Comparison, pair: SuitePair, base: Side, head: Side) -> Comparison:
     """The comparison of a partly measured suite: the measured cases as judged, each unchanged
     case ``unchanged, not measured``, in suite order (then any case only the base has)."""
     assert pair.head is not None
@@ -407,7 +407,7 @@ def with_unchanged(comparison: Comparison, pair: Pair, base: Side, head: Side) -
     return replace(comparison, cases=(*cases, *judged.values()))
 
 
-def unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+def unchanged_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
     """``unchanged, not measured``: what was compared, and how to measure it anyway."""
     printed = pair.head_print
     files = sorted(printed.files) if printed else []
@@ -424,7 +424,7 @@ def unchanged_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
     )
 
 
-def removed_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
+def removed_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
     """A suite file the base has and the head does not: said, not measured, not a failure."""
     return _not_measured(
         pair,
@@ -435,7 +435,7 @@ def removed_comparison(pair: Pair, base: Side, head: Side) -> Comparison:
     )
 
 
-def skipped(pair: Pair, base: Side, head: Side) -> Comparison:
+def skipped(pair: SuitePair, base: Side, head: Side) -> Comparison:
     """The comparison of a pair that is not measured: removed, unchanged, or no case changed."""
     if pair.head is None:
         return removed_comparison(pair, base, head)

@@ -52,7 +52,7 @@ from fuseci.measure.run import RETIMES, MeasureOptions
 if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.frames.metrics import SuiteResults
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class Progress(Protocol):
@@ -235,7 +235,7 @@ class Session:
             for pool in self._pools:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, gpu: int, job: Callable[..., T], *args: Any) -> Future[T]:
+    def submit(self, gpu: int, job: Callable[..., _T], *args: Any) -> Future[_T]:
         """Queue ``job(*args)`` on GPU ``gpu`` (an index into :attr:`gpus`)."""
         future = self._pools[gpu].submit(job, *args)
         self._futures.append(future)

@@ -1,7 +1,6 @@
 """The ``fuseci`` command line: thin commands over :mod:`fuseci.api`.
 
-:mod:`fuseci.cli.commands` holds the commands (:mod:`fuseci.cli.machine` bench and doctor,
-:mod:`fuseci.cli.starting` init, :mod:`fuseci.cli.ledger_group` the ``ledger`` group: diff and show),
+:mod:`fuseci.cli.commands` holds the commands (:mod:`fuseci.cli.starting` init, :mod:`fuseci.cli.ledger_group` the ``ledger`` group: diff and show),
 :mod:`fuseci.cli.options` their options, :mod:`fuseci.cli.measuring` what ``run`` and ``ab``
 share once parsed, :mod:`fuseci.cli.error_boundary` the one error
 boundary as typer's group and command classes (a :class:`~fuseci.errors.FuseciError` becomes one
@@ -14,7 +13,6 @@ its traceback under ``-v``), :mod:`fuseci.cli.output` the report files built fro
 from __future__ import annotations
 
 from fuseci.cli import ledger_group as _ledgers  # noqa: F401 (registers the ledger group)
-from fuseci.cli import machine as _machine  # noqa: F401 (registers bench and doctor)
 from fuseci.cli import starting as _starting  # noqa: F401 (registers init)
 from fuseci.cli.commands import app
 

@@ -43,7 +43,7 @@ FILE_HELP = (
     "a suite's <suite>.ledgers.json (beside its baseline), a results file of `fuseci run --json`, or a single ledger; "
     "any of them compressed as .xz"
 )
-Keys = Annotated[
+LedgerKeysOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--key",
@@ -95,7 +95,7 @@ def diff_command(
     new: Annotated[
         Path, typer.Argument(help="The ledgers after, judged against OLD's: a file of the same kinds.", metavar="NEW")
     ],
-    keys: Keys = None,
+    keys: LedgerKeysOpt = None,
     json_out: Annotated[
         Path | None,
         typer.Option(
@@ -150,7 +150,7 @@ def show_text(file: LedgerFile, keys: list[str]) -> str:
 @ledger_app.command("show", epilog=SHOW_EXIT_CODES_HELP, cls=Command)
 def show_command(
     file: Annotated[Path, typer.Argument(help=f"The ledgers: {FILE_HELP}.", metavar="FILE", show_default=False)],
-    keys: Keys = None,
+    keys: LedgerKeysOpt = None,
     verbose: Verbose = False,
 ) -> int:
     """Print a recorded ledger: its kernel calls, the worst ratio of measured to minimum DRAM

@@ -25,9 +25,9 @@ class Judged(Protocol):
         ...
 
 
-Outcome = TypeVar("Outcome", bound=Judged)
+JudgedT = TypeVar("JudgedT", bound=Judged)
 #: What keeps a session's outcome as a run file, given the exit code so far; the code after it.
-Keep = Callable[[Outcome, int], int] | None
+Keep = Callable[[JudgedT, int], int] | None
 
 
 def suite_inputs(check: Any) -> list[tuple[Path, str]]:
@@ -49,8 +49,8 @@ def suite_problems(terminal: Terminal, check: Any, outputs: dict[str, Path]) -> 
 def measure_and_report(
     terminal: Terminal,
     outputs: dict[str, Path],
-    session: Callable[[Progress], Outcome],
-    keep: Keep[Outcome],
+    session: Callable[[Progress], JudgedT],
+    keep: Keep[JudgedT],
     *,
     quiet: bool,
     verbose: bool,
@@ -76,8 +76,8 @@ def measure_and_report(
 
 
 def keeper(
-    directory: Path | None, save: Callable[[Outcome, Path], Path | None], what: str = "results"
-) -> Keep[Outcome]:
+    directory: Path | None, save: Callable[[JudgedT, Path], Path | None], what: str = "results"
+) -> Keep[JudgedT]:
     """What keeps a session's run file in ``directory`` (``--results-dir``; None: nothing is
     kept): ``save(outcome, directory)`` writes it, and a line names it (calling its content
     ``what``). The exit code so far comes back, turned to 3 (unless 1) when it cannot be saved."""
@@ -85,7 +85,7 @@ def keeper(
         return None
     kept_in = directory
 
-    def keep(outcome: Outcome, code: int) -> int:
+    def keep(outcome: JudgedT, code: int) -> int:
         try:
             path = save(outcome, kept_in)
         except FuseciError as exc:

@@ -27,7 +27,7 @@ Functions = Annotated[
 SuiteId = Annotated[
     str | None, typer.Option("--suite", help="Suite id. Default: the first function's top package.", metavar="ID")
 ]
-CaseId = Annotated[
+CaseIdOpt = Annotated[
     str | None, typer.Option("--case", help="Case id. Default: the fused function's name.", metavar="ID")
 ]
 RunnerLabels = Annotated[
@@ -36,10 +36,10 @@ RunnerLabels = Annotated[
         "--runner-label", help="A label of the GPU runner (repeatable). Default: self-hosted, gpu.", metavar="LABEL"
     ),
 ]
-ReportDir = Annotated[
+InitReportDir = Annotated[
     str, typer.Option("--report-dir", help="The report directory: ignored by git, kept by the Action.", metavar="DIR")
 ]
-Framework = Annotated[
+FrameworkOpt = Annotated[
     str | None,
     typer.Option(
         "--framework",
@@ -80,10 +80,10 @@ Root = Annotated[Path, typer.Option("--root", help="The repository to write into
 def init_command(
     functions: Functions,
     suite: SuiteId = None,
-    case: CaseId = None,
+    case: CaseIdOpt = None,
     runner_label: RunnerLabels = None,
-    report_dir: ReportDir = "fuseci-out",
-    framework: Framework = None,
+    report_dir: InitReportDir = "fuseci-out",
+    framework: FrameworkOpt = None,
     action: ActionRef = None,
     workflow: WorkflowFile = None,
     suite_only: SuiteOnly = False,

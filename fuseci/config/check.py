@@ -29,7 +29,7 @@ from pathlib import Path
 from fuseci.config import names
 from fuseci.config.model import Case, Suite
 from fuseci.config.parse import check_suite
-from fuseci.config.resolve import Finding, ModuleFinder, Parameters, parameters, resolve_suite, suite_finder
+from fuseci.config.resolve import ModuleFinder, Parameters, Unresolved, parameters, resolve_suite, suite_finder
 from fuseci.config.values import shown, yaml_number_hint
 from fuseci.wording import did_you_mean
 
@@ -71,7 +71,7 @@ class FileCheck:
     """The problems listed, in file order: at most :data:`MAX_LISTED`."""
     unlisted: int = 0
     """Problems found beyond those listed."""
-    unverified: tuple[Finding, ...] = ()
+    unverified: tuple[Unresolved, ...] = ()
     """References that exist but whose names could not be read from source."""
     warnings: tuple[SuiteProblem, ...] = ()
     """What is worth a look but fails nothing (inputs smaller than the L2 span)."""
@@ -240,10 +240,10 @@ def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
     return SuiteProblem(suite.path, case.line, message, suite.name)
 
 
-def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Finding], list[SuiteProblem]]:
+def _notes(suite: Suite, resolve: bool) -> tuple[list[SuiteProblem], list[Unresolved], list[SuiteProblem]]:
     """The suite's unresolved references (problems), unverified ones and warnings."""
     problems: list[SuiteProblem] = []
-    unverified: list[Finding] = []
+    unverified: list[Unresolved] = []
     for f in resolve_suite(suite) if resolve else ():
         if f.resolution.problem:
             message = (

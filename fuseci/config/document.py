@@ -7,9 +7,8 @@ for editors (``fuseci/suite.schema.json``) from the same models. A value's own r
 tolerance, a shape) are its type's validator, which says what is wrong in the words of the old
 loader; rules that relate fields or depend on the suite's defaults (a ``randint`` range and the
 dtype, frameworks and dtypes, the variants of a case) are checked in :mod:`fuseci.config.parse`.
-The value types are declared in :mod:`fuseci.config.values` (ids, names, numbers, shapes) and
-:mod:`fuseci.config.judging` (tolerances, expectations, gates, planted checks, kernel rules and
-patterns).
+The value types are declared in :mod:`fuseci.config.values` (ids, names, numbers, shapes,
+tolerances, expectations, gates, planted checks, kernel rules and patterns).
 
 docs/SUITES.md ("Writing a suite") documents the format with a complete example.
 """
@@ -23,7 +22,6 @@ from typing import Annotated, Union
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PlainValidator
 
 from fuseci import validation as v
-from fuseci.config.judging import Allowance, CaughtBy, Expect, Gates, KernelPattern, Kernels, pattern_schema
 from fuseci.config.model import (
     CACHE_CONTROLS,
     CLOCK_CONTROLS,
@@ -33,29 +31,36 @@ from fuseci.config.model import (
     UNFUSED,
 )
 from fuseci.config.values import (
+    Allowance,
     Bytes,
+    CaughtBy,
+    Description,
     Distribution,
     Dtype,
-    Framework,
-    Id,
+    Expectations,
+    FrameworkName,
+    Gates,
     InputName,
+    KernelPattern,
+    KernelRules,
     Param,
     ParamName,
     Ref,
     Schema,
     Seed,
     Shape,
-    Text,
+    SuiteFileId,
     finite,
     flag,
     non_negative,
     number_schema,
+    pattern_schema,
     positive,
     shown,
 )
 
 
-class Correctness(v.Model):
+class CorrectnessDoc(v.Model):
     """An output passes when every element satisfies |out - expected| <= atol + rtol * |expected|."""
 
     rtol: Annotated[
@@ -88,11 +93,11 @@ class Defaults(v.Model):
     dtype: Dtype = "float32"
     distribution: Distribution = "normal"
     seed: Seed = 0
-    correctness: Correctness | None = None
+    correctness: CorrectnessDoc | None = None
     gates: Gates = None
-    expect: Expect = None
+    expect: Expectations = None
     bytes_allowance: Allowance | None = None
-    framework: Framework | None = None
+    framework: FrameworkName | None = None
 
 
 class Ncu(v.Model):
@@ -168,7 +173,7 @@ def _graphs(value: object) -> int:
     return value
 
 
-class Ledger(v.Model):
+class LedgerDoc(v.Model):
     """Audit the variant's compiled forward kernel by kernel (the fusion ledger), against the
     baseline's ledger."""
 
@@ -221,7 +226,7 @@ def _ledger(value: object) -> object:
 
 
 LedgerValue = Annotated[
-    Union[bool, Ledger],  # noqa: UP007
+    Union[bool, LedgerDoc],  # noqa: UP007
     BeforeValidator(_ledger),
     Field(
         description="Audit the compiled forward kernel by kernel, against the baseline's ledger (framework: torch "
@@ -280,14 +285,14 @@ class LongVariant(v.Model):
     fn: Annotated[
         Ref, Field(description="The function called with the case's inputs and params as keyword arguments.")
     ] = ""
-    expect: Expect = None
+    expect: Expectations = None
     baseline: Annotated[
-        Id,
+        SuiteFileId,
         Field(description="Judge this variant against the baseline recorded for that other fused variant of the case."),
     ] = ""
     caught_by: CaughtBy = ()
-    framework: Framework | None = None
-    kernels: Kernels = ()
+    framework: FrameworkName | None = None
+    kernels: KernelRules = ()
     ledger: LedgerValue = False
     factory: Annotated[
         Ref,
@@ -313,7 +318,7 @@ def _variant(value: object) -> object:
     return value
 
 
-Variant = Annotated[
+VariantDoc = Annotated[
     Union[Ref, LongVariant],  # noqa: UP007
     BeforeValidator(_variant),
     Field(description="A 'module:function' reference, or the long form with per-variant expectations."),
@@ -334,11 +339,11 @@ def _inputs(node: Mapping[str, object]) -> Mapping[str, object]:
     return node
 
 
-class Case(v.Model):
+class CaseDoc(v.Model):
     """One fusion pattern: inputs, variants and the policies that judge them."""
 
-    id: Id
-    description: Text = ""
+    id: SuiteFileId
+    description: Description = ""
     inputs: Annotated[
         dict[InputName, Input],
         AfterValidator(_inputs),
@@ -360,16 +365,16 @@ class Case(v.Model):
         ),
     ] = None
     variants: Annotated[
-        dict[Id, Variant],
+        dict[SuiteFileId, VariantDoc],
         AfterValidator(_variants),
         Field(description="'unfused' and at least one fused variant, by id.", json_schema_extra={"minProperties": 2}),
     ]
-    correctness: Correctness | None = None
+    correctness: CorrectnessDoc | None = None
     gates: Gates = None
-    expect: Expect = None
+    expect: Expectations = None
     bytes_allowance: Allowance | None = None
     min_bytes: Bytes | None = None
-    framework: Framework | None = None
+    framework: FrameworkName | None = None
 
 
 def _cases(value: object) -> object:
@@ -383,13 +388,14 @@ class SuiteDoc(v.Model):
     fusion gains gated against baselines. See docs/SUITES.md, 'Writing a suite'."""
 
     suite: Annotated[
-        Id, Field(description="Suite id: letters, digits, '_' and '-'. Names the baseline file and the NVTX ranges.")
+        SuiteFileId,
+        Field(description="Suite id: letters, digits, '_' and '-'. Names the baseline file and the NVTX ranges."),
     ]
-    description: Text = ""
+    description: Description = ""
     defaults: Defaults | None = None
     ncu: Ncu | None = None
     cases: Annotated[
-        list[Case],
+        list[CaseDoc],
         BeforeValidator(_cases),
         Field(description="The cases of the suite, in the order they run.", min_length=1),
     ]

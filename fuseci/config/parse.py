@@ -203,7 +203,7 @@ def _defaults(d: doc.Defaults | None) -> _Defaults:
     )
 
 
-def _correctness(block: doc.Correctness | None, base: Correctness | None) -> Correctness | None:
+def _correctness(block: doc.CorrectnessDoc | None, base: Correctness | None) -> Correctness | None:
     """The stated tolerances (a key left out keeps ``base``'s, or the float32 default); None when
     neither this block nor ``base`` states any: each output's dtype sets them."""
     if block is None:
@@ -212,7 +212,7 @@ def _correctness(block: doc.Correctness | None, base: Correctness | None) -> Cor
     return Correctness(**{k: getattr(block if k in block.model_fields_set else start, k) for k in ("rtol", "atol")})
 
 
-def _inputs(w: _Where, where: str, c: doc.Case, node: Any, d: _Defaults) -> tuple[InputSpec, ...]:
+def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: _Defaults) -> tuple[InputSpec, ...]:
     found: list[InputSpec] = []
     inputs_node = node.get("inputs", {})
     for name, i in c.inputs.items():
@@ -243,7 +243,7 @@ def _inputs(w: _Where, where: str, c: doc.Case, node: Any, d: _Defaults) -> tupl
 
 
 def _variants(
-    w: _Where, where: str, c: doc.Case, node: Any, expect: Mapping[str, Expectation], d: _Defaults
+    w: _Where, where: str, c: doc.CaseDoc, node: Any, expect: Mapping[str, Expectation], d: _Defaults
 ) -> tuple[Variant, ...]:
     framework, seed = c.framework or d.framework, d.seed
     vnode = node.get("variants", {})
@@ -399,7 +399,7 @@ def _check_frameworks(
                 break
 
 
-def _case(w: _Where, c: doc.Case, node: Any, d: _Defaults) -> Case:
+def _case(w: _Where, c: doc.CaseDoc, node: Any, d: _Defaults) -> Case:
     where = f"case {brief_repr(c.id)}"
     inputs = _inputs(w, where, c, node, d)
     params = dict(c.params or {})
@@ -518,7 +518,7 @@ def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) 
     cases = []
     for node in cases_raw:
         try:
-            one = doc.Case.model_validate(node)
+            one = doc.CaseDoc.model_validate(node)
         except ValidationError:
             continue
         cases.append(_case(w, one, node, defaults))

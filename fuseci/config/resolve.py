@@ -60,7 +60,7 @@ class Resolution:
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class Unresolved:
     """One reference of a suite that does not resolve, or that could not be verified."""
 
     line: int
@@ -411,11 +411,11 @@ def resolve(ref: str, finder: ModuleFinder) -> Resolution:
     return Resolution(problem=f"module {module!r} ({source}) defines no {func!r}{hint}")
 
 
-def resolve_suite(suite: Suite) -> list[Finding]:
+def resolve_suite(suite: Suite) -> list[Unresolved]:
     """Every reference of the suite that does not resolve or could not be verified, in file
     order."""
     finder = suite_finder(suite)
-    out: list[Finding] = []
+    out: list[Unresolved] = []
     seen: dict[str, Resolution] = {}
     for case in suite.cases:
         refs = [(v.line, f"case {case.id!r}.variants.{v.id}", v.fn) for v in case.variants]
@@ -426,7 +426,7 @@ def resolve_suite(suite: Suite) -> list[Finding]:
             if found is None:
                 found = seen[ref] = resolve(ref, finder)
             if found.problem or found.unverified:
-                out.append(Finding(line, field, ref, found))
+                out.append(Unresolved(line, field, ref, found))
     return sorted(out, key=lambda f: f.line)
 
 
@@ -462,6 +462,8 @@ class Parameters:
     kernel: str = ""
     """The decorator that makes it a GPU kernel rather than a function the harness can call
     (``triton.jit``), or ``""``."""
+    literals: tuple[tuple[str, object], ...] = ()
+    """Each keyword parameter whose default is a literal (``1e-06``, ``True``, ``"x"``) and that value."""
 
 
 #: The scalar types a parameter's annotation or default may say, by their source.
@@ -471,15 +473,11 @@ SCALAR_TYPES = ("float", "int", "bool", "str")
 KERNEL_DECORATORS = frozenset({"numba.cuda.jit", "cupyx.jit.rawkernel"})
 
 
-def _kinds(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, str, str], ...]:
-    a = node.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults: dict[str, ast.expr | None] = dict(
-        zip([p.arg for p in positional][len(positional) - len(a.defaults) :], a.defaults, strict=True)
-    )
-    defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)}
+def _kinds(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, defaults: dict[str, ast.expr]
+) -> tuple[tuple[str, str, str], ...]:
     out = []
-    for p in (*a.args, *a.kwonlyargs):
+    for p in (*node.args.args, *node.args.kwonlyargs):
         shown = ast.unparse(p.annotation) if p.annotation is not None else ""
         default = defaults.get(p.arg)
         value = default.value if isinstance(default, ast.Constant) else None
@@ -493,7 +491,7 @@ def _kinds(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str, str
 def _kernel(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]) -> str:
     """The decorator that makes ``node`` a GPU kernel (:data:`KERNEL_DECORATORS`), as written."""
     for d in node.decorator_list:
-        name = _dotted(d)
+        name = dotted(d.func if isinstance(d, ast.Call) else d)
         head, _, rest = name.partition(".")
         full = ".".join(filter(None, (imports.get(head, head), rest)))
         if full.split(".")[0] == "triton" or full in KERNEL_DECORATORS:
@@ -501,13 +499,13 @@ def _kernel(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str
     return ""
 
 
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
+def dotted(node: ast.AST) -> str:
+    """``a.b.c`` of a name or an attribute chain; empty for anything else."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}" if _dotted(node.value) else ""
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
     return ""
 
 
@@ -523,21 +521,22 @@ def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> P
     kernel = _kernel(node, imports)
     if kernel:
         return Parameters(node.name, (), (), (), True, kernel=kernel)
-    if any(_dotted(d) not in SAME_PARAMETERS for d in node.decorator_list):
+    if any(dotted(d.func if isinstance(d, ast.Call) else d) not in SAME_PARAMETERS for d in node.decorator_list):
         return None
     a = node.args
     positional = [*a.posonlyargs, *a.args]
-    defaulted = {p.arg for p in positional[len(positional) - len(a.defaults) :]}
-    defaulted |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults) :], a.defaults, strict=True))
+    defaults |= {p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
     keywords = [p.arg for p in (*a.args, *a.kwonlyargs)]
     return Parameters(
         node.name,
         tuple(keywords),
-        tuple(n for n in keywords if n not in defaulted),
-        tuple(p.arg for p in a.posonlyargs if p.arg not in defaulted),
+        tuple(n for n in keywords if n not in defaults),
+        tuple(p.arg for p in a.posonlyargs if p.arg not in defaults),
         a.vararg is not None or a.kwarg is not None,
-        _kinds(node),
+        _kinds(node, defaults),
         frozenset(module_imports(tree)),
+        literals=tuple((n, d.value) for n, d in defaults.items() if n in keywords and isinstance(d, ast.Constant)),
     )
 
 
@@ -575,7 +574,7 @@ def parameters(ref: str, finder: ModuleFinder) -> Parameters | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return _of_def(node, tree)
         wrapped = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if hop or not isinstance(wrapped, ast.Call) or _dotted(wrapped.func) != "torch.compile" or not wrapped.args:
+        if hop or not isinstance(wrapped, ast.Call) or dotted(wrapped.func) != "torch.compile" or not wrapped.args:
             return None
         if not isinstance(wrapped.args[0], ast.Name):
             return None

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic.json_schema import DefsRef, GenerateJsonSchema
+
 from fuseci.config.document import SuiteDoc
 from fuseci.config.values import MAX_DIMS, MAX_ELEMENTS
 
@@ -33,9 +35,16 @@ _COMMENT = (
 _NOT_FOR_UNFUSED = ("baseline", "caught_by")
 
 
+class _SuiteNames(GenerateJsonSchema):
+    """Definitions named as the suite file knows them: ``Case``, not its model's ``CaseDoc``."""
+
+    def normalize_name(self, name: str) -> DefsRef:
+        return DefsRef(super().normalize_name(name).removesuffix("Doc"))
+
+
 def generate() -> dict[str, Any]:
     """The suite's JSON Schema (draft-07), from :class:`~fuseci.config.document.SuiteDoc`."""
-    raw = _tidy(SuiteDoc.model_json_schema(ref_template="#/definitions/{model}"))
+    raw = _tidy(SuiteDoc.model_json_schema(ref_template="#/definitions/{model}", schema_generator=_SuiteNames))
     definitions = raw.pop("$defs")
     long = definitions["LongVariant"]
     unfused_long = {

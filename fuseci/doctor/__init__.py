@@ -1,6 +1,6 @@
 """``fuseci doctor``: check that this machine can run fuseci, and say how to fix what cannot.
 
-The checks, in order (:data:`CHECKS`); one that cannot run because an earlier one failed is
+The checks, in order (:data:`~fuseci.doctor.diagnosis.CHECKS`); one that cannot run because an earlier one failed is
 ``SKIP`` and names that one:
 
 1. ``fuseci``: fuseci's and Python's versions and paths (always OK).
@@ -27,79 +27,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from fuseci.doctor.diagnosis import (
-    CHECKS,
-    FORMAT,
-    FORMAT_VERSION,
-    GPU_FIELDS,
-    Check,
-    Clocks,
-    Diagnosis,
-    DoctorOptions,
-    Gpu,
-    ProbeResult,
-    Status,
-    _skip,
-)
-from fuseci.doctor.host import (
-    assess_clocks,
-    check_fuseci,
-    check_gpu,
-    check_ncu,
-    check_reader,
-    parse_gpus,
-    read_clocks,
-    smi_command,
-)
-from fuseci.doctor.profiling import (
-    assess_probe,
-    assess_profile,
-    assess_readback,
-    build_probe_command,
-    build_profile_command,
-    check_cupy,
-    check_profiling,
-    check_readback,
-    read_probe,
-)
-from fuseci.frames import report
-from fuseci.harness import probe as harness
-from fuseci.measure import profile as ncu
-
-__all__ = [
-    "CHECKS",
-    "FORMAT",
-    "FORMAT_VERSION",
-    "GPU_FIELDS",
-    "Check",
-    "Clocks",
-    "Diagnosis",
-    "DoctorOptions",
-    "Gpu",
-    "ProbeResult",
-    "Status",
-    "assess_clocks",
-    "assess_probe",
-    "assess_profile",
-    "assess_readback",
-    "build_probe_command",
-    "build_profile_command",
-    "check_cupy",
-    "check_fuseci",
-    "check_gpu",
-    "check_ncu",
-    "check_profiling",
-    "check_readback",
-    "check_reader",
-    "diagnose",
-    "harness",
-    "ncu",
-    "parse_gpus",
-    "read_clocks",
-    "read_probe",
-    "report",
-    "smi_command",
-]
+from fuseci.doctor.diagnosis import CheckStatus, Diagnosis, DoctorOptions, _skip
+from fuseci.doctor.host import assess_clocks, check_fuseci, check_gpu, check_ncu, check_reader, read_clocks
+from fuseci.doctor.profiling import check_cupy, check_profiling, check_readback
 
 
 def diagnose(options: DoctorOptions | None = None) -> Diagnosis:
@@ -117,14 +47,14 @@ def diagnose(options: DoctorOptions | None = None) -> Diagnosis:
         work = Path(tmp)
         cupy = check_cupy(options, work)
         checks.append(cupy)
-        if ncu_exe is None or cupy.status is Status.FAIL:
+        if ncu_exe is None or cupy.status is CheckStatus.FAIL:
             blocker = "ncu" if ncu_exe is None else "cupy"
             return Diagnosis((*checks, _skip("profiling", blocker), _skip("readback", blocker)))
         profiling, report_path = check_profiling(ncu_exe, options, work)
         checks.append(profiling)
         if report_path is None:
             checks.append(_skip("readback", "profiling"))
-        elif reader.status is Status.FAIL:
+        elif reader.status is CheckStatus.FAIL:
             checks.append(_skip("readback", "reader"))
         else:
             checks.append(check_readback(report_path))

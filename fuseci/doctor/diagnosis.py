@@ -62,7 +62,7 @@ CUPY_FIX = (
 )
 
 
-class Status(enum.Enum):
+class CheckStatus(enum.Enum):
     """The result of one check."""
 
     OK = "OK"
@@ -81,7 +81,7 @@ class Check:
 
     name: str
     """Its key in :data:`CHECKS`."""
-    status: Status
+    status: CheckStatus
     """The verdict."""
     detail: str
     """What was found; may span several lines."""
@@ -106,7 +106,7 @@ class Diagnosis:
     @property
     def exit_code(self) -> int:
         """3 when a check failed, else 0 (warnings and skips do not fail)."""
-        return EXIT_SETUP if any(c.status is Status.FAIL for c in self.checks) else EXIT_PASS
+        return EXIT_SETUP if any(c.status is CheckStatus.FAIL for c in self.checks) else EXIT_PASS
 
     def check(self, name: str) -> Check:
         """The check called ``name``.
@@ -185,12 +185,14 @@ class ProbeResult:
     """Largest error of the kernel's result; None when it did not run."""
 
 
-def _check(name: str, status: Status, detail: str, fix: str = "", /, **facts: JsonValue) -> Check:
+def _check(name: str, status: CheckStatus, detail: str, fix: str = "", /, **facts: JsonValue) -> Check:
     return Check(name, status, detail, fix, facts)
 
 
 def _skip(name: str, blocker: str) -> Check:
-    return Check(name, Status.SKIP, f"not run: the '{CHECKS[blocker]}' check failed", f"fix '{CHECKS[blocker]}' first")
+    return Check(
+        name, CheckStatus.SKIP, f"not run: the '{CHECKS[blocker]}' check failed", f"fix '{CHECKS[blocker]}' first"
+    )
 
 
 def _number(value: Any) -> float | None:

@@ -23,9 +23,9 @@ from fuseci.doctor.diagnosis import (
     GPU_FIELDS,
     GPU_FIX,
     Check,
+    CheckStatus,
     Clocks,
     Gpu,
-    Status,
     _check,
 )
 from fuseci.errors import NcuError, ReportError
@@ -76,7 +76,7 @@ def check_fuseci(python: str = sys.executable) -> Check:
         detail += f" ({', '.join(missing)} not installed{': suites with framework: torch need it' if 'PyTorch' in missing else ''})"
     return _check(
         "fuseci",
-        Status.OK,
+        CheckStatus.OK,
         detail,
         fuseci_version=__version__,
         fuseci_path=str(where),
@@ -100,13 +100,13 @@ def check_ncu(explicit: str | None = None) -> tuple[Check, str | None]:
     try:
         exe = ncu.find_ncu(explicit)
     except NcuError as exc:
-        return _check("ncu", Status.FAIL, str(exc).removesuffix(f"; {ncu.INSTALL_FIX}"), ncu.INSTALL_FIX), None
+        return _check("ncu", CheckStatus.FAIL, str(exc).removesuffix(f"; {ncu.INSTALL_FIX}"), ncu.INSTALL_FIX), None
     try:
         version = ncu.ncu_version(exe)
     except NcuError as exc:
         fix = "reinstall Nsight Compute, or point --ncu / FUSECI_NCU at an ncu that runs"
-        return _check("ncu", Status.FAIL, str(exc), fix, path=exe), None
-    return _check("ncu", Status.OK, f"ncu {version} ({exe})", path=exe, version=version), exe
+        return _check("ncu", CheckStatus.FAIL, str(exc), fix, path=exe), None
+    return _check("ncu", CheckStatus.OK, f"ncu {version} ({exe})", path=exe, version=version), exe
 
 
 # --- 3. report reader --------------------------------------------------------------------------
@@ -125,14 +125,14 @@ def check_reader() -> Check:
         module = report.load_reader(ncu.find_ncu_or_none())
     except ReportError as exc:
         fix = f"install it into this Python: `{sys.executable} -m pip install ncu-report` (a dependency of fuseci)"
-        return _check("reader", Status.FAIL, str(exc), fix)
+        return _check("reader", CheckStatus.FAIL, str(exc), fix)
     path = Path(getattr(module, "__file__", None) or "?")
     if path.parent.name == "python" and path.parent.parent.name == "extras":
         source, version, where = "ncu-extras", None, "ncu's extras/python"
     else:
         source, version, where = "pypi", _distribution_version("ncu-report"), "the PyPI package ncu-report"
     detail = f"ncu_report {version or '(version unknown)'} from {where} ({path})"
-    return _check("reader", Status.OK, detail, source=source, version=version, path=str(path))
+    return _check("reader", CheckStatus.OK, detail, source=source, version=version, path=str(path))
 
 
 # --- 4. GPU and driver, 5. clocks -------------------------------------------------------------
@@ -192,15 +192,15 @@ def check_gpu(timeout_s: float = 30.0) -> tuple[Check, list[Gpu]]:
         out = _smi(GPU_FIELDS, timeout_s)
     except FileNotFoundError:
         detail = "no NVIDIA GPU visible: nvidia-smi is not on PATH (no NVIDIA driver here, or not passed into this container)"
-        return _check("gpu", Status.FAIL, detail, GPU_FIX), []
+        return _check("gpu", CheckStatus.FAIL, detail, GPU_FIX), []
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return _check("gpu", Status.FAIL, f"no NVIDIA GPU visible: nvidia-smi did not run ({exc})", GPU_FIX), []
+        return _check("gpu", CheckStatus.FAIL, f"no NVIDIA GPU visible: nvidia-smi did not run ({exc})", GPU_FIX), []
     text = "\n".join(part.strip() for part in (out.stdout, out.stderr) if part.strip())
     gpus = parse_gpus(out.stdout) if out.returncode == 0 else []
     if not gpus:
         said = " | ".join(text.splitlines()[:3]) or "nothing"
         detail = f"no NVIDIA GPU visible: nvidia-smi exited with code {out.returncode} and said: {said}"
-        return _check("gpu", Status.FAIL, detail, GPU_FIX, returncode=out.returncode, output=text), []
+        return _check("gpu", CheckStatus.FAIL, detail, GPU_FIX, returncode=out.returncode, output=text), []
     lines = [f"GPU {g.index}: {g.name}, {sm_name(g.compute_capability)}, driver {g.driver}" for g in gpus]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -209,7 +209,7 @@ def check_gpu(timeout_s: float = 30.0) -> tuple[Check, list[Gpu]]:
         {"index": g.index, "name": g.name, "driver_version": g.driver, "compute_capability": g.compute_capability}
         for g in gpus
     ]
-    return _check("gpu", Status.OK, "\n".join(lines), gpus=facts, cuda_visible_devices=visible), gpus
+    return _check("gpu", CheckStatus.OK, "\n".join(lines), gpus=facts, cuda_visible_devices=visible), gpus
 
 
 def _optional_column(fields: Sequence[str], count: int, timeout_s: float) -> list[str | None]:
@@ -281,5 +281,5 @@ def assess_clocks(states: Sequence[Clocks]) -> Check:
         for s in states
     ]
     if changed:
-        return _check("clocks", Status.WARN, "\n".join(lines), CLOCKS_FIX, gpus=facts)
-    return _check("clocks", Status.OK, "\n".join(lines), gpus=facts)
+        return _check("clocks", CheckStatus.WARN, "\n".join(lines), CLOCKS_FIX, gpus=facts)
+    return _check("clocks", CheckStatus.OK, "\n".join(lines), gpus=facts)

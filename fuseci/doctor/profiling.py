@@ -15,7 +15,16 @@ from pydantic import JsonValue
 
 from fuseci.config import names
 from fuseci.config.model import NcuSettings
-from fuseci.doctor.diagnosis import CUPY_FIX, TAIL_LINES, Check, DoctorOptions, ProbeResult, Status, _check, _number
+from fuseci.doctor.diagnosis import (
+    CUPY_FIX,
+    TAIL_LINES,
+    Check,
+    CheckStatus,
+    DoctorOptions,
+    ProbeResult,
+    _check,
+    _number,
+)
 from fuseci.doctor.host import sm_name
 from fuseci.errors import NcuError, ReportError
 from fuseci.frames import report
@@ -58,7 +67,7 @@ def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: 
     if probe is None:
         detail = f"the probe exited with code {returncode} and wrote no record; its last lines:\n{tail or '(none)'}"
         fix = f"run `{python} -m fuseci.harness --probe --record probe.json` to see the whole error"
-        return _check("cupy", Status.FAIL, detail, fix, returncode=returncode)
+        return _check("cupy", CheckStatus.FAIL, detail, fix, returncode=returncode)
     facts: dict[str, JsonValue] = {
         "returncode": returncode,
         "error": probe.error,
@@ -73,7 +82,7 @@ def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: 
             f"({sm_name(str(e.get('compute_capability', '?')))}); a kernel on {PROBE_ELEMENTS} random "
             f"floats computed the right result"
         )
-        return _check("cupy", Status.OK, detail, max_abs_err=probe.max_abs_err, **facts)
+        return _check("cupy", CheckStatus.OK, detail, max_abs_err=probe.max_abs_err, **facts)
     if probe.error == ProbeFailure.NO_CUPY:
         detail, fix = f"no device runtime can be imported by {python}: {probe.message}", CUPY_FIX
     elif probe.error == ProbeFailure.NO_DEVICE:
@@ -94,7 +103,7 @@ def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: 
             "a CuPy built for another CUDA major version than the driver's, or no CUDA compiler (NVRTC) it can "
             "load: " + CUPY_FIX
         )
-    return _check("cupy", Status.FAIL, detail, fix, **facts)
+    return _check("cupy", CheckStatus.FAIL, detail, fix, **facts)
 
 
 def _runtime(env: Mapping[str, Any]) -> str:
@@ -111,14 +120,14 @@ def check_cupy(options: DoctorOptions, work: Path) -> Check:
     try:
         returncode = process.run_logged(argv, log_path, options.probe_timeout_s)
     except OSError as exc:
-        return _check("cupy", Status.FAIL, f"cannot execute {argv[0]}: {exc.strerror or exc}", CUPY_FIX)
+        return _check("cupy", CheckStatus.FAIL, f"cannot execute {argv[0]}: {exc.strerror or exc}", CUPY_FIX)
     except subprocess.TimeoutExpired:
         detail = (
             f"the probe did not finish within {options.probe_timeout_s:g} s; its last lines:\n"
             f"{process.tail(log_path, TAIL_LINES) or '(none)'}"
         )
         fix = "is the GPU hung or held by another process? see `nvidia-smi`"
-        return _check("cupy", Status.FAIL, detail, fix)
+        return _check("cupy", CheckStatus.FAIL, detail, fix)
     return assess_probe(returncode, read_probe(record), process.tail(log_path, TAIL_LINES), options.python)
 
 
@@ -139,26 +148,26 @@ def build_profile_command(
 def assess_profile(run: ncu.ProfileRun, files: SuiteFiles) -> Check:
     """Judge the probe's run under ncu with what ncu.py knows of ncu's failures."""
     facts = {"outcome": run.outcome.value, "returncode": run.returncode}
-    if run.outcome is ncu.Outcome.REPORT:
+    if run.outcome is ncu.ProfileOutcome.REPORT:
         size = files.report.stat().st_size if files.report.exists() else 0
         detail = f"ncu read the counters of the probe's kernel and wrote a report ({size} bytes)"
-        return _check("profiling", Status.OK, detail, **facts)
+        return _check("profiling", CheckStatus.OK, detail, **facts)
     if run.fix:  # a cause ncu names in its log: permission, DCGM
-        return _check("profiling", Status.FAIL, run.problem, run.fix, **facts)
+        return _check("profiling", CheckStatus.FAIL, run.problem, run.fix, **facts)
     detail = run.problem
     ncu_tail = process.tail(files.ncu_log, TAIL_LINES)
     if run.tail:
         detail += f"; last lines:\n{run.tail}"
     if ncu_tail and ncu_tail != run.tail:
         detail += f"\nncu's log ends:\n{ncu_tail}"
-    if run.outcome is ncu.Outcome.APP_FAILED:
+    if run.outcome is ncu.ProfileOutcome.APP_FAILED:
         fix = (
             "the probe runs outside ncu (see 'CuPy, CUDA') but not under it: read the lines above; an ncu older "
             "than the driver or the GPU fails this way: update Nsight Compute"
         )
     else:
         fix = "read ncu's log above; an ncu older than the driver or the GPU fails this way: update Nsight Compute"
-    return _check("profiling", Status.FAIL, detail, fix, **facts)
+    return _check("profiling", CheckStatus.FAIL, detail, fix, **facts)
 
 
 def check_profiling(ncu_exe: str, options: DoctorOptions, work: Path) -> tuple[Check, Path | None]:
@@ -174,16 +183,16 @@ def check_profiling(ncu_exe: str, options: DoctorOptions, work: Path) -> tuple[C
             run = ncu.run_ncu(argv, files, options.profile_timeout_s)
     except NcuError as exc:
         fix = "reinstall Nsight Compute, or point --ncu / FUSECI_NCU at an ncu that runs"
-        return _check("profiling", Status.FAIL, str(exc), fix), None
+        return _check("profiling", CheckStatus.FAIL, str(exc), fix), None
     except subprocess.TimeoutExpired:
         detail = (
             f"the probe under ncu did not finish within {options.profile_timeout_s:g} s; ncu's log ends:\n"
             f"{process.tail(files.ncu_log, TAIL_LINES) or '(empty)'}"
         )
         fix = "is the GPU held by another process or profiler? see `nvidia-smi`"
-        return _check("profiling", Status.FAIL, detail, fix), None
+        return _check("profiling", CheckStatus.FAIL, detail, fix), None
     check = assess_profile(run, files)
-    return check, files.report if check.status is Status.OK else None
+    return check, files.report if check.status is CheckStatus.OK else None
 
 
 def assess_readback(frame: pd.DataFrame) -> Check:
@@ -201,18 +210,18 @@ def assess_readback(frame: pd.DataFrame) -> Check:
     )
     if len(mine) != 1 or len(frame) != 1:
         detail = f"expected exactly one kernel in {where}; the report holds {len(mine)} there and {len(frame) - len(mine)} elsewhere"
-        return _check("readback", Status.FAIL, detail, fix, **facts)
+        return _check("readback", CheckStatus.FAIL, detail, fix, **facts)
     row = mine.iloc[0]
     read, duration = _number(row[names.DRAM_READ]), _number(row[names.DURATION])
     facts.update(kernel=str(row[names.KERNEL]), dram_bytes_read=read, duration_ns=duration)
     if not ((read or 0) > 0 or (duration or 0) > 0):
         detail = f"the kernel in {where} has no positive {names.DRAM_READ} ({read}) or {names.DURATION} ({duration})"
-        return _check("readback", Status.FAIL, detail, fix, **facts)
+        return _check("readback", CheckStatus.FAIL, detail, fix, **facts)
     detail = (
         f"1 kernel ({row[names.KERNEL]}) in {where}: {names.DRAM_READ} {(read or 0) / 1e6:.1f} MB, "
         f"{names.DURATION} {(duration or 0) / 1e3:.1f} us"
     )
-    return _check("readback", Status.OK, detail, **facts)
+    return _check("readback", CheckStatus.OK, detail, **facts)
 
 
 def check_readback(path: Path) -> Check:
@@ -221,5 +230,5 @@ def check_readback(path: Path) -> Check:
         frame = report.read_report(path, ncu=ncu.find_ncu_or_none())
     except ReportError as exc:
         fix = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
-        return _check("readback", Status.FAIL, str(exc), fix)
+        return _check("readback", CheckStatus.FAIL, str(exc), fix)
     return assess_readback(frame)

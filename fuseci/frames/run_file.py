@@ -36,12 +36,12 @@ from fuseci.records.harness import HarnessRecord
 COMMIT_PATTERN = "[0-9a-fA-F]{7,64}"
 
 if TYPE_CHECKING:
-    KernelRow = dict[str, Any]
+    KernelFrameRow = dict[str, Any]
 else:
     #: A kernel as a run file keeps it: one row of the per-kernel frame (metrics null when not measured).
-    KernelRow = with_config(v.OpenModel.model_config)(
+    KernelFrameRow = with_config(v.OpenModel.model_config)(
         TypedDict(
-            "KernelRow",
+            "KernelFrameRow",
             {
                 "suite": v.Id,
                 "case": v.Id,
@@ -74,7 +74,7 @@ class RunSuite(v.OpenDocument):
     record: Any
     """Its harness record: checked by :meth:`HarnessRecord.embedded`, after its own format and
     version, when the suite is rebuilt (:func:`suite_results`)."""
-    kernels: Annotated[v.Items[KernelRow], Field(max_length=1_000_000)]
+    kernels: Annotated[v.Items[KernelFrameRow], Field(max_length=1_000_000)]
     """The per-kernel frame, a row per kernel."""
 
     @classmethod
@@ -165,7 +165,7 @@ def _cell(value: Any) -> Any:
 
 
 def kernel_rows(kernels: pd.DataFrame) -> list[dict[str, Any]]:
-    """The per-kernel frame's rows as a run file keeps them (:data:`KernelRow`); a spread is
+    """The per-kernel frame's rows as a run file keeps them (:data:`KernelFrameRow`); a spread is
     written only where the kernel was profiled more than once (a single pass has none)."""
     columns, spreads = report.kernel_columns(), frozenset(report.spread_columns())
     out = []

@@ -22,7 +22,7 @@ from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
 from fuseci.harness import arrays, cubins, factory, in_process, watch
 from fuseci.harness.arrays import best_configs, inductor, launch_ranges
-from fuseci.harness.correctness import Call, check_case, first_calls_of
+from fuseci.harness.correctness import BoundCall, check_case, first_calls_of
 from fuseci.harness.env import collect_env
 from fuseci.harness.event_timing import TimingOptions, copy_bandwidth, time_case
 from fuseci.harness.inputs import make_input
@@ -54,7 +54,7 @@ def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
     return func
 
 
-def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None]:
+def _calls(case: Case, search: list[Path]) -> tuple[dict[str, BoundCall], BoundCall | None]:
     """Each variant, and the reference, bound to its framework; a factory's variant to its
     module, and a case with factories and no reference to their float64 copy (:mod:`.factory`).
 
@@ -66,11 +66,13 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None
     calls = {
         v.id: models.call(v)
         if v.factory is not None
-        else Call(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
+        else BoundCall(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
         for v in case.variants
     }
     reference = (
-        Call(resolve(case.reference, search), arrays.get(case.framework), case.params, f"reference {case.reference}")
+        BoundCall(
+            resolve(case.reference, search), arrays.get(case.framework), case.params, f"reference {case.reference}"
+        )
         if case.reference
         else models.reference()
     )
@@ -78,7 +80,7 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, Call], Call | None
 
 
 def _measure(
-    suite: Suite, case: Case, calls: dict[str, Call], inputs: dict[str, arrays.Tensor], passes: int = 1
+    suite: Suite, case: Case, calls: dict[str, BoundCall], inputs: dict[str, arrays.Tensor], passes: int = 1
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, tuple[Repeat, ...]]]]:
     """Warm every variant up outside any range, then run each inside its NVTX range (all ncu
     profiles), ``passes`` times over (each repeat in a range of its own, :func:`names.range_name`).

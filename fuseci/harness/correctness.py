@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Call:
+class BoundCall:
     """One variant (or the reference) bound to its framework: called with fuseci's tensors."""
 
     fn: Callable[..., Any]
@@ -109,7 +109,7 @@ def compare_output(
     )
 
 
-def reference_outputs(case: Case, reference: Call, inputs: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
+def reference_outputs(case: Case, reference: BoundCall, inputs: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
     """The reference's float64 outputs: computed on the GPU when the reference takes device
     arrays and returns device arrays, else on the host in NumPy (see the module docstring).
 
@@ -162,7 +162,7 @@ class CaseCheck:
 
 
 def _first_call(
-    call: Call, inputs: Mapping[str, Tensor], provenance: tuple[dict[str, Provenance], str] | None = None
+    call: BoundCall, inputs: Mapping[str, Tensor], provenance: tuple[dict[str, Provenance], str] | None = None
 ) -> tuple[float, int, tuple[str, ...]]:
     """Call once, outside any check: its wall time (ns), the most device memory it held at once,
     and what it autotuned (an autotuner benchmarking its configurations: the compile cache had no
@@ -181,7 +181,7 @@ def _first_call(
 
 
 def first_calls_of(
-    case: Case, calls: Mapping[str, Call], inputs: Mapping[str, Tensor]
+    case: Case, calls: Mapping[str, BoundCall], inputs: Mapping[str, Tensor]
 ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
     """Each variant's first call, as :func:`check_case` times it, without the checks: its wall
     time (ns) and what it autotuned (only variants that did)."""
@@ -196,7 +196,7 @@ def first_calls_of(
 
 
 def check_case(
-    case: Case, calls: Mapping[str, Call], reference: Call | None, inputs: Mapping[str, Tensor]
+    case: Case, calls: Mapping[str, BoundCall], reference: BoundCall | None, inputs: Mapping[str, Tensor]
 ) -> CaseCheck:
     """Check every variant (see the module docstring).
 

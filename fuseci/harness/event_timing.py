@@ -26,7 +26,7 @@ from fuseci.config.model import Case, InputSpec
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
 from fuseci.harness.arrays import Tensor
-from fuseci.harness.correctness import Call
+from fuseci.harness.correctness import BoundCall
 from fuseci.harness.inputs import make_input
 from fuseci.measure.command import DEFAULT_REPEATS
 from fuseci.records.harness import VariantTiming
@@ -118,7 +118,7 @@ def quantile_ns(times_ms: list[float], q: float) -> float:
 
 
 def time_case(
-    case: Case, calls: Mapping[str, Call], inputs: Mapping[str, Tensor], options: TimingOptions
+    case: Case, calls: Mapping[str, BoundCall], inputs: Mapping[str, Tensor], options: TimingOptions
 ) -> tuple[VariantTiming, ...]:
     """Time every variant of a case with CUDA events, interleaved, over a rotation of input sets,
     then probe whether each call waits for the GPU (:func:`block_probes`).

@@ -35,7 +35,7 @@ from typing import Any
 from fuseci.config.model import Case, CompileOptions, Variant
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
-from fuseci.harness.correctness import Call
+from fuseci.harness.correctness import BoundCall
 from fuseci.records.harness import CaseRecord
 
 #: The framework a factory's module takes its inputs in.
@@ -147,7 +147,7 @@ class Models:
             self._built[variant.fn] = build(self._find(variant.fn), variant, self.case)
         return self._built[variant.fn]
 
-    def call(self, variant: Variant) -> Call:
+    def call(self, variant: Variant) -> BoundCall:
         """The variant bound to its module (compiled when its ``compile:`` says so).
 
         Raises:
@@ -158,11 +158,11 @@ class Models:
         options = variant.factory.compile
         runs = compiled(module, options) if options is not None else module
         how = "compiled" if options is not None else "eager"
-        return Call(
+        return BoundCall(
             forward(runs, self._names), arrays.get(FRAMEWORK), {}, f"variant {variant.id!r} ({variant.fn}, {how})"
         )
 
-    def reference(self) -> Call | None:
+    def reference(self) -> BoundCall | None:
         """The float64 reference of a case that names none: a float64 copy of its first factory
         variant's module, made at the reference's first call (a timed pass, which checks nothing,
         never makes it); None when no variant names a factory.
@@ -182,7 +182,7 @@ class Models:
                 made.append(float64_copy(module, who))
             return forward(made[0], names)(**inputs)
 
-        return Call(call, arrays.get(FRAMEWORK), {}, who, model=True)
+        return BoundCall(call, arrays.get(FRAMEWORK), {}, who, model=True)
 
 
 def noted(case: Case, record: CaseRecord) -> CaseRecord:

@@ -163,21 +163,21 @@ def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
     """Call every variant of ``case``, and its reference, once on small inputs (module docstring)."""
     from fuseci.harness import arrays, factory
     from fuseci.harness.case_runner import resolve
-    from fuseci.harness.correctness import Call, compare_output
+    from fuseci.harness.correctness import BoundCall, compare_output
     from fuseci.harness.inputs import make_input
 
     small = replace(case, inputs=small_inputs(case))
     on = f"on {shapes(small.inputs)}"
     models = factory.Models(small, lambda ref: resolve(ref, search))
 
-    def bound(variant_id: str) -> Call | tuple[Outcome, str]:
+    def bound(variant_id: str) -> BoundCall | tuple[Outcome, str]:
         v = next(v for v in case.variants if v.id == variant_id)
         if v.framework == "cupy":
             return Outcome.NOT_RUN, "it takes CuPy arrays, which need a GPU; `fuseci run` calls it there"
         try:
             if v.factory is not None:
                 return models.call(v)
-            return Call(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
+            return BoundCall(resolve(v.fn, search), arrays.get(v.framework), case.params, f"variant {v.id!r} ({v.fn})")
         except Exception as exc:  # an import that raises, a factory that fails: its error, not fuseci's
             return raised(exc, None)
 
@@ -243,13 +243,13 @@ def _reference(
     the reference could not run (said in the record when the case names it)."""
     from fuseci.harness import arrays
     from fuseci.harness.case_runner import resolve
-    from fuseci.harness.correctness import Call, reference_outputs
+    from fuseci.harness.correctness import BoundCall, reference_outputs
 
     named = bool(case.reference)
     what = "the reference"
     try:
         if case.reference:
-            ref: Call | None = Call(
+            ref: BoundCall | None = BoundCall(
                 resolve(case.reference, search), arrays.get(case.framework), case.params, f"reference {case.reference}"
             )
         else:
@@ -258,7 +258,7 @@ def _reference(
         if ref is None and unfused is not None and unfused.framework != "cupy":
             fn = resolve(unfused.fn, search)
             # no reference named: unfused computing in float64 is one (integer inputs kept, as indices)
-            ref = Call(fn, arrays.get(unfused.framework), case.params, "unfused on float64 inputs", model=True)
+            ref = BoundCall(fn, arrays.get(unfused.framework), case.params, "unfused on float64 inputs", model=True)
             what = "unfused in float64"
     except Exception as exc:  # an import that raises, a factory that fails
         if named:

@@ -60,7 +60,7 @@ _TOOL_IDS = (2, 5, 4, 3)
 
 
 @dataclass(slots=True)
-class Seen:
+class Watched:
     """What one watch saw of the tree."""
 
     ran: dict[str, set[int]] = field(default_factory=dict)
@@ -69,7 +69,7 @@ class Seen:
     read: set[str] = field(default_factory=set)
     """Tree-relative files opened for reading."""
 
-    def add(self, other: Seen) -> None:
+    def add(self, other: Watched) -> None:
         """Note what ``other`` saw too."""
         for path, lines in other.ran.items():
             self.ran.setdefault(path, set()).update(lines)
@@ -141,11 +141,11 @@ class Watch:
 
     def __init__(self, tree: Path, leave_out: Iterable[Path] = ()) -> None:
         self.files = _Files(tree, leave_out)
-        self.imported: dict[str, Seen] = {}
+        self.imported: dict[str, Watched] = {}
         """Module name → what its import ran and read."""
-        self.cases: dict[str, Seen] = {}
+        self.cases: dict[str, Watched] = {}
         """Case id → what its checked calls (and its modules' imports) ran and read."""
-        self._seen: Seen | None = None
+        self._seen: Watched | None = None
         self._codes: set[CodeType] = set()
 
     def code(self, code: CodeType) -> None:
@@ -172,10 +172,10 @@ class Watch:
                 seen.read.add(rel)
 
     @contextmanager
-    def watching(self) -> Iterator[Seen]:
+    def watching(self) -> Iterator[Watched]:
         """Note what the block runs and reads of the tree."""
         global _opening, _hooked
-        seen = Seen()
+        seen = Watched()
         self._seen, self._codes = seen, set()
         if not _hooked:
             sys.addaudithook(_audit)
@@ -195,7 +195,7 @@ class Watch:
         already imported runs nothing)."""
         with self.watching() as seen:
             yield
-        self.imported.setdefault(module, Seen()).add(seen)
+        self.imported.setdefault(module, Watched()).add(seen)
 
     @contextmanager
     def checking(self, case: str, modules: Iterable[str]) -> Iterator[None]:
@@ -204,7 +204,7 @@ class Watch:
         with self.watching() as seen:
             yield
         for module in modules:
-            seen.add(self.imported.get(module, Seen()))
+            seen.add(self.imported.get(module, Watched()))
         self.cases[case] = seen
 
 

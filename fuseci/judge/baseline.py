@@ -78,23 +78,19 @@ def _launch(row: tuple[str, int, int, int, int, KernelCounts]) -> KernelLaunch:
     return KernelLaunch(*row[:5], counts=dict(row[5].counts), spread=dict(row[5].spread))
 
 
-def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
-    return {q: math.nan if x is None else x for q, x in values.items()}
-
-
 if TYPE_CHECKING:
-    Kernel = KernelLaunch
-    Values = Mapping[str, float]
+    KernelEntry = KernelLaunch
+    Amounts = Mapping[str, float]
 else:
     #: A kernel: ``[name, grid, block, registers]``, the shared memory per block when there is any,
     #: and its counts (:class:`KernelCounts`) when the baseline holds them.
-    Kernel = Annotated[
+    KernelEntry = Annotated[
         tuple[v.Name, v.Count, v.Count, v.Count, v.Count, KernelCounts],
         BeforeValidator(_kernel_row),
         AfterValidator(_launch),
     ]
     #: Quantities by name; null in a file: not measured (NaN).
-    Values = Annotated[Mapping[v.QuantityName, v.Amount | None], Field(max_length=1000), AfterValidator(_nan_for_null)]
+    Amounts = Annotated[Mapping[v.QuantityName, v.Amount | None], Field(max_length=1000), v.NanForNull]
 
 
 #: What a :class:`SourcePart` names for the code a module runs at import (its top-level
@@ -161,9 +157,9 @@ class SourcePrint(v.Document):
 class VariantBaseline(v.OpenDocument):
     """What one variant measured when the baseline was recorded (unknown keys are left out)."""
 
-    values: Values
+    values: Amounts
     """Aggregated quantities by name (see :data:`fuseci.frames.metrics.VARIANT_QUANTITIES`)."""
-    kernels: Annotated[v.Items[Kernel], Field(max_length=100_000)]
+    kernels: Annotated[v.Items[KernelEntry], Field(max_length=100_000)]
     """Kernel inventory in launch order."""
 
     def to_json(self) -> dict[str, Any]:

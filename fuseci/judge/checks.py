@@ -15,6 +15,9 @@
 * :func:`bytes_check`: DRAM bytes over the case's minimum, within its allowance.
 * :func:`expect_checks`: each gain against the suite's absolute bounds.
 * :func:`planted`: whether every check meant to catch a planted regression did.
+* :func:`occupancy_checks`: occupancy as a cause (a fall in theoretical occupancy named as the
+  likely why of a slower kernel, or a warning; low achieved occupancy away from the memory roof,
+  a warning); :func:`asynchrony_check`: a fused call that now waits for the GPU before it returns.
 
 A variant may be judged against another variant's baseline (``baseline:`` in the suite):
 the context's baseline figures are those of :attr:`~fuseci.config.model.Variant.judged_as`.
@@ -466,3 +469,176 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
             case.id, variant.id, CheckKind.PLANTED, "", verdict, message, tolerance=", ".join(variant.caught_by)
         ),
     ]
+
+
+#: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
+OCCUPANCY_DROP = 0.05
+#: A fused kernel under this achieved occupancy (percent) gets a warning...
+LOW_ACHIEVED_OCCUPANCY = 50.0
+#: ... unless it moves DRAM at this fraction of the card's peak or more: then it is at the memory
+#: roof, and more warps could not make it faster (the normalization kernels keep whole rows in
+#: registers at 32-41% occupancy and run at 93-98% of copy bandwidth).
+AT_THE_ROOF = 0.75
+#: A variant whose probe calls waited for the GPU in at least this fraction of tries blocks.
+BLOCKS_AT = 0.5
+
+
+def occupancy_limiter(values: Mapping[str, float]) -> str:
+    """What limits the occupancy of a variant's longest kernel (``registers``...), or ``""``."""
+    known = {q: values[q] for q in names.OCCUPANCY_LIMITERS if q in values and not math.isnan(values[q])}
+    if not known:
+        return ""
+    return names.OCCUPANCY_LIMITERS[min(known, key=lambda q: known[q])]
+
+
+def _resource_changes(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
+    """Registers, block size and shared memory of the kernels that changed them."""
+    out = []
+    for a, b in zip(old, new, strict=False):
+        for what, x, y in (
+            ("registers per thread", a.registers, b.registers),
+            ("block size", a.block, b.block),
+            ("shared memory per block", a.shared_mem, b.shared_mem),
+        ):
+            if x != y:
+                out.append(f"{b.name} {what} {x} -> {y}")
+    return out
+
+
+def occupancy_drop(ctx: VariantContext) -> str:
+    """How theoretical occupancy fell against the baseline, with what limits it now, or ``""``
+    when it did not fall by more than :data:`OCCUPANCY_DROP` (or cannot be compared)."""
+    base = ctx.baseline_values()
+    now = ctx.values.get(names.OCC_THEORETICAL, math.nan)
+    old = math.nan if base is None else base.get(names.OCC_THEORETICAL, math.nan)
+    if not (old > 0 and now < old * (1 - OCCUPANCY_DROP)):
+        return ""
+    why = [f"limited by {limiter}"] if (limiter := occupancy_limiter(ctx.values)) else []
+    why += _resource_changes(ctx.baseline_kernels(), ctx.kernels)
+    detail = f" ({'; '.join(why)})" if why else ""
+    return f"theoretical occupancy of {ctx.variant.id} fell from {old:.1f}% to {now:.1f}%{detail}"
+
+
+#: Threads an SM holds at most (every architecture fuseci runs on but sm_86/sm_89, which hold
+#: 1536: there a grid is taken to fill the GPU a little early, which only adds a warning).
+_THREADS_PER_SM = 2048
+
+
+def _fills_the_gpu(ctx: VariantContext) -> bool:
+    """Whether the variant's longest kernel launched enough threads to fill every SM at its
+    theoretical occupancy: a smaller grid keeps occupancy low because the problem is small, which
+    says nothing about the kernel (unknown: assume it does)."""
+    if not ctx.kernels or ctx.sm_count <= 0:
+        return True
+    longest = max(ctx.kernels, key=lambda k: k.grid * k.block)
+    theoretical = ctx.values.get(names.OCC_THEORETICAL, 100.0)
+    resident = ctx.sm_count * _THREADS_PER_SM * (theoretical if theoretical > 0 else 100.0) / 100.0
+    return longest.grid * longest.block >= resident
+
+
+def _at_the_roof(ctx: VariantContext) -> bool:
+    """Whether the variant moved DRAM at :data:`AT_THE_ROOF` of the card's peak or more (unknown:
+    no)."""
+    rate = ctx.values.get(names.DRAM_READ_RATE, math.nan) + ctx.values.get(names.DRAM_WRITE_RATE, math.nan)
+    return ctx.dram_peak > 0 and math.isfinite(rate) and rate >= AT_THE_ROOF * ctx.dram_peak
+
+
+def _through_the_tma(ctx: VariantContext) -> bool:
+    """Whether the variant loads through Hopper's TMA: its kernels (cuBLAS's GEMMs, cuDNN's
+    attention) keep few warps by design, one or two loading tiles for the others to multiply, so
+    a low achieved occupancy says nothing of them."""
+    return ctx.values.get(names.TMA_LOAD_BYTES, 0.0) > 0
+
+
+def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[MetricDelta]:
+    """Occupancy as a cause: ``checks`` (the variant's others) with a fall in theoretical
+    occupancy named as the likely why of each time gain that regressed, plus warnings.
+
+    An occupancy the suite gates (``gates:``) is judged by :func:`value_check`, a hard gate, and
+    left alone here. Otherwise a fall is a warning when no time regressed (never for a candidate
+    judged against another variant's baseline: it is judged on outcomes), and a fused kernel
+    under :data:`LOW_ACHIEVED_OCCUPANCY` percent achieved occupancy that fills the GPU, is not
+    at the memory roof (:data:`AT_THE_ROOF`) and does not load through the TMA is a warning.
+    """
+    out = list(checks)
+    drop = "" if names.OCC_THEORETICAL in ctx.case.gates else occupancy_drop(ctx)
+    now = ctx.values.get(names.OCC_THEORETICAL, math.nan)
+    old = (ctx.baseline_values() or {}).get(names.OCC_THEORETICAL, math.nan)
+    slower = [
+        i
+        for i, c in enumerate(out)
+        if c.check is CheckKind.GAIN
+        and c.quantity in (names.DURATION, names.EVENT_TIME)
+        and c.verdict is Verdict.REGRESSED
+    ]
+    for i in slower if drop else ():
+        out[i] = replace(out[i], message=f"{out[i].message}; likely why: {drop}")
+    if drop and not slower and not ctx.candidate:
+        out.append(
+            ctx.delta(
+                CheckKind.VALUE,
+                names.OCC_THEORETICAL,
+                Verdict.WARN,
+                f"{drop}; no time regressed, so this is a warning (gate it under gates: to make it fail)",
+                current=now,
+                baseline_value=old,
+                change=(now - old) / old,
+            )
+        )
+    achieved = ctx.values.get(names.OCC_ACHIEVED, math.nan)
+    if (
+        names.OCC_ACHIEVED not in ctx.case.gates
+        and achieved < LOW_ACHIEVED_OCCUPANCY
+        and _fills_the_gpu(ctx)
+        and not _at_the_roof(ctx)
+        and not _through_the_tma(ctx)
+    ):
+        limiter = occupancy_limiter(ctx.values)
+        out.append(
+            ctx.delta(
+                CheckKind.VALUE,
+                names.OCC_ACHIEVED,
+                Verdict.WARN,
+                f"{ctx.variant.id} keeps only {achieved:.1f}% of the warps an SM can hold busy (achieved occupancy "
+                f"under {LOW_ACHIEVED_OCCUPANCY:.0f}%{f'; theoretical occupancy is limited by {limiter}' if limiter else ''}): "
+                "too few warps in flight to hide memory latency",
+                current=achieved,
+            )
+        )
+    return out
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1e3:,.0f} us" if ns >= 10_000 else f"{ns / 1e3:,.1f} us"
+
+
+def asynchrony_check(ctx: VariantContext) -> MetricDelta | None:
+    """Whether a fused variant's call now waits for the GPU before it returns, where at baseline
+    it did not: a synchronisation (a result read back, a stream or device sync, a copy to the
+    host) hidden in the call, which serialises the host with the GPU in a real pipeline."""
+    tol = ctx.case.gates.get(names.HOST_BLOCKING)
+    blocking = ctx.values.get(names.HOST_BLOCKING, math.nan)
+    if tol is None or not tol.enabled or math.isnan(blocking):
+        return None
+    host, gpu = ctx.values.get(names.HOST_TIME, math.nan), ctx.values.get(names.EVENT_TIME, math.nan)
+    base = ctx.baseline_values() or {}
+    old, old_host = base.get(names.HOST_BLOCKING, math.nan), base.get(names.HOST_TIME, math.nan)
+    call = f"the call returns after {_us(host)}, its kernels take {_us(gpu)}"
+    d = ctx.delta(
+        CheckKind.ASYNCHRONY, names.HOST_BLOCKING, Verdict.PASS, current=blocking, baseline_value=None if math.isnan(old) else old,
+        tolerance=str(tol),
+    )  # fmt: skip
+    if blocking < BLOCKS_AT:
+        return replace(d, message=f"{ctx.variant.id} returns before its GPU work ends ({call})")
+    waits = f"{ctx.variant.id} waits for the GPU inside each call: {call}"
+    if math.isnan(old):
+        what = "no baseline yet" if not base else "the baseline did not measure it"
+        return replace(d, verdict=Verdict.WARN, message=f"{waits} ({what}); a read-back or a sync in the call?")
+    if old >= BLOCKS_AT:
+        return replace(d, verdict=Verdict.WARN, message=f"{waits}, as at baseline")
+    return replace(
+        d,
+        verdict=Verdict.REGRESSED if ctx.comparable else Verdict.INCOMPARABLE,
+        message=f"{ctx.variant.id} now waits for the GPU inside each call: {call}; at baseline it returned after "
+        f"{_us(old_host)} (a result read back, a stream or device synchronisation, or a copy to the host in the call?)",
+    )

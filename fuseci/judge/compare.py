@@ -155,8 +155,8 @@ def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
         if q in ctx.case.gates and (q != names.EVENT_TIME or ctx.timed) and (d := ck.gain_check(ctx, q)):
             out.append(d)
     out += [d for q in _values(ctx) if (d := _value(ctx, q))]
-    out = causes.occupancy_checks(ctx, out)
-    if ctx.timed and (d := causes.asynchrony_check(ctx)) is not None:
+    out = ck.occupancy_checks(ctx, out)
+    if ctx.timed and (d := ck.asynchrony_check(ctx)) is not None:
         out.append(d)
     if (d := ck.bytes_check(ctx)) is not None:
         out.append(d)
@@ -218,7 +218,7 @@ def _caused(
             baseline.code.get(case.id, {}) if baseline is not None else {},
             around.code_notes,
         )
-        seen = causes.Seen(
+        seen = causes.CauseEvidence(
             checks=tuple(k for k in checks if k.variant == m.variant),
             kernels=m.kernels,
             baseline_kernels=m.baseline_kernels,

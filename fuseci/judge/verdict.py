@@ -2,7 +2,8 @@
 
 Every check of a case is a :class:`MetricDelta` of one :class:`CheckKind` with a
 :class:`Verdict`; a :class:`CaseResult` holds a case's checks and measurements, and a
-:class:`Comparison` a suite's cases. Reporters depend on this module alone; the checks that
+:class:`Comparison` a suite's cases, judged against a :class:`Reference` (which also says what
+its messages advise). Reporters depend on this module alone; the checks that
 produce these live in :mod:`fuseci.judge.checks` and :mod:`fuseci.judge.compare`.
 
 These dataclasses are also the declaration of a results file's objects (``fuseci run --json``,
@@ -16,7 +17,6 @@ a member (a check's case, a comparison's reference) is never read from a file.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -30,7 +30,6 @@ from fuseci.config.model import Suite
 from fuseci.config.names import ENV_FIELDS
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge.reference import Reference
 from fuseci.records.fusion import Ledger, NodeChange
 
 
@@ -96,7 +95,7 @@ class Verdict(enum.Enum):
                 return EXIT_PASS
 
 
-#: The verdicts a variant's cause is said for (:class:`Cause`).
+#: The verdicts a variant's cause is said for (:class:`FindingCause`).
 FINDINGS = frozenset({Verdict.WRONG, Verdict.REGRESSED, Verdict.IMPROVED, Verdict.WARN})
 
 #: Most suites in a results file (a merged one holds those of every part), and cases in a suite.
@@ -178,10 +177,6 @@ def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     return check
 
 
-def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
-    return {q: math.nan if x is None else x for q, x in values.items()}
-
-
 #: A suite's name in results: its id, or ``id@gpu-slug`` once ``fuseci merge`` met it on several cards.
 SuiteName = Annotated[str, Field(max_length=300, pattern=r"^[A-Za-z0-9_-]+(?:@[a-z0-9-]+)?$"), v.Expect("a suite id")]
 CaseId = Annotated[
@@ -192,7 +187,7 @@ VariantId = Annotated[
     str, Field(max_length=v.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
 ]
 """A variant id, or empty for a case's own checks."""
-Figure = Annotated[float, v.AsWritten]
+SignedFigure = Annotated[float, v.AsWritten]
 """A finite number, kept as the file wrote it (an integer stays one); NaN or infinite: null."""
 Kernels = Annotated[v.Items[KernelLaunch], Field(max_length=100_000)]
 Notes = Annotated[v.Items[v.Text], Field(max_length=1000)]
@@ -202,7 +197,7 @@ if TYPE_CHECKING:
     KindName = CheckKind
 else:
     #: Quantities by name; null in a file: NaN or infinite.
-    Values = Annotated[Mapping[v.QuantityName, float | None], Field(max_length=1000), AfterValidator(_nan_for_null)]
+    Values = Annotated[Mapping[v.QuantityName, float | None], Field(max_length=1000), v.NanForNull]
     VerdictName = Annotated[Verdict, v.Choice(tuple(x.value for x in Verdict))]
     KindName = Annotated[CheckKind, v.Choice(tuple(k.value for k in CheckKind))]
 
@@ -229,11 +224,11 @@ class MetricDelta(Stored):
     """Outcome."""
     message: v.Text
     """One sentence for people: what was expected, what was seen, by how much."""
-    current: Figure | None = None
+    current: SignedFigure | None = None
     """Current value (a gain for gain and expect checks)."""
-    baseline_value: Annotated[Figure | None, Field(validation_alias="baseline")] = None
+    baseline_value: Annotated[SignedFigure | None, Field(validation_alias="baseline")] = None
     """The baseline's value, when there is one (``baseline`` in a file)."""
-    change: Figure | None = None
+    change: SignedFigure | None = None
     """Relative change from the baseline (-0.4 is 40% lower); None without one or when it is 0."""
     tolerance: Annotated[str, Field(max_length=1000)] = ""
     """The tolerance or expectation applied, as written for people."""
@@ -269,7 +264,7 @@ MAX_EVIDENCE = 100
 
 
 @dataclass(frozen=True, slots=True)
-class Cause(Stored):
+class FindingCause(Stored):
     """Why one variant's finding came about, with the evidence that decided it: said once per
     variant, never appended to each check."""
 
@@ -333,7 +328,7 @@ class VariantMeasurement(Stored):
     ledger_changes: tuple[NodeChange, ...] = ()
     """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node, as judged
     (:mod:`fuseci.ledger.diff`); a results file does not hold it (its reader finds it again)."""
-    cause: Cause | None = None
+    cause: FindingCause | None = None
     """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``);
     None when it has none, and in files written before fuseci said causes."""
 
@@ -391,6 +386,49 @@ class EnvDifference(Stored):
     """Value now."""
     accepted: bool
     """True when the user accepted the difference with ``--accept-env``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """What a run is judged against, and so what its messages advise: the command that makes this
+    run the reference, or, for ``fuseci compare``, that the reference is another run, which no
+    command of this run's re-records."""
+
+    command: str
+    """``fuseci update-baselines suites/x.yaml`` with the options that reproduce this run's
+    inputs (``--from-report r.ncu-rep``, ``--baselines b``); empty when the reference is a run."""
+    name: str = "the baseline"
+    """What messages call it (``run A``)."""
+
+    def missing(self) -> str:
+        """Why a value has nothing to be compared with."""
+        if self.command:
+            return f"no baseline yet (record one with `{self.command}`)"
+        return f"{self.name} did not measure it"
+
+    def if_intended(self) -> str:
+        """Advice after a change that may be intended (`` (if intended, record it with ...)``)."""
+        return f" (if intended, record it with `{self.command}`)" if self.command else ""
+
+    def keep(self) -> str:
+        """Advice after an improvement."""
+        return " (update the baseline to keep it)" if self.command else ""
+
+    def incomparable(self, fields: str) -> str:
+        """Advice after an environment difference that blocks the comparison (``fields``: the
+        ``--accept-env`` value that would accept it)."""
+        instead = (
+            f"re-record with `{self.command}`"
+            if self.command
+            else f"compare with a {self.name} measured in the same environment"
+        )
+        return f"; if this is intended, {instead}, or compare anyway with --accept-env {fields}"
+
+    def dropped(self, case: str) -> str:
+        """A case the reference has and the suite no longer does."""
+        if self.command:
+            return f"case {case!r} is in the baseline but not in the suite; `{self.command}` drops it"
+        return f"case {case!r} is in {self.name} but not in the suite"
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,7 +163,7 @@ DISK_FULL_FIX = "free space on the file system of --report-dir, or point --repor
 TAIL_LINES = 8
 
 
-class Outcome(enum.Enum):
+class ProfileOutcome(enum.Enum):
     """How a finished ncu run ended, as far as its exit status, log and files tell."""
 
     REPORT = "report"
@@ -182,28 +182,28 @@ class Outcome(enum.Enum):
     """ncu exited 0 but wrote no report and did not say why."""
 
 
-def classify(returncode: int, ncu_log: str, report_written: bool) -> Outcome:
+def classify(returncode: int, ncu_log: str, report_written: bool) -> ProfileOutcome:
     """How an ncu run ended, from its exit status, the text of its ``--log-file`` and its report. Pure."""
     if "ERR_NVGPUCTRPERM" in ncu_log:
-        return Outcome.NO_PERMISSION
+        return ProfileOutcome.NO_PERMISSION
     if "driver resource was unavailable" in ncu_log:
-        return Outcome.COUNTERS_BUSY
+        return ProfileOutcome.COUNTERS_BUSY
     if "No space left on device" in ncu_log or "ENOSPC" in ncu_log:
-        return Outcome.DISK_FULL
+        return ProfileOutcome.DISK_FULL
     if returncode != 0:
-        return Outcome.APP_FAILED
+        return ProfileOutcome.APP_FAILED
     if report_written:
-        return Outcome.REPORT
+        return ProfileOutcome.REPORT
     if "No kernels were profiled" in ncu_log:
-        return Outcome.NOTHING_PROFILED
-    return Outcome.NO_REPORT
+        return ProfileOutcome.NOTHING_PROFILED
+    return ProfileOutcome.NO_REPORT
 
 
 @dataclass(frozen=True, slots=True)
 class ProfileRun:
     """One finished ncu run: how it ended and, when it failed, why and what to do."""
 
-    outcome: Outcome
+    outcome: ProfileOutcome
     """How it ended."""
     returncode: int
     """ncu's exit status; negative when a signal killed it."""
@@ -227,21 +227,21 @@ def finished(returncode: int, files: SuiteFiles) -> ProfileRun:
     ncu_log = files.ncu_log.read_text(encoding="utf-8", errors="replace") if files.ncu_log.exists() else ""
     outcome = classify(returncode, ncu_log, files.report.exists())
     problem, fix, tail = "", "", ""
-    if outcome is Outcome.NO_PERMISSION:
+    if outcome is ProfileOutcome.NO_PERMISSION:
         problem, fix = PERMISSION_PROBLEM, PERMISSION_FIX
-    elif outcome is Outcome.COUNTERS_BUSY:
+    elif outcome is ProfileOutcome.COUNTERS_BUSY:
         problem, fix = DCGM_PROBLEM, DCGM_FIX
-    elif outcome is Outcome.APP_FAILED:
+    elif outcome is ProfileOutcome.APP_FAILED:
         how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
         problem = f"the profiled run {how}"
         tail = process.tail(files.app_log, TAIL_LINES) or process.tail(files.ncu_log, TAIL_LINES)
-    elif outcome is Outcome.DISK_FULL:
+    elif outcome is ProfileOutcome.DISK_FULL:
         problem, fix = DISK_FULL_PROBLEM, DISK_FULL_FIX
         tail = process.tail(files.ncu_log, TAIL_LINES)
-    elif outcome is Outcome.NO_REPORT:
+    elif outcome is ProfileOutcome.NO_REPORT:
         problem = f"ncu exited 0 but wrote no report at {files.report}"
         tail = process.tail(files.ncu_log, TAIL_LINES)
-    elif outcome is Outcome.NOTHING_PROFILED:
+    elif outcome is ProfileOutcome.NOTHING_PROFILED:
         problem = "ncu profiled no kernel: none ran inside the NVTX ranges its --nvtx-include filter selects"
     return ProfileRun(outcome, returncode, problem, fix, tail)
 

@@ -125,20 +125,22 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
             run = ncu.run_ncu(argv, files, suite.ncu.timeout_s, cwd=options.cwd, env=options.env, started=warm_imports)
         outcome, why = run.outcome, run.message(files)
     except subprocess.TimeoutExpired:
-        outcome = ncu.Outcome.APP_FAILED
+        outcome = ncu.ProfileOutcome.APP_FAILED
         why = (
             f"the profiled run did not finish within {suite.ncu.timeout_s:g} s (suite key ncu.timeout) and was "
             f"stopped; ncu log {files.ncu_log}, harness log {files.app_log}"
         )
-    if outcome not in (ncu.Outcome.REPORT, ncu.Outcome.NOTHING_PROFILED, ncu.Outcome.APP_FAILED):
-        raise NcuError(why, machine_wide=outcome in (ncu.Outcome.NO_PERMISSION, ncu.Outcome.COUNTERS_BUSY))
+    if outcome not in (ncu.ProfileOutcome.REPORT, ncu.ProfileOutcome.NOTHING_PROFILED, ncu.ProfileOutcome.APP_FAILED):
+        raise NcuError(
+            why, machine_wide=outcome in (ncu.ProfileOutcome.NO_PERMISSION, ncu.ProfileOutcome.COUNTERS_BUSY)
+        )
     try:
         record = read_record(files.record)
     except ReportError as exc:
-        if outcome is ncu.Outcome.APP_FAILED:
+        if outcome is ncu.ProfileOutcome.APP_FAILED:
             raise NcuError(why) from None
         raise NcuError(f"the harness left no usable record ({exc}); see {files.app_log}") from None
-    if outcome is ncu.Outcome.APP_FAILED:
+    if outcome is ncu.ProfileOutcome.APP_FAILED:
         if not record.cases and record.running is None:
             raise NcuError(why)
         if not record.complete:

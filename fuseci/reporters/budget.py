@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from markupsafe import escape
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 #: The most a page may weigh, in bytes (the budget docs/REPORTS.md promises).
 PAGE_BYTES = 3_000_000
@@ -60,10 +60,10 @@ class Budget:
         self.left -= size
         return True
 
-    def fit(self, items: Iterable[tuple[T, int]], most: int) -> list[T]:
+    def fit(self, items: Iterable[tuple[_T, int]], most: int) -> list[_T]:
         """The leading ``items`` ((item, size) pairs, taken one at a time: an item is only made
         when the one before it fitted) that fit, at most ``most`` of them."""
-        kept: list[T] = []
+        kept: list[_T] = []
         pending = iter(items)
         while len(kept) < most:
             entry = next(pending, None)

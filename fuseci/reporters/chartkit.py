@@ -1,8 +1,8 @@
 """What every chart of the HTML reports is drawn with: matplotlib's settings, the colours, the
 axes' ranges, the figure and its margins, and the figure written as SVG fit to be inlined.
 
-:mod:`fuseci.reporters.charts` (a case's gains, DRAM traffic and timings) and
-:mod:`fuseci.reporters.trend` (a gain across runs) draw with them. matplotlib draws without a
+:mod:`fuseci.reporters.charts` (a case's gains, DRAM traffic and timings; a gain across runs)
+draws with them. matplotlib draws without a
 display (no pyplot, no GUI backend) and writes text as ``<text>`` elements that it escapes
 itself; every label that comes from data is also stripped of control characters and shortened
 here (:func:`label`). The SVG keeps nothing that points outside the page: no XML prologue, no

@@ -6,7 +6,7 @@ import json
 import textwrap
 
 from fuseci import __version__
-from fuseci.doctor import FORMAT, FORMAT_VERSION, Diagnosis, Status
+from fuseci.doctor.diagnosis import FORMAT, FORMAT_VERSION, CheckStatus, Diagnosis
 from fuseci.reporters.text import clean
 
 
@@ -33,17 +33,17 @@ def render_table(diagnosis: Diagnosis, width: int = 96, code: int | None = None)
     lines = ["fuseci doctor", "", f"  {'check':<{name_width}}  status  detail"]
     for c in diagnosis.checks:
         body = _wrap(c.detail, width)
-        if c.status is not Status.OK and c.fix:
+        if c.status is not CheckStatus.OK and c.fix:
             body += _wrap(f"fix: {c.fix}", width, indent="     ")
         lines.append(f"  {c.title:<{name_width}}  {c.status.value:<6}  {body[0]}".rstrip())
         lines += [f"{indent}{line}".rstrip() for line in body[1:]]
     counts = [
         f"{n} {label}"
         for status, label in (
-            (Status.OK, "ok"),
-            (Status.WARN, "warn"),
-            (Status.FAIL, "failed"),
-            (Status.SKIP, "skipped"),
+            (CheckStatus.OK, "ok"),
+            (CheckStatus.WARN, "warn"),
+            (CheckStatus.FAIL, "failed"),
+            (CheckStatus.SKIP, "skipped"),
         )
         if (n := sum(c.status is status for c in diagnosis.checks))
     ]

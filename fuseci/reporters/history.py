@@ -175,10 +175,10 @@ def _ticks(series: Sequence[Series]) -> list[tuple[datetime, str]]:
 
 
 def _chart(group: Sequence[Series], chart_id: str) -> Chart:
-    from fuseci.reporters import trend
+    from fuseci.reporters import charts
 
     lines = [
-        trend.TrendLine(
+        charts.TrendLine(
             label=s.variant,
             times=tuple(r.created for r in s.runs),
             values=s.values,
@@ -191,7 +191,7 @@ def _chart(group: Sequence[Series], chart_id: str) -> Chart:
     first = group[0]
     gate = first.tolerance_text if first.tolerance is not None else "not gated"
     title = cut(f"{first.case}: {quantities.label(first.quantity)} gain ({gate})", NAME)
-    return trend.trend_chart(lines, _ticks(group), chart_id, title)
+    return charts.trend_chart(lines, _ticks(group), chart_id, title)
 
 
 _TONES = ("bad", "good", "info")

@@ -75,7 +75,7 @@ class CheckView:
 
 
 @dataclass(frozen=True, slots=True)
-class KernelRow:
+class InventoryLine:
     """One line of an inventory aligned with its baseline's."""
 
     status: str
@@ -95,7 +95,7 @@ class InventoryView:
 
     variant: str
     """Variant id."""
-    rows: tuple[KernelRow, ...]
+    rows: tuple[InventoryLine, ...]
     """Aligned with the baseline's."""
     has_baseline: bool
     """False when the baseline holds no inventory for it."""
@@ -387,12 +387,12 @@ def _timing_chart(case: CaseResult, anchor: str) -> Chart | None:
     )
 
 
-def align(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> tuple[KernelRow, ...]:
+def align(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> tuple[InventoryLine, ...]:
     """This run's kernels lined up with the baseline's, by name in launch order (the same
     matching as the inventory check's, :func:`fuseci.judge.checks.inventory_diff`)."""
     if not old:
-        return tuple(KernelRow("now", None, k, frozenset()) for k in new)
-    rows: list[KernelRow] = []
+        return tuple(InventoryLine("now", None, k, frozenset()) for k in new)
+    rows: list[InventoryLine] = []
     matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
     known = {k.name for k in old}
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -401,14 +401,14 @@ def align(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> tuple[Ker
             case "equal":
                 for ka, kb in zip(a, b, strict=True):
                     changed = frozenset(f for f in ("grid", "block", "registers") if getattr(ka, f) != getattr(kb, f))
-                    rows.append(KernelRow("changed" if changed else "same", ka, kb, changed))
+                    rows.append(InventoryLine("changed" if changed else "same", ka, kb, changed))
             case "insert":
-                rows += [KernelRow("extra" if k.name in known else "new", None, k, frozenset()) for k in b]
+                rows += [InventoryLine("extra" if k.name in known else "new", None, k, frozenset()) for k in b]
             case "delete":
-                rows += [KernelRow("vanished", k, None, frozenset()) for k in a]
+                rows += [InventoryLine("vanished", k, None, frozenset()) for k in a]
             case _:
                 status = "split" if len(b) > len(a) else "merged" if len(b) < len(a) else "replaced"
-                rows += [KernelRow(status, ka, kb, frozenset()) for ka, kb in zip_longest(a, b)]
+                rows += [InventoryLine(status, ka, kb, frozenset()) for ka, kb in zip_longest(a, b)]
     return tuple(rows)
 
 
@@ -423,7 +423,7 @@ def _inventory(v: VariantMeasurement) -> InventoryView | None:
         rows = align(v.baseline_kernels, v.kernels)
     else:  # lining up thousands of kernels by name would take longer than the rest of the page
         rows = align((), v.kernels)
-    shown = tuple(KernelRow(r.status, _kernel(r.old), _kernel(r.new), r.changed) for r in rows[:_KERNELS])
+    shown = tuple(InventoryLine(r.status, _kernel(r.old), _kernel(r.new), r.changed) for r in rows[:_KERNELS])
     return InventoryView(
         variant=cut(v.variant, NAME),
         rows=shown,

@@ -12,7 +12,7 @@ unfused's, for a gain), and where the case is in the suite file. A ledger check'
 (:func:`~fuseci.reporters.text.message`), and its body carries its variant's ledger in one line
 and what changed since the baseline's ledger, node by node (the first :data:`_CHANGES` lines).
 
-A variant's cause (:class:`~fuseci.judge.verdict.Cause`) is said once, whole, in the body of its
+A variant's cause (:class:`~fuseci.judge.verdict.FindingCause`) is said once, whole, in the body of its
 first check with a finding; the bodies of its other findings name only its kind and that
 testcase, so that each still reads on its own in a CI's test view.
 """

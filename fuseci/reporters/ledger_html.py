@@ -90,7 +90,7 @@ class RowView:
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
+class BarSegment:
     """One cause's share of the forward's bytes above its floor, in the bar."""
 
     cause: str
@@ -113,7 +113,7 @@ class BarView:
     measured_pct: float
     floor_pct: float
     caption: str
-    segments: tuple[Segment, ...] = ()
+    segments: tuple[BarSegment, ...] = ()
     """The floor, then each cause with bytes above zero (empty: a DRAM bar)."""
 
 
@@ -183,8 +183,8 @@ def _requested_bar(ledger: Ledger) -> BarView | None:
         return None
     shown = [(c, x) for c, x in parts.items() if x > 0]
     top = max(asked, floor + sum(x for _, x in shown))
-    segments = [Segment("floor", "floor", megabytes(floor), round(100 * floor / top, 2))]
-    segments += [Segment(c.value, _CSS[c], megabytes(x), round(100 * x / top, 2)) for c, x in shown]
+    segments = [BarSegment("floor", "floor", megabytes(floor), round(100 * floor / top, 2))]
+    segments += [BarSegment(c.value, _CSS[c], megabytes(x), round(100 * x / top, 2)) for c, x in shown]
     over = asked - floor
     caption = (
         f"requested {megabytes(asked)} against a floor of {megabytes(floor)} ({asked / floor:.2f}x; "
@@ -226,7 +226,7 @@ def view(
     changes: Sequence[NodeChange] | None = None,
     size: int = CASE_BYTES,
 ) -> LedgerView:
-    """What :func:`fragment` shows of ``ledger``: with ``verdict``, the gate's findings; with
+    """What the fragment shows of ``ledger``: with ``verdict``, the gate's findings; with
     ``changes`` (None: no baseline), what changed since its baseline's; its rows worst first while
     they fit in ``size`` bytes (at most :data:`MAX_ROWS`)."""
     findings: tuple[tuple[str, str, str], ...] = ()
@@ -288,18 +288,13 @@ def ledgers_more(case: CaseResult, shown: int) -> str:
     return budget.more(sum(1 for v in case.variants if v.ledger is not None) - shown, "ledgers")
 
 
-def fragment(ledger: Ledger, verdict: LedgerVerdict | None = None, changes: Sequence[NodeChange] | None = None) -> str:
-    """The ledger as an HTML fragment for a report page (its styles are the page's style sheet)."""
-    return templating.render("ledger.html.j2", ledger=view(ledger, verdict, changes))
-
-
 def document(
     ledger: Ledger,
     verdict: LedgerVerdict | None = None,
     title: str = "fusion ledger",
     changes: Sequence[NodeChange] | None = None,
 ) -> str:
-    """The fragment in a page of its own (the reports' head, style sheet and security policy)."""
+    """The ledger's fragment in a page of its own (the reports' head, style sheet and security policy)."""
     overall = "" if verdict is None else f": {verdict.verdict.name}"
     return templating.render(
         "ledger_page.html.j2", title=cut(title) + overall, ledger=view(ledger, verdict, changes, PAGE_BYTES)

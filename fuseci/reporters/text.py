@@ -17,9 +17,9 @@ from fuseci.config.quantities import Gate
 from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import (
     CaseResult,
-    Cause,
     CheckKind,
     Comparison,
+    FindingCause,
     MetricDelta,
     Subject,
     Tally,
@@ -310,7 +310,7 @@ class Attention:
     """Its checks that did not pass, worst first."""
     passing: int
     """How many of its checks passed."""
-    cause: Cause | None = None
+    cause: FindingCause | None = None
     """Why, said once for the variant (None: a case's own checks, or nothing to say)."""
 
     @property
@@ -329,7 +329,7 @@ def attention(c: Comparison) -> list[Attention]:
     first (suite order among equals). Without a baseline the NEW checks are left out: one line
     of the report says that everything is new."""
     groups: dict[tuple[str, str], tuple[int, list[MetricDelta]]] = {}
-    why: dict[tuple[str, str], Cause] = {}
+    why: dict[tuple[str, str], FindingCause] = {}
     for case in c.cases:
         for k in case.checks:
             groups.setdefault((case.case, k.variant), (case.line, []))[1].append(k)
@@ -373,7 +373,7 @@ def blocks(c: Comparison) -> list[Block]:
     return out + [Block(f"{s.case}/{s.variant}", s.line, None, said(s)) for s in caught.values()]
 
 
-def cause_line(cause: Cause) -> str:
+def cause_line(cause: FindingCause) -> str:
     """``cause: code: kernels/x.py:12-30 (scale_add) changed``: a variant's cause, said once."""
     return f"cause: {cause.said()}"
 

@@ -12,7 +12,7 @@ Format history (no ``format`` field):
        ``ledger`` and ``baseline_ledger`` (a ledger variant's fusion ledger and its baseline's,
        as :mod:`fuseci.records.fusion` declares them); absent means none. Optional per-variant
        ``cause`` (why its finding came about: ``kind``, ``evidence``, and ``also`` and
-       ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.Cause` declares
+       ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.FindingCause` declares
        them); absent means none said (a variant without a finding, or a file written before).
 """
 
