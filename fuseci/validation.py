@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, NamedTuple, TypeVar, Union
@@ -124,6 +125,10 @@ class Document:
     def _shape(cls, fields: list[Any]) -> None:
         """A subclass's changes to its fields' schemas (pydantic's ``dataclass-field``s) before
         the rule of writing defaults is applied."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The object a document holds for it (:func:`dump`)."""
+        return typing.cast("dict[str, Any]", dump(type(self), self))
 
 
 def _equals(default: Any) -> Callable[[Any], bool]:

@@ -56,6 +56,8 @@ Summed = Annotated[float, Field(ge=0, lt=v.INT_LIMIT)]
 class Measured(v.Document):
     """What a row's kernels moved and took, summed over their launches (ncu, one pass)."""
 
+    __always__ = frozenset({"shapes"})
+
     launches: v.Count
     dram_bytes: Summed
     """DRAM bytes read and written."""
@@ -111,6 +113,8 @@ class Cause(str, Enum):
 class Part(v.Document):
     """Bytes of one cause, in a row or the forward."""
 
+    __always__ = frozenset({"what"})
+
     cause: Annotated[Cause, v.Choice(tuple(c.value for c in Cause), what="unknown cause")]
     bytes: Annotated[float, Field(allow_inf_nan=False)]
     """Negative only for what is unexplained (a kernel asked for less than its minimum)."""
@@ -121,6 +125,8 @@ class Part(v.Document):
 @dataclass(frozen=True, slots=True)
 class Row(v.Document):
     """One wrapper call of the compiled forward (or the untraced kernels)."""
+
+    __always__ = frozenset({"note"})
 
     graph: v.Key
     """The compiled graph it belongs to, as Dynamo numbers it (``0/0``; a graph break makes ``1/0``)."""
@@ -167,6 +173,8 @@ class Row(v.Document):
 @dataclass(frozen=True, slots=True)
 class Ledger(v.Document):
     """The ledger of one compiled forward."""
+
+    __always__ = frozenset({"break_reasons", "fusion_refusals", "notes"})
 
     rows: Annotated[v.Items[Row], Field(max_length=MAX_ITEMS)]
     floor_bytes: v.Count | None
