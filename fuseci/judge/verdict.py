@@ -7,10 +7,11 @@ produce these live in :mod:`fuseci.judge.checks` and :mod:`fuseci.judge.compare`
 
 These dataclasses are also the declaration of a results file's objects (``fuseci run --json``,
 written and read by :mod:`fuseci.store.results`), as the harness record's are of its file
-(:class:`fuseci.validation.Document`): their annotations say what a file may hold, and reading
-validates a file into them. Each names its members in the file's order (``__document__``); a
-member is required in a file though code may leave it at its default, and a field that is not
-a member (a check's case, a comparison's reference) is never read from a file.
+(:class:`fuseci.validation.Document`): their annotations say what a file may hold, reading
+validates a file into them, and writing is their serializer. Each names its members in the
+file's order (``__document__``); a member is required in a file though code may leave it at its
+default, an optional one is written only where it says something, and a field that is not a
+member (a check's case, a comparison's reference) is never read from a file nor written to one.
 """
 
 from __future__ import annotations
