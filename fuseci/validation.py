@@ -245,13 +245,10 @@ def _as_written(value: Any, inner: ValidatorFunctionWrapHandler) -> Any:
 
 class _AsWritten:
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_wrap_validator_function(
-            _as_written, handler(source), serialization=core_schema.plain_serializer_function_ser_schema(_as_is)
-        )
-
-
-def _as_is(value: Any) -> Any:
-    return value
+        # written as held: an integer as one, a float as one (an infinite error stays infinite)
+        held = core_schema.union_schema([core_schema.int_schema(strict=True), core_schema.float_schema()])
+        written = core_schema.plain_serializer_function_ser_schema(lambda x: x, return_schema=held)
+        return core_schema.no_info_wrap_validator_function(_as_written, handler(source), serialization=written)
 
 
 AsWritten = _AsWritten()
