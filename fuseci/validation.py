@@ -41,7 +41,6 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
-    WrapValidator,
 )
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -87,20 +86,61 @@ class Document:
     code still builds it as a plain dataclass, unchecked. A subclass may widen
     ``__pydantic_config__`` (``extra="ignore"``) and hold pydantic validators.
 
+    The same declaration writes the object (:func:`dump`): a member a file may leave out (one
+    with a default) is left out where it holds its default, so that a file without it reads and
+    writes back as it was, but those of :attr:`__always__`; a member with a serialization alias
+    is written under it.
+
     Declare it ``@dataclass(frozen=True, slots=True) class Timing(Document): ...``; validate with
     :func:`validate`."""
 
     __slots__ = ()
     __pydantic_config__: ClassVar[ConfigDict] = Model.model_config
+    __always__: ClassVar[frozenset[str]] = frozenset()
+    """Members with a default that a file holds all the same."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         """The dataclass's schema, taking an object (pydantic's hook): a strict dataclass would
-        take only an instance of itself; its fields stay strict."""
+        take only an instance of itself; its fields stay strict. Its members are written as the
+        class docstring says."""
         schema = handler(source)
-        if schema["type"] == "dataclass":
-            typing.cast("dict[str, Any]", schema)["strict"] = False
+        node: Any = schema
+        while node["type"].startswith("function-"):  # a model validator wraps the dataclass
+            node = node["schema"]
+        if node["type"] != "dataclass":
+            return schema
+        node["strict"] = False
+        args = node["schema"]
+        while args["type"] != "dataclass-args":
+            args = args["schema"]
+        cls._shape(args["fields"])
+        for f in args["fields"]:
+            inner = f["schema"]
+            if inner["type"] == "default" and f["name"] not in cls.__always__ and "serialization_exclude" not in f:
+                factory = inner.get("default_factory")
+                f["serialization_exclude_if"] = _equals(factory() if factory else inner.get("default"))
         return schema
+
+    @classmethod
+    def _shape(cls, fields: list[Any]) -> None:
+        """A subclass's changes to its fields' schemas (pydantic's ``dataclass-field``s) before
+        the rule of writing defaults is applied."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The object a document holds for it (:func:`dump`)."""
+        return typing.cast("dict[str, Any]", dump(type(self), self))
+
+
+def _equals(default: Any) -> Callable[[Any], bool]:
+    return lambda value: bool(value == default)
+
+
+def dump(model: type[Any], value: Any) -> Any:
+    """``value`` (a :class:`Document` dataclass, or any type :func:`validate` takes) as its
+    document holds it: JSON's types, members under their aliases, defaults left out as the
+    declaration says."""
+    return _adapter(model).dump_python(value, mode="json", by_alias=True)
 
 
 class OpenDocument(Document):
@@ -204,10 +244,23 @@ def _as_written(value: Any, inner: ValidatorFunctionWrapHandler) -> Any:
     return value if type(value) is int else number
 
 
-AsWritten = WrapValidator(_as_written)
+class _AsWritten:
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        # written as held: an integer as one, a float as one (an infinite error stays infinite)
+        held = core_schema.union_schema([core_schema.int_schema(strict=True), core_schema.float_schema()])
+        written = core_schema.plain_serializer_function_ser_schema(lambda x: x, return_schema=held)
+        return core_schema.no_info_wrap_validator_function(_as_written, handler(source), serialization=written)
+
+
+AsWritten = _AsWritten()
 """Keeps an integer an integer where a number is expected (``Annotated[Amount, AsWritten]``),
-as the file wrote it, so that a document written again from what was read is the same, byte
-for byte (``3``, not ``3.0``)."""
+as the file wrote it, and writes it so, so that a document written again from what was read is
+the same, byte for byte (``3``, not ``3.0``)."""
+
+
+def null_for_nan(value: Any) -> Any:
+    """A number as a file that holds no NaN writes it: NaN or infinite as null, an integer as one."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
@@ -217,6 +270,7 @@ def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
 NanForNull = AfterValidator(_nan_for_null)
 """Reads a map's nulls as NaN (``Annotated[Mapping[QuantityName, float | None], NanForNull]``): a
 quantity not measured."""
+
 Scalar = Annotated[
     Union[Annotated[str, Field(max_length=4096)], bool, Integer, float, None],  # noqa: UP007 (an alias evaluated at run time)
     Expect("a string, a finite number, true, false or null"),

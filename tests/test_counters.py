@@ -208,6 +208,7 @@ def test_a_legacy_baseline_is_said_once_per_suite(recorded) -> None:  # type: ig
     shown = _check(comparison, "fused", WORK)
     assert shown.message.endswith("mutants.yaml`) to gate them")
     assert shown.tolerance == ""  # shown, not gated: no tolerance in the results file either
+    assert shown.not_gated and shown.message.endswith(f"not gated: {shown.not_gated}")
     assert _check(comparison, "fused", LOADED).verdict is Verdict.PASS  # bytes: gated all the same
     assert _check(comparison, "fused", LOADED).tolerance == "exact"
     passes = _passes(baseline)
@@ -247,6 +248,7 @@ def test_a_library_kernels_moving_count_passes_within_its_floor(recorded) -> Non
         k = _check(compare(results, suite, replace(baseline, cases=cases)), "fused", WORK)
         # 2% of the kernel's count over the baseline's total
         assert k.verdict is verdict and re.search(r"band ±2\.[01]%\)", k.message), k.message
+        assert k.band == pytest.approx(0.02, abs=0.001) and f"band ±{k.band:.1%})" in k.message
         assert "in 1 kernel(s), each allowed 2% of its own count at least" in k.message, k.message
 
 
@@ -319,6 +321,7 @@ def test_l2_sectors_that_barely_moved_keep_their_tolerance(recorded) -> None:  #
         cases = {**baseline.cases, "scale_relu_add": {**baseline.cases["scale_relu_add"], "fused": lower}}
         k = _check(compare(results, suite, replace(baseline, cases=cases)), "fused", l2)
         assert shown in k.message, k.message
+        assert (k.band is None) == shown.startswith("tolerance"), k.band
         assert k.verdict is (Verdict.REGRESSED if moved < old * 1e-4 else Verdict.PASS), k.message
 
 

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -236,16 +237,14 @@ def test_the_speedup_gate_uses_the_re_measurement_and_the_suite_tolerance(
     changes = [0.01, -0.015, 0.005, -0.01]
     paths = []
     for i, x in enumerate(changes):
-        checks = [
-            gain("c0", EVENT, x, "±12.0% (tolerance ±10%, widened by measured noise)"),
-            gain("c0", OCC, 0.0, "±5%"),
-        ]
+        speedup = gain("c0", EVENT, x, "±12.0% (tolerance ±10%, widened by measured noise)")
+        checks = [replace(speedup, band=0.12, timed_passes=3 if i == 1 else 0), gain("c0", OCC, 0.0, "±5%")]
         paths.append(str(write_run(tmp_path / f"t{i}.json", {"elementwise": {"c0": checks}})))
     rc, out, _ = run(paths, capsys)
     assert rc == 0
     event = row(out, EVENT)
     assert event[4] == "±10%"
-    assert event[7].startswith("re-measured")
+    assert event[7].startswith("re-measured") and event[7].endswith("; 1 sample(s) a median of re-measured passes")
     found = fa.read(paths)
     s = fa.change_spread([c.samples for c in found.checks.values() if c.quantity == EVENT])
     assert {r.gate: r for r in fa.estimate(found)}[EVENT].expected == pytest.approx(
@@ -269,11 +268,13 @@ def test_checks_per_run_count_each_suite_by_its_own_runs(tmp_path: Path, capsys:
     ("content", "where"),
     [
         ("{not json", "not JSON"),
-        ("[]", "the document: is not an object"),
-        ('{"cases": []}', "the document: has no 'suites'"),
+        ("[]", "not a fuseci results file"),
+        ('{"cases": []}', "invalid results file format_version"),
         (
-            '{"suites": [{"suite": "s", "cases": [{"case": "c", "checks": [7]}]}]}',
-            "suites[0].cases[0].checks[0]: is not an object",
+            '{"format_version": 1, "suites": [{"suite": "s", "suite_path": "s.yaml", "env": {}, "baseline_path": null, '
+            '"has_baseline": false, "env_differences": [], "cases": [{"case": "c", "line": 1, "description": "", '
+            '"checks": [7], "variants": []}]}]}',
+            "suites[0].cases[0].checks[0]: expected an object",
         ),
     ],
 )
@@ -295,7 +296,7 @@ def test_a_wrong_field_is_named_with_its_place(tmp_path: Path, capsys: pytest.Ca
     path.write_text(json.dumps(doc))
     rc, _, err = run([str(path)], capsys)
     assert rc == 3
-    assert "suites[0].cases[1].checks[1].change: is str, not a number or null" in err
+    assert "suites[0].cases[1].checks[1].change: expected a number, got a string" in err
     doc["suites"][0]["cases"][1]["checks"][1]["change"] = True
     path.write_text(json.dumps(doc))
     assert run([str(path)], capsys)[0] == 3
@@ -307,7 +308,7 @@ def test_a_wrong_field_is_named_with_its_place(tmp_path: Path, capsys: pytest.Ca
 
 def test_missing_files_and_runs_without_baselines_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run([str(tmp_path / "none.json")], capsys)
-    assert rc == 3 and "none.json: cannot read it" in err
+    assert rc == 3 and "none.json: results file not found" in err
     empty = write_run(tmp_path / "new.json", {"elementwise": {"c0": []}})
     rc, _, err = run([str(empty)], capsys)
     assert rc == 3 and "no clean check judged against a baseline" in err
@@ -339,9 +340,9 @@ def test_a_bound_is_judged_by_each_checks_margin(tmp_path: Path, capsys: pytest.
 def test_a_moving_count_is_judged_in_units_of_its_own_band_and_a_shown_count_is_no_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A library kernel's L2 requests moved between the baseline's passes: its check's band is in
-    its message, and its changes are taken in units of that band (a rise fails). Instructions
-    of another build are shown, not gated: they are no gated check, however far they moved."""
+    """A library kernel's L2 requests moved between the baseline's passes: its check holds its band,
+    and its changes are taken in units of that band (a rise fails). Instructions of another build
+    are shown, not gated: they are no gated check, however far they moved."""
     l2, inst = "lts__t_bytes_srcunit_tex_op_read.sum", "smsp__inst_executed.sum"
     changes = [0.003, -0.002, 0.001, 0.004]
     paths = []
@@ -349,13 +350,13 @@ def test_a_moving_count_is_judged_in_units_of_its_own_band_and_a_shown_count_is_
         moving = MetricDelta(
             "c0", "fused", CheckKind.VALUE, l2, Verdict.PASS,
             f"L2 bytes requested of fused ({x:+.1%}); tolerance ±0.5% (it moved by up to 9 bytes over the "
-            "profiled passes: band ±20.0%)", current=1 + x, baseline_value=1.0, change=x, tolerance="±0.5%",
+            "profiled passes: band ±20.0%)", current=1 + x, baseline_value=1.0, change=x, tolerance="±0.5%", band=0.2,
         )  # fmt: skip
         shown = MetricDelta(
             "c0", "fused", CheckKind.VALUE, inst, Verdict.PASS,
             "instructions executed of fused is 6, baseline 5 (+20.0%); not gated: its kernels changed (k: "
             "registers 30 -> 31), and another build executes other instructions", current=6.0, baseline_value=5.0,
-            change=0.2, tolerance="exact",
+            change=0.2, tolerance="exact", not_gated="its kernels changed",
         )  # fmt: skip
         cases = {"c0": [gain("c0", DRAM, 0.0001 * (i - 1.5), "±1%"), moving, shown]}
         paths.append(str(write_run(tmp_path / f"run-{i}.json", {"pytorch": cases})))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,9 @@ from helpers import CLEAN_REPORT, REGRESSED_REPORT, SUITES
 from fuseci import api
 from fuseci.config.parse import load_suite
 from fuseci.errors import ReportError, UsageError
+from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
 from fuseci.reporters import json as json_reporter
+from fuseci.store import results
 from fuseci.store.results import read_results
 
 ALL = [load_suite(p) for p in sorted(SUITES.glob("*.yaml"))]
@@ -74,3 +77,22 @@ def test_a_results_file_of_more_suites_than_fuseci_reads_is_not_written() -> Non
     with pytest.raises(ReportError, match=re.escape(f"a results file of {results.MAX_SUITES + 1:,} suites is more")):
         json_reporter.render(many)
     assert json_reporter.render(many[:2]).startswith("{")
+
+
+def test_a_checks_band_passes_and_why_not_gated_are_fields_written_where_they_say_something(tmp_path: Path) -> None:
+    """What tools would otherwise read out of a message: the band a change was judged within, the
+    timed passes behind a median, why a quantity is shown, not gated; absent where none."""
+    said = MetricDelta("c", "fused", CheckKind.GAIN, "event_time", Verdict.PASS, "m", band=0.186, timed_passes=3)
+    shown = MetricDelta("c", "fused", CheckKind.VALUE, "smsp__inst_executed.sum", Verdict.PASS, "m", not_gated="why")
+    plain = MetricDelta("c", "fused", CheckKind.GAIN, "dram__bytes.sum", Verdict.PASS, "m", current=2, change=0.5)
+    case = CaseResult("c", 1, "d", (said, shown, plain), ())
+    comparison = Comparison("s", "s.yaml", {}, None, False, (), (case,))
+    path = tmp_path / "r.json"
+    path.write_text(results.dumps([comparison]))
+    checks = json.loads(path.read_text())["suites"][0]["cases"][0]["checks"]
+    assert checks[0]["band"] == 0.186 and checks[0]["timed_passes"] == 3 and "not_gated" not in checks[0]
+    assert checks[1]["not_gated"] == "why" and not {"band", "timed_passes"} & checks[1].keys()
+    assert not {"band", "timed_passes", "not_gated", "retry"} & checks[2].keys() and checks[2]["current"] == 2
+    (back,) = read_results(path)
+    assert back.cases[0].checks == (said, shown, plain)
+    assert results.dumps([back]) == path.read_text()

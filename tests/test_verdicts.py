@@ -63,6 +63,7 @@ def test_speedup_within_tolerance_passes_and_a_small_fall_is_borderline(clean, e
     fell = _check(compare(clean, elementwise, _with_fused_time(BASELINE, 0.87)))
     assert fell.verdict is Verdict.REGRESSED and fell.retry
     assert "borderline: re-measure" in fell.message and "band ±10.0%" in fell.message
+    assert fell.band is None and fell.timed_passes == 0  # the tolerance as written, one timed pass
     # Far past the band: a regression at once, no re-measurement.
     far = _check(compare(clean, elementwise, _with_fused_time(BASELINE, 0.5)))
     assert far.verdict is Verdict.REGRESSED and not far.retry and -far.change > BORDERLINE_FACTOR * 0.10
@@ -73,6 +74,7 @@ def test_noise_widens_the_band(clean, elementwise) -> None:
     noisy = _with_fused_time(BASELINE, 0.87, iqr_factor=400.0)
     k = _check(compare(clean, elementwise, noisy))
     assert k.verdict is Verdict.PASS and "widened by measured noise" in k.tolerance
+    assert k.band is not None and k.tolerance.startswith(f"±{k.band:.1%}")
 
 
 def test_remeasure_pools_the_passes_and_rewrites_the_record(clean, elementwise, tmp_path, monkeypatch) -> None:
@@ -98,7 +100,7 @@ def test_remeasure_pools_the_passes_and_rewrites_the_record(clean, elementwise, 
     assert fused[names.EVENT_TIME_REPEATS] == 3 * first.repeats
     assert (tmp_path / "elementwise.harness.json").exists()
     k = _check(compare(again, elementwise, BASELINE))
-    assert "median of 3 timed passes" in k.message and not k.retry
+    assert "median of 3 timed passes" in k.message and k.timed_passes == 3 and not k.retry
 
 
 def test_check_remeasures_only_borderline_cases(clean, elementwise, tmp_path, monkeypatch) -> None:

@@ -29,7 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fuseci.judge.verdict import Verdict  # noqa: E402
+from fuseci.store.results import read_results  # noqa: E402
 from kernels.edits import CUDA_EDITS, TRITON_EDITS, Edit  # noqa: E402
+
+FAILING = (Verdict.REGRESSED, Verdict.WRONG, Verdict.ERROR)
 
 #: Per kind of edit: the suite file, the case and the variant that runs the edited kernel.
 TARGETS = {
@@ -77,27 +81,20 @@ def judge(repo: Path, work: Path, kind: str, edit: Edit) -> dict[str, object]:
     if not out.exists():
         row["problem"] = (done.stdout + done.stderr)[-400:]
         return row
-    doc = json.loads(out.read_text(encoding="utf-8"))
-    found = [c for s in doc["suites"] for c in s["cases"] if c["case"] == case]
+    found = [c for s in read_results(out) for c in s.cases if c.case == case]
     if not found:
         row["problem"] = f"case {case} not in the report"
         return row
-    checks = [k for k in found[0]["checks"] if k["variant"] == variant]
-    measured = next((v for v in found[0]["variants"] if v["variant"] == variant), {})
-    shape = lambda ks: [(k["name"][:40], k["grid"], k["block"], k["registers"]) for k in ks]  # noqa: E731
+    checks = [k for k in found[0].checks if k.variant == variant]
+    measured = next((v for v in found[0].variants if v.variant == variant), None)
+    shape = lambda ks: [(k.name[:40], k.grid, k.block, k.registers) for k in ks]  # noqa: E731
     row.update(
-        verdict=min(
-            (k["verdict"] for k in checks),
-            key=["wrong", "regressed", "error", "incomparable", "warn", "missing", "new", "improved", "pass"].index,
-            default="?",
-        ),
-        failing=sorted(
-            {f"{k['check']}:{k['quantity']}" for k in checks if k["verdict"] in ("regressed", "wrong", "error")}
-        ),
-        bytes=[k["message"] for k in checks if k["quantity"] in BYTES],
-        cause=measured.get("cause", {}).get("kind", "-"),
-        base_kernels=shape(measured.get("baseline_kernels", [])),
-        head_kernels=shape(measured.get("kernels", [])),
+        verdict=min((k.verdict for k in checks), key=lambda v: v.rank).value if checks else "?",
+        failing=sorted({f"{k.check.value}:{k.quantity}" for k in checks if k.verdict in FAILING}),
+        bytes=[k.message for k in checks if k.quantity in BYTES],
+        cause=measured.cause.kind.value if measured and measured.cause else "-",
+        base_kernels=shape(measured.baseline_kernels if measured else ()),
+        head_kernels=shape(measured.kernels if measured else ()),
     )
     return row
 

@@ -32,7 +32,6 @@ when that is within the budget, 1 when not (or an exact gate moved), 3 for unrea
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -40,9 +39,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+
+from fuseci.errors import FuseciError
+from fuseci.judge.verdict import CheckKind, Verdict
+from fuseci.store.results import read_results
 
 #: Confidence of the upper bound on each spread.
 CONFIDENCE = 0.95
@@ -63,12 +65,11 @@ EXACT_SLACK = 1e-9
 #: instructions; fuseci.judge.counters): more than the baseline is REGRESSED.
 FAILS_HIGH = ("l1tex__", "lts__", "smsp__inst_executed")
 #: A counted check whose count moved between its baseline's profiled passes is judged within a
-#: band of its own, which its message gives ("... over the profiled passes: band ±18.6%)"); its
-#: change is taken in units of that band, against a tolerance of one band.
-_BAND = re.compile(r"over the profiled passes: band ±(\d+(?:\.\d+)?)%\)")
+#: band of its own (its ``band``); its change is taken in units of that band, against a
+#: tolerance of one band.
 BANDED = "band"
 
-USAGE_FIX = "results files are written by `fuseci run --json FILE` (tools/noise-study.sh keeps one per run)"
+USAGE_FIX = "results files are written by `fuseci run --json FILE`"
 
 
 class InputError(Exception):
@@ -233,7 +234,7 @@ class Check:
     red: int = 0
     """Runs in which it was REGRESSED or WRONG."""
     remeasured: int = 0
-    """Runs in which it was re-measured (its sample is then a median of passes)."""
+    """Runs in which it was re-measured (its sample is then a median of timed passes)."""
 
 
 @dataclass
@@ -246,34 +247,6 @@ class Study:
     planted_left_out: int = 0
 
 
-def _fail(path: str, where: str, what: str) -> InputError:
-    return InputError(f"{path}: {where}: {what}; {USAGE_FIX}")
-
-
-def _get(obj: Any, key: str, kind: type | tuple[type, ...], path: str, where: str) -> Any:
-    if not isinstance(obj, dict):
-        raise _fail(path, where, "is not an object")
-    if key not in obj:
-        raise _fail(path, where, f"has no {key!r}")
-    value = obj[key]
-    if not isinstance(value, kind) or isinstance(value, bool):  # JSON true is no number
-        raise _fail(path, f"{where}.{key}", f"is {type(value).__name__}, not {_kind_name(kind)}")
-    return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    words = {str: "a string", list: "a list", dict: "an object", int: "a number", float: "a number", type(None): "null"}
-    return " or ".join(dict.fromkeys(words.get(k, k.__name__) for k in kinds))
-
-
-def _number(obj: Any, key: str, path: str, where: str) -> float | None:
-    value = _get(obj, key, (int, float, type(None)), path, where)
-    if value is not None and not math.isfinite(value):
-        raise _fail(path, f"{where}.{key}", "is not a finite number")
-    return None if value is None else float(value)
-
-
 def read(paths: Sequence[str]) -> Study:
     """Every gated check of every run, planted variants left out.
 
@@ -283,67 +256,41 @@ def read(paths: Sequence[str]) -> Study:
     study = Study()
     for path in paths:
         try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read it ({exc.strerror or exc}); {USAGE_FIX}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{path}: not JSON ({exc}); {USAGE_FIX}") from None
-        for i, suite in enumerate(_get(doc, "suites", list, path, "the document")):
-            sw = f"suites[{i}]"
-            name = _get(suite, "suite", str, path, sw)
-            study.runs[name] += 1
+            suites = read_results(Path(path))
+        except FuseciError as exc:
+            raise InputError(str(exc)) from None
+        for i, suite in enumerate(suites):
+            study.runs[suite.suite] += 1
             suite_red = False
-            for j, case in enumerate(_get(suite, "cases", list, path, sw)):
-                cw = f"{sw}.cases[{j}]"
-                case_id = _get(case, "case", str, path, cw)
-                checks = _get(case, "checks", list, path, cw)
-                rows = []
-                for n, k in enumerate(checks):
-                    kw = f"{cw}.checks[{n}]"
-                    row = {
-                        key: _get(k, key, str, path, kw)
-                        for key in ("variant", "check", "quantity", "verdict", "tolerance")
-                    }
-                    row["change"] = _number(k, "change", path, kw)
-                    row["current"] = _number(k, "current", path, kw)
-                    message = k.get("message", "")
-                    row["remeasured"] = isinstance(message, str) and bool(
-                        re.search(r"median of \d+ timed passes", message)
-                    )
-                    row["where"] = kw
-                    # shown, not gated (instructions across a rebuild): results files write no
-                    # tolerance for it; older ones wrote the suite's, which the message contradicts
-                    if isinstance(message, str) and "; not gated:" in message:
-                        row["tolerance"] = ""
-                    banded = _BAND.search(message) if isinstance(message, str) else None
-                    if banded and row["change"] is not None:  # in units of its band: red beyond 1
-                        row["change"] /= float(banded.group(1)) / 100.0
-                        row["tolerance"] = BANDED
-                    rows.append(row)
-                planted = {r["variant"] for r in rows if r["check"] == "planted"}
-                for r in rows:
-                    if r["variant"] in planted:
+            for j, case in enumerate(suite.cases):
+                planted = {k.variant for k in case.checks if k.check is CheckKind.PLANTED}
+                for n, k in enumerate(case.checks):
+                    if k.variant in planted:
                         study.planted_left_out += 1
                         continue
-                    red = r["verdict"] in ("regressed", "wrong")
+                    red = k.verdict in (Verdict.REGRESSED, Verdict.WRONG)
                     suite_red |= red
-                    if r["check"] in BOUND_KINDS:
-                        sample = r["current"]
-                        if sample is None or not _BOUND.fullmatch(r["tolerance"]):
+                    tolerance, change = ("" if k.not_gated else k.tolerance), k.change
+                    if k.band is not None and k.quantity != EVENT_TIME and change is not None:
+                        tolerance, change = BANDED, change / k.band  # in units of its band: red beyond 1
+                    if k.check.value in BOUND_KINDS:
+                        sample = k.current
+                        if sample is None or not _BOUND.fullmatch(tolerance):
                             continue  # nothing measured, or not a bound this tool knows
-                    elif r["change"] is not None and r["tolerance"]:  # no tolerance: a warning, never red
-                        sample = r["change"]
-                        if r["tolerance"] not in ("exact", BANDED) and not _RELATIVE.fullmatch(r["tolerance"]):
-                            raise _fail(
-                                path, f"{r['where']}.tolerance", f"{r['tolerance']!r} is neither 'exact' nor '±X%'"
+                    elif change is not None and tolerance:  # no tolerance: a warning, never red
+                        sample = change
+                        if tolerance not in ("exact", BANDED) and not _RELATIVE.fullmatch(tolerance):
+                            where = f"suites[{i}].cases[{j}].checks[{n}].tolerance"
+                            raise InputError(
+                                f"{path}: {where}: {tolerance!r} is neither 'exact' nor '±X%'; {USAGE_FIX}"
                             )
                     else:
                         continue  # not judged against a baseline (no baseline yet, or no change to speak of)
-                    key = (name, case_id, r["variant"], r["check"], r["quantity"])
-                    check = study.checks.setdefault(key, Check(*key, tolerance=_base_tolerance(r["tolerance"])))
+                    key = (suite.suite, case.case, k.variant, k.check.value, k.quantity)
+                    check = study.checks.setdefault(key, Check(*key, tolerance=_base_tolerance(tolerance)))
                     check.samples.append(sample)
                     check.red += red
-                    check.remeasured += r["remeasured"]
+                    check.remeasured += k.timed_passes > 1
             study.red_suite_runs += suite_red
     return study
 

@@ -22,11 +22,12 @@ when a run failed, 3 when the arguments are wrong.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from fuseci.store.results import read_results
 
 SUITE = """\
 # {depth} pre-norm blocks in bf16, compiled {how}, the compiled forward audited by its ledger.
@@ -82,9 +83,8 @@ def _one(out: Path, depth: int, repeats: str, per_block: bool) -> dict[str, obje
     (out / "logs" / f"{name}.log").write_text(proc.stdout + proc.stderr)
     row: dict[str, object] = {"depth": depth, "repeats": repeats, "exit": proc.returncode, "seconds": seconds}
     if proc.returncode in (0, 1) and result.exists():
-        doc = json.loads(result.read_text())
-        variants = {v["variant"]: v for v in doc["suites"][0]["cases"][0]["variants"]}
-        row["launches"] = int(variants["compiled"]["values"]["launches"])
+        variants = {v.variant: v for v in read_results(result)[0].cases[0].variants}
+        row["launches"] = int(variants["compiled"].values["launches"])
         row["profiled"] = _profiled(out / "reports" / f"{name}.ncu-rep")
     return row
 

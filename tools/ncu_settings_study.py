@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from fuseci.store.results import read_results
+
 SETTINGS = {
     "kernel/all/none": {"replay_mode": "kernel", "cache_control": "all", "clock_control": "none"},
     "kernel/none/none": {"replay_mode": "kernel", "cache_control": "none", "clock_control": "none"},
@@ -57,11 +59,11 @@ def fuseci_gains(work: Path, suite: str, label: str, ncu: dict[str, str]) -> dic
         capture_output=True,
     )
     result: dict[str, dict[str, float]] = {}
-    for case in json.loads(out.read_text())["suites"][0]["cases"]:
-        for v in case["variants"]:
-            if v["variant"] != "unfused" and v["gains"]:
-                result[case["case"]] = {q: v["gains"][q] for q in GAINS}
-                result[case["case"]]["passes"] = v["values"]["profiler__replayer_passes"]
+    for case in read_results(out)[0].cases:
+        for v in case.variants:
+            if v.variant != "unfused" and v.gains:
+                result[case.case] = {q: v.gains[q] for q in GAINS}
+                result[case.case]["passes"] = v.values["profiler__replayer_passes"]
     return result
 
 

@@ -12,10 +12,12 @@ variant's baseline, so their changes are not noise.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from fuseci.judge.verdict import CheckKind
+from fuseci.store.results import read_results
 
 
 def main(paths: list[str]) -> None:
@@ -23,15 +25,15 @@ def main(paths: list[str]) -> None:
     verdicts: dict[str, Counter[str]] = defaultdict(Counter)
     runs: Counter[str] = Counter()
     for path in paths:
-        doc = json.loads(Path(path).read_text())
-        for suite in doc["suites"]:
-            runs[suite["suite"]] += 1
-            for case in suite["cases"]:
-                planted = {k["variant"] for k in case["checks"] if k["check"] == "planted"}
-                for k in case["checks"]:
-                    verdicts[suite["suite"]][k["verdict"]] += 1
-                    if k["check"] in ("gain", "value") and k["change"] is not None and k["variant"] not in planted:
-                        changes[(suite["suite"], k["quantity"])][(case["case"], k["variant"])].append(k["change"])
+        for result in read_results(Path(path)):
+            runs[result.suite] += 1
+            for case in result.cases:
+                planted = {k.variant for k in case.checks if k.check is CheckKind.PLANTED}
+                for k in case.checks:
+                    verdicts[result.suite][k.verdict.value] += 1
+                    gated = k.check in (CheckKind.GAIN, CheckKind.VALUE) and k.variant not in planted
+                    if gated and k.change is not None:
+                        changes[(result.suite, k.quantity)][(case.case, k.variant)].append(k.change)
     print("| suite | runs | gated quantity | checks | largest change | largest spread |")
     print("|---|---:|---|---:|---:|---:|")
     for (suite, quantity), by_check in sorted(changes.items()):

@@ -18,12 +18,15 @@ given). ``--analyse`` re-prints the tables from WORKDIR's runs without a GPU.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+
+from fuseci.judge.verdict import CheckKind, MetricDelta, Verdict
+from fuseci.store.results import read_results
 
 SUITE = "tools/sensitivity/suite.yaml"
 CLEAN = ("fused", "control")
@@ -97,21 +100,26 @@ def measure(work: Path, runs: int) -> None:
     print(f"fma chains: {spins.read_text().strip() if spins.exists() else 'none calibrated'}", flush=True)
 
 
-def _checks(run: dict) -> dict[tuple[str, str], dict]:
-    """(variant, gate) → the check, for the one case of the suite."""
-    (suite,) = run["suites"]
-    (case,) = [c for c in suite["cases"] if c["case"] == "scale_relu_add"]
-    out = {}
-    for k in case["checks"]:
-        gate = k["check"] if k["check"] in ("bytes",) else k["quantity"]
-        if k["check"] in ("gain", "bytes", "asynchrony", "value"):
-            out[(k["variant"], gate)] = k
-    values = {v["variant"]: v["values"] for v in case["variants"]}
-    out[("", "values")] = values
-    return out
+#: The check kinds the study reads.
+GATES = (CheckKind.GAIN, CheckKind.BYTES, CheckKind.ASYNCHRONY, CheckKind.VALUE)
+RED = (Verdict.REGRESSED, Verdict.WRONG)
 
 
-def _planted_size(runs: list[dict], variant: str, gate: str) -> str:
+class Run:
+    """One run of the study: its checks by (variant, gate), and each variant's values."""
+
+    def __init__(self, path: Path) -> None:
+        (suite,) = read_results(path)
+        (case,) = [c for c in suite.cases if c.case == "scale_relu_add"]
+        self.checks: dict[tuple[str, str], MetricDelta] = {
+            (k.variant, k.check.value if k.check is CheckKind.BYTES else k.quantity): k
+            for k in case.checks
+            if k.check in GATES
+        }
+        self.values: dict[str, Mapping[str, float]] = {v.variant: v.values for v in case.variants}
+
+
+def _planted_size(runs: list[Run], variant: str, gate: str) -> str:
     """The change the variant actually made, measured against the healthy kernel in each run."""
     quantity = {"dram__bytes.sum": "dram__bytes.sum", "bytes": "dram__bytes.sum"}.get(gate, gate)
     if gate == "host_blocking":
@@ -120,8 +128,7 @@ def _planted_size(runs: list[dict], variant: str, gate: str) -> str:
         quantity = "gpu__time_duration.sum"
     ratios, differences = [], []
     for r in runs:
-        values = r[("", "values")]
-        base, now = values.get("fused", {}).get(quantity), values.get(variant, {}).get(quantity)
+        base, now = r.values.get("fused", {}).get(quantity), r.values.get(variant, {}).get(quantity)
         if base and now:
             ratios.append(now / base - 1)
             differences.append(now - base)
@@ -133,7 +140,7 @@ def _planted_size(runs: list[dict], variant: str, gate: str) -> str:
 
 def analyse(work: Path) -> str:
     """The Markdown tables of the study in ``work``."""
-    runs = [_checks(json.loads(p.read_text())) for p in sorted((work / "runs").glob("*.json"))]
+    runs = [Run(p) for p in sorted((work / "runs").glob("*.json"))]
     n = len(runs)
     lines = [
         f"{n} runs; clean samples: {', '.join(CLEAN)} in each run ({len(CLEAN) * n} in all).",
@@ -142,13 +149,15 @@ def analyse(work: Path) -> str:
         "|---|---|---|---|---|",
     ]
     for gate, variants in PLANTED.items():
-        tol = next((r[(v, gate)]["tolerance"] for r in runs for v in CLEAN if (v, gate) in r), "?")
-        clean = sum(r[(v, gate)]["verdict"] in ("regressed", "wrong") for r in runs for v in CLEAN if (v, gate) in r)
+        default = next((r.checks[(v, gate)].tolerance for r in runs for v in CLEAN if (v, gate) in r.checks), "?")
+        clean = sum(r.checks[(v, gate)].verdict in RED for r in runs for v in CLEAN if (v, gate) in r.checks)
         for i, variant in enumerate(variants):
-            caught = sum(r.get((variant, gate), {}).get("verdict") == "regressed" for r in runs)
+            caught = sum(
+                (k := r.checks.get((variant, gate))) is not None and k.verdict is Verdict.REGRESSED for r in runs
+            )
             size = _planted_size(runs, variant, gate)
             lines.append(
-                f"| {LABELS[gate] if i == 0 else ''} | {tol if i == 0 else ''} | {variant} ({size}) | {caught}/{n} "
+                f"| {LABELS[gate] if i == 0 else ''} | {default if i == 0 else ''} | {variant} ({size}) | {caught}/{n} "
                 f"| {f'{clean}/{len(CLEAN) * n}' if i == 0 else ''} |"
             )
     lines += ["", "What the recorded changes give at other tolerances (caught / false alarms):", ""]
@@ -158,9 +167,7 @@ def analyse(work: Path) -> str:
         for tol in tolerances:
             cells = []
             for v in (*variants, *CLEAN):
-                changes = [
-                    r[(v, gate)]["change"] for r in runs if (v, gate) in r and r[(v, gate)]["change"] is not None
-                ]
+                changes = [c for r in runs if (k := r.checks.get((v, gate))) and (c := k.change) is not None]
                 cells.append(sum(c < -tol for c in changes))
             clean = sum(cells[len(variants) :])
             lines.append(
@@ -170,7 +177,9 @@ def analyse(work: Path) -> str:
             )
         lines.append("")
     worst = {
-        gate: max((abs(r[(v, gate)]["change"] or 0) for r in runs for v in CLEAN if (v, gate) in r), default=0)
+        gate: max(
+            (abs(r.checks[(v, gate)].change or 0) for r in runs for v in CLEAN if (v, gate) in r.checks), default=0
+        )
         for gate in WHAT_IF
     }
     lines.append("Largest change of a clean sample: " + ", ".join(f"{LABELS[g]} {w:.2%}" for g, w in worst.items()))

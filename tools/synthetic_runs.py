@@ -30,9 +30,12 @@ import random
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+from fuseci.store import results
 
 REPORTS = Path("tests/data/reports")
 SHIPPED = ("elementwise", "reduction", "normalization", "stencil", "mutants")
@@ -115,19 +118,17 @@ def make_results(path: Path, cases: int, message_chars: int) -> None:
         out = Path(tmp) / "results.json"
         report = REPORTS / "elementwise-regressed.ncu-rep.xz"
         _fuseci("run", "suites/elementwise.yaml", "--from-report", str(report), "--json", str(out))
-        doc = json.loads(out.read_text())
-    (suite,) = doc["suites"]
-    originals = suite["cases"]
+        (suite,) = results.read_results(out)
     built = []
     for n in range(cases):
-        case = copy.deepcopy(originals[n % len(originals)])
-        case["case"] = f"{case['case']}_{n:05d}"
-        for check in case["checks"]:
-            if message_chars:
-                check["message"] = (check["message"] + " " + "x" * message_chars)[:message_chars]
-        built.append(case)
-    suite["cases"] = built
-    path.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+        case = suite.cases[n % len(suite.cases)]
+        cid = f"{case.case}_{n:05d}"
+        checks = tuple(
+            replace(k, case=cid, message=(k.message + " " + "x" * message_chars)[:message_chars] or k.message)
+            for k in case.checks
+        )
+        built.append(replace(case, case=cid, checks=checks))
+    path.write_text(results.dumps([replace(suite, cases=tuple(built))]))
 
 
 def main() -> None:

@@ -280,13 +280,14 @@ class DocumentFormat:
             raise self.fail(path, f"not UTF-8 text (byte {exc.start}), so not a {self.what}") from None
         return self.parse(text, path)
 
+    def document(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A document's object: ``body`` with ``format`` and ``format_version`` added."""
+        return {**body, "format_version": self.version, **({"format": self.name} if self.name is not None else {})}
+
     def text(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
-        """The exact text of a document: ``format`` and ``format_version`` added, keys sorted,
-        a trailing newline (:meth:`dumps` for a file)."""
-        doc: dict[str, Any] = {"format_version": self.version, **body}
-        if self.name is not None:
-            doc["format"] = self.name
-        return json.dumps(doc, indent=indent, sort_keys=True, allow_nan=self.allow_nan) + "\n"
+        """The exact text of a document (:meth:`document`): keys sorted, a trailing newline
+        (:meth:`dumps` for a file)."""
+        return json.dumps(self.document(body), indent=indent, sort_keys=True, allow_nan=self.allow_nan) + "\n"
 
     def dumps(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
         """The exact text of a document to write (:meth:`text`). A document is never written that

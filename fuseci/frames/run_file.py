@@ -4,7 +4,8 @@
 
 Its dataclasses are the document's declaration (:class:`fuseci.validation.Document`, as the
 harness record's and the baseline's): their annotations say what a file may hold, reading
-validates a file straight into a :class:`Run`, and :meth:`Run.to_json` writes one. A suite is
+validates a file straight into a :class:`Run`, and the same declaration writes one
+(:meth:`~fuseci.validation.Document.to_json`). A suite is
 held as its frames (:class:`~fuseci.frames.metrics.SuiteResults`), stored as its file's path, its
 harness record and its per-kernel frame (:class:`RunSuite`); reading rebuilds the frames from
 the two (:func:`suite_results`), once every value of the file is known to fit.
@@ -20,8 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, GetCoreSchemaHandler, model_validator, with_config
-from pydantic_core import core_schema
+from pydantic import Field, PlainSerializer, field_serializer, model_validator, with_config
 from typing_extensions import NotRequired, TypedDict
 
 from fuseci import __version__
@@ -74,17 +74,13 @@ class RunSuite(v.OpenDocument):
     record: Any
     """Its harness record: checked by :meth:`HarnessRecord.embedded`, after its own format and
     version, when the suite is rebuilt (:func:`suite_results`)."""
-    kernels: Annotated[v.Items[KernelFrameRow], Field(max_length=1_000_000)]
-    """The per-kernel frame, a row per kernel."""
+    kernels: Annotated[v.Items[KernelFrameRow], Field(max_length=1_000_000), PlainSerializer(list)]
+    """The per-kernel frame, a row per kernel (written as :func:`kernel_rows` made them)."""
 
     @classmethod
     def of(cls, results: SuiteResults, suite_path: str) -> RunSuite:
         """A measured suite as its run file keeps it."""
         return cls(suite_path, results.record.to_json(), tuple(kernel_rows(results.kernels)))
-
-    def to_json(self) -> dict[str, Any]:
-        """The suite's object."""
-        return {"suite_path": self.suite_path, "record": self.record, "kernels": list(self.kernels)}
 
 
 if TYPE_CHECKING:
@@ -101,6 +97,8 @@ _NOT_STORED = ("path", "suite_paths")
 class Run(v.OpenDocument):
     """One run file (after ``format`` and ``format_version``, checked by the store's format)."""
 
+    __always__ = frozenset({"fuseci_version", "git_commit", "gpu_name"})
+
     created: Created
     """UTC time the run was saved, ``YYYY-mm-ddTHH:MM:SSZ``."""
     suites: Suites
@@ -111,20 +109,10 @@ class Run(v.OpenDocument):
     """Commit the run measured (``--commit``, else ``$GITHUB_SHA``, else ``git rev-parse HEAD``), None when unknown."""
     gpu_name: Annotated[str, Field(max_length=4096)] | None = None
     """GPU the suites ran on (None when the run measured no suite)."""
-    suite_paths: Mapping[str, str] = field(default_factory=dict)
+    suite_paths: Annotated[Mapping[str, str], Field(exclude=True)] = field(default_factory=dict)
     """Suite file of each suite id, as given to ``fuseci run`` (each suite's ``suite_path`` in a file)."""
-    path: Path = Path()
+    path: Annotated[Path, Field(exclude=True)] = Path()
     """The file (not in it: its reader says)."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        """As :class:`~fuseci.validation.Document`'s, under the rebuilding that wraps the dataclass."""
-        schema = handler(source)
-        node: Any = schema
-        while node["type"] == "function-after":
-            node = node["schema"]
-        node["strict"] = False  # an object is taken, its fields stay strict
-        return schema
 
     @model_validator(mode="before")
     @classmethod
@@ -144,15 +132,10 @@ class Run(v.OpenDocument):
             suite_paths={sid: s.suite_path for sid, s in stored.items()},
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """The file's object without ``format`` and ``format_version``."""
-        return {
-            "fuseci_version": self.fuseci_version,
-            "created": self.created,
-            "git_commit": self.git_commit,
-            "gpu_name": self.gpu_name,
-            "suites": {sid: RunSuite.of(r, self.suite_paths[sid]).to_json() for sid, r in self.suites.items()},
-        }
+    @field_serializer("suites")
+    def _stored(self, suites: Mapping[str, SuiteResults]) -> dict[str, Any]:
+        """Each suite as its file keeps it (:meth:`RunSuite.of`)."""
+        return {sid: RunSuite.of(r, self.suite_paths[sid]).to_json() for sid, r in suites.items()}
 
 
 def _cell(value: Any) -> Any:

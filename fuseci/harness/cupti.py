@@ -200,7 +200,7 @@ CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_uint32, c_void_p)
 
 
 @dataclass(slots=True)
-class Launch:
+class DriverLaunch:
     """One kernel launch seen by the driver callback."""
 
     name: str
@@ -218,7 +218,7 @@ class Collected:
     launches the callback saw in the same window; the ranges CUPTI dropped; and its cost."""
 
     ranges: list[tuple[str, dict[str, float]]] = field(default_factory=list)
-    launches: list[Launch] = field(default_factory=list)
+    launches: list[DriverLaunch] = field(default_factory=list)
     dropped: int = 0
     seconds_call: float = 0.0
     seconds_decode: float = 0.0
@@ -357,7 +357,7 @@ class Counters:
         )
         self._call("cuptiRangeProfilerGetCounterDataSize", data)
         self._data = (c_uint8 * data.counterDataSize)()
-        self._launches: list[Launch] = []
+        self._launches: list[DriverLaunch] = []
         self._attributes: dict[int, tuple[int, int]] = {}
         self._callback = CALLBACK(self._on_callback)
         self._subscriber = c_void_p()
@@ -423,7 +423,7 @@ class Counters:
             if cb.callbackSite != API_ENTER:
                 return
             if cbid in GRAPH_LAUNCH:
-                self._launches.append(Launch("<graph>", GRAPH_LAUNCH[cbid]))
+                self._launches.append(DriverLaunch("<graph>", GRAPH_LAUNCH[cbid]))
                 return
             name = (cb.symbolName or b"").decode(errors="replace")
             if cbid in LAUNCH_PLAIN:
@@ -434,7 +434,7 @@ class Counters:
                 f, dims, api = ex.f, ex.config.contents, LAUNCH_CONFIG[cbid]
             regs, static = self._function(f)
             self._launches.append(
-                Launch(
+                DriverLaunch(
                     name,
                     api,
                     grid=dims.gx * dims.gy * dims.gz,

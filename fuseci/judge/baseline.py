@@ -3,7 +3,7 @@ and the environment it was recorded under, declared once as the document a basel
 
 Its dataclasses are the document's declaration (:class:`fuseci.validation.Document`, as the
 harness record's): their annotations say what a file may hold, reading validates a file into
-them, and :meth:`Baseline.to_json` writes one. Where the files lie, their locks and writes are
+them, and the same declaration writes one (:meth:`~fuseci.validation.Document.to_json`). Where the files lie, their locks and writes are
 :mod:`fuseci.store.baselines`' business. Fusion gains are derived from the stored quantities when
 comparing, so a baseline has one source of truth.
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, Strict, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Strict, model_validator
 
 from fuseci import __version__
 from fuseci import validation as v
@@ -78,6 +78,30 @@ def _launch(row: tuple[str, int, int, int, int, KernelCounts]) -> KernelLaunch:
     return KernelLaunch(*row[:5], counts=dict(row[5].counts), spread=dict(row[5].spread))
 
 
+def _row(k: KernelLaunch) -> list[Any]:
+    """``[name, grid, block, registers]``, the shared memory per block when there is any, and the
+    kernel's counts when it has them (the shared memory then always)."""
+    row: list[Any] = [k.name, k.grid, k.block, k.registers]
+    if k.counts or k.spread:
+        counts: dict[str, Any] = {"counts": _rounded(k.counts)}
+        if k.spread:
+            counts["spread"] = _rounded(k.spread)
+        return [*row, k.shared_mem, counts]
+    return [*row, k.shared_mem] if k.shared_mem else row
+
+
+def _round(value: float) -> float | int | None:
+    if not math.isfinite(value):  # not measured, or beyond measuring (a rate over a zero-length time)
+        return None
+    if value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return float(f"{value:.6g}")
+
+
+def _rounded(values: Mapping[str, float]) -> dict[str, float | int | None]:
+    return {q: _round(x) for q, x in values.items()}
+
+
 if TYPE_CHECKING:
     KernelEntry = KernelLaunch
     Amounts = Mapping[str, float]
@@ -88,9 +112,12 @@ else:
         tuple[v.Name, v.Count, v.Count, v.Count, v.Count, KernelCounts],
         BeforeValidator(_kernel_row),
         AfterValidator(_launch),
+        PlainSerializer(_row),
     ]
-    #: Quantities by name; null in a file: not measured (NaN).
-    Amounts = Annotated[Mapping[v.QuantityName, v.Amount | None], Field(max_length=1000), v.NanForNull]
+    #: Quantities by name; null in a file: not measured (NaN). Written rounded.
+    Amounts = Annotated[
+        Mapping[v.QuantityName, v.Amount | None], Field(max_length=1000), v.NanForNull, PlainSerializer(_rounded)
+    ]
 
 
 #: What a :class:`SourcePart` names for the code a module runs at import (its top-level
@@ -126,13 +153,6 @@ class SourcePart(v.Document):
         where = f"{self.file}:{self.lines[0]}-{self.lines[1]}" if self.lines else self.file
         return f"{where} ({self.name})" if self.name else where
 
-    def to_json(self) -> dict[str, Any]:
-        """The part's object."""
-        doc: dict[str, Any] = {"file": self.file, "name": self.name, "digest": self.digest}
-        if self.lines is not None:
-            doc["lines"] = list(self.lines)
-        return doc
-
 
 @dataclass(frozen=True, slots=True)
 class SourcePrint(v.Document):
@@ -145,13 +165,6 @@ class SourcePrint(v.Document):
     """What the case depends on that static reading cannot follow (a read or an import named at
     run time): its source cannot then be said unchanged."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The case's object."""
-        doc: dict[str, Any] = {"parts": [p.to_json() for p in self.parts]}
-        if self.unproven:
-            doc["unproven"] = list(self.unproven)
-        return doc
-
 
 @dataclass(frozen=True, slots=True)
 class VariantBaseline(v.OpenDocument):
@@ -162,17 +175,12 @@ class VariantBaseline(v.OpenDocument):
     kernels: Annotated[v.Items[KernelEntry], Field(max_length=100_000)]
     """Kernel inventory in launch order."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The variant's object, values rounded."""
-        return {
-            "values": {q: _round(x) for q, x in self.values.items()},
-            "kernels": [_kernel_json(k) for k in self.kernels],
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Baseline(v.OpenDocument):
     """One suite's baseline on one GPU (after ``format_version``, checked by :data:`FORMAT`)."""
+
+    __always__ = frozenset({"fuseci_version"})
 
     suite: v.Id
     """Suite id."""
@@ -198,22 +206,6 @@ class Baseline(v.OpenDocument):
     def _unknown_version(cls, data: Any) -> Any:
         return {"fuseci_version": "?", **data} if isinstance(data, dict) else data
 
-    def to_json(self) -> dict[str, Any]:
-        """The file's object without ``format_version`` (values rounded, ready for sorted-key JSON)."""
-        doc = {
-            "fuseci_version": self.fuseci_version,
-            "suite": self.suite,
-            "env": dict(self.env),
-            "cases": {cid: {vid: vb.to_json() for vid, vb in variants.items()} for cid, variants in self.cases.items()},
-        }
-        if self.sources:
-            doc["sources"] = {cid: p.to_json() for cid, p in sorted(self.sources.items())}
-        if self.code:
-            doc["code"] = {
-                cid: {k: c.to_json() for k, c in sorted(kernels.items())} for cid, kernels in sorted(self.code.items())
-            }
-        return doc
-
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> Baseline:
         """Parse (and upgrade) a baseline file's contents.
@@ -230,26 +222,6 @@ class Baseline(v.OpenDocument):
 def normalized(baseline: Baseline) -> Baseline:
     """The baseline as it reads back from its file (values rounded), for exact comparisons."""
     return Baseline.from_json(json.loads(FORMAT.text(baseline.to_json())), "<memory>")
-
-
-def _kernel_json(k: KernelLaunch) -> list[Any]:
-    """``[name, grid, block, registers]``, the shared memory per block when there is any, and the
-    kernel's counts when it has them (the shared memory then always)."""
-    row: list[Any] = [k.name, k.grid, k.block, k.registers]
-    if k.counts or k.spread:
-        counts: dict[str, Any] = {"counts": {q: _round(x) for q, x in sorted(k.counts.items())}}
-        if k.spread:
-            counts["spread"] = {q: _round(x) for q, x in sorted(k.spread.items())}
-        return [*row, k.shared_mem, counts]
-    return [*row, k.shared_mem] if k.shared_mem else row
-
-
-def _round(value: float) -> float | int | None:
-    if not math.isfinite(value):  # not measured, or beyond measuring (a rate over a zero-length time)
-        return None
-    if value == int(value) and abs(value) < 2**53:
-        return int(value)
-    return float(f"{value:.6g}")
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:

@@ -229,8 +229,12 @@ def time_check(ctx: VariantContext) -> MetricDelta:
     name = f"speedup in CUDA-event time ({UNFUSED} ÷ {ctx.variant.id})"
     band = time_band(tol.relative or 0.0, ctx.noise())
     shown = f"±{band:.1%}" + ("" if band == tol.relative else f" (tolerance {tol}, widened by measured noise)")
-    d = ctx.delta(CheckKind.GAIN, names.EVENT_TIME, Verdict.ERROR, current=current, tolerance=shown)
-    passes = f"; median of {ctx.remeasured + 1} timed passes" if ctx.remeasured else ""
+    widened = None if band == tol.relative else band
+    d = ctx.delta(
+        CheckKind.GAIN, names.EVENT_TIME, Verdict.ERROR, current=current, tolerance=shown, band=widened,
+        timed_passes=ctx.remeasured + 1 if ctx.remeasured else 0,
+    )  # fmt: skip
+    passes = f"; median of {d.timed_passes} timed passes" if d.timed_passes else ""
     if math.isnan(current):
         return replace(d, message=f"{name} cannot be computed: a variant was not timed (see the timed run's log)")
     base_gains = ctx.baseline_gains()

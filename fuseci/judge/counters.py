@@ -173,10 +173,13 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     rebuilt = _rebuilt(ctx.baseline_kernels(), ctx.kernels)
     stated = quantity in ctx.case.stated_gates
     if not stated and (why := _not_gated(ctx, entry.counted, quantity, rebuilt)):
-        return replace(d, tolerance="", message=f"{name} is {now}, baseline {was} ({pct}); not gated: {why}")
+        return replace(
+            d, tolerance="", not_gated=why, message=f"{name} is {now}, baseline {was} ({pct}); not gated: {why}"
+        )
     if not ctx.comparable:
         return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
     allowed, why_wide = band(ctx, quantity, tol)
+    d = replace(d, band=allowed if why_wide else None)
     # Where a check finds something, how the kernels changed is the variant's cause, said once
     # (:func:`fuseci.judge.causes.decide`); a check that holds says it beside its numbers.
     context = f"; its kernels changed ({rebuilt})" if rebuilt else ""

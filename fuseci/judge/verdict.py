@@ -8,20 +8,22 @@ produce these live in :mod:`fuseci.judge.checks` and :mod:`fuseci.judge.compare`
 
 These dataclasses are also the declaration of a results file's objects (``fuseci run --json``,
 written and read by :mod:`fuseci.store.results`), as the harness record's are of its file
-(:class:`fuseci.validation.Document`): their annotations say what a file may hold, and reading
-validates a file into them. Each names its members in the file's order (``__document__``); a
-member is required in a file though code may leave it at its default, and a field that is not
-a member (a check's case, a comparison's reference) is never read from a file.
+(:class:`fuseci.validation.Document`): their annotations say what a file may hold, reading
+validates a file into them, and writing is their serializer. Each names its members in the
+file's order (``__document__``); a member is required in a file though code may leave it at its
+default, an optional one is written only where it says something, and a field that is not a
+member (a check's case, a comparison's reference) is never read from a file nor written to one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, Field, GetCoreSchemaHandler, model_validator
+from pydantic import AfterValidator, Field, PlainSerializer, field_serializer, model_validator
 from pydantic_core import core_schema
 
 from fuseci import validation as v
@@ -116,31 +118,24 @@ class Stored(v.OpenDocument):
     __document__: ClassVar[tuple[str, ...]] = ()
     """The fields a file holds, in its order (a field's key is its ``validation_alias`` if it has one)."""
     __optional__: ClassVar[frozenset[str]] = frozenset()
-    """Those of :attr:`__document__` a file may leave out (then at their defaults)."""
+    """Those of :attr:`__document__` a file may leave out (then at their defaults); written only
+    where not at their defaults, but those of ``__always__``."""
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        """The dataclass's schema with its members in the file's order, required unless optional,
-        and its other fields at their defaults whatever a file holds."""
-        schema = super().__get_pydantic_core_schema__(source, handler)
-        node: Any = schema
-        while node["type"] == "function-after":  # an after-validator wraps the dataclass
-            node = node["schema"]
-        if node["type"] != "dataclass":
-            return schema
-        node["strict"] = False  # as Document's: an object is taken, its fields stay strict
-        args = node["schema"]
-        while args["type"] != "dataclass-args":
-            args = args["schema"]
+    def _shape(cls, fields: list[Any]) -> None:
+        """Its members in the file's order, required unless optional, written under their keys;
+        its other fields at their defaults whatever a file holds, and never written."""
         order = {name: i for i, name in enumerate(cls.__document__)}
-        for f in args["fields"]:
+        for f in fields:
             inner = f["schema"]
             if f["name"] not in order:  # not the file's: its default, never a file's value
                 f["schema"] = _ignored(inner)
+                f["serialization_exclude"] = True
             elif inner["type"] == "default" and f["name"] not in cls.__optional__:
                 f["schema"] = inner["schema"]
-        args["fields"].sort(key=lambda f: order.get(f["name"], len(order)))
-        return schema
+            if isinstance(f.get("validation_alias"), str):
+                f["serialization_alias"] = f["validation_alias"]
+        fields.sort(key=lambda f: order.get(f["name"], len(order)))
 
 
 def _ignored(schema: Any) -> core_schema.CoreSchema:
@@ -187,9 +182,11 @@ VariantId = Annotated[
     str, Field(max_length=v.MAX_ID_CHARS, pattern=r"^[A-Za-z0-9_-]*$"), v.Expect("a variant id (or empty)")
 ]
 """A variant id, or empty for a case's own checks."""
-SignedFigure = Annotated[float, v.AsWritten]
+SignedFigure = Annotated[float, v.AsWritten, PlainSerializer(v.null_for_nan)]
 """A finite number, kept as the file wrote it (an integer stays one); NaN or infinite: null."""
 Kernels = Annotated[v.Items[KernelLaunch], Field(max_length=100_000)]
+WholeLedger = Annotated[Ledger, PlainSerializer(dataclasses.asdict)]
+"""A fusion ledger, written with every member (a ledger file leaves out those not recorded)."""
 Notes = Annotated[v.Items[v.Text], Field(max_length=1000)]
 if TYPE_CHECKING:
     Values = Mapping[str, float]
@@ -197,7 +194,12 @@ if TYPE_CHECKING:
     KindName = CheckKind
 else:
     #: Quantities by name; null in a file: NaN or infinite.
-    Values = Annotated[Mapping[v.QuantityName, float | None], Field(max_length=1000), v.NanForNull]
+    Values = Annotated[
+        Mapping[v.QuantityName, float | None],
+        Field(max_length=1000),
+        v.NanForNull,
+        PlainSerializer(lambda values: {q: v.null_for_nan(x) for q, x in values.items()}),
+    ]
     VerdictName = Annotated[Verdict, v.Choice(tuple(x.value for x in Verdict))]
     KindName = Annotated[CheckKind, v.Choice(tuple(k.value for k in CheckKind))]
 
@@ -208,9 +210,9 @@ class MetricDelta(Stored):
 
     __document__ = (
         *("variant", "check", "quantity", "verdict", "message"),
-        *("current", "baseline_value", "change", "tolerance", "retry"),
+        *("current", "baseline_value", "change", "tolerance", "retry", "band", "timed_passes", "not_gated"),
     )
-    __optional__ = frozenset({"retry"})
+    __optional__ = frozenset({"retry", "band", "timed_passes", "not_gated"})
 
     case: str
     """Case id."""
@@ -234,6 +236,16 @@ class MetricDelta(Stored):
     """The tolerance or expectation applied, as written for people."""
     retry: bool = False
     """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
+    band: SignedFigure | None = None
+    """The relative band the change was judged within where it is wider than the tolerance's own
+    (0.186 is ±18.6%): a CUDA-event speedup's, widened by measured noise; a count's that moved
+    over the baseline's profiled passes; None where the tolerance holds as written."""
+    timed_passes: Annotated[int, Field(ge=0, lt=1000)] = 0
+    """The timed passes whose median :attr:`current` is, where the case was timed again; 0 where
+    it was timed once (or is not a timing)."""
+    not_gated: v.Text = ""
+    """Why the quantity is shown and not gated (instructions across a rebuild, a count nothing
+    says repeats); empty where it is gated."""
 
 
 class CauseKind(enum.Enum):
@@ -320,10 +332,10 @@ class VariantMeasurement(Stored):
     """The quantities of the baseline it is judged against (empty without one)."""
     baseline_kernels: Kernels = ()
     """The kernel inventory of that baseline (empty without one)."""
-    ledger: Ledger | None = None
+    ledger: WholeLedger | None = None
     """The fusion ledger of a variant the suite asks one of (``ledger:``): its compiled
     forward's kernels, the graph nodes each implements, measured and minimum bytes."""
-    baseline_ledger: Ledger | None = None
+    baseline_ledger: WholeLedger | None = None
     """The ledger of the baseline it is judged against (None without one)."""
     ledger_changes: tuple[NodeChange, ...] = ()
     """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node, as judged
@@ -339,6 +351,7 @@ class CaseResult(Stored):
 
     __document__ = ("case", "line", "description", "stated_verdict", "notes", "checks", "variants")
     __optional__ = frozenset({"stated_verdict", "notes"})
+    __always__ = frozenset({"stated_verdict", "notes"})
 
     case: CaseId
     """Case id."""
@@ -360,6 +373,10 @@ class CaseResult(Stored):
     )
     """The verdict a file states (``verdict``; when read back, :attr:`verdict` is derived from
     the checks); None in memory."""
+
+    @field_serializer("stated_verdict")
+    def _derived(self, _: Verdict | None) -> str:
+        return self.verdict.value
 
     @model_validator(mode="after")
     def _checks_of_this_case(self) -> CaseResult:
@@ -440,6 +457,7 @@ class Comparison(Stored):
         *("env", "env_differences", "cases", "notes"),
     )
     __optional__ = frozenset({"stated_verdict", "notes"})
+    __always__ = frozenset({"stated_verdict"})
 
     suite: SuiteName
     """Suite id."""
@@ -466,6 +484,10 @@ class Comparison(Stored):
     )
     """The verdict a file states (``verdict``; when read back, :attr:`verdict` is derived from
     the cases); None in memory."""
+
+    @field_serializer("stated_verdict")
+    def _derived(self, _: Verdict | None) -> str:
+        return self.verdict.value
 
     @property
     def verdict(self) -> Verdict:

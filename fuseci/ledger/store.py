@@ -11,11 +11,13 @@ Format history:
        where not recorded, so an older ledger is written back byte for byte): a measurement's
        ``loads`` and ``stores`` (global bytes the SMs asked for, LSU and TMA), a row's and the
        ledger's ``excess`` (bytes above the minimum and the floor, by cause).
+
+The file is written from the same declaration (:meth:`~fuseci.validation.Document.to_json`): a
+member with a default is left out where it holds it, but those its class keeps always.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,40 +44,10 @@ FORMAT = DocumentFormat(
 class LedgerDocument(v.Document):
     """A ledger file's members after ``format`` and ``format_version``."""
 
+    __always__ = frozenset({"fuseci_version"})
+
     ledger: Ledger
     fuseci_version: Annotated[str, Field(max_length=100)] = "?"
-
-
-#: Members added since format 1 was first written, with the value that says "not recorded":
-#: left out of a document where they hold it, so that a ledger read from an older file is written
-#: back as it was (the file's reader takes them as absent).
-_ADDED: dict[str, dict[str, Any]] = {
-    "ledger": {"excess": ()},
-    "row": {"excess": ()},
-    "measured": {"loads": None, "stores": None},
-}
-
-
-def _members(ledger: Ledger) -> dict[str, Any]:
-    """A ledger as its document holds it: its members, less those of :data:`_ADDED` not recorded."""
-
-    def lean(doc: dict[str, Any], what: str) -> dict[str, Any]:
-        return {k: x for k, x in doc.items() if not (k in _ADDED[what] and x == _ADDED[what][k])}
-
-    doc = lean(dataclasses.asdict(ledger), "ledger")
-    rows = []
-    for row in doc["rows"]:
-        row = lean(row, "row")
-        if row["measured"] is not None:
-            row["measured"] = lean(row["measured"], "measured")
-        rows.append(row)
-    doc["rows"] = rows
-    return doc
-
-
-def to_json(ledger: Ledger) -> dict[str, Any]:
-    """The document's body (without ``format`` and ``format_version``)."""
-    return {"fuseci_version": __version__, "ledger": _members(ledger)}
 
 
 def dumps(ledger: Ledger) -> str:
@@ -84,7 +56,7 @@ def dumps(ledger: Ledger) -> str:
     Raises:
         LedgerError: the text is over what a reader takes.
     """
-    return FORMAT.dumps(to_json(ledger))
+    return FORMAT.dumps(LedgerDocument(ledger, __version__).to_json())
 
 
 def from_json(data: Any, path: Path | str) -> Ledger:
@@ -143,6 +115,8 @@ class SuiteLedgers(v.Document):
     """A suite ledgers file's members after ``format`` and ``format_version``: each ledger
     variant's ledger, keyed ``case/variant``."""
 
+    __always__ = frozenset({"fuseci_version"})
+
     ledgers: Annotated[dict[Annotated[str, Field(max_length=400)], Ledger], Field(max_length=10_000)]
     fuseci_version: Annotated[str, Field(max_length=100)] = "?"
 
@@ -185,9 +159,7 @@ def suite_from_json(data: Any, path: Path | str) -> dict[str, Ledger]:
 
 def dumps_suite(ledgers: dict[str, Ledger]) -> str:
     """The exact text of a suite's ledgers file (sorted keys, a trailing newline)."""
-    return SUITE_FORMAT.dumps(
-        {"fuseci_version": __version__, "ledgers": {k: _members(x) for k, x in sorted(ledgers.items())}}
-    )
+    return SUITE_FORMAT.dumps(SuiteLedgers(ledgers, __version__).to_json())
 
 
 def save_suite(ledgers: dict[str, Ledger], path: Path) -> None:

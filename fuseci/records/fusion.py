@@ -67,6 +67,8 @@ Summed = Annotated[float, Field(ge=0, lt=v.INT_LIMIT)]
 class Measured(v.Document):
     """What a row's kernels moved and took, summed over their launches (ncu, one pass)."""
 
+    __always__ = frozenset({"shapes"})
+
     launches: v.Count
     dram_bytes: Summed
     """DRAM bytes read and written."""
@@ -122,6 +124,8 @@ class Cause(str, Enum):
 class Part(v.Document):
     """Bytes of one cause, in a row or the forward."""
 
+    __always__ = frozenset({"what"})
+
     cause: Annotated[Cause, v.Choice(tuple(c.value for c in Cause), what="unknown cause")]
     bytes: Annotated[float, Field(allow_inf_nan=False)]
     """Negative only for what is unexplained (a kernel asked for less than its minimum)."""
@@ -132,6 +136,8 @@ class Part(v.Document):
 @dataclass(frozen=True, slots=True)
 class Row(v.Document):
     """One wrapper call of the compiled forward (or the untraced kernels)."""
+
+    __always__ = frozenset({"note"})
 
     graph: v.Key
     """The compiled graph it belongs to, as Dynamo numbers it (``0/0``; a graph break makes ``1/0``)."""
@@ -178,6 +184,8 @@ class Row(v.Document):
 @dataclass(frozen=True, slots=True)
 class Ledger(v.Document):
     """The ledger of one compiled forward."""
+
+    __always__ = frozenset({"break_reasons", "fusion_refusals", "notes"})
 
     rows: Annotated[v.Items[Row], Field(max_length=MAX_ITEMS)]
     floor_bytes: v.Count | None
@@ -411,6 +419,8 @@ class Provenance(v.Document):
     """A ledger variant's provenance in the harness record: Inductor's artifacts and fusion log of
     its compile (:mod:`fuseci.ledger.artifacts` reads them), and the launches ncu left out."""
 
+    __always__ = frozenset({"artifacts", "fusion_log"})
+
     artifacts: Annotated[v.Items[Annotated[Artifact, AfterValidator(_readable)]], Field(max_length=MAX_ITEMS)] = ()
     """In the order Inductor emitted them."""
     fusion_log: Annotated[v.Items[str], Field(max_length=MAX_ITEMS)] = ()
@@ -428,17 +438,6 @@ class Provenance(v.Document):
         """:attr:`repeats` by pass number: launch → (the launch it repeats, its graph run)."""
         return {int(k): {n: (m, r) for n, m, r in items} for k, items in self.repeats.items()}
 
-    def to_json(self) -> dict[str, Any]:
-        """The record's object of it."""
-        doc: dict[str, Any] = {
-            "artifacts": [{"name": a.name, "metadata": dict(a.metadata), "payload": a.payload} for a in self.artifacts],
-            "fusion_log": list(self.fusion_log),
-        }
-        if self.repeats:
-            doc["repeats"] = {k: [list(r) for r in items] for k, items in self.repeats.items()}
-        if self.sizes:
-            doc["sizes"] = {g: dict(s) for g, s in self.sizes.items()}
-        return doc
 
 
 @dataclass(frozen=True, slots=True)

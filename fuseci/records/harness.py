@@ -43,7 +43,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, SerializerFunctionWrapHandler, field_serializer, model_validator
 
 from fuseci import validation as v
 from fuseci.errors import ReportError
@@ -211,7 +211,9 @@ TreeFile = Annotated[str, Field(max_length=4096)]
 class CaseRecord(v.OpenDocument):
     """What happened to one case in the harness."""
 
-    case: str
+    __always__ = frozenset({"message", "checks", "measured"})
+
+    case: Annotated[str, Field(exclude=True)]
     """Case id (the record's key for the case: a file does not repeat it)."""
     status: Status
     """How it ended."""
@@ -273,6 +275,8 @@ class ProfilerInfo(v.OpenDocument):
     In a file, members of older records that this class no longer has are left out, and a
     missing setting reads as unknown, ``""``."""
 
+    __always__ = frozenset({"logs", "timed"})
+
     ncu_version: v.Text
     """``ncu --version``, e.g. ``2025.3.1.0``."""
     clock_control: v.Text
@@ -286,10 +290,6 @@ class ProfilerInfo(v.OpenDocument):
     timed: bool = False
     """True when the suite was also timed with CUDA events outside ncu."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The record's ``profiler`` object."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
     @model_validator(mode="before")
     @classmethod
     def _unknown_settings(cls, data: Any) -> Any:
@@ -300,7 +300,11 @@ class ProfilerInfo(v.OpenDocument):
 
 @dataclass(frozen=True, slots=True)
 class HarnessRecord(v.OpenDocument):
-    """Everything the harness (and then ``fuseci run``) wrote down about one suite."""
+    """Everything the harness (and then ``fuseci run``) wrote down about one suite. Its members
+    with a default are written only where they hold something, so that records without them
+    keep their old shape; ``profiler`` is ``{}`` until ncu finished."""
+
+    __always__ = frozenset({"complete", "profiler"})
 
     suite: v.Id
     """Suite id."""
@@ -350,6 +354,10 @@ class HarnessRecord(v.OpenDocument):
             out["cases"] = {cid: {**c, "case": cid} if isinstance(c, dict) else c for cid, c in cases.items()}
         return out
 
+    @field_serializer("profiler", mode="wrap")
+    def _profiler(self, profiler: ProfilerInfo | None, write: SerializerFunctionWrapHandler) -> Any:
+        return {} if profiler is None else write(profiler)
+
     @property
     def timed(self) -> bool:
         """True when a timed pass put CUDA-event timings into this record."""
@@ -364,32 +372,9 @@ class HarnessRecord(v.OpenDocument):
         return replace(self, cases={**self.cases, **cases})
 
     def to_json(self) -> dict[str, Any]:
-        """The file's object (also what a run file embeds)."""
-        doc: dict[str, Any] = {
-            "format": FORMAT.name,
-            "format_version": FORMAT.version,
-            "suite": self.suite,
-            "complete": self.complete,
-            "env": dict(self.env),
-            "profiler": self.profiler.to_json() if self.profiler else {},
-            "cases": {cid: _case_json(c) for cid, c in self.cases.items()},
-        }
-        # Written only when present, so records of profiled runs stay as they were.
-        if self.copy_bandwidth is not None:
-            doc["copy_bandwidth"] = self.copy_bandwidth
-        if self.running is not None:
-            doc["running"] = self.running
-        if self.interrupted:
-            doc["interrupted"] = self.interrupted
-        if self.autotune:
-            doc["autotune"] = {k: dict(e) for k, e in self.autotune.items()}
-        if self.pinned:
-            doc["pinned"] = self.pinned
-        if self.code:
-            doc["code"] = {name: [b.to_json() for b in builds] for name, builds in sorted(self.code.items())}
-        if self.code_notes:
-            doc["code_notes"] = dict(sorted(self.code_notes.items()))
-        return doc
+        """The file's object, its ``format`` and ``format_version`` with it (also what a run file
+        embeds)."""
+        return FORMAT.document(v.dump(HarnessRecord, self))
 
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> HarnessRecord:
@@ -416,50 +401,6 @@ class HarnessRecord(v.OpenDocument):
             Invalid: a value the format does not allow; the enclosing reader names the file.
         """
         return v.validate(cls, FORMAT.check(data, v.json_path(at)), at)
-
-
-def _known_json(obj: Any) -> dict[str, Any]:
-    """A timing's or a check's object; fields still at their defaults (unknown: an older
-    harness) are left out."""
-    doc: dict[str, Any] = {}
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        if f.default is MISSING or value != f.default:
-            doc[f.name] = list(value) if isinstance(value, tuple) else value
-    return doc
-
-
-def _case_json(c: CaseRecord) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "status": c.status.value,
-        "message": c.message,
-        "measured": list(c.measured),
-        "checks": [_known_json(k) for k in c.checks],
-    }
-    # Written only when present, so that records without them keep their old shape.
-    if c.timings:
-        doc["timings"] = [_known_json(t) for t in c.timings]
-    if c.retimings:
-        doc["retimings"] = [[_known_json(t) for t in r] for r in c.retimings]
-    if c.min_bytes is not None:
-        doc["min_bytes"] = c.min_bytes
-    if c.first_call_ns:
-        doc["first_call_ns"] = dict(c.first_call_ns)
-    if c.autotuned:
-        doc["autotuned"] = {v: list(what) for v, what in c.autotuned.items()}
-    if c.compiled:
-        doc["compiled"] = {v: list(what) for v, what in c.compiled.items()}
-    if c.notes:
-        doc["notes"] = list(c.notes)
-    if c.ran:
-        doc["ran"] = {path: list(lines) for path, lines in c.ran.items()}
-    if c.read:
-        doc["read"] = list(c.read)
-    if c.provenance:
-        doc["provenance"] = {v: capture.to_json() for v, capture in c.provenance.items()}
-    if c.compile_options:
-        doc["compile_options"] = {v: dict(options) for v, options in c.compile_options.items()}
-    return doc
 
 
 def record_path_for(report: Path) -> Path:

@@ -45,6 +45,8 @@ OpName = Annotated[str, Field(max_length=200, pattern=r"^[A-Z][A-Za-z0-9_.]*$"),
 class KernelCode(v.Document):
     """One kernel's compiled code summarised by what moves bytes and time (static counts)."""
 
+    __always__ = frozenset({"instructions", "ops"})
+
     registers: v.Count | None = None
     """Registers per thread (None: the text did not say)."""
     local_bytes: v.Count | None = None
@@ -59,15 +61,6 @@ class KernelCode(v.Document):
     def spills(self) -> tuple[int, int]:
         """Local stores and loads (``STL``, ``LDL``): spills, or arrays the compiler kept in memory."""
         return _family(self.ops, "STL"), _family(self.ops, "LDL")
-
-    def to_json(self) -> dict[str, object]:
-        """The summary's object (unknowns left out, forms sorted)."""
-        doc: dict[str, object] = {"instructions": self.instructions, "ops": dict(sorted(self.ops.items()))}
-        if self.registers is not None:
-            doc["registers"] = self.registers
-        if self.local_bytes is not None:
-            doc["local_bytes"] = self.local_bytes
-        return doc
 
 
 def _family(ops: Mapping[str, int], base: str) -> int:

@@ -13,7 +13,7 @@ import enum
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from fuseci import validation as v
 from fuseci.files.atomic import atomic_write_text
@@ -48,6 +48,8 @@ class Outcome(enum.Enum):
 class Trial(v.Document):
     """One function of a case, called once."""
 
+    __always__ = frozenset({"message"})
+
     case: v.Id
     """Case id."""
     function: v.Id
@@ -60,7 +62,9 @@ class Trial(v.Document):
 
 @dataclass(frozen=True, slots=True)
 class TrialRecord(v.Document):
-    """Every call of one suite, in order."""
+    """Every call of one suite, in order (a file holds every member)."""
+
+    __always__ = frozenset({"trials", "running", "complete", "note"})
 
     suite: v.Id
     """Suite id."""
@@ -72,21 +76,6 @@ class TrialRecord(v.Document):
     """False until every case was tried."""
     note: v.Text = ""
     """What applies to the whole suite (the runtime, the scaled shapes' rule), for the log."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The document a file holds."""
-        return {
-            "format": FORMAT.name,
-            "format_version": FORMAT.version,
-            "suite": self.suite,
-            "trials": [
-                {"case": t.case, "function": t.function, "outcome": t.outcome.value, "message": t.message}
-                for t in self.trials
-            ],
-            "running": self.running,
-            "complete": self.complete,
-            "note": self.note,
-        }
 
 
 def write_trials(record: TrialRecord, path: Path) -> None:

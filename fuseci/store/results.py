@@ -14,12 +14,19 @@ Format history (no ``format`` field):
        ``cause`` (why its finding came about: ``kind``, ``evidence``, and ``also`` and
        ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.FindingCause` declares
        them); absent means none said (a variant without a finding, or a file written before).
+    1 (still): optional per-check ``band`` (the relative band a change was judged within where
+       wider than its tolerance: widened by measured noise, or by how far a count moved over the
+       baseline's profiled passes), ``timed_passes`` (the timed passes a re-measured speedup is
+       the median of) and ``not_gated`` (why a quantity is shown, not gated); absent means the
+       tolerance as written, one pass, and gated (or a file written before).
+
+Every object is written from the declaration that reads it (:func:`fuseci.validation.dump` of
+the dataclasses of :mod:`fuseci.judge.verdict`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,12 +36,10 @@ from pydantic import Field
 from fuseci import validation as v
 from fuseci.errors import ReportError
 from fuseci.files.versioned import DocumentFormat
-from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import (
     MAX_CASES,
     MAX_SUITES,
     Comparison,
-    MetricDelta,
     VariantMeasurement,
     exit_code,
 )
@@ -57,95 +62,7 @@ class Results(v.OpenDocument):
     suites: Annotated[v.Items[Comparison], Field(max_length=MAX_SUITES)]
     exit_code: Annotated[int, Field(ge=0, lt=4)] = 0
 
-
-def _num(value: float | None) -> float | None:
-    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
-        return None
-    return value
-
-
-def _check_json(k: MetricDelta) -> dict[str, Any]:
-    doc = {
-        "variant": k.variant,
-        "check": k.check.value,
-        "quantity": k.quantity,
-        "verdict": k.verdict.value,
-        "message": k.message,
-        "current": _num(k.current),
-        "baseline": _num(k.baseline_value),
-        "change": _num(k.change),
-        "tolerance": k.tolerance,
-    }
-    if k.retry:
-        doc["retry"] = True
-    return doc
-
-
-def _kernels_json(kernels: tuple[KernelLaunch, ...]) -> list[dict[str, Any]]:
-    out = []
-    for k in kernels:
-        doc: dict[str, Any] = {"name": k.name, "grid": k.grid, "block": k.block, "registers": k.registers}
-        if k.shared_mem:
-            doc["shared_mem"] = k.shared_mem
-        if k.counts:
-            doc["counts"] = dict(sorted(k.counts.items()))
-        if k.spread:
-            doc["spread"] = dict(sorted(k.spread.items()))
-        out.append(doc)
-    return out
-
-
-def _variant_json(v: VariantMeasurement) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "variant": v.variant,
-        "values": {q: _num(x) for q, x in v.values.items()},
-        "gains": {q: _num(x) for q, x in v.gains.items()},
-        "kernels": _kernels_json(v.kernels),
-    }
-    if v.baseline_values:
-        doc["baseline_values"] = {q: _num(x) for q, x in v.baseline_values.items()}
-    if v.baseline_kernels:
-        doc["baseline_kernels"] = _kernels_json(v.baseline_kernels)
-    if v.ledger is not None:
-        doc["ledger"] = dataclasses.asdict(v.ledger)
-    if v.baseline_ledger is not None:
-        doc["baseline_ledger"] = dataclasses.asdict(v.baseline_ledger)
-    if v.cause is not None:
-        cause: dict[str, Any] = {"kind": v.cause.kind.value, "evidence": list(v.cause.evidence)}
-        if v.cause.also:
-            cause["also"] = list(v.cause.also)
-        if v.cause.missing:
-            cause["missing"] = v.cause.missing
-        doc["cause"] = cause
-    return doc
-
-
-def _suite_json(c: Comparison) -> dict[str, Any]:
-    return {
-        "suite": c.suite,
-        "suite_path": c.suite_path,
-        "verdict": c.verdict.value,
-        "baseline_path": c.baseline_path,
-        "has_baseline": c.has_baseline,
-        "env": dict(c.env),
-        "env_differences": [
-            {"field": d.field, "baseline": d.baseline_value, "current": d.current, "accepted": d.accepted}
-            for d in c.env_differences
-        ],
-        **({"notes": list(c.notes)} if c.notes else {}),
-        "cases": [
-            {
-                "case": case.case,
-                "line": case.line,
-                "description": case.description,
-                "verdict": case.verdict.value,
-                "notes": list(case.notes),
-                "checks": [_check_json(k) for k in case.checks],
-                "variants": [_variant_json(v) for v in case.variants],
-            }
-            for case in c.cases
-        ],
-    }
+    __always__ = frozenset({"exit_code"})
 
 
 def dumps(comparisons: list[Comparison]) -> str:
@@ -166,7 +83,7 @@ def dumps(comparisons: list[Comparison]) -> str:
             f"a results file of {what} is more than fuseci reads back ({MAX_SUITES:,} suites of at most "
             f"{MAX_CASES:,} cases), so it is not written: split what it holds over several files"
         )
-    return FORMAT.dumps({"exit_code": exit_code(comparisons), "suites": [_suite_json(c) for c in comparisons]})
+    return FORMAT.dumps(v.dump(Results, Results(tuple(comparisons), exit_code(comparisons))))
 
 
 def read_results(path: Path) -> list[Comparison]:
