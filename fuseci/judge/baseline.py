@@ -140,8 +140,8 @@ class SourcePart(v.Document):
 
 @dataclass(frozen=True, slots=True)
 class SourcePrint(v.Document):
-    """One case's source fingerprint, as a baseline keeps it (made by :mod:`fuseci.ab.sources`
-    from the case fingerprint :mod:`fuseci.ab.cases` takes)."""
+    """One case's source fingerprint, as a baseline keeps it (made by
+    :func:`fuseci.ab.cases.source_print` from the case fingerprint it takes)."""
 
     parts: Annotated[v.Items[SourcePart], Field(max_length=100_000)]
     """Its parts, sorted by file and name."""

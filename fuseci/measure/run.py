@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pandas and the report reader load once a run has started (s
     from fuseci.frames.metrics import SuiteResults
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band
-#: (:meth:`fuseci.api.session.Session.remeasure`).
+#: (:meth:`fuseci.api.session.Session.judge`).
 RETIMES = 2
 #: Profiled passes of each variant when the measurement becomes a baseline (``update-baselines``),
 #: and when it is ``fuseci ab``'s reference (its base): the passes tell which counters repeat
@@ -367,7 +367,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
 def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: list[str]) -> SuiteResults:
     """One more timed pass of ``cases`` in a fresh process, added to each case's passes (the judge
     takes the median of all of them); the run's record rewritten with it. The session decides how
-    many passes and in what order (:meth:`fuseci.api.session.Session.remeasure`).
+    many passes and in what order (:meth:`fuseci.api.session.Session.judge`).
 
     Raises:
         BenchError: the timed pass failed.
