@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,8 +45,7 @@ from fuseci.errors import BaselineError
 from fuseci.files.versioned import DocumentFormat
 from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
-from fuseci.judge.compiled import code_of
-from fuseci.records.sass import KernelCode
+from fuseci.records.sass import KernelCode, pick
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 
@@ -254,6 +253,18 @@ def _round(value: float) -> float | int | None:
     if value == int(value) and abs(value) < 2**53:
         return int(value)
     return float(f"{value:.6g}")
+
+
+def code_of(kernels: Sequence[KernelLaunch], builds: Mapping[str, Sequence[KernelCode]]) -> dict[str, KernelCode]:
+    """Each launched kernel's compiled code among a record's builds, by name (a kernel whose
+    build cannot be told is left out): the build a run launched is the one with the registers
+    ncu saw (:func:`fuseci.records.sass.pick`). A baseline keeps the one build per kernel name of
+    each case, so a later run diffs against it without the old cubin."""
+    out = {}
+    for k in kernels:
+        if k.name not in out and k.name in builds and (code := pick(builds[k.name], k.registers)) is not None:
+            out[k.name] = code
+    return out
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
