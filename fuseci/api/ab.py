@@ -158,8 +158,9 @@ class MeasuredBase:
 
     def judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
         """The head's ``results`` judged against the base's, as ``fuseci run`` judges against a
-        stored baseline; with only the measured cases. The causes of findings are decided from
-        each side's case source fingerprints, taken with its fingerprint (:attr:`Pair.base_print`).
+        stored baseline, on the measured cases; the causes of findings decided from each side's
+        case source fingerprints, taken with its fingerprint (:attr:`Pair.base_print`). Then
+        audited against what each side's cases ran, the cases not measured added as unchanged.
 
         Raises:
             BaselineError: the base's results cannot serve as a baseline.
@@ -173,7 +174,9 @@ class MeasuredBase:
         comparison = audited(
             comparison, [Ran(p.cases, s.root.resolve(), r.record, s.label) for p, s, r in sides if p and r]
         )
-        return comparison if pair.cases is None or self.options.every else with_unchanged(comparison, pair, *self.sides)
+        return (
+            comparison if measured_cases(pair, self.options) is None else with_unchanged(comparison, pair, *self.sides)
+        )
 
     def _judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
         pair, side, accept_env = self.pair, self.sides[0], self.options.accept_env
@@ -196,11 +199,9 @@ class MeasuredBase:
         against = baseline_of(base)
         if pair.base_print is not None:
             against = replace(against, sources=dict(pair.base_print.sources))
-        base_ledgers = {}
-        if pair.base is not None and any(v.ledger for c in shown.cases for v in c.variants):
-            base_ledgers = {
-                store.key(*k): x for k, x in ledgers.built(pair.base, base).items() if isinstance(x, Ledger)
-            }
+        ledgered = any(v.ledger for c in shown.cases for v in c.variants)
+        built = ledgers.built(pair.base, base) if pair.base is not None and ledgered else {}
+        base_ledgers = {store.key(*k): x for k, x in built.items() if isinstance(x, Ledger)}
         return compare(
             results,
             shown,

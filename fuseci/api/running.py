@@ -160,8 +160,7 @@ class Stored:
 
     suite: Suite
     options: RunOptions
-    base: None = None
-    """No side is measured now."""
+    base: None = None  # no side measured now
     _read: tuple[Path, Baseline | None, dict[str, Ledger], dict[str, SourcePrint] | None] | None = None
 
     def check(self) -> None:

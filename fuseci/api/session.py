@@ -341,8 +341,8 @@ class Session:
         awaited), judged against what :attr:`Job.against` supplies; a borderline CUDA-event speedup
         (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) re-measured on every side, pass for pass,
         and judged again on all passes (a re-analysed report cannot be re-measured: its first
-        verdict stands); then finished. A failure stands as the suite's one ``ERROR``, with the
-        results measured so far.
+        verdict stands). A failure stands as the suite's one ``ERROR``, with the head's results
+        when it was measured.
 
         Raises:
             MismatchError: a report and its record are not one run's.
