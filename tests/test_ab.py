@@ -825,6 +825,29 @@ def test_a_pull_request_that_changes_one_kernel_measures_only_its_suite(repo: Pa
     assert len(_worktrees(repo)) == 1
 
 
+def test_each_sides_fingerprints_are_read_once_per_suite(repo: Path, recorded, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which cases to measure, the causes of findings and the audit of what ran all read the one
+    fingerprint taken of each side's suite: its tree is read once per side and suite."""
+    from fuseci.ab import cases
+
+    read: list[tuple[str, Path]] = []
+    reading = cases.Prints.__init__
+
+    def counted(self, suite, tree) -> None:
+        read.append((suite.name, Path(getattr(tree, "root", tree))))
+        reading(self, suite, tree)
+
+    monkeypatch.setattr(cases.Prints, "__init__", counted)
+    _edit_function(repo / "kernels" / "stencil.py", "conv_bias_relu_fused")
+    recorded["base"]["stencil"] = recorded["head"]["stencil"] = REPORTS / "stencil.ncu-rep.xz"
+    result = _cli(repo, "HEAD")
+    assert result.exit_code == 0, result.output
+    (tool,) = recorded["calls"]
+    assert sorted(c[:2] for c in tool.calls) == [("measure", "base"), ("measure", "head")]  # stencil measured
+    assert sorted(name for name, _ in read) == ["elementwise", "elementwise", "stencil", "stencil"]
+    assert len(set(read)) == 4  # each suite once in each side's tree
+
+
 def test_a_comment_only_change_measures_nothing(repo: Path, recorded) -> None:
     path = repo / "kernels" / "stencil.py"
     path.write_text(path.read_text() + "\n# tuned\n")
