@@ -10,6 +10,7 @@ import inspect
 import sys
 import threading
 from pathlib import Path
+from types import FrameType
 
 import fuseci
 
@@ -17,7 +18,7 @@ PACKAGE = str(Path(fuseci.__file__).parent)
 crossed: set[str] = set()
 
 
-def _heard(frame, event, arg):  # type: ignore[no-untyped-def]
+def _heard(frame: FrameType, event: str, arg: object) -> None:
     code = frame.f_code
     named = code.co_flags & inspect.CO_OPTIMIZED and not code.co_name.startswith("<")
     if event == "call" and named and code.co_filename.startswith(PACKAGE):
