@@ -19,13 +19,13 @@ from helpers import CLEAN_REPORT, REGRESSED_REPORT, REPORTS, ROOT, measure_with,
 from helpers import git as _git
 from typer.testing import CliRunner
 
-from fuseci import __version__
+from fuseci import __version__, api
 from fuseci.ab import git
 from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint
-from fuseci.api import ab
+from fuseci.api import ab, session
 from fuseci.cli.commands import app
 from fuseci.config.parse import load_suite
-from fuseci.errors import FuseciError
+from fuseci.errors import FuseciError, NcuError
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
 from fuseci.measure import process
@@ -520,8 +520,16 @@ def _side(name: str) -> ab.Side:
 
 
 def _pair(name: str, *, base: bool = True, head: bool = True) -> ab.SuitePair:
+    """A suite of this checkout on the sides asked, each with its fingerprint, every case measured."""
     suite = load_suite(ROOT / "suites" / f"{name}.yaml")
-    return ab.SuitePair(Path("suites") / f"{name}.yaml", suite if base else None, suite if head else None)
+    printed = fingerprint(suite, ROOT)
+    return ab.SuitePair(
+        Path("suites") / f"{name}.yaml",
+        suite if base else None,
+        suite if head else None,
+        base_print=printed if base else None,
+        head_print=printed if head else None,
+    )
 
 
 def _ab(pairs: list[ab.SuitePair], tool: Recorded, **kw) -> ab.AbOutcome:
@@ -632,7 +640,7 @@ def test_a_borderline_speedup_is_re_measured_on_both_sides_pass_for_pass(monkeyp
         asked.append(1)
         return ["bias_gelu"] if len(asked) == 1 else []
 
-    monkeypatch.setattr(ab, "retry_cases", once)
+    monkeypatch.setattr(session, "retry_cases", once)
     tool = Recorded({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT})
     _ab([_pair("elementwise")], tool)
     assert [c for c in tool.calls if c[0] == "retime"] == [
@@ -696,7 +704,7 @@ def test_a_suite_whose_cases_are_all_unchanged_is_not_measured() -> None:
 
 
 def test_a_re_measured_partly_changed_suite_retimes_only_measured_cases(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ab, "retry_cases", lambda comparison: ["bias_gelu"] if len(tool.calls) == 2 else [])
+    monkeypatch.setattr(session, "retry_cases", lambda comparison: ["bias_gelu"] if len(tool.calls) == 2 else [])
     tool = Recorded({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT})
     (c,) = _ab([_partly(("bias_gelu",))], tool).comparisons
     assert [x for x in tool.calls if x[0] == "retime"] == [("retime", s, "bias_gelu") for s in ("base", "head") * 2]
@@ -718,6 +726,37 @@ def test_added_removed_and_failed_sides() -> None:
     assert exit_code([added]) == 0 and any(k.verdict is Verdict.NEW for case in added.cases for k in case.checks)
     assert broken.verdict is Verdict.ERROR and "base 1a2b3c4 could not be measured" in broken.cases[0].checks[0].message
     assert exit_code([removed, added]) == 0 and exit_code([broken]) == 3
+
+
+class Refused(Recorded):
+    """ncu refuses the counters (a failure of the machine's, not the suite's) for the elementwise suite."""
+
+    def measure(self, suite, options: MeasureOptions) -> SuiteResults:
+        if suite.name != "elementwise":
+            return super().measure(suite, options)
+        self.calls.append(("measure", self.side(options), suite.name))
+        raise NcuError("ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)", machine_wide=True)
+
+
+def test_a_machine_wide_ncu_failure_leaves_the_later_suites_not_run_in_ab_and_in_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One job body serves both commands: the first suite says why, the later ones are not measured."""
+    reports = {"elementwise": CLEAN_REPORT, "stencil": REPORTS / "stencil.ncu-rep.xz"}
+    refused = "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)"
+    blocked = "not run: ncu cannot profile on this machine (elementwise says why)"
+    tool = Refused(reports, reports)
+    first, later = _ab([_pair("elementwise"), _pair("stencil")], tool, in_flight=1).comparisons
+    assert first.cases[0].checks[0].message == f"base 1a2b3c4 could not be measured: {refused}"
+    assert later.cases[0].checks[0].message == blocked
+    assert tool.calls == [("measure", "base", "elementwise")]
+
+    tool = measure_with(monkeypatch, Refused({}, reports))
+    suites = [load_suite(ROOT / "suites" / f"{name}.yaml") for name in ("elementwise", "stencil")]
+    options = api.RunOptions(baselines=tmp_path / "baselines", report_dir=tmp_path / "head", in_flight=1)
+    outcome = api.run(suites, options)
+    assert [c.cases[0].checks[0].message for c in outcome.comparisons] == [refused, blocked]
+    assert tool.calls == [("measure", "head", "elementwise")] and outcome.measured == ()
 
 
 # --- the command, end to end in a repository -----------------------------------------------------
@@ -784,6 +823,29 @@ def test_a_pull_request_that_changes_one_kernel_measures_only_its_suite(repo: Pa
     assert "was not measured" in summary and "unchanged, not measured" in summary
     assert "depthwise_affine_relu6: unchanged, not measured" in summary
     assert len(_worktrees(repo)) == 1
+
+
+def test_each_sides_fingerprints_are_read_once_per_suite(repo: Path, recorded, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which cases to measure, the causes of findings and the audit of what ran all read the one
+    fingerprint taken of each side's suite: its tree is read once per side and suite."""
+    from fuseci.ab import cases
+
+    read: list[tuple[str, Path]] = []
+    reading = cases.Prints.__init__
+
+    def counted(self, suite, tree) -> None:
+        read.append((suite.name, Path(getattr(tree, "root", tree))))
+        reading(self, suite, tree)
+
+    monkeypatch.setattr(cases.Prints, "__init__", counted)
+    _edit_function(repo / "kernels" / "stencil.py", "conv_bias_relu_fused")
+    recorded["base"]["stencil"] = recorded["head"]["stencil"] = REPORTS / "stencil.ncu-rep.xz"
+    result = _cli(repo, "HEAD")
+    assert result.exit_code == 0, result.output
+    (tool,) = recorded["calls"]
+    assert sorted(c[:2] for c in tool.calls) == [("measure", "base"), ("measure", "head")]  # stencil measured
+    assert sorted(name for name, _ in read) == ["elementwise", "elementwise", "stencil", "stencil"]
+    assert len(set(read)) == 4  # each suite once in each side's tree
 
 
 def test_a_comment_only_change_measures_nothing(repo: Path, recorded) -> None:

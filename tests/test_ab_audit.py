@@ -10,12 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import CLEAN_REPORT, REPORTS, ROOT, measure_with, write
-from test_ab import Recorded, _side
+from helpers import CLEAN_REPORT, REPORTS, measure_with, write
+from test_ab import Recorded, _pair, _side
 
 from fuseci.ab import audit
-from fuseci.ab.cases import case_prints
-from fuseci.ab.reader import tree_of
+from fuseci.ab.fingerprint import fingerprint
 from fuseci.api import ab
 from fuseci.config.parse import load_suite
 from fuseci.frames.metrics import SuiteResults
@@ -92,7 +91,7 @@ def _as_the_harness_runs(root: Path, case: str, call) -> CaseRecord:
 
 def test_a_registry_the_reader_cannot_see_is_found_by_the_first_run_that_exercises_it(tree: Path) -> None:
     suite = load_suite(tree / "suites" / "s.yaml")
-    prints = case_prints(suite, tree)
+    prints = fingerprint(suite, tree).cases
     assert "kernels/fills.py" not in prints["a"].files  # the static reader does not see it
     record = _as_the_harness_runs(tree, "a", lambda: importlib.import_module("kernels.uses").a(1))
     assert "kernels/fills.py" in record.ran
@@ -100,7 +99,7 @@ def test_a_registry_the_reader_cannot_see_is_found_by_the_first_run_that_exercis
 
 
 def test_a_function_of_the_cases_own_module_it_does_not_reach_is_a_miss(tree: Path) -> None:
-    prints = case_prints(load_suite(tree / "suites" / "s.yaml"), tree)
+    prints = fingerprint(load_suite(tree / "suites" / "s.yaml"), tree).cases
     covered = prints["a"]
     assert covered.functions["kernels/uses.py"] >= {"a", "helper"}
     ok = CaseRecord("a", CaseStatus.OK, ran={"kernels/uses.py": (0, 4, 12), "kernels/registry.py": (0,)})
@@ -116,12 +115,12 @@ def test_a_case_that_is_always_measured_is_not_audited(tree: Path) -> None:
     uses = tree / "kernels" / "uses.py"
     uses.write_text(uses.read_text() + "\n\ndef load(p):\n    return open(p).read()\n")
     suite = load_suite(tree / "suites" / "s.yaml")
-    assert case_prints(suite, tree)["a"].unproven
+    assert fingerprint(suite, tree).cases["a"].unproven
     record = replace(
         ab_record(),
         cases={"a": CaseRecord("a", CaseStatus.OK, ran={"kernels/fills.py": (0,)}, read=("elsewhere.txt",))},
     )
-    side = audit.SideMeasurement(suite, tree_of(tree), record, "the working tree")
+    side = audit.Ran(fingerprint(suite, tree).cases, tree.resolve(), record, "the working tree")
     assert audit.side_checks(side) == {}
 
 
@@ -144,8 +143,7 @@ class _Watched(Recorded):
 
 
 def test_a_miss_is_an_error_of_the_case_in_fuseci_ab(monkeypatch: pytest.MonkeyPatch) -> None:
-    suite = load_suite(ROOT / "suites" / "elementwise.yaml")
-    pair = ab.SuitePair(Path("suites") / "elementwise.yaml", suite, suite)
+    pair = _pair("elementwise")
     measure_with(monkeypatch, _Watched({"elementwise": CLEAN_REPORT}, {"elementwise": CLEAN_REPORT}))
     options = ab.AbOptions(report_dir=Path("out"))
     (c,) = ab.run_ab([pair], _side("base"), _side("head"), options).comparisons

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, write
 
-from fuseci.ab.cases import DYNAMIC, Source, case_prints, changed
+from fuseci.ab.cases import DYNAMIC, Source, changed
+from fuseci.ab.fingerprint import fingerprint
 from fuseci.ab.reader import Tree
 from fuseci.config.model import Suite
 from fuseci.config.parse import load_suite
@@ -17,7 +18,7 @@ from fuseci.config.parse import load_suite
 
 def changed_cases(base: Suite, base_tree: Path | Tree, head: Suite, head_tree: Path | Tree) -> tuple[str, ...]:
     """The head's cases whose fingerprint differs from the base's, as ``fuseci ab`` decides them."""
-    return changed(case_prints(base, base_tree), case_prints(head, head_tree), [c.id for c in head.cases])
+    return changed(fingerprint(base, base_tree).cases, fingerprint(head, head_tree).cases, [c.id for c in head.cases])
 
 
 #: A module with three cases' functions: two share a helper, all read a module-level constant
@@ -237,7 +238,7 @@ def test_the_shipped_suites_cases_are_told_apart(tmp_path: Path) -> None:
         shutil.copytree(ROOT / "kernels", tmp_path / tree / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     base, head = tmp_path / "base", tmp_path / "head"
     suite = "suites/elementwise.yaml"
-    prints = case_prints(load_suite(base / suite), base)
+    prints = fingerprint(load_suite(base / suite), base).cases
     assert len(prints) == 5 and len({p.digest for p in prints.values()}) == 5
     kernel = head / "kernels" / "elementwise.py"
     original = kernel.read_text()

@@ -1,4 +1,4 @@
-"""The compiled code as a cause's evidence (fuseci.judge.compiled): summaries of the SASS recorded
+"""The compiled code as a cause's evidence (fuseci.judge.causes.evidence): summaries of the SASS recorded
 in tests/data/sass put on the recorded reports' kernels, diffed against a baseline's, named in the
 cause, kept by the baseline, and a note for a kernel whose code could not be read."""
 
@@ -14,8 +14,8 @@ from helpers import CLEAN_REPORT, H200_BASELINES, REGRESSED_REPORT
 
 from fuseci.errors import BaselineError
 from fuseci.frames.inventory import KernelLaunch
-from fuseci.judge import causes, compiled
-from fuseci.judge.baseline import SourcePart, SourcePrint, from_results, normalized
+from fuseci.judge import causes
+from fuseci.judge.baseline import SourcePart, SourcePrint, code_of, from_results, normalized
 from fuseci.judge.compare import compare
 from fuseci.judge.verdict import CauseKind, CheckKind, MetricDelta, Verdict
 from fuseci.measure import run as measure_run
@@ -38,30 +38,30 @@ LAUNCH = (KernelLaunch(KERNEL, 1056, 256, 32),)
 
 
 def test_evidence_names_each_kernel_whose_code_differs() -> None:
-    changes, notes = compiled.evidence(LAUNCH, {KERNEL: (SCALAR,)}, {KERNEL: VECTOR}, {})
+    changes, notes = causes.evidence(LAUNCH, {KERNEL: (SCALAR,)}, {KERNEL: VECTOR}, {})
     assert changes == (f"{KERNEL}: LDG.E.128 ×10 → none; STG.E.128 ×5 → none; instructions 264 → 120",)
     assert notes == ()
-    assert compiled.evidence(LAUNCH, {KERNEL: (VECTOR,)}, {KERNEL: VECTOR}, {}) == ((), ())
-    assert compiled.evidence(LAUNCH, {}, {KERNEL: VECTOR}, {}) == ((), ())  # nothing now: nothing said
+    assert causes.evidence(LAUNCH, {KERNEL: (VECTOR,)}, {KERNEL: VECTOR}, {}) == ((), ())
+    assert causes.evidence(LAUNCH, {}, {KERNEL: VECTOR}, {}) == ((), ())  # nothing now: nothing said
 
 
 def test_a_kernel_that_could_not_be_disassembled_is_a_note() -> None:
-    _, notes = compiled.evidence(LAUNCH, {}, {KERNEL: VECTOR}, {KERNEL: "x_2.cubin could not be disassembled: ..."})
+    _, notes = causes.evidence(LAUNCH, {}, {KERNEL: VECTOR}, {KERNEL: "x_2.cubin could not be disassembled: ..."})
     assert notes == (f"{KERNEL}: compiled code not compared (x_2.cubin could not be disassembled: ...)",)
 
 
 def test_the_build_launched_is_told_by_its_registers() -> None:
     wide = replace(VECTOR, registers=40)
-    assert compiled.code_of(LAUNCH, {KERNEL: (wide, SCALAR)}) == {KERNEL: SCALAR}
-    assert compiled.code_of(LAUNCH, {KERNEL: (wide, replace(SCALAR, registers=48))}) == {}
+    assert code_of(LAUNCH, {KERNEL: (wide, SCALAR)}) == {KERNEL: SCALAR}
+    assert code_of(LAUNCH, {KERNEL: (wide, replace(SCALAR, registers=48))}) == {}
 
 
 def test_many_kernels_are_counted_not_listed() -> None:
     launches = tuple(KernelLaunch(f"k{i}", 1, 1, 32) for i in range(12))
-    changes, _ = compiled.evidence(
+    changes, _ = causes.evidence(
         launches, {k.name: (SCALAR,) for k in launches}, {k.name: VECTOR for k in launches}, {}
     )
-    assert len(changes) == compiled.MAX_KERNELS and changes[-1] == "5 more kernels' code changed too"
+    assert len(changes) == causes.MAX_KERNELS and changes[-1] == "5 more kernels' code changed too"
 
 
 def _finding() -> MetricDelta:
@@ -69,7 +69,7 @@ def _finding() -> MetricDelta:
 
 
 def test_the_same_kernels_in_other_code_are_the_compiler() -> None:
-    changes, _ = compiled.evidence(LAUNCH, {KERNEL: (SCALAR,)}, {KERNEL: VECTOR}, {})
+    changes, _ = causes.evidence(LAUNCH, {KERNEL: (SCALAR,)}, {KERNEL: VECTOR}, {})
     seen = causes.CauseEvidence(
         checks=(_finding(),),
         kernels=LAUNCH,

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from fuseci.config import names
 from fuseci.config.parse import load_suite
 from fuseci.errors import FuseciError
-from fuseci.frames import pairing
+from fuseci.frames.report import mismatch
 from fuseci.judge.baseline import Baseline
 from fuseci.measure.run import MeasureOptions, measure
 from fuseci.records import harness as rec
@@ -203,7 +203,7 @@ def test_pairing_holds_exactly_when_report_and_record_agree(
         for cid, case in record.cases.items()
     }
     changed = replace(record, cases=cases, env={**record.env, "gpu_name": gpu}, interrupted=interrupted)
-    problem = pairing.mismatch(frame, changed)
+    problem = mismatch(frame, changed)
     stray = dropped_measured - dropped_kernels  # kernels of a variant the record no longer ran
     lacking = dropped_kernels - dropped_measured  # a variant the record ran, without kernels
     agree = (gpu == "NVIDIA H200" or frame.empty) and not stray and (bool(interrupted) or not lacking)

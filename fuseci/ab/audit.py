@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fuseci.ab.cases import CasePrint, case_prints
-from fuseci.ab.reader import Tree
-from fuseci.config.model import Suite
+from fuseci.ab.cases import CasePrint
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
 from fuseci.records.harness import CaseRecord, HarnessRecord
 
@@ -40,13 +38,14 @@ MAX_NAMED = 5
 
 
 @dataclass(frozen=True, slots=True)
-class SideMeasurement:
+class Ran:
     """One side's measurement of a suite, as the audit needs it."""
 
-    suite: Suite
-    """The side's suite (its file inside :attr:`tree`)."""
-    tree: Tree
-    """The side's tree."""
+    cases: Mapping[str, CasePrint]
+    """The side's case fingerprints, by case id, as taken before it was measured
+    (:attr:`fuseci.ab.fingerprint.Fingerprint.cases`)."""
+    root: Path
+    """The side's tree's root."""
     record: HarnessRecord
     """The side's harness record."""
     label: str
@@ -99,33 +98,31 @@ def _message(label: str, case: str, missed: list[str]) -> str:
     )
 
 
-def side_checks(side: SideMeasurement) -> dict[str, MetricDelta]:
+def side_checks(side: Ran) -> dict[str, MetricDelta]:
     """An ``ERROR`` check per case of ``side`` whose record shows it ran or read what its
     fingerprint does not cover, by case id."""
     watched = {cid: rec for cid, rec in side.record.cases.items() if rec.ran or rec.read}
     if not watched:
         return {}
-    prints = case_prints(side.suite, side.tree)
     out: dict[str, MetricDelta] = {}
     for cid, rec in sorted(watched.items()):
-        covered = prints.get(cid)
+        covered = side.cases.get(cid)
         if covered is None or covered.unproven:
             continue
-        missed = misses(rec, covered, side.tree.root)
+        missed = misses(rec, covered, side.root)
         if missed:
             log.warning("case %s: %s", cid, "; ".join(missed))
             out[cid] = MetricDelta(cid, "", CheckKind.CASE, "", Verdict.ERROR, _message(side.label, cid, missed))
     return out
 
 
-def audited(comparison: Comparison, sides: Sequence[SideMeasurement | None]) -> Comparison:
+def audited(comparison: Comparison, sides: Sequence[Ran]) -> Comparison:
     """``comparison`` with an ``ERROR`` check on each case whose fingerprint a side's harness
     found incomplete (:func:`side_checks`)."""
     found: dict[str, list[MetricDelta]] = {}
     for side in sides:
-        if side is not None:
-            for cid, check in side_checks(side).items():
-                found.setdefault(cid, []).append(check)
+        for cid, check in side_checks(side).items():
+            found.setdefault(cid, []).append(check)
     if not found:
         return comparison
     return replace(comparison, cases=tuple(_with(c, found.get(c.case, [])) for c in comparison.cases))

@@ -36,6 +36,14 @@ fingerprint cannot follow (:attr:`fuseci.ab.fingerprint.Fingerprint.unproven`: a
 a name made at run time, a ``sys.path`` entry, a dynamic import...). A case whose modules use a
 registry any module of the process may fill (``torch.ops``) depends on every file of the suite.
 
+A case's fingerprint as a baseline keeps it (:func:`source_print`,
+:class:`fuseci.judge.baseline.SourcePrint`) keeps its parts apart, so that what changed can be
+named with its lines: each top-level definition it covers function by function (its file, name,
+first and last line, decorators included, and the digest of its code without positions), the
+import-time code of each such module, each file it covers whole, and what it names outside the
+tree (an installed module, one found nowhere); what it cannot follow is kept as unproven. Two
+such prints with the same parts are the same fingerprint; a part that differs says where.
+
 Nothing is imported or run: files are only read and parsed. What a case fingerprint cannot see
 is what a suite's cannot see (:mod:`fuseci.ab.fingerprint`), and state one case's code leaves
 for another's in the harness process (a module-level cache filled by one case's function and
@@ -57,6 +65,7 @@ from fuseci.ab.escapes import Escapes, Resolver
 from fuseci.ab.reader import MAX_PARSED_BYTES, Reader, Tree, Walked, rel_path, suite_walk
 from fuseci.config.model import Suite
 from fuseci.config.resolve import dotted
+from fuseci.judge.baseline import IMPORT_TIME, SourcePart, SourcePrint
 
 #: What a module's source may use that static reading cannot follow: a module using any of these
 #: (as a name, a dotted name under any name its imports give it, an imported module, an attribute
@@ -425,11 +434,46 @@ class Prints:
         return CasePrint(tuple(sorted(parts)), tuple(sorted(unproven)), frozenset(files), covered)
 
 
-def case_prints(suite: Suite, tree: Path | Tree) -> dict[str, CasePrint]:
+def _lines(nodes: list[_Def]) -> tuple[int, int]:
+    """The first and last line of a definition (every one of its name), decorators included."""
+    first = min(min([n.lineno, *(d.lineno for d in n.decorator_list)]) for n in nodes)
+    return first, max(n.end_lineno or n.lineno for n in nodes)
+
+
+def _part(line: str) -> SourcePart | None:
+    """A part of a :class:`CasePrint` (``kind name digest``) its definitions do not already say: a
+    file covered whole, a module's import-time code, what is outside the tree."""
+    kind, _, rest = line.partition(" ")
+    if kind == "function":
+        return None
+    if kind in ("file", "module"):
+        path, _, digest = rest.rpartition(" ")
+        return SourcePart(path, "" if kind == "file" else IMPORT_TIME, digest)
+    return SourcePart("", line, "")
+
+
+def source_print(prints: Prints, case: CasePrint) -> SourcePrint:
+    """``case`` (made by ``prints``) as a baseline keeps it: its parts, each definition with its lines."""
+    sources = {m.own: m.source for m in prints.modules.values() if not isinstance(m, tuple)}
+    parts = [p for line in case.parts if (p := _part(line)) is not None]
+    for file, names in case.functions.items():
+        source = sources.get(file)
+        for nodes, name in ((source.defs.get(n, []), n) for n in sorted(names)) if source else ():
+            if nodes:
+                digest = _sha("\n".join(ast.dump(n, include_attributes=False) for n in nodes))
+                parts.append(SourcePart(file, name, digest, _lines(nodes)))
+    return SourcePrint(tuple(sorted(parts, key=lambda p: p.key)), case.unproven)
+
+
+def source_prints(suite: Suite, tree: Path | Tree) -> dict[str, SourcePrint]:
     """Each case's fingerprint (by case id) of ``suite`` (its file inside ``tree``) as measured in
-    ``tree``."""
+    ``tree``, as a baseline keeps it.
+
+    Raises:
+        OSError: the suite's files cannot be read.
+    """
     prints = Prints(suite, tree)
-    return {case.id: prints.case(case.functions) for case in suite.cases}
+    return {case.id: source_print(prints, prints.case(case.functions)) for case in suite.cases}
 
 
 def changed(before: Mapping[str, CasePrint], after: Mapping[str, CasePrint], order: Sequence[str]) -> tuple[str, ...]:

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuseci import __version__
-from fuseci.ab.cases import CasePrint, Prints, changed
+from fuseci.ab.cases import CasePrint, Prints, changed, source_print
 from fuseci.ab.reader import MAX_FILES, Tree
 from fuseci.config.model import Suite
+from fuseci.judge.baseline import SourcePrint
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,11 @@ class Fingerprint:
     """What the reader could not follow, each ``path:line what`` (sorted): the suite is then
     never called unchanged, and each case that depends on one of them is measured."""
     cases: Mapping[str, CasePrint] = field(default_factory=dict)
-    """Each case's fingerprint, by case id: what decides which cases are measured."""
+    """Each case's fingerprint, by case id: what decides which cases are measured, and what the
+    audit holds what each measured case ran against (:mod:`fuseci.ab.audit`)."""
+    sources: Mapping[str, SourcePrint] = field(default_factory=dict)
+    """The same, as a baseline keeps them (:func:`fuseci.ab.cases.source_print`), by case id: what
+    the causes of findings are decided from. Made from the same reading; not in :attr:`digest`."""
 
     @property
     def beside_cases(self) -> tuple[object, ...]:
@@ -134,6 +139,7 @@ def fingerprint(suite: Suite, tree: Path | Tree) -> Fingerprint:
     prints = Prints(suite, tree)
     walked = prints.suite_files
     unproven = [*walked.unproven, *(f"{m}: a module the suite names, found nowhere" for m in prints.missing)]
+    cases = {case.id: prints.case(case.functions) for case in suite.cases}
     return Fingerprint(
         suite_file=suite_sha,
         files=walked.files,
@@ -141,7 +147,8 @@ def fingerprint(suite: Suite, tree: Path | Tree) -> Fingerprint:
         missing=tuple(sorted(prints.missing)),
         complete=walked.complete,
         unproven=tuple(sorted(unproven)),
-        cases={case.id: prints.case(case.functions) for case in suite.cases},
+        cases=cases,
+        sources={cid: source_print(prints, case) for cid, case in cases.items()},
     )
 
 

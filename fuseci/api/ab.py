@@ -8,10 +8,11 @@ never all of A then all of B), each in its own processes run in its own tree
 against (:func:`fuseci.judge.between_runs.baseline_of`, as ``fuseci compare`` makes one of a run), with
 the head's suite file giving the gates, tolerances and expectations; the verdicts are those of
 ``fuseci run``. A borderline CUDA-event speedup is re-measured on both sides, pass for pass
-(:meth:`fuseci.api.session.Session.remeasure`). No stored baseline is read or written.
+(:meth:`fuseci.api.session.Session.judge`). No stored baseline is read or written.
 
-:func:`run_ab` is a :class:`~fuseci.api.session.Session` whose jobs are each suite's base, then
-its head; which suites, on which side, and what one not measured says are :mod:`fuseci.api.pairs`'.
+:func:`run_ab` is a :class:`~fuseci.api.session.Session` whose jobs are the suites measured, each
+judged against its base measured now (:class:`MeasuredBase`: all ``fuseci ab`` supplies to the job
+body); which suites, on which side, and what one not measured says are :mod:`fuseci.api.pairs`'.
 
 A suite whose fingerprint (:mod:`fuseci.ab.fingerprint`) is the same on both sides is not
 measured (``unchanged, not measured``) unless ``every``. When only module files differ (the
@@ -25,37 +26,32 @@ allowance, planted regressions) or ``removed`` (said, not measured)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fuseci.ab.audit import SideMeasurement, audited
+from fuseci.ab.audit import Ran, audited
 from fuseci.api import ledgers
 from fuseci.api.pairs import BASE, HEAD, Side, SuitePair, reference_label, skipped, with_unchanged
 from fuseci.api.pairs import pair_state as pair_state
 from fuseci.api.pairs import pair_suites as pair_suites
 from fuseci.api.pairs import shard_pairs as shard_pairs
 from fuseci.api.pairs import trees as trees
-from fuseci.api.running import case_sources
-from fuseci.api.session import Progress, Retime, Session, retry_cases
+from fuseci.api.session import Job, JudgedSuite, Measurement, Progress, Session
 from fuseci.config.model import Suite
-from fuseci.errors import BaselineError, FuseciError, MismatchError, NcuError
+from fuseci.errors import BaselineError
 from fuseci.frames.metrics import SuiteResults
 from fuseci.judge.between_runs import baseline_of
 from fuseci.judge.compare import LedgerJudged, compare
-from fuseci.judge.verdict import Comparison, Reference, failed
+from fuseci.judge.verdict import Comparison, Reference
 from fuseci.ledger import store
 from fuseci.measure import turn
 from fuseci.measure.command import AUDIT_TREE_ENV, FOREIGN_TREE_ENV, SuiteFiles
 from fuseci.measure.run import REFERENCE_PASSES, MeasureOptions
 from fuseci.records.fusion import Ledger
 from fuseci.store import runs as run_files
-
-log = logging.getLogger("fuseci.api")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +79,6 @@ class AbOutcome:
     """One per suite file, in order: judged, unchanged, added or removed."""
     measured: tuple[SuiteResults, ...]
     """The head's results of the suites measured, to keep in a run file."""
-    base_measured: tuple[SuiteResults, ...] = ()
-    """The base's results of the suites measured."""
     unchanged: tuple[str, ...] = field(default_factory=tuple)
     """Suite ids not measured because nothing they depend on changed (the suite's fingerprint, or
     each of its cases')."""
@@ -119,9 +113,7 @@ def side_env(side: Side, other: Side) -> dict[str, str]:
     return env
 
 
-def side_options(
-    side: Side, other: Side, options: AbOptions, on_stage: Callable[[str, Path | None], None] | None = None
-) -> MeasureOptions:
+def side_options(side: Side, other: Side, options: AbOptions) -> MeasureOptions:
     """How one side is measured: in its own tree (the harness's working directory, so its
     modules come first on ``sys.path``), into ``<report_dir>/<side>``, holding the GPU's lock,
     with one compile cache for both sides (compiled code is keyed by its source). The base,
@@ -132,7 +124,6 @@ def side_options(
         report_dir=report_dir / side.name,
         ncu=options.ncu,
         gpu_lock=turn.lock_path(None),
-        on_stage=on_stage,
         cwd=side.root,
         extra_env=side_env(side, other),
         cache_root=report_dir,
@@ -147,55 +138,81 @@ def own_files(pairs: Sequence[SuitePair], options: AbOptions) -> list[tuple[Path
     return [f for p in pairs for side in (BASE, HEAD) for f in SuiteFiles(report_dir / side, p.name).written]
 
 
-def judge(
-    pair: SuitePair,
-    head_results: SuiteResults,
-    base_results: SuiteResults | None,
-    base: Side,
-    accept_env: frozenset[str],
-    only: tuple[str, ...] | None = None,
-    head: Side | None = None,
-    judged_ledgers: Mapping[ledgers.LedgerKey, LedgerJudged] | None = None,
-) -> Comparison:
-    """The head's results judged against the base's, as ``fuseci run`` judges against a stored
-    baseline: the base's results made the baseline in memory; without them (an added suite, or a
-    base suite file that could not be read) with no reference. With ``only``, the suite's other
-    cases are left out (they were not measured). The causes of findings are decided from each
-    side's case source fingerprints (the base's in its tree, the head's in ``head``'s); the
-    head's ledgers are ``judged_ledgers`` (:func:`judge_ledgers`).
+@dataclass(frozen=True, slots=True)
+class MeasuredBase:
+    """What ``fuseci ab`` judges a pair's head against (:class:`~fuseci.api.session.Against`): the
+    base's results, measured now in a job of their own, made the baseline in memory, and its
+    ledgers; without them (an added suite, or a base suite file that could not be read) no
+    reference. Its comparison is audited against each side's case fingerprints and, when only some
+    cases were measured, holds the others ``unchanged, not measured``."""
 
-    Raises:
-        BaselineError: the base's results cannot serve as a baseline.
-    """
-    shown = pair.shown()
-    assert shown is not None  # a pair is judged only when the head has the suite
-    if only is not None:
-        shown = replace(shown, cases=tuple(c for c in shown.cases if c.id in only))
-    rel = pair.rel.as_posix()
-    if base_results is None:
-        why = "added: not there" if not pair.base_problem else f"unreadable there: {pair.base_problem}"
-        return compare(
-            head_results,
-            shown,
-            None,
-            baseline_path=f"{rel} of {base.label} ({why})",
-            accept_env=accept_env,
-            reference=Reference(shlex.join(["fuseci", "update-baselines", rel]), name=base.label),
+    pair: SuitePair
+    sides: tuple[Side, Side]
+    """The base and the head."""
+    options: AbOptions
+    base: Measurement | None
+    """The base's side of the job; None when it has no such suite."""
+    judged_ledgers: dict[str, dict[ledgers.LedgerKey, LedgerJudged]] = field(default_factory=dict, compare=False, repr=False)
+    """The head's ledgers judged against the base's, once (:func:`judge_ledgers`)."""
+
+    def check(self) -> None:
+        """Nothing stored to check."""
+
+    def judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
+        """The head's ``results`` judged against the base's, as ``fuseci run`` judges against a
+        stored baseline, on the measured cases; the causes of findings decided from each side's
+        case source fingerprints, taken with its fingerprint (:attr:`SuitePair.base_print`). Then
+        audited against what each side's cases ran, the cases not measured added as unchanged.
+
+        Raises:
+            BaselineError: the base's results cannot serve as a baseline.
+        """
+        try:
+            comparison = self._judge(results, base)
+        except BaselineError as exc:
+            raise BaselineError(f"the results of {self.sides[0].label} cannot serve as the reference ({exc})") from None
+        pair, (base_side, head_side) = self.pair, self.sides
+        sides = ((pair.base_print, base_side, base), (pair.head_print, head_side, results))
+        comparison = audited(
+            comparison, [Ran(p.cases, s.root.resolve(), r.record, s.label) for p, s, r in sides if p and r]
         )
-    reference = Reference("", name=base.label)
-    against = baseline_of(base_results)
-    if pair.base is not None and head is not None:
-        against = replace(against, sources=case_sources(pair.base, base.tree) or {})
-    return compare(
-        head_results,
-        shown,
-        against,
-        baseline_path=reference_label(base),
-        accept_env=accept_env,
-        reference=reference,
-        ledgers=judged_ledgers,
-        sources=case_sources(pair.head, head.tree) if head is not None and pair.head is not None else None,
-    )
+        return (
+            comparison if measured_cases(pair, self.options) is None else with_unchanged(comparison, pair, *self.sides)
+        )
+
+    def _judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
+        pair, side, accept_env = self.pair, self.sides[0], self.options.accept_env
+        shown = _shown(pair)
+        only = measured_cases(pair, self.options)
+        if only is not None:
+            shown = replace(shown, cases=tuple(c for c in shown.cases if c.id in only))
+        rel = pair.rel.as_posix()
+        if base is None:
+            why = "added: not there" if not pair.base_problem else f"unreadable there: {pair.base_problem}"
+            return compare(
+                results,
+                shown,
+                None,
+                baseline_path=f"{rel} of {side.label} ({why})",
+                accept_env=accept_env,
+                reference=Reference(shlex.join(["fuseci", "update-baselines", rel]), name=side.label),
+            )
+        reference = Reference("", name=side.label)
+        against = baseline_of(base)
+        if pair.base_print is not None:
+            against = replace(against, sources=dict(pair.base_print.sources))
+        if "judged" not in self.judged_ledgers:  # once: a re-measurement retimes a pair; its ledgers stay
+            self.judged_ledgers["judged"] = judge_ledgers(pair, results, base, side)
+        return compare(
+            results,
+            shown,
+            against,
+            baseline_path=reference_label(side),
+            accept_env=accept_env,
+            reference=reference,
+            ledgers=self.judged_ledgers["judged"],
+            sources=dict(pair.head_print.sources) if pair.head_print is not None else None,
+        )
 
 
 def judge_ledgers(
@@ -225,10 +242,11 @@ def run_ab(
     """Measure and judge every pair; a suite that fails stands as one ``ERROR``, the others
     still run. The comparisons are in the order of ``pairs``.
 
-    A :class:`~fuseci.api.session.Session` whose jobs are submitted in order, the base's before
-    the head's of each suite, at most :attr:`AbOptions.in_flight` at once; the harness processes
-    take turns on the GPU through its lock. Each suite is judged as soon as both its sides are
-    measured, while later ones are measured.
+    A :class:`~fuseci.api.session.Session` whose jobs are the pairs measured, in order, the base's
+    side of each measured in a job of its own before the head's (:class:`MeasuredBase`), at most
+    :attr:`AbOptions.in_flight` at once; the harness processes take turns on the GPU through its
+    lock. Each suite is judged as soon as both its sides are measured, while later ones are
+    measured.
 
     Raises:
         MismatchError: a report and its record are not one run's (nothing is judged then).
@@ -240,26 +258,15 @@ def run_ab(
         if said is not None:
             by_pair = {id(p): c for p, c in zip(todo, said, strict=True)}
             return AbOutcome(tuple(by_pair[id(p)] if id(p) in by_pair else skipped(p, base, head) for p in pairs), ())
-    jobs = _Jobs(session, base, head, options, {id(p): i for i, p in enumerate(todo, 1)})
-    comparisons: list[Comparison] = []
-    measured: list[SuiteResults] = []
-    base_measured: list[SuiteResults] = []
-    with session:
-        futures: dict[tuple[int, str], Future[SuiteResults]] = {}
-        for p in todo:
-            for side in (BASE, HEAD) if p.base is not None else (HEAD,):
-                futures[(id(p), side)] = session.submit(0, jobs.measure, p, side)
-        for p in pairs:
-            if id(p) not in jobs.order:
-                comparisons.append(skipped(p, base, head))
-            else:
-                comparison, (head_results, base_results) = jobs.judged(p, futures)
-                comparisons.append(comparison)
-                measured += [head_results] if head_results is not None else []
-                base_measured += [base_results] if base_results is not None else []
-            session.progress.suite_judged(comparisons[-1])
-    unchanged = tuple(p.name for p in pairs if id(p) not in jobs.order and p.head is not None)
-    return AbOutcome(tuple(comparisons), tuple(measured), tuple(base_measured), unchanged)
+    measured = {id(p) for p in todo}
+    done = session.run(
+        [_job(p, base, head, options) if id(p) in measured else JudgedSuite(skipped(p, base, head)) for p in pairs]
+    )
+    return AbOutcome(
+        tuple(j.comparison for j in done),
+        tuple(j.results for j in done if j.results is not None),
+        tuple(p.name for p in pairs if id(p) not in measured and p.head is not None),
+    )
 
 
 def _shown(pair: SuitePair) -> Suite:
@@ -269,104 +276,16 @@ def _shown(pair: SuitePair) -> Suite:
     return shown
 
 
-@dataclass(frozen=True, slots=True)
-class _Jobs:
-    """The jobs of one :func:`run_ab`: each side of a pair measured, then the pair judged."""
+def _job(pair: SuitePair, base: Side, head: Side, options: AbOptions) -> Job:
+    """A measured pair's job: its head, judged against its base measured now (when it has one)."""
+    cases = measured_cases(pair, options)
 
-    session: Session
-    base: Side
-    head: Side
-    options: AbOptions
-    order: dict[int, int]
-    """The pairs measured (by ``id``), each with its number from 1."""
+    def side(suite: Suite, mine: Side, other: Side) -> Measurement:
+        return Measurement(suite, replace(side_options(mine, other, options), cases=cases), mine.label)
 
-    def side_options(self, pair: SuitePair, side: str) -> MeasureOptions:
-        """How ``side`` of ``pair`` is measured, its stages heard as that suite's, named by the side."""
-        mine, other = (self.base, self.head) if side == BASE else (self.head, self.base)
-        shown = _shown(pair)
-
-        def stage(what: str, watch: Path | None = None) -> None:
-            self.session.progress.stage(shown, f"{mine.label}: {what}", watch)
-
-        return side_options(mine, other, self.options, stage)
-
-    def measure(self, pair: SuitePair, side: str) -> SuiteResults:
-        """A job: one side of a pair measured (the pair starts with its first side's job)."""
-        self.session.started(_shown(pair), self.order[id(pair)], len(self.order))
-        blocked = self.session.blocked()
-        if blocked:
-            raise NcuError(blocked)
-        suite = pair.base if side == BASE else pair.head
-        assert suite is not None
-        chosen = replace(self.side_options(pair, side), cases=measured_cases(pair, self.options))
-        try:
-            return self.session.tool.measure(suite, chosen)
-        except NcuError as exc:
-            self.session.latch(pair.name, exc)
-            raise
-
-    def judged(
-        self, pair: SuitePair, futures: dict[tuple[int, str], Future[SuiteResults]]
-    ) -> tuple[Comparison, tuple[SuiteResults | None, SuiteResults | None]]:
-        """Wait for a pair's measurements and judge it; an ``ERROR`` when a side could not be measured."""
-        shown = _shown(pair)
-        got: dict[str, SuiteResults | None] = {BASE: None, HEAD: None}
-        for side in (BASE, HEAD):
-            future = futures.get((id(pair), side))
-            if future is None:
-                continue
-            try:
-                got[side] = future.result()
-            except MismatchError:
-                raise
-            except FuseciError as exc:
-                who = self.base.label if side == BASE else self.head.label
-                said = str(exc)
-                message = said if side == HEAD or said.startswith("not run") else f"{who} could not be measured: {exc}"
-                self.session.progress.suite_failed(shown, FuseciError(message))
-                return failed(shown, message), (got[HEAD], got[BASE])
-        return self.compared(pair, got[HEAD], got[BASE])
-
-    def compared(
-        self, pair: SuitePair, head_results: SuiteResults | None, base_results: SuiteResults | None
-    ) -> tuple[Comparison, tuple[SuiteResults | None, SuiteResults | None]]:
-        """A measured pair judged, a borderline speedup re-measured on both sides first, then
-        audited; its results, re-measured passes included."""
-        base, head, shown = self.base, self.head, _shown(pair)
-        assert head_results is not None
-        only = measured_cases(pair, self.options)
-        try:
-            judged = judge_ledgers(pair, head_results, base_results, base)
-            comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head, judged)
-            cases = retry_cases(comparison)
-            if cases and base_results is not None and pair.base is not None and pair.head is not None:
-                ok_base = [c for c in cases if c in base_results.record.ok_cases()]
-                log.info("%s: re-measuring borderline speedup(s) of %s on both sides", pair.name, ", ".join(cases))
-                sides = [
-                    Retime(pair.base, self.side_options(pair, BASE), base_results, ok_base),
-                    Retime(pair.head, self.side_options(pair, HEAD), head_results, cases),
-                ]
-                try:
-                    self.session.remeasure(sides)
-                finally:
-                    base_results, head_results = sides[0].results, sides[1].results
-                comparison = judge(pair, head_results, base_results, base, self.options.accept_env, only, head, judged)
-        except BaselineError as exc:
-            message = f"the results of {base.label} cannot serve as the reference ({exc})"
-            return failed(shown, message), (head_results, base_results)
-        except FuseciError as exc:
-            self.session.progress.suite_failed(shown, exc)
-            return failed(shown, str(exc)), (head_results, base_results)
-        measured = [_measured(pair.base, base, base_results), _measured(pair.head, head, head_results)]
-        comparison = audited(comparison, measured)
-        if only is not None:
-            comparison = with_unchanged(comparison, pair, base, head)
-        return comparison, (head_results, base_results)
-
-
-def _measured(suite: Suite | None, side: Side, results: SuiteResults | None) -> SideMeasurement | None:
-    """One side's measurement, for the audit of its case fingerprints (:mod:`fuseci.ab.audit`)."""
-    return None if suite is None or results is None else SideMeasurement(suite, side.tree, results.record, side.label)
+    assert pair.head is not None  # measured: the head has it
+    against = MeasuredBase(pair, (base, head), options, None if pair.base is None else side(pair.base, base, head))
+    return Job(_shown(pair), side(pair.head, head, base), against)
 
 
 def keep_head_run(outcome: AbOutcome, pairs: Sequence[SuitePair], head: Side, directory: Path) -> Path | None:

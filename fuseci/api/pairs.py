@@ -68,9 +68,9 @@ class SuitePair:
     base_problem: str = ""
     """Why the base's file could not be read (the head is then judged without a reference)."""
     base_print: Fingerprint | None = None
-    """The base's fingerprint (both sides loaded)."""
+    """The base's fingerprint, when it has the suite (:func:`fuseci.ab.fingerprint.fingerprint`)."""
     head_print: Fingerprint | None = None
-    """The head's fingerprint (both sides loaded)."""
+    """The head's fingerprint, when it has the suite."""
     cases: tuple[str, ...] | None = None
     """The head's cases to measure, in suite order: those whose own fingerprint differs from the
     base's or cannot be proven (:func:`fuseci.ab.fingerprint.to_measure`); empty: none; None: every
@@ -206,12 +206,11 @@ def pair_suites(
         if not named and all(s.planted for s in (head_suite, base_suite) if s is not None):
             log.info("skipping planted-regression suite %s; name the file to run it", rel.as_posix())
             continue
-        pair = SuitePair(rel, base_suite, head_suite, base_problem)
-        if head_suite is not None and base_suite is not None:
-            before, after = fingerprint(base_suite, base.tree), fingerprint(head_suite, head.tree)
+        before, after = _print(base_suite, base), _print(head_suite, head)
+        cases = None
+        if before is not None and after is not None and head_suite is not None:
             cases = to_measure(before, after, [c.id for c in head_suite.cases])
-            pair = replace(pair, base_print=before, head_print=after, cases=cases)
-        pairs.append(pair)
+        pairs.append(SuitePair(rel, base_suite, head_suite, base_problem, before, after, cases))
     pairs = _with_changes(pairs, base, head, repo, ignore)
     ids: dict[str, Path] = {}
     for p in pairs:
@@ -224,15 +223,25 @@ def pair_suites(
     return pairs, problems
 
 
+def _print(suite: Suite | None, side: Side) -> Fingerprint | None:
+    """``suite``'s fingerprint in ``side``'s tree, taken once: which cases to measure, the audit of
+    what they ran and the causes of findings all read it. None without the suite, or when its files
+    cannot be read (every case is then measured)."""
+    try:
+        return None if suite is None else fingerprint(suite, side.tree)
+    except OSError:
+        return None
+
+
 def _with_changes(pairs: list[SuitePair], base: Side, head: Side, repo: Path, ignore: Sequence[str]) -> list[SuitePair]:
     """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.changed_paths`): every
     case of every suite measured for a change no case's proven dependencies explain that a case
     may reach; each case measured whose code names a data file another case's fingerprint holds."""
-    prints = {BASE: _side_prints(pairs, BASE, base), HEAD: _side_prints(pairs, HEAD, head)}
+    prints = {BASE: [p.base_print for p in pairs], HEAD: [p.head_print for p in pairs]}
     sights = {
         side.name: changed_paths.sight(
             side.root,
-            {f for fp in prints[side.name] for f in fp.files},
+            {f for fp in prints[side.name] if fp is not None for f in fp.files},
             [p.rel.as_posix() for p in pairs if (p.base if side is base else p.head) is not None],
             side.tree.roots,
         )
@@ -251,22 +260,6 @@ def _with_changes(pairs: list[SuitePair], base: Side, head: Side, repo: Path, ig
     said = forced[0] + (f" and {len(forced) - 1} more" if len(forced) > 1 else "")
     reason = f"{said}, which no case's proven dependencies explain: every case of every suite measured"
     return [replace(p, cases=None, seen=(reason,)) if p.base and p.head else p for p in pairs]
-
-
-def _side_prints(pairs: Sequence[SuitePair], name: str, side: Side) -> list[Fingerprint]:
-    """Every fingerprint of one side: of the suites both sides have, and of those only it has."""
-    out = []
-    for p in pairs:
-        made = p.base_print if name == BASE else p.head_print
-        suite = p.base if name == BASE else p.head
-        if made is None and suite is not None:
-            try:
-                made = fingerprint(suite, side.tree)
-            except OSError:
-                continue
-        if made is not None:
-            out.append(made)
-    return out
 
 
 def _named_data(pair: SuitePair, data: Sequence[str], sights: dict[str, changed_paths.Sight]) -> SuitePair:

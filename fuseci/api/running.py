@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import logging
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fuseci.api.session import Progress, Retime, Session, retry_cases
+from fuseci.api.session import Job, Measurement, Progress, Session
 from fuseci.api.sharding import shard
 from fuseci.config.model import Suite
-from fuseci.errors import FuseciError, MismatchError, NcuError, UsageError
-from fuseci.judge.verdict import Comparison, Reference, failed
+from fuseci.errors import LedgerError, UsageError
+from fuseci.judge.verdict import Comparison, Reference
 from fuseci.measure import autotune, turn
-from fuseci.measure.command import Mode, SuiteFiles
+from fuseci.measure.command import SuiteFiles
 from fuseci.measure.run import MeasureOptions
 from fuseci.records.harness import record_path_for
 
 if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.ab.reader import Tree
     from fuseci.frames.metrics import SuiteResults
-    from fuseci.judge.baseline import SourcePrint
+    from fuseci.judge.baseline import Baseline, SourcePrint
+    from fuseci.records.fusion import Ledger
     from fuseci.store.runs import Stamp
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,6 @@ class RunOptions:
     processes and the last one is judged. They take turns on the GPU through its lock file."""
     device: str | None = None
     """The GPU this suite runs on (set per suite by :func:`run`)."""
-    on_stage: Callable[[str, Path | None], None] | None = None
-    """Hears each stage of measuring and judging a suite (set per suite by :func:`run`)."""
 
     @property
     def measuring(self) -> MeasureOptions:
@@ -62,7 +61,6 @@ class RunOptions:
             ncu=self.ncu,
             device=self.device,
             gpu_lock=None if self.from_report is not None else turn.lock_path(self.device),
-            on_stage=self.on_stage,
             extra_env={autotune.ROOT_ENV: str(self.baselines.absolute())},
         )
 
@@ -143,9 +141,9 @@ def check_autotune_records(suite: Suite, options: RunOptions) -> None:
 
 def case_sources(suite: Suite, tree: Path | Tree = Path(".")) -> dict[str, SourcePrint] | None:
     """Each case's source fingerprint of ``suite`` as measured in ``tree`` (the working
-    directory: the harness's), by case id, read statically (:mod:`fuseci.ab.sources`); None when
+    directory: the harness's), by case id, read statically (:func:`fuseci.ab.cases.source_prints`); None when
     its files cannot be read (the causes of findings then say so)."""
-    from fuseci.ab.sources import source_prints
+    from fuseci.ab.cases import source_prints
 
     try:
         return source_prints(suite, tree)
@@ -154,9 +152,61 @@ def case_sources(suite: Suite, tree: Path | Tree = Path(".")) -> dict[str, Sourc
         return None
 
 
-def check_results(suite: Suite, options: RunOptions, session: Session | None = None) -> tuple[Comparison, SuiteResults]:
-    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them;
-    measured through ``session`` (one of its own without).
+@dataclass(slots=True)
+class StoredBaseline:
+    """What ``fuseci run`` judges a suite against (:class:`~fuseci.api.session.Against`): its stored
+    baseline and ledgers, read once its results name the card, and its cases' source fingerprints
+    in the working tree."""
+
+    suite: Suite
+    options: RunOptions
+    base: None = None  # no side measured now
+    _read: tuple[Path, Baseline | None, dict[str, Ledger], dict[str, SourcePrint] | None] | None = None
+    _built: Mapping[tuple[str, str], Ledger | LedgerError] | None = None
+    """The measured ledgers, built once: a re-measurement retimes a suite; its ledgers stay."""
+
+    def check(self) -> None:
+        """The autotuning records kept beside the suite's baselines (:func:`check_autotune_records`)."""
+        check_autotune_records(self.suite, self.options)
+
+    def judge(self, results: SuiteResults, base: SuiteResults | None = None) -> Comparison:
+        """``results`` compared with the stored baseline and ledgers of their card (read once).
+
+        Raises:
+            FuseciError: the baseline or ledgers cannot be read.
+        """
+        from fuseci.api import ledgers
+        from fuseci.judge.compare import compare
+        from fuseci.store import baselines as bl
+
+        suite = self.suite
+        if self._read is None:
+            path = baseline_file(self.options, results)
+            ledgered = any(v.ledger for c in suite.cases for v in c.variants)
+            self._read = (path, bl.load_baseline(path), ledgers.stored(path) if ledgered else {}, case_sources(suite))
+        path, baseline, stored, sources = self._read
+        if self._built is None:
+            self._built = ledgers.built(suite, results)
+        against = reference(suite, self.options)
+        return compare(
+            results,
+            suite,
+            baseline,
+            baseline_path=str(path),
+            accept_env=self.options.accept_env,
+            reference=against,
+            ledgers=ledgers.judged(suite, self._built, stored, against),
+            sources=sources,
+        )
+
+
+def _job(suite: Suite, options: RunOptions, gpu: int = 0) -> Job:
+    """A suite of a run: measured as ``options`` say, judged against its stored baseline."""
+    return Job(suite, Measurement(suite, options.measuring), StoredBaseline(suite, options), gpu)
+
+
+def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteResults]:
+    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them.
 
     A CUDA-event speedup that fell borderline outside its band
     (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) is re-measured and the suite judged again
@@ -165,45 +215,11 @@ def check_results(suite: Suite, options: RunOptions, session: Session | None = N
     Raises:
         FuseciError: anything that keeps the suite from being judged at all.
     """
-    session = session or Session(options.ncu)
-    measuring = options.measuring
-    check_autotune_records(suite, options)
-    results = session.tool.measure(suite, measuring)  # before the judge's imports (pandas): the spawn comes first
-    from fuseci.api import ledgers
-    from fuseci.judge.compare import compare
-    from fuseci.store import baselines as bl
-
-    path = baseline_file(options, results)
-    baseline = bl.load_baseline(path)
-    measuring.say("judging")
-    judged_against = reference(suite, options)
-
-    stored = ledgers.stored(path) if any(v.ledger for c in suite.cases for v in c.variants) else {}
-    built = ledgers.built(suite, results)  # once: a re-measurement retimes, its ledgers stay
-    sources = case_sources(suite)
-
-    def judge(results: SuiteResults) -> Comparison:
-        return compare(
-            results,
-            suite,
-            baseline,
-            baseline_path=str(path),
-            accept_env=options.accept_env,
-            reference=judged_against,
-            ledgers=ledgers.judged(suite, built, stored, judged_against),
-            sources=sources,
-        )
-
-    comparison = judge(results)
-    cases = retry_cases(comparison)
-    if not cases or options.from_report is not None:
-        return comparison, results
-    log.info("%s: re-measuring borderline speedup(s) of %s", suite.name, ", ".join(cases))
-    measuring.say(
-        f"re-measuring {', '.join(cases)}", SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME).record
-    )
-    (results,) = session.remeasure([Retime(suite, measuring, results, cases)])
-    return judge(results), results
+    judged = Session(options.ncu).judge(_job(suite, options))
+    if judged.error is not None:
+        raise judged.error
+    assert judged.results is not None  # judged: measured
+    return judged.comparison, judged.results
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,14 +236,14 @@ class RunOutcome:
 
 def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
     """Measure and judge every suite; a suite that fails stands as one ``ERROR`` and the others
-    still run. ``progress`` hears each suite start and end (from worker threads).
+    still run. ``progress`` hears each suite start and end.
 
     A :class:`~fuseci.api.session.Session` whose jobs are the suites, dealt out over
     :attr:`RunOptions.gpus` like shards (:func:`shard`), up to :attr:`RunOptions.in_flight` of
     each GPU's suites in flight at once; each harness process holds its GPU's lock while it uses
     the GPU, so measurements never overlap on a GPU. Each job judges its suite against the stored
-    baseline as soon as it is measured. The outcome lists the suites in the order given, whatever
-    order they finished in.
+    baseline (:class:`StoredBaseline`) as soon as it is measured. The outcome lists the suites in the
+    order given, whatever order they finished in.
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.
@@ -240,50 +256,11 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
         said = session.unready(suites, lambda: from_report_hint(suites[0], options))
         if said is not None:
             return RunOutcome(tuple(said), ())
-    order = {id(s): i for i, s in enumerate(suites, 1)}
-
-    def one(suite: Suite, device: str | None) -> tuple[Comparison, SuiteResults | None]:
-        return _job(session, suite, replace(options, device=device), order[id(suite)], len(suites))
-
-    with session:
-        futures = {}
-        for k, device in enumerate(session.gpus):
-            for suite in shard(list(suites), k + 1, len(session.gpus)):
-                futures[id(suite)] = session.submit(k, one, suite, device)
-        done = [futures[id(s)].result() for s in suites]
-    return RunOutcome(
-        tuple(c for c, _ in done), tuple(r for _, r in done if r is not None), from_report=options.from_report
-    )
-
-
-def _job(
-    session: Session, suite: Suite, options: RunOptions, index: int, total: int
-) -> tuple[Comparison, SuiteResults | None]:
-    """One suite of :func:`run`: measured and judged; an ``ERROR`` when it cannot be."""
-    blocked = session.blocked()
-    if blocked:
-        return failed(suite, blocked), None
-    listener = session.progress
-    session.started(suite, index, total)
-
-    def heard(what: str, watch: Path | None = None) -> None:
-        listener.stage(suite, what, watch)
-
-    results: SuiteResults | None = None
-    try:
-        comparison, results = check_results(suite, replace(options, on_stage=heard), session)
-    except MismatchError:  # inputs that are not one run's: judge nothing, write nothing
-        raise
-    except NcuError as exc:
-        blocked = session.latch(suite.name, exc)
-        if blocked is None:
-            listener.suite_failed(suite, exc)
-        comparison = failed(suite, blocked or str(exc))
-    except FuseciError as exc:
-        listener.suite_failed(suite, exc)
-        comparison = failed(suite, str(exc))
-    listener.suite_judged(comparison)
-    return comparison, results
+    n = len(session.gpus)
+    gpu = {id(s): k for k in range(n) for s in shard(list(suites), k + 1, n)}
+    done = session.run([_job(s, replace(options, device=session.gpus[gpu[id(s)]]), gpu[id(s)]) for s in suites])
+    measured = tuple(j.results for j in done if j.results is not None)
+    return RunOutcome(tuple(j.comparison for j in done), measured, from_report=options.from_report)
 
 
 def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path, stamp: Stamp | None = None) -> Path | None:

@@ -1,56 +1,65 @@
 """One session schedules every measurement: ``fuseci run`` and ``fuseci ab`` are each a session.
 
-A session owns what runs when: its jobs (a suite, on a side, on a GPU), how many are in flight
-on each GPU, the latch that stops measuring once ncu is found unable to profile on this machine,
-the stop on Ctrl-C or a signal, what progress hears, and the re-measurement of borderline
-speedups. The commands compose it, as asv's ``continuous`` is its ``run`` then its ``compare``:
+A session owns what runs when and the one job body: its jobs (a suite, on a GPU, with any side it
+is judged against that is measured now), how many are in flight on each GPU, the latch that stops
+measuring once ncu is found unable to profile on this machine, the stop on Ctrl-C or a signal,
+what progress hears, and the re-measurement of borderline speedups. A command supplies only what
+a suite is judged against (:class:`Against`), as asv's ``continuous`` is its ``run`` then its
+``compare``:
 
-* ``fuseci run`` (:func:`fuseci.api.running.run`): a job per suite, dealt over the GPUs, each
-  judged against its stored baseline in the job that measured it;
-* ``fuseci ab`` (:func:`fuseci.api.ab.run_ab`): each suite's base job, then its head job, on
-  one GPU, judged in suite order against the measured base;
+* ``fuseci run`` (:func:`fuseci.api.running.run`): a job per suite, dealt over the GPUs, judged
+  against its stored baseline and ledgers;
+* ``fuseci ab`` (:func:`fuseci.api.ab.run_ab`): a job per suite on one GPU, its base side measured
+  first in a job of its own (A B A B ...), the head judged against the base measured now;
 * ``fuseci compare``: no job, a run file judged against another.
 
 Every measurement of every command goes through the :class:`Measurer` that :func:`measurer`
 returns: the one seam where tests stand in for the GPU with recorded reports.
 
-A job's states, and what moves it on:
+A job's states, and what moves it on (:meth:`Session.judge`):
 
 ==============  =====================================================================================
-submitted       queued on its GPU's pool (:meth:`Session.submit`); at most ``in_flight`` run at once
+submitted       queued on its GPU's pool (:meth:`Session.run`); at most ``in_flight`` run at once
                 per GPU, their harness processes taking turns on the GPU through its lock file
-blocked         a job that starts once another found ncu unable to profile on this machine
+blocked         a side that starts once another job found ncu unable to profile on this machine
                 (:meth:`Session.latch`): not measured, it says so (:meth:`Session.blocked`)
-measuring       :meth:`Measurer.measure`: the profiled run and the timed pass
-judged          its comparison made; a borderline speedup re-measured first (:meth:`Session.remeasure`)
+measuring       :meth:`Measurer.measure` of each side: the profiled run and the timed pass
+judged          :meth:`Against.judge`; a borderline speedup re-measured on every side pass for pass
+                and judged again
 failed          an error that stands as its suite's one ``ERROR``; a report and record that are not
                 one run's (:class:`~fuseci.errors.MismatchError`) end the session instead
 cancelled       Ctrl-C, a signal or a bug: queued jobs dropped, every child process stopped
 ==============  =====================================================================================
 
-When ncu cannot run at all (:meth:`Session.unready`), no job is submitted: the first suite says why.
+Each suite is judged in the job that measured it, as soon as its sides are measured; progress
+hears the suites judged in the order of the jobs. When ncu cannot run at all
+(:meth:`Session.unready`), no job is submitted: the first suite says why.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fuseci.config.model import Suite
-from fuseci.errors import FuseciError, NcuError
+from fuseci.errors import FuseciError, MismatchError, NcuError
 from fuseci.judge.verdict import Comparison, failed
 from fuseci.measure import process
 from fuseci.measure import profile as profiler
 from fuseci.measure import run as measuring
+from fuseci.measure.command import Mode, SuiteFiles
 from fuseci.measure.run import RETIMES, MeasureOptions
 
 if TYPE_CHECKING:  # pandas: loaded once the suites' processes are on their way
     from fuseci.frames.metrics import SuiteResults
+
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -128,23 +137,66 @@ def measurer(ncu: str | None = None) -> Measurer:
     return Profiler(ncu)
 
 
-@dataclass(slots=True)
-class Retime:
-    """One side's part in a re-measurement (:meth:`Session.remeasure`): its suite, how it is
-    measured, its results and the cases to time again. Not frozen: :attr:`results` takes each
-    pass as it lands, so that a pass that fails leaves the side with those before it."""
-
-    suite: Suite
-    options: MeasureOptions
-    results: SuiteResults
-    """The side's results, with every timed pass so far."""
-    cases: list[str]
-
-
 def retry_cases(comparison: Comparison) -> list[str]:
     """The cases with a borderline CUDA-event speedup to re-measure
     (:attr:`~fuseci.judge.verdict.MetricDelta.retry`)."""
     return sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One side of a job: the suite as that side has it, and how it is measured."""
+
+    suite: Suite
+    options: MeasureOptions
+    label: str = ""
+    """What the side's stages are said with (``base 1a2b3c4: profiling``) and, for a side measured
+    in a job of its own, its failure (``base 1a2b3c4 could not be measured: ...``)."""
+
+
+class Against(Protocol):
+    """What a job's suite is judged against: the one part a command supplies to the job body."""
+
+    @property
+    def base(self) -> Measurement | None:
+        """A side measured now, in a job of its own ahead of the head (``fuseci ab``'s base);
+        None: what the head is judged against is stored."""
+
+    def check(self) -> None:
+        """Raise before the head is measured when what it will be judged against is unusable."""
+
+    def judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
+        """The head's ``results`` judged (with the base's, measured now), as the command reports
+        them; again after a re-measurement, with every pass."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A suite to measure and judge: its head side and what it is judged against."""
+
+    suite: Suite
+    """The suite as reports name it (progress, its ``ERROR``)."""
+    head: Measurement
+    against: Against
+    gpu: int = 0
+    """Which of :attr:`Session.gpus` it runs on."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedSuite:
+    """What a job concluded."""
+
+    comparison: Comparison
+    """Its suite's comparison; one ``ERROR`` when it could not be judged."""
+    results: SuiteResults | None = None
+    """The head's results, every timed pass included, when it was measured."""
+    error: FuseciError | None = None
+    """What kept the suite from being judged, when something did."""
+
+
+class _Blocked(NcuError):
+    """A side not measured because another job found ncu unable to profile on this machine: said
+    as such, and heard only through that job's failure."""
 
 
 class Session:
@@ -198,24 +250,22 @@ class Session:
             return [failed(first, str(exc)), *rest]
         return None
 
-    def blocked(self) -> str | None:
-        """What a job says instead of measuring once another found that ncu cannot profile on this
+    def blocked(self) -> NcuError | None:
+        """What a side raises instead of measuring once a job found that ncu cannot profile on this
         machine; None until then."""
         with self._lock:
             name = self._machine
-        return None if name is None else f"not run: ncu cannot profile on this machine ({name} says why)"
+        return None if name is None else _Blocked(f"not run: ncu cannot profile on this machine ({name} says why)")
 
-    def latch(self, name: str, exc: NcuError) -> str | None:
+    def latch(self, name: str, exc: NcuError) -> NcuError:
         """Note that measuring suite ``name`` failed with ``exc``: the first machine-wide failure
-        blocks every later job. What this job says instead of ``exc`` when an earlier one had
-        already found it (:meth:`blocked`); None when ``exc`` stands."""
-        if not exc.machine_wide:
-            return None
+        blocks every later side. What the job fails with: ``exc``, or, when an earlier job had
+        already found it, what :meth:`blocked` says."""
         with self._lock:
-            if self._machine is None:
+            first = exc.machine_wide and self._machine is None
+            if first:
                 self._machine = name
-                return None
-        return self.blocked()
+        return exc if first or not exc.machine_wide else self.blocked() or exc
 
     # --- the jobs ------------------------------------------------------------------------------
 
@@ -235,26 +285,133 @@ class Session:
             for pool in self._pools:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, gpu: int, job: Callable[..., _T], *args: Any) -> Future[_T]:
-        """Queue ``job(*args)`` on GPU ``gpu`` (an index into :attr:`gpus`)."""
+    def _submit(self, gpu: int, job: Callable[..., _T], *args: Any) -> Future[_T]:
         future = self._pools[gpu].submit(job, *args)
         self._futures.append(future)
         return future
 
-    # --- re-measurement --------------------------------------------------------------------------
-
-    def remeasure(self, sides: Sequence[Retime]) -> list[SuiteResults]:
-        """Time each side's cases :data:`~fuseci.measure.run.RETIMES` more times, each pass in a
-        fresh process, the sides pass for pass (base, head, base, head: a base that happened to
-        measure fast must not stand as the reference while only the head gets more passes); each
-        side's results with every pass (also in :attr:`Retime.results`), which the judge then
-        takes the median of. A side with no case to time again keeps its results.
+    def run(self, jobs: Sequence[Job | JudgedSuite]) -> list[JudgedSuite]:
+        """Every job measured and judged, in order, a job's base side first in a job of its own on
+        the same GPU; what is already :class:`JudgedSuite` (a suite not measured) stands in its place.
+        Progress hears each judged in this order.
 
         Raises:
-            BenchError: a timed pass failed.
+            MismatchError: a report and its record are not one run's (nothing is judged then).
         """
-        for _ in range(RETIMES):
-            for side in sides:
-                if side.cases:
-                    side.results = self.tool.retime(side.suite, side.options, side.results, side.cases)
-        return [side.results for side in sides]
+        numbered = [j for j in jobs if isinstance(j, Job)]
+        futures: dict[int, Future[JudgedSuite]] = {}
+        with self:
+            for k, job in enumerate(numbered, 1):
+                place, base = (k, len(numbered)), job.against.base
+                ahead = None if base is None else self._submit(job.gpu, self._measure, job, base, place)
+                futures[id(job)] = self._submit(job.gpu, self.judge, job, ahead, place)
+            done = []
+            for j in jobs:
+                done.append(futures[id(j)].result() if isinstance(j, Job) else j)
+                self.progress.suite_judged(done[-1].comparison)
+        return done
+
+    def _heard(self, job: Job, side: Measurement) -> MeasureOptions:
+        """How ``side`` is measured, its stages heard as ``job``'s suite's."""
+
+        def stage(what: str, watch: Path | None = None) -> None:
+            self.progress.stage(job.suite, f"{side.label}: {what}" if side.label else what, watch)
+
+        return replace(side.options, on_stage=stage)
+
+    def _measure(self, job: Job, side: Measurement, place: tuple[int, int]) -> SuiteResults:
+        """One side of ``job`` measured (the head once what it is judged against is checked).
+
+        Raises:
+            FuseciError: it could not be (:class:`_Blocked` once another job found ncu unable).
+        """
+        blocked = self.blocked()
+        if blocked is not None:
+            raise blocked
+        self.started(job.suite, *place)
+        try:
+            if side is job.head:
+                job.against.check()
+            return self.tool.measure(side.suite, self._heard(job, side))
+        except NcuError as exc:
+            raise self.latch(job.suite.name, exc) from None
+
+    def judge(self, job: Job, base: Future[SuiteResults] | None = None, place: tuple[int, int] = (1, 1)) -> JudgedSuite:
+        """The job body: the head measured (and ``base``, the measurement of its base side,
+        awaited), judged against what :attr:`Job.against` supplies; a borderline CUDA-event speedup
+        (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) re-measured on every side, pass for pass,
+        and judged again on all passes (a re-analysed report cannot be re-measured: its first
+        verdict stands). A failure stands as the suite's one ``ERROR``, with the head's results
+        when it was measured.
+
+        Raises:
+            MismatchError: a report and its record are not one run's.
+        """
+        got: list[SuiteResults] = []  # the head's, then the base's: with every timed pass so far
+
+        def latest() -> tuple[SuiteResults, SuiteResults | None]:
+            return got[0], got[1] if len(got) > 1 else None
+
+        try:
+            try:
+                measured = self._measure(job, job.head, place)
+            finally:  # the base's failure is said first: it was measured first
+                reference = None if base is None or job.against.base is None else self._awaited(job.against.base, base)
+            got = [measured, *([reference] if reference is not None else [])]
+            self._heard(job, job.head).say("judging")
+            comparison = job.against.judge(*latest())
+            cases = retry_cases(comparison)
+            if cases and job.head.options.from_report is None:
+                self._remeasure(job, got, cases)
+                comparison = job.against.judge(*latest())
+        except MismatchError:
+            raise
+        except FuseciError as exc:
+            return self._failed(job, exc, got[0] if got else None)
+        return JudgedSuite(comparison, got[0])
+
+    @staticmethod
+    def _awaited(side: Measurement, measured: Future[SuiteResults]) -> SuiteResults:
+        """The results of a side measured in a job of its own.
+
+        Raises:
+            FuseciError: it could not be measured, said as that side's.
+        """
+        try:
+            return measured.result()
+        except (MismatchError, _Blocked):
+            raise
+        except FuseciError as exc:
+            raise FuseciError(f"{side.label} could not be measured: {exc}") from None
+
+    def _remeasure(self, job: Job, got: list[SuiteResults], cases: list[str]) -> None:
+        """``cases`` timed :data:`~fuseci.measure.run.RETIMES` more times on the head and on the base
+        (those it measured), each pass in a fresh process, the sides pass for pass (base, head, base,
+        head: a base that happened to measure fast must not stand as the reference while only the
+        head gets more passes). Each pass lands in ``got`` as it comes, so that one that fails leaves
+        the sides with those before it; the judge takes the median of the passes.
+
+        Raises:
+            FuseciError: a timed pass failed.
+        """
+        both = " on both sides" if len(got) > 1 else ""
+        log.info("%s: re-measuring borderline speedup(s) of %s%s", job.suite.name, ", ".join(cases), both)
+        watch = SuiteFiles(job.head.options.report_dir, job.head.suite.name).harness(Mode.TIME).record
+        self._heard(job, job.head).say(f"re-measuring {', '.join(cases)}", watch)
+        sides = [(0, job.head, cases)]
+        if len(got) > 1 and job.against.base is not None:
+            sides.insert(0, (1, job.against.base, [c for c in cases if c in got[1].record.ok_cases()]))
+        try:
+            for _ in range(RETIMES):
+                for k, side, asked in sides:
+                    if asked:
+                        got[k] = self.tool.retime(side.suite, self._heard(job, side), got[k], asked)
+        except NcuError as exc:
+            raise self.latch(job.suite.name, exc) from None
+
+    def _failed(self, job: Job, exc: FuseciError, results: SuiteResults | None) -> JudgedSuite:
+        """``job``'s suite as one ``ERROR`` saying ``exc``; progress hears it unless another job's
+        failure already said it."""
+        if not isinstance(exc, _Blocked):
+            self.progress.suite_failed(job.suite, exc)
+        return JudgedSuite(failed(job.suite, str(exc)), results, exc)

@@ -28,7 +28,7 @@ from fuseci import __version__
 from fuseci import validation as v
 from fuseci.config import names, quantities
 from fuseci.errors import FuseciError
-from fuseci.frames import pairing, report
+from fuseci.frames import report
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.records.harness import HarnessRecord
 
@@ -187,7 +187,7 @@ def suite_results(sid: str, suite: RunSuite) -> SuiteResults:
         {c: (math.nan if k.get(c) is None else k[c]) if c in metrics else k[c] for c in columns} for k in suite.kernels
     ]
     kernels = pd.DataFrame.from_records(rows, columns=list(columns)) if rows else report.read_report_empty()
-    problem = pairing.mismatch(kernels, record)
+    problem = report.mismatch(kernels, record)
     if problem:
         raise _invalid(("suites", sid), f"its kernels and its record are not one run's: {problem}")
     return summarize(kernels, record)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,8 +45,7 @@ from fuseci.errors import BaselineError
 from fuseci.files.versioned import DocumentFormat
 from fuseci.frames.inventory import Counts, KernelLaunch
 from fuseci.frames.metrics import SuiteResults, inventory
-from fuseci.judge.compiled import code_of
-from fuseci.records.sass import KernelCode
+from fuseci.records.sass import KernelCode, pick
 
 _FIX = "restore it from version control (git checkout -- FILE) or re-record it with `fuseci update-baselines`"
 
@@ -156,8 +155,8 @@ class SourcePart(v.Document):
 
 @dataclass(frozen=True, slots=True)
 class SourcePrint(v.Document):
-    """One case's source fingerprint, as a baseline keeps it (made by :mod:`fuseci.ab.sources`
-    from the case fingerprint :mod:`fuseci.ab.cases` takes)."""
+    """One case's source fingerprint, as a baseline keeps it (made by
+    :func:`fuseci.ab.cases.source_print` from the case fingerprint it takes)."""
 
     parts: Annotated[v.Items[SourcePart], Field(max_length=100_000)]
     """Its parts, sorted by file and name."""
@@ -222,6 +221,18 @@ class Baseline(v.OpenDocument):
 def normalized(baseline: Baseline) -> Baseline:
     """The baseline as it reads back from its file (values rounded), for exact comparisons."""
     return Baseline.from_json(json.loads(FORMAT.text(baseline.to_json())), "<memory>")
+
+
+def code_of(kernels: Sequence[KernelLaunch], builds: Mapping[str, Sequence[KernelCode]]) -> dict[str, KernelCode]:
+    """Each launched kernel's compiled code among a record's builds, by name (a kernel whose
+    build cannot be told is left out): the build a run launched is the one with the registers
+    ncu saw (:func:`fuseci.records.sass.pick`). A baseline keeps the one build per kernel name of
+    each case, so a later run diffs against it without the old cubin."""
+    out = {}
+    for k in kernels:
+        if k.name not in out and k.name in builds and (code := pick(builds[k.name], k.registers)) is not None:
+            out[k.name] = code
+    return out
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:

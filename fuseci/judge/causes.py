@@ -29,6 +29,10 @@ field                   judged         why
 
 A metric set that changed (counters the baseline never recorded) is judged per quantity by
 :mod:`fuseci.judge.counters`, not here.
+
+A variant's compiled code against its baseline's is a cause's evidence (:func:`evidence`): per
+kernel, what moves bytes and time that differs (``fuseci_scale_relu_add: LDG.E.128 ×10 → none;
+registers 32 → 40``), and a note for a kernel whose code could not be read.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from dataclasses import dataclass
 
 from fuseci.config import names
 from fuseci.frames.inventory import KernelLaunch, inventory_diff
-from fuseci.judge.baseline import SourcePart, SourcePrint
+from fuseci.judge.baseline import SourcePart, SourcePrint, code_of
 from fuseci.judge.verdict import FINDINGS, CauseKind, CheckKind, EnvDifference, FindingCause, MetricDelta
+from fuseci.records.sass import KernelCode, code_changes
 
 #: The fingerprint fields compared across a change (an upgrade), with their names for people;
 #: ``ncu_version`` only within a release (:func:`is_upgrade`).
@@ -133,7 +138,7 @@ class CauseEvidence:
     """What the baseline is called in messages."""
     code_changes: tuple[str, ...] = ()
     """What differs in its kernels' compiled code from the baseline's, a kernel a line
-    (:func:`fuseci.judge.compiled.evidence`); empty when the same, or not known."""
+    (:func:`evidence`); empty when the same, or not known."""
     code_notes: tuple[str, ...] = ()
     """Its kernels whose compiled code could not be read in this run, with why."""
 
@@ -178,7 +183,7 @@ def decide(seen: CauseEvidence) -> FindingCause | None:
     2. ``compiler``: the same source, other compiled kernels: other names; any change of the
        kernels across an upgrade of what builds them (CUDA, CuPy, PyTorch, Triton: named); or
        the same names with other registers, shared memory or compiled code (its SASS summary:
-       :mod:`fuseci.judge.compiled`) and the same launch shape, nothing autotuned;
+       :func:`evidence`) and the same launch shape, nothing autotuned;
     3. ``autotune``: the same kernels by name in another launch shape (grid, block), or another
        build after autotuning at their first call in this run;
     4. ``environment``: the same kernels, and an environment field that differs (driver, CUDA,
@@ -256,3 +261,33 @@ def relative_spread(values: Mapping[str, float]) -> float:
     median = values.get(names.EVENT_TIME, math.nan)
     iqr = values.get(names.EVENT_TIME_IQR, math.nan)
     return iqr / median if median > 0 and iqr >= 0 else math.nan
+
+
+#: Kernels a cause names the compiled code of at most (the rest are counted).
+MAX_KERNELS = 8
+
+
+def evidence(
+    kernels: Sequence[KernelLaunch],
+    now: Mapping[str, Sequence[KernelCode]],
+    before: Mapping[str, KernelCode],
+    notes: Mapping[str, str],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What differs in the compiled code of a variant's ``kernels`` (this run's builds ``now``,
+    the baseline's code ``before``), a line per kernel in launch order, and a note per kernel
+    whose code could not be read in this run (``notes``, by kernel name); at most
+    :data:`MAX_KERNELS` lines each, the last then counting the rest."""
+    code = code_of(kernels, now)
+    changes, unread = [], []
+    for name in dict.fromkeys(k.name for k in kernels):
+        if name in code and name in before and (said := code_changes(before[name], code[name])):
+            changes.append(f"{name}: {'; '.join(said)}")
+        elif name not in code and name in notes:
+            unread.append(f"{name}: compiled code not compared ({notes[name]})")
+    return _few(changes, "kernels' code changed too"), _few(unread, "kernels' code could not be read either")
+
+
+def _few(lines: list[str], more: str) -> tuple[str, ...]:
+    if len(lines) <= MAX_KERNELS:
+        return tuple(lines)
+    return (*lines[: MAX_KERNELS - 1], f"{len(lines) - MAX_KERNELS + 1} more {more}")

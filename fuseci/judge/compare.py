@@ -31,7 +31,7 @@ from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED, Case, Suite
 from fuseci.config.quantities import Gate
 from fuseci.frames.metrics import SuiteResults, inventory
-from fuseci.judge import causes, compiled, counters
+from fuseci.judge import causes, counters
 from fuseci.judge import checks as ck
 from fuseci.judge.baseline import Baseline, SourcePrint
 from fuseci.judge.verdict import (
@@ -212,7 +212,7 @@ def _caused(
         spreads = [causes.relative_spread(x) for x in (m.values, m.baseline_values)]
         if unfused is not None and m is not unfused:
             spreads += [causes.relative_spread(x) for x in (unfused.values, unfused.baseline_values)]
-        code_changes, code_notes = compiled.evidence(
+        code_changes, code_notes = causes.evidence(
             m.kernels,
             around.code,
             baseline.code.get(case.id, {}) if baseline is not None else {},

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pandas and the report reader load once a run has started (s
     from fuseci.frames.metrics import SuiteResults
 
 #: Extra timed passes of a case whose CUDA-event speedup fell borderline outside its band
-#: (:meth:`fuseci.api.session.Session.remeasure`).
+#: (:meth:`fuseci.api.session.Session.judge`).
 RETIMES = 2
 #: Profiled passes of each variant when the measurement becomes a baseline (``update-baselines``),
 #: and when it is ``fuseci ab``'s reference (its base): the passes tell which counters repeat
@@ -315,7 +315,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     """Profile (or read ``options.from_report`` and its record) and aggregate.
 
     Raises:
-        MismatchError: the report and its record are not one run's (:func:`fuseci.frames.pairing.mismatch`).
+        MismatchError: the report and its record are not one run's (:func:`fuseci.frames.report.mismatch`).
         FuseciError: profiling or reading failed, or the record belongs to another suite.
     """
     if options.from_report is not None:
@@ -331,7 +331,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
         record, report_path = profile(suite, options)
         record_path = SuiteFiles(options.report_dir, suite.name).record
     _check_record(record, suite, record_path)
-    from fuseci.frames import pairing, report  # pandas: once the profiled run is over (see warm_imports)
+    from fuseci.frames import report  # pandas: once the profiled run is over (see warm_imports)
     from fuseci.frames.metrics import summarize
 
     options.say("reading the report")
@@ -354,7 +354,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
                 kernels = report.read_report_empty()
             else:
                 raise _unreadable(exc, record) from None
-    problem = pairing.mismatch(kernels, record)
+    problem = report.mismatch(kernels, record)
     if problem:
         raise MismatchError(
             f"{report_path} and {record_path} are not one run's: {problem}; judge a report only with the "
@@ -369,7 +369,7 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
 def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: list[str]) -> SuiteResults:
     """One more timed pass of ``cases`` in a fresh process, added to each case's passes (the judge
     takes the median of all of them); the run's record rewritten with it. The session decides how
-    many passes and in what order (:meth:`fuseci.api.session.Session.remeasure`).
+    many passes and in what order (:meth:`fuseci.api.session.Session.judge`).
 
     Raises:
         BenchError: the timed pass failed.
@@ -384,7 +384,7 @@ def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: 
 #: What judging a suite imports (pandas, NVIDIA's report reader, the frames and the judge):
 #: 0.4-0.6 s that :func:`warm_imports` spends while the harness processes start, off the path
 #: to the verdict.
-JUDGING_MODULES = ("fuseci.frames.metrics", "fuseci.frames.report", "fuseci.frames.pairing", "fuseci.judge.compare")
+JUDGING_MODULES = ("fuseci.frames.metrics", "fuseci.frames.report", "fuseci.judge.compare")
 
 _warming: list[threading.Thread] = []
 _warming_lock = threading.Lock()
