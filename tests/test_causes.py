@@ -185,6 +185,23 @@ def test_code_from_a_fingerprint_that_differs(regressed, elementwise, prints) ->
     assert not any("causes need" in n for n in comp.notes)
 
 
+def test_a_benign_edit_is_code_with_nothing_regressed(clean, elementwise, prints) -> None:  # type: ignore[no-untyped-def]
+    """An edit of a case's source that moved nothing fuseci checks: every variant of that case
+    passes, with the edit as its cause; the other cases have none."""
+    old = prints["bias_gelu"]
+    edited = SourcePrint(tuple(replace(p, digest="0" * 64) if p.name == "bias_gelu_fused" else p for p in old.parts))
+    same = compare(clean, elementwise, replace(BASELINE, sources=prints), sources=prints)
+    comp = compare(clean, elementwise, replace(BASELINE, sources={**prints, "bias_gelu": edited}), sources=prints)
+    assert _verdicts(comp) == _verdicts(same) and comp.verdict is same.verdict is Verdict.PASS
+    caused = {(c.case, v.variant): v.cause for c in comp.cases for v in c.variants if v.cause is not None}
+    assert {case for case, _ in caused} == {"bias_gelu"}, caused
+    for cause in caused.values():
+        assert cause.kind is CauseKind.CODE
+        (line,) = cause.evidence
+        assert line.startswith("kernels/elementwise.py:") and line.endswith("(bias_gelu_fused) changed")
+    assert not any(v.cause for c in same.cases for v in c.variants)
+
+
 def test_compiler_from_the_same_fingerprint_and_other_kernels(regressed, elementwise, prints) -> None:  # type: ignore[no-untyped-def]
     comp = compare(regressed, elementwise, replace(BASELINE, sources=prints), sources=prints)
     cause = _cause(comp)

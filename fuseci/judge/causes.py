@@ -174,7 +174,8 @@ def _within_spread(seen: CauseEvidence, findings: list[MetricDelta]) -> str:
 
 def decide(seen: CauseEvidence) -> FindingCause | None:
     """The cause of a variant's finding (a ``regressed``, ``wrong``, ``improved`` or ``warn``
-    check); None when it has none.
+    check). A variant without a finding whose case's source differs from the baseline's gets
+    ``code`` (an edit that moved nothing fuseci checks); any other, None.
 
     The first that applies, in this order of precedence:
 
@@ -200,8 +201,9 @@ def decide(seen: CauseEvidence) -> FindingCause | None:
     counters are never noise: ``measurement`` is for times only.
     """
     findings = [k for k in seen.checks if k.verdict in FINDINGS]
+    code = source_changes(seen.baseline_source, seen.source) if seen.baseline_source and seen.source else []
     if not findings:
-        return None
+        return FindingCause(CauseKind.CODE, tuple(code)) if code and seen.has_baseline else None
     env = [env_said(d) for d in seen.environment]
     compilers = [env_said(d) for d in seen.environment if d.field in COMPILERS]
     others = [env_said(d) for d in seen.environment if d.field not in COMPILERS]
@@ -212,7 +214,6 @@ def decide(seen: CauseEvidence) -> FindingCause | None:
             missing=f"a measurement of it at {seen.reference}",
         )
     compiled = (*seen.code_changes, *seen.code_notes)
-    code = source_changes(seen.baseline_source, seen.source) if seen.baseline_source and seen.source else []
     if code:
         return FindingCause(CauseKind.CODE, (*code, *compiled), also=tuple(env))
     unknown = _unproven_source(seen)

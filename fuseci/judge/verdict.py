@@ -341,8 +341,9 @@ class VariantMeasurement(Stored):
     """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node, as judged
     (:mod:`fuseci.ledger.diff`); a results file does not hold it (its reader finds it again)."""
     cause: FindingCause | None = None
-    """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``);
-    None when it has none, and in files written before fuseci said causes."""
+    """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``), or
+    ``code`` for a case whose source changed while nothing regressed; None otherwise, and in files
+    written before fuseci said causes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ Format history (no ``format`` field):
        as :mod:`fuseci.records.fusion` declares them); absent means none. Optional per-variant
        ``cause`` (why its finding came about: ``kind``, ``evidence``, and ``also`` and
        ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.FindingCause` declares
-       them); absent means none said (a variant without a finding, or a file written before).
+       them); absent means none said (a variant without a finding whose source did not change,
+       or a file written before).
     1 (still): optional per-check ``band`` (the relative band a change was judged within where
        wider than its tolerance: widened by measured noise, or by how far a count moved over the
        baseline's profiled passes), ``timed_passes`` (the timed passes a re-measured speedup is
