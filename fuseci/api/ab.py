@@ -152,7 +152,9 @@ class MeasuredBase:
     options: AbOptions
     base: Measurement | None
     """The base's side of the job; None when it has no such suite."""
-    judged_ledgers: dict[str, dict[ledgers.LedgerKey, LedgerJudged]] = field(default_factory=dict, compare=False, repr=False)
+    judged_ledgers: dict[str, dict[ledgers.LedgerKey, LedgerJudged]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     """The head's ledgers judged against the base's, once (:func:`judge_ledgers`)."""
 
     def check(self) -> None:

@@ -439,7 +439,6 @@ class Provenance(v.Document):
         return {int(k): {n: (m, r) for n, m, r in items} for k, items in self.repeats.items()}
 
 
-
 @dataclass(frozen=True, slots=True)
 class RowFigures:
     """A row a node ran in, as a :class:`NodeChange` shows it."""
