@@ -42,19 +42,19 @@ def test_a_kept_record_round_trips_and_sits_beside_the_baseline(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("entries", "said"),
     [
-        ([KEY], "not an object of entries"),
-        ({"../../etc/passwd.best_config": CHOICE}, "not a path of Inductor's cache"),
-        ({f"/tmp/{'c' * 64}.best_config": CHOICE}, "not a path of Inductor's cache"),
-        ({f"ab/../{'c' * 64}.best_config": CHOICE}, "not a path of Inductor's cache"),
-        ({f"ab/{'c' * 64}.py": CHOICE}, "not a path of Inductor's cache"),
-        ({f"ab/{'c' * 64}.best_config\n": CHOICE}, "entries.ab/"),
-        ({KEY: {}}, "not a configuration"),
-        ({KEY: {"XBLOCK": [1024]}}, "field XBLOCK is a list of 1, not a number"),
-        ({KEY: {"XBLOCK": {"a": 1}}}, "field XBLOCK is"),
-        ({KEY: {"x-y": 1}}, "not a configuration's field name"),
-        ({KEY: {"XBLOCK\n": 1}}, "not a configuration's field name"),
-        ({KEY: {"configs_hash": "h" * 300}}, "field configs_hash is"),
-        ({KEY: {f"f{i}": i for i in range(kept.MAX_FIELDS + 1)}}, "more than a configuration's"),
+        ([KEY], "entries: expected an object"),
+        ({"../../etc/passwd.best_config": CHOICE}, "expected a path of Inductor's cache"),
+        ({f"/tmp/{'c' * 64}.best_config": CHOICE}, "expected a path of Inductor's cache"),
+        ({f"ab/../{'c' * 64}.best_config": CHOICE}, "expected a path of Inductor's cache"),
+        ({f"ab/{'c' * 64}.py": CHOICE}, "expected a path of Inductor's cache"),
+        ({f"ab/{'c' * 64}.best_config\n": CHOICE}, 'entries["ab/'),
+        ({KEY: {}}, "fewer than the 1 required"),
+        ({KEY: {"XBLOCK": [1024]}}, ".XBLOCK: expected a number, true/false, null or a short text, got a list of 1"),
+        ({KEY: {"XBLOCK": {"a": 1}}}, ".XBLOCK: expected a number"),
+        ({KEY: {"x-y": 1}}, "expected a configuration's field name"),
+        ({KEY: {"XBLOCK\n": 1}}, "expected a configuration's field name"),
+        ({KEY: {"configs_hash": "h" * 300}}, ".configs_hash: a string of 300 characters"),
+        ({KEY: {f"f{i}": i for i in range(65)}}, "more than the 64 allowed"),
     ],
 )
 def test_a_kept_record_is_hostile_until_checked(tmp_path: Path, entries: Any, said: str) -> None:
@@ -196,7 +196,7 @@ def test_the_harness_says_what_it_put_in_place_for_its_card(
     assert kept.pinned_note(again, said) == said and kept.pinned_note(said, again) == said
     assert kept.pinned_note("", again) == again and kept.pinned_note(again, "") == again
     kept.file_for(root, "NVIDIA H200", "models").write_text('{"format": "fuseci-autotune", "format_version": 1}')
-    with pytest.raises(BaselineError, match="models.autotune.json: entries"):
+    with pytest.raises(BaselineError, match="models.autotune.json: missing required key 'entries'"):
         _pinned(suite, record)  # type: ignore[arg-type]
 
 
@@ -254,7 +254,7 @@ def test_a_bad_kept_record_is_one_line_before_anything_is_measured(tmp_path: Pat
     bad.write_text(json.dumps({"format": "fuseci-autotune", "format_version": 1, "entries": {"x": CHOICE}}))
     with pytest.raises(BaselineError) as err:
         check_autotune_records(suite, RunOptions(baselines=b))  # type: ignore[arg-type]
-    assert str(err.value).startswith(f"{bad}: entries.x: not a path of Inductor's cache")
+    assert str(err.value).startswith(f"{bad}: entries.x: not a valid key: expected a path of Inductor's cache")
     check_autotune_records(suite, RunOptions(baselines=b, from_report=tmp_path / "r.ncu-rep"))  # type: ignore[arg-type]
 
 
@@ -268,12 +268,12 @@ def test_a_record_s_bad_entry_is_one_line_naming_the_record_and_nothing_is_writt
     said = result.stderr.strip().splitlines()
     assert (
         len(said) == 1
-        and f"{tmp_path / 'pytorch.harness.json'}: autotune.ab/../../x.best_config: not a path" in said[0]
+        and f'{tmp_path / "pytorch.harness.json"}: autotune["ab/../../x.best_config"]: not a valid key' in said[0]
     )
     assert not list(b.glob("*/*"))
     run = invoke("run", "suites/pytorch.yaml", "--from-report", str(report), "--baselines", str(b))
     assert (
-        run.exit_code == 3 and "autotune.ab/../../x.best_config: not a path" in run.stderr
+        run.exit_code == 3 and 'autotune["ab/../../x.best_config"]: not a valid key' in run.stderr
     )  # read where the record is
 
 

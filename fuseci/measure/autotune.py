@@ -17,25 +17,26 @@ whose source did not change launches the baseline's configuration; an edited ker
 source hash, finds no entry, and is tuned afresh. Inductor checks each entry against the
 kernel's candidate configurations and ignores one that matches none.
 
-The file is hostile input until checked (:func:`check`): each key a cache-relative path of the
-one shape Inductor writes, each value a flat object of a configuration's scalars.
+The file is hostile input until checked (:class:`AutotuneRecord`, as a harness record's entries
+are): each key a cache-relative path of the one shape Inductor writes, each value a flat object
+of a configuration's scalars.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fuseci import validation as v
 from fuseci.config.names import gpu_slug
-from fuseci.errors import BaselineError, FuseciError
+from fuseci.errors import BaselineError
 from fuseci.files.atomic import atomic_write_text
 from fuseci.files.versioned import DocumentFormat
-from fuseci.wording import shown
+from fuseci.records.harness import AutotuneEntries
 
 #: The environment variable that gives the harness processes the baseline root whose autotuning
 #: records they put in place (set by ``fuseci run`` and ``update-baselines``).
@@ -51,20 +52,23 @@ FORMAT = DocumentFormat(
 )
 #: A ``.best_config`` entry's path in Inductor's cache, as Inductor names it (matched whole).
 ENTRY = re.compile(r"[0-9A-Za-z_-]{1,16}/[0-9a-f]{64}\.best_config")
-#: A configuration's field name (``XBLOCK``, ``num_warps``, ``configs_hash``; matched whole).
-_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-#: The most entries one file holds, and fields one entry holds.
-MAX_ENTRIES = 20_000
-MAX_FIELDS = 64
-#: The longest text value of a field (a hash is 64 characters).
-MAX_TEXT = 256
 #: How a run's note (:attr:`fuseci.records.harness.HarnessRecord.pinned`) says that a kept choice
 #: replaced another one the compile cache held.
 REPLACED = "in place of another choice this compile cache held"
+#: The most bytes of a ``.best_config`` file read.
+MAX_ENTRY_BYTES = 64 << 10
 
 
 Entry = dict[str, v.Scalar]
 """One configuration: its fields (``XBLOCK``, ``num_warps``, ``configs_hash``...) and scalar values."""
+
+
+@dataclass(frozen=True, slots=True)
+class AutotuneRecord(v.Document):
+    """The file's body: the ``.best_config`` entries kept beside a baseline."""
+
+    entries: AutotuneEntries
+    """By their path in Inductor's cache."""
 
 
 def pinned_note(profiled: str, timed: str) -> str:
@@ -78,51 +82,6 @@ def file_for(root: Path, gpu_name: str, suite: str) -> Path:
     return root / gpu_slug(gpu_name) / f"{suite}.autotune.json"
 
 
-def _scalar(value: Any) -> bool:
-    if isinstance(value, bool) or value is None:
-        return True
-    if isinstance(value, int):
-        return abs(value) < 2**63
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, str) and len(value) <= MAX_TEXT and value.isprintable()
-
-
-def entry_problem(key: Any, value: Any) -> str | None:
-    """What is wrong with one entry (its cache-relative path ``key`` and its configuration), or None."""
-    if not isinstance(key, str) or not ENTRY.fullmatch(key):
-        return "not a path of Inductor's cache like 'ab/<64 hex digits>.best_config'"
-    if not isinstance(value, dict) or not value:
-        return f"is {shown(value)}, not a configuration (an object of its fields)"
-    if len(value) > MAX_FIELDS:
-        return f"has {len(value)} fields, more than a configuration's {MAX_FIELDS}"
-    for name, field in value.items():
-        if not isinstance(name, str) or not _FIELD.fullmatch(name):
-            return f"has a field {shown(name)}, not a configuration's field name"
-        if not _scalar(field):
-            return f"field {name} is {shown(field)}, not a number, true/false, null or a short text"
-    return None
-
-
-def check(data: Any, where: str, error: type[FuseciError] = BaselineError) -> dict[str, Entry]:
-    """The entries of a parsed ``autotune`` object (a kept file's, or a harness record's: then
-    ``error`` is :class:`~fuseci.errors.ReportError`), checked.
-
-    Raises:
-        FuseciError: (``error``) one line naming ``where``, the entry and what is wrong.
-    """
-    if not isinstance(data, dict):
-        raise error(f"{where}: is {shown(data)}, not an object of entries; {FORMAT.fix}")
-    if len(data) > MAX_ENTRIES:
-        raise error(f"{where}: {len(data)} entries, more than {MAX_ENTRIES}; {FORMAT.fix}")
-    for key, value in data.items():
-        problem = entry_problem(key, value)
-        if problem is not None:
-            place = json.dumps(str(key))[1:-1][:120]  # control characters escaped: one line
-            raise error(f"{where}.{place}: {problem}; {FORMAT.fix}")
-    return {str(k): dict(v) for k, v in data.items()}
-
-
 def load(path: Path) -> dict[str, Entry] | None:
     """The entries kept at ``path``, checked; None when there is no file.
 
@@ -133,7 +92,15 @@ def load(path: Path) -> dict[str, Entry] | None:
         doc = FORMAT.load(path)
     except FileNotFoundError:
         return None
-    return check(doc.get("entries"), f"{path}: entries")
+    body = {k: x for k, x in doc.items() if k not in ("format", "format_version")}
+    try:
+        return _plain(v.validate(AutotuneRecord, body).entries)
+    except v.Invalid as exc:
+        raise FORMAT.invalid(path, exc) from None
+
+
+def _plain(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Entry]:
+    return {str(k): dict(x) for k, x in entries.items()}
 
 
 def save(entries: Mapping[str, Entry], path: Path) -> None:
@@ -142,10 +109,13 @@ def save(entries: Mapping[str, Entry], path: Path) -> None:
     Raises:
         BaselineError: an entry is not one, or the file cannot be written.
     """
-    body = {"entries": check(dict(entries), f"{path}: entries")}
+    try:
+        record = v.validate(AutotuneRecord, {"entries": dict(entries)})
+    except v.Invalid as exc:
+        raise FORMAT.invalid(path, exc) from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, FORMAT.dumps(body), links=False)
+        atomic_write_text(path, FORMAT.dumps(record.to_json()), links=False)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write the autotuning record: {exc.strerror or exc}") from None
 
@@ -159,7 +129,9 @@ def read_entry(path: Path) -> Entry | None:
     """A ``.best_config`` file Inductor wrote, or None when it is missing or not one."""
     try:
         with path.open("rb") as f:
-            value = json.loads(f.read(MAX_FIELDS * (MAX_TEXT + 80)))
-    except (OSError, ValueError):
+            value = json.loads(f.read(MAX_ENTRY_BYTES))
+        return _plain(v.validate(AutotuneRecord, {"entries": {f"00/{'0' * 64}.best_config": value}}).entries)[
+            f"00/{'0' * 64}.best_config"
+        ]
+    except (OSError, ValueError, v.Invalid):
         return None
-    return value if entry_problem(f"00/{'0' * 64}.best_config", value) is None else None

@@ -285,7 +285,6 @@ def _check_record(record: HarnessRecord, suite: Suite, path: Path) -> None:
         )
     if record.profiler is None:
         raise ReportError(f"{path}: the record has no profiler section: it was not written by `fuseci run`")
-    autotune.check(dict(record.autotune), f"{path}: autotune", ReportError)
 
 
 def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:

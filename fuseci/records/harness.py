@@ -41,7 +41,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Union
 
 from pydantic import AfterValidator, Field, SerializerFunctionWrapHandler, field_serializer, model_validator
 
@@ -103,10 +103,25 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
 CompileOption = Short | bool | None
-AutotuneEntry = Annotated[Mapping[v.Key, v.Scalar], Field(max_length=64)]
+AutotunePath = Annotated[
+    str,
+    Field(pattern=r"^[0-9A-Za-z_-]{1,16}/[0-9a-f]{64}\.best_config$"),
+    v.Expect("a path of Inductor's cache like 'ab/<64 hex digits>.best_config'"),
+]
+"""A ``.best_config`` entry's path in Inductor's cache, as Inductor names it."""
+AutotuneField = Annotated[
+    str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"), v.Expect("a configuration's field name (XBLOCK, num_warps)")
+]
+AutotuneValue = Annotated[
+    Union[Annotated[str, Field(max_length=256, pattern=r"^[^\x00-\x1f\x7f]*$")], bool, v.Integer, float, None],  # noqa: UP007 (an alias evaluated at run time)
+    v.Expect("a number, true/false, null or a short text"),
+]
+AutotuneEntry = Annotated[Mapping[AutotuneField, AutotuneValue], Field(min_length=1, max_length=64)]
 """One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``,
-``configs_hash``...) and their scalar values (:mod:`fuseci.measure.autotune` checks the rest of
-what a kept one must be)."""
+``configs_hash``...) and their scalar values."""
+AutotuneEntries = Annotated[Mapping[AutotunePath, AutotuneEntry], Field(max_length=20_000)]
+"""``.best_config`` entries by their path in the cache: what a harness record notes its kernels
+used, and what a baseline's autotuning record keeps (:mod:`fuseci.measure.autotune`)."""
 Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
 """A kernel's builds in one process (autotuning compiles one per configuration)."""
 """One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
@@ -324,10 +339,9 @@ class HarnessRecord(v.OpenDocument):
     that a run killed by a hang or a crash names the case it was in."""
     interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
-    autotune: Annotated[Mapping[str, AutotuneEntry], Field(max_length=20_000)] = field(default_factory=dict)
+    autotune: AutotuneEntries = field(default_factory=dict)
     """The ``.best_config`` entries of Inductor's compile cache the process's kernels used, by
-    their path in the cache (:mod:`fuseci.measure.autotune`, which checks them where they are
-    kept); empty without Inductor."""
+    their path in the cache; empty without Inductor."""
     pinned: v.Text = ""
     """What the harness put in the compile cache from the baseline's autotuning record before
     anything compiled (a sentence for the run's notes); empty when nothing."""

@@ -133,7 +133,7 @@ def used(root: Path | None = None) -> dict[str, kept.Entry]:
 
 
 def install(entries: Mapping[str, kept.Entry], root: Path | None = None) -> tuple[int, int]:
-    """Put checked entries (:func:`fuseci.measure.autotune.check`) under Inductor's cache
+    """Put checked entries (:class:`fuseci.measure.autotune.AutotuneRecord`) under Inductor's cache
     directory ``root``, each atomically; what differed is replaced. (in place, replaced): the
     entries the cache now holds as kept, whoever put them there (the profiled and the timed
     harness of one run share the cache, and either may come first), and those this call put in
