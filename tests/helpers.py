@@ -10,6 +10,7 @@ process: per pytest-xdist worker, each of which runs its tests as a session of i
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import json
 import math
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from hypothesis import strategies as st
 from fuseci.frames import metrics
 from fuseci.ledger import launches
 from fuseci.ledger.launches import KernelRow
+from fuseci.records import sass
 
 # --- the repository and its recorded data -----------------------------------------------------------
 
@@ -608,3 +611,32 @@ def in_range(rows: Sequence[KernelRow], name: str) -> tuple[KernelRow, ...]:
 def dram_peak(kernels: pd.DataFrame) -> float | None:
     """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies."""
     return metrics._peak(metrics._numbers(kernels, metrics._PEAK_SOURCES))
+
+
+def changed_lines(old_text: str, new_text: str, kernel: str, limit: int = 8) -> list[str]:
+    """The few instruction lines of ``kernel`` that changed between two SASS texts, compared by
+    form (registers and addresses renamed by a rebuild are not a change), only instructions
+    counted by form (:func:`kept`): one line per form fewer (``-``) or more (``+``) than before,
+    its first such instruction with by how many, ``- LDG.E.128.CONSTANT R4, desc[UR4][R16.64]  (×10)``,
+    at most ``limit`` lines and then how many more; empty when none changed or the kernel is in
+    neither text."""
+    a, b = (
+        [x for x in sass._read(t).get(kernel, sass._Kernel()).lines if sass.kept(sass._base(x[0]))]
+        for t in (old_text, new_text)
+    )
+    moved: dict[tuple[str, str], list[str]] = {}
+    matcher = difflib.SequenceMatcher(None, [sass.form(m) for m, _ in a], [sass.form(m) for m, _ in b], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            for sign, lines in (("-", a[i1:i2]), ("+", b[j1:j2])):
+                for mnemonic, text in lines:
+                    moved.setdefault((sign, sass.form(mnemonic)), []).append(text)
+    # Moved by the matcher but as many as before: a reordering, not a change.
+    net = Counter(sass.form(m) for m, _ in b)
+    net.subtract(Counter(sass.form(m) for m, _ in a))
+    out = []
+    for (sign, f), texts in moved.items():
+        n = net[f] if sign == "+" else -net[f]
+        if n > 0:
+            out.append(f"{sign} {texts[0]}" + (f"  (×{n})" if n > 1 else ""))
+    return out if len(out) <= limit else [*out[: limit - 1], f"… {len(out) - limit + 1} more changed forms"]

@@ -7,6 +7,7 @@ import lzma
 from pathlib import Path
 
 import pytest
+from helpers import changed_lines
 
 from fuseci import validation as v
 from fuseci.records import sass
@@ -43,7 +44,7 @@ def test_nvdisasm_reads_as_cuobjdump_less_the_resources() -> None:
 def test_a_scalar_build_names_its_narrower_loads() -> None:
     changes = sass.code_changes(code("scale_relu_add"), code("scale_relu_add_scalar"))
     assert changes == ["LDG.E.128 ×10 → none", "STG.E.128 ×5 → none", "instructions 264 → 120"]
-    lines = sass.changed_lines(
+    lines = changed_lines(
         text("scale_relu_add.sass.xz"), text("scale_relu_add_scalar.sass.xz"), "fuseci_scale_relu_add"
     )
     assert lines == ["- LDG.E.128.CONSTANT R4, desc[UR4][R16.64]  (×10)", "- STG.E.128 desc[UR4][R18.64], R8  (×5)"]
@@ -67,7 +68,7 @@ def test_spills_are_local_stores_and_loads_with_the_stack() -> None:
         "local memory 0 → 200 bytes per thread",
         "instructions 264 → 352",
     ]
-    lines = sass.changed_lines(
+    lines = changed_lines(
         text("register_heavy.sass.xz"), text("register_heavy_spills.sass.xz"), "fuseci_mutant_register_heavy"
     )
     # a reordering of the global loads is no change: only what moved in number is shown
@@ -98,7 +99,7 @@ def test_tma_and_wgmma_lines() -> None:
 def test_same_code_says_nothing() -> None:
     assert sass.code_changes(code("scale_relu_add"), code("scale_relu_add")) == []
     same = text("scale_relu_add.sass.xz")
-    assert sass.changed_lines(same, same, "fuseci_scale_relu_add") == []
+    assert changed_lines(same, same, "fuseci_scale_relu_add") == []
 
 
 def test_changes_are_few() -> None:
@@ -121,7 +122,7 @@ def test_changes_are_few() -> None:
 )
 def test_hostile_text_is_no_kernel(hostile: str) -> None:
     assert sass.summarize(hostile) == {}
-    assert sass.changed_lines(hostile, hostile, "k") == []
+    assert changed_lines(hostile, hostile, "k") == []
 
 
 def test_a_truncated_text_is_the_kernels_it_holds() -> None:

@@ -18,7 +18,6 @@ kernels it holds, and nothing here raises on any string.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,9 +32,8 @@ from fuseci import validation as v
 MAX_KERNELS = 10_000
 #: Longest kernel name kept (a longer one is not a name SASS tools print).
 MAX_NAME = 4096
-#: Phrases :func:`code_changes` gives at most, and lines :func:`changed_lines` shows at most.
+#: Phrases :func:`code_changes` gives at most.
 MAX_CHANGES = 6
-MAX_LINES = 8
 
 OpName = Annotated[str, Field(max_length=200, pattern=r"^[A-Z][A-Za-z0-9_.]*$"), v.Expect("an instruction form")]
 """An instruction form, ``LDG.E.128``."""
@@ -208,32 +206,6 @@ def code_changes(old: KernelCode, new: KernelCode) -> list[str]:
     if len(out) > MAX_CHANGES:
         out = [*out[: MAX_CHANGES - 1], f"{len(out) - MAX_CHANGES + 1} more changes"]
     return out
-
-
-def changed_lines(old_text: str, new_text: str, kernel: str, limit: int = MAX_LINES) -> list[str]:
-    """The few instruction lines of ``kernel`` that changed between two SASS texts, compared by
-    form (registers and addresses renamed by a rebuild are not a change), only instructions
-    counted by form (:func:`kept`): one line per form fewer (``-``) or more (``+``) than before,
-    its first such instruction with by how many, ``- LDG.E.128.CONSTANT R4, desc[UR4][R16.64]  (×10)``,
-    at most ``limit`` lines and then how many more; empty when none changed or the kernel is in
-    neither text."""
-    a, b = ([x for x in _read(t).get(kernel, _Kernel()).lines if kept(_base(x[0]))] for t in (old_text, new_text))
-    moved: dict[tuple[str, str], list[str]] = {}
-    matcher = difflib.SequenceMatcher(None, [form(m) for m, _ in a], [form(m) for m, _ in b], autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            for sign, lines in (("-", a[i1:i2]), ("+", b[j1:j2])):
-                for mnemonic, text in lines:
-                    moved.setdefault((sign, form(mnemonic)), []).append(text)
-    # Moved by the matcher but as many as before: a reordering, not a change.
-    net = Counter(form(m) for m, _ in b)
-    net.subtract(Counter(form(m) for m, _ in a))
-    out = []
-    for (sign, f), texts in moved.items():
-        n = net[f] if sign == "+" else -net[f]
-        if n > 0:
-            out.append(f"{sign} {texts[0]}" + (f"  (×{n})" if n > 1 else ""))
-    return out if len(out) <= limit else [*out[: limit - 1], f"… {len(out) - limit + 1} more changed forms"]
 
 
 def pick(builds: Sequence[KernelCode], registers: int) -> KernelCode | None:
