@@ -17,16 +17,21 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
+
+from fuseci.frames import metrics
+from fuseci.ledger import launches
+from fuseci.ledger.launches import KernelRow
 
 # --- the repository and its recorded data -----------------------------------------------------------
 
@@ -593,3 +598,13 @@ def chromium() -> str:
         pytest.skip(reason)
     assert found is not None
     return found
+
+
+def in_range(rows: Sequence[KernelRow], name: str) -> tuple[KernelRow, ...]:
+    """The rows inside the NVTX range ``name`` (the forward's own: ``case.compiled``)."""
+    return tuple(r for r in rows if any(launches._range(n)[0] == name for n in r.nvtx))
+
+
+def dram_peak(kernels: pd.DataFrame) -> float | None:
+    """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies."""
+    return metrics._peak(metrics._numbers(kernels, metrics._PEAK_SOURCES))

@@ -12,6 +12,7 @@ from typing import Any
 
 import ledgers as L
 import pytest
+from helpers import in_range
 
 from fuseci.api import ledgers
 from fuseci.config.parse import load_suite
@@ -19,7 +20,6 @@ from fuseci.errors import LedgerError, ReportError
 from fuseci.judge.verdict import CheckKind, Reference, Verdict
 from fuseci.ledger import store
 from fuseci.ledger.diff import diff
-from fuseci.ledger.launches import in_range
 from fuseci.records.fusion import KernelRow, Provenance
 from fuseci.records.harness import HarnessRecord
 from fuseci.validation import validate

@@ -12,11 +12,12 @@ from typing import Any
 
 import ledgers as L
 import pytest
+from helpers import in_range
 
 from fuseci.errors import LedgerError
 from fuseci.ledger import store
 from fuseci.ledger.build import build
-from fuseci.ledger.launches import KernelRow, in_range
+from fuseci.ledger.launches import KernelRow
 from fuseci.ledger.wrapper import parse_wrapper
 from fuseci.records.fusion import METRICS, Kind, Ledger, Row, kernel_row
 from fuseci.validation import Invalid

@@ -14,12 +14,13 @@ from typing import Any
 
 import ledgers as L
 import pytest
+from helpers import in_range
 
 from fuseci.judge.verdict import Verdict
 from fuseci.ledger.build import build
 from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import FindingKind, LedgerVerdict, judge
-from fuseci.ledger.launches import KernelRow, in_range
+from fuseci.ledger.launches import KernelRow
 from fuseci.ledger.match import is_view, match, op_base, quoted
 from fuseci.records.fusion import Kind, Ledger, Node, Row, diff_lines
 

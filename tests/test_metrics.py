@@ -2,9 +2,10 @@ import math
 
 import pandas as pd
 import pytest
+from helpers import dram_peak
 
 from fuseci.config import names
-from fuseci.frames.metrics import aggregate, dram_peak, gains, inventory, ratio, variant_columns
+from fuseci.frames.metrics import aggregate, gains, inventory, ratio, variant_columns
 from fuseci.frames.report import kernel_columns
 
 TENSOR = 2**28  # bytes in one 64 Mi-element float32 tensor

@@ -115,7 +115,7 @@ DERIVED: dict[str, Callable[[dict[str, Any]], float]] = {
 _SOURCES = tuple(
     dict.fromkeys((names.DURATION, *(q.sources[0] for q in quantities.QUANTITIES if q.per_variant and q.sources)))
 )
-#: The kernel columns the card's peak DRAM bandwidth is implied from (:func:`dram_peak`).
+#: The kernel columns the card's peak DRAM bandwidth is implied from (:func:`_peak`).
 _PEAK_SOURCES = (names.DURATION, names.DRAM_PCT_PEAK, names.DRAM_READ, names.DRAM_WRITE)
 
 
@@ -364,15 +364,10 @@ class SuiteResults:
         return self._row(self.gain_rows, case, variant, quantities.gains())
 
 
-def dram_peak(kernels: pd.DataFrame) -> float | None:
+def _peak(col: Mapping[str, NDArray[np.float64]]) -> float | None:
     """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies: the
     median over the kernels of (DRAM bytes ÷ duration) ÷ percentage; None when no kernel moved
-    enough for it (or the report lacks the metric)."""
-    return _peak(_numbers(kernels, _PEAK_SOURCES))
-
-
-def _peak(col: Mapping[str, NDArray[np.float64]]) -> float | None:
-    """:func:`dram_peak` of the kernels' :data:`_PEAK_SOURCES`."""
+    enough for it (or the report lacks the metric). ``col``: the kernels' :data:`_PEAK_SOURCES`."""
     seconds = col[names.DURATION] * 1e-9
     pct = col[names.DRAM_PCT_PEAK]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NaN and 0 are left out below

@@ -208,8 +208,7 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
 
     Args:
         capture: Its provenance (:func:`fuseci.ledger.artifacts.capture`).
-        kernels: ncu's rows of the forward's range only
-            (:func:`fuseci.ledger.launches.in_range`).
+        kernels: ncu's rows of the forward's NVTX range only.
 
     Raises:
         LedgerError: a graph's output code or post-grad graph is not the Python Inductor writes.

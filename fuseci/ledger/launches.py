@@ -43,11 +43,6 @@ def _range(text: str) -> tuple[str, int]:
     return (m["name"], int(m["id"])) if m else (text, -1)
 
 
-def in_range(rows: Sequence[KernelRow], name: str) -> tuple[KernelRow, ...]:
-    """The rows inside the NVTX range ``name`` (the forward's own: ``case.compiled``)."""
-    return tuple(r for r in rows if any(_range(n)[0] == name for n in r.nvtx))
-
-
 def measured(rows: Sequence[KernelRow]) -> Measured:
     """What ``rows`` moved and took, summed."""
     return Measured(
@@ -211,7 +206,7 @@ def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) ->
     """Which rows each call of each graph's wrapper accounts for (see the module docstring).
 
     Args:
-        rows: The forward's rows (:func:`in_range`).
+        rows: The forward's rows inside its NVTX range.
         calls: Each graph's wrapper calls, by graph id.
     """
     out = Attribution()

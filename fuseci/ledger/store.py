@@ -79,8 +79,7 @@ def loads(text: str, path: Path | str) -> Ledger:
     Raises:
         LedgerError: not JSON, or not a ledger.
     """
-    body = FORMAT.parse(text, path)
-    return from_json(body, path)
+    return from_json(FORMAT.parse(text, path), path)
 
 
 def load(path: Path) -> Ledger:

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import ledgers as L
+from helpers import in_range
 
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
 from fuseci.ledger.build import build
 from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import judge
-from fuseci.ledger.launches import in_range
 from fuseci.records.fusion import Ledger
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "ledger"
