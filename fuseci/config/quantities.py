@@ -2,28 +2,15 @@
 
 An entry (:class:`Quantity`) says where a quantity comes from (the ncu metrics it reads, or the
 harness record), how it aggregates over a variant's kernels, whether and how a suite may gate it
-and with what default tolerance, and its label and unit for people. Everything else reads it:
+and with what default tolerance, and its label and unit for people. The metrics ncu is asked for
+(:func:`ncu_metrics`), the frames' columns, what a suite may gate or expect (:func:`gateable`,
+:func:`default_gates`, the suite schema's enums) and every reporter's labels and units
+(:func:`label`, :func:`show`) are read from it: adding a quantity is one entry in
+:data:`QUANTITIES`.
 
-* the metrics ncu is asked for (:func:`ncu_metrics`) and the columns of the kernels frame;
-* the columns of the variants and gains frames and their aggregation (:mod:`fuseci.frames.metrics`);
-* which quantities a suite may gate or expect, and the default gates (:func:`gateable`,
-  :func:`default_gates`), as the loader, the checks and the suite's JSON Schema take them
-  (:mod:`fuseci.config.schema` generates the schema, enums included, from the suite's models);
-* the labels and units of every reporter (:func:`label`, :func:`show`).
-
-Adding a quantity is one entry in :data:`QUANTITIES` (and re-recorded fixtures when ncu is to
-collect a new metric). An exactly counted quantity gated on each variant's own value, for
-example::
-
-    Quantity(
-        "smsp__inst_executed.sum", "instructions executed", Unit.COUNT, Aggregate.SUM,
-        sources=("smsp__inst_executed.sum",), gate=Gate.VALUE, direction=Direction.LOWER_IS_BETTER,
-        default="exact", unfused=True,
-    )
-
-This module imports nothing heavy (the harness, which runs under ncu, imports it through
-:mod:`fuseci.config.names`). The catalogue is read when it is used, never copied at import, so a
-test may lay an entry over it (``monkeypatch.setattr(quantities, "QUANTITIES", ...)``).
+This module imports nothing heavy (the harness, which runs under ncu, imports it). The catalogue
+is read when it is used, never copied at import, so a test may lay an entry over it
+(``monkeypatch.setattr(quantities, "QUANTITIES", ...)``).
 """
 
 from __future__ import annotations
@@ -31,6 +18,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from fuseci.config import names
 from fuseci.config.policy import Direction
@@ -169,7 +157,9 @@ class Quantity:
         return self.aggregate is not Aggregate.KERNEL
 
 
-_H = Direction.HIGHER_IS_BETTER
+def _metric(name: str, label: str, unit: Unit, aggregate: Aggregate, **more: Any) -> Quantity:
+    """A quantity read from the ncu metric of its own name."""
+    return Quantity(name, label, unit, aggregate, sources=(name,), **more)
 
 
 def _counted(
@@ -218,32 +208,11 @@ QUANTITIES: tuple[Quantity, ...] = (
     Quantity(
         names.DRAM_BYTES, "DRAM bytes", Unit.BYTES, Aggregate.DERIVED, gate=Gate.GAIN, default="1%", short="bytes"
     ),
-    Quantity(
-        names.DURATION,
-        "duration",
-        Unit.NANOSECONDS,
-        Aggregate.SUM,
-        sources=(names.DURATION,),
-        gate=Gate.GAIN,
-        default="10%",
-        short="ncu time",
+    _metric(
+        names.DURATION, "duration", Unit.NANOSECONDS, Aggregate.SUM, gate=Gate.GAIN, default="10%", short="ncu time"
     ),
-    Quantity(
-        names.DRAM_READ,
-        "DRAM bytes read",
-        Unit.BYTES,
-        Aggregate.SUM,
-        sources=(names.DRAM_READ,),
-        gate=Gate.GAIN,
-    ),
-    Quantity(
-        names.DRAM_WRITE,
-        "DRAM bytes written",
-        Unit.BYTES,
-        Aggregate.SUM,
-        sources=(names.DRAM_WRITE,),
-        gate=Gate.GAIN,
-    ),
+    _metric(names.DRAM_READ, "DRAM bytes read", Unit.BYTES, Aggregate.SUM, gate=Gate.GAIN),
+    _metric(names.DRAM_WRITE, "DRAM bytes written", Unit.BYTES, Aggregate.SUM, gate=Gate.GAIN),
     Quantity(
         names.EVENT_TIME,
         "CUDA-event time",
@@ -253,34 +222,15 @@ QUANTITIES: tuple[Quantity, ...] = (
         default="10%",
         short="real time",
     ),
-    Quantity(
-        names.OCC_THEORETICAL,
-        "theoretical occupancy",
-        Unit.PERCENT,
-        Aggregate.WEIGHTED,
-        sources=(names.OCC_THEORETICAL,),
-        gate=Gate.VALUE,
-        direction=_H,
-    ),
-    Quantity(
-        names.OCC_ACHIEVED,
-        "achieved occupancy",
-        Unit.PERCENT,
-        Aggregate.WEIGHTED,
-        sources=(names.OCC_ACHIEVED,),
-        gate=Gate.VALUE,
-        direction=_H,
-    ),
+    _metric(names.OCC_THEORETICAL, "theoretical occupancy", Unit.PERCENT, Aggregate.WEIGHTED, gate=Gate.VALUE),
+    _metric(names.OCC_ACHIEVED, "achieved occupancy", Unit.PERCENT, Aggregate.WEIGHTED, gate=Gate.VALUE),
     # What the SMs ask of memory, and the instructions they execute: counted, not sampled. The
     # bytes asked through the LSU pipe and through the TMA (which cuBLAS's and cuDNN's Hopper
-    # kernels use instead) read the same to the byte in every launch of every kernel seen,
-    # library kernels included, so one extra 32-byte load in an 800 MB kernel shows, whatever
-    # else the edit did to the kernel. L2 sectors also count what the L1 did not catch, which
-    # depends on timing (0.5%, and up to 8% for an attention kernel), and instructions of library
-    # kernels with persistent or warp-specialised schedules moved by up to 0.03% between launches
-    # and once by 0.56% (cuDNN's flash attention, one A/A run in ten): both are judged as far as
-    # the baseline's profiled passes say they repeat, a kernel that moved within 2% of its own
-    # count at least (docs/BENCHMARKS.md, "Which counters repeat").
+    # kernels use instead) repeat to the byte in every launch seen, library kernels included.
+    # L2 sectors also count what the L1 did not catch, which depends on timing, and instructions
+    # of library kernels with persistent or warp-specialised schedules move between launches:
+    # both are judged as far as the baseline's profiled passes say they repeat, with a floor
+    # (docs/BENCHMARKS.md, "Which counters repeat").
     _counted(names.GLOBAL_LOAD_BYTES, "global bytes loaded", Unit.BYTES, Counted.BYTES),
     _counted(names.GLOBAL_STORE_BYTES, "global bytes stored", Unit.BYTES, Counted.BYTES),
     _counted(names.TMA_LOAD_BYTES, "TMA bytes loaded", Unit.BYTES, Counted.BYTES),
@@ -304,27 +254,9 @@ QUANTITIES: tuple[Quantity, ...] = (
         moving_floor=0.25,
     ),
     Quantity(names.HOST_BLOCKING, "host blocking", Unit.FRACTION, Aggregate.RECORD, gate=Gate.RULE, default="exact"),
-    Quantity(
-        names.DRAM_READ_RATE,
-        "DRAM read throughput",
-        Unit.BYTES_PER_SECOND,
-        Aggregate.DERIVED,
-        sources=(names.DRAM_READ_RATE,),
-    ),
-    Quantity(
-        names.DRAM_WRITE_RATE,
-        "DRAM write throughput",
-        Unit.BYTES_PER_SECOND,
-        Aggregate.DERIVED,
-        sources=(names.DRAM_WRITE_RATE,),
-    ),
-    Quantity(
-        names.DRAM_PCT_PEAK,
-        "DRAM throughput % of peak",
-        Unit.PERCENT,
-        Aggregate.KERNEL,
-        sources=(names.DRAM_PCT_PEAK,),
-    ),
+    _metric(names.DRAM_READ_RATE, "DRAM read throughput", Unit.BYTES_PER_SECOND, Aggregate.DERIVED),
+    _metric(names.DRAM_WRITE_RATE, "DRAM write throughput", Unit.BYTES_PER_SECOND, Aggregate.DERIVED),
+    _metric(names.DRAM_PCT_PEAK, "DRAM throughput % of peak", Unit.PERCENT, Aggregate.KERNEL),
     Quantity(
         names.L2_WRITE_BYTES,
         "L2 bytes written",
@@ -333,59 +265,17 @@ QUANTITIES: tuple[Quantity, ...] = (
         sources=(names.L2_WRITE_SECTORS,),
         scale=32.0,  # bytes per L2 sector
     ),
-    Quantity(names.GRID_SIZE, "grid size", Unit.COUNT, Aggregate.KERNEL, sources=(names.GRID_SIZE,)),
-    Quantity(names.BLOCK_SIZE, "block size", Unit.COUNT, Aggregate.KERNEL, sources=(names.BLOCK_SIZE,)),
-    Quantity(
-        names.REGISTERS,
-        "registers per thread",
-        Unit.COUNT,
-        Aggregate.KERNEL,
-        sources=(names.REGISTERS,),
-    ),
-    Quantity(names.REPLAY_PASSES, "replay passes", Unit.COUNT, Aggregate.MAX, sources=(names.REPLAY_PASSES,)),
-    Quantity(
-        names.SHARED_MEM_STATIC,
-        "static shared memory per block",
-        Unit.BYTES,
-        Aggregate.KERNEL,
-        sources=(names.SHARED_MEM_STATIC,),
-    ),
-    Quantity(
-        names.SHARED_MEM_DYNAMIC,
-        "dynamic shared memory per block",
-        Unit.BYTES,
-        Aggregate.KERNEL,
-        sources=(names.SHARED_MEM_DYNAMIC,),
-    ),
+    _metric(names.GRID_SIZE, "grid size", Unit.COUNT, Aggregate.KERNEL),
+    _metric(names.BLOCK_SIZE, "block size", Unit.COUNT, Aggregate.KERNEL),
+    _metric(names.REGISTERS, "registers per thread", Unit.COUNT, Aggregate.KERNEL),
+    _metric(names.REPLAY_PASSES, "replay passes", Unit.COUNT, Aggregate.MAX),
+    _metric(names.SHARED_MEM_STATIC, "static shared memory per block", Unit.BYTES, Aggregate.KERNEL),
+    _metric(names.SHARED_MEM_DYNAMIC, "dynamic shared memory per block", Unit.BYTES, Aggregate.KERNEL),
     # Blocks per SM each resource allows the longest kernel (the smallest limits occupancy).
-    Quantity(
-        names.LIMIT_REGISTERS,
-        "blocks per SM its registers allow",
-        Unit.COUNT,
-        Aggregate.LONGEST,
-        sources=(names.LIMIT_REGISTERS,),
-    ),
-    Quantity(
-        names.LIMIT_SHARED_MEM,
-        "blocks per SM its shared memory allows",
-        Unit.COUNT,
-        Aggregate.LONGEST,
-        sources=(names.LIMIT_SHARED_MEM,),
-    ),
-    Quantity(
-        names.LIMIT_WARPS,
-        "blocks per SM its block size allows",
-        Unit.COUNT,
-        Aggregate.LONGEST,
-        sources=(names.LIMIT_WARPS,),
-    ),
-    Quantity(
-        names.LIMIT_BLOCKS,
-        "blocks per SM the hardware allows",
-        Unit.COUNT,
-        Aggregate.LONGEST,
-        sources=(names.LIMIT_BLOCKS,),
-    ),
+    _metric(names.LIMIT_REGISTERS, "blocks per SM its registers allow", Unit.COUNT, Aggregate.LONGEST),
+    _metric(names.LIMIT_SHARED_MEM, "blocks per SM its shared memory allows", Unit.COUNT, Aggregate.LONGEST),
+    _metric(names.LIMIT_WARPS, "blocks per SM its block size allows", Unit.COUNT, Aggregate.LONGEST),
+    _metric(names.LIMIT_BLOCKS, "blocks per SM the hardware allows", Unit.COUNT, Aggregate.LONGEST),
     Quantity(names.EVENT_TIME_IQR, "CUDA-event time IQR", Unit.NANOSECONDS, Aggregate.RECORD),
     Quantity(names.EVENT_TIME_REPEATS, "timed calls", Unit.COUNT, Aggregate.RECORD),
     Quantity(names.EVENT_TIME_Q1, "CUDA-event time 25th percentile", Unit.NANOSECONDS, Aggregate.RECORD),

@@ -1,22 +1,15 @@
 """Whether a suite's ``module:function`` references resolve, decided without importing or
 running anything.
 
-``fuseci check`` runs on any machine, before a GPU is involved, and reads code rather than
-running it: importing a kernel module would import CuPy (absent on a CPU machine) and run the
-module's top level, and even ``importlib.util.find_spec("pkg.mod")`` imports ``pkg`` first (its
-``__init__`` runs, and may print, write files or exit). So a module is found as the import
-system would find it, from the file system alone: its top-level name among Python's built-in and
-frozen modules, then on the harness's search path (the current directory, the directory above
-the suite file, then Python's path) as :class:`importlib.machinery.PathFinder` would, then in the
-maps of the editable installs (read as source, never imported); each submodule by the same
-search in its parent package's directories (:class:`ModuleFinder`, the one finder of module
-files: ``fuseci ab`` finds the files a suite depends on with it too). The module's source is
-then parsed: a function defined, a class, a name assigned or imported at top level all count.
+``fuseci check`` reads code rather than running it: importing a kernel module would import CuPy
+and run its top level, and even ``importlib.util.find_spec("pkg.mod")`` runs ``pkg/__init__``.
+So a module is found from the file system alone, as the import system would find it
+(:class:`ModuleFinder`, the one finder of module files, ``fuseci ab``'s too), and its source is
+parsed: a function defined, a class, a name assigned or imported at top level all count.
 
-A module that cannot be found is an error. One that exists but whose names its source cannot
-show (a compiled extension, a built-in module, ``from x import *``, a module ``__getattr__``, a
-package that computes its own ``__path__``) is *not verified*: reported as such, never called
-valid; the harness checks it when it runs.
+A module that cannot be found is an error. One whose names its source cannot show (a compiled
+extension, a built-in module, ``from x import *``, a module ``__getattr__``, a package that
+computes its own ``__path__``) is *not verified*, never called valid; the harness checks it.
 """
 
 from __future__ import annotations
@@ -43,9 +36,8 @@ MAX_SOURCE_BYTES = 4 << 20
 
 
 def search_path(suite: Suite, cwd: Path | None = None) -> list[Path]:
-    """Where ``module:function`` references are looked up besides installed packages: the places
-    the harness adds to ``sys.path``, in order: its working directory (``cwd``; None: this
-    process's), then the directory above the suite file."""
+    """The places the harness adds to ``sys.path``, in order: its working directory (``cwd``;
+    None: this process's), then the directory above the suite file."""
     return [Path.cwd() if cwd is None else cwd, suite.path.resolve().parent.parent]
 
 
@@ -75,8 +67,8 @@ class Unresolved:
 
 def environment_dirs() -> tuple[Path, ...]:
     """Where this interpreter's own code lives, resolved: the standard library, the site
-    directories of installed packages, and the whole of a virtual environment. A file under one is installed code, never a tree's, even
-    inside a repository (a virtual environment kept in it)."""
+    directories and the whole of a virtual environment. A file under one is installed code, never
+    a tree's, even inside a repository."""
     paths = sysconfig.get_paths()
     dirs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
     if hasattr(site, "getsitepackages"):
@@ -103,8 +95,7 @@ def _literal_str(node: ast.expr) -> str | None:
 
 def _editable_entries(source: Path) -> dict[str, Path]:
     """The top-level names an editable install's finder maps to source locations, read from its
-    source: setuptools' ``MAPPING = {name: path}`` and the editables package's
-    ``F.map_module(name, path)`` calls."""
+    source: setuptools' ``MAPPING = {name: path}``, the editables package's ``F.map_module``."""
     try:
         raw = _read_source(source)
         tree = ast.parse(raw or b"", filename=str(source))
@@ -147,8 +138,7 @@ def editable_locations() -> dict[str, Path]:
 
 
 def _spec_at(name: str, location: Path) -> ModuleSpec | None:
-    """The spec of module ``name`` whose source is at ``location`` (a package directory or a
-    module file), built without importing it."""
+    """The spec of module ``name`` at ``location`` (a package directory or a module file)."""
     if location.is_dir():
         init = location / "__init__.py"
         if init.is_file():
@@ -160,8 +150,8 @@ def _spec_at(name: str, location: Path) -> ModuleSpec | None:
 
 
 def _path_hook_finder(entry: str) -> Any:
-    """The path entry finder of one directory (or zip file) of a search path, as the import
-    system gets it: from its cache, else from the path hooks (which read, never import)."""
+    """The path entry finder of one search path entry: from the import system's cache, else
+    from the path hooks (which read, never import)."""
     cached = sys.path_importer_cache.get(entry)
     if cached is not None:
         return cached
@@ -199,11 +189,8 @@ class Found:
 class ModuleFinder:
     """Modules found on one search path from the file system alone, nothing imported or run: a
     top-level name among Python's built-in and frozen modules, then in the first of ``roots``
-    that holds it (as :class:`importlib.machinery.PathFinder` finds it: a package directory
-    before a module file, a namespace package gathered from every root), then in the maps of
-    the editable installs (read as source); each submodule by the same search in its parent
-    package's directories. The one finder of module files: ``fuseci check`` resolves references
-    with it, ``fuseci ab`` finds the files a suite depends on with it."""
+    that holds it (as :class:`importlib.machinery.PathFinder` finds it), then in the maps of the
+    editable installs; each submodule by the same search in its parent package's directories."""
 
     def __init__(self, roots: Sequence[Path | str]) -> None:
         self.roots = [str(r) for r in roots]
@@ -216,10 +203,9 @@ class ModuleFinder:
         return self._finders[entry]
 
     def _find_in(self, name: str, entries: list[str]) -> ModuleSpec | None:
-        """Module ``name`` in the first of ``entries`` that holds it, as ``PathFinder`` finds it
-        (a namespace package gathers its directories from every entry). Done here rather than by
-        ``PathFinder.find_spec``, whose namespace packages look their parent up in ``sys.modules``,
-        which holds only what was imported."""
+        """Module ``name`` in the first of ``entries`` that holds it (a namespace package gathers
+        its directories from every entry). Not ``PathFinder.find_spec``: its namespace packages
+        look their parent up in ``sys.modules``, which holds only what was imported."""
         portions: list[str] = []
         for entry in entries:
             finder = self._finder(entry)
@@ -236,7 +222,6 @@ class ModuleFinder:
         return namespace
 
     def _find_top(self, name: str) -> ModuleSpec | None:
-        """A top-level module's spec, looked for where the harness's import will look for it."""
         spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or self._find_in(name, self.roots)
         if spec is None and name in _editable_map():
             spec = _spec_at(name, _editable_map()[name])
@@ -285,8 +270,8 @@ class ModuleFinder:
 
 
 def _close_module(name: str, roots: Sequence[str]) -> str:
-    """``; did you mean 'x'?`` for a module or package in ``roots`` whose name is close to
-    ``name``, else ``""`` (a few hundred entries of each directory looked at, nothing read)."""
+    """``; did you mean 'x'?`` for a module or package in ``roots`` (its first 500 entries each)
+    whose name is close to ``name``, else ``""``."""
     found: set[str] = set()
     for root in roots:
         try:
@@ -311,9 +296,7 @@ def suite_finder(
 ) -> ModuleFinder:
     """The finder of the modules ``suite`` names, searching as its harness process in ``cwd``
     imports: ``before``, :func:`search_path`, ``after``, then ``installed`` (None: this
-    interpreter's ``sys.path``). ``fuseci check`` uses it as it stands; ``fuseci ab`` with the
-    directories of a side's tree that the environment imports from
-    (:class:`fuseci.ab.reader.Tree`)."""
+    interpreter's ``sys.path``)."""
     rest = [p for p in sys.path if p] if installed is None else installed
     return ModuleFinder([*before, *search_path(suite, cwd), *after, *rest])
 
@@ -381,8 +364,7 @@ def _source_of(spec: ModuleSpec) -> Path | Resolution:
 
 
 def resolve(ref: str, finder: ModuleFinder) -> Resolution:
-    """Whether ``module:function`` can be called, as far as the module's source tells, read
-    without importing it."""
+    """Whether ``module:function`` can be called, as far as the module's source tells."""
     module, _, func = ref.partition(":")
     found = finder.find(module)
     if found.resolution is not None:
@@ -412,8 +394,7 @@ def resolve(ref: str, finder: ModuleFinder) -> Resolution:
 
 
 def resolve_suite(suite: Suite) -> list[Unresolved]:
-    """Every reference of the suite that does not resolve or could not be verified, in file
-    order."""
+    """Every reference of the suite that does not resolve or could not be verified, by line."""
     finder = suite_finder(suite)
     out: list[Unresolved] = []
     seen: dict[str, Resolution] = {}

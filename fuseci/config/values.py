@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from re import _constants, _parser  # type: ignore[attr-defined]
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, TypeVar, Union
 
 import yaml
 from pydantic import Field, GetJsonSchemaHandler, PlainValidator
@@ -265,13 +265,8 @@ def _shape(raw: object) -> tuple[int, ...]:
         raise ValueError(f"expected a list of positive integers (or one), got {shown(raw)}{_shape_hint(raw)}")
     if len(dims) > MAX_DIMS:
         raise ValueError(f"{len(dims)} dimensions; a tensor has at most {MAX_DIMS}")
-    elements = 1
-    for d in dims:
-        elements *= d
-        if elements > MAX_ELEMENTS:
-            raise ValueError(
-                f"{brief_repr(raw)} has more than {MAX_ELEMENTS} elements (2**34), more than any GPU holds"
-            )
+    if math.prod(dims) > MAX_ELEMENTS:
+        raise ValueError(f"{brief_repr(raw)} has more than {MAX_ELEMENTS} elements (2**34), more than any GPU holds")
     return tuple(dims)
 
 
@@ -318,6 +313,9 @@ FrameworkName = Annotated[
 # --- What a suite judges its variants by, parsed once into fuseci.config.policy's objects and KernelRule ---
 
 
+_P = TypeVar("_P", Tolerance, Expectation)
+
+
 def _policy_message(exc: ValueError, text: object) -> str:
     """A tolerance's or expectation's parse error, with the YAML mistake behind an empty one."""
     if isinstance(text, str) and not text.strip():
@@ -328,18 +326,14 @@ def _policy_message(exc: ValueError, text: object) -> str:
     return str(exc)
 
 
-def _tolerance(text: object) -> Tolerance:
-    try:
-        return parse_tolerance(text)
-    except ValueError as exc:
-        raise ValueError(_policy_message(exc, text)) from None
+def _policy(parse: Callable[[object], _P]) -> Callable[[object], _P]:
+    def check(text: object) -> _P:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise ValueError(_policy_message(exc, text)) from None
 
-
-def _expectation(text: object) -> Expectation:
-    try:
-        return parse_expectation(text)
-    except ValueError as exc:
-        raise ValueError(_policy_message(exc, text)) from None
+    return check
 
 
 def _allowance(text: object) -> Tolerance:
@@ -354,7 +348,7 @@ _TOLERANCE_PATTERN = (
 )
 ToleranceText = Annotated[
     Tolerance,
-    PlainValidator(_tolerance),
+    PlainValidator(_policy(parse_tolerance)),
     Schema(
         lambda: {
             "type": "string",
@@ -366,7 +360,7 @@ ToleranceText = Annotated[
 ]
 ExpectationText = Annotated[
     Expectation,
-    PlainValidator(_expectation),
+    PlainValidator(_policy(parse_expectation)),
     Schema(
         lambda: {
             "type": "string",
@@ -408,6 +402,7 @@ def _gain_key(key: object) -> str:
 
 GateName = Annotated[str, PlainValidator(_gate_key), Schema(lambda: {"enum": list(quantities.gateable())})]
 GainName = Annotated[str, PlainValidator(_gain_key), Schema(lambda: {"enum": list(quantities.gains())})]
+
 Gates = Annotated[
     Union[Annotated[dict[GateName, ToleranceText], Keys(quantities.gateable)], None],  # noqa: UP007
     Field(

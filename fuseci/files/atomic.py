@@ -2,8 +2,7 @@
 
 :func:`atomic_write_text` writes a temporary file beside the target and renames it into place,
 so readers need no lock; temporary files a killed writer left are swept
-(:func:`sweep_temporaries`). Writers that read a file, decide and write it back take a lock
-(:mod:`fuseci.files.locks`); report files are :mod:`fuseci.files.outputs`'.
+(:func:`sweep_temporaries`).
 """
 
 from __future__ import annotations
@@ -28,12 +27,10 @@ STALE_TEMPORARY_S = 3600.0
 def atomic_write_text(path: Path, text: str, *, links: bool = True) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
 
-    ``path`` itself is replaced: if it is a symbolic link, the link is replaced by a regular
-    file and its target is left alone (callers that care refuse links first). With
+    ``path`` itself is replaced: a symbolic link there is replaced by a regular file. With
     ``links=False`` nothing is written through a link at all: neither ``path`` nor its directory
-    may be one, and the file is written into the directory that was opened (without following a
-    link) and renamed there, so a link put in the directory's place during the write changes
-    nothing it points to (where the platform cannot do so, the checks are made by path).
+    may be one, and the file is written and renamed relative to the directory's descriptor, so a
+    link put in the directory's place during the write changes nothing.
 
     Raises:
         OSError: the directory cannot be created or written, or the disk is full; with
@@ -51,9 +48,8 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | 
 def _temporary(path: Path, directory: int | None = None) -> tuple[int, str]:
     """Create the temporary file of an atomic write of ``path``, beside it
     (``.<name>.XXXXXXXX.tmp``, which :func:`sweep_temporaries` knows): in the directory opened as
-    ``directory`` when given. It gets the mode ``open()`` gives a new file, 0666 less the umask,
-    which the kernel applies: the umask is never read, since setting it to learn it would change
-    it for a moment for every thread of the process.
+    ``directory`` when given. Its mode is 0666 less the umask, applied by the kernel: reading the
+    umask would set it for a moment for every thread.
 
     Returns:
         Its descriptor and its name (a path, or without ``directory`` a name in it).
@@ -108,8 +104,7 @@ _AT_FUNCTIONS = (
 
 
 def _fill(fd: int, data: bytes, mode: int | None) -> None:
-    """Write the temporary file ``fd`` (closing it): its mode (None: as it was made), its bytes,
-    on disk."""
+    """Write the temporary file ``fd`` (closing it): its mode (None: as made), its bytes, synced."""
     with os.fdopen(fd, "wb") as fh:  # owns fd from here on
         if mode is not None and hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
             os.fchmod(fh.fileno(), mode)
@@ -151,11 +146,9 @@ def _write_in_directory(path: Path, data: bytes) -> None:
 
 
 def sweep_temporaries(path: Path, older_than_s: float) -> list[Path]:
-    """Remove the temporary files a killed writer of ``path`` left beside it
-    (``.<name>.XXXXXXXX.tmp``, see :func:`atomic_write_bytes`) that are older than
-    ``older_than_s`` seconds: no write takes that long, so their writer is gone. With 0, every one
-    goes (for a caller that holds the lock every writer of ``path`` takes). A file that cannot be
-    removed is left; nothing raises.
+    """Remove the temporary files a killed writer of ``path`` left beside it that are older than
+    ``older_than_s`` seconds (0: every one, for a caller holding the lock every writer takes). A
+    file that cannot be removed is left; nothing raises.
 
     Returns:
         What was removed.

@@ -1,14 +1,13 @@
 """Advisory locks for read-modify-write: :func:`exclusive_lock` serialises writers that read a
-file, decide and write it back (two ``update-baselines`` of one card), so that neither's result
-is lost; it locks the directory itself and leaves nothing behind. :func:`file_lock` is a lock
-file's (the GPU's turn, fuseci ab's worktrees), :func:`is_held` asks without taking it.
+file, decide and write it back (two ``update-baselines`` of one card); it locks the directory
+itself and leaves nothing behind. :func:`file_lock` is a lock file's (the GPU's turn, fuseci ab's
+worktrees), :func:`is_held` asks without taking it.
 
-Locking is ``flock`` through the filelock library (imported only when a lock is taken) and
-therefore POSIX-only (Linux, macOS; on NFS a lock file stands in for the directory; a file system
-without ``flock`` is refused). Elsewhere :func:`exclusive_lock` logs a warning and does not lock:
-the replacement stays atomic, but of two concurrent writers the last one wins. What fuseci adds to
-the library: locking a directory itself, the wait (its warning, its back-off, deferring to a
-claimed next turn) and the name of who holds a lock in a waiter's message.
+Locking is ``flock`` through the filelock library (imported only when a lock is taken), so
+POSIX-only: elsewhere :func:`exclusive_lock` logs a warning and does not lock (the replacement
+stays atomic, but of two concurrent writers the last one wins). What fuseci adds to the library:
+locking a directory itself, the wait (its warning, its back-off, deferring to a claimed next
+turn) and the name of who holds a lock in a waiter's message.
 """
 
 from __future__ import annotations
@@ -48,12 +47,6 @@ _UNKNOWN_HOLDER = "another process (which one cannot be told here)"
 _OPEN_EXISTING = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _holder_line() -> str:
-    since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else "python"
-    return f"pid {os.getpid()} on {socket.gethostname()} since {since} ({command[:200]})\n"
-
-
 def _read_holder(lock: Path) -> str:
     """Who holds the lock file ``lock``: the line its holder wrote into it (:func:`_write_holder`)."""
     try:
@@ -69,10 +62,12 @@ def _read_holder(lock: Path) -> str:
 
 def _write_holder(fd: int) -> None:
     """Write who holds the lock into the lock file ``fd`` just locked (filelock's ``on_acquired``)."""
+    since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else "python"
     # Only informs a waiter's message, so a full disk must not stop the holder here.
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, _holder_line().encode("utf-8"), 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since} ({command[:200]})\n".encode(), 0)
     except OSError as exc:
         log.debug("cannot record the lock holder: %s", exc)
 
@@ -135,16 +130,11 @@ _NO_DIRECTORY_LOCKS = {errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP
 def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``directory`` for the block: one holder at a time.
 
-    The directory itself is locked (``flock`` on its descriptor, through filelock's
-    ``lock_descriptor``), so nothing is created and nothing can be left behind in it, however the
-    holder ends: the kernel releases the lock when the holder exits, even when it is killed. A
-    waiter that gives up names the holder (its pid and command, where Linux's ``/proc/locks``
-    tells).
-
-    Where the file system cannot lock a directory (NFS), a lock file :data:`FALLBACK_LOCK` in it
-    is locked instead (:func:`file_lock`): the holder writes who it is into it and removes it
-    before unlocking, so it is there only while an update runs (or after a holder was killed,
-    until the next one takes and removes it).
+    The directory itself is locked (``flock`` on its descriptor), so nothing can be left behind
+    in it, however the holder ends: the kernel releases the lock when the holder exits, even when
+    killed. A waiter that gives up names the holder (where Linux's ``/proc/locks`` tells). Where
+    the file system cannot lock a directory (NFS), the lock file :data:`FALLBACK_LOCK` in it is
+    locked instead (:func:`file_lock`).
 
     Args:
         directory: The directory to lock; it must exist and not be a symbolic link.
@@ -193,18 +183,14 @@ def file_lock(
     may_try: Callable[[], bool] | None = None,
 ) -> Iterator[None]:
     """Hold an exclusive advisory lock through the file ``lock`` (created in an existing
-    directory, removed on release) for the block: one holder at a time, across processes. For a
-    lock that is not a directory's, such as a GPU's turn (:mod:`fuseci.harness`). A waiter
-    tries every ``poll_s``, the interval doubling up to ``max_poll_s``: a lock whose waiter
-    should start the moment it is free keeps both small. With ``may_try``, a waiter tries only
-    when it says yes (another process may have a better claim to the next turn).
+    directory, removed on release) for the block: one holder at a time, across processes. A
+    waiter tries every ``poll_s``, the interval doubling up to ``max_poll_s``; with ``may_try``,
+    only when it says yes (another process may have a better claim to the next turn).
 
-    The lock is filelock's ``FileLock`` (``flock``, released by the kernel when the holder exits,
-    even when it is killed; never through a symbolic link). The holder writes who it is into the
-    file, which a waiter's message names; it removes the file while still holding it, so a waiter
-    that locked the removed file tries again on the name (filelock takes no file that has lost
-    its name). A file system without ``flock`` is refused (an ``OSError``), never replaced by a
-    marker file that a killed holder would leave locked.
+    The lock is filelock's ``FileLock`` (``flock``, never through a symbolic link). The holder
+    writes who it is into the file, for a waiter's message, and removes the file while still
+    holding it, so a waiter that locked the removed file tries again on the name. A file system
+    without ``flock`` is refused, never replaced by a marker file a killed holder would leave.
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.

@@ -1,7 +1,6 @@
-"""Report files written without replacing what is not fuseci's to replace:
-:func:`write_output` writes the reports a user asks for (atomically where the path is a file;
-to a terminal, a pipe or a FIFO as a stream), :func:`append_output` appends (the step summary),
-and :func:`check_outputs` is every command's check that none of its outputs is one of its inputs.
+"""Report files written without replacing what is not fuseci's to replace (:func:`write_output`,
+:func:`append_output`), and every command's check that none of its outputs is one of its inputs
+(:func:`check_outputs`).
 """
 
 from __future__ import annotations
@@ -51,12 +50,7 @@ class Output:
 def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[Path | str, str]]) -> None:
     """Refuse outputs that would replace one of the command's inputs, or one another: the one
     check of every command, called before anything is written (and, where it can be, before
-    anything is measured).
-
-    Files are compared as files (:func:`same_file`: the inode when both exist, so symbolic and
-    hard links and ``..`` are seen through; else the resolved path). An atomic replacement would
-    only break a hard link, but an append or a stream (the step summary, a FIFO) writes into the
-    file itself, and a report over a suite, a baseline or a run file loses what the user had.
+    anything is measured). Files are compared as files (:func:`same_file`), links seen through.
 
     Args:
         outputs: Every file the command will write.
@@ -87,8 +81,8 @@ _FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z"
 def _descriptor_link(path: Path) -> tuple[bool, int | None]:
     """Whether ``path`` reaches its file through a process's descriptor (``/dev/stdout``,
     ``/dev/fd/N``, ``/proc/self/fd/N``), and the descriptor's number when it is one of this
-    process's own. Such a file is whatever the descriptor is open on (a terminal, a pipe, a file
-    the shell redirected stdout to): it must be written to, never replaced."""
+    process's own. Such a file (a terminal, a pipe, a redirected stdout) is written to, never
+    replaced."""
     p = os.path.abspath(path)
     for _ in range(40):  # the kernel's own limit on a chain of links
         parent = os.path.realpath(os.path.dirname(p))
@@ -146,10 +140,8 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
 
 
 def _open_for_writing(path: Path, flags: int) -> int:
-    """Open ``path`` for writing without ever blocking: a FIFO is opened non-blocking, which
-    fails at once when no process has it open for reading; that is tried again for at most
-    :data:`FIFO_WAIT_S` (a reader started just before may not have opened it yet). Anything but a
-    FIFO gets a blocking descriptor, as an ordinary open would.
+    """Open ``path`` for writing without ever blocking: a FIFO no process reads yet is tried
+    again for at most :data:`FIFO_WAIT_S`; anything but a FIFO gets a blocking descriptor.
 
     Raises:
         OSError: ``path`` cannot be opened, or it is a FIFO no process reads.
@@ -158,9 +150,7 @@ def _open_for_writing(path: Path, flags: int) -> int:
     delay = 0.01
     while True:
         try:
-            fd = os.open(
-                path, flags | getattr(os, "O_NONBLOCK", 0), 0o666
-            )  # created as `>>` would: 0666 less the umask
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o666)  # as `>>`: 0666 less the umask
             break
         except OSError as exc:
             left = deadline - time.monotonic()
@@ -183,8 +173,7 @@ def _open_for_writing(path: Path, flags: int) -> int:
 
 def _stream(path: Path, data: bytes, *, create: bool = False) -> None:
     """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never
-    truncated (what was written to a redirected stdout before stays), never renamed over, created
-    only with ``create``, and never waiting for ever on a FIFO (:func:`_open_for_writing`)."""
+    truncated, never renamed over, created only with ``create``, never waiting for ever."""
     flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     # Without O_CREAT, a path that changed since it was looked at fails rather than becoming a file.
     fd = _open_for_writing(path, flags | (os.O_CREAT if create else 0))
@@ -209,20 +198,14 @@ def _to_own_descriptor(fd: int, data: bytes, path: Path) -> None:
 def write_output(path: Path, text: str) -> None:
     """Write a report the user asked for at ``path``, without replacing what is not ours to replace.
 
-    * A new path, or a regular file, is replaced atomically (a reader sees the old report or the
-      new one). A symbolic link is followed: its target is replaced and the link stays a link to
-      it (the user named the link; writing where it points is what ``>`` would do). A link whose
-      target's directory does not exist is an error: no directory is created through a link.
-    * A character device or a FIFO (``/dev/null``, a terminal, a named pipe), and any file reached
-      through a process's descriptor (``/dev/stdout``, ``/dev/fd/N``, even when the shell
-      redirected it to a regular file), is written to as a stream and never renamed over, so
-      ``/dev/null`` stays a device and a redirected stdout keeps what was printed before. A FIFO
-      that no process reads, or whose reader stops reading, is an error after
-      :data:`FIFO_WAIT_S`, never a hang.
+    * A new path, or a regular file, is replaced atomically. A symbolic link is followed (as
+      ``>`` would): its target is replaced, and no directory is created through it.
+    * A character device or a FIFO, and any file reached through a process's descriptor
+      (``/dev/stdout``, even when redirected to a regular file), is written to as a stream, never
+      renamed over; a FIFO that no one reads is an error after :data:`FIFO_WAIT_S`, never a hang.
     * A directory, a socket or a block device is refused.
 
-    Text that is not valid Unicode (a lone surrogate) is written with backslash escapes, never
-    refused half-way.
+    A lone surrogate in ``text`` is written with backslash escapes.
 
     Raises:
         OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
@@ -258,10 +241,8 @@ def write_output(path: Path, text: str) -> None:
 
 
 def append_output(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary): a regular
-    file (followed through a link) is appended to, or created; a device, a FIFO or a process's
-    descriptor is written to as a stream, never waiting for ever on a FIFO; a directory, a socket
-    or a block device is refused.
+    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary), as
+    :func:`write_output` writes a stream; a directory, a socket or a block device is refused.
 
     Raises:
         OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or

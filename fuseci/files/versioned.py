@@ -3,12 +3,10 @@ upgrades of older versions, and exact, reviewable writing.
 
 A document names its kind in ``format`` (baselines and results files, the oldest formats, have
 none) and its version in ``format_version``. :meth:`DocumentFormat.load` reads a file as hostile
-input: at most :attr:`DocumentFormat.max_bytes` bytes, never a hang on a device or a FIFO, at
-most :data:`MAX_DEPTH` levels of nesting, integers of at most :data:`MAX_INT_DIGITS` digits,
-``NaN``/``Infinity`` only where the format allows them, no lone surrogates, no key named twice in
-one object (Python's reader would keep the last silently); then the format and version are
-checked and older versions upgraded in turn. Every failure is one line naming
-the file and how to get a good one, raised as the format's error class.
+input: bounded in size, depth and integer length, never a hang on a device or a FIFO, ``NaN`` only
+where the format allows it, no lone surrogates, no key named twice in one object; then the format
+and version are checked and older versions upgraded in turn. Every failure is one line naming the
+file and how to get a good one, raised as the format's error class.
 """
 
 from __future__ import annotations
@@ -62,8 +60,8 @@ class _Repeated(dict[str, Any]):
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, remembering a key named twice: which of two ``"cases"`` a reader should
-    believe is not for fuseci to guess (a tampered second one would win), so it is refused."""
+    """A JSON object, remembering a key named twice: which of two ``"cases"`` to believe is not
+    for fuseci to guess (a tampered second one would win), so it is refused."""
     obj = dict(pairs)
     if len(obj) == len(pairs):
         return obj
@@ -87,9 +85,8 @@ def _bounded_int(text: str) -> int:
 
 
 def _check_tree(value: Any, depth: int = 0) -> None:
-    """Bounded nesting, strings that are valid Unicode (no lone surrogates) and no key named twice
-    in one object. The path of what is wrong is gathered only on the way out of an error, so a
-    good document costs nothing for it."""
+    """Bounded nesting, no lone surrogates and no key named twice in one object; the path of
+    what is wrong is gathered on the way out of an error."""
     if depth > MAX_DEPTH:
         raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, str):
@@ -123,8 +120,7 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _may_hold_surrogate(text: str) -> bool:
-    """Whether any string of the document may be a lone surrogate: only an escaped one, or one in
-    the text itself, can make one (each looked for at the speed of a substring search)."""
+    """Whether any string of the document may be a lone surrogate (escaped, or in the text)."""
     if "\\u" in text and _ESCAPED_SURROGATE.search(text):
         return True
     if text.isascii():
@@ -137,8 +133,7 @@ def _may_hold_surrogate(text: str) -> bool:
 
 
 def _shallow(data: Any) -> bool:
-    """True when no value lies deeper than :data:`MAX_DEPTH`, walking the arrays and objects only,
-    a level at a time (a document's thousands of numbers and strings cost a type check each)."""
+    """True when no value lies deeper than :data:`MAX_DEPTH`, walking arrays and objects only."""
     level = [data] if isinstance(data, dict | list) else []
     for _ in range(MAX_DEPTH):
         if not level:
@@ -149,9 +144,8 @@ def _shallow(data: Any) -> bool:
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
     """At most ``max_bytes + 1`` bytes of a regular file. A device, FIFO or directory is refused
-    before anything is read from it, so ``/dev/zero`` or a pipe never hangs the reader: the file
-    is opened without blocking (opening a FIFO that no one writes would wait) and checked by its
-    descriptor, so a path swapped for another kind of file after a look cannot get through.
+    before anything is read from it: the file is opened without blocking and checked by its
+    descriptor, so neither ``/dev/zero`` nor a path swapped after a look gets through.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -200,8 +194,7 @@ class DocumentFormat:
         return self.error(f"{path}: {problem}; {self.fix}")
 
     def invalid(self, path: Path | str, exc: Invalid) -> FuseciError:
-        """The one-line error for a value of ``path`` that its format does not allow: the file, the
-        value's JSON path, what is wrong (the first problem of ``exc``), and the fix."""
+        """The one-line error for the first value of ``path`` that its format does not allow."""
         return self.fail(path, f"{exc.where}: {exc.problem}" if exc.where else exc.problem)
 
     def parse(self, text: str, path: Path | str) -> dict[str, Any]:
@@ -225,8 +218,7 @@ class DocumentFormat:
                 parse_constant=(lambda c: float(c)) if self.allow_nan else _reject_constant,
                 object_pairs_hook=pairs_hook,
             )
-            # The walk of every value, which also says where a problem is, only where one may be:
-            # it was a third of the time of reading a long history's run files.
+            # The walk of every value, which also says where a problem is, only where one may be.
             if repeated or _may_hold_surrogate(text) or not _shallow(data):
                 _check_tree(data)
         except json.JSONDecodeError as exc:
@@ -290,9 +282,8 @@ class DocumentFormat:
         return json.dumps(self.document(body), indent=indent, sort_keys=True, allow_nan=self.allow_nan) + "\n"
 
     def dumps(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
-        """The exact text of a document to write (:meth:`text`). A document is never written that
-        :meth:`load` would refuse for its size: a results file merged from many, say, would be
-        lost to every later reader.
+        """The exact text of a document to write (:meth:`text`); never one that :meth:`load`
+        would refuse for its size (it would be lost to every later reader).
 
         Raises:
             FuseciError: (:attr:`error`) the text is over :attr:`max_bytes`.
