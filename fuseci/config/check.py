@@ -3,21 +3,15 @@ and ``fuseci run`` before it measures anything).
 
 Each file is read and validated, every problem of it found in one pass
 (:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files whose
-``suite:`` ids differ at most in letter case would share, and delete each other's cases from,
-one baseline file; and every ``module:function`` must resolve, read from source and never
-imported (:mod:`fuseci.config.resolve`), and take the case's inputs and params by the names
-the case gives them (the harness calls every variant and the reference with them as keyword
-arguments): a parameter without a default that the case does not give, a name the case gives
-that no parameter takes (unless the function takes ``*args`` or ``**kwargs``) and a positional-only
-parameter without a default are errors. A function whose parameters its source cannot show (a
-wrapper other than ``torch.compile(g)``, a ``functools.partial``, a class instance) is not
-checked for them. Every problem is kept, with the file and the line of
-the offending key, so that one pass shows them all.
+``suite:`` ids differ at most in letter case would share one baseline file; and every
+``module:function`` must resolve, read from source and never imported
+(:mod:`fuseci.config.resolve`), and take the case's inputs and params by the names the case gives
+them, as the harness calls it (:func:`parameter_problems`). Every problem is kept, with the file
+and the line, so that one pass shows them all.
 
-Besides problems, a file may carry *notes*: a reference that exists but whose names could not be
-read from source is *not verified* (never called valid), and a case whose inputs are smaller
-than :data:`L2_SPAN` times the largest L2 of the cards fuseci knows gets a warning. Neither
-fails the check.
+Besides problems, a file may carry *notes*, which fail nothing: a reference whose names could
+not be read from source is *not verified* (never called valid), and a case whose inputs are
+smaller than :data:`L2_SPAN` times the largest L2 of the cards fuseci knows gets a warning.
 """
 
 from __future__ import annotations
@@ -219,12 +213,9 @@ def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
 
 def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
     """A warning when the case's inputs are under :data:`L2_SPAN` times the largest L2 of
-    :data:`KNOWN_L2_BYTES`. The runner's card is unknown here, so the largest L2 decides: inputs
-    that span it span every known card's; a run notes when DRAM writes did read low
-    (:func:`fuseci.judge.checks.undercount_note`). A warning, not an error: small cases have
-    their uses (quick tests, small shapes that matter); they measure the cache as well as DRAM.
-    None for a model case (a variant with a ledger): its weights and activations are most of its
-    traffic, and its ledger judges each kernel's global bytes, exact whatever the L2 kept."""
+    :data:`KNOWN_L2_BYTES` (the runner's card is unknown here). A warning, not an error: small
+    cases have their uses, but measure the cache as well as DRAM. None for a model case (a
+    variant with a ledger): its ledger judges each kernel's global bytes, whatever the L2 kept."""
     if any(v.ledger is not None for v in case.variants):
         return None
     total = sum(spec.nbytes for spec in case.inputs)
@@ -303,11 +294,8 @@ def _type_problems(params: dict[str, object], takes: Parameters) -> list[str]:
         value = params.get(name)
         if name not in params or (isinstance(value, _TYPES[want]) and (want == "bool") == isinstance(value, bool)):
             continue
-        out.append(
-            f"parameter {name!r} takes {_a(want)} ({why}), but params gives {shown(value)}{yaml_number_hint(value)}"
-            if yaml_number_hint(value)
-            else f"parameter {name!r} takes {_a(want)} ({why}), but params gives {shown(value)}; give it {_a(want)}"
-        )
+        fix = yaml_number_hint(value) or f"; give it {_a(want)}"
+        out.append(f"parameter {name!r} takes {_a(want)} ({why}), but params gives {shown(value)}{fix}")
     return out
 
 
@@ -325,11 +313,12 @@ def _framework_problem(framework: str, takes: Parameters) -> str:
 
 
 def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]:
-    """Every variant and reference whose function does not fit its case: a GPU kernel named as
-    a function; a parameter the case does not give, or a name it gives that no parameter takes
-    (its inputs, then its params; a factory's, its params only); a param whose type contradicts
-    the parameter's annotation or default; a variant given the arrays of a framework its module
-    does not import, where it imports the other. One problem each, at the reference's line."""
+    """Every variant and reference whose function does not fit its case, as the harness calls
+    it (by keyword): a GPU kernel named as a function; a parameter the case does not give, or a
+    name it gives that no parameter takes (a factory takes params only); a param whose type
+    contradicts the parameter's annotation or default; a variant given the arrays of a framework
+    its module does not import, where it imports the other. A function whose parameters its
+    source cannot show is not checked."""
     read: dict[str, Parameters | None] = {}
     out: list[SuiteProblem] = []
     for case in suite.cases:
@@ -362,9 +351,8 @@ def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]
 
 
 def check_files(paths: Sequence[Path], *, resolve: bool = True) -> SuiteCheck:
-    """Check every file on its own and all of them together (see the module docstring);
-    ``resolve`` also checks that every ``module:function`` exists (skip it when nothing will be
-    imported, as in re-analysing a report)."""
+    """Check every file on its own and all of them together; ``resolve`` also checks every
+    ``module:function`` (skip it when nothing will be imported, as in re-analysing a report)."""
     files = [_read(Path(p), resolve) for p in paths]
     clashes = _clashing_ids(files)
     out: list[FileCheck] = []

@@ -38,7 +38,6 @@ from fuseci.config.model import (
     randint_range,
 )
 from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_tolerance
-from fuseci.config.yaml_loader import kind as _kind
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import SuiteError
 
@@ -281,7 +280,7 @@ def _variants(
         if var.candidate_for is None:
             continue
         if var.candidate_for in (var.id, UNFUSED):
-            why = f"expected the id of another fused variant of this case, got {shown_id(var.candidate_for)}"
+            why = f"expected the id of another fused variant of this case, got {values.shown(var.candidate_for)}"
             w.add(_sub(_sub(f"{where}.variants", var.id), "baseline"), why, vnode.get(var.id), "baseline")
             continue
         target = next((t for t in variants if t.id == var.candidate_for), None)
@@ -366,10 +365,6 @@ def _check_ledgers(w: _Where, where: str, variants: list[Variant], vnode: Any) -
                 raw,
                 "caught_by",
             )
-
-
-def shown_id(value: str) -> str:
-    return f"{_kind(value)} {brief_repr(value)}"
 
 
 def _check_frameworks(
@@ -458,7 +453,7 @@ def read_suite(data: object, path: Path) -> SuiteRead:
     if not isinstance(data, dict):
         problem = w.error(
             "top level",
-            f"expected a mapping with the keys 'suite' and 'cases', got {_kind(data)} {brief_repr(data)}; "
+            f"expected a mapping with the keys 'suite' and 'cases', got {values.shown(data)}; "
             "see docs/SUITES.md, 'Writing a suite'",
             0,
         )
@@ -522,18 +517,11 @@ def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) 
         except ValidationError:
             continue
         cases.append(_case(w, one, node, defaults))
+    if not cases:
+        return None
     name = data.get("suite")
-    return (
-        Suite(
-            name=name if names.is_id(name) else path.stem,
-            path=path,
-            line=_line_of(data, "suite"),
-            description="",
-            cases=tuple(cases),
-        )
-        if cases
-        else None
-    )
+    stem = name if names.is_id(name) else path.stem
+    return Suite(name=stem, path=path, line=_line_of(data, "suite"), description="", cases=tuple(cases))
 
 
 def check_suite(path: str | Path) -> SuiteRead:

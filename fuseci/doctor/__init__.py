@@ -1,25 +1,12 @@
 """``fuseci doctor``: check that this machine can run fuseci, and say how to fix what cannot.
 
-The checks, in order (:data:`~fuseci.doctor.diagnosis.CHECKS`); one that cannot run because an earlier one failed is
-``SKIP`` and names that one:
-
-1. ``fuseci``: fuseci's and Python's versions and paths (always OK).
-2. ``ncu``: Nsight Compute found (:func:`fuseci.measure.profile.find_ncu`) and its version.
-3. ``reader``: NVIDIA's ``ncu_report`` importable (:func:`fuseci.frames.report.load_reader`): the
-   PyPI package or the copy in ncu's ``extras/python``.
-4. ``gpu``: ``nvidia-smi`` lists at least one GPU (name, compute capability, driver).
-5. ``clocks``: current and maximum SM clocks of each GPU; WARN (never FAIL) when application
-   clocks were changed or a user clock setting limits them. Only read: doctor changes nothing.
-6. ``cupy``: ``python -m fuseci.harness --probe`` in a child process (this process never imports
-   CuPy): CuPy, the CUDA runtime and one tiny kernel whose result is checked.
-7. ``profiling``: the same probe under ncu with ``fuseci run``'s default settings and metrics:
-   counter permission, counters held by DCGM, crashes, nothing profiled.
-8. ``readback``: the report of that run read back with ``ncu_report``: exactly one kernel, in the
-   probe's NVTX range, with a positive DRAM byte count or duration.
-
-Nothing here raises for a missing tool, GPU or library: each becomes a failed check whose fix
-says what to do. :func:`diagnose` runs them all; :mod:`fuseci.reporters.doctor`
-renders the result.
+The checks, in order (:data:`~fuseci.doctor.diagnosis.CHECKS`): fuseci and Python; ncu; NVIDIA's
+``ncu_report`` reader; the GPUs ``nvidia-smi`` lists; their clocks (WARN, never FAIL, when a
+user setting changed them: doctor only reads them); ``cupy``, the harness's probe in a child
+process (one tiny kernel whose result is checked); ``profiling``, the same probe under ncu with
+``fuseci run``'s settings; ``readback``, that run's report read back. One that cannot run because
+an earlier one failed is ``SKIP`` and names that one. Nothing raises for a missing tool, GPU or
+library: each becomes a failed check whose fix says what to do.
 """
 
 from __future__ import annotations

@@ -37,6 +37,13 @@ log = logging.getLogger(__name__)
 # --- 1. fuseci and Python ----------------------------------------------------------------------
 
 
+def _distribution_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 #: The array frameworks doctor reports, by their distributions (the first one installed counts):
 #: a suite's functions take CuPy arrays or torch tensors; torch.compile generates Triton.
 FRAMEWORK_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -49,17 +56,8 @@ FRAMEWORK_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 def framework_versions() -> dict[str, str]:
     """The installed version of each array framework fuseci knows (absent: not installed), read
     from the package metadata: nothing is imported."""
-    from importlib import metadata
-
-    found = {}
-    for label, dists in FRAMEWORK_DISTRIBUTIONS.items():
-        for dist in dists:
-            try:
-                found[label] = metadata.version(dist)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    return found
+    found = {label: [_distribution_version(d) for d in dists] for label, dists in FRAMEWORK_DISTRIBUTIONS.items()}
+    return {label: next(v for v in versions if v) for label, versions in found.items() if any(versions)}
 
 
 def check_fuseci(python: str = sys.executable) -> Check:
@@ -110,13 +108,6 @@ def check_ncu(explicit: str | None = None) -> tuple[Check, str | None]:
 
 
 # --- 3. report reader --------------------------------------------------------------------------
-
-
-def _distribution_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def check_reader() -> Check:
