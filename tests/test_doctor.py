@@ -494,6 +494,10 @@ def _statuses(d: diagnosis.Diagnosis) -> dict[str, str]:
     return {c.name: c.status.value for c in d.checks}
 
 
+def _check(d: diagnosis.Diagnosis, name: str) -> diagnosis.Check:
+    return next(c for c in d.checks if c.name == name)
+
+
 def test_every_check_passes(machine: Machine, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(report, "read_report", lambda path, ncu=None: _frame(PROBE_ROW))
     d = doctor.diagnose(machine.options())
@@ -505,7 +509,7 @@ def test_a_clock_warning_still_exits_0(machine: Machine, monkeypatch: pytest.Mon
     machine.modes(smi="locked")
     monkeypatch.setattr(report, "read_report", lambda path, ncu=None: _frame(PROBE_ROW))
     d = doctor.diagnose(machine.options())
-    assert d.check("clocks").status is CheckStatus.WARN and d.exit_code == 0
+    assert _check(d, "clocks").status is CheckStatus.WARN and d.exit_code == 0
 
 
 def test_no_gpu_skips_what_needs_one(machine: Machine) -> None:
@@ -515,7 +519,7 @@ def test_no_gpu_skips_what_needs_one(machine: Machine) -> None:
         "fuseci": "OK", "ncu": "OK", "reader": "OK", "gpu": "FAIL",
         "clocks": "SKIP", "cupy": "SKIP", "profiling": "SKIP", "readback": "SKIP",
     }  # fmt: skip
-    assert d.check("profiling").detail == "not run: the 'GPU, driver' check failed"
+    assert _check(d, "profiling").detail == "not run: the 'GPU, driver' check failed"
     assert d.exit_code == 3
 
 
@@ -523,22 +527,22 @@ def test_no_ncu_skips_profiling(machine: Machine) -> None:
     machine.remove("ncu")
     d = doctor.diagnose(machine.options())
     assert _statuses(d)["cupy"] == "OK"
-    assert (d.check("profiling").status, d.check("readback").status) == (CheckStatus.SKIP, CheckStatus.SKIP)
-    assert "'ncu'" in d.check("profiling").detail and d.exit_code == 3
+    assert (_check(d, "profiling").status, _check(d, "readback").status) == (CheckStatus.SKIP, CheckStatus.SKIP)
+    assert "'ncu'" in _check(d, "profiling").detail and d.exit_code == 3
 
 
 def test_failed_probe_skips_profiling(machine: Machine) -> None:
     machine.modes(probe="nocupy")
     d = doctor.diagnose(machine.options())
-    assert _statuses(d)["cupy"] == "FAIL" and "'CuPy, CUDA'" in d.check("profiling").detail
+    assert _statuses(d)["cupy"] == "FAIL" and "'CuPy, CUDA'" in _check(d, "profiling").detail
 
 
 def test_permission_denied_end_to_end(machine: Machine) -> None:
     machine.modes(ncu="perm")
     d = doctor.diagnose(machine.options())
-    profiling = d.check("profiling")
+    profiling = _check(d, "profiling")
     assert profiling.status is CheckStatus.FAIL and profiling.fix == ncu.PERMISSION_FIX
-    assert d.check("readback").status is CheckStatus.SKIP and d.exit_code == 3
+    assert _check(d, "readback").status is CheckStatus.SKIP and d.exit_code == 3
     table = render_table(d)
     assert "profiling        FAIL    ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)" in table
     assert "fix: run as root or with CAP_SYS_ADMIN" in table
@@ -550,7 +554,7 @@ def test_missing_reader_skips_readback(machine: Machine, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(report, "load_reader", missing)
     d = doctor.diagnose(machine.options())
-    assert _statuses(d)["profiling"] == "OK" and "'report reader'" in d.check("readback").detail
+    assert _statuses(d)["profiling"] == "OK" and "'report reader'" in _check(d, "readback").detail
 
 
 def test_table_and_json(machine: Machine) -> None:

@@ -1,16 +1,11 @@
 """The suite file's shape, declared once: pydantic models of the YAML document.
 
-:mod:`fuseci.config.parse` validates a loaded document with :class:`SuiteDoc` (pydantic finds
-every problem of the file in one pass, each with its place) and builds the frozen
-:mod:`fuseci.config.model` from it; :mod:`fuseci.config.schema` generates the suite's JSON Schema
-for editors (``fuseci/suite.schema.json``) from the same models. A value's own rules (an id, a
-tolerance, a shape) are its type's validator, which says what is wrong in the words of the old
-loader; rules that relate fields or depend on the suite's defaults (a ``randint`` range and the
-dtype, frameworks and dtypes, the variants of a case) are checked in :mod:`fuseci.config.parse`.
-The value types are declared in :mod:`fuseci.config.values` (ids, names, numbers, shapes,
-tolerances, expectations, gates, planted checks, kernel rules and patterns).
-
-docs/SUITES.md ("Writing a suite") documents the format with a complete example.
+:mod:`fuseci.config.parse` validates a loaded document with :class:`SuiteDoc` (every problem of
+the file in one pass, each with its place) and builds the frozen :mod:`fuseci.config.model` from
+it; :mod:`fuseci.config.schema` generates the suite's JSON Schema from the same models. A value's
+own rules (an id, a tolerance, a shape) are its type's validator, declared in
+:mod:`fuseci.config.values`; rules that relate fields or depend on the suite's defaults are
+checked in :mod:`fuseci.config.parse`. docs/SUITES.md ("Writing a suite") documents the format.
 """
 
 from __future__ import annotations
@@ -60,31 +55,16 @@ from fuseci.config.values import (
 )
 
 
+def _tolerance_schema(which: str, default: str) -> Schema:
+    description = f"{which} tolerance (default: by the output's dtype, {default} for float32)."
+    return Schema(lambda: {"type": "number", "minimum": 0, "description": description})
+
+
 class CorrectnessDoc(v.Model):
     """An output passes when every element satisfies |out - expected| <= atol + rtol * |expected|."""
 
-    rtol: Annotated[
-        float,
-        PlainValidator(non_negative),
-        Schema(
-            lambda: {
-                "type": "number",
-                "minimum": 0,
-                "description": "Relative tolerance (default: by the output's dtype, 1e-5 for float32).",
-            }
-        ),
-    ] = math.nan
-    atol: Annotated[
-        float,
-        PlainValidator(non_negative),
-        Schema(
-            lambda: {
-                "type": "number",
-                "minimum": 0,
-                "description": "Absolute tolerance (default: by the output's dtype, 1e-6 for float32).",
-            }
-        ),
-    ] = math.nan
+    rtol: Annotated[float, PlainValidator(non_negative), _tolerance_schema("Relative", "1e-5")] = math.nan
+    atol: Annotated[float, PlainValidator(non_negative), _tolerance_schema("Absolute", "1e-6")] = math.nan
 
 
 class Defaults(v.Model):
@@ -137,6 +117,9 @@ class Ncu(v.Model):
     ] = 1800.0
 
 
+Finite = Annotated[float, PlainValidator(finite)]
+
+
 class Input(v.Model):
     """One input tensor, built on the GPU from a seeded generator."""
 
@@ -144,16 +127,10 @@ class Input(v.Model):
     dtype: Dtype | None = None
     distribution: Distribution | None = None
     seed: Seed | None = None
-    low: Annotated[float, PlainValidator(finite), number_schema("Lower bound for uniform and randint (default 0).")] = (
-        0.0
-    )
-    high: Annotated[
-        float, PlainValidator(finite), number_schema("Upper bound for uniform and randint (default 1).")
-    ] = 1.0
-    mean: Annotated[float, PlainValidator(finite), number_schema("Mean for normal (default 0).")] = 0.0
-    std: Annotated[
-        float, PlainValidator(finite), number_schema("Standard deviation for normal (default 1; must be positive).")
-    ] = 1.0
+    low: Annotated[Finite, number_schema("Lower bound for uniform and randint (default 0).")] = 0.0
+    high: Annotated[Finite, number_schema("Upper bound for uniform and randint (default 1).")] = 1.0
+    mean: Annotated[Finite, number_schema("Mean for normal (default 0).")] = 0.0
+    std: Annotated[Finite, number_schema("Standard deviation for normal (default 1; must be positive).")] = 1.0
 
 
 #: Most ``allow_new`` patterns of one ledger.

@@ -63,14 +63,17 @@ class LineDict(dict[str, Any]):
 class _Refused(yaml.MarkedYAMLError):
     """A document the loader will not build: over a limit, or a key it cannot take."""
 
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(None, None, problem, mark)
 
-class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor):
+
+class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
     """Composes nodes like PyYAML's composer, counting them and their depth as it goes.
 
     Each alias counts as many nodes as the node it names holds (its *expanded* size), so the
     count is what a walk of the loaded data would visit; composing stops at :data:`MAX_NODES`
     or :data:`MAX_DEPTH`, before a bomb is built or a deep document overflows the stack.
-    Constructs like SafeLoader. The loaders below add a parser.
+    Constructs and resolves like SafeLoader; the loaders below add a parser.
     """
 
     if TYPE_CHECKING:  # provided by the parser each loader mixes in
@@ -80,7 +83,11 @@ class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor)
         def check_event(self, *choices: Any) -> bool: ...
         def dispose(self) -> None: ...
 
-    def _init_limits(self) -> None:
+    def _init_loader(self) -> None:
+        """The composer's, constructor's and resolver's state, and the counts of the limits."""
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
         self._expanded = 0
         self._aliases = 0
         self._depth = 0
@@ -92,8 +99,6 @@ class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor)
         if self._expanded > MAX_NODES:
             via = f" once its {self._aliases} aliases are expanded (an alias bomb?)" if self._aliases else ""
             raise _Refused(
-                None,
-                None,
                 f"the document holds more than {MAX_NODES} values{via}; a suite is far smaller: "
                 "write repeated parts out, or split the file into several suites",
                 mark,
@@ -107,8 +112,6 @@ class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor)
         if not self.check_event(yaml.StreamEndEvent):
             event = self.get_event()
             raise _Refused(
-                None,
-                None,
                 "a second YAML document starts here; a suite file is one document: "
                 "remove the '---' or '...' line, or put the second suite in its own file",
                 event.start_mark,
@@ -122,8 +125,6 @@ class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor)
             size = self._sizes.get(event.anchor)
             if size is None and event.anchor in self.anchors:
                 raise _Refused(
-                    None,
-                    None,
                     f"alias *{event.anchor} is used inside the value it names (a recursive structure); "
                     "write the value out instead",
                     event.start_mark,
@@ -133,8 +134,6 @@ class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor)
             return super().compose_node(parent, index)
         if self._depth >= MAX_DEPTH:
             raise _Refused(
-                None,
-                None,
                 f"nested more than {MAX_DEPTH} levels deep; a suite needs about 7: check the indentation and brackets",
                 event.start_mark,
             )
@@ -155,39 +154,33 @@ class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor)
         super().flatten_mapping(node)
 
 
-class _PyLoader(_BoundedComposer, yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.resolver.Resolver):
+class _PyLoader(_BoundedComposer, yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
     """SafeLoader with the limits of :class:`_BoundedComposer`, on PyYAML's pure-Python parser."""
 
     def __init__(self, stream: str) -> None:
         yaml.reader.Reader.__init__(self, stream)
         yaml.scanner.Scanner.__init__(self)
         yaml.parser.Parser.__init__(self)
-        yaml.composer.Composer.__init__(self)
-        yaml.constructor.SafeConstructor.__init__(self)
-        yaml.resolver.Resolver.__init__(self)
-        self._init_limits()
+        self._init_loader()
 
 
 _Loader: Any = _PyLoader
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
 
-    class _CLoader(_BoundedComposer, CParser, yaml.resolver.Resolver):
+    class _CLoader(_BoundedComposer, CParser):
         """The same on libyaml's parser (four times faster); composing stays ours, for the limits."""
 
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
-            yaml.composer.Composer.__init__(self)
-            yaml.constructor.SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
-            self._init_limits()
+            self._init_loader()
 
     _Loader = _CLoader
 
 
 def _construct_mapping(loader: _BoundedComposer, node: Any) -> LineDict:
     if not isinstance(node, yaml.MappingNode):
-        raise _Refused(None, None, f"a value tagged {_short_tag(node.tag)} must be a mapping", node.start_mark)
+        raise _Refused(f"a value tagged {_short_tag(node.tag)} must be a mapping", node.start_mark)
     loader.flatten_mapping(node)
     explicit = loader._explicit.get(id(node), set())
     written: set[object] = set()
@@ -199,16 +192,11 @@ def _construct_mapping(loader: _BoundedComposer, node: Any) -> LineDict:
         try:
             hash(key)
         except TypeError:
-            raise _Refused(
-                None, None, f"a mapping key must be a plain value, not a {kind(key)}", key_node.start_mark
-            ) from None
+            raise _Refused(f"a mapping key must be a plain value, not a {kind(key)}", key_node.start_mark) from None
         if id(key_node) in explicit:
             if key in written:
                 raise _Refused(
-                    None,
-                    None,
-                    f"key {brief_repr(key)} appears twice in one mapping; keep one of them",
-                    key_node.start_mark,
+                    f"key {brief_repr(key)} appears twice in one mapping; keep one of them", key_node.start_mark
                 )
             written.add(key)
         out[key] = loader.construct_object(value_node, deep=True)
@@ -221,8 +209,6 @@ def _construct_mapping(loader: _BoundedComposer, node: Any) -> LineDict:
 def _construct_int(loader: _BoundedComposer, node: Any) -> Any:
     if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_INT_CHARS:
         raise _Refused(
-            None,
-            None,
             f"an integer of {len(node.value)} characters; numbers in a suite need at most {MAX_INT_CHARS}",
             node.start_mark,
         )
@@ -241,8 +227,6 @@ def _guarded(construct: Any) -> Any:
             return construct(loader, node)
         except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError):
             raise _Refused(
-                None,
-                None,
                 f"cannot read {brief_repr(node.value)} as {_short_tag(node.tag)}; "
                 "write a valid one, or quote it to make it a string",
                 node.start_mark,

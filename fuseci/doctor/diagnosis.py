@@ -108,17 +108,6 @@ class Diagnosis:
         """3 when a check failed, else 0 (warnings and skips do not fail)."""
         return EXIT_SETUP if any(c.status is CheckStatus.FAIL for c in self.checks) else EXIT_PASS
 
-    def check(self, name: str) -> Check:
-        """The check called ``name``.
-
-        Raises:
-            KeyError: no check of that name was run or skipped.
-        """
-        for c in self.checks:
-            if c.name == name:
-                return c
-        raise KeyError(name)
-
 
 @dataclass(frozen=True, slots=True)
 class DoctorOptions:
