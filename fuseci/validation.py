@@ -1,24 +1,17 @@
 """The typed models of fuseci's documents, validated by pydantic, with errors in fuseci's words.
 
-Every format fuseci reads (a suite, a baseline, a harness record, a results file, a run file) is
-declared once as a tree of :class:`Model` classes (or :class:`Document` dataclasses, where code
-builds the value too) built from the annotated types below; pydantic checks a parsed document
-against it, reporting every problem at once with its location, and :func:`problems` turns
-pydantic's errors into fuseci's one-line wording (``expected an integer, got a string "x"``,
-``missing required key 'suite'``, ``unknown key 'shpe'; did you mean 'shape'? allowed keys:
-...``), so that each reader adds only the file's name (and, for a suite, the line) and the fix.
-:func:`json_path` writes a location as messages show it (``cases.bias_gelu.timings[0].median_ns``,
-``values["dram__bytes.sum"]``).
+Every format fuseci reads is declared once as a tree of :class:`Model` classes (or
+:class:`Document` dataclasses, where code builds the value too) built from the annotated types
+below; pydantic checks a parsed document against it, reporting every problem at once, and
+:func:`problems` turns pydantic's errors into fuseci's one-line wording (``expected an integer,
+got a string "x"``), so that each reader adds only the file's name (and, for a suite, the line)
+and the fix.
 
 Models are frozen, refuse unknown keys and are strict: ``true`` is not an integer, ``"1"`` is
 not a number (integers are taken where a number is expected) and numbers are finite unless a
-field is declared :data:`Number`. Containers of a document are lists; a model field typed
-:data:`Items` takes a list and holds a tuple. Enumerations are written with :class:`Choice`.
-
-A field's own rule that no type states is a pydantic validator raising ``ValueError("...")``:
-its text is passed through as the problem. Depth and sizes of a whole document are bounded while
-it is parsed (:mod:`fuseci.files.versioned`, :mod:`fuseci.config.yaml_loader`); each list, map
-and string is bounded here by its type.
+field is declared :data:`Number`. A field's own rule that no type states is a pydantic validator
+raising ``ValueError("...")``, whose text is the problem. Each list, map and string is bounded
+by its type; depth and size of a whole document where it is parsed.
 """
 
 from __future__ import annotations
@@ -46,14 +39,11 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from fuseci.wording import TYPE_ERRORS, Loc, convert, json_path, shown
 
-#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. ``/`` separates
-#: nested ranges there and ``:`` separates the fields of our range names, so neither is allowed.
-#: Written as the suite's JSON Schema writes it; match it only with :func:`fuseci.config.names.is_id` (``fullmatch``):
-#: ``re.match`` lets ``$`` match before a trailing newline, and an id names files and NVTX ranges.
+#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take (``/`` separates
+#: nested ranges, ``:`` the fields of our range names). Match it only with
+#: :func:`fuseci.config.names.is_id` (``fullmatch``): ``re.match`` lets ``$`` match before a newline.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
-#: Longest id: one limit for the suite loader, its JSON Schema and the readers of baselines,
-#: results and run files (:data:`Id`); an id names files, and file names
-#: end at 255 bytes.
+#: Longest id, for every reader (:data:`Id`): an id names files, and file names end at 255 bytes.
 MAX_ID_CHARS = 200
 
 #: Integers a document may hold: counts, sizes and indices fit in 63 bits.
@@ -62,10 +52,7 @@ INT_LIMIT = 2**63
 
 class Model(BaseModel):
     """The base of every document model: frozen, strict, closed to unknown keys, finite numbers.
-
-    Fields are named as the document names its keys (or given an ``alias`` where the key is not
-    a Python name); an unknown key is a problem naming the allowed ones (:func:`problems`).
-    """
+    Fields are named as the document names its keys (an ``alias`` where not a Python name)."""
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", strict=True, allow_inf_nan=False, populate_by_name=False, regex_engine="rust-regex"
@@ -81,18 +68,13 @@ class OpenModel(Model):
 
 class Document:
     """The base of a frozen dataclass that a document holds as it is (a harness record's timing):
-    pydantic validates an object into the dataclass as :class:`Model` validates a model (strict,
-    closed to unknown keys, finite numbers; the fields' annotations are the types above), while
-    code still builds it as a plain dataclass, unchecked. A subclass may widen
-    ``__pydantic_config__`` (``extra="ignore"``) and hold pydantic validators.
+    pydantic validates an object into it as :class:`Model` validates a model, while code still
+    builds it as a plain dataclass, unchecked. A subclass may widen ``__pydantic_config__`` and
+    hold pydantic validators.
 
-    The same declaration writes the object (:func:`dump`): a member a file may leave out (one
-    with a default) is left out where it holds its default, so that a file without it reads and
-    writes back as it was, but those of :attr:`__always__`; a member with a serialization alias
-    is written under it.
-
-    Declare it ``@dataclass(frozen=True, slots=True) class Timing(Document): ...``; validate with
-    :func:`validate`."""
+    The same declaration writes the object (:func:`dump`): a member with a default is left out
+    where it holds it (so a file without it writes back as it was), but those of
+    :attr:`__always__`; a member with a serialization alias is written under it."""
 
     __slots__ = ()
     __pydantic_config__: ClassVar[ConfigDict] = Model.model_config
@@ -101,9 +83,8 @@ class Document:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        """The dataclass's schema, taking an object (pydantic's hook): a strict dataclass would
-        take only an instance of itself; its fields stay strict. Its members are written as the
-        class docstring says."""
+        """The dataclass's schema, taking an object (a strict dataclass would take only an
+        instance of itself; its fields stay strict), written as the class docstring says."""
         schema = handler(source)
         node: Any = schema
         while node["type"].startswith("function-"):  # a model validator wraps the dataclass
@@ -153,9 +134,8 @@ class OpenDocument(Document):
 @dataclass(frozen=True, slots=True)
 class Expect:
     """Names what a value must be, in messages: ``Annotated[str, pattern..., Expect("an id")]``
-    reports ``expected an id, got a string "a/b"`` where the value has the wrong type, is not
-    finite or does not match the pattern (every union branch refused it so); a refusal of its
-    size, its range or by a validator's own rule is reported as such."""
+    reports ``expected an id, got a string "a/b"`` where the value has the wrong type or form; a
+    refusal of its size, its range or by a validator's own rule is reported as such."""
 
     what: str
     """The expected value, with its article (``an id (letters, digits, '_' and '-')``)."""
@@ -178,11 +158,8 @@ class Expect:
 @dataclass(frozen=True, slots=True)
 class Choice:
     """One of a fixed set of strings (an enumeration): ``Annotated[str, Choice(("a", "b"))]``.
-    The JSON Schema lists them; a value outside them is reported with the closest one.
-
-    Enum members are written as their values (``Choice(tuple(v.value for v in Verdict))``):
-    a strict model would take only the members themselves. Annotating an enum,
-    ``Annotated[Verdict, Choice(...)]``, gives the member of the value (and takes a member)."""
+    The JSON Schema lists them; a value outside them is reported with the closest one. Annotating
+    an enum, ``Annotated[Verdict, Choice(...)]``, gives the member of the value."""
 
     values: tuple[str, ...]
     """The strings allowed, in the order messages list them."""
@@ -354,13 +331,10 @@ def problems(
     show: Callable[[Any], str] | None = None,
     mapping: str = "an object",
 ) -> list[Problem]:
-    """pydantic's errors for ``data`` as fuseci's problems, in pydantic's order (each object's
-    fields in the model's order, then its unknown keys), worded by :mod:`fuseci.wording`.
-
-    A missing key is placed at the object that lacks it; an unknown key at itself, naming the
-    allowed keys of ``model`` there (the model ``data`` was validated as). Of a value that fits
-    no branch of a union, only the branch it came closest to is reported (the one whose type it
-    has), or one ``expected a or b, got ...`` when it has the type of none.
+    """pydantic's errors for ``data`` as fuseci's problems, in pydantic's order, worded by
+    :mod:`fuseci.wording`: a missing key is placed at the object that lacks it; an unknown key at
+    itself, naming the allowed keys; of a value that fits no branch of a union, only the branch
+    it came closest to is reported.
 
     Args:
         exc: What pydantic raised.

@@ -20,8 +20,8 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from fuseci.config import quantities
-from fuseci.config.dtypes import FRAMEWORKS, dtype
-from fuseci.config.model import DISTRIBUTIONS, DTYPES, Suite
+from fuseci.config.dtypes import DTYPE_NAMES, FRAMEWORKS, dtype
+from fuseci.config.model import DISTRIBUTIONS, Suite
 from fuseci.config.parse import SCHEMA_FILE, load_suite
 from fuseci.errors import SuiteError
 
@@ -110,7 +110,7 @@ shapes = st.one_of(st.lists(st.integers(-1, 2**20), max_size=4), st.integers(-1,
 input_specs = some_keys(
     {"shape": mostly(shapes)},
     {
-        "dtype": st.one_of(st.sampled_from(DTYPES), st.text(max_size=8)),
+        "dtype": st.one_of(st.sampled_from(DTYPE_NAMES), st.text(max_size=8)),
         "distribution": st.one_of(st.sampled_from(DISTRIBUTIONS), st.text(max_size=8)),
         "seed": st.one_of(st.integers(-3, 2**70), junk),
         "low": numbers,
@@ -145,7 +145,7 @@ suites = some_keys(
             some_keys(
                 {},
                 {
-                    "dtype": st.one_of(st.sampled_from(DTYPES), st.text(max_size=8)),
+                    "dtype": st.one_of(st.sampled_from(DTYPE_NAMES), st.text(max_size=8)),
                     "distribution": st.one_of(st.sampled_from(DISTRIBUTIONS), st.text(max_size=8)),
                     "seed": st.one_of(st.integers(-3, 100), junk),
                     "correctness": correctness,
@@ -185,7 +185,7 @@ valid_inputs = st.dictionaries(
     st.from_regex(r"\A[a-z_][a-z0-9_]{0,6}\Z"),
     st.fixed_dictionaries(
         {"shape": st.lists(st.integers(1, 64), min_size=1, max_size=4)},
-        optional={"dtype": st.sampled_from(DTYPES), "seed": st.integers(0, 2**63), "mean": st.floats(-1e6, 1e6)},
+        optional={"dtype": st.sampled_from(DTYPE_NAMES), "seed": st.integers(0, 2**63), "mean": st.floats(-1e6, 1e6)},
     ),
     min_size=1,
     max_size=3,

@@ -1,9 +1,5 @@
-"""The suite model: frozen dataclasses for suites, cases, variants and their policies.
-
-A suite names a set of cases; each case builds its inputs, runs an ``unfused`` variant and one
-or more fused variants (``module:function`` references), checks them against each other and
-an optional float64 reference, and states which fusion gains are gated and how tightly.
-:mod:`fuseci.config.parse` builds these from YAML; docs/SUITES.md documents the format.
+"""The suite model: frozen dataclasses for suites, cases, variants and their policies, built
+from YAML by :mod:`fuseci.config.parse`; docs/SUITES.md documents the format.
 """
 
 from __future__ import annotations
@@ -14,13 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuseci.config import names
-from fuseci.config.dtypes import DEFAULT_FRAMEWORK, DTYPE_NAMES, dtype
+from fuseci.config.dtypes import DEFAULT_FRAMEWORK, dtype
 from fuseci.config.policy import Expectation, Tolerance, parse_tolerance
 
 #: The variant every gain is measured against (a gain is unfused ÷ variant).
 UNFUSED = "unfused"
 
-DTYPES = DTYPE_NAMES
 DISTRIBUTIONS = ("normal", "uniform", "randint")
 #: The values a ``randint`` input may take in each integer dtype (a float dtype takes any in int64's).
 INT_RANGES = {
@@ -66,9 +61,9 @@ CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile", "ledge
 
 _OFF = parse_tolerance("off")
 
-#: The modes ``torch.compile`` takes, for a factory's module (:class:`CompileOptions`).
 #: How a ledger profiles a launch that repeats an earlier launch's configuration (``ledger.repeats``).
 LEDGER_REPEATS = ("once", "every")
+#: The modes ``torch.compile`` takes, for a factory's module (:class:`CompileOptions`).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -81,7 +76,7 @@ class InputSpec:
     shape: tuple[int, ...]
     """Tensor shape."""
     dtype: str
-    """Element type, one of :data:`DTYPES` (:mod:`fuseci.config.dtypes`)."""
+    """Element type, one of :data:`fuseci.config.dtypes.DTYPE_NAMES`."""
     distribution: str
     """``normal`` (mean, std), ``uniform`` (low, high) or ``randint`` (low, high exclusive)."""
     seed: int
@@ -113,12 +108,9 @@ class Correctness:
 
 @dataclass(frozen=True, slots=True)
 class KernelRule:
-    """Kernels a variant declares it must launch: how many of its kernels a name pattern matches.
-
-    ``triton_.*fused.*: 1`` says "exactly one kernel whose name matches": a ``torch.compile``
-    that splits the kernel at a graph break launches two, one that falls back to eager launches
-    none, and either fails on the first run, with or without a baseline.
-    """
+    """Kernels a variant declares it must launch: how many of its kernels a name pattern matches
+    (``triton_.*fused.*: 1``: exactly one, so a graph break's two or an eager fallback's none
+    fails the first run, with or without a baseline)."""
 
     pattern: str
     """A regular expression, matched against the whole kernel name as ncu reports it."""
@@ -144,9 +136,8 @@ class KernelRule:
 
 @dataclass(frozen=True, slots=True)
 class LedgerSpec:
-    """A variant whose whole compiled forward is audited kernel by kernel (the fusion ledger,
-    :mod:`fuseci.ledger`): Inductor's provenance of each kernel, judged by its bytes against the
-    baseline's ledger."""
+    """A variant whose compiled forward is audited kernel by kernel against the baseline's (the
+    fusion ledger, :mod:`fuseci.ledger`)."""
 
     allow_new: tuple[str, ...] = ()
     """Regular expressions (whole kernel names) of kernels that may appear with no counterpart
@@ -155,9 +146,8 @@ class LedgerSpec:
     """How many graphs the compiled forward must be (1: no graph break); None: any. A forward
     with another count is a broken case (exit 3), named with Dynamo's break reasons."""
     repeats: str = "once"
-    """``once``: a launch repeating an earlier one's configuration (same kernel, graph, argument
-    shapes, strides, alignment and scalars) in the same forward is not profiled again, and is
-    counted with the first one's measurement; ``every``: each launch is profiled."""
+    """``once``: a launch repeating an earlier one's configuration in the same forward is not
+    profiled again, but counted with the first one's measurement; ``every``: each is profiled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +170,7 @@ class CompileOptions:
 class Factory:
     """A variant whose ``fn`` is a factory: called once per case and process with the case's
     params (under ``torch.manual_seed(seed)``), it returns a ``torch.nn.Module`` whose forward the
-    variant calls on the case's inputs, positionally, in the order the case declares them
-    (:mod:`fuseci.harness.factory`)."""
+    variant calls on the case's inputs, positionally (:mod:`fuseci.harness.factory`)."""
 
     seed: int
     """The seed its weights are drawn from: the same for every variant of the case that names

@@ -21,8 +21,8 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from fuseci import validation as v
 from fuseci.config import names, quantities
-from fuseci.config.dtypes import FRAMEWORKS
-from fuseci.config.model import CHECK_NAMES, DISTRIBUTIONS, DTYPES, KernelRule
+from fuseci.config.dtypes import DTYPE_NAMES, FRAMEWORKS
+from fuseci.config.model import CHECK_NAMES, DISTRIBUTIONS, KernelRule
 from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_expectation, parse_tolerance
 from fuseci.config.yaml_loader import kind
 from fuseci.wording import did_you_mean
@@ -292,7 +292,7 @@ Shape = Annotated[
 
 Dtype = Annotated[
     str,
-    v.Choice(DTYPES, what="unsupported dtype"),
+    v.Choice(DTYPE_NAMES, what="unsupported dtype"),
     Field(description="Element type of the tensor (default float32); bfloat16 and float8 need framework: torch."),
 ]
 Distribution = Annotated[
