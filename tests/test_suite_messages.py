@@ -9,7 +9,8 @@ from helpers import MINIMAL_SUITE, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES
+from fuseci.config.dtypes import DTYPE_NAMES
+from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, DISTRIBUTIONS, REPLAY_MODES
 from fuseci.config.parse import load_suite
 from fuseci.config.policy import BRIEF_MAX, brief_repr
 from fuseci.errors import SuiteError
@@ -35,15 +36,16 @@ def _error(tmp_path: Path, text: str) -> str:
         (
             GOOD.replace(X, "{shape: [1024], dtype: flaot32}"),
             ":5: case 'c1'.inputs.x.dtype: unsupported dtype 'flaot32'; did you mean 'float32'? choose one of "
-            + ", ".join(DTYPES),
+            + ", ".join(DTYPE_NAMES),
         ),
         (
             GOOD + "defaults: {dtype: f16}\n",
-            ":9: defaults.dtype: unsupported dtype 'f16'; did you mean 'float16'? choose one of " + ", ".join(DTYPES),
+            ":9: defaults.dtype: unsupported dtype 'f16'; did you mean 'float16'? choose one of "
+            + ", ".join(DTYPE_NAMES),
         ),
         (
             GOOD.replace(X, "{shape: [1024], dtype: complex64}"),
-            "unsupported dtype 'complex64'; choose one of " + ", ".join(DTYPES),
+            "unsupported dtype 'complex64'; choose one of " + ", ".join(DTYPE_NAMES),
         ),
         (
             GOOD.replace(X, "{shape: [1024], distribution: unifrom}"),

@@ -18,7 +18,8 @@ jsonschema = pytest.importorskip("jsonschema")
 
 from fuseci import validation  # noqa: E402
 from fuseci.config import quantities  # noqa: E402
-from fuseci.config.model import CACHE_CONTROLS, CHECK_NAMES, CLOCK_CONTROLS, DISTRIBUTIONS, DTYPES, REPLAY_MODES  # noqa: E402
+from fuseci.config.dtypes import DTYPE_NAMES  # noqa: E402
+from fuseci.config.model import CACHE_CONTROLS, CHECK_NAMES, CLOCK_CONTROLS, DISTRIBUTIONS, REPLAY_MODES  # noqa: E402
 from fuseci.config.parse import SCHEMA_FILE, load_suite  # noqa: E402
 from fuseci.config.policy import parse_expectation, parse_tolerance  # noqa: E402
 from fuseci.config.values import MAX_DIMS  # noqa: E402
@@ -75,7 +76,7 @@ def test_the_schema_names_what_the_loader_takes() -> None:
         _map(case["variants"])["propertyNames"],
     ):
         assert (id_field["pattern"], id_field["maxLength"]) == (validation.ID_PATTERN.pattern, validation.MAX_ID_CHARS)
-    assert _enum(inputs["dtype"]) == _enum(DEFS["Defaults"]["properties"]["dtype"]) == list(DTYPES)
+    assert _enum(inputs["dtype"]) == _enum(DEFS["Defaults"]["properties"]["dtype"]) == list(DTYPE_NAMES)
     assert _enum(inputs["distribution"]) == list(DISTRIBUTIONS)
     for gates in (case["gates"], DEFS["Defaults"]["properties"]["gates"]):
         assert _map(gates)["propertyNames"]["enum"] == list(quantities.gateable())
