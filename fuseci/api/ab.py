@@ -138,7 +138,7 @@ def own_files(pairs: Sequence[SuitePair], options: AbOptions) -> list[tuple[Path
     return [f for p in pairs for side in (BASE, HEAD) for f in SuiteFiles(report_dir / side, p.name).written]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MeasuredBase:
     """What ``fuseci ab`` judges a pair's head against (:class:`~fuseci.api.session.Against`): the
     base's results, measured now in a job of their own, made the baseline in memory, and its
@@ -152,9 +152,7 @@ class MeasuredBase:
     options: AbOptions
     base: Measurement | None
     """The base's side of the job; None when it has no such suite."""
-    judged_ledgers: dict[str, dict[ledgers.LedgerKey, LedgerJudged]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    _judged: dict[ledgers.LedgerKey, LedgerJudged] | None = None
     """The head's ledgers judged against the base's, once (:func:`judge_ledgers`)."""
 
     def check(self) -> None:
@@ -203,8 +201,8 @@ class MeasuredBase:
         against = baseline_of(base)
         if pair.base_print is not None:
             against = replace(against, sources=dict(pair.base_print.sources))
-        if "judged" not in self.judged_ledgers:  # once: a re-measurement retimes a pair; its ledgers stay
-            self.judged_ledgers["judged"] = judge_ledgers(pair, results, base, side)
+        if self._judged is None:  # once: a re-measurement retimes a pair; its ledgers stay
+            self._judged = judge_ledgers(pair, results, base, side)
         return compare(
             results,
             shown,
@@ -212,7 +210,7 @@ class MeasuredBase:
             baseline_path=reference_label(side),
             accept_env=accept_env,
             reference=reference,
-            ledgers=self.judged_ledgers["judged"],
+            ledgers=self._judged,
             sources=dict(pair.head_print.sources) if pair.head_print is not None else None,
         )
 

@@ -36,7 +36,7 @@ from fuseci.config.names import gpu_slug
 from fuseci.errors import BaselineError
 from fuseci.files.atomic import atomic_write_text
 from fuseci.files.versioned import DocumentFormat
-from fuseci.records.harness import AutotuneEntries
+from fuseci.records.harness import AutotuneEntries, AutotuneEntry
 
 #: The environment variable that gives the harness processes the baseline root whose autotuning
 #: records they put in place (set by ``fuseci run`` and ``update-baselines``).
@@ -130,8 +130,6 @@ def read_entry(path: Path) -> Entry | None:
     try:
         with path.open("rb") as f:
             value = json.loads(f.read(MAX_ENTRY_BYTES))
-        return _plain(v.validate(AutotuneRecord, {"entries": {f"00/{'0' * 64}.best_config": value}}).entries)[
-            f"00/{'0' * 64}.best_config"
-        ]
+        return dict(v.validate(AutotuneEntry, value))  # type: ignore[type-abstract]  # an alias: validate takes any type
     except (OSError, ValueError, v.Invalid):
         return None
