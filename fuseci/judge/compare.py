@@ -1,22 +1,8 @@
 """Pure comparison: (results, suite policies, baseline) → a :class:`Comparison` of verdicts.
 
-Nothing here prints or touches files. Per case, in this order: ``correctness`` per variant
-from the harness (a wrong result is ``WRONG``); a ``case`` error when the case could not be
-measured; then per variant the checks of :mod:`fuseci.judge.checks` (inventory, gains,
-occupancy, bytes over the minimum, expectations); ``planted`` for planted regressions; and a
-``case`` ``MISSING`` per case only the baseline has.
-
-An environment difference blocks the baseline comparison (``INCOMPARABLE``) only where it
-changes what a number means; an upgrade (driver, CUDA runtime, CuPy, PyTorch, Triton, an ncu
-patch) is compared across and named: one note per suite, and the likely cause of each
-``REGRESSED`` check (the table is :mod:`fuseci.judge.causes`'). A blocking difference is said
-once too, in a note with the advice; each check it blocks says only ``not compared``.
-
-Each variant with a finding gets one cause (:func:`fuseci.judge.causes.decide`), said once for
-the variant rather than after each of its checks: from the case's source fingerprint now
-(``sources``) and in the baseline, its kernels now and at baseline, its autotuning in this run,
-the environment fields compared across, and the spread of its times. A baseline without source
-fingerprints is judged as before, with one note per suite that causes need it recorded again.
+Nothing here prints or touches files. An environment difference blocks the baseline comparison
+(``INCOMPARABLE``) only where it changes what a number means (:mod:`fuseci.judge.causes`); each
+variant with a finding gets one cause (:func:`fuseci.judge.causes.decide`).
 """
 
 from __future__ import annotations
@@ -70,8 +56,8 @@ def _compared(against: str, output: int) -> str:
 
 
 def _correctness(case: Case, rec: CaseRecord | None) -> list[MetricDelta]:
-    """A WRONG check per failed output comparison (its quantity says which: ``reference.output0``,
-    ``first_call.output1``), then a PASS per variant checked right."""
+    """A WRONG check per failed output comparison (quantity ``reference.output0``...), then a PASS
+    per variant checked right."""
     out = [
         MetricDelta(
             case.id, k.variant, CheckKind.CORRECTNESS, _compared(k.against, k.output), Verdict.WRONG,
@@ -86,16 +72,8 @@ def _correctness(case: Case, rec: CaseRecord | None) -> list[MetricDelta]:
     for v in case.variants:
         against = sorted({k.against for k in rec.checks if k.variant == v.id})
         if v.id not in wrong and against:
-            out.append(
-                MetricDelta(
-                    case.id,
-                    v.id,
-                    CheckKind.CORRECTNESS,
-                    "",
-                    Verdict.PASS,
-                    f"{v.id} output matches {' and '.join(against)}",
-                )
-            )
+            matches = f"{v.id} output matches {' and '.join(against)}"
+            out.append(MetricDelta(case.id, v.id, CheckKind.CORRECTNESS, "", Verdict.PASS, matches))
     return out
 
 
@@ -126,8 +104,8 @@ def _not_measured(case: Case, rec: CaseRecord | None, results: SuiteResults) -> 
 
 
 def _values(ctx: ck.VariantContext, *, unfused: bool = False) -> list[str]:
-    """The quantities gated on the variant's own value (:attr:`~fuseci.config.quantities.Gate.VALUE`)
-    that ``ctx``'s case gates; with ``unfused``, only those that judge the unfused variant too."""
+    """The quantities gated on the variant's own value that ``ctx``'s case gates; with ``unfused``,
+    only those that judge the unfused variant too."""
     return [
         q.name
         for q in quantities.QUANTITIES
@@ -164,8 +142,7 @@ def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
 
 
 def _first_calls(case: Case, rec: CaseRecord) -> str | None:
-    """A note of each variant's first call when one took long enough to matter (compilation,
-    autotuning: a cold start); None when all were quick."""
+    """A note of each variant's first call when one took long enough to matter; None when all were quick."""
     times = {v.id: rec.first_call_ns[v.id] for v in case.variants if v.id in rec.first_call_ns}
     if not times or max(times.values()) < FIRST_CALL_NOTE_NS:
         return None
@@ -179,8 +156,7 @@ FIRST_CALL_NOTE_NS = 0.5e9
 
 @dataclass(frozen=True, slots=True)
 class Around:
-    """What a suite's every case is judged around, beside its baseline: what it is called, the
-    environment fields compared across, and the source fingerprints of this run's cases."""
+    """What a suite's every case is judged around, beside its baseline."""
 
     reference: Reference
     """What the baseline is, for the advice of messages."""
@@ -240,8 +216,7 @@ def _caused(
 @dataclass(frozen=True, slots=True)
 class LedgerJudged:
     """A ledger variant's ledger, its baseline's, and the ledger checks between them (made by
-    :mod:`fuseci.ledger.gate` above this layer, placed here among the case's checks before a
-    planted regression's are weighed)."""
+    :mod:`fuseci.ledger.gate`, placed among the case's checks before a planted regression's)."""
 
     ledger: Ledger | None
     baseline: Ledger | None
@@ -350,37 +325,22 @@ def compare(
 ) -> Comparison:
     """Judge one suite's results against its policies and baseline. Prints nothing.
 
-    ``reference`` says what the baseline is, for the advice of messages (default: a baseline
-    file that ``fuseci update-baselines <suite file>`` records); ``sources`` holds each case's
-    source fingerprint in this run, which the causes of findings are decided with (None: not
-    taken; a finding's cause is then undetermined unless nothing but the environment or a time's
-    spread can explain it)."""
+    ``reference`` says what the baseline is, for the advice of messages (default: the suite's
+    baseline file); ``sources`` holds each case's source fingerprint in this run, for the causes
+    of findings (None: not taken)."""
     reference = reference or Reference(f"fuseci update-baselines {shlex.quote(str(suite.path))}")
     found = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
     upgrades = [d for d in found if causes.is_upgrade(d)]
     diffs = tuple(replace(d, accepted=True) if causes.is_upgrade(d) else d for d in found)
     blocking = [d for d in diffs if not d.accepted]
     said = causes.upgrade_said(upgrades)
-    around = Around(
-        reference,
-        blocking,
-        tuple(d for d in diffs if d.accepted),
-        sources,
-        results.record.code,
-        results.record.code_notes,
-    )
+    compared = tuple(d for d in diffs if d.accepted)
+    around = Around(reference, blocking, compared, sources, results.record.code, results.record.code_notes)
     cases = [_judge_case(case, results, baseline, around, ledgers or {}) for case in suite.cases]
     if baseline is not None:
         known = {c.id for c in suite.cases}
         for cid in sorted(set(baseline.cases) - known):
-            miss = MetricDelta(
-                cid,
-                "",
-                CheckKind.CASE,
-                "",
-                Verdict.MISSING,
-                reference.dropped(cid),
-            )
+            miss = MetricDelta(cid, "", CheckKind.CASE, "", Verdict.MISSING, reference.dropped(cid))
             cases.append(CaseResult(cid, 0, "", (miss,), ()))
     comparison = Comparison(
         suite=suite.name,
@@ -401,8 +361,8 @@ def compare(
 
 
 def _unrecorded_sources(comparison: Comparison, baseline: Baseline | None, reference: Reference) -> str:
-    """The suite's one note that a finding's cause needs the baseline recorded again (it holds
-    no source fingerprints); ``""`` when it holds them or nothing was found."""
+    """The suite's one note that a finding's cause needs the baseline recorded again (it holds no
+    source fingerprints); ``""`` otherwise."""
     if baseline is None or baseline.sources:
         return ""
     if not any(
