@@ -136,8 +136,7 @@ class SourcePrint(v.Document):
     parts: Annotated[v.Items[SourcePart], Field(max_length=100_000)]
     """Its parts, sorted by file and name."""
     unproven: Annotated[v.Items[v.Text], Field(max_length=10_000)] = ()
-    """What the case depends on that static reading cannot follow (an import named at run time):
-    its source cannot then be said unchanged."""
+    """What the case depends on that static reading cannot follow (an import named at run time)."""
 
 
 @dataclass(frozen=True, slots=True)

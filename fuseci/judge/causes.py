@@ -105,8 +105,7 @@ class CauseEvidence:
     baseline_kernels: tuple[KernelLaunch, ...]
     """Those of the baseline it is judged against (empty: none)."""
     spread: float
-    """The widest relative spread (IQR ÷ median) of the CUDA-event times behind its speedup, now
-    and at baseline (NaN: not timed)."""
+    """The widest relative spread (IQR ÷ median) of the CUDA-event times behind its speedup."""
     has_baseline: bool
     """Whether the baseline holds this variant (values or kernels) to compare with."""
     source: SourcePrint | None

@@ -298,16 +298,12 @@ def kernels_check(ctx: VariantContext) -> MetricDelta | None:
 
 def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> MetricDelta:
     """A variant that compiled or autotuned inside its measured range: an error, naming what."""
-    return MetricDelta(
-        case.id,
-        variant.id,
-        CheckKind.COMPILE,
-        "",
-        Verdict.ERROR,
+    message = (
         f"{variant.id} compiled inside its measured range ({'; '.join(compiled)}): its launches there include "
         "compilation or autotuning, not only its kernel's; the warm-up calls before the range should have done "
-        "it: does each call compile anew (a new torch.compile, a changing constexpr or autotuning key)?",
+        "it: does each call compile anew (a new torch.compile, a changing constexpr or autotuning key)?"
     )
+    return MetricDelta(case.id, variant.id, CheckKind.COMPILE, "", Verdict.ERROR, message)
 
 
 def megabytes(value: float) -> str:
@@ -397,6 +393,7 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
         replace(c, verdict=Verdict.PASS, message=f"caught as planted: {c.message}", retry=False) if c in failing else c
         for c in checks
     ]
+    caught_by = ", ".join(variant.caught_by)
     if missed and len(unjudged) < len(missed):
         passed = [n for n in missed if n not in unjudged]
         verdict, message = (
@@ -410,13 +407,8 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
             f"(no baseline value of {variant.judged_as}: record one, then it must be caught)",
         )
     else:
-        verdict, message = Verdict.PASS, f"planted regression caught by {', '.join(variant.caught_by)}"
-    return [
-        *out,
-        MetricDelta(
-            case.id, variant.id, CheckKind.PLANTED, "", verdict, message, tolerance=", ".join(variant.caught_by)
-        ),
-    ]
+        verdict, message = Verdict.PASS, f"planted regression caught by {caught_by}"
+    return [*out, MetricDelta(case.id, variant.id, CheckKind.PLANTED, "", verdict, message, tolerance=caught_by)]
 
 
 #: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
@@ -433,23 +425,21 @@ BLOCKS_AT = 0.5
 def occupancy_limiter(values: Mapping[str, float]) -> str:
     """What limits the occupancy of a variant's longest kernel (``registers``...), or ``""``."""
     known = {q: values[q] for q in names.OCCUPANCY_LIMITERS if q in values and not math.isnan(values[q])}
-    if not known:
-        return ""
-    return names.OCCUPANCY_LIMITERS[min(known, key=lambda q: known[q])]
+    return names.OCCUPANCY_LIMITERS[min(known, key=known.__getitem__)] if known else ""
 
 
 def _resource_changes(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
     """Registers, block size and shared memory of the kernels that changed them."""
-    out = []
-    for a, b in zip(old, new, strict=False):
+    return [
+        f"{b.name} {what} {x} -> {y}"
+        for a, b in zip(old, new, strict=False)
         for what, x, y in (
             ("registers per thread", a.registers, b.registers),
             ("block size", a.block, b.block),
             ("shared memory per block", a.shared_mem, b.shared_mem),
-        ):
-            if x != y:
-                out.append(f"{b.name} {what} {x} -> {y}")
-    return out
+        )
+        if x != y
+    ]
 
 
 def occupancy_drop(ctx: VariantContext) -> str:

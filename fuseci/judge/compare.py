@@ -182,25 +182,20 @@ def _caused(
 ) -> list[VariantMeasurement]:
     """``measurements``, each with the cause of its variant's finding (:func:`causes.decide`)."""
     unfused = next((m for m in measurements if m.variant == UNFUSED), None)
-    sources = around.sources or {}
+    before = baseline.code.get(case.id, {}) if baseline is not None else {}
     out = []
     for m in measurements:
         spreads = [causes.relative_spread(x) for x in (m.values, m.baseline_values)]
         if unfused is not None and m is not unfused:
             spreads += [causes.relative_spread(x) for x in (unfused.values, unfused.baseline_values)]
-        code_changes, code_notes = causes.evidence(
-            m.kernels,
-            around.code,
-            baseline.code.get(case.id, {}) if baseline is not None else {},
-            around.code_notes,
-        )
+        code_changes, code_notes = causes.evidence(m.kernels, around.code, before, around.code_notes)
         seen = causes.CauseEvidence(
             checks=tuple(k for k in checks if k.variant == m.variant),
             kernels=m.kernels,
             baseline_kernels=m.baseline_kernels,
             spread=max((x for x in spreads if not math.isnan(x)), default=math.nan),
             has_baseline=bool(m.baseline_values or m.baseline_kernels),
-            source=sources.get(case.id) if around.sources is not None else None,
+            source=(around.sources or {}).get(case.id),
             baseline_source=baseline.sources.get(case.id) if baseline is not None else None,
             environment=around.environment,
             autotuned=tuple(rec.autotuned.get(m.variant, ())),
@@ -232,12 +227,9 @@ def _judge_case(
     around: Around,
     ledgers: Mapping[tuple[str, str], LedgerJudged],
 ) -> CaseResult:
-    blocking, reference = around.blocking, around.reference
     rec = results.record.cases.get(case.id)
-    checks = _correctness(case, rec)
+    checks = _correctness(case, rec) + _not_measured(case, rec, results)
     measurements: list[VariantMeasurement] = []
-    errors = _not_measured(case, rec, results)
-    checks += errors
     if rec is not None and rec.ok:
         unfused = results.variant_values(case.id, UNFUSED) or {}
         for v in case.variants:
@@ -251,8 +243,8 @@ def _judge_case(
                 kernels=inventory(results.kernels, case.id, v.id),
                 unfused=unfused,
                 baseline=baseline,
-                comparable=not blocking,
-                reference=reference,
+                comparable=not around.blocking,
+                reference=around.reference,
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
                 sm_count=_int(results.env.get("sm_count")),

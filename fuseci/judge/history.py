@@ -231,11 +231,6 @@ def _median(values: Sequence[float]) -> float:
     return float(total / 2 if math.isfinite(total) else low / 2 + high / 2)
 
 
-def _segments(values: Sequence[float], starts: Sequence[int]) -> tuple[Segment, ...]:
-    bounds = [0, *starts, len(values)]
-    return tuple(Segment(a, b, _median(values[a:b])) for a, b in itertools.pairwise(bounds))
-
-
 def series_of(
     key: tuple[str, str, str, str, str],
     points: Sequence[tuple[RunPoint, float]],
@@ -245,8 +240,8 @@ def series_of(
     """One series, ``key`` (gpu, suite, case, variant, quantity), from its (run, gain) points, oldest first."""
     runs = tuple(p for p, _ in points)
     values = tuple(v for _, v in points)
-    starts = change_points(values, tolerance)
-    segments = _segments(values, starts)
+    bounds = [0, *change_points(values, tolerance), len(values)]
+    segments = tuple(Segment(a, b, _median(values[a:b])) for a, b in itertools.pairwise(bounds))
     slack = UNGATED_SCALE if tolerance is None else max(tolerance, 1e-9)
     changes = tuple(
         ChangePoint(
@@ -264,9 +259,7 @@ def series_of(
 
 def _gates(suite: Suite | None, case: str) -> Mapping[str, tuple[float | None, str]]:
     found = next((c for c in suite.cases if c.id == case), None) if suite is not None else None
-    if found is None:
-        return {}
-    return {q: (t.relative, str(t)) for q, t in found.gates.items()}
+    return {q: (t.relative, str(t)) for q, t in found.gates.items()} if found is not None else {}
 
 
 def _order(suite: Suite | None, case: str) -> int:
@@ -295,8 +288,7 @@ def gains_of(run: Run) -> RunGains:
         for row in results.gain_rows:  # the rows, not their frame: it is never built here
             if row[names.VARIANT] == UNFUSED:
                 continue
-            values = {q: float(row.get(q, math.nan)) for q in gained}
-            gains = {q: v for q, v in values.items() if 0 < v < math.inf}
+            gains = {q: v for q in gained if 0 < (v := float(row.get(q, math.nan))) < math.inf}
             found[(sid, gpu, str(row[names.CASE]), str(row[names.VARIANT]))] = gains
     return RunGains(run_point(run), found, dict(run.suite_paths))
 

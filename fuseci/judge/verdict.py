@@ -46,8 +46,7 @@ class CheckKind(enum.Enum):
     KERNELS = "kernels"
     """The kernels a variant launched against those the suite declares it must launch."""
     LEDGER = "ledger"
-    """A compiled forward's kernels, traced to its graph nodes, against the baseline's ledger:
-    a split fusion, a new kernel, more bytes (:mod:`fuseci.ledger.gate`)."""
+    """A compiled forward's kernels, traced to its graph nodes, against the baseline's ledger."""
     COMPILE = "compile"
     """Whether a variant compiled or autotuned inside its measured range (``ERROR`` when it did)."""
     CASE = "case"
@@ -223,15 +222,12 @@ class MetricDelta(Stored):
     retry: bool = False
     """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
     band: SignedFigure | None = None
-    """The relative band the change was judged within where it is wider than the tolerance's own
-    (0.186 is ±18.6%): a CUDA-event speedup's, widened by measured noise; a count's that moved
-    over the baseline's profiled passes; None where the tolerance holds as written."""
+    """The relative band the change was judged within where wider than the tolerance's own (0.186
+    is ±18.6%), widened by measured noise or a moving count; None where the tolerance holds."""
     timed_passes: Annotated[int, Field(ge=0, lt=1000)] = 0
-    """The timed passes whose median :attr:`current` is, where the case was timed again; 0 where
-    it was timed once (or is not a timing)."""
+    """The timed passes whose median :attr:`current` is, where the case was timed again; else 0."""
     not_gated: v.Text = ""
-    """Why the quantity is shown and not gated (instructions across a rebuild, a count nothing
-    says repeats); empty where it is gated."""
+    """Why the quantity is shown and not gated; empty where it is gated."""
 
 
 class CauseKind(enum.Enum):
@@ -310,13 +306,11 @@ class VariantMeasurement(Stored):
     baseline_kernels: Kernels = ()
     """The kernel inventory of that baseline (empty without one)."""
     ledger: WholeLedger | None = None
-    """The fusion ledger of a variant the suite asks one of (``ledger:``): its compiled
-    forward's kernels, the graph nodes each implements, measured and minimum bytes."""
+    """The fusion ledger of a variant the suite asks one of (``ledger:``)."""
     baseline_ledger: WholeLedger | None = None
     """The ledger of the baseline it is judged against (None without one)."""
     ledger_changes: tuple[NodeChange, ...] = ()
-    """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node (not in a file:
-    its reader finds it again)."""
+    """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node (not in a file)."""
     cause: FindingCause | None = None
     """Why its checks came to a finding, or ``code`` for a case whose source changed while nothing
     regressed; None otherwise."""
@@ -343,8 +337,7 @@ class CaseResult(Stored):
     ]
     """Measurements per variant."""
     notes: Notes = ()
-    """What a reader of the numbers should know (DRAM writes undercounted because output stayed
-    in L2); never a verdict."""
+    """What a reader of the numbers should know; never a verdict."""
     stated_verdict: Annotated[VerdictName | None, Field(validation_alias="verdict")] = field(
         default=None, compare=False, repr=False
     )
@@ -387,8 +380,7 @@ class Reference:
     the reference, or none where it is another run (``fuseci compare``)."""
 
     command: str
-    """``fuseci update-baselines suites/x.yaml`` with the options that reproduce this run's
-    inputs (``--from-report r.ncu-rep``, ``--baselines b``); empty when the reference is a run."""
+    """``fuseci update-baselines suites/x.yaml`` with this run's inputs; empty when the reference is a run."""
     name: str = "the baseline"
     """What messages call it (``run A``)."""
 

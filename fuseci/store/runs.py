@@ -143,7 +143,7 @@ def _run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path],
             )
         suites[r.suite] = r
     return Run(
-        created=stamp.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created=stamp.created.strftime(_TIME_FORMAT),
         suites=suites,
         git_commit=stamp.commit,
         gpu_name=_gpu_name(results),
@@ -174,28 +174,22 @@ def save_run(
     directory: Path,
     stamp: Stamp | None = None,
 ) -> Path:
-    """Write one run file into ``directory`` (created if needed) and return its path; ``_2``,
-    ``_3``... is added when the name is taken, so no existing file is ever replaced.
-
-    Args:
-        results: The measured suites (those that failed to profile are simply not in it).
-        suite_paths: Suite file of each suite id, as given.
-        directory: The results directory.
-        stamp: When and at which commit the run was measured (default: :func:`now_stamp`).
+    """Write one run file of the measured suites into ``directory`` (created if needed) and return
+    its path; ``_2``, ``_3``... is added when the name is taken, so no file is ever replaced.
+    ``suite_paths`` holds each suite's file as given; ``stamp`` defaults to :func:`now_stamp`.
 
     Raises:
         ReportError: the directory cannot be created or written, or two results share a suite name.
     """
     stamp = stamp or now_stamp()
-    created, sha = stamp.created, stamp.commit
     run = _run(results, suite_paths, stamp)
     try:
         text = FORMAT.dumps(run.to_json(), indent=1)
     except ReportError as exc:  # one fuseci compare and history could not read
         raise ReportError(f"{directory}: cannot write the run file: {exc}") from None
-    stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(run.gpu_name or 'unknown')}"
-    if sha:
-        stem += f"-{sha[:_SHORT_SHA]}"
+    stem = f"{stamp.created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(run.gpu_name or 'unknown')}"
+    if stamp.commit:
+        stem += f"-{stamp.commit[:_SHORT_SHA]}"
     staged = directory / f".{stem}.{os.getpid()}.staged"
     try:
         atomic_write_text(staged, text)
@@ -254,8 +248,7 @@ def load_run(path: Path) -> Run:
 
     Raises:
         ReportError: the file is missing, unreadable, not JSON, not a run file, from a newer
-            fuseci, or holds a value its format does not allow; the message names the file, the
-            value's place and what to do.
+            fuseci, or holds a value its format does not allow.
     """
     try:
         data = FORMAT.load(path)
