@@ -1,8 +1,6 @@
-"""The exception hierarchy: one subclass per layer.
-
-Every error a user can cause or meet (bad suite, missing tool, broken baseline, failed
-profile) is a :class:`FuseciError`. The CLI catches exactly these, prints their message on one
-line and exits with their ``exit_code``; anything else is a bug and keeps its traceback.
+"""The exception hierarchy: one subclass per layer. Every error a user can cause or meet is a
+:class:`FuseciError`, which the CLI prints on one line before exiting with its ``exit_code``;
+anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -15,10 +13,8 @@ EXIT_SETUP = 3
 
 
 class Cancelled(BaseException):
-    """A signal that ends the job arrived (SIGTERM: a cancelled CI job; SIGHUP: a closed terminal
-    or SSH session): unwind, stopping the processes fuseci started and removing its temporary
-    worktrees on the way, and exit as the signal would (128 + its number). A ``BaseException``,
-    as ``KeyboardInterrupt``: nothing that handles errors may swallow it."""
+    """A signal that ends the job arrived (SIGTERM, SIGHUP): unwind, stopping what fuseci started,
+    and exit as the signal would. A ``BaseException``: nothing that handles errors may swallow it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -75,8 +71,7 @@ class NcuError(FuseciError):
     def __init__(self, message: str, *, machine_wide: bool = False) -> None:
         super().__init__(message)
         self.machine_wide = machine_wide
-        """True when the cause is the machine's, not the suite's (ncu refused the counters, DCGM
-        holds them): every other suite would fail the same way."""
+        """True when the cause is the machine's, not the suite's: every other suite would fail too."""
 
 
 class BenchError(FuseciError):
@@ -93,9 +88,8 @@ class ReportError(FuseciError):
 
 
 class MismatchError(ReportError):
-    """A report and a harness record that are not one run's (another GPU, suite, cases or
-    variants). Nothing measured from them can be trusted, so the whole command stops: nothing is
-    judged and nothing (baselines, reports, run files) is written."""
+    """A report and a harness record that are not one run's: the whole command stops, nothing is
+    judged or written."""
 
 
 class BaselineError(FuseciError):
@@ -103,13 +97,11 @@ class BaselineError(FuseciError):
 
 
 class LedgerError(FuseciError):
-    """Inductor's captured artifacts, ncu's kernel rows or a stored ledger cannot be read or put
-    together into a ledger."""
+    """Inductor's captured artifacts, ncu's kernel rows or a stored ledger cannot make a ledger."""
 
 
 class OutputError(FuseciError):
-    """A report file asked for would replace one of the command's inputs (a baseline, a suite
-    file, a report or its record, a results or run file being read)."""
+    """A report file asked for would replace one of the command's inputs."""
 
 
 class UsageError(FuseciError):

@@ -1,17 +1,8 @@
 """The typed models of fuseci's documents, validated by pydantic, with errors in fuseci's words.
 
-Every format fuseci reads is declared once as a tree of :class:`Model` classes (or
-:class:`Document` dataclasses, where code builds the value too) built from the annotated types
-below; pydantic checks a parsed document against it, reporting every problem at once, and
-:func:`problems` turns pydantic's errors into fuseci's one-line wording (``expected an integer,
-got a string "x"``), so that each reader adds only the file's name (and, for a suite, the line)
-and the fix.
-
-Models are frozen, refuse unknown keys and are strict: ``true`` is not an integer, ``"1"`` is
-not a number (integers are taken where a number is expected) and numbers are finite unless a
-field is declared :data:`Number`. A field's own rule that no type states is a pydantic validator
-raising ``ValueError("...")``, whose text is the problem. Each list, map and string is bounded
-by its type; depth and size of a whole document where it is parsed.
+Every format fuseci reads is declared once as :class:`Model` classes (or :class:`Document`
+dataclasses) built from the annotated types below; :func:`problems` turns pydantic's errors into
+fuseci's one-line wording (``expected an integer, got a string "x"``).
 """
 
 from __future__ import annotations
@@ -39,8 +30,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from fuseci.wording import TYPE_ERRORS, Loc, convert, json_path, shown
 
-#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take (``/`` separates
-#: nested ranges, ``:`` the fields of our range names). Match it only with
+#: Case, variant and suite ids: what ncu's ``--nvtx-include`` filter can take. Match it only with
 #: :func:`fuseci.config.names.is_id` (``fullmatch``): ``re.match`` lets ``$`` match before a newline.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 #: Longest id, for every reader (:data:`Id`): an id names files, and file names end at 255 bytes.
@@ -51,8 +41,7 @@ INT_LIMIT = 2**63
 
 
 class Model(BaseModel):
-    """The base of every document model: frozen, strict, closed to unknown keys, finite numbers.
-    Fields are named as the document names its keys (an ``alias`` where not a Python name)."""
+    """The base of every document model: frozen, strict, closed to unknown keys, finite numbers."""
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", strict=True, allow_inf_nan=False, populate_by_name=False, regex_engine="rust-regex"
@@ -60,21 +49,15 @@ class Model(BaseModel):
 
 
 class OpenModel(Model):
-    """A :class:`Model` whose unknown keys are left out, not refused: an object that a newer
-    file of the same version may give new optional members (absent means none)."""
+    """A :class:`Model` whose unknown keys are left out, not refused (a newer file's new members)."""
 
     model_config = ConfigDict(extra="ignore")
 
 
 class Document:
-    """The base of a frozen dataclass that a document holds as it is (a harness record's timing):
-    pydantic validates an object into it as :class:`Model` validates a model, while code still
-    builds it as a plain dataclass, unchecked. A subclass may widen ``__pydantic_config__`` and
-    hold pydantic validators.
-
-    The same declaration writes the object (:func:`dump`): a member with a default is left out
-    where it holds it (so a file without it writes back as it was), but those of
-    :attr:`__always__`; a member with a serialization alias is written under it."""
+    """The base of a frozen dataclass that a document holds: pydantic validates an object into it
+    as into a :class:`Model`, while code builds it unchecked. Written (:func:`dump`), a member at
+    its default is left out, but those of :attr:`__always__`."""
 
     __slots__ = ()
     __pydantic_config__: ClassVar[ConfigDict] = Model.model_config
@@ -83,8 +66,8 @@ class Document:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        """The dataclass's schema, taking an object (a strict dataclass would take only an
-        instance of itself; its fields stay strict), written as the class docstring says."""
+        """The dataclass's schema, taking an object (its fields stay strict), written as the class
+        docstring says."""
         schema = handler(source)
         node: Any = schema
         while node["type"].startswith("function-"):  # a model validator wraps the dataclass
@@ -105,8 +88,7 @@ class Document:
 
     @classmethod
     def _shape(cls, fields: list[Any]) -> None:
-        """A subclass's changes to its fields' schemas (pydantic's ``dataclass-field``s) before
-        the rule of writing defaults is applied."""
+        """A subclass's changes to its fields' schemas before the rule of writing defaults applies."""
 
     def to_json(self) -> dict[str, Any]:
         """The object a document holds for it (:func:`dump`)."""
@@ -118,9 +100,7 @@ def _equals(default: Any) -> Callable[[Any], bool]:
 
 
 def dump(model: type[Any], value: Any) -> Any:
-    """``value`` (a :class:`Document` dataclass, or any type :func:`validate` takes) as its
-    document holds it: JSON's types, members under their aliases, defaults left out as the
-    declaration says."""
+    """``value`` (of any type :func:`validate` takes) as its document holds it, in JSON's types."""
     return _adapter(model).dump_python(value, mode="json", by_alias=True)
 
 
@@ -134,8 +114,7 @@ class OpenDocument(Document):
 @dataclass(frozen=True, slots=True)
 class Expect:
     """Names what a value must be, in messages: ``Annotated[str, pattern..., Expect("an id")]``
-    reports ``expected an id, got a string "a/b"`` where the value has the wrong type or form; a
-    refusal of its size, its range or by a validator's own rule is reported as such."""
+    reports ``expected an id, got a string "a/b"`` where the value has the wrong type or form."""
 
     what: str
     """The expected value, with its article (``an id (letters, digits, '_' and '-')``)."""
@@ -157,15 +136,13 @@ class Expect:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """One of a fixed set of strings (an enumeration): ``Annotated[str, Choice(("a", "b"))]``.
-    The JSON Schema lists them; a value outside them is reported with the closest one. Annotating
-    an enum, ``Annotated[Verdict, Choice(...)]``, gives the member of the value."""
+    """One of a fixed set of strings: ``Annotated[str, Choice(("a", "b"))]``; a value outside them
+    is reported with the closest one. Annotating an enum gives the member of the value."""
 
     values: tuple[str, ...]
     """The strings allowed, in the order messages list them."""
     what: str = ""
-    """When set, how a wrong value is named: ``unsupported dtype 'f32'; did you mean 'float32'?
-    choose one of float64, ...`` (else ``a string "f32" is not one of 'float64', ...``)."""
+    """When set, how a wrong value is named (``unsupported dtype 'f32'; did you mean ...``)."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         """A literal schema whose refusal names the choices (pydantic's hook)."""
@@ -186,9 +163,7 @@ class Choice:
 _T = TypeVar("_T")
 
 Items = Annotated[tuple[_T, ...], Strict(False)]
-"""A list of values of one type, held as a tuple (``Items[float]``); bound its length with
-``Field(max_length=...)``. Only the container is lax (a list is taken for the tuple): its items
-are as strict as any field."""
+"""A list of values of one type, held as a tuple (``Items[float]``); only the container is lax."""
 
 Id = Annotated[
     str,
@@ -230,9 +205,8 @@ class _AsWritten:
 
 
 AsWritten = _AsWritten()
-"""Keeps an integer an integer where a number is expected (``Annotated[Amount, AsWritten]``),
-as the file wrote it, and writes it so, so that a document written again from what was read is
-the same, byte for byte (``3``, not ``3.0``)."""
+"""Keeps an integer an integer where a number is expected (``Annotated[Amount, AsWritten]``), read
+and written, so that a document written again is the same byte for byte (``3``, not ``3.0``)."""
 
 
 def null_for_nan(value: Any) -> Any:
@@ -245,8 +219,7 @@ def _nan_for_null(values: Mapping[str, float | None]) -> dict[str, float]:
 
 
 NanForNull = AfterValidator(_nan_for_null)
-"""Reads a map's nulls as NaN (``Annotated[Mapping[QuantityName, float | None], NanForNull]``): a
-quantity not measured."""
+"""Reads a map's nulls as NaN: a quantity not measured."""
 
 Scalar = Annotated[
     Union[Annotated[str, Field(max_length=4096)], bool, Integer, float, None],  # noqa: UP007 (an alias evaluated at run time)
@@ -267,11 +240,9 @@ class Problem(NamedTuple):
     type: str
     """pydantic's error type (``missing``, ``extra_forbidden``, ``int_type``, ``value_error``...)."""
     key: str | int | None = None
-    """The key a ``missing`` or ``extra_forbidden`` problem is about, or the map's key that is
-    wrong (:attr:`on_key`)."""
+    """The key a ``missing`` or ``extra_forbidden`` problem is about, or a map's wrong key."""
     on_key: bool = False
-    """True when a map's key itself is wrong (the value under it may be right): :attr:`loc`
-    ends with the key."""
+    """True when a map's key itself is wrong: :attr:`loc` ends with the key."""
 
     @property
     def where(self) -> str:
@@ -280,8 +251,7 @@ class Problem(NamedTuple):
 
 
 class Invalid(ValueError):
-    """A document's values are not what its format allows; :attr:`problems` lists them all, and
-    :attr:`where` and :attr:`problem` name the first."""
+    """A document's values are not what its format allows; :attr:`problems` lists them all."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
         first = problems[0]
@@ -298,8 +268,7 @@ _M = TypeVar("_M")
 
 
 def validate(model: type[_M], data: Any, at: Loc = (), show: Callable[[Any], str] | None = None) -> _M:
-    """``data`` (a parsed document, or the part of one found at ``at``) as a ``model`` (a
-    :class:`Model` or a :class:`Document` dataclass).
+    """``data`` (a parsed document, or the part of one found at ``at``) as a ``model``.
 
     Raises:
         Invalid: every value that does not fit, with its place (under ``at``) and the problem.
@@ -332,9 +301,7 @@ def problems(
     mapping: str = "an object",
 ) -> list[Problem]:
     """pydantic's errors for ``data`` as fuseci's problems, in pydantic's order, worded by
-    :mod:`fuseci.wording`: a missing key is placed at the object that lacks it; an unknown key at
-    itself, naming the allowed keys; of a value that fits no branch of a union, only the branch
-    it came closest to is reported.
+    :mod:`fuseci.wording`.
 
     Args:
         exc: What pydantic raised.

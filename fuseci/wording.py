@@ -1,9 +1,5 @@
-"""How fuseci's messages write a document's values, places and problems: a value as
-:func:`shown` writes it (``a string "x"``), a place as :func:`json_path` does
-(``cases.bias_gelu.timings[0].median_ns``), and pydantic's errors in fuseci's words, for
-:func:`fuseci.validation.problems`: each error's one line, written from a table of templates by
-pydantic's error type; of a value that fits no branch of a union, the branch it came closest to;
-of an unknown key, the keys it could have been.
+"""How fuseci's messages write a document's values (:func:`shown`), places (:func:`json_path`)
+and pydantic's errors (:func:`convert`, for :func:`fuseci.validation.problems`).
 """
 
 from __future__ import annotations
@@ -27,29 +23,20 @@ Loc = tuple[str | int, ...]
 
 #: What a value refused for its type was expected to be, by pydantic's error type.
 TYPE_WORDS = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "an integer"),
+    **dict.fromkeys(("float_type", "float_parsing"), "a number"),
+    **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
     "string_type": "a string",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-    "dataclass_type": "an object",
-    "list_type": "a list",
-    "tuple_type": "a list",
-    "set_type": "a list",
+    **dict.fromkeys(("dict_type", "model_type", "model_attributes_type", "dataclass_type"), "an object"),
+    **dict.fromkeys(("list_type", "tuple_type", "set_type"), "a list"),
     "none_required": "null",
 }
 
 #: What :class:`fuseci.validation.Expect` rewords: refusals of a value's type or form.
 TYPE_ERRORS = frozenset({*TYPE_WORDS, "finite_number", "string_pattern_mismatch", "expected", "literal_error"})
 
-#: The message of every other error type: ``{got}`` is the value as a ``show`` function (:func:`shown`)
-#: writes it, ``{input}`` the value itself, the other fields pydantic's context (limits as ``%g``).
+#: The message of every other error type: ``{got}`` is the value as ``show`` writes it, ``{input}``
+#: the value itself, the other fields pydantic's context (limits as ``%g``).
 _TEMPLATES = {
     "expected": "expected {what}, got {got}",
     "invalid_key": "expected a string key, got {got}",
@@ -79,8 +66,7 @@ _KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
 
 
 def shown(value: Any) -> str:
-    """A value in a message: its JSON type and a short, one-line rendering (``a string "x"``,
-    ``a list of 3``)."""
+    """A value in a message: its JSON type and a short rendering (``a string "x"``, ``a list of 3``)."""
     if value is None:
         return "null"
     kind = next((word for of, word in _KINDS if isinstance(value, of)), type(value).__name__)
@@ -114,8 +100,8 @@ def json_path(loc: Sequence[str | int]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _member(key: str) -> str:
-    """``.b`` or ``["dram__bytes.sum"]``: the step of a key of at most 60 characters (the same
-    few keys come back thousands of times a document; only short ones are kept)."""
+    """``.b`` or ``["dram__bytes.sum"]``: the step of a key of at most 60 characters (cached: the
+    same few keys come back thousands of times a document)."""
     return f".{key}" if _KEY.match(key) else f"[{json.dumps(key)}]"
 
 
@@ -174,13 +160,10 @@ def _not_a_choice(kind: str, value: Any, ctx: Mapping[str, Any], show: Callable[
     return f"{show(value)} is not one of {listed}{'; ' + hint.strip() if hint else ''}"
 
 
-# --- from pydantic's errors to problems ------------------------------------------------------
-
-
 @dataclass
 class _Raw:
-    """A pydantic error on its way to a problem: its steps, each marked as a union branch's
-    label (pydantic names the branch it tried) or a key of the document."""
+    """A pydantic error on its way to a problem: its steps, each marked as a union branch's label
+    (True) or a key of the document."""
 
     steps: list[tuple[str | int, bool]]
     error: ErrorDetails
@@ -194,8 +177,9 @@ class _Raw:
 def convert(
     errors: Sequence[ErrorDetails], data: Any, model: Any, show: Callable[[Any], str], mapping: str
 ) -> list[tuple[Loc, str, str, str | int | None, bool]]:
-    """pydantic's ``errors`` for ``data`` as (place, message, type, key, on_key) in pydantic's
-    order (see :func:`fuseci.validation.problems`)."""
+    """pydantic's ``errors`` for ``data`` as (place, message, type, key, on_key): a missing key is
+    placed at the object that lacks it; an unknown key at itself, naming the allowed keys; of a
+    value that fits no branch of a union, only the branch it came closest to is reported."""
     raws = [_raw(error, data, show, mapping) for error in errors]
     while any(label for raw in raws for _, label in raw.steps):
         raws = _reduce_unions(raws)
@@ -253,8 +237,8 @@ def _reduce_unions(raws: list[_Raw]) -> list[_Raw]:
 
 
 def _closest(point: tuple[Any, ...], groups: dict[Any, list[_Raw]]) -> list[_Raw]:
-    """The errors of the branch a value got furthest into (its deepest error, then its fewest
-    errors), or one ``expected a or b, got ...`` when every branch refused its type."""
+    """The errors of the branch a value got furthest into (deepest error, then fewest errors), or
+    one ``expected a or b, got ...`` when every branch refused its type."""
     branches, depth = list(groups.values()), len([s for s in point if not s[1]])
     closer = [b for b in branches if not all(_refused_type(r, depth) for r in b)]
     if closer:

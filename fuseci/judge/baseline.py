@@ -1,30 +1,9 @@
-"""The baseline: what a suite measured when its baseline was recorded, per case and variant,
-and the environment it was recorded under, declared once as the document a baseline file holds.
+"""The baseline: what a suite measured when its baseline was recorded, per case and variant, and
+the environment it was recorded under, declared once as the document a baseline file holds
+(:class:`fuseci.validation.Document`). Gains are derived from the quantities when comparing.
 
-Its dataclasses are the document's declaration (:class:`fuseci.validation.Document`, as the
-harness record's): their annotations say what a file may hold, reading validates a file into
-them, and the same declaration writes one (:meth:`~fuseci.validation.Document.to_json`). Where the files lie, their locks and writes are
-:mod:`fuseci.store.baselines`' business. Fusion gains are derived from the stored quantities when
-comparing, so a baseline has one source of truth.
-
-Format history:
-    1: first version.
-    1 (still): a kernel may carry a fifth number, its shared memory per block in bytes, when it
-       has any; four numbers mean none (or unknown).
-    2: a kernel may carry a sixth member after its shared memory (then always written): an object
-       of its counted quantities (``counts``: bytes the SMs asked of memory, instructions) and how
-       far each moved over the profiled passes the baseline was recorded with (``spread``, absent
-       after one pass). A version-1 file reads as it is: its kernels have neither.
-    2 (still): an optional ``sources``: each case's source fingerprint (:class:`SourcePrint`:
-       its files and definitions, their lines and digests) when the baseline was recorded, so
-       that a finding can be said to come from a code change or not (:mod:`fuseci.judge.causes`).
-       A file without it reads as it is: the findings against it are judged as before, their
-       causes ``undetermined`` until it is recorded again.
-    2 (still): an optional ``code``: each case's kernels' compiled code when recorded, by case
-       and kernel name (:class:`~fuseci.records.sass.KernelCode`: registers, local memory,
-       loads and stores by width, TMA and tensor-core instructions), so that a later run names
-       what its compiled code changed without the old build. A file without it, or a case or
-       kernel missing from it, reads as it is: nothing of that code is compared.
+Format 2 added a kernel's sixth member (:class:`KernelCounts`); a version-1 file reads as it is.
+A kernel's fifth number (shared memory), ``sources`` and ``code`` are optional: absent, none.
 """
 
 from __future__ import annotations
@@ -56,8 +35,8 @@ FORMAT = DocumentFormat(
 
 @dataclass(frozen=True, slots=True)
 class KernelCounts(v.Document):
-    """A kernel's counted quantities and how far they moved, by quantity name (a file's sixth
-    member of a kernel)."""
+    """A kernel's counted quantities and how far they moved over the profiled passes (a file's
+    sixth member of a kernel)."""
 
     counts: Counts = field(default_factory=dict)
     spread: Counts = field(default_factory=dict)
@@ -78,8 +57,7 @@ def _launch(row: tuple[str, int, int, int, int, KernelCounts]) -> KernelLaunch:
 
 
 def _row(k: KernelLaunch) -> list[Any]:
-    """``[name, grid, block, registers]``, the shared memory per block when there is any, and the
-    kernel's counts when it has them (the shared memory then always)."""
+    """A kernel as a file holds it (:data:`KernelEntry`)."""
     row: list[Any] = [k.name, k.grid, k.block, k.registers]
     if k.counts or k.spread:
         counts: dict[str, Any] = {"counts": _rounded(k.counts)}
@@ -119,8 +97,7 @@ else:
     ]
 
 
-#: What a :class:`SourcePart` names for the code a module runs at import (its top-level
-#: statements, decorators and defaults), which every case naming the module depends on.
+#: What a :class:`SourcePart` names for the code a module runs at import.
 IMPORT_TIME = "import-time code"
 
 
@@ -132,13 +109,12 @@ class SourcePart(v.Document):
     file: v.PathText
     """The tree-relative file (``/``-separated); empty for a part outside the tree."""
     name: v.Name
-    """The definition's name, :data:`IMPORT_TIME`, empty for the whole file, or for a part
-    outside the tree what it is (``outside torch``: an installed module)."""
+    """The definition's name, :data:`IMPORT_TIME`, empty for the whole file, or for a part outside
+    the tree what it is (``outside torch``)."""
     digest: Annotated[str, Field(max_length=100)]
     """SHA-256 of the part's code (its :func:`ast.dump` without positions, or the file's bytes)."""
     lines: Annotated[tuple[v.Count, v.Count], Strict(False)] | None = None
-    """The definition's first and last line (decorators included) when it was recorded; None for
-    import-time code, a whole file or a part outside the tree."""
+    """The definition's first and last line (decorators included); None for the other parts."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -155,14 +131,12 @@ class SourcePart(v.Document):
 
 @dataclass(frozen=True, slots=True)
 class SourcePrint(v.Document):
-    """One case's source fingerprint, as a baseline keeps it (made by
-    :func:`fuseci.ab.cases.source_print` from the case fingerprint it takes)."""
+    """One case's source fingerprint, as a baseline keeps it (:func:`fuseci.ab.cases.source_print`)."""
 
     parts: Annotated[v.Items[SourcePart], Field(max_length=100_000)]
     """Its parts, sorted by file and name."""
     unproven: Annotated[v.Items[v.Text], Field(max_length=10_000)] = ()
-    """What the case depends on that static reading cannot follow (a read or an import named at
-    run time): its source cannot then be said unchanged."""
+    """What the case depends on that static reading cannot follow (an import named at run time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,13 +166,11 @@ class Baseline(v.OpenDocument):
     fuseci_version: Annotated[str, Field(max_length=100)] = __version__
     """fuseci version that wrote it (``?`` in a file that does not say)."""
     sources: Annotated[Mapping[v.Id, SourcePrint], Field(max_length=10_000)] = field(default_factory=dict)
-    """case id → its source fingerprint when recorded; empty in a baseline recorded before
-    fuseci kept them (its findings' causes are then undetermined)."""
+    """case id → its source fingerprint when recorded (empty: not kept)."""
     code: Annotated[
         Mapping[v.Id, Annotated[Mapping[v.Name, KernelCode], Field(max_length=10_000)]], Field(max_length=10_000)
     ] = field(default_factory=dict)
-    """case id → kernel name → its compiled code when recorded; empty where no cubin was seen
-    (a library's kernels, a run without cuobjdump) or before fuseci kept it."""
+    """case id → kernel name → its compiled code when recorded (empty where no cubin was seen)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -224,10 +196,9 @@ def normalized(baseline: Baseline) -> Baseline:
 
 
 def code_of(kernels: Sequence[KernelLaunch], builds: Mapping[str, Sequence[KernelCode]]) -> dict[str, KernelCode]:
-    """Each launched kernel's compiled code among a record's builds, by name (a kernel whose
-    build cannot be told is left out): the build a run launched is the one with the registers
-    ncu saw (:func:`fuseci.records.sass.pick`). A baseline keeps the one build per kernel name of
-    each case, so a later run diffs against it without the old cubin."""
+    """Each launched kernel's compiled code among a record's builds, by name: the build with the
+    registers ncu saw (:func:`fuseci.records.sass.pick`; a kernel whose build cannot be told is
+    left out)."""
     out = {}
     for k in kernels:
         if k.name not in out and k.name in builds and (code := pick(builds[k.name], k.registers)) is not None:
@@ -236,11 +207,7 @@ def code_of(kernels: Sequence[KernelLaunch], builds: Mapping[str, Sequence[Kerne
 
 
 def from_results(results: SuiteResults, cases: set[str]) -> Baseline:
-    """A baseline holding those of ``cases`` that the harness ran ok (measured, right results).
-
-    A case that errored may have left some variants' kernels in the report; those are never a
-    baseline, and a wrong case has nothing measured.
-    """
+    """A baseline holding those of ``cases`` that the harness ran ok (measured, right results)."""
     ok = set(results.record.ok_cases())
     out: dict[str, dict[str, VariantBaseline]] = {}
     code: dict[str, dict[str, KernelCode]] = {}

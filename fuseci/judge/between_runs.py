@@ -1,6 +1,5 @@
-"""Judging one run against another: ``fuseci compare A B`` treats run A's measurements as the
-stored baseline of run B, under the suite files' current policies, so a pull request's run gets
-exactly the verdicts ``fuseci run`` would give it if main's run were the baseline."""
+"""Judging one run against another: ``fuseci compare A B`` judges run B with run A's measurements
+as its baseline, under the suite files' current policies."""
 
 from __future__ import annotations
 
@@ -21,33 +20,24 @@ from fuseci.judge.verdict import Comparison, Reference, failed
 log = logging.getLogger(__name__)
 
 
-#: Run B's reference: run A, which no command of B's re-records (``update-baselines`` writes
-#: baseline files, which compare does not read).
+#: Run B's reference: run A, which no command of B's re-records.
 RUN_A = Reference("", name="run A")
-
-#: Suffixes of the suite files a run file may name.
-SUITE_SUFFIXES = (".yaml", ".yml")
 
 
 def _opened_as_recorded(p: str) -> bool:
     """True when fuseci may open the suite file a run file names: a relative path without ``..``
-    to a ``.yaml``/``.yml`` file that lies, links resolved, inside the current directory. A run
-    file is data: a path in it must not make ``fuseci compare`` read (and print part of) any other
-    file, such as ``../../../../etc/passwd``."""
+    to a ``.yaml``/``.yml`` file that lies, links resolved, inside the current directory (a run
+    file is data: it must not make ``fuseci compare`` read ``../../etc/passwd``)."""
     path = Path(p)
-    if path.is_absolute() or ".." in path.parts or path.suffix not in SUITE_SUFFIXES or not p.isprintable():
+    if path.is_absolute() or ".." in path.parts or path.suffix not in (".yaml", ".yml") or not p.isprintable():
         return False
     here = Path.cwd().resolve()
     return path.resolve() == here or here in path.resolve().parents
 
 
 def recorded_suites(a: Run, b: Run) -> list[Suite]:
-    """The suite files the two runs recorded, loaded from paths relative to the current
-    directory: B's suites first (B's path wins when both recorded one), then those only A has.
-
-    Only a relative path to a ``.yaml``/``.yml`` regular file inside the current directory is
-    opened (:func:`_opened_as_recorded`); any other is refused with a request to pass the suite
-    files.
+    """The suite files the two runs recorded, loaded from paths relative to the current directory
+    (only those :func:`_opened_as_recorded` allows): B's suites first (B's path wins), then A's.
 
     Raises:
         ReportError: a recorded suite path is not one fuseci opens, its file is not there, or it
@@ -106,18 +96,15 @@ def _one_sided(suite: Suite, a: Run, b: Run) -> Comparison:
 
 
 def baseline_of(results: SuiteResults) -> Baseline:
-    """A run's results as a baseline: its cases that the harness ran ok, rounded as a baseline
-    file would hold them (:func:`fuseci.judge.baseline.normalized`)."""
+    """A run's results as a baseline: its cases that the harness ran ok, rounded as a baseline file
+    would hold them."""
     return normalized(from_results(results, cases=set(results.record.cases)))
 
 
 def compare_runs(a: Run, b: Run, suites: Sequence[Suite], accept_env: frozenset[str] = frozenset()) -> list[Comparison]:
-    """Judge each suite's results in run B with run A's as its baseline. Prints nothing.
-
-    The verdicts are those ``fuseci run`` would give B if A's results were the stored baseline
-    (:func:`baseline_of`), including an ``INCOMPARABLE`` environment difference unless its field
-    is in ``accept_env``. A suite that is not in both runs is one ``ERROR``. Suites of the runs
-    that none of ``suites`` defines are not compared (logged).
+    """Judge each suite's results in run B with run A's as its baseline (:func:`baseline_of`), as
+    ``fuseci run`` would. A suite that is not in both runs is one ``ERROR``; suites of the runs
+    that none of ``suites`` defines are not compared (logged). Prints nothing.
 
     Raises:
         ReportError: A's results of a suite cannot be made into a baseline.

@@ -1,11 +1,5 @@
 """Why: each variant's finding given one cause (:func:`decide`), and which environment fields an
-upgrade compares across.
-
-An upgrade is the commonest way a fusion breaks, so a baseline is compared across one: each
-environment fingerprint field (:data:`fuseci.config.names.ENV_FIELDS`) either leaves the numbers
-meaning what they meant (an upgrade: compared, and named once per suite and as the likely cause
-of each ``REGRESSED`` check) or changes what a number means (``INCOMPARABLE`` unless accepted
-with ``--accept-env``):
+upgrade compares across (the others are ``INCOMPARABLE`` unless accepted with ``--accept-env``):
 
 ======================  =============  ==================================================
 field                   judged         why
@@ -26,13 +20,6 @@ field                   judged         why
 ``cache_control``       INCOMPARABLE   flushed or warm caches: another meaning of DRAM bytes
 ``replay_mode``         INCOMPARABLE   kernel or application replay: other counter values
 ======================  =============  ==================================================
-
-A metric set that changed (counters the baseline never recorded) is judged per quantity by
-:mod:`fuseci.judge.counters`, not here.
-
-A variant's compiled code against its baseline's is a cause's evidence (:func:`evidence`): per
-kernel, what moves bytes and time that differs (``fuseci_scale_relu_add: LDG.E.128 ×10 → none;
-registers 32 → 40``), and a note for a kernel whose code could not be read.
 """
 
 from __future__ import annotations
@@ -47,8 +34,8 @@ from fuseci.judge.baseline import SourcePart, SourcePrint, code_of
 from fuseci.judge.verdict import FINDINGS, CauseKind, CheckKind, EnvDifference, FindingCause, MetricDelta
 from fuseci.records.sass import KernelCode, code_changes
 
-#: The fingerprint fields compared across a change (an upgrade), with their names for people;
-#: ``ncu_version`` only within a release (:func:`is_upgrade`).
+#: The fingerprint fields compared across an upgrade, with their names for people (``ncu_version``
+#: only within a release).
 UPGRADES: Mapping[str, str] = {
     "driver_version": "driver",
     "cuda_runtime": "CUDA runtime",
@@ -74,17 +61,15 @@ def is_upgrade(d: EnvDifference) -> bool:
 
 
 def upgrade_said(upgrades: Sequence[EnvDifference]) -> str:
-    """``PyTorch 2.11.0 -> 2.12.0, driver 580.65 -> 580.159``: what changed, for the note and
-    the cause; ``""`` when nothing did."""
-    return ", ".join(f"{UPGRADES[d.field]} {_said(d.baseline_value)} -> {_said(d.current)}" for d in upgrades)
+    """``PyTorch 2.11.0 -> 2.12.0, driver 580.65 -> 580.159``; ``""`` when nothing changed."""
+    return ", ".join(map(env_said, upgrades))
 
 
 def _said(value: object) -> str:
     return "none" if value is None else str(value)
 
 
-#: The environment fields whose change rebuilds compiled code (a compiler's or a library's
-#: upgrade): named in a ``compiler`` cause's evidence rather than beside it.
+#: The environment fields whose change rebuilds compiled code: a ``compiler`` cause's evidence.
 COMPILERS = frozenset({"cuda_runtime", "cupy_version", "torch_version", "triton_version"})
 
 
@@ -95,8 +80,7 @@ def env_said(d: EnvDifference) -> str:
 
 def source_changes(old: SourcePrint, new: SourcePrint) -> list[str]:
     """What differs between a case's source fingerprints, a part a line, in file order:
-    ``kernels/x.py:12-30 (scale_add) changed`` (the lines are the new ones), ``... added``,
-    ``... removed``; empty when nothing does."""
+    ``kernels/x.py:12-30 (scale_add) changed``, ``... added``, ``... removed``."""
     before: dict[tuple[str, str], SourcePart] = {p.key: p for p in old.parts}
     after: dict[tuple[str, str], SourcePart] = {p.key: p for p in new.parts}
     out = []
@@ -112,8 +96,7 @@ def source_changes(old: SourcePrint, new: SourcePrint) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class CauseEvidence:
-    """What one variant's cause is decided from: its checks, what it ran now and at baseline,
-    and what differs around it."""
+    """What one variant's cause is decided from."""
 
     checks: tuple[MetricDelta, ...]
     """Its checks."""
@@ -122,8 +105,7 @@ class CauseEvidence:
     baseline_kernels: tuple[KernelLaunch, ...]
     """Those of the baseline it is judged against (empty: none)."""
     spread: float
-    """The widest relative spread (interquartile range ÷ median) of the CUDA-event times behind
-    its speedup, now and at baseline (NaN: not timed)."""
+    """The widest relative spread (IQR ÷ median) of the CUDA-event times behind its speedup."""
     has_baseline: bool
     """Whether the baseline holds this variant (values or kernels) to compare with."""
     source: SourcePrint | None
@@ -137,8 +119,7 @@ class CauseEvidence:
     reference: str = "the baseline"
     """What the baseline is called in messages."""
     code_changes: tuple[str, ...] = ()
-    """What differs in its kernels' compiled code from the baseline's, a kernel a line
-    (:func:`evidence`); empty when the same, or not known."""
+    """What differs in its kernels' compiled code from the baseline's, a kernel a line (:func:`evidence`)."""
     code_notes: tuple[str, ...] = ()
     """Its kernels whose compiled code could not be read in this run, with why."""
 
@@ -159,8 +140,7 @@ def _unproven_source(seen: CauseEvidence) -> str:
 
 
 def _within_spread(seen: CauseEvidence, findings: list[MetricDelta]) -> str:
-    """The evidence that a timing-only finding is noise: each moved within the variant's own
-    spread; ``""`` when one did not, or a finding is not a CUDA-event speedup."""
+    """The evidence that a timing-only finding is noise (each moved within the variant's own spread), or ``""``."""
     if not all(k.check is CheckKind.GAIN and k.quantity == names.EVENT_TIME for k in findings):
         return ""
     if not (seen.spread > 0) or any(k.change is None or abs(k.change) > seen.spread for k in findings):
@@ -173,32 +153,18 @@ def _within_spread(seen: CauseEvidence, findings: list[MetricDelta]) -> str:
 
 
 def decide(seen: CauseEvidence) -> FindingCause | None:
-    """The cause of a variant's finding (a ``regressed``, ``wrong``, ``improved`` or ``warn``
-    check). A variant without a finding whose case's source differs from the baseline's gets
-    ``code`` (an edit that moved nothing fuseci checks); any other, None.
+    """The cause of a variant's finding (a check in :data:`FINDINGS`); ``code`` for a variant
+    without one whose case's source changed; else None. The first that applies:
 
-    The first that applies, in this order of precedence:
-
-    1. ``code``: the case's source fingerprint differs from the baseline's (the parts that do,
-       with their lines);
-    2. ``compiler``: the same source, other compiled kernels: other names; any change of the
-       kernels across an upgrade of what builds them (CUDA, CuPy, PyTorch, Triton: named); or
-       the same names with other registers, shared memory or compiled code (its SASS summary:
-       :func:`evidence`) and the same launch shape, nothing autotuned;
-    3. ``autotune``: the same kernels by name in another launch shape (grid, block), or another
-       build after autotuning at their first call in this run;
-    4. ``environment``: the same kernels, and an environment field that differs (driver, CUDA,
-       libraries, ncu, an accepted card or clock difference);
+    1. ``code``: the case's source fingerprint differs from the baseline's;
+    2. ``compiler``: the same source, other compiled kernels (other names; any change across an
+       upgrade of what builds them; other registers, shared memory or code, nothing autotuned);
+    3. ``autotune``: the same kernels in another launch shape, or rebuilt after autotuning;
+    4. ``environment``: the same kernels, and an environment field that differs;
     5. ``measurement``: only CUDA-event speedups moved, each within the variant's own spread;
     6. ``undetermined``, naming what was seen and what is missing.
 
-    A cause below ``code`` needs the source proven unchanged: without the baseline's source
-    fingerprint (a baseline recorded before fuseci kept them), or where the case reads or
-    imports something named at run time, it is ``undetermined`` with what was seen. What the
-    kernels' compiled code changed, and which kernels' code could not be read, is evidence of
-    ``code``, ``compiler``, ``autotune`` and ``undetermined`` with other kernels. An
-    environment that changed is named alongside a cause above it (:attr:`Cause.also`). Exact
-    counters are never noise: ``measurement`` is for times only.
+    A cause below ``code`` needs the source proven unchanged, else it is ``undetermined``.
     """
     findings = [k for k in seen.checks if k.verdict in FINDINGS]
     code = source_changes(seen.baseline_source, seen.source) if seen.baseline_source and seen.source else []
@@ -274,10 +240,9 @@ def evidence(
     before: Mapping[str, KernelCode],
     notes: Mapping[str, str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """What differs in the compiled code of a variant's ``kernels`` (this run's builds ``now``,
-    the baseline's code ``before``), a line per kernel in launch order, and a note per kernel
-    whose code could not be read in this run (``notes``, by kernel name); at most
-    :data:`MAX_KERNELS` lines each, the last then counting the rest."""
+    """What differs in the compiled code of a variant's ``kernels`` (this run's builds ``now``, the
+    baseline's ``before``), a line per kernel, and a note per kernel whose code could not be read
+    (``notes``); at most :data:`MAX_KERNELS` lines each, the last then counting the rest."""
     code = code_of(kernels, now)
     changes, unread = [], []
     for name in dict.fromkeys(k.name for k in kernels):

@@ -1,26 +1,7 @@
 """The checks of one variant, each a pure function of a :class:`VariantContext`.
 
-* :func:`gain_check` per gated gain: the fusion gain (unfused ÷ variant, higher is better)
-  against the baseline's, within the gate's tolerance; for the CUDA-event speedup,
-  :func:`time_check` widens the band to what the measured noise can resolve
-  (:func:`time_band`) and flags a speedup that falls a little outside it for re-measurement
-  (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) before it counts as a regression.
-* :func:`value_check` per gated value (occupancy, an exact counter): the variant's own value
-  against its baseline, in the direction the catalogue gives it.
-* :func:`inventory_check` while launches are gated: the ordered kernel names against the
-  baseline's; a split, a new kernel or a vanished one is named as such (:func:`~fuseci.frames.inventory.inventory_diff`).
-* :func:`kernels_check`: the kernels a variant launched against those the suite declares it
-  must launch, with or without a baseline.
-* :func:`compile_check`: a compilation or autotuning inside the variant's measured range.
-* :func:`bytes_check`: DRAM bytes over the case's minimum, within its allowance.
-* :func:`expect_checks`: each gain against the suite's absolute bounds.
-* :func:`planted`: whether every check meant to catch a planted regression did.
-* :func:`occupancy_checks`: occupancy as a cause (a fall in theoretical occupancy named as the
-  likely why of a slower kernel, or a warning; low achieved occupancy away from the memory roof,
-  a warning); :func:`asynchrony_check`: a fused call that now waits for the GPU before it returns.
-
-A variant may be judged against another variant's baseline (``baseline:`` in the suite):
-the context's baseline figures are those of :attr:`~fuseci.config.model.Variant.judged_as`.
+A variant may be judged against another variant's baseline (``baseline:`` in the suite): the
+context's baseline figures are then those of :attr:`~fuseci.config.model.Variant.judged_as`.
 """
 
 from __future__ import annotations
@@ -35,7 +16,7 @@ from fuseci.config.model import UNFUSED, Case, Variant
 from fuseci.config.policy import Band, Direction
 from fuseci.frames.inventory import KernelLaunch, inventory_diff, kernel_names
 from fuseci.frames.metrics import ratio
-from fuseci.judge.baseline import Baseline
+from fuseci.judge.baseline import Baseline, VariantBaseline
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, VariantMeasurement, Verdict
 
 #: A CUDA-event speedup's band is at least this many standard errors of its change (z-score):
@@ -48,7 +29,7 @@ BORDERLINE_FACTOR = 3.0
 L2_UNDERCOUNT = 0.02
 
 
-#: A baseline file, re-recorded by ``fuseci update-baselines`` (the suite's own command is not known here).
+#: A baseline file (the suite's own command is not known here).
 _STORED = Reference("fuseci update-baselines")
 
 
@@ -72,14 +53,6 @@ class VariantContext:
     """The suite's baseline, if any."""
     comparable: bool = True
     """False when an unaccepted environment difference blocks every baseline comparison."""
-    why_incomparable: str = ""
-    """What that difference is, for messages (empty: the suite's note says it, once)."""
-
-    @property
-    def not_compared(self) -> str:
-        """``not compared``, with why when the context holds it."""
-        return f"not compared: {self.why_incomparable}" if self.why_incomparable else "not compared"
-
     remeasured: int = 0
     """Extra timed passes the case had (its speedups are medians over them)."""
     timed: bool = True
@@ -91,12 +64,14 @@ class VariantContext:
     reference: Reference = _STORED
     """What the baseline is, for the advice in messages."""
 
-    def baseline_values(self, variant: str | None = None) -> Mapping[str, float] | None:
-        """The baseline's quantities of ``variant`` (default: the one this variant is judged as)."""
-        vid = variant or self.variant.judged_as
+    def _entry(self, variant: str | None = None) -> VariantBaseline | None:
         if self.baseline is None:
             return None
-        entry = self.baseline.cases.get(self.case.id, {}).get(vid)
+        return self.baseline.cases.get(self.case.id, {}).get(variant or self.variant.judged_as)
+
+    def baseline_values(self, variant: str | None = None) -> Mapping[str, float] | None:
+        """The baseline's quantities of ``variant`` (default: the one this variant is judged as)."""
+        entry = self._entry(variant)
         return None if entry is None else entry.values
 
     def baseline_gains(self) -> dict[str, float] | None:
@@ -108,14 +83,12 @@ class VariantContext:
 
     def baseline_kernels(self) -> tuple[KernelLaunch, ...]:
         """The baseline's inventory of the variant this one is judged as (empty when none)."""
-        if self.baseline is None:
-            return ()
-        entry = self.baseline.cases.get(self.case.id, {}).get(self.variant.judged_as)
+        entry = self._entry()
         return () if entry is None else entry.kernels
 
     def noise(self) -> tuple[float, ...]:
-        """Relative standard errors of the four medians behind a speedup's change: unfused and
-        this variant, now and in the baseline."""
+        """Relative standard errors of the four medians behind a speedup's change (unfused and
+        this variant, now and at baseline)."""
         return tuple(
             time_noise(x)
             for x in (self.unfused, self.values, self.baseline_values(UNFUSED) or {}, self.baseline_values() or {})
@@ -123,8 +96,7 @@ class VariantContext:
 
     @property
     def candidate(self) -> bool:
-        """True when the variant is judged against another variant's baseline: re-recording its
-        own values cannot change what it is judged against."""
+        """True when the variant is judged against another variant's baseline."""
         return self.variant.judged_as != self.variant.id
 
     @property
@@ -137,14 +109,9 @@ class VariantContext:
         return MetricDelta(self.case.id, self.variant.id, check, quantity, verdict, message, **kw)  # type: ignore[arg-type]
 
 
-def fmt_gain(value: float | None) -> str:
+def fmt_gain(value: float) -> str:
     """A gain for messages: ``2.32x``, or ``n/a``."""
-    return "n/a" if value is None or math.isnan(value) else f"{value:.3g}x"
-
-
-def label(quantity: str) -> str:
-    """A quantity's name for people."""
-    return quantities.label(quantity)
+    return "n/a" if math.isnan(value) else f"{value:.3g}x"
 
 
 def time_noise(values: Mapping[str, float]) -> float:
@@ -162,12 +129,8 @@ def time_noise(values: Mapping[str, float]) -> float:
 
 
 def time_band(tolerance: float, noise: Sequence[float]) -> float:
-    """The relative band a CUDA-event speedup may move within: the suite's tolerance, or
-    :data:`NOISE_Z` standard errors of the change when the measured noise is larger.
-
-    ``noise`` holds the relative standard errors of the four medians behind the change
-    (unfused and fused, now and in the baseline); unknown ones (NaN) count as zero.
-    """
+    """The relative band a CUDA-event speedup may move within: the tolerance, or :data:`NOISE_Z`
+    standard errors of the change (``noise``: :meth:`VariantContext.noise`, NaN as zero) if larger."""
     combined = math.sqrt(sum(x * x for x in noise if not math.isnan(x)))
     return max(tolerance, NOISE_Z * combined)
 
@@ -180,7 +143,7 @@ def gain_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     if quantity == names.EVENT_TIME and tol.relative:
         return time_check(ctx)
     current = (ctx.gains or {}).get(quantity, math.nan)
-    name = f"{label(quantity)} gain ({UNFUSED} ÷ {ctx.variant.id})"
+    name = f"{quantities.label(quantity)} gain ({UNFUSED} ÷ {ctx.variant.id})"
     d = ctx.delta(CheckKind.GAIN, quantity, Verdict.ERROR, current=current, tolerance=str(tol))
     if math.isnan(current):
         return replace(
@@ -188,26 +151,16 @@ def gain_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
             message=f"{name} cannot be computed: a side measured zero or nothing (tensors that fit in L2 hide DRAM traffic; size them at 4x L2 or more)",
         )
     base_gains = ctx.baseline_gains()
-    if base_gains is None:
-        return replace(
-            d,
-            verdict=Verdict.NEW,
-            message=f"{name} is {fmt_gain(current)}; {ctx.reference.missing()}",
-        )
-    base = base_gains.get(quantity, math.nan)
+    base = math.nan if base_gains is None else base_gains.get(quantity, math.nan)
     if math.isnan(base):
-        return replace(
-            d, verdict=Verdict.NEW, message=f"{name} is {fmt_gain(current)}; the baseline has no value for it"
-        )
+        why = ctx.reference.missing() if base_gains is None else "the baseline has no value for it"
+        return replace(d, verdict=Verdict.NEW, message=f"{name} is {fmt_gain(current)}; {why}")
     change = (current - base) / abs(base) if base else None  # no relative change from 0
     pct = "n/a" if change is None else f"{change:+.1%}"
     d = replace(d, baseline_value=base, change=change)
+    both = f"{fmt_gain(current)}, baseline {fmt_gain(base)}"
     if not ctx.comparable:
-        return replace(
-            d,
-            verdict=Verdict.INCOMPARABLE,
-            message=f"{name} is {fmt_gain(current)}, baseline {fmt_gain(base)}, {ctx.not_compared}",
-        )
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} is {both}, not compared")
     moved = f"{name} {'fell' if current < base else 'rose'} from {fmt_gain(base)} to {fmt_gain(current)} ({pct}); tolerance {tol}"
     match tol.classify(base, current, Direction.HIGHER_IS_BETTER):
         case Band.WORSE:
@@ -215,11 +168,7 @@ def gain_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         case Band.BETTER:
             return replace(d, verdict=Verdict.IMPROVED, message=moved + ctx.keep_advice)
         case Band.WITHIN:
-            return replace(
-                d,
-                verdict=Verdict.PASS,
-                message=f"{name} {fmt_gain(current)}, baseline {fmt_gain(base)} ({pct}); tolerance {tol}",
-            )
+            return replace(d, verdict=Verdict.PASS, message=f"{name} {both} ({pct}); tolerance {tol}")
 
 
 def time_check(ctx: VariantContext) -> MetricDelta:
@@ -246,22 +195,19 @@ def time_check(ctx: VariantContext) -> MetricDelta:
     d = replace(d, baseline_value=base, change=change)
     seen = f"{fmt_gain(current)}, baseline {fmt_gain(base)} ({change:+.1%}){passes}; band {shown}"
     if not ctx.comparable:
-        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {seen}; {ctx.not_compared}")
+        return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {seen}; not compared")
     if abs(change) <= band:
         return replace(d, verdict=Verdict.PASS, message=f"{name} {seen}")
     if change > 0:
         return replace(d, verdict=Verdict.IMPROVED, message=f"{name} rose: {seen}{ctx.keep_advice}")
     borderline = -change <= BORDERLINE_FACTOR * band and not ctx.remeasured and not ctx.variant.caught_by
-    message = f"{name} fell: {seen}"
-    if borderline:
-        message += "; borderline: re-measure before believing it"
+    message = f"{name} fell: {seen}" + ("; borderline: re-measure before believing it" if borderline else "")
     return replace(d, verdict=Verdict.REGRESSED, message=message, retry=borderline)
 
 
 def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
-    """A variant's own value (occupancy) against its baseline's, in the direction the catalogue
-    gives the quantity (:attr:`fuseci.config.quantities.Quantity.direction`). Counted quantities
-    (bytes, instructions) are :func:`fuseci.judge.counters.counted_check`'s."""
+    """A variant's own value (occupancy) against its baseline's, in the catalogue's direction;
+    counted quantities are :func:`fuseci.judge.counters.counted_check`'s."""
     tol = ctx.case.gates[quantity]
     if not tol.enabled:
         return None
@@ -269,7 +215,7 @@ def value_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     direction = Direction.HIGHER_IS_BETTER if entry is None else entry.direction
     current = ctx.values.get(quantity, math.nan)
     base = ctx.baseline_values()
-    name = f"{label(quantity)} of {ctx.variant.id}"
+    name = f"{quantities.label(quantity)} of {ctx.variant.id}"
     d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
     old = math.nan if base is None else base.get(quantity, math.nan)
     now = quantities.show(quantity, current)
@@ -299,9 +245,9 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
     old, kernels, variant = ctx.baseline_kernels(), ctx.kernels, ctx.variant
     if launches is None or not launches.enabled or not kernels or not old:
         return None
-    against = "the baseline" if variant.judged_as == variant.id else f"the baseline of {variant.judged_as}"
+    against = f"the baseline of {variant.judged_as}" if ctx.candidate else "the baseline"
     d = ctx.delta(CheckKind.INVENTORY, "kernels", Verdict.PASS, current=len(kernels), baseline_value=len(old))
-    if variant.judged_as != variant.id and len(old) == len(kernels):
+    if ctx.candidate and len(old) == len(kernels):
         # Another variant's baseline: its kernels have other names; their number and launch
         # shapes are what must hold.
         old = tuple(replace(o, name=k.name) for o, k in zip(old, kernels, strict=True))
@@ -325,8 +271,8 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
 
 
 def kernels_check(ctx: VariantContext) -> MetricDelta | None:
-    """The variant's kernels against the patterns it declares (``kernels:``); None when it
-    declares none. Each pattern is matched against whole kernel names."""
+    """The variant's kernels against the patterns it declares (``kernels:``, matching whole
+    names); None when it declares none."""
     rules = ctx.variant.kernels
     if not rules or not ctx.kernels:
         return None
@@ -352,16 +298,12 @@ def kernels_check(ctx: VariantContext) -> MetricDelta | None:
 
 def compile_check(case: Case, variant: Variant, compiled: Sequence[str]) -> MetricDelta:
     """A variant that compiled or autotuned inside its measured range: an error, naming what."""
-    return MetricDelta(
-        case.id,
-        variant.id,
-        CheckKind.COMPILE,
-        "",
-        Verdict.ERROR,
+    message = (
         f"{variant.id} compiled inside its measured range ({'; '.join(compiled)}): its launches there include "
         "compilation or autotuning, not only its kernel's; the warm-up calls before the range should have done "
-        "it: does each call compile anew (a new torch.compile, a changing constexpr or autotuning key)?",
+        "it: does each call compile anew (a new torch.compile, a changing constexpr or autotuning key)?"
     )
+    return MetricDelta(case.id, variant.id, CheckKind.COMPILE, "", Verdict.ERROR, message)
 
 
 def megabytes(value: float) -> str:
@@ -393,20 +335,18 @@ def bytes_check(ctx: VariantContext) -> MetricDelta | None:
 def expect_checks(ctx: VariantContext) -> list[MetricDelta]:
     """Each of the variant's expectations against its gains, with or without a baseline."""
     gains = ctx.gains or {}
-    out = []
-    for q, exp in ctx.variant.expect.items():
-        value = gains.get(q, math.nan)
-        out.append(
-            ctx.delta(
-                CheckKind.EXPECT,
-                q,
-                Verdict.PASS if exp.holds(value) else Verdict.REGRESSED,
-                f"{label(q)} gain ({UNFUSED} ÷ {ctx.variant.id}) is {fmt_gain(value)}; expected {exp}",
-                current=value,
-                tolerance=str(exp),
-            )
+    return [
+        ctx.delta(
+            CheckKind.EXPECT,
+            q,
+            Verdict.PASS if exp.holds(value) else Verdict.REGRESSED,
+            f"{quantities.label(q)} gain ({UNFUSED} ÷ {ctx.variant.id}) is {fmt_gain(value)}; expected {exp}",
+            current=value,
+            tolerance=str(exp),
         )
-    return out
+        for q, exp in ctx.variant.expect.items()
+        for value in (gains.get(q, math.nan),)
+    ]
 
 
 def undercount_note(measurements: Sequence[VariantMeasurement]) -> str | None:
@@ -426,8 +366,8 @@ def undercount_note(measurements: Sequence[VariantMeasurement]) -> str | None:
 
 
 def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[MetricDelta]:
-    """A planted regression's checks: its expected failures pass as caught, and one more check
-    says whether every check in ``caught_by`` caught it."""
+    """A planted regression's checks: its expected failures pass as caught, and one more says
+    whether every check in ``caught_by`` caught it."""
     if any(c.check is CheckKind.CASE and c.verdict is Verdict.ERROR for c in checks):
         return checks  # not measured: nothing was caught or missed, and the error says why
     failing = [
@@ -453,6 +393,7 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
         replace(c, verdict=Verdict.PASS, message=f"caught as planted: {c.message}", retry=False) if c in failing else c
         for c in checks
     ]
+    caught_by = ", ".join(variant.caught_by)
     if missed and len(unjudged) < len(missed):
         passed = [n for n in missed if n not in unjudged]
         verdict, message = (
@@ -466,22 +407,16 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
             f"(no baseline value of {variant.judged_as}: record one, then it must be caught)",
         )
     else:
-        verdict, message = Verdict.PASS, f"planted regression caught by {', '.join(variant.caught_by)}"
-    return [
-        *out,
-        MetricDelta(
-            case.id, variant.id, CheckKind.PLANTED, "", verdict, message, tolerance=", ".join(variant.caught_by)
-        ),
-    ]
+        verdict, message = Verdict.PASS, f"planted regression caught by {caught_by}"
+    return [*out, MetricDelta(case.id, variant.id, CheckKind.PLANTED, "", verdict, message, tolerance=caught_by)]
 
 
 #: A theoretical occupancy lower than the baseline's by more than this fraction is worth naming.
 OCCUPANCY_DROP = 0.05
 #: A fused kernel under this achieved occupancy (percent) gets a warning...
 LOW_ACHIEVED_OCCUPANCY = 50.0
-#: ... unless it moves DRAM at this fraction of the card's peak or more: then it is at the memory
-#: roof, and more warps could not make it faster (the normalization kernels keep whole rows in
-#: registers at 32-41% occupancy and run at 93-98% of copy bandwidth).
+#: ... unless it moves DRAM at this fraction of the card's peak or more: at the memory roof, more
+#: warps could not make it faster.
 AT_THE_ROOF = 0.75
 #: A variant whose probe calls waited for the GPU in at least this fraction of tries blocks.
 BLOCKS_AT = 0.5
@@ -490,28 +425,26 @@ BLOCKS_AT = 0.5
 def occupancy_limiter(values: Mapping[str, float]) -> str:
     """What limits the occupancy of a variant's longest kernel (``registers``...), or ``""``."""
     known = {q: values[q] for q in names.OCCUPANCY_LIMITERS if q in values and not math.isnan(values[q])}
-    if not known:
-        return ""
-    return names.OCCUPANCY_LIMITERS[min(known, key=lambda q: known[q])]
+    return names.OCCUPANCY_LIMITERS[min(known, key=known.__getitem__)] if known else ""
 
 
 def _resource_changes(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
     """Registers, block size and shared memory of the kernels that changed them."""
-    out = []
-    for a, b in zip(old, new, strict=False):
+    return [
+        f"{b.name} {what} {x} -> {y}"
+        for a, b in zip(old, new, strict=False)
         for what, x, y in (
             ("registers per thread", a.registers, b.registers),
             ("block size", a.block, b.block),
             ("shared memory per block", a.shared_mem, b.shared_mem),
-        ):
-            if x != y:
-                out.append(f"{b.name} {what} {x} -> {y}")
-    return out
+        )
+        if x != y
+    ]
 
 
 def occupancy_drop(ctx: VariantContext) -> str:
-    """How theoretical occupancy fell against the baseline, with what limits it now, or ``""``
-    when it did not fall by more than :data:`OCCUPANCY_DROP` (or cannot be compared)."""
+    """How theoretical occupancy fell by more than :data:`OCCUPANCY_DROP` against the baseline,
+    with what limits it now, or ``""``."""
     base = ctx.baseline_values()
     now = ctx.values.get(names.OCC_THEORETICAL, math.nan)
     old = math.nan if base is None else base.get(names.OCC_THEORETICAL, math.nan)
@@ -523,15 +456,13 @@ def occupancy_drop(ctx: VariantContext) -> str:
     return f"theoretical occupancy of {ctx.variant.id} fell from {old:.1f}% to {now:.1f}%{detail}"
 
 
-#: Threads an SM holds at most (every architecture fuseci runs on but sm_86/sm_89, which hold
-#: 1536: there a grid is taken to fill the GPU a little early, which only adds a warning).
+#: Threads an SM holds at most (sm_86/sm_89 hold 1536: there a grid fills the GPU a little early).
 _THREADS_PER_SM = 2048
 
 
 def _fills_the_gpu(ctx: VariantContext) -> bool:
-    """Whether the variant's longest kernel launched enough threads to fill every SM at its
-    theoretical occupancy: a smaller grid keeps occupancy low because the problem is small, which
-    says nothing about the kernel (unknown: assume it does)."""
+    """Whether the longest kernel launched enough threads to fill every SM at its theoretical
+    occupancy (a small problem's low occupancy says nothing of the kernel); unknown: yes."""
     if not ctx.kernels or ctx.sm_count <= 0:
         return True
     longest = max(ctx.kernels, key=lambda k: k.grid * k.block)
@@ -541,29 +472,16 @@ def _fills_the_gpu(ctx: VariantContext) -> bool:
 
 
 def _at_the_roof(ctx: VariantContext) -> bool:
-    """Whether the variant moved DRAM at :data:`AT_THE_ROOF` of the card's peak or more (unknown:
-    no)."""
     rate = ctx.values.get(names.DRAM_READ_RATE, math.nan) + ctx.values.get(names.DRAM_WRITE_RATE, math.nan)
     return ctx.dram_peak > 0 and math.isfinite(rate) and rate >= AT_THE_ROOF * ctx.dram_peak
 
 
-def _through_the_tma(ctx: VariantContext) -> bool:
-    """Whether the variant loads through Hopper's TMA: its kernels (cuBLAS's GEMMs, cuDNN's
-    attention) keep few warps by design, one or two loading tiles for the others to multiply, so
-    a low achieved occupancy says nothing of them."""
-    return ctx.values.get(names.TMA_LOAD_BYTES, 0.0) > 0
-
-
 def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[MetricDelta]:
-    """Occupancy as a cause: ``checks`` (the variant's others) with a fall in theoretical
-    occupancy named as the likely why of each time gain that regressed, plus warnings.
-
-    An occupancy the suite gates (``gates:``) is judged by :func:`value_check`, a hard gate, and
-    left alone here. Otherwise a fall is a warning when no time regressed (never for a candidate
-    judged against another variant's baseline: it is judged on outcomes), and a fused kernel
-    under :data:`LOW_ACHIEVED_OCCUPANCY` percent achieved occupancy that fills the GPU, is not
-    at the memory roof (:data:`AT_THE_ROOF`) and does not load through the TMA is a warning.
-    """
+    """``checks`` (the variant's others) with a fall in theoretical occupancy named as the likely
+    why of each time gain that regressed; else a warning (not for a candidate). A low achieved
+    occupancy that fills the GPU, away from the memory roof and not through the TMA (whose
+    kernels keep few warps by design), is a warning too. A gated occupancy is left to
+    :func:`value_check`."""
     out = list(checks)
     drop = "" if names.OCC_THEORETICAL in ctx.case.gates else occupancy_drop(ctx)
     now = ctx.values.get(names.OCC_THEORETICAL, math.nan)
@@ -595,7 +513,7 @@ def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[Met
         and achieved < LOW_ACHIEVED_OCCUPANCY
         and _fills_the_gpu(ctx)
         and not _at_the_roof(ctx)
-        and not _through_the_tma(ctx)
+        and not ctx.values.get(names.TMA_LOAD_BYTES, 0.0) > 0
     ):
         limiter = occupancy_limiter(ctx.values)
         out.append(
@@ -618,8 +536,7 @@ def _us(ns: float) -> str:
 
 def asynchrony_check(ctx: VariantContext) -> MetricDelta | None:
     """Whether a fused variant's call now waits for the GPU before it returns, where at baseline
-    it did not: a synchronisation (a result read back, a stream or device sync, a copy to the
-    host) hidden in the call, which serialises the host with the GPU in a real pipeline."""
+    it did not: a synchronisation hidden in the call."""
     tol = ctx.case.gates.get(names.HOST_BLOCKING)
     blocking = ctx.values.get(names.HOST_BLOCKING, math.nan)
     if tol is None or not tol.enabled or math.isnan(blocking):

@@ -1,22 +1,8 @@
 """Pure comparison: (results, suite policies, baseline) → a :class:`Comparison` of verdicts.
 
-Nothing here prints or touches files. Per case, in this order: ``correctness`` per variant
-from the harness (a wrong result is ``WRONG``); a ``case`` error when the case could not be
-measured; then per variant the checks of :mod:`fuseci.judge.checks` (inventory, gains,
-occupancy, bytes over the minimum, expectations); ``planted`` for planted regressions; and a
-``case`` ``MISSING`` per case only the baseline has.
-
-An environment difference blocks the baseline comparison (``INCOMPARABLE``) only where it
-changes what a number means; an upgrade (driver, CUDA runtime, CuPy, PyTorch, Triton, an ncu
-patch) is compared across and named: one note per suite, and the likely cause of each
-``REGRESSED`` check (the table is :mod:`fuseci.judge.causes`'). A blocking difference is said
-once too, in a note with the advice; each check it blocks says only ``not compared``.
-
-Each variant with a finding gets one cause (:func:`fuseci.judge.causes.decide`), said once for
-the variant rather than after each of its checks: from the case's source fingerprint now
-(``sources``) and in the baseline, its kernels now and at baseline, its autotuning in this run,
-the environment fields compared across, and the spread of its times. A baseline without source
-fingerprints is judged as before, with one note per suite that causes need it recorded again.
+Nothing here prints or touches files. An environment difference blocks the baseline comparison
+(``INCOMPARABLE``) only where it changes what a number means (:mod:`fuseci.judge.causes`); each
+variant with a finding gets one cause (:func:`fuseci.judge.causes.decide`).
 """
 
 from __future__ import annotations
@@ -70,8 +56,8 @@ def _compared(against: str, output: int) -> str:
 
 
 def _correctness(case: Case, rec: CaseRecord | None) -> list[MetricDelta]:
-    """A WRONG check per failed output comparison (its quantity says which: ``reference.output0``,
-    ``first_call.output1``), then a PASS per variant checked right."""
+    """A WRONG check per failed output comparison (quantity ``reference.output0``...), then a PASS
+    per variant checked right."""
     out = [
         MetricDelta(
             case.id, k.variant, CheckKind.CORRECTNESS, _compared(k.against, k.output), Verdict.WRONG,
@@ -86,16 +72,8 @@ def _correctness(case: Case, rec: CaseRecord | None) -> list[MetricDelta]:
     for v in case.variants:
         against = sorted({k.against for k in rec.checks if k.variant == v.id})
         if v.id not in wrong and against:
-            out.append(
-                MetricDelta(
-                    case.id,
-                    v.id,
-                    CheckKind.CORRECTNESS,
-                    "",
-                    Verdict.PASS,
-                    f"{v.id} output matches {' and '.join(against)}",
-                )
-            )
+            matches = f"{v.id} output matches {' and '.join(against)}"
+            out.append(MetricDelta(case.id, v.id, CheckKind.CORRECTNESS, "", Verdict.PASS, matches))
     return out
 
 
@@ -126,8 +104,8 @@ def _not_measured(case: Case, rec: CaseRecord | None, results: SuiteResults) -> 
 
 
 def _values(ctx: ck.VariantContext, *, unfused: bool = False) -> list[str]:
-    """The quantities gated on the variant's own value (:attr:`~fuseci.config.quantities.Gate.VALUE`)
-    that ``ctx``'s case gates; with ``unfused``, only those that judge the unfused variant too."""
+    """The quantities gated on the variant's own value that ``ctx``'s case gates; with ``unfused``,
+    only those that judge the unfused variant too."""
     return [
         q.name
         for q in quantities.QUANTITIES
@@ -164,8 +142,7 @@ def _variant_checks(ctx: ck.VariantContext) -> list[MetricDelta]:
 
 
 def _first_calls(case: Case, rec: CaseRecord) -> str | None:
-    """A note of each variant's first call when one took long enough to matter (compilation,
-    autotuning: a cold start); None when all were quick."""
+    """A note of each variant's first call when one took long enough to matter; None when all were quick."""
     times = {v.id: rec.first_call_ns[v.id] for v in case.variants if v.id in rec.first_call_ns}
     if not times or max(times.values()) < FIRST_CALL_NOTE_NS:
         return None
@@ -179,8 +156,7 @@ FIRST_CALL_NOTE_NS = 0.5e9
 
 @dataclass(frozen=True, slots=True)
 class Around:
-    """What a suite's every case is judged around, beside its baseline: what it is called, the
-    environment fields compared across, and the source fingerprints of this run's cases."""
+    """What a suite's every case is judged around, beside its baseline."""
 
     reference: Reference
     """What the baseline is, for the advice of messages."""
@@ -206,25 +182,20 @@ def _caused(
 ) -> list[VariantMeasurement]:
     """``measurements``, each with the cause of its variant's finding (:func:`causes.decide`)."""
     unfused = next((m for m in measurements if m.variant == UNFUSED), None)
-    sources = around.sources or {}
+    before = baseline.code.get(case.id, {}) if baseline is not None else {}
     out = []
     for m in measurements:
         spreads = [causes.relative_spread(x) for x in (m.values, m.baseline_values)]
         if unfused is not None and m is not unfused:
             spreads += [causes.relative_spread(x) for x in (unfused.values, unfused.baseline_values)]
-        code_changes, code_notes = causes.evidence(
-            m.kernels,
-            around.code,
-            baseline.code.get(case.id, {}) if baseline is not None else {},
-            around.code_notes,
-        )
+        code_changes, code_notes = causes.evidence(m.kernels, around.code, before, around.code_notes)
         seen = causes.CauseEvidence(
             checks=tuple(k for k in checks if k.variant == m.variant),
             kernels=m.kernels,
             baseline_kernels=m.baseline_kernels,
             spread=max((x for x in spreads if not math.isnan(x)), default=math.nan),
             has_baseline=bool(m.baseline_values or m.baseline_kernels),
-            source=sources.get(case.id) if around.sources is not None else None,
+            source=(around.sources or {}).get(case.id),
             baseline_source=baseline.sources.get(case.id) if baseline is not None else None,
             environment=around.environment,
             autotuned=tuple(rec.autotuned.get(m.variant, ())),
@@ -240,8 +211,7 @@ def _caused(
 @dataclass(frozen=True, slots=True)
 class LedgerJudged:
     """A ledger variant's ledger, its baseline's, and the ledger checks between them (made by
-    :mod:`fuseci.ledger.gate` above this layer, placed here among the case's checks before a
-    planted regression's are weighed)."""
+    :mod:`fuseci.ledger.gate`, placed among the case's checks before a planted regression's)."""
 
     ledger: Ledger | None
     baseline: Ledger | None
@@ -257,12 +227,9 @@ def _judge_case(
     around: Around,
     ledgers: Mapping[tuple[str, str], LedgerJudged],
 ) -> CaseResult:
-    blocking, reference = around.blocking, around.reference
     rec = results.record.cases.get(case.id)
-    checks = _correctness(case, rec)
+    checks = _correctness(case, rec) + _not_measured(case, rec, results)
     measurements: list[VariantMeasurement] = []
-    errors = _not_measured(case, rec, results)
-    checks += errors
     if rec is not None and rec.ok:
         unfused = results.variant_values(case.id, UNFUSED) or {}
         for v in case.variants:
@@ -276,8 +243,8 @@ def _judge_case(
                 kernels=inventory(results.kernels, case.id, v.id),
                 unfused=unfused,
                 baseline=baseline,
-                comparable=not blocking,
-                reference=reference,
+                comparable=not around.blocking,
+                reference=around.reference,
                 remeasured=len(rec.retimings),
                 timed=results.record.timed,
                 sm_count=_int(results.env.get("sm_count")),
@@ -350,37 +317,22 @@ def compare(
 ) -> Comparison:
     """Judge one suite's results against its policies and baseline. Prints nothing.
 
-    ``reference`` says what the baseline is, for the advice of messages (default: a baseline
-    file that ``fuseci update-baselines <suite file>`` records); ``sources`` holds each case's
-    source fingerprint in this run, which the causes of findings are decided with (None: not
-    taken; a finding's cause is then undetermined unless nothing but the environment or a time's
-    spread can explain it)."""
+    ``reference`` says what the baseline is, for the advice of messages (default: the suite's
+    baseline file); ``sources`` holds each case's source fingerprint in this run, for the causes
+    of findings (None: not taken)."""
     reference = reference or Reference(f"fuseci update-baselines {shlex.quote(str(suite.path))}")
     found = env_differences(baseline.env, results.env, accept_env) if baseline is not None else ()
     upgrades = [d for d in found if causes.is_upgrade(d)]
     diffs = tuple(replace(d, accepted=True) if causes.is_upgrade(d) else d for d in found)
     blocking = [d for d in diffs if not d.accepted]
     said = causes.upgrade_said(upgrades)
-    around = Around(
-        reference,
-        blocking,
-        tuple(d for d in diffs if d.accepted),
-        sources,
-        results.record.code,
-        results.record.code_notes,
-    )
+    compared = tuple(d for d in diffs if d.accepted)
+    around = Around(reference, blocking, compared, sources, results.record.code, results.record.code_notes)
     cases = [_judge_case(case, results, baseline, around, ledgers or {}) for case in suite.cases]
     if baseline is not None:
         known = {c.id for c in suite.cases}
         for cid in sorted(set(baseline.cases) - known):
-            miss = MetricDelta(
-                cid,
-                "",
-                CheckKind.CASE,
-                "",
-                Verdict.MISSING,
-                reference.dropped(cid),
-            )
+            miss = MetricDelta(cid, "", CheckKind.CASE, "", Verdict.MISSING, reference.dropped(cid))
             cases.append(CaseResult(cid, 0, "", (miss,), ()))
     comparison = Comparison(
         suite=suite.name,
@@ -401,8 +353,8 @@ def compare(
 
 
 def _unrecorded_sources(comparison: Comparison, baseline: Baseline | None, reference: Reference) -> str:
-    """The suite's one note that a finding's cause needs the baseline recorded again (it holds
-    no source fingerprints); ``""`` when it holds them or nothing was found."""
+    """The suite's one note that a finding's cause needs the baseline recorded again (it holds no
+    source fingerprints); ``""`` otherwise."""
     if baseline is None or baseline.sources:
         return ""
     if not any(

@@ -1,22 +1,9 @@
 """The counted quantities of a variant against its baseline: bytes the SMs ask of memory and the
 instructions they execute (:class:`fuseci.config.quantities.Counted`).
 
-A count repeats to the unit for most kernels, so it is judged exactly; it does not for a library
-kernel whose schedule is decided at run time (a persistent or split-K GEMM, an attention
-kernel), and what a baseline knows of that comes from its profiled passes: each kernel's
-``spread`` (:class:`fuseci.frames.inventory.KernelLaunch`) says how far each count moved
-between them. Where it moved, the band is :data:`MOVING_FACTOR` times that (at least the
-quantity's :attr:`~fuseci.config.quantities.Quantity.moving_floor`); where it did not, the
-suite's tolerance holds (``exact`` by default).
-
-Bytes are judged whatever the edit did to the kernels (other registers, block, grid, names, a
-split or a merge): a kernel that recompiled still moves what it moves. The message says what else
-changed, as context, and which kernel's bytes moved where kernel names still pair up.
-Instructions are judged on the same build of the same kernels only: another build executes
-other instructions by design, so across a rebuild they are shown, and gated only where the suite
-states their gate. L2 sectors and instructions are gated only where repeat passes said how far
-they move (a baseline recorded with one pass, before fuseci kept that, shows them); bytes are
-gated without that, having repeated on every kernel seen (docs/BENCHMARKS.md).
+A count is judged exactly, unless a kernel's count moved over the baseline's profiled passes (a
+library kernel scheduled at run time): then within :data:`MOVING_FACTOR` times that. Bytes are
+judged whatever the kernels became; instructions only on the same build of the same kernels.
 """
 
 from __future__ import annotations
@@ -30,24 +17,21 @@ from fuseci.config import quantities
 from fuseci.config.policy import Band, Direction, Tolerance
 from fuseci.config.quantities import Counted
 from fuseci.frames.inventory import KernelLaunch, inventory_diff, same_build, spread_of
-from fuseci.judge.checks import VariantContext, label
+from fuseci.judge.checks import VariantContext
 from fuseci.judge.verdict import CheckKind, Comparison, MetricDelta, Reference, Verdict
 
-#: A count that moved between profiled passes gets a band this many times how far it moved: two or
-#: three passes see only part of how far a count moves between runs (docs/BENCHMARKS.md, "Which
-#: counters repeat").
+#: A count that moved between profiled passes gets a band this many times how far it moved (a few
+#: passes see only part of how far it moves between runs).
 MOVING_FACTOR = 8.0
 #: A change smaller than this fraction of the value is shown as a number (``+32``), not a percentage.
 _TINY = 0.001
 
 
 def band(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> tuple[float, str]:
-    """The relative band a counted quantity may move within, and why it is wider than the
-    tolerance (empty when it is not): each kernel that moved over a side's profiled passes may
-    move :data:`MOVING_FACTOR` times as far, and at least the quantity's kernel floor of its own
-    count (:attr:`~fuseci.config.quantities.Quantity.kernel_floor`); the band is what the side
-    whose kernels may move most allows, at least the quantity's moving floor, where that is wider
-    than the tolerance; else the tolerance."""
+    """The relative band a counted quantity may move within, and why it is wider than the tolerance
+    (empty when it is not): each kernel that moved over a side's profiled passes may move
+    :data:`MOVING_FACTOR` times as far (at least its kernel floor); the side that may move most
+    gives the band, at least the quantity's moving floor."""
     entry = quantities.get(quantity)
     allowed = tolerance.relative or 0.0
     old = (ctx.baseline_values() or {}).get(quantity, math.nan)
@@ -66,8 +50,8 @@ def band(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> tuple[floa
 
 
 def _moving(kernels: Sequence[KernelLaunch], quantity: str) -> tuple[float, float, int] | None:
-    """What one side's kernels whose ``quantity`` moved over their profiled passes may move by
-    together, how far they moved, and how many they are; None when a kernel was profiled once."""
+    """How far one side's moving kernels may move together, how far they moved, and how many they
+    are; None when a kernel was profiled once."""
     if spread_of(kernels, quantity) is None:
         return None
     entry = quantities.get(quantity)
@@ -78,10 +62,9 @@ def _moving(kernels: Sequence[KernelLaunch], quantity: str) -> tuple[float, floa
 
 
 def repeating_rise(ctx: VariantContext, quantity: str, tolerance: Tolerance) -> str:
-    """Where the kernels are the same build as the baseline's: how the kernels whose count repeated
-    over every profiled pass rose beyond ``tolerance`` together (``from 12 to 14 (+2); in k +2``),
-    or ``""``. A library kernel's moving band is not theirs to spend: an edit that adds
-    instructions to a generated kernel beside a moving GEMM is still caught."""
+    """Where the kernels are the same build as the baseline's: how those whose count repeated over
+    every profiled pass rose beyond ``tolerance`` together (``from 12 to 14 (+2); in k +2``), or
+    ``""``: a moving library kernel's band is not theirs to spend."""
     old_kernels, new_kernels = ctx.baseline_kernels(), ctx.kernels
     if not same_build(old_kernels, new_kernels):
         return ""
@@ -116,8 +99,8 @@ def repeats_known(ctx: VariantContext, quantity: str) -> bool:
 
 
 def moved_kernels(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch], quantity: str) -> list[str]:
-    """The kernels whose count of ``quantity`` changed, where the names of the baseline's kernels
-    and this run's pair up (``bias_gelu_residual_kernel +128 bytes``), in launch order."""
+    """The kernels whose count of ``quantity`` changed, where the baseline's and this run's names
+    pair up (``bias_gelu_residual_kernel +128 bytes``)."""
     out = []
     matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -147,9 +130,8 @@ def _rebuilt(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> str:
 
 
 def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
-    """One counted quantity of a variant against its baseline; None when its gate is off or a
-    side lacks the count (a report or baseline from before fuseci counted it: the suite says so
-    once, :func:`legacy_note`)."""
+    """One counted quantity of a variant against its baseline; None when its gate is off or a side
+    lacks the count (:func:`legacy_note` says so once)."""
     entry = quantities.get(quantity)
     tol = ctx.case.gates[quantity]
     if entry is None or entry.counted is None or not tol.enabled:
@@ -157,7 +139,7 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
     current = ctx.values.get(quantity, math.nan)
     if math.isnan(current):
         return None
-    name = f"{label(quantity)} of {ctx.variant.id}"
+    name = f"{quantities.label(quantity)} of {ctx.variant.id}"
     now = quantities.show(quantity, current, exact=True)
     d = ctx.delta(CheckKind.VALUE, quantity, Verdict.PASS, current=current, tolerance=str(tol))
     base = ctx.baseline_values()
@@ -180,8 +162,7 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
         return replace(d, verdict=Verdict.INCOMPARABLE, message=f"{name} {now}, baseline {was}; not compared")
     allowed, why_wide = band(ctx, quantity, tol)
     d = replace(d, band=allowed if why_wide else None)
-    # Where a check finds something, how the kernels changed is the variant's cause, said once
-    # (:func:`fuseci.judge.causes.decide`); a check that holds says it beside its numbers.
+    # A finding's cause says how the kernels changed; a check that holds says it beside its numbers.
     context = f"; its kernels changed ({rebuilt})" if rebuilt else ""
     seen = f"from {was} to {now} ({pct}); tolerance {tol}{why_wide}"
     verdict = Tolerance(str(tol), allowed).classify(old, current, Direction.LOWER_IS_BETTER)
@@ -205,8 +186,7 @@ def counted_check(ctx: VariantContext, quantity: str) -> MetricDelta | None:
 
 
 def _not_gated(ctx: VariantContext, kind: Counted, quantity: str, rebuilt: str) -> str:
-    """Why a counted quantity the suite does not gate itself is shown, not gated (empty when it is
-    gated): instructions across a rebuild, or a count nothing says repeats."""
+    """Why a counted quantity the suite does not gate itself is shown, not gated (empty when gated)."""
     if kind is Counted.WORK and rebuilt:
         return (
             f"its kernels changed ({rebuilt}), and another build executes other instructions; state "
@@ -221,10 +201,8 @@ def _not_gated(ctx: VariantContext, kind: Counted, quantity: str, rebuilt: str) 
 
 
 def legacy_note(comparison: Comparison, left_out: Collection[str] = ()) -> str | None:
-    """Said once per suite: the counted quantities that the baseline, or this run's report, lacks
-    (recorded before fuseci counted them; those the suite leaves out, ``left_out``, excepted), and
-    that the baseline holds no profiled passes (neither side says whether L2 sectors and
-    instructions repeat); None when neither."""
+    """Said once per suite: the counted quantities (but ``left_out``) that the baseline or this
+    run's report lacks, and that the baseline was profiled once; None when neither."""
     order = [q.name for q in quantities.counted() if q.name not in left_out]
     reference = comparison.reference or Reference("fuseci update-baselines")
     lacking: dict[str, set[str]] = {f"{reference.name} was": set(), "this run's report was": set()}
@@ -239,7 +217,7 @@ def legacy_note(comparison: Comparison, left_out: Collection[str] = ()) -> str |
                     lacking["this run's report was" if now else f"{reference.name} was"].add(q)
             single = single or (any(not k.spread for k in v.baseline_kernels) and any(not k.spread for k in v.kernels))
     parts = [
-        f"{who} recorded before fuseci counted {', '.join(label(q) for q in sorted(qs, key=order.index))}: "
+        f"{who} recorded before fuseci counted {', '.join(quantities.label(q) for q in sorted(qs, key=order.index))}: "
         "judged without them"
         for who, qs in lacking.items()
         if qs
@@ -252,6 +230,5 @@ def legacy_note(comparison: Comparison, left_out: Collection[str] = ()) -> str |
 
 
 def _remedy(reference: Reference) -> str:
-    """How to get a reference that judges every count: re-record the baseline (its command); a
-    run (``fuseci compare``) is what it is."""
+    """How to get a reference that judges every count (none for a run)."""
     return f"; re-record it (`{reference.command}`) to gate them" if reference.command else ""

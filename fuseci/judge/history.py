@@ -1,34 +1,9 @@
 """History: each fusion gain across many runs, and where it changed level. Pure: run files in,
-series and change points out; nothing is read, written or printed here.
+series and change points out.
 
-A *series* is one gain (a quantity with a gain, :func:`fuseci.config.quantities.gains`, that the case
-gates or shows) of one fused variant of one case of one suite on one GPU model, over the runs
-that measured it, oldest first. Its *change points* are the runs at which a new level starts.
-
-The search minimises a penalised least-squares cost on the *normalised* series: the logarithm of
-the gain divided by ``log(1 + tolerance)``, the gate's tolerance of the quantity, less the
-series' median, so that one unit is one tolerance whatever the gain's magnitude (any positive
-finite gain, 5e-324 to 1.8e308, gives a unit count that float64 sums hold exactly enough) and
-whether it rose or fell. Each change point costs :data:`PENALTY` units squared: a lasting shift of
-about a tolerance (or the last run a tolerance and a half away) is a change; noise well inside
-the gate is not. The default gates sit at 2–9× the largest change seen in repeated runs
-(docs/BENCHMARKS.md, "Noise study" and "Sensitivity"), so the same scale keeps noise out here.
-``exact`` gates (launch counts) use a scale of :data:`MIN_SCALE`; ungated gains
-:data:`UNGATED_SCALE`.
-
-It runs in two steps, O(n log n) in the number of runs whatever the series looks like:
-
-1. *Seeded binary segmentation* (Kovács, Li, Bühlmann and Munk, Biometrika 2023) proposes
-   candidates: over intervals of every scale, from the whole series down to two runs, each a
-   factor √2 shorter, half-overlapping, the best single split of each interval (running sums
-   make every split's cost O(1), one vectorised pass per scale); the narrowest interval whose
-   best split saves more than the penalty is taken first (*narrowest over threshold*), so that a
-   dip of a few runs inside a long history is found, which plain binary segmentation misses.
-2. *Optimal partitioning over the candidates* (the PELT recursion, with its pruning, restricted
-   to them) picks the set of change points of least total cost. Where the candidates hold the
-   exact optimum's change points, as they did in 298 of 300 random step series and every dip of
-   two or more runs tried (docs/REPORTS.md), the answer is exactly what PELT over every run gives,
-   which is quadratic on a stable series: it can prune no candidate there.
+A *series* is one gain of one fused variant of one case of one suite on one GPU model, oldest
+run first; its *change points* are the runs at which a new level starts, found by a penalised
+least-squares search on the series in units of its gate's tolerance (docs/REPORTS.md).
 """
 
 from __future__ import annotations
@@ -52,7 +27,7 @@ if TYPE_CHECKING:
 #: The gains a history follows: those the reports show, then the other gateable ones when gated.
 SHOWN: tuple[str, ...] = (names.DRAM_BYTES, names.DURATION, names.EVENT_TIME, names.LAUNCHES)
 
-#: Cost of one change point, in squared tolerances (see the module docstring).
+#: Cost of one change point, in squared tolerances.
 PENALTY = 2.0
 #: Scale of an ``exact`` gate: a launch-count gain moves by far more when it moves at all.
 MIN_SCALE = 0.01
@@ -104,8 +79,7 @@ class ChangePoint:
     after: float
     """Level from it on (median of its segment)."""
     beyond_tolerance: bool
-    """True when the step is larger than the gate's tolerance: a gate against the old level
-    would have tripped."""
+    """True when the step is larger than the gate's tolerance."""
 
     @property
     def change(self) -> float:
@@ -114,8 +88,7 @@ class ChangePoint:
 
     @property
     def rose(self) -> bool:
-        """True when the gain rose (it improved, or recovered from a fall): every gain is
-        unfused ÷ fused, so higher is better."""
+        """True when the gain rose (higher is better)."""
         return self.after > self.before
 
 
@@ -192,7 +165,8 @@ class _Sums:
 
 
 def _seeded_candidates(sums: _Sums, n: int) -> list[int]:
-    """Step 1 of the search (see the module docstring): candidate change points."""
+    """Candidate change points by seeded binary segmentation (Kovács et al., 2023): over half-overlapping
+    intervals of every scale, the best split of each; the narrowest over the penalty first."""
     lengths = {2}
     length = float(n)
     while length > 2:
@@ -218,7 +192,7 @@ def _seeded_candidates(sums: _Sums, n: int) -> list[int]:
 
 
 def _optimal(sums: _Sums, n: int, candidates: Sequence[int]) -> list[int]:
-    """Step 2 of the search: the least-cost set of change points among ``candidates``."""
+    """The least-cost set of change points among ``candidates`` (PELT's recursion and pruning)."""
     points = np.asarray([0, *candidates, n], dtype=np.int64)
     best = np.full(len(points), np.inf)
     best[0] = -PENALTY
@@ -238,10 +212,7 @@ def _optimal(sums: _Sums, n: int, candidates: Sequence[int]) -> list[int]:
 
 
 def change_points(values: Sequence[float], tolerance: float | None) -> list[int]:
-    """Indices at which a new level starts (see the module docstring). O(n log n) in the runs.
-
-    Values must be positive and finite; any such value is fine (5e-324 and 1.8e308 included).
-    """
+    """Indices at which a new level starts; ``values`` must be positive and finite."""
     n = len(values)
     if n < 2:
         return []
@@ -250,8 +221,7 @@ def change_points(values: Sequence[float], tolerance: float | None) -> list[int]
 
 
 def _median(values: Sequence[float]) -> float:
-    """The median, without overflow: two middle values near the float maximum average to
-    themselves, not to infinity."""
+    """The median, without overflow near the float maximum."""
     ordered = sorted(values)
     mid = len(ordered) // 2
     if len(ordered) % 2:
@@ -261,25 +231,17 @@ def _median(values: Sequence[float]) -> float:
     return float(total / 2 if math.isfinite(total) else low / 2 + high / 2)
 
 
-def _segments(values: Sequence[float], starts: Sequence[int]) -> tuple[Segment, ...]:
-    bounds = [0, *starts, len(values)]
-    return tuple(Segment(a, b, _median(values[a:b])) for a, b in itertools.pairwise(bounds))
-
-
 def series_of(
     key: tuple[str, str, str, str, str],
     points: Sequence[tuple[RunPoint, float]],
     tolerance: float | None,
     tolerance_text: str,
 ) -> Series:
-    """One series from its (run, gain) points, oldest first, with its change points.
-
-    ``key`` is (gpu, suite, case, variant, quantity).
-    """
+    """One series, ``key`` (gpu, suite, case, variant, quantity), from its (run, gain) points, oldest first."""
     runs = tuple(p for p, _ in points)
     values = tuple(v for _, v in points)
-    starts = change_points(values, tolerance)
-    segments = _segments(values, starts)
+    bounds = [0, *change_points(values, tolerance), len(values)]
+    segments = tuple(Segment(a, b, _median(values[a:b])) for a, b in itertools.pairwise(bounds))
     slack = UNGATED_SCALE if tolerance is None else max(tolerance, 1e-9)
     changes = tuple(
         ChangePoint(
@@ -297,9 +259,7 @@ def series_of(
 
 def _gates(suite: Suite | None, case: str) -> Mapping[str, tuple[float | None, str]]:
     found = next((c for c in suite.cases if c.id == case), None) if suite is not None else None
-    if found is None:
-        return {}
-    return {q: (t.relative, str(t)) for q, t in found.gates.items()}
+    return {q: (t.relative, str(t)) for q, t in found.gates.items()} if found is not None else {}
 
 
 def _order(suite: Suite | None, case: str) -> int:
@@ -320,8 +280,7 @@ class RunGains:
 
 
 def gains_of(run: Run) -> RunGains:
-    """The history's view of a run file: its gains, without its frames (small enough to hold
-    thousands of runs, and to hand from one process to another)."""
+    """The history's view of a run file: its gains, without its frames."""
     found: dict[tuple[str, str, str, str], dict[str, float]] = {}
     gained = quantities.gains()
     for sid, results in run.suites.items():
@@ -329,22 +288,14 @@ def gains_of(run: Run) -> RunGains:
         for row in results.gain_rows:  # the rows, not their frame: it is never built here
             if row[names.VARIANT] == UNFUSED:
                 continue
-            values = {q: float(row.get(q, math.nan)) for q in gained}
-            gains = {q: v for q, v in values.items() if 0 < v < math.inf}
+            gains = {q: v for q in gained if 0 < (v := float(row.get(q, math.nan))) < math.inf}
             found[(sid, gpu, str(row[names.CASE]), str(row[names.VARIANT]))] = gains
     return RunGains(run_point(run), found, dict(run.suite_paths))
 
 
 def build(runs: Sequence[RunGains], suites: Mapping[str, Suite | None], notes: Sequence[str] = ()) -> History:
-    """The history of ``runs`` (any order; sorted here by time, then file name).
-
-    Args:
-        runs: Run files read back (:func:`gains_of`).
-        suites: The suite of each suite id whose gates give the tolerances (None when its file
-            could not be read: its gains are then followed as ungated). Suites of the runs that
-            are not keys here are left out.
-        notes: Carried into the history as they are.
-    """
+    """The history of ``runs`` (:func:`gains_of`, in any order) of the suites in ``suites``, whose
+    gates give the tolerances (None: followed as ungated)."""
     ordered = sorted(runs, key=lambda r: (r.point.created, r.point.path))
     points: dict[tuple[str, str, str, str, str], list[tuple[RunPoint, float]]] = {}
     for run in ordered:

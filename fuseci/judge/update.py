@@ -1,14 +1,8 @@
 """What ``update-baselines`` records: a pure decision over a comparison with the old baseline.
 
-A case whose every check passes (warnings that compare nothing with the baseline included)
-keeps its old values byte for byte, so a re-record after no real change produces no diff;
-``force`` re-records every measured case. A changed environment re-records everything.
-
-Re-recording accepts new *levels*, never broken promises: a case that misses an expectation,
-its bytes allowance or correctness would fail the very next run against the new baseline, so
-it is refused (its old values stay) unless ``force`` says to record it anyway, and the update
-says what it overrode. Wrong and broken cases have nothing measured and are never recorded. A
-baseline that would hold no case at all is not written.
+A case whose every check passes keeps its old values byte for byte; ``force`` or a changed
+environment re-records every measured case. A case that misses an expectation, its bytes
+allowance or correctness is refused (its old values stay) unless ``force`` records it anyway.
 """
 
 from __future__ import annotations
@@ -68,10 +62,8 @@ def unchanged(result: CaseResult) -> bool:
 
 
 def outdated(old: Mapping[str, VariantBaseline], fresh: Mapping[str, VariantBaseline]) -> bool:
-    """The recorded case lacks what this fuseci keeps and has just measured: a counted quantity
-    (recorded before fuseci counted it), its kernels' counts, or how far they moved over the
-    profiled passes. Such a case is re-recorded even when every check passed: its old values
-    would keep those unjudged for good."""
+    """The recorded case lacks what this fuseci keeps and has just measured (a counted quantity,
+    its kernels' counts or their spread): it is re-recorded even when every check passed."""
     for vid, new in fresh.items():
         was = old.get(vid)
         if was is None:
@@ -99,8 +91,7 @@ def _case_changes(old: Baseline | None, new: Baseline, comparison: Comparison) -
 
 
 def _what_moved(old: Mapping[str, VariantBaseline], new: Mapping[str, VariantBaseline], result: CaseResult) -> str:
-    """What changed in a re-recorded case: its new and removed variants by name, then the checks
-    that moved against the old baseline (a new variant's checks had nothing to move from)."""
+    """What changed in a re-recorded case: its new and removed variants, then the checks that moved."""
     added, gone = sorted(set(new) - set(old)), sorted(set(old) - set(new))
     parts = [f"new variant{'s' if len(added) > 1 else ''} {', '.join(added)}"] if added else []
     parts += [f"variant{'s' if len(gone) > 1 else ''} {', '.join(gone)} removed"] if gone else []
@@ -123,9 +114,8 @@ def plan(
     force: bool,
     normalize: Callable[[Baseline], Baseline] = lambda b: b,
 ) -> UpdatePlan:
-    """Decide the new baseline of ``suite`` from ``results``, compared with ``old`` in
-    ``comparison``. ``normalize`` (the store's rounding, so that equal files compare equal) is
-    applied to the fresh values."""
+    """Decide the new baseline of ``suite`` from ``results``, compared with ``old`` in ``comparison``;
+    ``normalize`` (the store's rounding) is applied to the fresh values."""
     env_changed = old is not None and not comparison.comparable
     by_case = {c.case: c for c in comparison.cases}
     good = {c.case for c in comparison.cases if c.verdict not in (Verdict.WRONG, Verdict.ERROR, Verdict.MISSING)}
@@ -136,8 +126,7 @@ def plan(
         if cid in by_case and (promises := broken_promises(by_case[cid]))
     }
     recordable = good - (set() if force else set(refusals))
-    # Only cases the harness ran ok are in it: a planted wrong result passes (it was caught) but
-    # has nothing measured to record.
+    # Only cases the harness ran ok: a planted wrong result passes but has nothing measured.
     fresh: Baseline = normalize(from_results(results, recordable))
     cases: dict[str, dict[str, VariantBaseline]] = {}
     code: dict[str, Mapping[str, KernelCode]] = {}
@@ -152,8 +141,7 @@ def plan(
                 code[cid] = fresh.code[cid]
         elif old is not None and cid in old.cases:
             cases[cid] = dict(old.cases[cid])
-            # The code recorded with the values kept; a baseline from before fuseci kept code
-            # takes this run's, whose checks passed against it.
+            # The code recorded with the values kept, else this run's (its checks passed).
             if kept_code := old.code.get(cid) or fresh.code.get(cid):
                 code[cid] = kept_code
     env = fresh.env if (old is None or env_changed or force) else old.env

@@ -1,18 +1,7 @@
 """The verdict model: what a comparison concludes, and what exit code that makes.
 
-Every check of a case is a :class:`MetricDelta` of one :class:`CheckKind` with a
-:class:`Verdict`; a :class:`CaseResult` holds a case's checks and measurements, and a
-:class:`Comparison` a suite's cases, judged against a :class:`Reference` (which also says what
-its messages advise). Reporters depend on this module alone; the checks that
-produce these live in :mod:`fuseci.judge.checks` and :mod:`fuseci.judge.compare`.
-
-These dataclasses are also the declaration of a results file's objects (``fuseci run --json``,
-written and read by :mod:`fuseci.store.results`), as the harness record's are of its file
-(:class:`fuseci.validation.Document`): their annotations say what a file may hold, reading
-validates a file into them, and writing is their serializer. Each names its members in the
-file's order (``__document__``); a member is required in a file though code may leave it at its
-default, an optional one is written only where it says something, and a field that is not a
-member (a check's case, a comparison's reference) is never read from a file nor written to one.
+These dataclasses also declare a results file's objects (:class:`Stored`): reading validates a
+file into them, and writing is their serializer.
 """
 
 from __future__ import annotations
@@ -57,8 +46,7 @@ class CheckKind(enum.Enum):
     KERNELS = "kernels"
     """The kernels a variant launched against those the suite declares it must launch."""
     LEDGER = "ledger"
-    """A compiled forward's kernels, traced to its graph nodes, against the baseline's ledger:
-    a split fusion, a new kernel, more bytes (:mod:`fuseci.ledger.gate`)."""
+    """A compiled forward's kernels, traced to its graph nodes, against the baseline's ledger."""
     COMPILE = "compile"
     """Whether a variant compiled or autotuned inside its measured range (``ERROR`` when it did)."""
     CASE = "case"
@@ -105,26 +93,24 @@ MAX_SUITES = 10_000
 MAX_CASES = 10_000
 
 
-#: Each verdict's place from the worst (a table: :attr:`Verdict.rank` is asked millions of times
-#: when a large report is sorted).
+#: Each verdict's place from the worst (a table: sorting a large report asks it millions of times).
 _RANK = {v: i for i, v in enumerate(Verdict)}
 
 
 class Stored(v.OpenDocument):
-    """The base of a value a results file holds as an object (unknown members are left out, as a
-    newer fuseci may add some): see the module docstring."""
+    """The base of a value a results file holds as an object (unknown members are left out): a
+    member is required unless optional, and a field that is not a member (a check's case) is
+    neither read nor written."""
 
     __slots__ = ()
     __document__: ClassVar[tuple[str, ...]] = ()
     """The fields a file holds, in its order (a field's key is its ``validation_alias`` if it has one)."""
     __optional__: ClassVar[frozenset[str]] = frozenset()
-    """Those of :attr:`__document__` a file may leave out (then at their defaults); written only
-    where not at their defaults, but those of ``__always__``."""
+    """Those of :attr:`__document__` a file may leave out; written only where not at their
+    defaults, but those of ``__always__``."""
 
     @classmethod
     def _shape(cls, fields: list[Any]) -> None:
-        """Its members in the file's order, required unless optional, written under their keys;
-        its other fields at their defaults whatever a file holds, and never written."""
         order = {name: i for i, name in enumerate(cls.__document__)}
         for f in fields:
             inner = f["schema"]
@@ -139,8 +125,7 @@ class Stored(v.OpenDocument):
 
 
 def _ignored(schema: Any) -> core_schema.CoreSchema:
-    """A field's schema that takes nothing from a file: its default (None for a field without
-    one, which the enclosing object fills in)."""
+    """A field's schema that takes nothing from a file: its default (None for a field without one)."""
     factory = schema.get("default_factory") if schema["type"] == "default" else None
     value = schema.get("default") if schema["type"] == "default" else None
     return core_schema.with_default_schema(
@@ -151,7 +136,7 @@ def _ignored(schema: Any) -> core_schema.CoreSchema:
 
 def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """A check that each item of a list names its ``key`` (a case or variant id) once, letter case
-    ignored (:func:`~fuseci.config.names.id_key`): an item listed twice would be counted twice."""
+    ignored (:func:`~fuseci.config.names.id_key`)."""
 
     def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
         first: dict[str, int] = {}
@@ -237,20 +222,16 @@ class MetricDelta(Stored):
     retry: bool = False
     """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
     band: SignedFigure | None = None
-    """The relative band the change was judged within where it is wider than the tolerance's own
-    (0.186 is ±18.6%): a CUDA-event speedup's, widened by measured noise; a count's that moved
-    over the baseline's profiled passes; None where the tolerance holds as written."""
+    """The relative band the change was judged within where wider than the tolerance's own (0.186
+    is ±18.6%), widened by measured noise or a moving count; None where the tolerance holds."""
     timed_passes: Annotated[int, Field(ge=0, lt=1000)] = 0
-    """The timed passes whose median :attr:`current` is, where the case was timed again; 0 where
-    it was timed once (or is not a timing)."""
+    """The timed passes whose median :attr:`current` is, where the case was timed again; else 0."""
     not_gated: v.Text = ""
-    """Why the quantity is shown and not gated (instructions across a rebuild, a count nothing
-    says repeats); empty where it is gated."""
+    """Why the quantity is shown and not gated; empty where it is gated."""
 
 
 class CauseKind(enum.Enum):
-    """Why a variant's finding came about (the values are what reports and results files hold);
-    :func:`fuseci.judge.causes.decide` decides it, its docstring states the precedence."""
+    """Why a variant's finding came about (decided by :func:`fuseci.judge.causes.decide`)."""
 
     CODE = "code"
     """The case's source changed since the baseline: files and line ranges."""
@@ -277,8 +258,7 @@ MAX_EVIDENCE = 100
 
 @dataclass(frozen=True, slots=True)
 class FindingCause(Stored):
-    """Why one variant's finding came about, with the evidence that decided it: said once per
-    variant, never appended to each check."""
+    """Why one variant's finding came about, with the evidence that decided it."""
 
     __document__ = ("kind", "evidence", "also", "missing")
     __optional__ = frozenset({"also", "missing"})
@@ -308,15 +288,8 @@ class VariantMeasurement(Stored):
     """What one variant measured, for reports."""
 
     __document__ = (
-        "variant",
-        "values",
-        "gains",
-        "kernels",
-        "baseline_values",
-        "baseline_kernels",
-        "ledger",
-        "baseline_ledger",
-        "cause",
+        *("variant", "values", "gains", "kernels", "baseline_values", "baseline_kernels"),
+        *("ledger", "baseline_ledger", "cause"),
     )
     __optional__ = frozenset({"baseline_values", "baseline_kernels", "ledger", "baseline_ledger", "cause"})
 
@@ -333,17 +306,14 @@ class VariantMeasurement(Stored):
     baseline_kernels: Kernels = ()
     """The kernel inventory of that baseline (empty without one)."""
     ledger: WholeLedger | None = None
-    """The fusion ledger of a variant the suite asks one of (``ledger:``): its compiled
-    forward's kernels, the graph nodes each implements, measured and minimum bytes."""
+    """The fusion ledger of a variant the suite asks one of (``ledger:``)."""
     baseline_ledger: WholeLedger | None = None
     """The ledger of the baseline it is judged against (None without one)."""
     ledger_changes: tuple[NodeChange, ...] = ()
-    """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node, as judged
-    (:mod:`fuseci.ledger.diff`); a results file does not hold it (its reader finds it again)."""
+    """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node (not in a file)."""
     cause: FindingCause | None = None
-    """Why its checks came to a finding (``regressed``, ``wrong``, ``improved`` or ``warn``), or
-    ``code`` for a case whose source changed while nothing regressed; None otherwise, and in files
-    written before fuseci said causes."""
+    """Why its checks came to a finding, or ``code`` for a case whose source changed while nothing
+    regressed; None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,13 +337,11 @@ class CaseResult(Stored):
     ]
     """Measurements per variant."""
     notes: Notes = ()
-    """What a reader of the numbers should know (DRAM writes undercounted because output stayed
-    in L2); never a verdict."""
+    """What a reader of the numbers should know; never a verdict."""
     stated_verdict: Annotated[VerdictName | None, Field(validation_alias="verdict")] = field(
         default=None, compare=False, repr=False
     )
-    """The verdict a file states (``verdict``; when read back, :attr:`verdict` is derived from
-    the checks); None in memory."""
+    """The verdict a file states (``verdict``; read back, :attr:`verdict` is derived); None in memory."""
 
     @field_serializer("stated_verdict")
     def _derived(self, _: Verdict | None) -> str:
@@ -408,13 +376,11 @@ class EnvDifference(Stored):
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """What a run is judged against, and so what its messages advise: the command that makes this
-    run the reference, or, for ``fuseci compare``, that the reference is another run, which no
-    command of this run's re-records."""
+    """What a run is judged against, and so what its messages advise: the command that re-records
+    the reference, or none where it is another run (``fuseci compare``)."""
 
     command: str
-    """``fuseci update-baselines suites/x.yaml`` with the options that reproduce this run's
-    inputs (``--from-report r.ncu-rep``, ``--baselines b``); empty when the reference is a run."""
+    """``fuseci update-baselines suites/x.yaml`` with this run's inputs; empty when the reference is a run."""
     name: str = "the baseline"
     """What messages call it (``run A``)."""
 
@@ -475,16 +441,13 @@ class Comparison(Stored):
     cases: Annotated[v.Items[CaseResult], Field(max_length=MAX_CASES), AfterValidator(_once("case", "case"))]
     """Per case, in suite order, then cases only the baseline has."""
     reference: Reference | None = None
-    """What it was judged against, for the advice reporters give; None when not known (results
-    read back from a file): reporters then advise ``fuseci update-baselines <suite file>``."""
+    """What it was judged against, for the advice reporters give; None when read from a file."""
     notes: Annotated[v.Items[v.Text], Field(max_length=100)] = ()
-    """What a reader of the whole suite's numbers should know, said once (a baseline recorded
-    before fuseci counted some quantity); never a verdict (absent in files written before: none)."""
+    """What a reader of the whole suite's numbers should know, said once; never a verdict."""
     stated_verdict: Annotated[VerdictName | None, Field(validation_alias="verdict")] = field(
         default=None, compare=False, repr=False
     )
-    """The verdict a file states (``verdict``; when read back, :attr:`verdict` is derived from
-    the cases); None in memory."""
+    """The verdict a file states (``verdict``; read back, :attr:`verdict` is derived); None in memory."""
 
     @field_serializer("stated_verdict")
     def _derived(self, _: Verdict | None) -> str:
@@ -504,8 +467,7 @@ class Comparison(Stored):
 @dataclass(frozen=True, slots=True)
 class Subject:
     """What a person counts: one variant of a case with all its checks, a case's own checks
-    (``variant`` empty), or a suite that could not be run at all. Eight checks that one split
-    kernel failed are one regressed variant."""
+    (``variant`` empty), or a suite that could not be run at all."""
 
     suite: str
     """Suite id."""
@@ -527,9 +489,8 @@ class Subject:
 
     @property
     def caught(self) -> bool:
-        """A planted regression that every check meant to catch caught (it passes as planted),
-        with nothing worse than a warning beside it: a plant that splits a fusion also leaves
-        structural notes (renamed kernels, another graph), which must not hide that it was caught."""
+        """A planted regression that every check meant to catch caught, with nothing worse than a
+        warning beside it."""
         planted = any(k.check is CheckKind.PLANTED and k.verdict is Verdict.PASS for k in self.checks)
         return planted and self.verdict.rank >= Verdict.WARN.rank
 
@@ -571,9 +532,8 @@ _UNITS = ("suite", "case", "variant")
 
 
 def tally(comparisons: list[Comparison]) -> tuple[Tally, ...]:
-    """The counts a summary line, a badge or a step summary shows: subjects (:func:`subjects`) by
-    outcome, the worst first, a caught planted regression just before the passes; within an
-    outcome, suites, cases, then variants. JUnit alone counts checks one by one."""
+    """Subjects (:func:`subjects`) counted by outcome, the worst first, a caught planted regression
+    just before the passes; within an outcome, suites, cases, then variants."""
     found: dict[tuple[Verdict | str, str], list[int]] = {}
     for s in subjects(comparisons):
         outcome: Verdict | str = CAUGHT if s.caught else s.verdict
@@ -593,11 +553,7 @@ def tally(comparisons: list[Comparison]) -> tuple[Tally, ...]:
 def exit_code(comparisons: list[Comparison]) -> int:
     """1 if anything regressed or is wrong; else 3 if anything errored or was incomparable; else 0."""
     codes = {c.exit_code for comp in comparisons for case in comp.cases for c in (x.verdict for x in case.checks)}
-    if EXIT_REGRESSION in codes:
-        return EXIT_REGRESSION
-    if EXIT_SETUP in codes:
-        return EXIT_SETUP
-    return EXIT_PASS
+    return next((code for code in (EXIT_REGRESSION, EXIT_SETUP) if code in codes), EXIT_PASS)
 
 
 def env_differences(
@@ -619,8 +575,7 @@ def failed(suite: Suite, message: str) -> Comparison:
 def failed_file(
     suite: str, path: str, message: str, line: int = 0, *, description: str = "the suite file has a problem"
 ) -> Comparison:
-    """A comparison standing for a suite file that cannot be run, pointing at ``line`` of it (so
-    that JUnit and GitHub's annotations show where)."""
+    """A comparison standing for a suite file that cannot be run, pointing at ``line`` of it."""
     check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.ERROR, message)
     return Comparison(
         suite=suite,
@@ -634,10 +589,9 @@ def failed_file(
 
 
 def update_exit_code(comparison: Comparison, kept: tuple[str, ...], refused: bool = False) -> int:
-    """What ``update-baselines`` exits with for one suite: 0 when every case was recorded (or
-    kept unchanged); 1 when a case was refused (it misses an expectation, its bytes allowance or
-    correctness), or when cases it could not record come with a regression or a wrong result;
-    else 3 for cases it could not record (errors)."""
+    """What ``update-baselines`` exits with for one suite: 0 when every case was recorded (or kept
+    unchanged); 1 when a case was refused, or cases it could not record come with a regression or
+    a wrong result; else 3 for cases it could not record."""
     if refused:
         return EXIT_REGRESSION
     if not kept:

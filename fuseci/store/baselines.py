@@ -1,32 +1,8 @@
-"""Baselines: versioned, deterministic JSON per GPU and suite.
+"""Baselines on disk: ``baselines/<gpu-slug>/<suite>.json``, written only by ``fuseci
+update-baselines``, atomically and under a lock on the card's directory (:func:`locked`).
 
-Laid out as ``baselines/<gpu-slug>/<suite>.json``. Each holds the environment fingerprint it
-was recorded under and, per case and variant, the aggregated quantities and kernel inventory.
-Gains are derived from those when comparing, so the file has one source of truth. Files are
-written with sorted keys, fixed rounding and a trailing newline so that diffs review well, and
-only by ``fuseci update-baselines``, atomically.
-
-Two updates of one file (two CI jobs, or a person and CI on a shared checkout) are serialised
-by :func:`locked`: an advisory lock on the card's directory ``<gpu-slug>/`` itself, held from
-reading the old baseline to renaming the new one into place (milliseconds; measuring happens
-before), so the second update compares with, and builds on, what the first wrote. It waits at
-most :data:`LOCK_TIMEOUT_S`. Locking the directory creates no file, so nothing is left in the
-user's tree, however an update ends; the temporary file of an update that was killed between
-writing and renaming (``.<suite>.json.XXXXXXXX.tmp``) is removed by the next update of that
-file, under the lock. Readers (``fuseci run``) take no lock: the atomic rename shows them the
-old file or the new one. Locking is POSIX-only (see :mod:`fuseci.files.locks`).
-
-A baseline file, or a card's directory, that is a symbolic link is read through the link but
-never written through: replacing the file atomically would turn the link into a file, and
-writing through either could change a file outside ``<gpu-slug>/<suite>.json`` (another card's or
-suite's baseline: ``nvidia-h200 -> nvidia-h100-80gb-hbm3``). ``update-baselines`` says so and
-leaves it alone; a card directory that is a link is refused before the old baseline is read. The
-write itself happens in the directory opened without following a link
-(:func:`~fuseci.files.atomic.atomic_write_text` with ``links=False``), so a link put in place
-during an update changes nothing either. The root (``--baselines``) may be a link: the user
-named it.
-
-The format (its history, its declaration, how it reads and writes) is
+A baseline file or card directory that is a symbolic link is read through, never written
+through (that could change another card's or suite's baseline). The format is
 :mod:`fuseci.judge.baseline`'s.
 """
 
@@ -44,7 +20,7 @@ from fuseci.files.atomic import atomic_write_text, sweep_temporaries
 from fuseci.files.locks import LockTimeout, exclusive_lock
 from fuseci.judge.baseline import FORMAT, Baseline
 
-#: How long ``update-baselines`` waits for another update of the same file (seconds).
+#: How long ``update-baselines`` waits for another update of the same card (seconds).
 LOCK_TIMEOUT_S = 600.0
 
 
@@ -54,8 +30,7 @@ def baseline_path(root: Path, gpu_name: str, suite: str) -> Path:
 
 
 def kept_in(root: Path) -> list[Path]:
-    """Every baseline file under the baseline root ``root`` (``<root>/<gpu-slug>/<suite>.json``),
-    of every card and suite: no report may replace one (:func:`fuseci.files.outputs.check_outputs`)."""
+    """Every baseline file under the baseline root ``root``, of every card and suite."""
     try:
         return sorted(root.glob("*/*.json"))
     except OSError:  # unreadable: nothing known to keep
@@ -84,9 +59,8 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
     """Write atomically (temporary file in the same directory, then a rename).
 
     Raises:
-        BaselineError: ``path`` or its directory is a symbolic link, or the file cannot be written (read-only
-            directory, full disk); the old file stays as it was, byte for byte, and no
-            temporary file remains.
+        BaselineError: ``path`` or its directory is a symbolic link, or the file cannot be written;
+            the old file stays as it was, and no temporary file remains.
     """
     _refuse_linked_card(path)
     if path.is_symlink():
@@ -109,12 +83,7 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
 
 
 def _refuse_linked_card(path: Path) -> None:
-    """Refuse a card directory that is a symbolic link: an update through it would replace the
-    baseline of the card it points to.
-
-    Raises:
-        BaselineError: ``path``'s directory is a symbolic link.
-    """
+    """Refuse a card directory that is a symbolic link (an update would replace its target's baseline)."""
     card = path.parent
     if card.is_symlink():
         target = os.readlink(card)
@@ -132,10 +101,10 @@ def lock_path(path: Path) -> Path:
 
 @contextmanager
 def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the update lock of the baseline file ``path`` for the block (see the module docstring),
-    and remove the temporary files an update that was killed left beside it.
-
-    Creates the baseline's directory if needed.
+    """Hold the update lock of the baseline file ``path`` for the block: an advisory lock on its
+    card's directory (created if needed), which leaves no file behind; and remove the temporary
+    files a killed update left beside it. Readers take no lock: the atomic rename shows them the
+    old file or the new one.
 
     Raises:
         BaselineError: another update held the lock for ``timeout_s``, the directory cannot be

@@ -1,28 +1,6 @@
-"""Results files: the verdicts of ``fuseci run --json`` (and ``compare``, ``merge``), written
-and read back here, so that the results of several runs (shards of one suite set, or runs on
-several GPU models) can be merged into one report by ``fuseci merge``.
-
-Numbers that are NaN or infinite are written as null and come back as None.
-
-Format history (no ``format`` field):
-    1: first version.
-    1 (still): optional per-check ``retry`` (a borderline speedup that was re-measured);
-       absent means false. Optional per-variant ``baseline_values`` and ``baseline_kernels``
-       (what the variant was judged against); absent means none. Optional per-variant
-       ``ledger`` and ``baseline_ledger`` (a ledger variant's fusion ledger and its baseline's,
-       as :mod:`fuseci.records.fusion` declares them); absent means none. Optional per-variant
-       ``cause`` (why its finding came about: ``kind``, ``evidence``, and ``also`` and
-       ``missing`` where they say anything, as :class:`~fuseci.judge.verdict.FindingCause` declares
-       them); absent means none said (a variant without a finding whose source did not change,
-       or a file written before).
-    1 (still): optional per-check ``band`` (the relative band a change was judged within where
-       wider than its tolerance: widened by measured noise, or by how far a count moved over the
-       baseline's profiled passes), ``timed_passes`` (the timed passes a re-measured speedup is
-       the median of) and ``not_gated`` (why a quantity is shown, not gated); absent means the
-       tolerance as written, one pass, and gated (or a file written before).
-
-Every object is written from the declaration that reads it (:func:`fuseci.validation.dump` of
-the dataclasses of :mod:`fuseci.judge.verdict`).
+"""Results files: the verdicts of ``fuseci run --json`` (and ``compare``, ``merge``), written and
+read back so that the results of several runs can be merged (``fuseci merge``). Each object is
+declared by its dataclass in :mod:`fuseci.judge.verdict`; NaN and infinities are written as null.
 """
 
 from __future__ import annotations
@@ -37,17 +15,10 @@ from pydantic import Field
 from fuseci import validation as v
 from fuseci.errors import ReportError
 from fuseci.files.versioned import DocumentFormat
-from fuseci.judge.verdict import (
-    MAX_CASES,
-    MAX_SUITES,
-    Comparison,
-    VariantMeasurement,
-    exit_code,
-)
+from fuseci.judge.verdict import MAX_CASES, MAX_SUITES, Comparison, VariantMeasurement, exit_code
 from fuseci.ledger.diff import diff
 
-#: Largest results file read: a results file holds every check of every case (about 15 KB a case
-#: with the exact counters), so a suite of 5,000 cases writes 73 MB; a merged file holds several.
+#: Largest results file read (it holds every check of every case, of several suites when merged).
 MAX_BYTES = 256 << 20
 FORMAT = DocumentFormat(
     what="results file", version=1, fix="results files are written by `fuseci run --json FILE`", max_bytes=MAX_BYTES
@@ -56,9 +27,7 @@ FORMAT = DocumentFormat(
 
 @dataclass(frozen=True, slots=True)
 class Results(v.OpenDocument):
-    """What a results file holds (after ``format_version``, checked by :data:`FORMAT`); its
-    suites are :class:`~fuseci.judge.verdict.Comparison`, each object of the file declared by its
-    dataclass there."""
+    """What a results file holds (after ``format_version``, checked by :data:`FORMAT`)."""
 
     suites: Annotated[v.Items[Comparison], Field(max_length=MAX_SUITES)]
     exit_code: Annotated[int, Field(ge=0, lt=4)] = 0
@@ -118,8 +87,8 @@ def from_json(data: dict[str, Any], path: Path | str) -> list[Comparison]:
 
 
 def _with_changes(c: Comparison) -> Comparison:
-    """``c`` with what changed in each ledger since its baseline's, node by node, found again as
-    the judge found it (a file holds the two ledgers, not their diff)."""
+    """``c`` with what changed in each ledger since its baseline's, node by node (a file holds the
+    two ledgers, not their diff)."""
     if not any(m.ledger and m.baseline_ledger for case in c.cases for m in case.variants):
         return c
 

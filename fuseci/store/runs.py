@@ -1,30 +1,10 @@
-"""Run files: the measurements of one ``fuseci run``, kept so that runs can be compared later.
+"""Run files: the measurements of one ``fuseci run`` (``--results-dir DIR``), kept so that runs
+can be compared later (``fuseci compare``, ``fuseci history``).
 
-``fuseci run --results-dir DIR`` writes one file per invocation,
-``DIR/<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json``. It holds, for every suite that was
-measured, what the verdicts are derived from rather than the verdicts: the suite file's path as
-given, the full harness record (environment, profiler settings, correctness checks, timings) and
-the per-kernel frame (:func:`fuseci.frames.report.kernel_columns`, one object per kernel, NaN as
-null). Suites that could not be profiled are absent. ``fuseci compare A B`` reads two run files
-back and judges B with A as its baseline, under the suite files' current policies, so a pull
-request's run gets exactly the verdicts ``fuseci run`` would give it if main's run were the
-stored baseline (an environment difference blocks the comparison unless accepted).
-
-A run is stamped with when and at which commit it was measured: a profiled run with the time it
-is saved and the commit checked out (``$GITHUB_SHA``, else ``git rev-parse HEAD``); a run
-re-analysed from a recorded report (``--from-report``) with the time ncu recorded it (from the
-report's header; the report file's modification time when the header holds none) and no commit,
-since the recording's is not known: a history of recorded reports then reads in the order they
-were recorded, and none is credited to the commit that happens to be checked out. Whoever knows
-better says so (``fuseci run --commit SHA --time TIME``, :func:`given_stamp`): the commit a
-recording measured, and for a recording the time it stands for.
-
-A run file is written once, atomically, and never replaced: when the name is taken (two runs in
-the same second), a suffix ``_2``, ``_3``... is added. The file is published with a hard link, which fails
-rather than overwrite; on file systems without hard links it falls back to a check and a rename.
-
-Format history:
-    1: first version.
+One file per invocation, ``DIR/<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json``, holding per
+measured suite what the verdicts are derived from: the suite file's path, the harness record and
+the per-kernel frame. It is written once, atomically, and never replaced. A run is stamped with
+when and at which commit it was measured (:class:`Stamp`).
 """
 
 from __future__ import annotations
@@ -92,9 +72,8 @@ def now_stamp() -> Stamp:
 
 
 def recording_stamp(path: Path) -> Stamp:
-    """The stamp of a run re-analysed from the report at ``path``: when ncu recorded it
-    (:func:`fuseci.frames.report.session_started`, else the file's modification time, else now)
-    and no commit (a recording does not say which commit it measured)."""
+    """The stamp of a run re-analysed from the report at ``path``: when ncu recorded it (else the
+    file's modification time, else now), and no commit (a recording does not say which)."""
     started = report.session_started(path)
     if started is None:
         try:
@@ -109,8 +88,7 @@ _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 def given_stamp(commit: str | None, time: str | None, from_report: Path | None) -> Stamp | None:
     """The stamp the command line gives a run (``--commit``, and ``--time`` for a re-analysed
-    report): None when it gives none, else the default stamp (:func:`now_stamp` or
-    :func:`recording_stamp`) with what it gives in place.
+    report): None when it gives none, else the default stamp with what it gives in place.
 
     Raises:
         UsageError: the commit is not a commit hash, the time not a UTC time, or a time is
@@ -130,7 +108,6 @@ def given_stamp(commit: str | None, time: str | None, from_report: Path | None) 
             raise UsageError(
                 f"--time {time!r}: not a UTC time; pass YYYY-mm-ddTHH:MM:SSZ (2026-11-20T09:00:00Z)"
             ) from None
-    # A profiled run's stamp is now's; its commit is the one given (a time is refused above).
     default = recording_stamp(from_report) if from_report is not None else Stamp(_now(), None)
     return Stamp(when or default.created, commit.lower() if commit is not None else default.commit)
 
@@ -166,7 +143,7 @@ def _run(results: Sequence[SuiteResults], suite_paths: Mapping[str, str | Path],
             )
         suites[r.suite] = r
     return Run(
-        created=stamp.created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created=stamp.created.strftime(_TIME_FORMAT),
         suites=suites,
         git_commit=stamp.commit,
         gpu_name=_gpu_name(results),
@@ -197,32 +174,22 @@ def save_run(
     directory: Path,
     stamp: Stamp | None = None,
 ) -> Path:
-    """Write one run file into ``directory`` (created if needed) and return its path.
-
-    Named ``<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json`` (UTC); ``_2``, ``_3``... is
-    added when that name is taken, so no existing file is ever replaced. Written atomically: a
-    reader sees the whole file or none.
-
-    Args:
-        results: The measured suites (those that failed to profile are simply not in it).
-        suite_paths: Suite file of each suite id, as given.
-        directory: The results directory.
-        stamp: When and at which commit the run was measured (default: :func:`now_stamp`; a
-            re-analysed report's is :func:`recording_stamp`).
+    """Write one run file of the measured suites into ``directory`` (created if needed) and return
+    its path; ``_2``, ``_3``... is added when the name is taken, so no file is ever replaced.
+    ``suite_paths`` holds each suite's file as given; ``stamp`` defaults to :func:`now_stamp`.
 
     Raises:
         ReportError: the directory cannot be created or written, or two results share a suite name.
     """
     stamp = stamp or now_stamp()
-    created, sha = stamp.created, stamp.commit
     run = _run(results, suite_paths, stamp)
     try:
         text = FORMAT.dumps(run.to_json(), indent=1)
     except ReportError as exc:  # one fuseci compare and history could not read
         raise ReportError(f"{directory}: cannot write the run file: {exc}") from None
-    stem = f"{created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(run.gpu_name or 'unknown')}"
-    if sha:
-        stem += f"-{sha[:_SHORT_SHA]}"
+    stem = f"{stamp.created.strftime('%Y%m%dT%H%M%SZ')}-{names.gpu_slug(run.gpu_name or 'unknown')}"
+    if stamp.commit:
+        stem += f"-{stamp.commit[:_SHORT_SHA]}"
     staged = directory / f".{stem}.{os.getpid()}.staged"
     try:
         atomic_write_text(staged, text)
@@ -238,8 +205,7 @@ def save_run(
 
 def kept_in(path: Path) -> list[Path]:
     """Every run file ``path`` stands for as a command's input: a results directory's every run
-    file (by name), whichever of them the command reads, or ``path`` itself. A report must be
-    none of them (:func:`fuseci.store.outputs.check_outputs`)."""
+    file (by name), or ``path`` itself."""
     if not path.is_dir():
         return [path]
     try:
@@ -278,13 +244,11 @@ def resolve_run(path: Path) -> Path:
 
 
 def load_run(path: Path) -> Run:
-    """Read a run file back, each suite's frames rebuilt from its record and kernels
-    (:class:`~fuseci.frames.run.Run`, the file's declaration).
+    """Read a run file back, each suite's frames rebuilt from its record and kernels.
 
     Raises:
         ReportError: the file is missing, unreadable, not JSON, not a run file, from a newer
-            fuseci, or holds a value its format does not allow; the message names the file, the
-            value's place and what to do.
+            fuseci, or holds a value its format does not allow.
     """
     try:
         data = FORMAT.load(path)
