@@ -1,21 +1,10 @@
 """Hardware counters collected inside the measured process: CUPTI's Range Profiler over ctypes.
 
-One :class:`Counters` per process. It loads ``libcupti`` (the one already in the process, else
-the one named by ``FUSECI_CUPTI_LIBRARY``, else the ``nvidia-cuda-cupti`` wheel's, else the CUDA
-toolkit's), asks PerfWorks (inside libcupti, the profiler host API) for a configuration of the
-metrics, enables the Range Profiler on the current context with one range per kernel
-(``CUPTI_AutoRange``) and kernel replay (CUPTI saves and restores device memory around each
-extra pass), and around each measured call starts it, stops it, decodes the counter data and
-evaluates every metric per kernel. A driver-API callback on every kernel launch names each
-kernel (its mangled symbol, as ncu's ``action.name()`` demangles it) and records its launch
-shape: grid and block, dynamic shared memory from the launch; registers and static shared
-memory from ``cuFuncGetAttribute``.
-
-ctypes rather than a compiled extension: fuseci installs as pure Python on any runner, and the
-library it talks to is whichever CUPTI the runner has (a wheel, the toolkit, the one PyTorch
-loaded). Every parameter block starts with ``structSize``, the size up to its last field *this*
-module knows; CUPTI reads only that much, so one layout serves every CUPTI from 12.6 on (the
-cache-control field of CUDA 13.4 is sent only when asked for).
+:class:`Counters` configures the metrics through PerfWorks, profiles one range per kernel
+(``CUPTI_AutoRange``) with kernel replay around each measured call, and names each kernel and its
+launch shape from a driver-API launch callback. ctypes, so fuseci stays pure Python and talks to
+whichever CUPTI the runner has. Every parameter block's ``structSize`` is the size up to the last
+field this module knows, so one layout serves every CUPTI from 12.6 on.
 """
 
 from __future__ import annotations
@@ -248,8 +237,7 @@ def wheel_library() -> str | None:
 
 
 def find_library() -> str:
-    """Which libcupti to load: ``FUSECI_CUPTI_LIBRARY``, the process's own (two CUPTIs in one
-    process would fight over the counters), the wheel's, the toolkit's.
+    """Which libcupti to load: ``FUSECI_CUPTI_LIBRARY``, the process's own, the wheel's, the toolkit's.
 
     Raises:
         HarnessError: none is found.
@@ -448,9 +436,8 @@ class Counters:
             log.exception("in-process counters: launch callback failed")
 
     def _function(self, f: int | None) -> tuple[int, int]:
-        """Registers per thread and static shared memory of the launched function. The runtime
-        launches a context-independent ``CUkernel`` in the function's place, which
-        ``cuFuncGetAttribute`` refuses: its function in this context answers instead."""
+        """Registers per thread and static shared memory of the launched function (or, for a
+        ``CUkernel``, which ``cuFuncGetAttribute`` refuses, of its function in this context)."""
         if not f:
             return 0, 0
         if f not in self._attributes:
@@ -469,8 +456,7 @@ class Counters:
 
     @contextmanager
     def _pass(self, synchronize: Callable[[], None]) -> Iterator[list[bool]]:
-        """One pass around the block: start, the block, synchronise, stop. The list it yields
-        holds, once the block is over, whether CUPTI has submitted every pass."""
+        """One pass around the block; the list it yields then holds whether every pass was submitted."""
         submitted: list[bool] = []
         self._call(
             "cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
@@ -485,14 +471,9 @@ class Counters:
 
     @contextmanager
     def window(self, synchronize: Callable[[], None], again: Callable[[], Any] | None = None) -> Iterator[Collected]:
-        """Count every kernel launched inside the ``with`` block, one range per kernel; the
-        block's launches are synchronised with ``synchronize`` before the profiler stops.
-
-        With kernel replay CUPTI replays each kernel for every pass after the first, saving and
-        restoring device memory around it. With user replay (``replay="user"``) the passes
-        before the block's are ``again()``, a call that launches the same kernels: the harness
-        hands the variant's own call, whose outputs it has checked to repeat call to call; a
-        one-pass configuration runs the block alone.
+        """Count every kernel launched inside the ``with`` block, one range per kernel. With user
+        replay (``replay="user"``) the passes before the block's run ``again()``, a call that
+        launches the same kernels.
 
         Raises:
             HarnessError: CUPTI refused a step, or a pass was left unsubmitted.
