@@ -1,15 +1,7 @@
 """The device: fuseci's own GPU work (inputs, comparisons, probes, timing) and the CUDA facts it
-records, through one of two runtimes with the same functions:
-
-- CuPy (:mod:`.device_cupy`), when it can be imported: what fuseci always used;
-- PyTorch alone (:mod:`.device_torch`), for a project that installs PyTorch and not CuPy
-  (``pip install "fuseci[torch]"``): every suite whose functions all take torch tensors runs
-  with it, with the same inputs bit for bit.
-
-``FUSECI_RUNTIME=cupy`` or ``torch`` chooses one where both are installed (the ``gpu`` tests run
-both on one card). The choice is made once per process and recorded (``runtime`` in the run's
-environment). ``cpu`` (:mod:`.device_cpu`) is the host, through PyTorch's CPU tensors: what
-``fuseci check --execute`` calls the functions with, on any machine.
+records, through one runtime chosen once per process: CuPy (:mod:`.device_cupy`) when it imports,
+else PyTorch alone (:mod:`.device_torch`); ``FUSECI_RUNTIME`` chooses where both are installed, and
+``cpu`` (:mod:`.device_cpu`) is the host, for ``fuseci check --execute``.
 """
 
 from __future__ import annotations
@@ -113,14 +105,12 @@ def open_context() -> None:
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, multiprocessors, L2 and memory size, the
-    CUDA driver API and runtime versions, the runtime (and CuPy's version when it is CuPy)."""
+    """The current device's facts (name, compute capability, L2, CUDA versions...) and the runtime."""
     return {**runtime().device_facts(), "runtime": runtime_name()}
 
 
 def stream_handle() -> int:
-    """The CUDA stream fuseci times and synchronises (0: the legacy default stream, where every
-    framework launches unless told otherwise)."""
+    """The CUDA stream fuseci times and synchronises (0: the legacy default stream)."""
     return int(runtime().stream_handle())
 
 
