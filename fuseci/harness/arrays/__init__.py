@@ -8,10 +8,8 @@ from fuseci.harness.arrays.device import (
     affine,
     context_alive,
     copy,
-    cupy,
     device_count,
     device_facts,
-    elementwise_kernel,
     empty,
     free_pool,
     nvtx_range,
@@ -24,6 +22,7 @@ from fuseci.harness.arrays.device import (
     synchronize,
     upload,
 )
+from fuseci.harness.arrays.device_cupy import cupy, elementwise_kernel
 from fuseci.harness.arrays.device_errors import DeviceMemoryError
 from fuseci.harness.arrays.frameworks import (
     Framework,

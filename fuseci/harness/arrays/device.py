@@ -59,24 +59,6 @@ def runtime_name() -> str:
     return str(runtime().NAME)
 
 
-def cupy() -> Any:
-    """The CuPy module (for CuPy arrays themselves: a suite whose functions take them).
-
-    Raises:
-        HarnessError: CuPy is not installed.
-    """
-    from fuseci.harness.arrays import device_cupy
-
-    return device_cupy.cupy()
-
-
-def elementwise_kernel(in_params: str, out_params: str, operation: str, name: str, preamble: str = "") -> Any:
-    """A CuPy ``ElementwiseKernel`` (the CuPy runtime's inputs; cached)."""
-    from fuseci.harness.arrays import device_cupy
-
-    return device_cupy.elementwise_kernel(in_params, out_params, operation, name, preamble)
-
-
 def start_driver() -> None:
     """Start the CUDA driver and read the device, creating no context.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from fuseci.config.dtypes import DTYPES, FRAMEWORKS
 from fuseci.errors import HarnessError
-from fuseci.harness.arrays import device
+from fuseci.harness.arrays import device, device_cupy
 from fuseci.harness.arrays.tensor import Tensor, from_array
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class Framework:
         Raises:
             HarnessError: it is not installed.
         """
-        device.cupy()
+        device_cupy.cupy()
 
     def start(self) -> None:
         """Set the framework up in this process's turn on the GPU, the CUDA context made."""
@@ -48,7 +48,7 @@ class Framework:
 
     def hand(self, t: Tensor) -> Any:
         """``t`` as this framework's array, on the same memory."""
-        return t.data if device.runtime_name() == "cupy" else device.cupy().from_dlpack(t.data)
+        return t.data if device.runtime_name() == "cupy" else device_cupy.cupy().from_dlpack(t.data)
 
     def before_call(self) -> None:
         """Called before each call of a function of this framework."""
@@ -386,11 +386,11 @@ def _take_torch(o: Any, who: str) -> Tensor:
         return from_array(t)
     if known is not None and known.minifloat is not None:
         bits = t.view(torch.int16 if known.itemsize == 2 else torch.int8)
-        return Tensor(device.cupy().from_dlpack(bits).view(known.storage), known)
+        return Tensor(device_cupy.cupy().from_dlpack(bits).view(known.storage), known)
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     try:
-        return from_array(device.cupy().from_dlpack(t))
+        return from_array(device_cupy.cupy().from_dlpack(t))
     except Exception as exc:  # a dtype DLPack has no code for
         raise HarnessError(f"{who}: a {t.dtype} torch tensor cannot be read ({type(exc).__name__}: {exc})") from None
 
