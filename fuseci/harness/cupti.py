@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from ctypes import c_char_p, c_int, c_size_t, c_uint8, c_uint16, c_uint32, c_void_p
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,6 @@ from typing import Any
 from fuseci.errors import HarnessError
 
 log = logging.getLogger(__name__)
-
-c_size_t = ctypes.c_size_t
-c_void_p = ctypes.c_void_p
-c_char_p = ctypes.c_char_p
-c_uint8 = ctypes.c_uint8
-c_uint16 = ctypes.c_uint16
-c_uint32 = ctypes.c_uint32
-c_int = ctypes.c_int
 
 #: Where to look for libcupti after the process's own and ``FUSECI_CUPTI_LIBRARY``.
 TOOLKIT_LIBRARIES = (
@@ -41,9 +34,7 @@ LIBRARY_ENV = "FUSECI_CUPTI_LIBRARY"
 
 # CUpti_ProfilerRange, CUpti_ProfilerReplayMode, CUpti_ProfilerType, CUpti_CacheControl_Mode
 AUTO_RANGE = 1
-KERNEL_REPLAY = 2
-USER_REPLAY = 3
-REPLAY = {"kernel": KERNEL_REPLAY, "user": USER_REPLAY}
+REPLAY = {"kernel": 2, "user": 3}
 RANGE_PROFILER = 0
 CACHE_CONTROL = {"none": 0, "all": 1, "l2": 2}
 DRIVER_API = 1  # CUPTI_CB_DOMAIN_DRIVER_API

@@ -152,7 +152,8 @@ class Watch:
         if not _hooked:
             sys.addaudithook(_audit)
             _hooked = True
-        stop = _monitor(self.code)
+        # each function's code as it starts, until stop() is called
+        stop = _monitor_events(self.code) if sys.version_info >= (3, 12) else _monitor_trace(self.code)
         _opening = self
         try:
             yield seen
@@ -177,13 +178,6 @@ class Watch:
         for module in modules:
             seen.add(self.imported.get(module, Watched()))
         self.cases[case] = seen
-
-
-def _monitor(on_code: Callable[[CodeType], None]) -> Callable[[], None]:
-    """Call ``on_code`` with each function's code as it starts, until the function returned is called."""
-    if sys.version_info >= (3, 12):
-        return _monitor_events(on_code)
-    return _monitor_trace(on_code)
 
 
 def _monitor_events(on_code: Callable[[CodeType], None]) -> Callable[[], None]:
