@@ -23,17 +23,7 @@ from fuseci.harness.arrays.device_torch import (
     xp,
 )
 
-__all__ = [
-    "NAME",
-    "asnumpy",
-    "astype_float64",
-    "clone",
-    "decode_minifloat",
-    "from_dlpack",
-    "storage_dtype",
-    "torch",
-    "xp",
-]
+__all__ = ["asnumpy", "astype_float64", "clone", "decode_minifloat", "from_dlpack", "xp"]
 
 #: The runtime's name, as ``FUSECI_RUNTIME`` says it.
 NAME = "cpu"
