@@ -367,6 +367,10 @@ class Counters:
             why = CAUSES.get(code, (text.value or b"").decode() or f"error {code}")
             raise HarnessError(f"in-process counters: {name} failed: {why} (CUPTI {code}, library {self.path})")
 
+    def _image(self) -> dict[str, Any]:
+        """The counter data image, as a parameter block's fields."""
+        return {"pCounterDataImage": ctypes.cast(self._data, c_void_p), "counterDataImageSize": len(self._data)}
+
     def _reset(self) -> None:
         """An empty counter data image, and the configuration bound to it."""
         init = self._params(
@@ -383,8 +387,7 @@ class Counters:
             pRangeProfilerObject=self.rp,
             configSize=len(self._config),
             pConfig=ctypes.cast(self._config, c_void_p),
-            counterDataImageSize=len(self._data),
-            pCounterDataImage=ctypes.cast(self._data, c_void_p),
+            **self._image(),
             range=AUTO_RANGE,
             replayMode=REPLAY[self.replay],
             maxRangesPerPass=self.max_ranges,
@@ -493,30 +496,17 @@ class Counters:
         decode = self._params(DecodeP, "numOfRangeDropped", pRangeProfilerObject=self.rp)
         self._call("cuptiRangeProfilerDecodeData", decode)
         out.dropped = int(decode.numOfRangeDropped)
-        info = self._params(
-            DataInfoP,
-            "numTotalRanges",
-            pCounterDataImage=ctypes.cast(self._data, c_void_p),
-            counterDataImageSize=len(self._data),
-        )
+        info = self._params(DataInfoP, "numTotalRanges", **self._image())
         self._call("cuptiRangeProfilerGetCounterDataInfo", info)
         values = (ctypes.c_double * len(self.metrics))()
         for i in range(int(info.numTotalRanges)):
-            rng = self._params(
-                RangeInfoP,
-                "rangeName",
-                pCounterDataImage=ctypes.cast(self._data, c_void_p),
-                counterDataImageSize=len(self._data),
-                rangeIndex=i,
-                rangeDelimiter=b"/",
-            )
+            rng = self._params(RangeInfoP, "rangeName", **self._image(), rangeIndex=i, rangeDelimiter=b"/")
             self._call("cuptiRangeProfilerCounterDataGetRangeInfo", rng)
             ev = self._params(
                 EvaluateP,
                 "pMetricValues",
                 pHostObject=self.host,
-                pCounterDataImage=ctypes.cast(self._data, c_void_p),
-                counterDataImageSize=len(self._data),
+                **self._image(),
                 rangeIndex=i,
                 ppMetricNames=self._names,
                 numMetrics=len(self.metrics),
