@@ -1,12 +1,7 @@
 """Correctness: every variant called on the case's inputs in its own framework, its outputs
-compared with its own earlier call, ``unfused`` and the float64 reference.
-
-Each variant is called three times: the first compiles and fills caches (its wall time recorded);
-the next two run with new memory filled with NaN bytes
-(:meth:`fuseci.harness.arrays.Framework.poisoned`), so an unwritten output element cannot pass
-by holding an old result, and a result that changes between them is wrong. The reference is
-called with float64 copies of the inputs on the GPU, and on the host in NumPy when it cannot
-take device arrays. Tolerances are the case's ``correctness``, else each output dtype's.
+compared with its own earlier call, ``unfused`` and the float64 reference. A variant's checked
+calls run with new memory filled with NaN bytes (:meth:`fuseci.harness.arrays.Framework.poisoned`),
+so an unwritten output element cannot pass by holding an old result.
 """
 
 from __future__ import annotations
@@ -179,7 +174,8 @@ def first_calls_of(
 def check_case(
     case: Case, calls: Mapping[str, BoundCall], reference: BoundCall | None, inputs: Mapping[str, Tensor]
 ) -> CaseCheck:
-    """Check every variant (see the module docstring).
+    """Check every variant: a first call (timed), then two NaN-filled calls compared with each
+    other, the reference and ``unfused``.
 
     Raises:
         HarnessError: a function returned something other than arrays, or outputs of another

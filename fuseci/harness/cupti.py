@@ -1,10 +1,7 @@
-"""Hardware counters collected inside the measured process: CUPTI's Range Profiler over ctypes.
-
-:class:`Counters` configures the metrics through PerfWorks, profiles one range per kernel
-(``CUPTI_AutoRange``) with kernel replay around each measured call, and names each kernel and its
-launch shape from a driver-API launch callback. ctypes, so fuseci stays pure Python and talks to
-whichever CUPTI the runner has. Every parameter block's ``structSize`` is the size up to the last
-field this module knows, so one layout serves every CUPTI from 12.6 on.
+"""Hardware counters collected inside the measured process: CUPTI's Range Profiler over ctypes,
+one range per kernel, each kernel named with its launch shape by a driver-API callback. Every
+parameter block's ``structSize`` is the size up to the last field this module knows, so one layout
+serves every CUPTI from 12.6 on.
 """
 
 from __future__ import annotations

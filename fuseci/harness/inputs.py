@@ -1,15 +1,7 @@
-"""Input tensors, built on the GPU from their seeds by one counter-based kernel.
-
-Element ``i`` is a pure function of ``(seed, i)``: Philox4x32-10 (Salmon et al., SC 2011) keyed
-by the seed with the index as counter, turned into the distribution's value in float64 (then
-rounded to float32 and to the input's dtype; bfloat16 and float8 to nearest even, clamped, as raw
-bits). So a tensor is the same on every run, card and launch shape; the PyTorch runtime writes the
-same values with Triton (:mod:`fuseci.harness.arrays.philox_triton`), and ``tests/philox.py``
-computes them with NumPy.
-
-- ``uniform``: ``low + u * (high - low)`` with ``u`` in [0, 1) from 53 random bits.
-- ``normal``: ``mean + std * z``, ``z`` by the Box-Muller transform of two such numbers.
-- ``randint``: an integer in [low, high) by Lemire's multiply-high reduction of 64 random bits.
+"""Input tensors, built on the GPU from their seeds by one counter-based kernel: element ``i`` is
+Philox4x32-10 of ``(seed, i)`` turned into the distribution's value (``uniform`` and ``normal``
+in float64 by Box-Muller, ``randint`` by Lemire's multiply-high) and rounded to the input's dtype,
+the same on every run, card and runtime (:mod:`fuseci.harness.arrays.philox_triton`).
 """
 
 from __future__ import annotations
@@ -68,7 +60,7 @@ def _kernel(distribution: str, dtype_name: str) -> Any:
 
 
 def _store(distribution: str, dtype_name: str) -> str:
-    """How the value ``v`` becomes an element of ``dtype_name`` (see the module docstring)."""
+    """How the value ``v`` becomes an element of ``dtype_name`` (floats through float32)."""
     as_double = "v" if distribution != "randint" else "(double)v"
     fmt = dtype(dtype_name).minifloat
     if fmt is not None:

@@ -1,11 +1,7 @@
 """``python -m fuseci.harness.trial SUITE --record PATH``: every variant and the reference of a
-suite called once on the host (``fuseci check --execute``), before any GPU runner does.
-
-Each case's inputs are made small (:func:`small_inputs`) and written from their seeds on the host
-runtime (:mod:`fuseci.harness.arrays.device_cpu`); Triton kernels run in Triton's interpreter.
-Each variant's outputs are compared, with the harness's comparison, with the float64 reference
-(the case's, a float64 copy of a factory's module, or ``unfused`` on float64 inputs). The record
-is rewritten before and after every call, so the parent can name the call a hang or crash was in.
+suite called once on the host (``fuseci check --execute``), before any GPU runner does, on small
+inputs (:func:`small_inputs`), their outputs compared with the float64 reference's. The record is
+rewritten before and after every call, so the parent can name the call a hang or crash was in.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Which files of a tree a case's checked calls ran and read: the harness's half of the audit of
-``fuseci ab``'s case fingerprints (:mod:`fuseci.ab.audit` judges what is noted here).
-
-While a watch is held, every Python function that starts (``sys.monitoring`` on 3.12+, else
-``sys.settrace``) and every file opened for reading (the ``open`` audit event) is noted when its
-file lies under the tree, outside fuseci, the interpreter's directories and those left out. The
-harness watches only under ``fuseci ab``, in the profiled run, around each named module's import
-and each case's checked calls: never a measured range. Compiled extensions are not seen.
+``fuseci ab``'s case fingerprints (:mod:`fuseci.ab.audit`). While a watch is held, every Python
+function that starts and every file opened for reading under the tree (outside fuseci, the
+interpreter's directories and those left out) is noted; compiled extensions are not seen.
 """
 
 from __future__ import annotations

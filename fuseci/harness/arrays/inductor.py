@@ -1,12 +1,7 @@
 """Inductor's provenance of a ledger variant's compiled forward, captured in the process that
-compiles it, and the NVTX ranges that tie each measured kernel to its wrapper call
-(:mod:`fuseci.ledger` builds the ledger from both).
-
-:func:`capturing` wraps the variant's first call: with provenance tracking on, unique kernel
-names, and the FX-graph and AOTAutograd caches off (a cache hit emits no provenance; Dynamo's
-code is dropped once per case by :func:`fresh`), it keeps the artifacts of Inductor's structured
-trace the ledger reads (:data:`fuseci.records.fusion.ARTIFACTS`), each symbolic size's value and
-the fusion log. :func:`op_ranges` opens an NVTX range per ATen op and Triton launch (``emit_nvtx``).
+compiles it (:func:`capturing`: provenance tracking on, caches off, the structured trace and the
+fusion log kept), and the NVTX ranges that tie each measured kernel to its wrapper call
+(:func:`op_ranges`); :mod:`fuseci.ledger` builds the ledger from both.
 """
 
 from __future__ import annotations

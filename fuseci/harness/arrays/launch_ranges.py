@@ -1,14 +1,8 @@
-"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``).
-
-While a ledger variant's measured call runs, :func:`once_per_configuration` stands in for the
-launchers in the globals of every loaded Inductor wrapper module (Triton kernels'
-``run``, ``extern_kernels``, ``torch.ops``) and counts the graph's runs. A launch's configuration
-is its module, what it calls, and each argument's dtype, device, shape, strides and address
-modulo :data:`ALIGN` (or its value). A configuration's first launch runs inside a
-``fuseci-launch:R:N`` range; a later one inside ``fuseci-repeat:R:N``, which ncu leaves out, and is
-recorded as ``[N, M, R]`` (launch N in graph run R repeats launch M) for the report reader to count
-with M's measurement (:mod:`fuseci.frames.repeats`). A launch whose work depends on the data
-needs ``repeats: every``.
+"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``):
+while the measured call runs, the launchers of Inductor's wrapper modules are stood in for, a
+configuration's first launch runs in a ``fuseci-launch:R:N`` range and each later one in a
+``fuseci-repeat:R:N`` range that ncu leaves out, recorded as ``[N, M, R]`` (launch N in graph run
+R repeats launch M) for the report reader to count with M's measurement (:mod:`fuseci.frames.repeats`).
 """
 
 from __future__ import annotations
