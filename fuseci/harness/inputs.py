@@ -60,7 +60,7 @@ def _kernel(distribution: str, dtype_name: str) -> Any:
 
 
 def _store(distribution: str, dtype_name: str) -> str:
-    """How the value ``v`` becomes an element of ``dtype_name`` (floats through float32)."""
+    """How the value ``v`` becomes an element of ``dtype_name`` (floats but float64 through float32)."""
     as_double = "v" if distribution != "randint" else "(double)v"
     fmt = dtype(dtype_name).minifloat
     if fmt is not None:
