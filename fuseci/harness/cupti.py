@@ -342,8 +342,6 @@ class Counters:
             self._call("cuptiEnableCallback", 1, self._subscriber, DRIVER_API, cbid)
         self._reset()
 
-    # -- calls -----------------------------------------------------------------------------
-
     @staticmethod
     def _params(struct: type[ctypes.Structure], last: str, **values: Any) -> Any:
         p = struct(**values)
@@ -442,8 +440,6 @@ class Counters:
             self.cuda.cuFuncGetAttribute(ctypes.byref(static), CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, handle)
             self._attributes[f] = (int(regs.value), int(static.value))
         return self._attributes[f]
-
-    # -- collection ------------------------------------------------------------------------
 
     @contextmanager
     def _pass(self, synchronize: Callable[[], None]) -> Iterator[list[bool]]:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fuseci.config.model import UNFUSED, Case, InputSpec, Suite
+from fuseci.config.model import UNFUSED, Case, InputSpec, Suite, Variant
 from fuseci.config.parse import load_suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
@@ -141,7 +141,7 @@ class Trials:
 
 
 def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
-    """Call every variant of ``case``, and its reference, once on small inputs (module docstring)."""
+    """Call every variant of ``case``, and its reference, once on small inputs."""
     from fuseci.harness import arrays, factory
     from fuseci.harness.case_runner import resolve
     from fuseci.harness.correctness import BoundCall, compare_output
@@ -151,8 +151,7 @@ def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
     on = f"on {shapes(small.inputs)}"
     models = factory.Models(small, lambda ref: resolve(ref, search))
 
-    def bound(variant_id: str) -> BoundCall | tuple[Outcome, str]:
-        v = next(v for v in case.variants if v.id == variant_id)
+    def bound(v: Variant) -> BoundCall | tuple[Outcome, str]:
         if v.framework == "cupy":
             return Outcome.NOT_RUN, "it takes CuPy arrays, which need a GPU; `fuseci run` calls it there"
         try:
@@ -171,7 +170,7 @@ def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
     expected, against = _reference(case, small, search, models, inputs, trials, on)
     outs_by_variant: dict[str, tuple[Any, ...]] = {}
     for v in case.variants:
-        call = bound(v.id)
+        call = bound(v)
         if isinstance(call, tuple):
             trials.add(case, v.id, *call)
             continue
@@ -264,7 +263,7 @@ def _reference(
 
 
 def run_trials(suite: Suite, record: Path) -> TrialRecord:
-    """Call every function of ``suite`` once (module docstring), the record rewritten as it goes."""
+    """Call every function of ``suite`` once, the record rewritten as it goes."""
     from fuseci.harness import arrays
     from fuseci.harness.case_runner import _put_on_path
 

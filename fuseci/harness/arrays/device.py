@@ -9,8 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
@@ -111,11 +110,9 @@ def free_pool() -> None:
     runtime().free_pool()
 
 
-@contextmanager
-def poisoned_pool(byte: int) -> Iterator[None]:
+def poisoned_pool(byte: int) -> AbstractContextManager[None]:
     """Fill every allocation the runtime's own pool hands out with ``byte`` while the block runs."""
-    with runtime().poisoned_pool(byte):
-        yield
+    return runtime().poisoned_pool(byte)
 
 
 def memset(address: int, byte: int, size: int) -> None:
@@ -123,11 +120,9 @@ def memset(address: int, byte: int, size: int) -> None:
     runtime().memset(address, byte, size)
 
 
-@contextmanager
-def nvtx_range(name: str) -> Iterator[None]:
+def nvtx_range(name: str) -> AbstractContextManager[None]:
     """An NVTX push/pop range (ncu's ``--nvtx-include`` selects the kernels inside it)."""
-    with runtime().nvtx_range(name):
-        yield
+    return runtime().nvtx_range(name)
 
 
 def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
