@@ -102,11 +102,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _measure(args: argparse.Namespace, timing: TimingOptions | None) -> HarnessRecord:
-    """Load the suite, start up, then run it in the GPU's turn (with ``--after``, around the profiled run's).
-
-    Raises:
-        FuseciError: the suite cannot be loaded or run, or the GPU's turn was not had.
-    """
+    """Load the suite, start up, then run it in the GPU's turn (with ``--after``, around the profiled run's)."""
     suite = load_suite(args.suite)
     arrays.runtime()  # fuseci's own device work: CuPy, or PyTorch alone where CuPy is not installed
     if not args.time:  # fuseci ab: what each case's checked calls run and read, for its audit

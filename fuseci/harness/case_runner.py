@@ -55,12 +55,7 @@ def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
 
 
 def _calls(case: Case, search: list[Path]) -> tuple[dict[str, BoundCall], BoundCall | None]:
-    """Each variant, and the reference, bound to its framework (a factory's to its module).
-
-    Raises:
-        HarnessError: a function cannot be imported, or its framework is not installed; a factory
-            raised or returned no ``torch.nn.Module``.
-    """
+    """Each variant, and the reference, bound to its framework (a factory's to its module)."""
     models = factory.Models(case, lambda ref: resolve(ref, search))  # a factory's module, once per case
     calls = {
         v.id: models.call(v)
@@ -81,12 +76,8 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, BoundCall], BoundC
 def _measure(
     suite: Suite, case: Case, calls: dict[str, BoundCall], inputs: dict[str, arrays.Tensor], passes: int = 1
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, tuple[Repeat, ...]]]]:
-    """Warm every variant up outside any range, then run each inside its NVTX range, ``passes`` times over.
-
-    Returns:
-        What each variant compiled or autotuned inside its ranges; and for each ledger variant
-        with ``repeats: once``, by pass, the launches ncu left out (:mod:`.arrays.launch_ranges`).
-    """
+    """Warm every variant up, then run each inside its NVTX range ``passes`` times over: what each
+    compiled there, and each ``repeats: once`` ledger variant's launches ncu left out, by pass."""
     handed = {v.id: calls[v.id].handed(inputs) for v in case.variants}
     for v in case.variants:  # warm-up, outside every range
         calls[v.id].raw(handed[v.id])
@@ -405,11 +396,7 @@ def with_code(record: HarnessRecord, record_path: Path) -> HarnessRecord:
 
 def _pinned(suite: Suite, record: HarnessRecord) -> str:
     """Put the autotuning choices kept with the suite's baseline for this card into Inductor's
-    compile cache (:mod:`fuseci.measure.autotune`); what was done, as the run's note, or ``""``.
-
-    Raises:
-        BaselineError: the kept file is not a good autotuning record (exit 3, naming it).
-    """
+    compile cache (a BaselineError where the kept file is bad); what was done, as the run's note."""
     root = os.environ.get(kept.ROOT_ENV)
     if not root:
         return ""

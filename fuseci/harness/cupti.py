@@ -349,11 +349,7 @@ class Counters:
         return p
 
     def _call(self, name: str, *args: Any) -> None:
-        """Call ``name``, each parameter block by reference.
-
-        Raises:
-            HarnessError: it returned an error; the message names the cause and the fix.
-        """
+        """Call ``name``, each parameter block by reference; an error is a HarnessError naming the cause."""
         refs = [ctypes.byref(a) if isinstance(a, ctypes.Structure) else a for a in args]
         code = int(getattr(self.lib, name)(*refs))
         if code != 0:

@@ -31,11 +31,7 @@ def _signed(x: int) -> int:
 
 @functools.cache
 def _kernels() -> tuple[Any, Any]:
-    """The Triton kernels (compiled at first use, then from Triton's cache).
-
-    Raises:
-        HarnessError: Triton cannot be imported.
-    """
+    """The Triton kernels (a HarnessError where Triton cannot be imported)."""
     try:
         from fuseci.harness.arrays import triton_kernels
     except ImportError as exc:
