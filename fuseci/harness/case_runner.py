@@ -237,7 +237,6 @@ def preload(suite: Suite) -> None:
     """Import every module the suite names, and :data:`LAZY_IMPORTS`, before the GPU's turn; a
     module that fails to import is left for its case to report."""
     _put_on_path(search_path(suite))
-    refs = {ref for c in suite.cases for ref in c.functions}
     for module in LAZY_IMPORTS:
         try:
             importlib.import_module(module)
@@ -250,7 +249,7 @@ def preload(suite: Suite) -> None:
         except FuseciError as exc:  # reported by each case that needs it
             log.info("framework %s: %s", name, exc)
         log.debug("framework %s loaded in %.2f s", name, time.perf_counter() - started)
-    for module in sorted({ref.split(":")[0] for ref in refs}):
+    for module in sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions}):
         started = time.perf_counter()
         try:
             with watch.importing(module):

@@ -72,11 +72,6 @@ def small_inputs(case: Case) -> tuple[InputSpec, ...]:
     return tuple(replace(spec, shape=_divided(spec.shape, f, long)) for spec in case.inputs)
 
 
-def shapes(inputs: tuple[InputSpec, ...]) -> str:
-    """The inputs as a message says them: ``x [64, 128] float32, w [128] float32``."""
-    return ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in inputs)
-
-
 _FUSECI = Path(__file__).resolve().parent.parent
 
 
@@ -148,7 +143,7 @@ def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
     from fuseci.harness.inputs import make_input
 
     small = replace(case, inputs=small_inputs(case))
-    on = f"on {shapes(small.inputs)}"
+    on = "on " + ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in small.inputs)  # x [64, 128] float32, ...
     models = factory.Models(small, lambda ref: resolve(ref, search))
 
     def bound(v: Variant) -> BoundCall | tuple[Outcome, str]:

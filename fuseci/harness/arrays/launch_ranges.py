@@ -47,12 +47,10 @@ class Launches:
             hash(config)
         except TypeError:  # an argument that cannot be hashed: its own configuration
             config = None
-        twin = self.first.get(config) if config is not None else None
-        if twin is None and config is not None:
-            self.first[config] = n
-        if twin is not None:
+        twin = self.first.setdefault(config, n) if config is not None else n  # n: a first launch
+        if twin != n:
             self.repeats.append((n, twin, self.runs))
-        self.nvtx.range_push(names.launch_range(self.runs, n, repeat=twin is not None))
+        self.nvtx.range_push(names.launch_range(self.runs, n, repeat=twin != n))
         try:
             return fn(*args, **kwargs)
         finally:
