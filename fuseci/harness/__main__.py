@@ -31,11 +31,9 @@ log = logging.getLogger("fuseci.harness")
 def time_around(
     suite: Suite, record_path: Path, after: Path, lock: Path | None, only: set[str] | None, timing: TimingOptions
 ) -> HarnessRecord:
-    """The timed pass of ``fuseci run`` (``--after``): time cases while the GPU is free and the
-    profiled run (whose record is ``after``) has not taken it, then, once that record is complete,
-    the rest of the cases it checked right, taking turns as :mod:`fuseci.measure.turn` says. The
-    case in hand is finished before the GPU is handed over.
-    """
+    """The timed pass of ``fuseci run`` (``--after``): time cases while the profiled run (whose
+    record is ``after``) has not taken the GPU, then, once that record is complete, the rest of
+    the cases it checked right, taking turns as :mod:`fuseci.measure.turn` says."""
     ahead = None
     with turn.ahead_of(lock, after) as stop:
         if stop is not None:

@@ -108,12 +108,8 @@ def time_case(
     case: Case, calls: Mapping[str, BoundCall], inputs: Mapping[str, Tensor], options: TimingOptions
 ) -> tuple[VariantTiming, ...]:
     """Time every variant of a case with CUDA events, then probe whether each call waits for the
-    GPU (:func:`block_probes`).
-
-    After warm-up, ``options.repeats`` rounds each time one call of every variant in turn (a drift
-    of clocks touches all alike), each between its own pair of events and on the next input set
-    of the rotation (no call finds its inputs in the L2), queued behind a spin that outlasts the
-    call's return on the host (:func:`fill_ns`), so its start event fires with its launches queued.
+    GPU (:func:`block_probes`). After warm-up, ``options.repeats`` rounds each time one call of
+    every variant in turn, each on the next input set of the rotation, behind a spin (:func:`fill_ns`).
 
     Raises:
         HarnessError: a variant returned something other than arrays.

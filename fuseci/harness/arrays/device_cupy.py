@@ -49,7 +49,7 @@ def device_count() -> int:
 
 
 def open_context() -> None:
-    """Create this process's CUDA context (``cudaFree(0)``, the customary way, and no more).
+    """Create this process's CUDA context (``cudaFree(0)``).
 
     Raises:
         HarnessError: the context cannot be created.
