@@ -31,20 +31,9 @@ log = logging.getLogger("fuseci.harness")
 def time_around(
     suite: Suite, record_path: Path, after: Path, lock: Path | None, only: set[str] | None, timing: TimingOptions
 ) -> HarnessRecord:
-    """The timed pass of ``fuseci run`` (``--after``): time the cases around the profiled run
-    whose record is ``after``, taking turns on the GPU as :mod:`fuseci.measure.turn` says.
-
-    The profiled process starts under ncu and imports under its injection, so this one is ready
-    first: while the GPU is free and the profiled run has not taken it, it times cases, one at a
-    time (their first calls timed too: they pay the cold start now), until the profiled run waits
-    for the GPU, then hands the GPU over (:func:`~fuseci.measure.turn.ahead_of`). Once the
-    profiled record is complete it times the rest of the cases that checked right, taking the GPU
-    next (:func:`~fuseci.measure.turn.claim_next_turn`). The case in hand is finished first: a
-    profiled run that comes for the GPU meanwhile waits for at most that case (for a one-case
-    PyTorch suite on an H200 the timed process was ready 0.3-1.2 s before the profiled one and
-    its case took about 1 s, so the profiled run waited 0-1 s), never longer than timing the
-    case after it would take.
-    """
+    """The timed pass of ``fuseci run`` (``--after``): time cases while the profiled run (whose
+    record is ``after``) has not taken the GPU, then, once that record is complete, the rest of
+    the cases it checked right, taking turns as :mod:`fuseci.measure.turn` says."""
     ahead = None
     with turn.ahead_of(lock, after) as stop:
         if stop is not None:
@@ -111,12 +100,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _measure(args: argparse.Namespace, timing: TimingOptions | None) -> HarnessRecord:
-    """Load the suite, start up while another process may use the GPU, then run it in the GPU's
-    turn (or, with ``--after``, around the profiled run's).
-
-    Raises:
-        FuseciError: the suite cannot be loaded or run, or the GPU's turn was not had.
-    """
+    """Load the suite, start up, then run it in the GPU's turn (with ``--after``, around the profiled run's)."""
     suite = load_suite(args.suite)
     arrays.runtime()  # fuseci's own device work: CuPy, or PyTorch alone where CuPy is not installed
     if not args.time:  # fuseci ab: what each case's checked calls run and read, for its audit
@@ -175,14 +159,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def end(code: int) -> NoReturn:
-    """End this process with ``code`` at once, its record written and its output flushed.
-
-    Python's own ending (its ``atexit`` handlers, the teardown of every module and object, then
-    the CUDA driver's) took 1.1-1.2 s in a process that had run a ``torch.compile`` function on an
-    H200, against 0.1 s for this: both harness processes of a PyTorch suite end on the critical
-    path of ``fuseci run`` (the profiled one before ncu writes its report, the timed one before
-    the suite is judged). ncu has every kernel's results by then: it collects them as each
-    kernel is profiled. What a kernel module registers with ``atexit`` does not run.
+    """End this process with ``code`` at once, its record written and its output flushed: Python's
+    own teardown (``atexit``, every module, the CUDA driver) would delay ``fuseci run``'s critical
+    path; ncu has every kernel's results by then. ``atexit`` handlers of kernel modules do not run.
     """
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):

@@ -55,13 +55,7 @@ def resolve(ref: str, search: list[Path]) -> Callable[..., Any]:
 
 
 def _calls(case: Case, search: list[Path]) -> tuple[dict[str, BoundCall], BoundCall | None]:
-    """Each variant, and the reference, bound to its framework; a factory's variant to its
-    module, and a case with factories and no reference to their float64 copy (:mod:`.factory`).
-
-    Raises:
-        HarnessError: a function cannot be imported, or its framework is not installed; a factory
-            raised or returned no ``torch.nn.Module``.
-    """
+    """Each variant, and the reference, bound to its framework (a factory's to its module)."""
     models = factory.Models(case, lambda ref: resolve(ref, search))  # a factory's module, once per case
     calls = {
         v.id: models.call(v)
@@ -82,14 +76,8 @@ def _calls(case: Case, search: list[Path]) -> tuple[dict[str, BoundCall], BoundC
 def _measure(
     suite: Suite, case: Case, calls: dict[str, BoundCall], inputs: dict[str, arrays.Tensor], passes: int = 1
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, tuple[Repeat, ...]]]]:
-    """Warm every variant up outside any range, then run each inside its NVTX range (all ncu
-    profiles), ``passes`` times over (each repeat in a range of its own, :func:`names.range_name`).
-
-    Returns:
-        What each variant compiled or autotuned inside its ranges; and for each ledger variant
-        whose launches repeat (``repeats: once``), by pass, the ``[launch, earlier launch, graph run]``
-        of each launch ncu left out (:mod:`fuseci.harness.arrays.launch_ranges`).
-    """
+    """Warm every variant up, then run each inside its NVTX range ``passes`` times over: what each
+    compiled there, and each ``repeats: once`` ledger variant's launches ncu left out, by pass."""
     handed = {v.id: calls[v.id].handed(inputs) for v in case.variants}
     for v in case.variants:  # warm-up, outside every range
         calls[v.id].raw(handed[v.id])
@@ -132,10 +120,8 @@ def run_case(
     first_calls: bool = False,
     passes: int = 1,
 ) -> CaseRecord:
-    """Check, warm up and measure one case (``passes`` profiled passes), or time it with
-    ``timing``; ``check=False`` (timing only) skips the correctness checks that the profiled run
-    made, ``first_calls`` (timing only, without checks) still times each variant's first call
-    (see :func:`run`). Foreign exceptions become an error record."""
+    """Check, warm up and measure one case, or time it with ``timing`` (see :func:`run`); whatever
+    it raises becomes an error record."""
     frameworks = {arrays.get(f) for f in case.frameworks} | {arrays.get(arrays.runtime_name())}
     try:
         return _case_record(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)
@@ -164,7 +150,6 @@ def _case_record(
     first_calls: bool,
     passes: int,
 ) -> CaseRecord:
-    """:func:`run_case`'s work, whatever it raises passed on."""
     calls, reference = _calls(case, search)
     inputs = {spec.name: make_input(spec) for spec in case.inputs}
     log.debug("case %s: inputs made", case.id)
@@ -237,25 +222,21 @@ def first_lines(text: str, lines: int = 3, chars: int = 400) -> str:
 
 
 def _put_on_path(search: list[Path]) -> None:
-    """Put the directories the suite's modules are found in (:func:`fuseci.config.resolve.search_path`)
-    at the front of ``sys.path``, in order, each once."""
+    """Put the suite's module directories at the front of ``sys.path``, in order, each once."""
     for p in reversed(search):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
 
 
-#: Modules that CuPy and NumPy import on first use, in the middle of a case: CuPy's first ufunc
-#: call imports ``cupyx`` (and with it SciPy, about 0.2 s), NumPy's first percentile
-#: ``numpy.ma``. :func:`preload` imports them before the GPU's turn.
+#: Modules that CuPy and NumPy import on first use (CuPy's first ufunc, NumPy's first percentile),
+#: which :func:`preload` imports before the GPU's turn.
 LAZY_IMPORTS = ("cupyx", "cupyx.scipy.special", "numpy.ma")
 
 
 def preload(suite: Suite) -> None:
-    """Import every module the suite names, before the GPU is needed, so that a process that
-    waits for its turn on the GPU has done its slow start by then, :data:`LAZY_IMPORTS` too. A
+    """Import every module the suite names, and :data:`LAZY_IMPORTS`, before the GPU's turn; a
     module that fails to import is left for its case to report."""
     _put_on_path(search_path(suite))
-    refs = {ref for c in suite.cases for ref in c.functions}
     for module in LAZY_IMPORTS:
         try:
             importlib.import_module(module)
@@ -268,7 +249,7 @@ def preload(suite: Suite) -> None:
         except FuseciError as exc:  # reported by each case that needs it
             log.info("framework %s: %s", name, exc)
         log.debug("framework %s loaded in %.2f s", name, time.perf_counter() - started)
-    for module in sorted({ref.split(":")[0] for ref in refs}):
+    for module in sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions}):
         started = time.perf_counter()
         try:
             with watch.importing(module):
@@ -279,21 +260,14 @@ def preload(suite: Suite) -> None:
     arrays.warm_compiler_keys()  # the compilers those modules brought, while the GPU is prepared
 
 
-#: fuseci's own package: the code that measures, the same for both sides of ``fuseci ab``
-#: wherever it is installed (in the head's tree, for fuseci's own repository).
+#: fuseci's own package: the same for both sides of ``fuseci ab`` wherever it is installed.
 _FUSECI = Path(__file__).resolve().parent.parent
 
 
 def foreign_modules(tree: Path, own: Path) -> list[str]:
-    """The modules this process imported from files inside ``tree`` but not inside ``own``,
-    each as ``name (file)``: under ``fuseci ab``, a side's processes run in their own tree, and a
-    module of the other side's would measure the wrong code (an editable install or
-    ``PYTHONPATH`` that points at the other tree, a module only it has).
-
-    fuseci's own modules are told by their file, inside fuseci's package, not by their name: a
-    module is registered under more than one name (``python -m fuseci.harness`` runs as
-    ``__main__``, and ``import multiprocessing``, which PyTorch's compile workers bring, registers
-    that same module again as ``__mp_main__``)."""
+    """The modules this process imported from files inside ``tree`` (the other side of ``fuseci
+    ab``) but not inside ``own`` or fuseci's package, each as ``name (file)``. fuseci's own are told
+    by their file, not their name (``__main__`` and ``__mp_main__`` are registered too)."""
     tree, own = tree.resolve(), own.resolve()
     found = []
     for name, module in sorted(sys.modules.items()):
@@ -325,8 +299,7 @@ def wait_for_ok_cases(record_path: Path, timeout_s: float, poll_s: float = 0.02)
     """Wait until the profiled run's record is complete; the cases it checked right.
 
     Raises:
-        HarnessError: the record did not complete within ``timeout_s`` (the profiled run died:
-            the parent stops this process first, so this is the last resort).
+        HarnessError: the record did not complete within ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -355,16 +328,10 @@ def run(
 ) -> HarnessRecord:
     """Run every case (or those in ``only``), rewriting the record after each.
 
-    With ``timing`` the variants are timed with CUDA events instead of run in NVTX ranges, and
-    the copy bandwidth is measured first; ``timing.l2_bytes`` is taken from the device.
-    ``check=False`` (with ``timing`` only) skips the correctness checks; ``first_calls`` (with
-    ``timing`` only) times each variant's first call and what it compiled or autotuned, as the
-    checks do, for a timed pass that runs a case before its profiled run (its first calls pay
-    the cold start then). Without ``timing``, each variant is profiled ``passes`` times.
-
-    ``stop`` is asked before each case: when it says so, the record is left incomplete with the
-    cases run so far, and ``run`` may be called again with it as ``prior`` for the rest (its
-    environment and copy bandwidth kept, its cases not run again).
+    With ``timing`` the variants are timed with CUDA events (the copy bandwidth measured first)
+    instead of profiled ``passes`` times in NVTX ranges; then ``check=False`` skips the checks and
+    ``first_calls`` still times each variant's first call. ``stop`` is asked before each case:
+    when it says so, the record is returned incomplete, to be passed back as ``prior`` for the rest.
 
     Raises:
         HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.
@@ -400,9 +367,8 @@ def run(
             case,
             watch.noted(run_case(suite, case, search, timing, check=check, first_calls=first_calls, passes=passes)),
         )
-        if cases[case.id].status is CaseStatus.ERROR and not cuda_context_alive():
-            # An illegal address or a kernel fault poisons the CUDA context for good: later
-            # cases would fail for no fault of their own. Say so and stop.
+        if cases[case.id].status is CaseStatus.ERROR and not arrays.context_alive():
+            # A sticky CUDA error (illegal address, kernel fault): later cases cannot run.
             for later in todo[i + 1 :]:
                 cases[later.id] = CaseRecord(
                     later.id, CaseStatus.ERROR, f"not run: case {case.id!r} left the CUDA context unusable"
@@ -419,8 +385,7 @@ def run(
 
 def with_code(record: HarnessRecord, record_path: Path) -> HarnessRecord:
     """The record, written again with the compiled code of every cubin the process loaded, by
-    kernel name. Called once the GPU's turn is over: reading the cubins needs no GPU, and the
-    next turn (the timed pass, another suite) need not wait for it."""
+    kernel name (after the GPU's turn: it needs no GPU)."""
     compiled = disassembly.compiled_code(cubins.opened())
     code = {name: tuple(builds) for name, builds in compiled.code.items()}
     record = replace(record, code=code, code_notes=compiled.notes)
@@ -429,13 +394,8 @@ def with_code(record: HarnessRecord, record_path: Path) -> HarnessRecord:
 
 
 def _pinned(suite: Suite, record: HarnessRecord) -> str:
-    """Put the autotuning choices kept beside the suite's baseline for this card into Inductor's
-    compile cache, before anything compiles (:mod:`fuseci.measure.autotune`); what was done, as
-    the run's note, or ``""``.
-
-    Raises:
-        BaselineError: the kept file is not a good autotuning record (exit 3, naming it).
-    """
+    """Put the autotuning choices kept with the suite's baseline for this card into Inductor's
+    compile cache (a BaselineError where the kept file is bad); what was done, as the run's note."""
     root = os.environ.get(kept.ROOT_ENV)
     if not root:
         return ""
@@ -450,8 +410,7 @@ def _pinned(suite: Suite, record: HarnessRecord) -> str:
 
 
 def start_frameworks(suite: Suite) -> list[arrays.Framework]:
-    """Set up, in the GPU's turn, the frameworks the suite's functions take inputs in; those that
-    failed to load or start are left for their cases to report."""
+    """Set up the suite's frameworks in the GPU's turn; those that fail are left for their cases to report."""
     usable = []
     for name in suite.frameworks:
         framework = arrays.get(name)
@@ -463,8 +422,3 @@ def start_frameworks(suite: Suite) -> list[arrays.Framework]:
             continue
         usable.append(framework)
     return usable
-
-
-def cuda_context_alive() -> bool:
-    """False after a sticky CUDA error (illegal address, kernel fault): nothing works after one."""
-    return arrays.context_alive()

@@ -1,25 +1,7 @@
 """Correctness: every variant called on the case's inputs in its own framework, its outputs
-compared with its own earlier call, ``unfused`` and the float64 reference.
-
-Each variant is called three times. The first call compiles, autotunes and fills caches (its
-wall time is the variant's first-call cost, recorded); the next two run with new memory filled
-with NaN bytes (:meth:`fuseci.harness.arrays.Framework.poisoned`: CuPy's pool, and for PyTorch
-the caching allocator's free memory and a reserve the size of the first call's peak), so an
-output element a kernel forgot to write cannot pass by holding an old result; a result that
-changes from the second call to the third is wrong. Outputs are copied into memory fuseci owns
-as soon as a call is done (a framework may reuse or overwrite its output buffers).
-
-The reference runs on the GPU: it is called with float64 copies of the inputs in the case's
-framework (CuPy arrays, or torch tensors), so NumPy code runs there through CuPy's
-implementation of NumPy's functions (``np.tanh(x)`` on a CuPy array is ``cupy.tanh``), code
-written with the array's namespace does too, and PyTorch code computes in float64 on the GPU.
-All compute in IEEE double precision, as NumPy on the CPU does, so a reference checks exactly
-as strictly on either. A reference that cannot take device arrays (it converts them to NumPy,
-or fills a NumPy array) runs again on the host, in NumPy: slower, never weaker; the harness log
-says which ran where.
-
-Tolerances: the case's ``correctness`` when the suite states one, else each output's dtype's
-(:attr:`fuseci.config.dtypes.DType.correctness`).
+compared with its own earlier call, ``unfused`` and the float64 reference. A variant's checked
+calls run with new memory filled with NaN bytes (:meth:`fuseci.harness.arrays.Framework.poisoned`),
+so an unwritten output element cannot pass by holding an old result.
 """
 
 from __future__ import annotations
@@ -54,8 +36,7 @@ class BoundCall:
     who: str
     """How messages name it."""
     model: bool = False
-    """A float64 copy of a factory's module (:mod:`fuseci.harness.factory`), as a reference: it
-    takes its integer inputs as they are, and runs on the GPU only (a module takes no NumPy)."""
+    """A float64 copy of a factory's module as a reference: integer inputs as they are, GPU only."""
 
     def handed(self, inputs: Mapping[str, Tensor]) -> dict[str, Any]:
         """The inputs as its framework's arrays, on the same memory."""
@@ -110,8 +91,7 @@ def compare_output(
 
 
 def reference_outputs(case: Case, reference: BoundCall, inputs: Mapping[str, Tensor]) -> tuple[Tensor, ...]:
-    """The reference's float64 outputs: computed on the GPU when the reference takes device
-    arrays and returns device arrays, else on the host in NumPy (see the module docstring).
+    """The reference's float64 outputs: on the GPU when it takes and returns device arrays, else on the host.
 
     Raises:
         HarnessError: the reference returned something other than arrays.
@@ -157,17 +137,14 @@ class CaseCheck:
     notes: list[str]
     """What the NaN-filling could not cover, per variant."""
     provenance: dict[str, Provenance] = field(default_factory=dict)
-    """Inductor's provenance of each ledger variant's compile at its first call, by variant
-    (:func:`fuseci.harness.arrays.inductor.capturing`)."""
+    """Inductor's provenance of each ledger variant's compile at its first call, by variant."""
 
 
 def _first_call(
     call: BoundCall, inputs: Mapping[str, Tensor], provenance: tuple[dict[str, Provenance], str] | None = None
 ) -> tuple[float, int, tuple[str, ...]]:
     """Call once, outside any check: its wall time (ns), the most device memory it held at once,
-    and what it autotuned (an autotuner benchmarking its configurations: the compile cache had no
-    choice for it yet). With ``provenance`` (a map and a variant), what Inductor compiles meanwhile
-    is captured into it (a ledger variant)."""
+    and what it autotuned; with ``provenance`` (a map and a variant), Inductor's compile is captured into it."""
     peak = call.framework.track_peak()
     start = time.perf_counter_ns()
     capture = inductor.capturing(*provenance) if provenance is not None else contextlib.nullcontext()
@@ -183,8 +160,7 @@ def _first_call(
 def first_calls_of(
     case: Case, calls: Mapping[str, BoundCall], inputs: Mapping[str, Tensor]
 ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
-    """Each variant's first call, as :func:`check_case` times it, without the checks: its wall
-    time (ns) and what it autotuned (only variants that did)."""
+    """Each variant's first call as :func:`check_case` times it: wall time (ns), and what it autotuned."""
     first: dict[str, float] = {}
     autotuned: dict[str, tuple[str, ...]] = {}
     for variant in case.variants:
@@ -198,7 +174,8 @@ def first_calls_of(
 def check_case(
     case: Case, calls: Mapping[str, BoundCall], reference: BoundCall | None, inputs: Mapping[str, Tensor]
 ) -> CaseCheck:
-    """Check every variant (see the module docstring).
+    """Check every variant: a first call (timed), then two NaN-filled calls compared with each
+    other, the reference and ``unfused``.
 
     Raises:
         HarnessError: a function returned something other than arrays, or outputs of another
@@ -230,29 +207,26 @@ def check_case(
             # memory nothing wrote) fails here rather than passing by luck once.
             again = tuple(arrays.own_copy(o) for o in call(inputs))
             arrays.synchronize()
-        checks += [
-            compare_output(o, e, case.correctness, variant=variant.id, against="its first call", index=i)
-            for i, (o, e) in enumerate(zip(again, outs, strict=True))
-        ]
+        checks += _compared(case, variant.id, again, outs, "its first call")
         del again
         if expected_ref is not None:
-            if len(outs) != len(expected_ref):
-                raise HarnessError(
-                    f"variant {variant.id!r} returned {len(outs)} outputs, the reference {len(expected_ref)}"
-                )
-            checks += [
-                compare_output(o, e, case.correctness, variant=variant.id, against="reference", index=i)
-                for i, (o, e) in enumerate(zip(outs, expected_ref, strict=True))
-            ]
+            checks += _compared(case, variant.id, outs, expected_ref, "reference", "the reference")
         if unfused is None:
             unfused = outs
             min_bytes = sum(t.nbytes for t in inputs.values()) + sum(o.nbytes for o in outs)
         else:
-            if len(outs) != len(unfused):
-                raise HarnessError(f"variant {variant.id!r} returned {len(outs)} outputs, {UNFUSED!r} {len(unfused)}")
-            checks += [
-                compare_output(o, e, case.correctness, variant=variant.id, against=UNFUSED, index=i)
-                for i, (o, e) in enumerate(zip(outs, unfused, strict=True))
-            ]
+            checks += _compared(case, variant.id, outs, unfused, UNFUSED, repr(UNFUSED))
         call.framework.free()
     return CaseCheck(checks, min_bytes, first, autotuned, notes, provenance)
+
+
+def _compared(
+    case: Case, variant: str, outs: tuple[Tensor, ...], expected: tuple[Tensor, ...], against: str, named: str = ""
+) -> list[CheckRecord]:
+    """Each output against ``expected``'s; with ``named``, outputs of another number are an error."""
+    if named and len(outs) != len(expected):
+        raise HarnessError(f"variant {variant!r} returned {len(outs)} outputs, {named} {len(expected)}")
+    return [
+        compare_output(o, e, case.correctness, variant=variant, against=against, index=i)
+        for i, (o, e) in enumerate(zip(outs, expected, strict=True))
+    ]

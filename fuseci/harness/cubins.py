@@ -1,12 +1,6 @@
-"""Which cubins the harness process built or loaded: every ``.cubin`` file it opened, noted by an
-audit hook on ``open`` and followed through a rename (CuPy and Triton write a new cache entry to
-a temporary file, then move it into place), so that the profiled run can summarise the compiled
-code of the kernels it measured (:mod:`fuseci.measure.disassembly`).
-
-Triton and Inductor read a kernel's ``.cubin`` from their cache on every load, CuPy its
-``<md5>_2.cubin`` (or writes it after compiling); all three do so from Python, which the hook
-sees. A file opened in C alone (a library's own kernels: cuBLAS, cuDNN) is not seen: those
-kernels have no compiled code to compare, and say nothing.
+"""Which cubins the harness process built or loaded, noted by an audit hook on ``open`` and
+followed through a rename (a cache entry written to a temporary file, then moved into place), for
+:mod:`fuseci.measure.disassembly`. Files opened from C alone (cuBLAS's, cuDNN's) are not seen.
 """
 
 from __future__ import annotations
@@ -67,4 +61,4 @@ def listen() -> None:
 
 def opened() -> list[Path]:
     """The cubins opened since :func:`listen` that still exist, in the order first opened."""
-    return [Path(p) for p in list(_OPENED) if p.endswith(_SUFFIX) and os.path.isfile(p)]
+    return [Path(p) for p in list(_OPENED) if os.path.isfile(p)]

@@ -1,21 +1,7 @@
-"""Hardware counters collected inside the measured process: CUPTI's Range Profiler over ctypes.
-
-One :class:`Counters` per process. It loads ``libcupti`` (the one already in the process, else
-the one named by ``FUSECI_CUPTI_LIBRARY``, else the ``nvidia-cuda-cupti`` wheel's, else the CUDA
-toolkit's), asks PerfWorks (inside libcupti, the profiler host API) for a configuration of the
-metrics, enables the Range Profiler on the current context with one range per kernel
-(``CUPTI_AutoRange``) and kernel replay (CUPTI saves and restores device memory around each
-extra pass), and around each measured call starts it, stops it, decodes the counter data and
-evaluates every metric per kernel. A driver-API callback on every kernel launch names each
-kernel (its mangled symbol, as ncu's ``action.name()`` demangles it) and records its launch
-shape: grid and block, dynamic shared memory from the launch; registers and static shared
-memory from ``cuFuncGetAttribute``.
-
-ctypes rather than a compiled extension: fuseci installs as pure Python on any runner, and the
-library it talks to is whichever CUPTI the runner has (a wheel, the toolkit, the one PyTorch
-loaded). Every parameter block starts with ``structSize``, the size up to its last field *this*
-module knows; CUPTI reads only that much, so one layout serves every CUPTI from 12.6 on (the
-cache-control field of CUDA 13.4 is sent only when asked for).
+"""Hardware counters collected inside the measured process: CUPTI's Range Profiler over ctypes,
+one range per kernel, each kernel named with its launch shape by a driver-API callback. Every
+parameter block's ``structSize`` is the size up to the last field this module knows, so one layout
+serves every CUPTI from 12.6 on.
 """
 
 from __future__ import annotations
@@ -27,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from ctypes import c_char_p, c_int, c_size_t, c_uint8, c_uint16, c_uint32, c_void_p
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,14 +21,6 @@ from typing import Any
 from fuseci.errors import HarnessError
 
 log = logging.getLogger(__name__)
-
-c_size_t = ctypes.c_size_t
-c_void_p = ctypes.c_void_p
-c_char_p = ctypes.c_char_p
-c_uint8 = ctypes.c_uint8
-c_uint16 = ctypes.c_uint16
-c_uint32 = ctypes.c_uint32
-c_int = ctypes.c_int
 
 #: Where to look for libcupti after the process's own and ``FUSECI_CUPTI_LIBRARY``.
 TOOLKIT_LIBRARIES = (
@@ -52,9 +31,7 @@ LIBRARY_ENV = "FUSECI_CUPTI_LIBRARY"
 
 # CUpti_ProfilerRange, CUpti_ProfilerReplayMode, CUpti_ProfilerType, CUpti_CacheControl_Mode
 AUTO_RANGE = 1
-KERNEL_REPLAY = 2
-USER_REPLAY = 3
-REPLAY = {"kernel": KERNEL_REPLAY, "user": USER_REPLAY}
+REPLAY = {"kernel": 2, "user": 3}
 RANGE_PROFILER = 0
 CACHE_CONTROL = {"none": 0, "all": 1, "l2": 2}
 DRIVER_API = 1  # CUPTI_CB_DOMAIN_DRIVER_API
@@ -248,8 +225,7 @@ def wheel_library() -> str | None:
 
 
 def find_library() -> str:
-    """Which libcupti to load: ``FUSECI_CUPTI_LIBRARY``, the process's own (two CUPTIs in one
-    process would fight over the counters), the wheel's, the toolkit's.
+    """Which libcupti to load: ``FUSECI_CUPTI_LIBRARY``, the process's own, the wheel's, the toolkit's.
 
     Raises:
         HarnessError: none is found.
@@ -366,8 +342,6 @@ class Counters:
             self._call("cuptiEnableCallback", 1, self._subscriber, DRIVER_API, cbid)
         self._reset()
 
-    # -- calls -----------------------------------------------------------------------------
-
     @staticmethod
     def _params(struct: type[ctypes.Structure], last: str, **values: Any) -> Any:
         p = struct(**values)
@@ -375,11 +349,7 @@ class Counters:
         return p
 
     def _call(self, name: str, *args: Any) -> None:
-        """Call ``name``, each parameter block by reference.
-
-        Raises:
-            HarnessError: it returned an error; the message names the cause and the fix.
-        """
+        """Call ``name``, each parameter block by reference; an error is a HarnessError naming the cause."""
         refs = [ctypes.byref(a) if isinstance(a, ctypes.Structure) else a for a in args]
         code = int(getattr(self.lib, name)(*refs))
         if code != 0:
@@ -387,6 +357,10 @@ class Counters:
             self.lib.cuptiGetResultString(code, ctypes.byref(text))
             why = CAUSES.get(code, (text.value or b"").decode() or f"error {code}")
             raise HarnessError(f"in-process counters: {name} failed: {why} (CUPTI {code}, library {self.path})")
+
+    def _image(self) -> dict[str, Any]:
+        """The counter data image, as a parameter block's fields."""
+        return {"pCounterDataImage": ctypes.cast(self._data, c_void_p), "counterDataImageSize": len(self._data)}
 
     def _reset(self) -> None:
         """An empty counter data image, and the configuration bound to it."""
@@ -404,8 +378,7 @@ class Counters:
             pRangeProfilerObject=self.rp,
             configSize=len(self._config),
             pConfig=ctypes.cast(self._config, c_void_p),
-            counterDataImageSize=len(self._data),
-            pCounterDataImage=ctypes.cast(self._data, c_void_p),
+            **self._image(),
             range=AUTO_RANGE,
             replayMode=REPLAY[self.replay],
             maxRangesPerPass=self.max_ranges,
@@ -448,9 +421,8 @@ class Counters:
             log.exception("in-process counters: launch callback failed")
 
     def _function(self, f: int | None) -> tuple[int, int]:
-        """Registers per thread and static shared memory of the launched function. The runtime
-        launches a context-independent ``CUkernel`` in the function's place, which
-        ``cuFuncGetAttribute`` refuses: its function in this context answers instead."""
+        """Registers per thread and static shared memory of the launched function (or, for a
+        ``CUkernel``, which ``cuFuncGetAttribute`` refuses, of its function in this context)."""
         if not f:
             return 0, 0
         if f not in self._attributes:
@@ -465,12 +437,9 @@ class Counters:
             self._attributes[f] = (int(regs.value), int(static.value))
         return self._attributes[f]
 
-    # -- collection ------------------------------------------------------------------------
-
     @contextmanager
     def _pass(self, synchronize: Callable[[], None]) -> Iterator[list[bool]]:
-        """One pass around the block: start, the block, synchronise, stop. The list it yields
-        holds, once the block is over, whether CUPTI has submitted every pass."""
+        """One pass around the block; the list it yields then holds whether every pass was submitted."""
         submitted: list[bool] = []
         self._call(
             "cuptiRangeProfilerStart", self._params(ObjectP, "pRangeProfilerObject", pRangeProfilerObject=self.rp)
@@ -485,14 +454,9 @@ class Counters:
 
     @contextmanager
     def window(self, synchronize: Callable[[], None], again: Callable[[], Any] | None = None) -> Iterator[Collected]:
-        """Count every kernel launched inside the ``with`` block, one range per kernel; the
-        block's launches are synchronised with ``synchronize`` before the profiler stops.
-
-        With kernel replay CUPTI replays each kernel for every pass after the first, saving and
-        restoring device memory around it. With user replay (``replay="user"``) the passes
-        before the block's are ``again()``, a call that launches the same kernels: the harness
-        hands the variant's own call, whose outputs it has checked to repeat call to call; a
-        one-pass configuration runs the block alone.
+        """Count every kernel launched inside the ``with`` block, one range per kernel. With user
+        replay (``replay="user"``) the passes before the block's run ``again()``, a call that
+        launches the same kernels.
 
         Raises:
             HarnessError: CUPTI refused a step, or a pass was left unsubmitted.
@@ -521,30 +485,17 @@ class Counters:
         decode = self._params(DecodeP, "numOfRangeDropped", pRangeProfilerObject=self.rp)
         self._call("cuptiRangeProfilerDecodeData", decode)
         out.dropped = int(decode.numOfRangeDropped)
-        info = self._params(
-            DataInfoP,
-            "numTotalRanges",
-            pCounterDataImage=ctypes.cast(self._data, c_void_p),
-            counterDataImageSize=len(self._data),
-        )
+        info = self._params(DataInfoP, "numTotalRanges", **self._image())
         self._call("cuptiRangeProfilerGetCounterDataInfo", info)
         values = (ctypes.c_double * len(self.metrics))()
         for i in range(int(info.numTotalRanges)):
-            rng = self._params(
-                RangeInfoP,
-                "rangeName",
-                pCounterDataImage=ctypes.cast(self._data, c_void_p),
-                counterDataImageSize=len(self._data),
-                rangeIndex=i,
-                rangeDelimiter=b"/",
-            )
+            rng = self._params(RangeInfoP, "rangeName", **self._image(), rangeIndex=i, rangeDelimiter=b"/")
             self._call("cuptiRangeProfilerCounterDataGetRangeInfo", rng)
             ev = self._params(
                 EvaluateP,
                 "pMetricValues",
                 pHostObject=self.host,
-                pCounterDataImage=ctypes.cast(self._data, c_void_p),
-                counterDataImageSize=len(self._data),
+                **self._image(),
                 rangeIndex=i,
                 ppMetricNames=self._names,
                 numMetrics=len(self.metrics),

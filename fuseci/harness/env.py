@@ -13,9 +13,7 @@ from fuseci.harness import arrays
 
 
 def collect_env(frameworks: Iterable[arrays.Framework] = ()) -> dict[str, Any]:
-    """The environment fingerprint fields the harness can see: the device, driver, CUDA and CuPy,
-    and the versions of the array frameworks the suite uses (``torch_version``,
-    ``triton_version``)."""
+    """The device, driver, CUDA and runtime, and the versions of the suite's array frameworks."""
     import numpy as np
 
     env = {

@@ -1,14 +1,6 @@
-"""CUDA-event timing outside ncu: every variant of a case interleaved, over rotating input
-sets, each call behind a queue fill; whether a call waits for the GPU before it returns; the
-device-to-device copy bandwidth.
-
-A fused kernel is worth its gain only if the host can queue more work behind it: a call that
-reads a result back (``float(out[0, 0])``), synchronises a stream or the device, or copies to
-the host serialises the host with the GPU, and neither ncu nor CUDA events see it (no kernel,
-no bytes, hardly any GPU time). :func:`block_probes` asks the question directly: with a spin
-kernel queued just before the call, does the call return before the spin ends? A call that
-only launches returns in microseconds; one that waits for the GPU returns when the spin is
-over. Quiet calls (the GPU idle) give the time a call takes to return.
+"""CUDA-event timing outside ncu: every variant of a case interleaved over rotating input sets,
+each call behind a queue fill; whether a call waits for the GPU before it returns (a host sync,
+which neither ncu nor events see: :func:`block_probes`); the device-to-device copy bandwidth.
 """
 
 from __future__ import annotations
@@ -45,16 +37,13 @@ COPY_REPEATS = 20
 BLOCK_TRIALS = 3
 #: Calls per variant with an idle GPU, whose median return time is :attr:`VariantTiming.host_ns`.
 QUIET_TRIALS = 5
-#: The spin kernel runs at least this long, and at least :data:`SPIN_OVER_CALL` times as long as a
-#: quiet call takes to return, so that a call that does not wait always returns well before it ends.
+#: The probes' spin kernel runs at least this long, and :data:`SPIN_OVER_CALL` times a quiet call's return.
 MIN_SPIN_NS = 2_000_000
 SPIN_OVER_CALL = 20
 #: A call that returned after this fraction of the spin waited for the GPU.
 BLOCKED_AFTER = 0.8
-#: Before each timed call a spin kernel keeps the GPU busy while the host queues the call: at
-#: least :data:`MIN_FILL_NS`, :data:`FILL_OVER_CALL` times as long as the variant's calls take to
-#: return, at most :data:`MAX_FILL_NS` (a call slower than that on the host is host-bound: its
-#: time then holds its own gaps, as it does in every run).
+#: The spin queued before each timed call: :data:`FILL_OVER_CALL` times the variant's return time,
+#: within :data:`MIN_FILL_NS` and :data:`MAX_FILL_NS` (a call slower than that is host-bound).
 MIN_FILL_NS = 50_000
 FILL_OVER_CALL = 2
 MAX_FILL_NS = 5_000_000
@@ -71,13 +60,11 @@ class TimingOptions:
     l2_bytes: int = 0
     """The device's L2 size; the input rotation spans at least :data:`L2_SPAN` times it."""
     queue_fill: bool = True
-    """Queue a spin kernel before each timed call (:func:`fill_ns`), so that no call starts on
-    an idle GPU. Off only to show what it prevents (a gpu test and the timing-isolation study)."""
+    """Queue a spin kernel before each timed call (:func:`fill_ns`), so that no call starts on an idle GPU."""
 
 
 def fill_ns(return_ns: float) -> int:
-    """How long the spin queued before a timed call runs, for a variant whose calls take
-    ``return_ns`` to return on the host."""
+    """How long the spin before a timed call runs, for calls that take ``return_ns`` to return."""
     return int(min(max(FILL_OVER_CALL * return_ns, MIN_FILL_NS), MAX_FILL_NS))
 
 
@@ -120,22 +107,9 @@ def quantile_ns(times_ms: list[float], q: float) -> float:
 def time_case(
     case: Case, calls: Mapping[str, BoundCall], inputs: Mapping[str, Tensor], options: TimingOptions
 ) -> tuple[VariantTiming, ...]:
-    """Time every variant of a case with CUDA events, interleaved, over a rotation of input sets,
-    then probe whether each call waits for the GPU (:func:`block_probes`).
-
-    Each variant is warmed up; then ``options.repeats`` rounds each time one call of every
-    variant in turn, so a drift of clocks or temperature during the case touches every variant
-    alike and cancels in the speedups. Every call is bracketed by its own pair of events on the
-    stream fuseci times, where every framework launches, and takes the next input set of the
-    rotation, which continues across variants: consecutive calls never share inputs, and no call
-    finds them in the L2. The inputs are handed over to each variant's framework before the
-    timing starts, so a call's time holds its own work only.
-
-    Each timed call is queued behind a spin kernel that outlasts the time the call takes to
-    return on the host (:func:`fill_ns`, from its warm-up calls), so its start event fires on a
-    GPU that already has the call's launches queued. Without it a call's time depends on its
-    neighbour: after a variant that waits for the GPU (a host sync), the queue is empty and the
-    next call's time holds its own launch latency, which made untouched variants read 30% slower.
+    """Time every variant of a case with CUDA events, then probe whether each call waits for the
+    GPU (:func:`block_probes`). After warm-up, ``options.repeats`` rounds each time one call of
+    every variant in turn, each on the next input set of the rotation, behind a spin (:func:`fill_ns`).
 
     Raises:
         HarnessError: a variant returned something other than arrays.
@@ -199,9 +173,8 @@ def time_case(
 
 
 def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
-    """How long one call takes to return with the GPU idle, and in how many of
-    :data:`BLOCK_TRIALS` calls, each queued behind a spin kernel, the call returned only after
-    most of the spin: it waited for the GPU.
+    """How long one call takes to return with the GPU idle, and in how many of :data:`BLOCK_TRIALS`
+    calls queued behind a spin kernel it returned only after most of the spin (it waited for the GPU).
 
     Returns:
         The median return time of :data:`QUIET_TRIALS` quiet calls (ns), and the blocked count.

@@ -1,27 +1,8 @@
-"""A model case's variants from a factory (``factory:`` in the suite): the factory builds a
-``torch.nn.Module``, and the variant calls its forward on the case's inputs.
-
-:class:`Models` holds the modules of one case, in the process that runs it:
-
-- each factory is called once per case and process (the first variant that names it builds it;
-  the others, eager or compiled, share that one module, its weights too), with the case's params
-  as keyword arguments, under ``torch.manual_seed`` of the seed the suite loader derived from the
-  suite's seed, the case and the factory (:attr:`fuseci.config.model.Factory.seed`), so that every
-  process (the profiled run, the timed pass) builds the same weights;
-- the factory returns the module ready for the case's inputs (on the GPU, in their dtype); fuseci
-  puts it in ``eval()`` mode. A factory that raises, or returns anything but a module, is a
-  :class:`~fuseci.errors.HarnessError` that names the variant and the factory: the case's error;
-- a variant calls ``module(*inputs)``: the case's inputs, positionally, in the order the suite
-  declares them, under ``torch.no_grad()``; with ``compile:``, through the one
-  ``torch.compile(module, **options)`` made for it;
-- a case that names no ``reference`` is checked against a float64 copy of the module of its first
-  factory variant (``unfused`` first): ``copy.deepcopy(module).double()``, called on float64 copies
-  of the floating inputs and the integer inputs as they are
-  (:func:`fuseci.harness.correctness.reference_outputs`);
-- the compile options each variant ran with are written into its case's record
-  (:func:`noted`).
-
-PyTorch is imported only when a factory is called: the harness starts without it.
+"""A model case's variants from a factory (``factory:`` in the suite): each factory builds a
+``torch.nn.Module`` once per case and process, under ``torch.manual_seed`` of its
+:attr:`fuseci.config.model.Factory.seed` (the same weights in every process), and a variant calls
+it, eager or through ``torch.compile``, on the case's inputs. PyTorch is imported only when a
+factory is called.
 """
 
 from __future__ import annotations
@@ -32,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from fuseci.config.model import Case, CompileOptions, Variant
+from fuseci.config.model import Case, Variant
 from fuseci.errors import HarnessError
 from fuseci.harness import arrays
 from fuseci.harness.correctness import BoundCall
@@ -64,15 +45,8 @@ def _raised(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}{where}" if text else f"{type(exc).__name__}{where}"
 
 
-def _kind(value: object) -> str:
-    """What a value is, for a message: its type's full name (``collections.OrderedDict``)."""
-    cls = type(value)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
 def build(make: Callable[..., Any], variant: Variant, case: Case) -> Any:
-    """The module ``make`` (the variant's factory) returns, called with the case's params under
-    ``torch.manual_seed`` of the variant's factory seed, in ``eval()`` mode.
+    """The module the variant's factory ``make`` returns for the case's params, in ``eval()`` mode.
 
     Raises:
         HarnessError: the factory raised, or returned something other than a ``torch.nn.Module``;
@@ -87,37 +61,18 @@ def build(make: Callable[..., Any], variant: Variant, case: Case) -> Any:
     except Exception as exc:  # a user's factory may raise anything: the case's error, said in one line
         raise HarnessError(f"{who} raised {_raised(exc)}; fix the factory, or the case's params") from None
     if not isinstance(module, torch.nn.Module):
+        cls = type(module)
+        kind = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
         raise HarnessError(
-            f"{who} returned {_kind(module)}, not a torch.nn.Module; return the model itself "
+            f"{who} returned {kind}, not a torch.nn.Module; return the model itself "
             "(built, on the GPU, in its inputs' dtype), not its weights, output or class"
         )
     module.eval()
     return module
 
 
-def compiled(module: Any, options: CompileOptions) -> Any:
-    """``torch.compile(module, **options)``: compiled at its first call."""
-    return _torch().compile(module, **options.arguments())
-
-
-def float64_copy(module: Any, who: str) -> Any:
-    """A deep copy of the module with its floating parameters and buffers in float64.
-
-    Raises:
-        HarnessError: the module cannot be deep-copied; says to name a reference instead.
-    """
-    try:
-        return copy.deepcopy(module).double()
-    except Exception as exc:
-        raise HarnessError(
-            f"{who}: cannot make a float64 copy of the module for the case's reference ({_raised(exc)}); "
-            "name a float64 reference (reference: module:function) in the case"
-        ) from None
-
-
 def forward(module: Any, names: tuple[str, ...]) -> Callable[..., Any]:
-    """The variant's function: ``module(*inputs)`` under ``torch.no_grad()``, the inputs (by
-    keyword, as the harness calls every variant) passed positionally in the order of ``names``."""
+    """``module(*inputs)`` under ``torch.no_grad()``, the keyword inputs passed in the order of ``names``."""
 
     def call(**inputs: Any) -> Any:
         with _torch().no_grad():
@@ -127,8 +82,7 @@ def forward(module: Any, names: tuple[str, ...]) -> Callable[..., Any]:
 
 
 class Models:
-    """The modules of one case's factory variants, each factory called once (see the module
-    docstring); held while the case runs, and freed with its calls."""
+    """The modules of one case's factory variants, each factory called once."""
 
     def __init__(self, case: Case, find: Callable[[str], Callable[..., Any]]) -> None:
         """``find`` imports a ``module:function`` reference (:func:`fuseci.harness.case_runner.resolve`)."""
@@ -156,7 +110,7 @@ class Models:
         assert variant.factory is not None, variant.id  # only factory variants are bound here
         module = self.module(variant)
         options = variant.factory.compile
-        runs = compiled(module, options) if options is not None else module
+        runs = _torch().compile(module, **options.arguments()) if options is not None else module
         how = "compiled" if options is not None else "eager"
         return BoundCall(
             forward(runs, self._names), arrays.get(FRAMEWORK), {}, f"variant {variant.id!r} ({variant.fn}, {how})"
@@ -164,8 +118,7 @@ class Models:
 
     def reference(self) -> BoundCall | None:
         """The float64 reference of a case that names none: a float64 copy of its first factory
-        variant's module, made at the reference's first call (a timed pass, which checks nothing,
-        never makes it); None when no variant names a factory.
+        variant's module, made at its first call; None when no variant names a factory.
 
         Raises:
             HarnessError: as :meth:`module`; at its call, the module cannot be copied.
@@ -179,7 +132,13 @@ class Models:
 
         def call(**inputs: Any) -> Any:
             if not made:
-                made.append(float64_copy(module, who))
+                try:
+                    made.append(copy.deepcopy(module).double())
+                except Exception as exc:
+                    raise HarnessError(
+                        f"{who}: cannot make a float64 copy of the module for the case's reference ({_raised(exc)}); "
+                        "name a float64 reference (reference: module:function) in the case"
+                    ) from None
             return forward(made[0], names)(**inputs)
 
         return BoundCall(call, arrays.get(FRAMEWORK), {}, who, model=True)

@@ -1,13 +1,8 @@
 """The in-process counters' probe: with ``FUSECI_CUPTI_PROBE=FILE`` the harness (run without
 ncu) counts every measured call's kernels through :mod:`fuseci.harness.cupti` and appends one
-JSON line per call to FILE: each kernel's range name and metric values, the launches the driver
-callback saw (name and launch shape), the ranges dropped, the replay passes, and the seconds the
-call took plain (timed just before) and inside the window, and the decoding.
-
-``FUSECI_CUPTI_TMA=0`` leaves the TMA pair out; ``FUSECI_CUPTI_CACHE=all`` asks CUPTI to reset
-the caches before each pass (CUDA 13.4's cache control); ``FUSECI_CUPTI_REPLAY=user`` runs the
-variant's call once per pass instead of CUPTI's kernel replay. A ledger variant runs every launch
-(no ``repeats: once`` marks), so its windows hold every kernel.
+JSON line per call to FILE. ``FUSECI_CUPTI_TMA=0`` leaves the TMA pair out,
+``FUSECI_CUPTI_CACHE=all`` resets the caches before each pass, ``FUSECI_CUPTI_REPLAY=user`` runs
+the call once per pass instead of CUPTI's kernel replay.
 """
 
 from __future__ import annotations
@@ -90,8 +85,7 @@ class Probe:
 
     @contextmanager
     def window(self, name: str, again: Callable[[], Any]) -> Iterator[None]:
-        """Count the kernels launched inside the block as the range ``name`` (``again`` runs
-        the same call for each extra pass of user replay)."""
+        """Count the kernels launched inside the block as the range ``name`` (``again``: user replay's extra passes)."""
         counters = self._start()
         if counters is None:
             yield

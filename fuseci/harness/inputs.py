@@ -1,25 +1,7 @@
-"""Input tensors, built on the GPU from their seeds by one counter-based kernel.
-
-Element ``i`` of an input is a pure function of ``(seed, i)``: Philox4x32-10 (Salmon et al.,
-"Parallel random numbers: as easy as 1, 2, 3", SC 2011) with the seed as its 64-bit key and the
-element's index as its counter, then turned into the value the distribution asks for. So a
-tensor is the same on every run, card and launch shape, and one kernel launch writes it in its
-own dtype with no state to set up (on the PyTorch runtime, a Triton kernel computes the same
-values: :mod:`fuseci.harness.arrays.philox_triton`). CuPy's ``cupy.random`` generators would do as well, but their
-kernels are built with cuRAND's headers, whose precomputed tables make the first use in a
-process cost a few hundred milliseconds (more under ncu), in every harness process, while the
-GPU is held. The tests compute the same values with NumPy on the host (``tests/philox.py``): the
-reference the kernel is tested against, bit for bit where the arithmetic is exact.
-
-- ``uniform``: ``low + u * (high - low)`` with ``u`` in [0, 1) from 53 random bits.
-- ``normal``: ``mean + std * z``, ``z`` by the Box-Muller transform of two such numbers.
-- ``randint``: an integer in [low, high) by Lemire's multiply-high reduction of 64 random bits
-  (a bias under ``(high - low) / 2**64``), in any dtype.
-
-The value is computed in float64; a float input of another dtype gets it rounded to float32 and
-then to its own dtype (float16 through float32, as NumPy's ``astype`` would; bfloat16 and
-float8 to nearest even, clamped to the format's largest finite value, kept as raw bits: see
-:mod:`fuseci.config.dtypes`).
+"""Input tensors, built on the GPU from their seeds by one counter-based kernel: element ``i`` is
+Philox4x32-10 of ``(seed, i)`` turned into the distribution's value (``uniform`` and ``normal``
+in float64 by Box-Muller, ``randint`` by Lemire's multiply-high) and rounded to the input's dtype,
+the same on every run, card and runtime (:mod:`fuseci.harness.arrays.philox_triton`).
 """
 
 from __future__ import annotations
@@ -63,8 +45,7 @@ _RANDINT = (
 
 @functools.cache
 def _kernel(distribution: str, dtype_name: str) -> Any:
-    """The elementwise kernel that writes one input of ``distribution`` and ``dtype_name``: the
-    float64 or int64 value ``v`` converted for the output ``y`` (:func:`_store`)."""
+    """The elementwise kernel that writes one input of ``distribution`` and ``dtype_name``."""
     if distribution == "randint":
         params, body = "uint64 seed, int64 lo, uint64 span_m1", _RANDINT
     else:
@@ -79,7 +60,7 @@ def _kernel(distribution: str, dtype_name: str) -> Any:
 
 
 def _store(distribution: str, dtype_name: str) -> str:
-    """How the value ``v`` becomes an element of ``dtype_name`` (see the module docstring)."""
+    """How the value ``v`` becomes an element of ``dtype_name`` (floats but float64 through float32)."""
     as_double = "v" if distribution != "randint" else "(double)v"
     fmt = dtype(dtype_name).minifloat
     if fmt is not None:
@@ -92,11 +73,10 @@ def _store(distribution: str, dtype_name: str) -> str:
 
 
 def randint_bounds(spec: InputSpec) -> tuple[int, int]:
-    """The first value and the count of values of a ``randint`` input (:func:`randint_range`).
+    """The first value and the count of values of a ``randint`` input.
 
     Raises:
-        HarnessError: the range is empty or holds a value its dtype cannot (the suite parser
-            refuses both; this guards a spec built another way).
+        HarnessError: the range is empty or holds a value its dtype cannot.
     """
     try:
         return randint_range(spec.dtype, spec.low, spec.high)
@@ -105,33 +85,12 @@ def randint_bounds(spec: InputSpec) -> tuple[int, int]:
 
 
 def make_input(spec: InputSpec) -> arrays.Tensor:
-    """Build one input tensor on the GPU, deterministically from its seed (see the module docstring).
+    """Build one input tensor on the GPU from its seed.
 
     Raises:
         HarnessError: a ``randint`` range that is empty or leaves the input's dtype, or no room
             on the device.
     """
-    kind = dtype(spec.dtype)
-    if arrays.runtime_name() in ("torch", "cpu"):
-        return _torch_input(spec)
-    import numpy as np
-
-    out = arrays.empty(spec.shape, kind.storage, f"input {spec.name!r} ({spec.nbytes / 1e6:,.1f} MB)")
-    kernel = _kernel(spec.distribution, spec.dtype)
-    seed = np.uint64(spec.seed % 2**64)
-    if spec.distribution == "randint":
-        lo, count = randint_bounds(spec)
-        kernel(seed, np.int64(lo), np.uint64(count - 1), out)
-    elif spec.distribution == "uniform":
-        kernel(seed, np.float64(spec.low), np.float64(spec.high), out)
-    else:
-        kernel(seed, np.float64(spec.mean), np.float64(spec.std), out)
-    return arrays.Tensor(out, kind)
-
-
-def _torch_input(spec: InputSpec) -> arrays.Tensor:
-    """:func:`make_input` on the PyTorch runtime: the same values, written by Triton
-    (:mod:`fuseci.harness.arrays.philox_triton`)."""
     kind = dtype(spec.dtype)
     p0: float
     p1: float
@@ -142,5 +101,12 @@ def _torch_input(spec: InputSpec) -> arrays.Tensor:
         p0, p1 = spec.low, spec.high
     else:
         p0, p1 = spec.mean, spec.std
-    data = arrays.runtime().random_input(spec.shape, kind, spec.distribution, spec.seed, p0, p1)
-    return arrays.Tensor(data, kind)
+    if arrays.runtime_name() in ("torch", "cpu"):  # the same values, written by Triton (or the host)
+        data = arrays.runtime().random_input(spec.shape, kind, spec.distribution, spec.seed, p0, p1)
+        return arrays.Tensor(data, kind)
+    import numpy as np
+
+    out = arrays.empty(spec.shape, kind.storage, f"input {spec.name!r} ({spec.nbytes / 1e6:,.1f} MB)")
+    params = (np.int64(p0), np.uint64(p1)) if spec.distribution == "randint" else (np.float64(p0), np.float64(p1))
+    _kernel(spec.distribution, spec.dtype)(np.uint64(spec.seed % 2**64), *params, out)
+    return arrays.Tensor(out, kind)

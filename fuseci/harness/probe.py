@@ -37,11 +37,8 @@ class ProbeFailure:
 
 
 def probe(record_path: Path) -> int:
-    """Check CuPy and the GPU with one tiny kernel, inside the NVTX range of :data:`PROBE_IDS`.
-
-    The input is fresh random data (a new seed every run, written to the record) copied from the
-    host, so the range holds exactly one kernel: ``y = a * x + b``. The record says what was
-    found (:func:`collect_env`) or, with ``error`` set to a :class:`ProbeFailure`, what failed.
+    """Check CuPy and the GPU with one kernel, ``y = a * x + b`` on fresh random data, inside the
+    NVTX range of :data:`PROBE_IDS`; the record says what was found or, as a :class:`ProbeFailure`, what failed.
 
     Returns:
         0 when the kernel computed the right result; 1 when it computed a wrong one; 3 when CuPy,

@@ -1,17 +1,7 @@
 """``python -m fuseci.harness.trial SUITE --record PATH``: every variant and the reference of a
-suite called once on the host (``fuseci check --execute``), before any GPU runner does.
-
-Each case's inputs are made small (:func:`small_inputs`) and written from their seeds as the
-harness writes them (:func:`fuseci.harness.inputs.make_input`, on the host runtime
-:mod:`fuseci.harness.arrays.device_cpu`): random values of the suite's dtypes and distributions,
-never zeros. Triton kernels run in Triton's interpreter (``TRITON_INTERPRET=1``, set before the
-suite's modules are imported). Each variant is called once and its outputs compared, with the
-harness's comparison and tolerances (:func:`fuseci.harness.correctness.compare_output`), with the
-float64 reference: the case's, a float64 copy of a factory's module, or else the ``unfused``
-variant called on float64 copies of the inputs. Each call ends as a
-:class:`~fuseci.records.trials.Outcome`; the record is rewritten before and after every call,
-so that the parent, which runs this process under a time limit, can name the call a hang or a
-crash happened in.
+suite called once on the host (``fuseci check --execute``), before any GPU runner does, on small
+inputs (:func:`small_inputs`), their outputs compared with the float64 reference's. The record is
+rewritten before and after every call, so the parent can name the call a hang or crash was in.
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fuseci.config.model import UNFUSED, Case, InputSpec, Suite
+from fuseci.config.model import UNFUSED, Case, InputSpec, Suite, Variant
 from fuseci.config.parse import load_suite
 from fuseci.config.resolve import search_path
 from fuseci.errors import FuseciError, HarnessError
@@ -37,15 +27,13 @@ from fuseci.records.trials import REFERENCE, Outcome, Trial, TrialRecord, write_
 
 log = logging.getLogger("fuseci.harness.trial")
 
-#: Elements of a case's largest input once made small: enough for every block and tile a kernel
-#: takes, few enough for Triton's interpreter and a float64 reference on one core.
+#: Elements of a case's largest input once made small (enough for a kernel's blocks and tiles).
 SMALL_ELEMENTS = 1 << 16
-#: Axes of at most this many elements are kept as they are (channels, heads, a head's width):
-#: kernels take them as block sizes; longer axes are never made shorter than this.
+#: Axes of at most this many elements are kept as they are (kernels take them as block sizes);
+#: longer axes are never made shorter than this.
 KEPT_AXIS = 16
 
-#: What an exception says when the code needs a GPU (CUDA, a driver), which the host has not:
-#: such a call could not run here, it did not fail.
+#: What an exception says when the code needs a GPU: such a call could not run here, it did not fail.
 _NEEDS_GPU = re.compile(
     r"\bCUDA\b|\bcuda\b|NVIDIA|libcuda|active drivers|InvalidCxxCompiler|C\+\+ compiler|device-side|\bcupy\b"
 )
@@ -53,14 +41,10 @@ _QUOTED = 300
 
 
 def scale(case: Case) -> int:
-    """The power of two every axis of more than :data:`KEPT_AXIS` elements of the case's inputs
-    is divided by: the smallest that brings the largest input to at most :data:`SMALL_ELEMENTS`,
-    but never so large that it leaves such an axis under :data:`KEPT_AXIS` or fails to divide
-    it exactly (so that equal axes stay equal and the ratios between axes, which functions index
-    by, stay what they were). Axes as long as an integer param are kept: the function is told
-    them."""
-    fixed = {int(p) for p in case.params.values() if isinstance(p, int) and not isinstance(p, bool)}
-    long = {d for spec in case.inputs for d in spec.shape if d > KEPT_AXIS and d not in fixed}
+    """The power of two the case's long axes are divided by: the smallest that brings the largest
+    input to at most :data:`SMALL_ELEMENTS`, without leaving an axis under :data:`KEPT_AXIS` or
+    failing to divide it exactly (so the ratios between axes stay what they were)."""
+    long = _long_axes(case)
     if not long:
         return 1
     f = 1
@@ -71,6 +55,12 @@ def scale(case: Case) -> int:
     return f
 
 
+def _long_axes(case: Case) -> set[int]:
+    """Axes longer than :data:`KEPT_AXIS` that no integer param is told (those are kept)."""
+    fixed = {int(p) for p in case.params.values() if isinstance(p, int) and not isinstance(p, bool)}
+    return {d for spec in case.inputs for d in spec.shape if d > KEPT_AXIS and d not in fixed}
+
+
 def _divided(shape: tuple[int, ...], f: int, long: set[int]) -> tuple[int, ...]:
     return tuple(d // f if d in long else d for d in shape)
 
@@ -78,21 +68,8 @@ def _divided(shape: tuple[int, ...], f: int, long: set[int]) -> tuple[int, ...]:
 def small_inputs(case: Case) -> tuple[InputSpec, ...]:
     """The case's inputs with each long axis divided by :func:`scale`: the same rank, dtypes,
     distributions and seeds."""
-    f = scale(case)
-    fixed = {int(p) for p in case.params.values() if isinstance(p, int) and not isinstance(p, bool)}
-    long = {d for spec in case.inputs for d in spec.shape if d > KEPT_AXIS and d not in fixed}
+    f, long = scale(case), _long_axes(case)
     return tuple(replace(spec, shape=_divided(spec.shape, f, long)) for spec in case.inputs)
-
-
-def shapes(inputs: tuple[InputSpec, ...]) -> str:
-    """The inputs as a message says them: ``x [64, 128] float32, w [128] float32``."""
-    return ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in inputs)
-
-
-def _library_dirs() -> tuple[Path, ...]:
-    """Where Python's own modules and installed packages live (frames there are not the suite's code)."""
-    paths = sysconfig.get_paths()
-    return tuple(Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
 
 
 _FUSECI = Path(__file__).resolve().parent.parent
@@ -101,12 +78,11 @@ _FUSECI = Path(__file__).resolve().parent.parent
 def where(exc: BaseException, fn: Callable[..., Any] | None) -> str:
     """The place to look: the innermost frame of the traceback in the suite's own code (not
     fuseci's, Python's or an installed package's), else where the function is defined."""
-    libraries = _library_dirs()
+    paths = sysconfig.get_paths()
+    libraries = [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         path = Path(frame.filename).resolve()
-        if path.is_relative_to(_FUSECI) or any(path.is_relative_to(d) for d in libraries):
-            continue
-        if frame.filename.startswith("<"):
+        if frame.filename.startswith("<") or any(path.is_relative_to(d) for d in (_FUSECI, *libraries)):
             continue
         return f"{_shown(path)}:{frame.lineno}"
     code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
@@ -122,15 +98,15 @@ def _shown(path: Path) -> str:
 
 
 def raised(exc: BaseException, fn: Callable[..., Any] | None) -> tuple[Outcome, str]:
-    """What a call raised, as its outcome and one line: the exception, its message cut short, and
-    :func:`where`. Code that needs a GPU could not run here; anything else raised."""
+    """What a call raised, as its outcome (code that needs a GPU could not run here) and one line."""
     text = " ".join(str(exc).split())
     text = text if len(text) <= _QUOTED else text[:_QUOTED] + "..."
     at = where(exc, fn)
     line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    line += f" at {at}" if at else ""
     if _NEEDS_GPU.search(f"{type(exc).__name__} {text}"):
-        return Outcome.NOT_RUN, f"it needs a GPU ({line}{f' at {at}' if at else ''})"
-    return Outcome.RAISED, f"{line}{f' at {at}' if at else ''}"
+        return Outcome.NOT_RUN, f"it needs a GPU ({line})"
+    return Outcome.RAISED, line
 
 
 class Trials:
@@ -160,18 +136,17 @@ class Trials:
 
 
 def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
-    """Call every variant of ``case``, and its reference, once on small inputs (module docstring)."""
+    """Call every variant of ``case``, and its reference, once on small inputs."""
     from fuseci.harness import arrays, factory
     from fuseci.harness.case_runner import resolve
     from fuseci.harness.correctness import BoundCall, compare_output
     from fuseci.harness.inputs import make_input
 
     small = replace(case, inputs=small_inputs(case))
-    on = f"on {shapes(small.inputs)}"
+    on = "on " + ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in small.inputs)  # x [64, 128] float32, ...
     models = factory.Models(small, lambda ref: resolve(ref, search))
 
-    def bound(variant_id: str) -> BoundCall | tuple[Outcome, str]:
-        v = next(v for v in case.variants if v.id == variant_id)
+    def bound(v: Variant) -> BoundCall | tuple[Outcome, str]:
         if v.framework == "cupy":
             return Outcome.NOT_RUN, "it takes CuPy arrays, which need a GPU; `fuseci run` calls it there"
         try:
@@ -190,7 +165,7 @@ def trial_case(case: Case, search: list[Path], trials: Trials) -> None:
     expected, against = _reference(case, small, search, models, inputs, trials, on)
     outs_by_variant: dict[str, tuple[Any, ...]] = {}
     for v in case.variants:
-        call = bound(v.id)
+        call = bound(v)
         if isinstance(call, tuple):
             trials.add(case, v.id, *call)
             continue
@@ -283,7 +258,7 @@ def _reference(
 
 
 def run_trials(suite: Suite, record: Path) -> TrialRecord:
-    """Call every function of ``suite`` once (module docstring), the record rewritten as it goes."""
+    """Call every function of ``suite`` once, the record rewritten as it goes."""
     from fuseci.harness import arrays
     from fuseci.harness.case_runner import _put_on_path
 

@@ -1,32 +1,7 @@
 """Which files of a tree a case's checked calls ran and read: the harness's half of the audit of
-``fuseci ab``'s case fingerprints (:mod:`fuseci.ab.audit` judges what is noted here).
-
-While :meth:`Watch.watching` is held, every Python function that starts and every file opened
-for reading is noted when its file lies under the watched tree, outside fuseci's own package,
-the interpreter's own directories (:func:`fuseci.config.resolve.environment_dirs`) and the
-directories given to leave out (the harness's outputs, the compile caches). A function is noted
-as its file, tree-relative, and the first line of its code (its decorators' first line, for a
-decorated one); a byte-code file read from ``__pycache__`` counts as its source file.
-
-* Functions that start: ``sys.monitoring``'s ``PY_START`` on Python 3.12 and later, each code
-  object reported once per watch and then disabled for the rest of it (so a loop costs one
-  callback), in every thread; on 3.10 and 3.11, ``sys.settrace``'s global trace function (this
-  thread) and ``threading.settrace`` (threads started meanwhile), called as each function
-  starts, tracing no line (a trace function set before, a debugger's or a coverage tool's, is
-  put back afterwards, and sees nothing of the checked calls).
-* Files opened for reading: the ``open`` audit event (``open``, ``io.open_code``, ``os.open``;
-  a mode with ``r`` or ``+``, or ``os.open`` flags that are not write-only). An audit hook cannot
-  be removed: the one installed at the first watch stays for the process's life, and checks one
-  flag per audited event while nothing is watched.
-
-The harness watches only under ``fuseci ab`` (:data:`fuseci.measure.command.AUDIT_TREE_ENV`),
-only in the profiled run (never the timed pass), and only around two things: the import of each
-module the suite names (:meth:`Watch.importing`, before any case) and each case's checked calls
-(:meth:`Watch.checking`), before its warm-up and outside every measured range. What a case's
-modules ran when they were imported counts for the case too. Nothing else is watched, so the
-measured ranges and timed calls run as they do without it. Code run by compiled extensions and
-files they read (a CUDA ``#include``, CuPy's ``RawModule(path=...)`` loaded by the driver) are
-not seen.
+``fuseci ab``'s case fingerprints (:mod:`fuseci.ab.audit`). While a watch is held, every Python
+function that starts and every file opened for reading under the tree (outside fuseci, the
+interpreter's directories and those left out) is noted; compiled extensions are not seen.
 """
 
 from __future__ import annotations
@@ -36,7 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import CodeType, FrameType
@@ -50,12 +25,10 @@ from fuseci.records.harness import CaseRecord
 
 log = logging.getLogger(__name__)
 
-#: The code flag of a function's code (a fresh namespace per call), which a module's and a class
-#: body's code, run once at import, lack (``inspect.CO_NEWLOCALS``).
+#: ``inspect.CO_NEWLOCALS``: set on a function's code, not on a module's or a class body's.
 _CO_NEWLOCALS = 0x0002
 
-#: The ``sys.monitoring`` tool ids tried, in order (the profiler's, then the optimizer's and the
-#: free ones: a coverage tool or a debugger may hold one).
+#: The ``sys.monitoring`` tool ids tried, in order (a coverage tool or a debugger may hold one).
 _TOOL_IDS = (2, 5, 4, 3)
 
 
@@ -88,8 +61,7 @@ class _Files:
         self.known: dict[str, str | None] = {}
 
     def relative(self, name: str) -> str | None:
-        """``name`` (a file as code objects and audit events give it) as a tree-relative path;
-        None when it is not one of the tree's files to note."""
+        """``name`` as a tree-relative path; None when it is not one of the tree's files to note."""
         if name in self.known:
             return self.known[name]
         rel = None
@@ -102,8 +74,7 @@ class _Files:
 
 
 def _source_of(rel: Path) -> Path:
-    """A byte-code file of ``__pycache__`` as its source file (``pkg/__pycache__/m.cpython-312.pyc``
-    → ``pkg/m.py``)."""
+    """A byte-code file of ``__pycache__`` as its source file."""
     if rel.parent.name == "__pycache__" and rel.suffix == ".pyc":
         return rel.parent.parent / (rel.name.split(".")[0] + ".py")
     return rel
@@ -136,8 +107,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 
 class Watch:
-    """Watches of one tree (see the module's docstring): what the import of each module noted,
-    and what the last watch of each case noted."""
+    """Watches of one tree: what the import of each module, and the last watch of each case, noted."""
 
     def __init__(self, tree: Path, leave_out: Iterable[Path] = ()) -> None:
         self.files = _Files(tree, leave_out)
@@ -160,10 +130,8 @@ class Watch:
             seen.ran.setdefault(rel, set()).add(code.co_firstlineno if code.co_flags & _CO_NEWLOCALS else 0)
 
     def opened(self, path: str, mode: object, flags: object) -> None:
-        """A file was opened (the audit hook calls this). Only a file that exists is noted: the
-        event comes before the open, and an open that fails reads nothing (the import system
-        tries names that are no files, such as the entry ``__editable__.<dist>.finder.__path_hook__``
-        an editable install puts on ``sys.path``, which a relative path would place in the tree)."""
+        """A file was opened (the audit hook calls this); noted only if it exists (the event comes
+        before the open, and the import system tries names that are no files)."""
         seen = self._seen
         if seen is not None and _reads(mode, flags):
             full = os.path.abspath(path)
@@ -180,7 +148,8 @@ class Watch:
         if not _hooked:
             sys.addaudithook(_audit)
             _hooked = True
-        stop = _monitor(self.code)
+        # each function's code as it starts, until stop() is called
+        stop = _monitor_events(self.code) if sys.version_info >= (3, 12) else _monitor_trace(self.code)
         _opening = self
         try:
             yield seen
@@ -191,8 +160,7 @@ class Watch:
 
     @contextmanager
     def importing(self, module: str) -> Iterator[None]:
-        """Note, as :attr:`imported`, what importing ``module`` runs and reads (once: a module
-        already imported runs nothing)."""
+        """Note, as :attr:`imported`, what importing ``module`` runs and reads."""
         with self.watching() as seen:
             yield
         self.imported.setdefault(module, Watched()).add(seen)
@@ -206,14 +174,6 @@ class Watch:
         for module in modules:
             seen.add(self.imported.get(module, Watched()))
         self.cases[case] = seen
-
-
-def _monitor(on_code: Callable[[CodeType], None]) -> Callable[[], None]:
-    """Call ``on_code`` with each function's code as it starts, until the function returned is
-    called."""
-    if sys.version_info >= (3, 12):
-        return _monitor_events(on_code)
-    return _monitor_trace(on_code)
 
 
 def _monitor_events(on_code: Callable[[CodeType], None]) -> Callable[[], None]:
@@ -242,9 +202,7 @@ def _monitor_events(on_code: Callable[[CodeType], None]) -> Callable[[], None]:
 
 
 def _monitor_trace(on_code: Callable[[CodeType], None]) -> Callable[[], None]:
-    """``sys.settrace`` (Python 3.10 and 3.11): the global trace function, called once as each
-    function of this thread (and of threads started meanwhile) starts, and returning no local
-    one, so that no line of it is traced."""
+    """``sys.settrace`` (Python 3.10 and 3.11), in this thread and those started meanwhile; no line is traced."""
     before, before_threads = sys.gettrace(), threading.gettrace()
     known: set[CodeType] = set()
 
@@ -269,16 +227,15 @@ _watch: Watch | None = None
 
 
 def start(tree: Path, leave_out: Iterable[Path] = ()) -> Watch:
-    """Watch ``tree`` in this process from now on (:func:`importing` and :func:`checking` note
-    what they see)."""
+    """Watch ``tree`` in this process from now on."""
     global _watch
     _watch = Watch(tree, leave_out)
     return _watch
 
 
 def start_if_asked(outputs: Path) -> Watch | None:
-    """:func:`start` on the tree :data:`~fuseci.measure.command.AUDIT_TREE_ENV` names, leaving
-    out ``outputs`` (where this process writes) and the compile caches; None when it names none."""
+    """:func:`start` on the tree :data:`~fuseci.measure.command.AUDIT_TREE_ENV` names, leaving out
+    ``outputs`` and the compile caches; None when it names none."""
     tree = os.environ.get(AUDIT_TREE_ENV)
     if not tree:
         return None
@@ -289,29 +246,18 @@ def start_if_asked(outputs: Path) -> Watch | None:
     return start(Path(tree), [outputs, *caches])
 
 
-@contextmanager
-def importing(module: str) -> Iterator[None]:
+def importing(module: str) -> AbstractContextManager[None]:
     """:meth:`Watch.importing` of the started watch; nothing when none was started."""
-    if _watch is None:
-        yield
-        return
-    with _watch.importing(module):
-        yield
+    return nullcontext() if _watch is None else _watch.importing(module)
 
 
-@contextmanager
-def checking(case: str, modules: Iterable[str]) -> Iterator[None]:
+def checking(case: str, modules: Iterable[str]) -> AbstractContextManager[None]:
     """:meth:`Watch.checking` of the started watch; nothing when none was started."""
-    if _watch is None:
-        yield
-        return
-    with _watch.checking(case, modules):
-        yield
+    return nullcontext() if _watch is None else _watch.checking(case, modules)
 
 
 def noted(record: CaseRecord) -> CaseRecord:
-    """``record`` with what the started watch noted of its case (``ran``, ``read``); as it is
-    when none was started or the case was not checked."""
+    """``record`` with what the started watch noted of its case (``ran``, ``read``), if anything."""
     seen = None if _watch is None else _watch.cases.get(record.case)
     if seen is None:
         return record

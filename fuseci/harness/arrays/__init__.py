@@ -1,14 +1,6 @@
 """Array frameworks and the device, in one place: the only part of the harness that imports
-CuPy, PyTorch or any other array library.
-
-- :mod:`.device`: fuseci's own device runtime (inputs, comparisons, probes, events, NVTX
-  ranges, the memory pool, the device's facts): CuPy (:mod:`.device_cupy`), or PyTorch alone
-  (:mod:`.device_torch`, with :mod:`.philox_triton`) where CuPy is not installed;
-- :mod:`.frameworks`: the frameworks a suite's functions take their inputs in (CuPy, PyTorch),
-  outputs taken back from any DLPack or CUDA Array Interface producer, and the watch for
-  compilations (Triton, Inductor, ``torch.compile``);
-- :mod:`.tensor`: a tensor as fuseci holds it, its float64 values and comparisons;
-- :mod:`.minifloat`: bfloat16 and float8 as raw bits.
+CuPy, PyTorch or any other array library (:mod:`.device` chooses the runtime, :mod:`.frameworks`
+hands inputs to a suite's functions and takes their outputs back, :mod:`.tensor` compares).
 """
 
 from fuseci.harness.arrays.device import (
@@ -16,10 +8,8 @@ from fuseci.harness.arrays.device import (
     affine,
     context_alive,
     copy,
-    cupy,
     device_count,
     device_facts,
-    elementwise_kernel,
     empty,
     free_pool,
     nvtx_range,
@@ -32,9 +22,9 @@ from fuseci.harness.arrays.device import (
     synchronize,
     upload,
 )
+from fuseci.harness.arrays.device_cupy import cupy, elementwise_kernel
 from fuseci.harness.arrays.device_errors import DeviceMemoryError
 from fuseci.harness.arrays.frameworks import (
-    POISON_BYTE,
     Framework,
     compiler_keys_ready,
     get,
@@ -43,7 +33,6 @@ from fuseci.harness.arrays.frameworks import (
     watch_compiles,
 )
 from fuseci.harness.arrays.tensor import (
-    Difference,
     Tensor,
     compare,
     float64_tensor,
@@ -53,9 +42,7 @@ from fuseci.harness.arrays.tensor import (
 )
 
 __all__ = [
-    "POISON_BYTE",
     "DeviceMemoryError",
-    "Difference",
     "Event",
     "Framework",
     "Tensor",

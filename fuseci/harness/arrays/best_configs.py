@@ -1,16 +1,7 @@
 """Inductor's autotuning choices in the harness process: which ``.best_config`` entries of the
-compile cache its kernels used, and the baseline's entries put in place before anything compiles
-(:mod:`fuseci.measure.autotune` says why and keeps the file).
-
-Inductor makes one ``AutotuneCache`` per Triton kernel that has several candidate
-configurations (``torch._inductor.runtime.autotune_cache.AutotuneCache.create``), whose local
-cache is the ``.best_config`` file it reads the choice from, or writes the winner to after
-benchmarking. :func:`listen` notes each such file from the moment Inductor imports that module
-(a suite that never compiles imports nothing more); :func:`used` reads those that exist, as paths
-relative to Inductor's cache directory. A PyTorch without that function is told apart and
-nothing is noted: the run measures as before, with whatever its cache chose. :func:`pin` puts
-the entries kept beside the suite's baseline for this card into the cache before anything
-compiles.
+compile cache its kernels used (:func:`listen`, :func:`used`: ``AutotuneCache.create`` wrapped as
+soon as Inductor imports it), and the baseline's entries put in place before anything compiles
+(:func:`pin`; :mod:`fuseci.measure.autotune` says why and keeps the file).
 """
 
 from __future__ import annotations
@@ -42,9 +33,8 @@ _LISTENING: list[bool] = []
 
 
 def cache_dir() -> Path | None:
-    """Inductor's cache directory in this process: ``TORCHINDUCTOR_CACHE_DIR``, which fuseci sets
-    for its harness processes (:mod:`fuseci.measure.caches`) unless the user set it; else
-    Inductor's own default; None without Inductor."""
+    """Inductor's cache directory in this process (``TORCHINDUCTOR_CACHE_DIR``, else Inductor's
+    default); None without Inductor."""
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
         return Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).resolve()
     try:
@@ -57,9 +47,8 @@ def cache_dir() -> Path | None:
 
 
 def listen() -> None:
-    """Note the ``.best_config`` file of every autotuning cache Inductor makes in this process
-    (once per process): at once where Inductor's autotuning cache is imported already, else as
-    soon as Inductor imports it, so a suite that never compiles imports nothing more."""
+    """Note the ``.best_config`` file of every autotuning cache Inductor makes in this process, from
+    when Inductor imports :data:`MODULE` (once per process)."""
     if _LISTENING:
         return
     _LISTENING.append(True)
@@ -92,14 +81,14 @@ class _Importing(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _wrap(module: ModuleType) -> bool:
-    """Note what ``module.AutotuneCache.create`` gives each kernel; whether this PyTorch has it."""
+def _wrap(module: ModuleType) -> None:
+    """Note what ``module.AutotuneCache.create`` gives each kernel (where this PyTorch has it)."""
     try:
         owner = module.AutotuneCache
         create = owner.create
     except AttributeError as exc:  # another PyTorch: keep nothing, measure as before
         log.debug("Inductor's autotuning caches are not listened to: %s", exc)
-        return False
+        return
 
     @functools.wraps(create)
     def noted(*args: Any, **kwargs: Any) -> Any:
@@ -110,7 +99,6 @@ def _wrap(module: ModuleType) -> bool:
         return cache
 
     owner.create = staticmethod(noted)
-    return True
 
 
 def used(root: Path | None = None) -> dict[str, kept.Entry]:
@@ -133,11 +121,9 @@ def used(root: Path | None = None) -> dict[str, kept.Entry]:
 
 
 def install(entries: Mapping[str, kept.Entry], root: Path | None = None) -> tuple[int, int]:
-    """Put checked entries (:class:`fuseci.measure.autotune.AutotuneRecord`) under Inductor's cache
-    directory ``root``, each atomically; what differed is replaced. (in place, replaced): the
-    entries the cache now holds as kept, whoever put them there (the profiled and the timed
-    harness of one run share the cache, and either may come first), and those this call put in
-    place of another choice."""
+    """Put checked entries under Inductor's cache directory ``root``, each atomically: (in place,
+    replaced), the entries the cache now holds as kept (whoever put them there) and those this
+    call put in place of another choice."""
     root = root or cache_dir()
     if root is None or not entries:
         return 0, 0

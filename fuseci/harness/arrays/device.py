@@ -1,15 +1,7 @@
 """The device: fuseci's own GPU work (inputs, comparisons, probes, timing) and the CUDA facts it
-records, through one of two runtimes with the same functions:
-
-- CuPy (:mod:`.device_cupy`), when it can be imported: what fuseci always used;
-- PyTorch alone (:mod:`.device_torch`), for a project that installs PyTorch and not CuPy
-  (``pip install "fuseci[torch]"``): every suite whose functions all take torch tensors runs
-  with it, with the same inputs bit for bit.
-
-``FUSECI_RUNTIME=cupy`` or ``torch`` chooses one where both are installed (the ``gpu`` tests run
-both on one card). The choice is made once per process and recorded (``runtime`` in the run's
-environment). ``cpu`` (:mod:`.device_cpu`) is the host, through PyTorch's CPU tensors: what
-``fuseci check --execute`` calls the functions with, on any machine.
+records, through one runtime chosen once per process: CuPy (:mod:`.device_cupy`) when it imports,
+else PyTorch alone (:mod:`.device_torch`); ``FUSECI_RUNTIME`` chooses where both are installed, and
+``cpu`` (:mod:`.device_cpu`) is the host, for ``fuseci check --execute``.
 """
 
 from __future__ import annotations
@@ -17,8 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
@@ -67,24 +58,6 @@ def runtime_name() -> str:
     return str(runtime().NAME)
 
 
-def cupy() -> Any:
-    """The CuPy module (for CuPy arrays themselves: a suite whose functions take them).
-
-    Raises:
-        HarnessError: CuPy is not installed.
-    """
-    from fuseci.harness.arrays import device_cupy
-
-    return device_cupy.cupy()
-
-
-def elementwise_kernel(in_params: str, out_params: str, operation: str, name: str, preamble: str = "") -> Any:
-    """A CuPy ``ElementwiseKernel`` (the CuPy runtime's inputs; cached)."""
-    from fuseci.harness.arrays import device_cupy
-
-    return device_cupy.elementwise_kernel(in_params, out_params, operation, name, preamble)
-
-
 def start_driver() -> None:
     """Start the CUDA driver and read the device, creating no context.
 
@@ -113,14 +86,12 @@ def open_context() -> None:
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, multiprocessors, L2 and memory size, the
-    CUDA driver API and runtime versions, the runtime (and CuPy's version when it is CuPy)."""
+    """The current device's facts (name, compute capability, L2, CUDA versions...) and the runtime."""
     return {**runtime().device_facts(), "runtime": runtime_name()}
 
 
 def stream_handle() -> int:
-    """The CUDA stream fuseci times and synchronises (0: the legacy default stream, where every
-    framework launches unless told otherwise)."""
+    """The CUDA stream fuseci times and synchronises (0: the legacy default stream)."""
     return int(runtime().stream_handle())
 
 
@@ -139,11 +110,9 @@ def free_pool() -> None:
     runtime().free_pool()
 
 
-@contextmanager
-def poisoned_pool(byte: int) -> Iterator[None]:
+def poisoned_pool(byte: int) -> AbstractContextManager[None]:
     """Fill every allocation the runtime's own pool hands out with ``byte`` while the block runs."""
-    with runtime().poisoned_pool(byte):
-        yield
+    return runtime().poisoned_pool(byte)
 
 
 def memset(address: int, byte: int, size: int) -> None:
@@ -151,11 +120,9 @@ def memset(address: int, byte: int, size: int) -> None:
     runtime().memset(address, byte, size)
 
 
-@contextmanager
-def nvtx_range(name: str) -> Iterator[None]:
+def nvtx_range(name: str) -> AbstractContextManager[None]:
     """An NVTX push/pop range (ncu's ``--nvtx-include`` selects the kernels inside it)."""
-    with runtime().nvtx_range(name):
-        yield
+    return runtime().nvtx_range(name)
 
 
 def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:

@@ -1,12 +1,6 @@
-"""The host as the device, through PyTorch's CPU tensors: ``fuseci check --execute``, which calls
-every function once on a machine without a GPU (a CPU build of PyTorch will do).
-
-The functions :mod:`fuseci.harness.trial` needs of :mod:`fuseci.harness.arrays.device`, on CPU
-tensors: inputs are the same Philox4x32-10 values as the GPU runtimes write (computed here with
-torch's integer operations, 16-bit halves keeping every product inside int64; the normal
-distribution's cosine is the host's, so its last bit may differ from CUDA's ``cospi``), float64
-copies, comparisons and host copies are torch's, as on the PyTorch runtime. Nothing here times,
-profiles or poisons memory: there is no GPU to measure.
+"""The host as the device, through PyTorch's CPU tensors, for ``fuseci check --execute``: the
+functions :mod:`fuseci.harness.trial` needs, with the GPU runtimes' Philox inputs computed in
+torch's integer operations (the normal distribution's cosine may differ in its last bit).
 """
 
 from __future__ import annotations
@@ -29,17 +23,7 @@ from fuseci.harness.arrays.device_torch import (
     xp,
 )
 
-__all__ = [
-    "NAME",
-    "asnumpy",
-    "astype_float64",
-    "clone",
-    "decode_minifloat",
-    "from_dlpack",
-    "storage_dtype",
-    "torch",
-    "xp",
-]
+__all__ = ["asnumpy", "astype_float64", "clone", "decode_minifloat", "from_dlpack", "xp"]
 
 #: The runtime's name, as ``FUSECI_RUNTIME`` says it.
 NAME = "cpu"
@@ -123,16 +107,15 @@ def from_cuda_array_interface(o: Any) -> Any:
 
 
 def _mul32(a: int, b: Any) -> tuple[Any, Any]:
-    """The high and low 32 bits of ``a * b``: ``a`` a 32-bit constant, ``b`` an int64 tensor of
-    32-bit values, multiplied in 16-bit halves of ``a`` so that no product leaves int64."""
+    """The high and low 32 bits of ``a * b`` (``b`` an int64 tensor of 32-bit values), in 16-bit
+    halves of ``a`` so that no product leaves int64."""
     t0 = b * (a & 0xFFFF)
     t1 = b * (a >> 16)
     return (t1 + (t0 >> 16)) >> 16, (((t1 & 0xFFFF) << 16) + t0) & _MASK32
 
 
 def _philox(start: int, count: int, seed: int) -> tuple[Any, Any, Any, Any]:
-    """Philox4x32-10 of counters ``start .. start + count - 1`` under key ``seed``: four int64
-    tensors of 32-bit words, as ``fuseci_philox`` of :mod:`fuseci.harness.inputs` leaves them."""
+    """Philox4x32-10 of counters ``start .. start + count - 1`` under key ``seed``: four tensors of 32-bit words."""
     t = torch()
     index = t.arange(start, start + count, dtype=t.int64)
     c0, c1 = index & _MASK32, index >> 32
@@ -165,8 +148,7 @@ def _mulhi64(hi: Any, lo: Any, span: int) -> tuple[Any, Any]:
 
 
 def host_values(distribution: str, start: int, count: int, seed: int, p0: float | int, p1: float | int) -> Any:
-    """The float64 (int64 for ``randint``) values of elements ``start .. start + count - 1``, as
-    :func:`fuseci.harness.arrays.philox_triton.values` computes them on the GPU (same arguments)."""
+    """:func:`fuseci.harness.arrays.philox_triton.values` computed on the host."""
     t = torch()
     w0, w1, w2, w3 = _philox(start, count, seed % (1 << 64))
     if distribution == "randint":

@@ -1,6 +1,4 @@
-"""The device through CuPy: fuseci's own GPU work (inputs, comparisons, probes, timing) and the
-CUDA runtime facts it records, when CuPy is fuseci's runtime (:mod:`fuseci.harness.arrays.device`
-chooses). Only this package imports CuPy."""
+"""The device through CuPy (the functions :mod:`fuseci.harness.arrays.device` forwards to)."""
 
 from __future__ import annotations
 
@@ -51,7 +49,7 @@ def device_count() -> int:
 
 
 def open_context() -> None:
-    """Create this process's CUDA context (``cudaFree(0)``, the customary way, and no more).
+    """Create this process's CUDA context (``cudaFree(0)``).
 
     Raises:
         HarnessError: the context cannot be created.
@@ -66,8 +64,7 @@ def open_context() -> None:
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, multiprocessors, L2 and memory size, and
-    the CUDA driver API and runtime versions."""
+    """The current device's name, compute capability, SMs, L2 and memory size, CUDA versions."""
     cp = cupy()
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -89,14 +86,12 @@ def _cuda_version(v: int) -> str:
 
 
 def stream_handle() -> int:
-    """The CUDA stream fuseci times and synchronises: CuPy's current stream (0: the legacy
-    default stream, where every framework launches unless told otherwise)."""
+    """The CUDA stream fuseci times and synchronises: CuPy's current stream."""
     return int(cupy().cuda.get_current_stream().ptr)
 
 
 def synchronize() -> None:
-    """Wait for everything queued on :func:`stream_handle` (and, for the legacy default stream,
-    on every blocking stream)."""
+    """Wait for everything queued on :func:`stream_handle`."""
     cupy().cuda.get_current_stream().synchronize()
 
 
@@ -136,8 +131,7 @@ def poisoned_pool(byte: int) -> Iterator[None]:
 
 
 def memset(address: int, byte: int, size: int) -> None:
-    """Fill ``size`` bytes of device memory at ``address`` (memory fuseci did not allocate, such
-    as a framework's cached blocks) with ``byte``, on :func:`stream_handle`."""
+    """Fill ``size`` bytes of device memory at ``address`` with ``byte``, on :func:`stream_handle`."""
     cp = cupy()
     cp.cuda.runtime.memsetAsync(address, byte, size, cp.cuda.get_current_stream().ptr)
 
@@ -229,8 +223,7 @@ extern "C" __global__ void fuseci_spin(const unsigned long long ns) {
 
 
 def spinner() -> Any:
-    """A function that queues one kernel spinning ``ns`` nanoseconds of the GPU's clock on
-    :func:`stream_handle` (and returns at once)."""
+    """A function queuing one kernel that spins ``ns`` nanoseconds of the GPU's clock."""
     import numpy as np
 
     kernel = raw_kernel(_SPIN_SOURCE, "fuseci_spin")
@@ -253,8 +246,7 @@ def astype_float64(a: Any) -> Any:
 
 
 def decode_minifloat(bits: Any, decoder_source: str, decode_name: str, type_name: str) -> Any:
-    """Raw bits of a bfloat16 or float8 format read as exact float64 values, by the device
-    function ``decode_name`` of ``decoder_source``."""
+    """Raw bits of a bfloat16 or float8 format as exact float64 values (``decode_name`` of ``decoder_source``)."""
     kernel = elementwise_kernel(
         "T x", "float64 y", f"y = {decode_name}((unsigned int)x)", f"fuseci_decode_{type_name}", decoder_source
     )

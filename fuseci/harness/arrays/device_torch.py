@@ -1,14 +1,11 @@
-"""The device through PyTorch alone: fuseci's own GPU work (inputs, comparisons, probes, timing)
-and the CUDA facts it records, for a project that installs PyTorch and not CuPy
-(:mod:`fuseci.harness.arrays.device` chooses). The same functions as
-:mod:`fuseci.harness.arrays.device_cupy`, on torch tensors: inputs are the same bits
-(:mod:`fuseci.harness.arrays.philox_triton`), memory comes from torch's caching allocator, and
-the spin kernel that fills the launch queue is Triton's."""
+"""The device through PyTorch alone, for a project without CuPy: the functions of
+:mod:`fuseci.harness.arrays.device_cupy` on torch tensors (inputs and the spin kernel by Triton)."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,22 +15,6 @@ from fuseci.harness.arrays.device_errors import DeviceMemoryError
 
 #: The runtime's name, as ``FUSECI_RUNTIME`` and the records say it.
 NAME = "torch"
-
-#: NumPy dtype names (fuseci's storage types) and torch's.
-_STORAGE = {
-    "float64": "float64",
-    "float32": "float32",
-    "float16": "float16",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "bool": "bool",
-}
 
 
 def torch() -> Any:
@@ -61,10 +42,10 @@ def load() -> None:
 
 
 def storage_dtype(storage: str) -> Any:
-    """torch's dtype for NumPy dtype name ``storage``."""
+    """torch's dtype for NumPy dtype name ``storage`` (fuseci's storage dtypes share their names)."""
     try:
-        return getattr(torch(), _STORAGE[storage])
-    except (KeyError, AttributeError):
+        return getattr(torch(), storage)
+    except AttributeError:
         raise HarnessError(f"PyTorch has no dtype for {storage!r} arrays") from None
 
 
@@ -117,8 +98,7 @@ def _driver_api_version() -> str:
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, multiprocessors, L2 and memory size, and
-    the CUDA driver API and runtime versions (the runtime PyTorch was built with and ships)."""
+    """The current device's name, compute capability, SMs, L2 and memory size, CUDA versions."""
     t = torch()
     props = t.cuda.get_device_properties(t.cuda.current_device())
     return {
@@ -134,8 +114,7 @@ def device_facts() -> dict[str, Any]:
 
 
 def stream_handle() -> int:
-    """The CUDA stream fuseci times and synchronises: torch's current stream (0: the legacy
-    default stream, unless something set another)."""
+    """The CUDA stream fuseci times and synchronises: torch's current stream."""
     return int(torch().cuda.current_stream().cuda_stream)
 
 
@@ -160,9 +139,7 @@ def free_pool() -> None:
 
 @contextmanager
 def poisoned_pool(byte: int) -> Iterator[None]:
-    """fuseci's own allocations come from torch's caching allocator, whose free memory the torch
-    framework fills before each checked call (:meth:`fuseci.harness.arrays.frameworks.Torch.poisoned`):
-    nothing more to do here."""
+    """Nothing to do: the torch framework fills the caching allocator's free memory (``Torch.poisoned``)."""
     yield
 
 
@@ -237,8 +214,7 @@ class Event:
 
 
 def spinner() -> Any:
-    """A function that queues one kernel spinning ``ns`` nanoseconds of the GPU's clock on
-    :func:`stream_handle` (and returns at once)."""
+    """A function queuing one kernel that spins ``ns`` nanoseconds of the GPU's clock."""
     from fuseci.harness.arrays import philox_triton
 
     return philox_triton.spinner()
@@ -267,8 +243,7 @@ def _minifloat_dtypes() -> dict[str, Any]:
 
 
 def decode_minifloat(bits: Any, decoder_source: str, decode_name: str, type_name: str) -> Any:
-    """Raw bits of a bfloat16 or float8 format read as exact float64 values (torch's own
-    conversion, exact for these formats; the CUDA source is CuPy's way and unused here)."""
+    """Raw bits of a bfloat16 or float8 format as exact float64 values (by torch's exact conversion)."""
     del decoder_source, decode_name
     try:
         kind = _minifloat_dtypes()[type_name]
@@ -306,11 +281,8 @@ def affine(x: Any, a: float, b: float) -> Any:
 def random_input(
     shape: tuple[int, ...], kind: Any, distribution: str, seed: int, p0: Any, p1: Any, values: Any = None
 ) -> Any:
-    """An input of fuseci dtype ``kind`` (its storage dtype, raw bits for bfloat16 and float8)
-    written from its seed, the same bits as the CuPy runtime's (see
-    :mod:`fuseci.harness.arrays.philox_triton`); ``values``, the function that computes the
-    float64 (int64) values, and the tensor's device with them: Triton's on the GPU by default,
-    the host's for ``fuseci check --execute`` (:mod:`fuseci.harness.arrays.device_cpu`).
+    """An input of fuseci dtype ``kind`` written from its seed, the same bits as the CuPy runtime's;
+    ``values`` computes the float64 (int64) values, on the GPU by Triton unless given (the host's).
 
     Raises:
         DeviceMemoryError: it does not fit in device memory.
@@ -318,9 +290,7 @@ def random_input(
     from fuseci.harness.arrays import philox_triton
 
     t = torch()
-    n = 1
-    for d in shape:
-        n *= int(d)
+    n = math.prod(shape)
     if values is None:
         out = empty((n,), kind.storage, f"an input of {n:,} {kind.name} elements")
     else:

@@ -1,13 +1,6 @@
-"""The array frameworks a suite's functions take their inputs in, and the outputs fuseci takes
-back from any producer.
-
-A :class:`Framework` hands fuseci's tensors to a function as its own arrays on the same memory
-(no copy), makes its launches run on the stream fuseci times, fills the memory its allocator
-hands out with NaN bytes while outputs are checked, and frees its cache. Outputs are taken back
-from CuPy and PyTorch, and from any DLPack or CUDA Array Interface producer (JAX, Numba, Warp,
-CuTe DSL tensors...), as :class:`Tensor` views (:func:`take`). :func:`watch_compiles` notes a
-compilation or an autotuning while a measured call runs; :func:`warm_compiler_keys` does the
-compilers' once-per-process hashing while the GPU is prepared.
+"""The array frameworks a suite's functions take their inputs in (:class:`Framework`), the
+outputs taken back from any producer (:func:`take`), and the compilers watched
+(:func:`watch_compiles`) and warmed up (:func:`warm_compiler_keys`).
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ from typing import Any
 
 from fuseci.config.dtypes import DTYPES, FRAMEWORKS
 from fuseci.errors import HarnessError
-from fuseci.harness.arrays import device
+from fuseci.harness.arrays import device, device_cupy
 from fuseci.harness.arrays.tensor import Tensor, from_array
 
 log = logging.getLogger(__name__)
@@ -44,7 +37,7 @@ class Framework:
         Raises:
             HarnessError: it is not installed.
         """
-        device.cupy()
+        device_cupy.cupy()
 
     def start(self) -> None:
         """Set the framework up in this process's turn on the GPU, the CUDA context made."""
@@ -55,7 +48,7 @@ class Framework:
 
     def hand(self, t: Tensor) -> Any:
         """``t`` as this framework's array, on the same memory."""
-        return t.data if device.runtime_name() == "cupy" else device.cupy().from_dlpack(t.data)
+        return t.data if device.runtime_name() == "cupy" else device_cupy.cupy().from_dlpack(t.data)
 
     def before_call(self) -> None:
         """Called before each call of a function of this framework."""
@@ -72,8 +65,8 @@ class Framework:
         device.free_pool()
 
     def track_peak(self) -> Callable[[], int]:
-        """From now on, the most device memory the framework's allocator holds at once beyond
-        what it holds now: ask the returned function (0 where the framework cannot tell)."""
+        """A function telling the most device memory the allocator held at once from now on beyond
+        what it holds now (0 where the framework cannot tell)."""
         return lambda: 0
 
 
@@ -137,12 +130,9 @@ class Torch(Framework):
 
     @contextmanager
     def poisoned(self, reserve_bytes: int) -> Iterator[list[str]]:
-        """Fill what torch's caching allocator can hand out with NaN bytes: its cache is emptied,
-        ``reserve_bytes`` (the variant's peak use at its first call) are taken from CUDA and given
-        back to the cache, and then every free byte of the cache is filled. An allocation the
-        cache cannot serve during the block takes new memory from CUDA, which is not filled, and
-        the free parts of expandable segments (which may be unmapped) are left alone: the list
-        names what was not filled."""
+        """Fill what torch's caching allocator can hand out with NaN bytes: the cache is emptied,
+        ``reserve_bytes`` (the variant's peak) taken into it, and every free byte filled; the list
+        names what was not (new memory taken from CUDA, expandable segments)."""
         torch = self._torch()
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
@@ -196,10 +186,8 @@ class Torch(Framework):
 
 @contextmanager
 def watch_compiles() -> Iterator[list[str]]:
-    """Yields a list that, when the block ends, names each Triton kernel compiled in it (Triton's
-    ``jit_post_compile_hook``, which Inductor calls too), each Triton or Inductor autotuning, and
-    each ``torch.compile`` frame compiled, whatever framework the code that did it takes its
-    inputs in. Only what is already imported is watched: nothing is imported for it."""
+    """Yields a list that, when the block ends, names each Triton kernel compiled, each Triton or
+    Inductor autotuning and each ``torch.compile`` frame compiled in it (of what is already imported)."""
     seen: list[str] = []
     with ExitStack() as stack:
         stack.enter_context(_triton_compile_hook(seen))
@@ -219,22 +207,16 @@ def watch_compiles() -> Iterator[list[str]]:
             seen.append(f"torch.compile: {compiled} frame(s) compiled (a recompilation)")
 
 
-#: Work the compilers do once per process at their first compile, needing no GPU: Triton and
-#: Inductor hash their own installed files into every cache key (on an H200, 0.39 s and 0.25 s of
-#: the 0.75 s first call of a ``torch.compile`` function whose compiled code was in the cache; a
-#: second function's first call took 0.09 s). Each is cached by its module for the process's
-#: life, and the hashing and file reads let other threads run.
+#: The hashes of their own installed files that Triton and Inductor compute once per process, at
+#: their first compile, for every cache key (no GPU needed; cached by their modules).
 COMPILER_KEYS = (("triton.runtime.cache", "triton_key"), ("torch._inductor.codecache", "torch_key"))
 
 _key_threads: list[threading.Thread] = []
 
 
 def warm_compiler_keys() -> None:
-    """Compute :data:`COMPILER_KEYS` of the compilers the suite's modules imported, in a thread
-    of its own, while this process starts the driver, waits for the GPU and opens its context;
-    :func:`compiler_keys_ready` waits for it before any variant is called. Only what is
-    already imported is warmed (nothing is imported for it), once per process; a key that
-    fails is left for the compile that needs it."""
+    """Compute :data:`COMPILER_KEYS` of the compilers already imported in a thread of its own (once
+    per process), while the GPU is prepared; a key that fails is left for the compile that needs it."""
     keys = [
         (f"{module}.{name}", fn)
         for module, name in COMPILER_KEYS
@@ -257,8 +239,7 @@ def warm_compiler_keys() -> None:
 
 
 def compiler_keys_ready(timeout_s: float = 120.0) -> None:
-    """Wait for :func:`warm_compiler_keys`: a compile that found a key half computed would
-    compute it again, and no measurement shares the host with the hashing."""
+    """Wait for :func:`warm_compiler_keys`, before any variant is called."""
     for thread in _key_threads:
         if thread.is_alive():
             thread.join(timeout_s)
@@ -355,9 +336,8 @@ def get(name: str) -> Framework:
 
 
 def take(value: Any, who: str) -> tuple[Tensor, ...]:
-    """A function's outputs (one array or a tuple or list of them) as tensors, on the same
-    memory. Accepted: CuPy and NumPy arrays, torch tensors, and any DLPack or CUDA Array
-    Interface producer.
+    """A function's outputs (an array or a tuple or list of them) as tensors, on the same memory:
+    CuPy and NumPy arrays, torch tensors, any DLPack or CUDA Array Interface producer.
 
     Raises:
         HarnessError: an output is none of these, or lives where fuseci cannot read it.
@@ -406,11 +386,11 @@ def _take_torch(o: Any, who: str) -> Tensor:
         return from_array(t)
     if known is not None and known.minifloat is not None:
         bits = t.view(torch.int16 if known.itemsize == 2 else torch.int8)
-        return Tensor(device.cupy().from_dlpack(bits).view(known.storage), known)
+        return Tensor(device_cupy.cupy().from_dlpack(bits).view(known.storage), known)
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)
     try:
-        return from_array(device.cupy().from_dlpack(t))
+        return from_array(device_cupy.cupy().from_dlpack(t))
     except Exception as exc:  # a dtype DLPack has no code for
         raise HarnessError(f"{who}: a {t.dtype} torch tensor cannot be read ({type(exc).__name__}: {exc})") from None
 

@@ -1,29 +1,7 @@
 """Inductor's provenance of a ledger variant's compiled forward, captured in the process that
-compiles it, and the NVTX ranges that tie each measured kernel to its wrapper call
-(:mod:`fuseci.ledger` builds the ledger from both).
-
-:func:`capturing` wraps the variant's first call. For that compile only it sets:
-
-- ``trace.provenance_tracking_level = 1``: Inductor maps each kernel call of its wrapper to the
-  post-grad nodes it implements, and those to the model's source lines;
-- ``triton.unique_kernel_names = True``: each Triton kernel launches under its own name
-  (``triton_poi_fused_add_view_3``), the name its NVTX range and ncu show;
-- the FX-graph and AOTAutograd caches off (and, once per case, before its first call, Dynamo's
-  compiled code of this process dropped: :func:`fresh`): a cache hit emits no provenance, and a
-  compile cached by another run could carry a choice made with another Inductor or another
-  configuration. Dropped once per case, not per variant: a variant's code compiled and captured
-  at its first call must be the code its measured call runs (dropping it again would recompile
-  it at the warm-up as another graph, ``1/0`` where the capture holds ``0/0``). Triton's own
-  kernel cache and autotuning results stay on: the choice they make is recorded (each kernel's
-  launch shape, by ncu) and judged by the bytes it moves.
-
-and it listens to Inductor's structured trace (a handler on ``torch._logging``'s trace logger,
-as ``TORCH_TRACE`` would write it) and to its fusion log, keeping only the artifacts the ledger
-reads (:data:`fuseci.records.fusion.ARTIFACTS`) and, of a graph compiled for dynamic shapes, the
-value each symbolic size had when Dynamo created it (its ``create_symbol`` events: the sizes of
-the call that compiled it, which the measured call repeats). :func:`op_ranges` wraps the measured call in
-``torch.autograd.profiler.emit_nvtx()``: every ATen op and every Triton launch of the wrapper
-opens an NVTX range, so ncu attributes each kernel to the call that launched it.
+compiles it (:func:`capturing`: provenance tracking on, caches off, the structured trace and the
+fusion log kept), and the NVTX ranges that tie each measured kernel to its wrapper call
+(:func:`op_ranges`); :mod:`fuseci.ledger` builds the ledger from both.
 """
 
 from __future__ import annotations
@@ -95,8 +73,7 @@ class _Lines(logging.Handler):
 
 @contextmanager
 def capturing(into: dict[str, Provenance], variant: str) -> Iterator[None]:
-    """Capture the provenance of whatever ``torch.compile`` compiles while the block runs into
-    ``into[variant]``, with the settings of the module docstring."""
+    """Capture the provenance of what ``torch.compile`` compiles while the block runs into ``into[variant]``."""
     import torch
     import torch._inductor.config as inductor_config
     import torch._logging._internal as logging_internal
@@ -144,8 +121,7 @@ def capturing(into: dict[str, Provenance], variant: str) -> Iterator[None]:
 
 
 def fresh() -> None:
-    """Drop the code ``torch.compile`` compiled in this process (``torch._dynamo.reset()``), so
-    that a ledger variant's first call compiles, and is captured, anew."""
+    """Drop the code ``torch.compile`` compiled in this process, so the next compile is captured anew."""
     import torch
 
     torch._dynamo.reset()

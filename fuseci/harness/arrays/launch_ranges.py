@@ -1,26 +1,8 @@
-"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``).
-
-A model repeats itself: twelve identical layers launch the same Triton kernel and the same
-cuBLAS GEMM on tensors of the same shapes twelve times, and ncu's replay of a kernel costs a few
-hundred milliseconds whatever it does. While a ledger variant's measured call runs,
-:func:`once_per_configuration` stands in for the launchers of every wrapper module Inductor has
-loaded (in each module's globals, which its ``call`` reads at each call):
-
-- each Triton kernel object (its ``run``);
-- ``extern_kernels`` (the library calls: GEMMs, convolutions) and ``torch.ops`` (the fallback
-  ops: attention, custom ops), called through any chain of attributes;
-
-and counts the graph's runs (``CompiledFxGraph.__call__``). Each launch gets a configuration: the
-module it belongs to, what it calls, and for each argument its dtype, device, shape, strides and
-address modulo 128 bytes (a tensor a sector off moves other sectors), or its value (scalars,
-dtypes). The first launch of a configuration runs inside a ``fuseci-launch:R:N`` range; a later
-one inside ``fuseci-repeat:R:N``, which ncu leaves out (``--nvtx-exclude``), and is recorded as
-``[N, M, R]``: launch N, in graph run R, repeats launch M. The report reader counts it with M's measurement
-(:mod:`fuseci.frames.repeats`), so totals, launches and the ledger's rows stay whole.
-
-A launch whose work depends on the data rather than the shapes (a mixture of experts' routed
-GEMM) is where this is wrong: such a suite says ``repeats: every``. A launch through anything
-else (a tensor method the wrapper calls) runs unmarked and is profiled as before.
+"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``):
+while the measured call runs, the launchers of Inductor's wrapper modules are stood in for, a
+configuration's first launch runs in a ``fuseci-launch:R:N`` range and each later one in a
+``fuseci-repeat:R:N`` range that ncu leaves out, recorded as ``[N, M, R]`` (launch N in graph run
+R repeats launch M) for the report reader to count with M's measurement (:mod:`fuseci.frames.repeats`).
 """
 
 from __future__ import annotations
@@ -36,8 +18,7 @@ from fuseci.config import names
 
 log = logging.getLogger(__name__)
 
-#: Address alignment a configuration holds each tensor to, in bytes (an L2 sector is 32, a
-#: cache line 128).
+#: Address alignment a configuration holds each tensor to, in bytes (a cache line).
 ALIGN = 128
 
 
@@ -66,12 +47,10 @@ class Launches:
             hash(config)
         except TypeError:  # an argument that cannot be hashed: its own configuration
             config = None
-        twin = self.first.get(config) if config is not None else None
-        if twin is None and config is not None:
-            self.first[config] = n
-        if twin is not None:
+        twin = self.first.setdefault(config, n) if config is not None else n  # n: a first launch
+        if twin != n:
             self.repeats.append((n, twin, self.runs))
-        self.nvtx.range_push(names.launch_range(self.runs, n, repeat=twin is not None))
+        self.nvtx.range_push(names.launch_range(self.runs, n, repeat=twin != n))
         try:
             return fn(*args, **kwargs)
         finally:
@@ -106,9 +85,8 @@ class _Kernel:
 
 
 class _Calls:
-    """Stands in for a namespace of library calls (``extern_kernels``, ``torch.ops``): any chain
-    of attributes through namespaces (``torch.ops.aten`` is a module) and callables (an op's
-    packet, its overload), called, is a launch; any other attribute is handed out as it is."""
+    """Stands in for a namespace of library calls (``extern_kernels``, ``torch.ops``): any chain of
+    namespaces and callables, called, is a launch; any other attribute is handed out as it is."""
 
     def __init__(self, target: Any, where: tuple[Any, ...], launches: Launches) -> None:
         self._target, self._where, self._launches = target, where, launches
@@ -161,8 +139,7 @@ def _stand_ins(found: Mapping[str, Any], where: int, launches: Launches) -> dict
 
 @contextmanager
 def once_per_configuration() -> Iterator[Launches]:
-    """Mark each launch of the compiled graphs loaded so far, the block's duration (see the
-    module docstring); yields what was launched. Everything is put back on leaving."""
+    """Mark each launch of the compiled graphs loaded so far while the block runs; yields what was launched."""
     import torch
     from torch._inductor.output_code import CompiledFxGraph
 

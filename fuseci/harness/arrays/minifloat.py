@@ -1,10 +1,5 @@
-"""bfloat16 and float8 as raw bits: rounding a float32 to a format and reading the bits back,
-as CUDA source for the device and in NumPy for the host (the reference the kernels are tested
-against, bit for bit).
-
-Rounding is to nearest, ties to even, as PyTorch's conversions round; a value beyond the
-format's largest finite one (inf included) becomes that value; NaN becomes the format's NaN
-(all bits of exponent and mantissa set). Reading back gives the exact value in float64.
+"""bfloat16 and float8 as raw bits: a float32 rounded to a format (to nearest even, clamped to
+its largest finite value; NaN to the format's NaN) as CUDA source, and the bits read back exactly.
 """
 
 from __future__ import annotations
@@ -44,8 +39,7 @@ def decode_name(fmt: MiniFloat) -> str:
 
 def cuda_source(fmt: MiniFloat) -> str:
     """Device functions ``unsigned int <encode_name>(float)`` and ``double <decode_name>(unsigned
-    int)`` for the format (double arithmetic: every step is exact but the one rounding ``rint``
-    makes, to nearest even)."""
+    int)`` for the format (in double arithmetic, exact but for ``rint``'s one rounding)."""
     m, bias, width = fmt.mantissa_bits, fmt.bias, fmt.exponent_bits + fmt.mantissa_bits
     top = (1 << fmt.exponent_bits) - 1
     nan, inf = "__longlong_as_double(0x7ff8000000000000LL)", "__longlong_as_double(0x7ff0000000000000LL)"

@@ -1,15 +1,7 @@
-"""Input values and the spin kernel as Triton kernels, for the PyTorch runtime
-(:mod:`fuseci.harness.arrays.device_torch`): a project without CuPy gets the same inputs, bit
-for bit, as :mod:`fuseci.harness.inputs` writes with CuPy.
-
-Element ``i`` is the same pure function of ``(seed, i)``: Philox4x32-10 with the seed as its key
-and ``i`` as its counter, then the value its distribution asks for, computed in float64 (int64
-for ``randint``) with the operations the CUDA source uses, in the same order: the IEEE
-square root (libdevice's, correctly rounded), libdevice's ``log`` and ``cospi``, and the fused multiply-adds NVRTC contracts
-``a + u * (b - a)`` and ``a + b * s * c`` into. The conversion to the input's dtype is torch's,
-which rounds as the CUDA casts do (to nearest even; bfloat16 and float8 clamped to the format's
-largest finite value first, as :mod:`fuseci.harness.arrays.minifloat` does). ``tests`` and the
-``gpu`` tests compare the two runtimes' inputs bit for bit on every dtype and distribution.
+"""Input values and the spin kernel as Triton kernels, for the PyTorch runtime: the same inputs,
+bit for bit, as :mod:`fuseci.harness.inputs` writes with CuPy (the same Philox4x32-10 and the
+same operations in the same order: libdevice's ``sqrt``, ``log`` and ``cospi``, and the fused
+multiply-adds NVRTC contracts to), converted to the input's dtype by torch.
 """
 
 from __future__ import annotations
@@ -39,11 +31,7 @@ def _signed(x: int) -> int:
 
 @functools.cache
 def _kernels() -> tuple[Any, Any]:
-    """The Triton kernels (compiled at first use, then from Triton's cache).
-
-    Raises:
-        HarnessError: Triton cannot be imported.
-    """
+    """The Triton kernels (a HarnessError where Triton cannot be imported)."""
     try:
         from fuseci.harness.arrays import triton_kernels
     except ImportError as exc:
@@ -77,9 +65,8 @@ def values(distribution: str, start: int, count: int, seed: int, p0: float | int
 def fill(
     out: Any, distribution: str, seed: int, p0: float | int, p1: float | int, convert: Any, compute: Any = values
 ) -> None:
-    """Write every element of the flat tensor ``out`` (its storage dtype), :data:`CHUNK`
-    elements at a time: ``convert`` turns a chunk of ``compute``'s values (:func:`values`, or the
-    host's) into ``out``'s dtype."""
+    """Write the flat tensor ``out``, :data:`CHUNK` elements at a time: ``convert`` turns a chunk of
+    ``compute``'s values (:func:`values`, or the host's) into ``out``'s dtype."""
     count = out.numel()
     for start in range(0, count, CHUNK):
         n = min(CHUNK, count - start)

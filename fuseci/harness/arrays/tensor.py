@@ -1,6 +1,5 @@
-"""A tensor as fuseci holds it: a device array of the runtime's (a CuPy array, or a torch tensor
-for the PyTorch runtime) of the element type's storage (raw bits for bfloat16 and float8) and
-the element type; and what fuseci does with one (float64 values, comparison, host copies)."""
+"""A tensor as fuseci holds it (the runtime's device array of its dtype's storage, and the dtype),
+and what fuseci does with one: float64 values, comparison, host copies."""
 
 from __future__ import annotations
 
@@ -32,22 +31,13 @@ class Tensor:
         return int(self.data.nbytes)
 
     @property
-    def size(self) -> int:
-        """Elements it holds."""
-        n = 1
-        for d in self.data.shape:
-            n *= int(d)
-        return n
-
-    @property
     def on_host(self) -> bool:
         """True for a NumPy array."""
         return type(self.data).__module__.split(".")[0] == "numpy"
 
 
 def native_dtype(name: str, itemsize: int, kind: str) -> DType:
-    """The dtype of an array whose dtype ``str()`` reads ``name``: one of fuseci's, or one it
-    has no input of (bool, uint32, complex...) kept as it is and compared as float64."""
+    """The dtype of an array whose dtype ``str()`` reads ``name``: fuseci's, or another kept as it is."""
     known = dtype_of(name)
     if known is not None:
         return known
@@ -56,8 +46,7 @@ def native_dtype(name: str, itemsize: int, kind: str) -> DType:
 
 
 def from_array(a: Any) -> Tensor:
-    """A CuPy or NumPy array, or a torch tensor of the PyTorch runtime, as a tensor; one of an
-    ``ml_dtypes`` type (bfloat16, float8) is viewed as its raw bits."""
+    """A CuPy or NumPy array, or a torch tensor of the PyTorch runtime, as a tensor (bfloat16 and float8 as raw bits)."""
     if type(a).__module__.split(".")[0] == "torch":
         return _from_torch(a)
     dt = native_dtype(str(a.dtype), int(a.dtype.itemsize), str(a.dtype.kind))
@@ -67,7 +56,6 @@ def from_array(a: Any) -> Tensor:
 
 
 def _from_torch(a: Any) -> Tensor:
-    """A torch tensor (the PyTorch runtime's array) as a tensor: bfloat16 and float8 as raw bits."""
     import torch
 
     name = str(a.dtype).removeprefix("torch.")
@@ -113,8 +101,7 @@ def host_float64(t: Tensor) -> Any:
 
 
 def own_copy(t: Tensor) -> Tensor:
-    """A copy in memory fuseci owns: a framework's output buffer may be reused or overwritten by
-    its next call (CUDA-graph outputs, cached allocations)."""
+    """A copy in memory fuseci owns (a framework may reuse its output buffers)."""
     return Tensor(t.data.copy() if t.on_host else device.runtime().clone(t.data), t.dtype)
 
 
@@ -133,8 +120,7 @@ class Difference:
     worst_index: int
     """Flat index of the largest difference."""
     nan_count: int
-    """Elements that are NaN in the output where the expected value is not: never written, when
-    fuseci filled the output's memory with NaN before the call."""
+    """Elements that are NaN in the output where the expected value is not (unwritten, after NaN-filling)."""
 
 
 def compare(out: Tensor, expected: Tensor, rtol: float, atol: float) -> Difference:
