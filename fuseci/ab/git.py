@@ -1,18 +1,6 @@
 """The two trees of ``fuseci ab``: the repository's root, commits named by refs, and temporary
-git worktrees that are always removed.
-
-A worktree is made with ``git worktree add --detach`` in a directory of its own under the
-system's temporary directory, ``fuseci-ab-XXXXXXXX/tree``, whose holder keeps
-``fuseci-ab-XXXXXXXX/owner.lock`` locked while the worktree lives. It is removed (``git worktree
-remove --force --force``, which takes a locked one too, the directory deleted, ``git worktree
-prune``) however the block ends: normally, on an error, on Ctrl-C, or on the SIGTERM of a
-cancelled CI job or the SIGHUP of a closed session (turned into :class:`Cancelled` while a
-worktree is held, in the main thread: :func:`fuseci.measure.process.cancel_on_signals`). A run
-killed outright (SIGKILL) leaves its worktree, registered and on disk, locked by git if it was
-killed during ``git worktree add``; the kernel releases its lock file, so the next ``fuseci ab``
-in the repository finds it (:func:`prune`), removes it and says so, leaving alone those of runs
-still going.
-"""
+git worktrees that are always removed (:func:`worktree`), or, where a killed run left one, by
+the next run in the repository (:func:`prune`)."""
 
 from __future__ import annotations
 
@@ -27,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuseci.errors import Cancelled, FuseciError
+from fuseci.errors import FuseciError
 from fuseci.files.locks import file_lock, is_held
 from fuseci.measure.process import cancel_on_signals
 
@@ -41,20 +29,6 @@ WORKTREE_PREFIX = "fuseci-ab-"
 #: The lock file its holder keeps locked beside it while the worktree lives.
 OWNER_LOCK = "owner.lock"
 _HOLDER = re.compile(re.escape(WORKTREE_PREFIX) + r"[a-z0-9_]{8}")
-
-__all__ = [
-    "OWNER_LOCK",
-    "WORKTREE_PREFIX",
-    "Cancelled",
-    "GitError",
-    "PathChange",
-    "changes",
-    "commit_of",
-    "prune",
-    "repo_root",
-    "short",
-    "worktree",
-]
 
 
 class GitError(FuseciError):
@@ -81,8 +55,7 @@ def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[s
 
 
 def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "(no message)"
+    return next((line.strip() for line in text.splitlines() if line.strip()), "(no message)")
 
 
 def repo_root(cwd: Path) -> Path:
