@@ -1,18 +1,7 @@
-"""The compiled code of the cubins a run loaded, summarised per kernel name
-(:mod:`fuseci.records.sass`) with ``cuobjdump -sass -res-usage``.
-
-The cubins are files the compilers keep: Triton's and Inductor's caches hold a ``.cubin`` beside
-each kernel's metadata; CuPy's kernel cache (``~/.cupy/kernel_cache``) holds ``<md5>_2.cubin``,
-the cubin behind 32 hexadecimal digits of its own MD5 (CuPy's check against a torn write).
-The harness notes which of them its process opened (:mod:`fuseci.harness.cubins`) and asks
-:func:`compiled_code` for their kernels after the profiled run.
-
-cuobjdump comes from ``PATH``, ``$CUDA_HOME/bin`` or ``/usr/local/cuda/bin``, or from the
-``nvidia-cuda-cuobjdump`` wheel. Without it, or for a file it cannot read (PTX that CuPy kept
-where NVRTC could not build for the card, a cut file, a cubin of a newer architecture), each
-kernel the file names gets a note instead of a summary: never an error, since the compiled code
-is evidence beside the counters, not a measurement.
-"""
+"""The compiled code of the cubins a run loaded (:mod:`fuseci.harness.cubins`: the compilers'
+cache files), summarised per kernel name (:mod:`fuseci.records.sass`) with ``cuobjdump -sass
+-res-usage``. A file that cannot be read gets a note naming its kernels, never an error: the
+compiled code is evidence beside the counters, not a measurement."""
 
 from __future__ import annotations
 

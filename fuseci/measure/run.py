@@ -1,17 +1,12 @@
 """Measuring one suite: the profiled run under ncu, the timed pass outside it, one more timed
-pass of a borderline speedup (:func:`retime`), and the frames built from what they left.
-
-The harness record comes back from each harness process once, as a typed value, and travels in
-memory from here on; the complete record (profiler facts and timings included) is written once
-beside the report for the user and for ``--from-report``.
-"""
+pass of a borderline speedup (:func:`retime`), and the frames built from what they left. The
+complete record is written once, beside the report, for the user and for ``--from-report``."""
 
 from __future__ import annotations
 
 import importlib
 import logging
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -56,16 +51,14 @@ class MeasureOptions:
     device: str | None = None
     """The GPU to use, as ``CUDA_VISIBLE_DEVICES`` names it; None: as this process sees them."""
     gpu_lock: Path | None = None
-    """A lock file every harness process holds while it uses the GPU, so that processes of one
-    run (the timed pass starting while the profiled run ends, suites in flight together) take
-    turns on it; None: no lock (one process at a time anyway)."""
+    """A lock file every harness process holds while it uses the GPU (:mod:`fuseci.measure.turn`);
+    None: no lock (one process at a time anyway)."""
     on_stage: Callable[[str, Path | None], None] | None = None
     """Hears each stage as it starts (``profiling under ncu``...) and the harness record that
     names the case being worked on, for progress displays."""
     cwd: Path | None = None
-    """The directory the harness processes run in, whose modules they import first (the harness
-    puts its working directory at the front of ``sys.path``); None: this process's. ``fuseci ab``
-    runs each side's processes in that side's tree."""
+    """The directory the harness processes run in, whose modules they import first; None: this
+    process's (``fuseci ab``: each side's tree)."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """What the harness processes' environment adds last (``fuseci ab``: what keeps a side's
     processes from importing the other side's modules)."""
@@ -73,12 +66,10 @@ class MeasureOptions:
     """Where :attr:`compile_cache` lives; None: in :attr:`report_dir`."""
     cases: tuple[str, ...] | None = None
     """The cases the profiled run runs (``--case``), in suite order; None: every case. The timed
-    pass times the cases the profiled record holds, so it follows (``fuseci ab``: the cases whose
-    code changed)."""
+    pass times the cases the profiled record holds."""
     passes: int = 1
-    """Profiled passes of each variant: more than one where the measurement becomes a baseline
-    (``update-baselines``, ``fuseci ab``'s base), to learn which counters repeat
-    (:func:`fuseci.frames.report.read_report` keeps the first pass and how far each counter moved)."""
+    """Profiled passes of each variant (:data:`BASELINE_PASSES`, :data:`REFERENCE_PASSES`), to learn
+    which counters repeat."""
 
     def say(self, stage: str, watch: Path | None = None) -> None:
         """Tell :attr:`on_stage`, if anyone listens."""
@@ -87,10 +78,8 @@ class MeasureOptions:
 
     @property
     def compile_cache(self) -> Path:
-        """Where the harness processes keep ``torch.compile``'s (Inductor's) and Triton's caches and
-        Python's bytecode (:mod:`fuseci.measure.caches`): the timed process finds what the profiled
-        one compiled, and a CI cache of this directory keeps it across runs (a
-        ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
+        """Where the harness processes keep the compilers' caches and Python's bytecode
+        (:mod:`fuseci.measure.caches`)."""
         return caches.compile_cache(self.report_dir if self.cache_root is None else self.cache_root)
 
     @property
@@ -116,7 +105,6 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
                 suite.path,
                 suite.ncu,
                 files,
-                python=sys.executable,
                 gpu_lock=options.gpu_lock,
                 cases=options.cases or (),
                 sections=sections,
@@ -152,13 +140,10 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
 def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path | None]:
     """Profile the suite under ncu, and time it outside ncu when a case gates the speedup.
 
-    The timed process starts together with the profiled one: it imports CuPy and the suite's
-    modules while ncu runs, then waits for the profiled record to complete and times the cases
-    that checked right (``--after``); with :attr:`MeasureOptions.gpu_lock` the two never use the
-    GPU at once. When the profiled run dies part-way (a hang past ``ncu.timeout``, a crash)
-    after the harness recorded some cases, the record keeps them and says why the run stopped
-    (``interrupted``, and the case it was in), and nothing is timed: the comparison then shows
-    every case's fate instead of one error. The complete record is written beside the report.
+    The timed process starts together with the profiled one and times the cases that checked
+    right (``--after``; ahead of it where it may: :mod:`fuseci.measure.turn`). When the profiled
+    run dies part-way after the harness recorded some cases, the record keeps them and says why
+    (``interrupted``), and nothing is timed. The complete record is written beside the report.
 
     Returns:
         The record, and the report path (None when ncu wrote none).
@@ -300,16 +285,6 @@ def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
     )
 
 
-def _left_out(record: HarnessRecord) -> dict[tuple[str, str], dict[int, Repeats]]:
-    """The launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)."""
-    return {
-        (case_id, variant): p.left_out()
-        for case_id, rec in record.cases.items()
-        for variant, p in rec.provenance.items()
-        if p.repeats
-    }
-
-
 def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     """Profile (or read ``options.from_report`` and its record) and aggregate.
 
@@ -337,7 +312,13 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     ledger_rows: dict[tuple[str, str], list[KernelRow]] = {
         (c.id, v.id): [] for c in suite.cases for v in c.variants if v.ledger is not None
     }
-    left_out = _left_out(record)
+    # the launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)
+    left_out: dict[tuple[str, str], dict[int, Repeats]] = {
+        (case_id, variant): p.left_out()
+        for case_id, rec in record.cases.items()
+        for variant, p in rec.provenance.items()
+        if p.repeats
+    }
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(
