@@ -23,35 +23,10 @@ from fuseci.judge.baseline import IMPORT_TIME, SourcePart, SourcePrint
 #: (as a name, a dotted name under any name its imports give it, an imported module, an attribute
 #: or a statement) counts as a whole.
 DYNAMIC: frozenset[str] = frozenset(
-    {
-        "getattr",
-        "setattr",
-        "delattr",
-        "globals",
-        "locals",
-        "vars",
-        "eval",
-        "exec",
-        "compile",
-        "__import__",
-        "__builtins__",
-        "importlib",
-        "inspect",
-        "runpy",
-        "pkgutil",
-        "gc",
-        "sys.modules",
-        "sys._getframe",
-        "operator.attrgetter",
-        "operator.methodcaller",
-        "__dict__",
-        "__globals__",
-        "__getattribute__",
-        "f_globals",
-        "f_locals",
-        "f_back",
-        "global",
-    }
+    {"getattr", "setattr", "delattr", "globals", "locals", "vars", "eval", "exec", "compile", "__import__"}
+    | {"__builtins__", "importlib", "inspect", "runpy", "pkgutil", "gc", "sys.modules", "sys._getframe"}
+    | {"operator.attrgetter", "operator.methodcaller", "__dict__", "__globals__", "__getattribute__"}
+    | {"f_globals", "f_locals", "f_back", "global"}
 )
 #: Modules whose every name a ``from m import *`` would make dynamic.
 _STAR_DYNAMIC = frozenset({"sys", "builtins", "importlib", "inspect", "gc", "operator"})
@@ -232,14 +207,8 @@ class Source:
             return None
         self.names = aliases(tree, self.module, path.endswith("__init__.py"))
         dynamic = _uses_dynamic(tree, self.names)
-        if dynamic:
-            self.why = f"it uses {dynamic}"
-            return None
-        itself = _reaches_itself(tree, self.names, self.module)
-        if itself:
-            self.why = itself
-            return None
-        return tree
+        self.why = f"it uses {dynamic}" if dynamic else _reaches_itself(tree, self.names, self.module)
+        return None if self.why else tree
 
     def _closure(self, names: set[str]) -> set[str] | None:
         """The top-level definitions ``names`` reach, transitively; None (and :attr:`why` set)

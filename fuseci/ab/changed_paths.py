@@ -199,12 +199,6 @@ class Forced:
     """Explained changes of files other than Python source (tree-relative), for :func:`naming`."""
 
 
-def ignored(path: str, patterns: Sequence[str]) -> bool:
-    """Whether ``path`` (from the repository's root) matches one of ``patterns`` (``fnmatch``:
-    ``*`` matches any characters, ``/`` included: ``docs/*``, ``*.md``)."""
-    return any(fnmatchcase(path, p) for p in patterns)
-
-
 #: Why a change of the commits that no fingerprint holds and no case names forces everything.
 NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at run time (`--ignore` a pattern for it if none can)"
 
@@ -214,13 +208,15 @@ def seen(
 ) -> Forced:
     """Sort ``changes`` by the rule of docs/CI.md ("Skipping is decided from the diff"): each
     change that has every case of every suite measured, said for people, and the explained data
-    files; ``ignore``: the patterns of paths the user says no case reads."""
+    files; ``ignore``: the patterns (``fnmatch``, ``*`` matching ``/`` too) of paths the user says
+    no case reads."""
     explained = set().union(*(s.explained for s in sights)) if sights else set()
     shadowable: frozenset[str] | None = None
     everything: list[str] = []
     data: list[str] = []
     for change in changes:
-        if change.kind in ("untracked", "ignored") and _bytecode(change.path):
+        committed = change.kind not in ("untracked", "ignored")
+        if not committed and _bytecode(change.path):
             continue  # Python reads a cached module only beside its source, and checks it against it
         why = _startup(change.path)
         if not why and change.plain and change.path in explained:
@@ -231,7 +227,7 @@ def seen(
             if shadowable is None:
                 shadowable = _shadowable()
             why = _reached(change.path, sights, environment, shadowable)
-        if not why and change.kind not in ("untracked", "ignored") and not ignored(change.path, ignore):
+        if not why and committed and not any(fnmatchcase(change.path, p) for p in ignore):
             why = NOT_PROVEN
         if why:
             what = "changed" if change.kind == "modified" else change.kind

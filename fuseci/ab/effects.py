@@ -24,20 +24,9 @@ from fuseci.config.resolve import dotted
 _PROCESSES = ("subprocess.", "os.system", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn")
 #: Calls that load code by path or build it at run time.
 _CODE_LOADERS = frozenset(
-    {
-        "importlib.util.spec_from_file_location",
-        "importlib.machinery.SourceFileLoader",
-        "importlib.machinery.SourcelessFileLoader",
-        "importlib.machinery.ExtensionFileLoader",
-        "runpy.run_path",
-        "runpy.run_module",
-        "exec",
-        "eval",
-        "compile",
-        "builtins.exec",
-        "builtins.eval",
-        "builtins.compile",
-    }
+    {"importlib.util.spec_from_file_location", "importlib.machinery.SourceFileLoader", "runpy.run_path"}
+    | {"importlib.machinery.SourcelessFileLoader", "importlib.machinery.ExtensionFileLoader", "runpy.run_module"}
+    | {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
 )
 _OPENERS = frozenset(
     {"open", "io.open", "io.open_code", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open", "tarfile.open"}
@@ -239,15 +228,11 @@ class _Reader:
     def _method_read(self, node: ast.Call) -> None:
         """``p.read_text()``, ``p.open()``, ``p.glob(...)``: a read of the path ``p``."""
         assert isinstance(node.func, ast.Attribute)
-        if node.func.attr not in _PATH_READS or self._is_module(node.func):
+        on_module = dotted(node.func.value).partition(".")[0] in self.names  # ``np.load``, not ``p.open``
+        if node.func.attr not in _PATH_READS or on_module:
             return
         if node.func.attr != "open" or not _writes_only(_argument(node, 0, "mode")):
             self._read(node.func.value, node)
-
-    def _is_module(self, func: ast.Attribute) -> bool:
-        """Whether a method is called on a module (``np.load``), not on a path (``p.open``)."""
-        root = dotted(func.value).partition(".")[0]
-        return bool(root) and root in self.names
 
     def _library_read(self, node: ast.Call, qual: str) -> None:
         positions, keywords = READERS[qual]

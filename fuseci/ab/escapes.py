@@ -23,57 +23,19 @@ from fuseci.config.resolve import dotted
 #: Decorators of installed code that wrap or compile a function and keep it nowhere another
 #: case could call it from.
 PURE_DECORATORS = frozenset(
-    {
-        "staticmethod",
-        "classmethod",
-        "property",
-        "functools.cache",
-        "functools.lru_cache",
-        "functools.cached_property",
-        "functools.wraps",
-        "functools.total_ordering",
-        "dataclasses.dataclass",
-        "typing.overload",
-        "typing.final",
-        "typing.no_type_check",
-        "abc.abstractmethod",
-        "contextlib.contextmanager",
-        "contextlib.asynccontextmanager",
-        "triton.jit",
-        "triton.autotune",
-        "triton.heuristics",
-        "torch.compile",
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.enable_grad",
-        "torch.jit.script",
-        "torch.jit.ignore",
-        "torch.cuda.amp.custom_fwd",
-        "torch.cuda.amp.custom_bwd",
-        "torch.amp.custom_fwd",
-        "torch.amp.custom_bwd",
-        "cupy.fuse",
-        "numba.jit",
-        "numba.njit",
-        "numba.cuda.jit",
-        "numba.vectorize",
-        "jax.jit",
-    }
+    {"staticmethod", "classmethod", "property", "typing.overload", "typing.final", "typing.no_type_check"}
+    | {"functools.cache", "functools.lru_cache", "functools.cached_property", "functools.wraps"}
+    | {"functools.total_ordering", "dataclasses.dataclass", "abc.abstractmethod"}
+    | {"contextlib.contextmanager", "contextlib.asynccontextmanager", "triton.jit", "triton.autotune"}
+    | {"triton.heuristics", "torch.compile", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
+    | {"torch.jit.script", "torch.jit.ignore", "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd"}
+    | {"torch.amp.custom_fwd", "torch.amp.custom_bwd", "cupy.fuse", "jax.jit"}
+    | {"numba.jit", "numba.njit", "numba.cuda.jit", "numba.vectorize"}
 )
 #: Base classes of installed code whose subclasses are registered nowhere.
 SAFE_BASES = frozenset(
-    {
-        "torch.autograd.Function",
-        "torch.nn.Module",
-        "enum.Enum",
-        "enum.IntEnum",
-        "enum.Flag",
-        "enum.IntFlag",
-        "typing.NamedTuple",
-        "typing.Generic",
-        "typing.Protocol",
-        "abc.ABC",
-    }
+    {"torch.autograd.Function", "torch.nn.Module", "enum.Enum", "enum.IntEnum", "enum.Flag", "enum.IntFlag"}
+    | {"typing.NamedTuple", "typing.Generic", "typing.Protocol", "abc.ABC"}
 )
 #: Calls a class body may make without handing the class to anyone.
 _PURE_CLASS_CALLS = frozenset({"dataclasses.field"})

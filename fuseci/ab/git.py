@@ -167,9 +167,9 @@ def short(sha: str) -> str:
 
 def prune(root: Path) -> list[Path]:
     """Remove the temporary worktrees of ``fuseci ab`` runs that were killed (their holders' lock
-    files are no longer locked), locked ones included, each said in a warning; then forget the
-    registrations whose directories are gone (``git worktree prune``). Worktrees of runs still
-    going, and every worktree fuseci did not make, are left alone. Never raises.
+    files are no longer locked), each said in a warning, and forget the registrations whose
+    directories are gone. Worktrees of runs still going, and those fuseci did not make, are left
+    alone. Never raises.
 
     Returns:
         The worktrees removed.
@@ -224,9 +224,9 @@ def _ours(holder: Path) -> bool:
 @contextmanager
 def worktree(root: Path, sha: str) -> Iterator[Path]:
     """A detached worktree of commit ``sha`` of the repository at ``root``, in a new temporary
-    directory, for the block; removed afterwards however the block ends (a signal that ends the
-    job included). Its holder's lock file (:data:`OWNER_LOCK`) is locked until it is removed, so
-    that :func:`prune` of another run leaves it alone.
+    directory, for the block; removed afterwards however the block ends (SIGTERM and SIGHUP
+    included). Its holder's lock file (:data:`OWNER_LOCK`) is locked meanwhile, so that
+    :func:`prune` of another run leaves it alone.
 
     Raises:
         GitError: the worktree could not be made (the message has git's reason).

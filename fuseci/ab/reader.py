@@ -47,10 +47,8 @@ class Tree:
     root: Path
     """The tree's root, resolved: the harness's working directory, first on its search path."""
     roots: tuple[Path, ...] = ()
-    """More directories of this tree that the environment imports from, in order: each
-    ``sys.path`` entry (``PYTHONPATH``, ``.pth`` files) and editable install inside the
-    repository, mapped into this tree (:func:`tree_of`). The harness gets them first on its
-    ``PYTHONPATH``."""
+    """More directories of this tree that the environment imports from, in order
+    (:func:`tree_of`); the harness gets them first on its ``PYTHONPATH``."""
     installed: tuple[str, ...] | None = None
     """The rest of the interpreter's search path (None: ``sys.path`` as it is)."""
     repo: Path | None = None
@@ -65,11 +63,9 @@ def _entry(entry: str) -> Path:
 def tree_of(root: Path, repo: Path | None = None) -> Tree:
     """How the harness measuring in ``root`` (a checkout of the repository whose working tree is
     ``repo``) imports: every directory inside ``repo`` through which this interpreter finds
-    modules (``sys.path`` entries from ``PYTHONPATH`` and ``.pth`` files; the directory holding a
-    package that an editable install maps into ``repo``) becomes the same directory of ``root``.
-    The interpreter's own directories are left as they are, even inside ``repo``; a directory
-    that would put a ``fuseci`` package before the fuseci that measures is left out (its modules
-    are then found nowhere, and the suites that name them are never skipped)."""
+    modules (``sys.path`` entries, editable installs) becomes the same directory of ``root``,
+    but the interpreter's own and one that would put a ``fuseci`` package before the fuseci that
+    measures."""
     root = root.resolve()
     if repo is None:
         return Tree(root)

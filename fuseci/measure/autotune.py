@@ -10,7 +10,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fuseci import validation as v
 from fuseci.config.names import gpu_slug
@@ -75,13 +74,9 @@ def load(path: Path) -> dict[str, Entry] | None:
         return None
     body = {k: x for k, x in doc.items() if k not in ("format", "format_version")}
     try:
-        return _plain(v.validate(AutotuneRecord, body).entries)
+        return {str(k): dict(x) for k, x in v.validate(AutotuneRecord, body).entries.items()}
     except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
-
-
-def _plain(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Entry]:
-    return {str(k): dict(x) for k, x in entries.items()}
 
 
 def save(entries: Mapping[str, Entry], path: Path) -> None:

@@ -113,8 +113,7 @@ def _disassemble(tool: Path, cubin: bytes) -> str:
 def compiled_code(paths: Iterable[Path], tool: Path | None = None) -> Compiled:
     """Each kernel's compiled code in ``paths`` (cubins, or CuPy's cache files), by kernel name;
     a file that cannot be read or disassembled is a note naming its kernels (or the file). The
-    cubins are disassembled several at once (an Inductor suite that autotunes loads dozens), each
-    cuobjdump a process of its own; the results are taken in ``paths``' order."""
+    cubins are disassembled several at once; the results are taken in ``paths``' order."""
     out = Compiled()
     tool = tool or find_tool()
     readable: list[tuple[Path, bytes]] = []

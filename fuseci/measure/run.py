@@ -361,9 +361,8 @@ def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: 
     return summarize(results.kernels, record)
 
 
-#: What judging a suite imports (pandas, NVIDIA's report reader, the frames and the judge):
-#: 0.4-0.6 s that :func:`warm_imports` spends while the harness processes start, off the path
-#: to the verdict.
+#: What judging a suite imports (pandas, NVIDIA's report reader, the frames and the judge), which
+#: :func:`warm_imports` loads while the harness processes start.
 JUDGING_MODULES = ("fuseci.frames.metrics", "fuseci.frames.report", "fuseci.judge.compare")
 
 _warming: list[threading.Thread] = []
@@ -371,11 +370,9 @@ _warming_lock = threading.Lock()
 
 
 def warm_imports() -> threading.Thread:
-    """Import :data:`JUDGING_MODULES` in a thread of their own, once per process: the thread
-    that judges a suite then finds them loaded (or waits for the import under way). Called once
-    the first profiled run's processes are on their way (:func:`_profiled`): started earlier, the
-    imports would hold the interpreter while that thread prepares the spawn. A module that fails
-    to import is left for its user to report."""
+    """Import :data:`JUDGING_MODULES` in a thread of their own, once per process, once the first
+    profiled run's processes are on their way (earlier, the imports would hold the interpreter
+    while the spawn is prepared). A module that fails to import is left for its user to report."""
 
     def load() -> None:
         for name in JUDGING_MODULES:
