@@ -37,11 +37,8 @@ class GitError(FuseciError):
 
 
 def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
-    """Run ``git ARGS`` in ``cwd``; the finished process (its status unchecked).
-
-    Raises:
-        GitError: git is not installed, or did not finish within :data:`GIT_TIMEOUT_S`.
-    """
+    """Run ``git ARGS`` in ``cwd``; the finished process (its status unchecked). GitError when git
+    is not installed, or did not finish within :data:`GIT_TIMEOUT_S`."""
     try:
         return subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
@@ -259,11 +256,7 @@ def worktree(root: Path, sha: str) -> Iterator[Path]:
 
 @contextmanager
 def _owned(holder: Path) -> Iterator[None]:
-    """Hold ``holder``'s lock file (:data:`OWNER_LOCK`) for the block.
-
-    Raises:
-        GitError: the temporary directory cannot lock a file.
-    """
+    """Hold ``holder``'s lock file (:data:`OWNER_LOCK`) for the block (GitError where it cannot)."""
     with ExitStack() as held:
         try:
             held.enter_context(file_lock(holder / OWNER_LOCK, timeout_s=0))

@@ -85,11 +85,7 @@ class Compiled:
 
 
 def _disassemble(tool: Path, cubin: bytes) -> str:
-    """cuobjdump's text for a cubin.
-
-    Raises:
-        OSError: cuobjdump could not run, ran too long or failed (its message).
-    """
+    """cuobjdump's text for a cubin; OSError when it could not run, ran too long or failed."""
     with tempfile.TemporaryDirectory(prefix="fuseci-cubin-") as tmp:
         path = Path(tmp, "kernel.cubin")
         path.write_bytes(cubin)

@@ -90,12 +90,8 @@ class MeasureOptions:
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
-    """Run the harness under ncu; the record it left, and ncu's version.
-
-    Raises:
-        NcuError: ncu is missing, refused the counters, or failed before the harness recorded
-            anything; the message explains and names the logs.
-    """
+    """Run the harness under ncu; the record it left, and ncu's version. NcuError when ncu is
+    missing, refused the counters, or failed before the harness recorded anything."""
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
     try:
@@ -207,11 +203,7 @@ def _with_timings(
     record: HarnessRecord, timed: HarnessRecord, cases: list[str], files: HarnessFiles, *, again: bool
 ) -> HarnessRecord:
     """``record`` with the timings ``timed`` holds for ``cases``: as each case's timings, or with
-    ``again`` as one more pass of a re-measured case.
-
-    Raises:
-        BenchError: a case checked right in the profiled run but not in the timed one.
-    """
+    ``again`` as one more pass; BenchError for a case that checked right only when profiled."""
     updated = {}
     for cid in cases:
         got = timed.cases.get(cid)
@@ -236,9 +228,6 @@ def timed_pass(
     """Time ``cases`` with CUDA events in a fresh process without ncu, and put the timings into
     ``record``: as each case's timings, or with ``again`` as one more pass of a re-measured case.
 
-    The timed process skips the correctness checks the profiled one made, and times each case's
-    variants interleaved, over rotating input sets (:func:`fuseci.harness.event_timing.time_case`).
-
     Raises:
         BenchError: the timed process failed, timed out, or left no complete record.
     """
@@ -252,11 +241,7 @@ def timed_pass(
 
 
 def _fresh_timed(suite: Suite, options: MeasureOptions, cases: list[str]) -> HarnessRecord:
-    """The record of a fresh timed process that times ``cases``.
-
-    Raises:
-        BenchError: the timed process failed, timed out, or left no complete record.
-    """
+    """The record of a fresh timed process that times ``cases`` (BenchError when it failed)."""
     files = SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME)
     argv = harness_argv(Mode.TIME, files.record, suite.path, cases=cases, gpu_lock=options.gpu_lock)
     return run_timed(argv, files, suite.ncu.timeout_s, options.env, options.cwd)
