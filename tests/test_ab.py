@@ -25,7 +25,7 @@ from fuseci.ab.fingerprint import Fingerprint, differences, fingerprint
 from fuseci.api import ab, session
 from fuseci.cli.commands import app
 from fuseci.config.parse import load_suite
-from fuseci.errors import FuseciError, NcuError
+from fuseci.errors import Cancelled, FuseciError, NcuError
 from fuseci.frames.metrics import SuiteResults, summarize
 from fuseci.judge.verdict import CheckKind, Verdict, exit_code
 from fuseci.measure import process
@@ -91,7 +91,7 @@ def test_a_head_ref_is_a_second_worktree(repo: Path) -> None:
     assert len(_worktrees(repo)) == 1
 
 
-@pytest.mark.parametrize("failure", [RuntimeError("a bug"), KeyboardInterrupt(), git.Cancelled(15)])
+@pytest.mark.parametrize("failure", [RuntimeError("a bug"), KeyboardInterrupt(), Cancelled(15)])
 def test_worktrees_are_removed_however_the_block_ends(repo: Path, failure: BaseException) -> None:
     held: list[Path] = []
     with pytest.raises(type(failure)), ab.trees("HEAD", "HEAD", repo) as (_, base, head):

@@ -1,23 +1,7 @@
 """The audit of ``fuseci ab``'s case fingerprints against what the harness saw each measured case
-do: the case's record says which files of its side's tree ran and were read while the case was
-checked, or while the modules it names were imported (``ran``, ``read``:
-:mod:`fuseci.harness.watch`); the case's fingerprint in the same tree
-(:class:`fuseci.ab.cases.CasePrint`) says what it covers.
-
-A file of the tree whose code ran, or that was opened for reading, and that the fingerprint does
-not cover is an ``ERROR`` check of the case naming it: the static reader missed something the
-case runs, and a later change to it would leave the case ``unchanged, not measured``; so a miss
-is found on the first run that exercises it. In a module the fingerprint covers function by
-function, a top-level definition whose code ran (told by the first line of each function that
-started) and that the case's functions neither reach nor share with every case is such a miss
-too; the module's own import-time code is covered, and reading the module's own source (as
-``inspect``, ``linecache`` or Triton do) is too.
-
-Not audited: a case its fingerprint cannot prove unchanged (it is measured whatever changed), and
-a case the harness did not watch (a record without ``ran``: a harness of another fuseci). Each
-side is audited against its own tree's fingerprints; what either side missed is said on the
-head's case.
-"""
+run and read in its side's tree (``ran``, ``read``: :mod:`fuseci.harness.watch`): what a
+fingerprint does not cover is an ``ERROR`` check of the case, so that a miss of the static reader
+is found on the first run that exercises it (docs/CI.md, "The audit of what ran")."""
 
 from __future__ import annotations
 
@@ -28,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.ab.cases import CasePrint
-from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, Verdict
+from fuseci.judge.verdict import CheckKind, Comparison, MetricDelta, Verdict
 from fuseci.records.harness import CaseRecord, HarnessRecord
 
 log = logging.getLogger(__name__)
@@ -63,15 +47,6 @@ def _spans(path: Path) -> list[tuple[int, int, str]] | None:
     return [(min([s.lineno, *(d.lineno for d in s.decorator_list)]), s.end_lineno or s.lineno, s.name) for s in defs]
 
 
-def _definitions(path: Path, lines: Sequence[int]) -> set[str]:
-    """The top-level definitions of ``path`` the functions starting at ``lines`` belong to (none
-    for the module's own code); ``?`` for a file that cannot be read."""
-    spans = _spans(path)
-    if spans is None:
-        return {"?"}
-    return {name for line in lines if line for first, last, name in spans if first <= line <= last}
-
-
 def misses(case: CaseRecord, covered: CasePrint, root: Path) -> list[str]:
     """What ``case`` ran or read of the tree at ``root`` that ``covered`` does not cover, each
     ``ran kernels/x.py`` / ``ran helper (kernels/mod.py:12)`` / ``read kernels/k.cu``."""
@@ -82,9 +57,13 @@ def misses(case: CaseRecord, covered: CasePrint, root: Path) -> list[str]:
         if path not in covered.functions:
             out.append(f"ran {path}")
             continue
-        spans = {name: first for first, _, name in _spans(root / path) or []}
-        for name in sorted(_definitions(root / path, lines) - covered.functions[path]):
-            out.append(f"ran {name} ({path}:{spans.get(name, 0)})" if name != "?" else f"ran {path} (unreadable now)")
+        spans = _spans(root / path)
+        if spans is None:
+            out.append(f"ran {path} (unreadable now)")
+            continue
+        first_lines = {name: first for first, _, name in spans}
+        ran = {name for line in lines if line for first, last, name in spans if first <= line <= last}
+        out += [f"ran {name} ({path}:{first_lines[name]})" for name in sorted(ran - covered.functions[path])]
     out += [f"read {p}" for p in case.read if p not in covered.files and p not in covered.functions]
     return out
 
@@ -100,10 +79,9 @@ def _message(label: str, case: str, missed: list[str]) -> str:
 
 def side_checks(side: Ran) -> dict[str, MetricDelta]:
     """An ``ERROR`` check per case of ``side`` whose record shows it ran or read what its
-    fingerprint does not cover, by case id."""
+    fingerprint does not cover, by case id. A case the harness did not watch, or that its
+    fingerprint cannot prove unchanged (it is measured whatever changed), is not audited."""
     watched = {cid: rec for cid, rec in side.record.cases.items() if rec.ran or rec.read}
-    if not watched:
-        return {}
     out: dict[str, MetricDelta] = {}
     for cid, rec in sorted(watched.items()):
         covered = side.cases.get(cid)
@@ -125,8 +103,5 @@ def audited(comparison: Comparison, sides: Sequence[Ran]) -> Comparison:
             found.setdefault(cid, []).append(check)
     if not found:
         return comparison
-    return replace(comparison, cases=tuple(_with(c, found.get(c.case, [])) for c in comparison.cases))
-
-
-def _with(case: CaseResult, checks: Sequence[MetricDelta]) -> CaseResult:
-    return replace(case, checks=(*case.checks, *checks)) if checks else case
+    cases = tuple(replace(c, checks=(*c.checks, *found[c.case])) if c.case in found else c for c in comparison.cases)
+    return replace(comparison, cases=cases)

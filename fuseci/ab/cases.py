@@ -1,55 +1,7 @@
-"""What one case's measurement depends on in its tree, read statically: the fingerprint that
-lets ``fuseci ab`` measure only the cases of a changed suite whose own code changed.
-
-For each ``module:function`` a case's variants and reference name, a case's fingerprint covers:
-
-* the function's own definition (decorators, defaults and annotations included) and, followed
-  transitively, every top-level ``def`` and ``class`` of the same module that it refers to by
-  name;
-* the module's import-time code, which runs for every case: every top-level statement that is
-  not a definition (imports, assignments, ``if`` blocks, expressions), the decorators, defaults,
-  annotations (and class bases and class-body statements) of every top-level definition, and the
-  definitions that code refers to;
-* every other file of the tree the module imports, transitively (as the suite's fingerprint
-  follows them, :meth:`fuseci.ab.reader.Reader.walk`), every file they read, and the ``__init__.py`` of every package on
-  the way, as whole-file hashes.
-
-Code is compared as :func:`ast.dump` without positions: comments, blank lines and definitions
-moved in the file do not count; any change of code does (a docstring is code).
-
-Definitions other code may reach without naming them count for every case of the module, as
-import-time code does (:mod:`fuseci.ab.escapes`): a function or class a decorator may keep (a
-registry's ``@register``, ``@torch.library.custom_op``), a class whose creation may register it
-(``__init_subclass__``, a metaclass).
-
-The whole module file counts instead (any change of it changes every case that names the
-module) when static reading cannot follow it: the module's source uses one of :data:`DYNAMIC`
-(under any name its imports give it: ``import sys as s; s.modules``), reaches itself (``from
-pkg import mod as _self``, ``import pkg.mod as me``, ``pkg.mod.f`` after ``import pkg``), defines
-a module ``__getattr__``, a name the case's code refers to is neither a top-level definition, nor
-bound by the module's own statements, nor local, nor a builtin (a ``from x import *``, a name
-made at run time), the named function is not a top-level ``def``, a file the module imports
-imports it back, or the file cannot be read or parsed.
-
-A case is *unproven*, and always measured, when a file it depends on does what the suite's
-fingerprint cannot follow (:attr:`fuseci.ab.fingerprint.Fingerprint.unproven`: a file read under
-a name made at run time, a ``sys.path`` entry, a dynamic import...). A case whose modules use a
-registry any module of the process may fill (``torch.ops``) depends on every file of the suite.
-
-A case's fingerprint as a baseline keeps it (:func:`source_print`,
-:class:`fuseci.judge.baseline.SourcePrint`) keeps its parts apart, so that what changed can be
-named with its lines: each top-level definition it covers function by function (its file, name,
-first and last line, decorators included, and the digest of its code without positions), the
-import-time code of each such module, each file it covers whole, and what it names outside the
-tree (an installed module, one found nowhere); what it cannot follow is kept as unproven. Two
-such prints with the same parts are the same fingerprint; a part that differs says where.
-
-Nothing is imported or run: files are only read and parsed. What a case fingerprint cannot see
-is what a suite's cannot see (:mod:`fuseci.ab.fingerprint`), and state one case's code leaves
-for another's in the harness process (a module-level cache filled by one case's function and
-read by another's): cases are taken as independent. The harness audits each measured case
-against its fingerprint (:mod:`fuseci.ab.audit`).
-"""
+"""What one case's measurement depends on in its tree, read statically (nothing imported or run):
+the fingerprint that lets ``fuseci ab`` measure only the cases of a changed suite whose own code
+changed. What it covers, when the whole module file counts instead, and what it cannot see:
+docs/CI.md, "Case by case"."""
 
 from __future__ import annotations
 
@@ -71,35 +23,10 @@ from fuseci.judge.baseline import IMPORT_TIME, SourcePart, SourcePrint
 #: (as a name, a dotted name under any name its imports give it, an imported module, an attribute
 #: or a statement) counts as a whole.
 DYNAMIC: frozenset[str] = frozenset(
-    {
-        "getattr",
-        "setattr",
-        "delattr",
-        "globals",
-        "locals",
-        "vars",
-        "eval",
-        "exec",
-        "compile",
-        "__import__",
-        "__builtins__",
-        "importlib",
-        "inspect",
-        "runpy",
-        "pkgutil",
-        "gc",
-        "sys.modules",
-        "sys._getframe",
-        "operator.attrgetter",
-        "operator.methodcaller",
-        "__dict__",
-        "__globals__",
-        "__getattribute__",
-        "f_globals",
-        "f_locals",
-        "f_back",
-        "global",
-    }
+    {"getattr", "setattr", "delattr", "globals", "locals", "vars", "eval", "exec", "compile", "__import__"}
+    | {"__builtins__", "importlib", "inspect", "runpy", "pkgutil", "gc", "sys.modules", "sys._getframe"}
+    | {"operator.attrgetter", "operator.methodcaller", "__dict__", "__globals__", "__getattribute__"}
+    | {"f_globals", "f_locals", "f_back", "global"}
 )
 #: Modules whose every name a ``from m import *`` would make dynamic.
 _STAR_DYNAMIC = frozenset({"sys", "builtins", "importlib", "inspect", "gc", "operator"})
@@ -229,10 +156,6 @@ def _import_time(node: ast.stmt, annotations: bool) -> list[ast.AST]:
     return [node]
 
 
-def _nothing_known(name: str) -> bool:
-    return False
-
-
 class Source:
     """One module file read for its cases: its definitions and its import-time code.
 
@@ -260,7 +183,7 @@ class Source:
         self.known = set(self.defs) | {n for s in others for n in _bound(s)} | _IMPLICIT
         annotations = not _lazy_annotations(tree)
         at_import: list[ast.AST] = [part for s in tree.body for part in _import_time(s, annotations)]
-        escaped = Escapes(self.defs, self.names, resolver or _nothing_known).of()
+        escaped = Escapes(self.defs, self.names, resolver or (lambda name: False)).of()
         followed = self._closure(_loaded(at_import) | escaped)
         if followed is None:
             return
@@ -284,14 +207,8 @@ class Source:
             return None
         self.names = aliases(tree, self.module, path.endswith("__init__.py"))
         dynamic = _uses_dynamic(tree, self.names)
-        if dynamic:
-            self.why = f"it uses {dynamic}"
-            return None
-        itself = _reaches_itself(tree, self.names, self.module)
-        if itself:
-            self.why = itself
-            return None
-        return tree
+        self.why = f"it uses {dynamic}" if dynamic else _reaches_itself(tree, self.names, self.module)
+        return None if self.why else tree
 
     def _closure(self, names: set[str]) -> set[str] | None:
         """The top-level definitions ``names`` reach, transitively; None (and :attr:`why` set)
@@ -457,11 +374,10 @@ def source_print(prints: Prints, case: CasePrint) -> SourcePrint:
     sources = {m.own: m.source for m in prints.modules.values() if not isinstance(m, tuple)}
     parts = [p for line in case.parts if (p := _part(line)) is not None]
     for file, names in case.functions.items():
-        source = sources.get(file)
-        for nodes, name in ((source.defs.get(n, []), n) for n in sorted(names)) if source else ():
-            if nodes:
-                digest = _sha("\n".join(ast.dump(n, include_attributes=False) for n in nodes))
-                parts.append(SourcePart(file, name, digest, _lines(nodes)))
+        defs = sources[file].defs if file in sources else {}
+        for name in sorted(names):
+            if nodes := defs.get(name):
+                parts.append(SourcePart(file, name, _sha("\n".join(map(_dump, nodes))), _lines(nodes)))
     return SourcePrint(tuple(sorted(parts, key=lambda p: p.key)), case.unproven)
 
 

@@ -1,39 +1,6 @@
-"""Which of the paths ``fuseci ab``'s two trees differ in the cases can see: the rule that lets a
-case be skipped only when every change is proven to reach other cases only.
-
-Each change git lists between the sides (:func:`fuseci.ab.git.changes`: files, modes, links,
-submodules, deletions; for the working tree, untracked and ignored files too) is one of:
-
-* **a start-up file** (``sitecustomize``, ``usercustomize``, a ``.pth`` file, anywhere): Python
-  runs it before anything else, in every harness process; every case of every suite is measured;
-* **explained**: a regular file's content, held by a compared suite's fingerprint (a module file
-  followed, a file read, a suite file). The case fingerprints decide which cases it changes; a
-  data file (anything but Python source) also has measured every case whose code *names* it (see
-  below) without holding it, since that code may read it through an API the reader has no rule
-  for;
-* **seen, unexplained**: anything else that a case's side may reach: *named* by a string literal
-  of a file a compared suite depends on (docstrings left out) or by a suite file's ``params`` (the
-  whole file name, its name without suffixes or its suffix as a glob writes it, or a directory on
-  its way written as a directory: ``data``, ``data/...``, ``.../data``), by the bytes of a
-  non-Python file depended on (a ``.cu``'s ``#include``, a library's strings), or by an
-  environment value (a path inside the tree, ``PYTHONPATH`` entries included); lying under the
-  directory of a module depended on that finds files relative to itself without naming them
-  (``__file__``, ``__spec__``, ``__path__``, ``__package__``, ``importlib.resources``,
-  ``pkg_resources``, ``pkgutil``) or anywhere when one uses the working directory (``getcwd``,
-  ``cwd``, ``chdir``); or a module at the top of a search path that may take the place of an
-  installed or standard one (``numpy.py``). Every case of every suite is measured, and the state
-  line says which change forced it;
-* **unexplained, in the commits**: any other change between the commits (a README, a test, a
-  data file no case names): a case may still read it under a name built at run time, so every
-  case of every suite is measured too, unless it matches one of the patterns ``fuseci ab
-  --ignore`` was given, the user's word that no case reads it;
-* **unexplained, in the working tree only** (untracked or ignored files: the job's own outputs,
-  virtual environments, caches, which no commit of the pull request holds) that no case may
-  reach: ignored.
-
-A link or a submodule is never explained (what lies behind it is not in either tree), nor is a
-change of mode. Nothing is imported or run: files are read and parsed.
-"""
+"""Which of the paths ``fuseci ab``'s two trees differ in the cases can see: a case is skipped only
+when every change is proven to reach other cases only (:func:`seen`). Nothing is imported or
+run: files are read and parsed."""
 
 from __future__ import annotations
 
@@ -91,13 +58,8 @@ class Sight:
     """Tree-relative directories the side imports from (``""``: the root)."""
 
 
-def _literals(data: bytes) -> str | None:
-    """The string and bytes literals of Python source, statement strings (docstrings) left out;
-    None when it cannot be parsed."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return None
+def _literals(tree: ast.Module) -> str:
+    """The string and bytes literals of Python source, statement strings (docstrings) left out."""
     skipped = {id(s.value) for s in ast.walk(tree) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)}
     out = []
     for node in ast.walk(tree):
@@ -109,12 +71,8 @@ def _literals(data: bytes) -> str | None:
     return "\n".join(out)
 
 
-def _names(data: bytes) -> set[str]:
-    """Every name, attribute and imported name of Python source (empty when it cannot be parsed)."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return set()
+def _names(tree: ast.Module) -> set[str]:
+    """Every name, attribute and imported name of Python source."""
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -135,12 +93,15 @@ def scan(path: Path, rel: str) -> Scanned:
             data = f.read(MAX_SCANNED)
     except OSError:
         return Scanned("")
-    literals = _literals(data) if path.suffix == ".py" else None
-    if literals is None:
+    try:
+        tree = ast.parse(data) if path.suffix == ".py" else None
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is None:
         return Scanned(data.decode("latin-1"))
-    names = _names(data)
+    names = _names(tree)
     beside = "" if names & _CWD else (rel.rpartition("/")[0] if names & _BESIDE else None)
-    return Scanned(literals, beside)
+    return Scanned(_literals(tree), beside)
 
 
 def _suite_values(path: Path) -> str:
@@ -238,12 +199,6 @@ class Forced:
     """Explained changes of files other than Python source (tree-relative), for :func:`naming`."""
 
 
-def ignored(path: str, patterns: Sequence[str]) -> bool:
-    """Whether ``path`` (from the repository's root) matches one of ``patterns`` (``fnmatch``:
-    ``*`` matches any characters, ``/`` included: ``docs/*``, ``*.md``)."""
-    return any(fnmatchcase(path, p) for p in patterns)
-
-
 #: Why a change of the commits that no fingerprint holds and no case names forces everything.
 NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at run time (`--ignore` a pattern for it if none can)"
 
@@ -251,14 +206,17 @@ NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at r
 def seen(
     changes: Sequence[PathChange], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()
 ) -> Forced:
-    """Sort ``changes`` by the rule of this module (every change forcing everything said);
-    ``ignore``: the patterns of paths the user says no case reads."""
+    """Sort ``changes`` by the rule of docs/CI.md ("Skipping is decided from the diff"): each
+    change that has every case of every suite measured, said for people, and the explained data
+    files; ``ignore``: the patterns (``fnmatch``, ``*`` matching ``/`` too) of paths the user says
+    no case reads."""
     explained = set().union(*(s.explained for s in sights)) if sights else set()
     shadowable: frozenset[str] | None = None
     everything: list[str] = []
     data: list[str] = []
     for change in changes:
-        if change.kind in ("untracked", "ignored") and _bytecode(change.path):
+        committed = change.kind not in ("untracked", "ignored")
+        if not committed and _bytecode(change.path):
             continue  # Python reads a cached module only beside its source, and checks it against it
         why = _startup(change.path)
         if not why and change.plain and change.path in explained:
@@ -269,10 +227,10 @@ def seen(
             if shadowable is None:
                 shadowable = _shadowable()
             why = _reached(change.path, sights, environment, shadowable)
-        if not why and change.kind not in ("untracked", "ignored") and not ignored(change.path, ignore):
+        if not why and committed and not any(fnmatchcase(change.path, p) for p in ignore):
             why = NOT_PROVEN
         if why:
-            what = change.kind if change.kind not in ("modified",) else "changed"
+            what = "changed" if change.kind == "modified" else change.kind
             everything.append(f"{change.path} ({what}; {why})")
     return Forced(tuple(everything), tuple(data))
 

@@ -1,38 +1,13 @@
 """What a module file does that reaches other files, read from its source with :mod:`ast`
-(nothing imported or run): the modules it may import, the files it reads, the directories it
-adds to ``sys.path``, and whatever of that it names only at run time.
-
-Names are taken through the module's imports (:func:`aliases`): after ``import sys as s``,
-``s.path`` is ``sys.path``; after ``from os import path as p``, ``p.join`` is ``os.path.join``.
+(nothing imported or run; wherever it stands in the file: more than runs, never less): the modules
+it may import, the files it reads, the directories it adds to ``sys.path``, the shared registries
+it uses, and whatever of that it names only at run time (:attr:`Effects.unknown`).
 
 A path is *named* when it is built only from string literals, the module's ``__file__`` and
 names the module assigns once at top level, with ``pathlib.Path`` (``/``, ``parent``,
 ``with_name``, ``with_suffix``, ``joinpath``, ``resolve``, ``absolute``), ``os.path`` (``join``,
 ``dirname``, ``abspath``, ``realpath``, ``normpath``), ``str``, ``os.fspath`` and f-strings; a
 relative path is taken from the harness's working directory, the tree's root.
-
-What counts, wherever it stands in the file (inside functions too: more than runs, never less):
-
-* imports: ``import``, ``from ... import`` (relative too), ``importlib.import_module`` and
-  ``__import__`` with a literal name;
-* reads (:data:`READERS`): ``open`` (``io.open``, ``os.open``, ``codecs.open``, ``Path.open``)
-  unless its mode is a literal that only writes; ``Path.read_text``/``read_bytes``; directory
-  listings (``os.listdir``, ``os.scandir``, ``os.walk``, ``glob.glob``, ``Path.iterdir``/``glob``/
-  ``rglob``); files loaded by a library: ``numpy.load`` and its kin, ``torch.load``, CuPy's
-  ``RawModule(path=...)``, ``torch.utils.cpp_extension.load`` (its sources and include
-  directories), CUDA include directories (``-I``) in CuPy's compile options, shared libraries
-  (``ctypes``, ``torch.ops.load_library``);
-* ``sys.path`` edits (``insert``, ``append``, ``extend``, assignment, ``site.addsitedir``);
-* registries shared across modules (:data:`SHARED_REGISTRIES`: ``torch.ops``), which any module
-  imported into the same process may fill.
-
-*Unknown* (:attr:`Effects.unknown`, each said with its line): a read or a ``sys.path`` entry
-whose path is not named, a dynamic import of a computed name, code loaded by path
-(``importlib.util.spec_from_file_location``, ``runpy``), code built at run time (``exec``,
-``eval``, ``compile``), a process started (it may read any file), an import hook installed
-(``sys.meta_path``, ``sys.path_hooks``), a package that sets its own ``__path__``, or a ``sys.path``
-edit other than adding an entry. A file that does any of these cannot be proven unchanged
-through its source alone.
 """
 
 from __future__ import annotations
@@ -49,20 +24,9 @@ from fuseci.config.resolve import dotted
 _PROCESSES = ("subprocess.", "os.system", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn")
 #: Calls that load code by path or build it at run time.
 _CODE_LOADERS = frozenset(
-    {
-        "importlib.util.spec_from_file_location",
-        "importlib.machinery.SourceFileLoader",
-        "importlib.machinery.SourcelessFileLoader",
-        "importlib.machinery.ExtensionFileLoader",
-        "runpy.run_path",
-        "runpy.run_module",
-        "exec",
-        "eval",
-        "compile",
-        "builtins.exec",
-        "builtins.eval",
-        "builtins.compile",
-    }
+    {"importlib.util.spec_from_file_location", "importlib.machinery.SourceFileLoader", "runpy.run_path"}
+    | {"importlib.machinery.SourcelessFileLoader", "importlib.machinery.ExtensionFileLoader", "runpy.run_module"}
+    | {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
 )
 _OPENERS = frozenset(
     {"open", "io.open", "io.open_code", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open", "tarfile.open"}
@@ -103,8 +67,10 @@ _CUDA_COMPILERS = frozenset({"cupy.RawKernel", "cupy.RawModule", "cupy.Elementwi
 #: any other may call through: a module that uses one depends on every module of its suite.
 SHARED_REGISTRIES = ("torch.ops",)
 
-_PATH_TYPES = frozenset(
-    {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath", "str", "os.fspath"}
+#: Calls that join the paths they are given.
+_PATH_JOINS = frozenset(
+    {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath", "Path"}
+    | {"str", "os.fspath", "os.path.join"}
 )
 _PATH_IDENTITY = frozenset({"os.path.abspath", "os.path.realpath", "os.path.normpath"})
 
@@ -126,16 +92,13 @@ class Effects:
     """The :data:`SHARED_REGISTRIES` it uses."""
 
 
-def _package_of(module: str, is_package: bool) -> str:
-    return module if is_package else module.rpartition(".")[0]
-
-
 def import_target(node: ast.ImportFrom, module: str, is_package: bool) -> str | None:
     """The absolute module ``from ... import`` reads from; None for a relative import that
     climbs above the top-level package."""
     if not node.level:
         return node.module or ""
-    base_parts = [p for p in _package_of(module, is_package).split(".") if p]
+    package = module if is_package else module.rpartition(".")[0]
+    base_parts = [p for p in package.split(".") if p]
     if node.level - 1 > len(base_parts):
         return None
     base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
@@ -265,15 +228,11 @@ class _Reader:
     def _method_read(self, node: ast.Call) -> None:
         """``p.read_text()``, ``p.open()``, ``p.glob(...)``: a read of the path ``p``."""
         assert isinstance(node.func, ast.Attribute)
-        if node.func.attr not in _PATH_READS or self._is_module(node.func):
+        on_module = dotted(node.func.value).partition(".")[0] in self.names  # ``np.load``, not ``p.open``
+        if node.func.attr not in _PATH_READS or on_module:
             return
         if node.func.attr != "open" or not _writes_only(_argument(node, 0, "mode")):
             self._read(node.func.value, node)
-
-    def _is_module(self, func: ast.Attribute) -> bool:
-        """Whether a method is called on a module (``np.load``), not on a path (``p.open``)."""
-        root = dotted(func.value).partition(".")[0]
-        return bool(root) and root in self.names
 
     def _library_read(self, node: ast.Call, qual: str) -> None:
         positions, keywords = READERS[qual]
@@ -398,12 +357,10 @@ class _Reader:
             return None
         texts = [a for a in args if a is not None]
         quals = qualified(node.func, self.names)
-        if quals & (_PATH_TYPES | {"Path"}) and texts:
+        if quals & _PATH_JOINS and texts:
             return posixpath.join(*texts)
         if quals & _PATH_IDENTITY and len(texts) == 1:
             return texts[0]
-        if "os.path.join" in quals and texts:
-            return posixpath.join(*texts)
         if "os.path.dirname" in quals and len(texts) == 1:
             return posixpath.dirname(texts[0])
         if not isinstance(node.func, ast.Attribute):

@@ -1,24 +1,14 @@
-"""Which top-level definitions of a module other code may reach without naming them, read with
-:mod:`ast`: the definitions a case fingerprint (:mod:`fuseci.ab.cases`) counts for every case of
-the module, because a change to one may change what any case runs.
+"""Which top-level definitions of a module other code may reach without naming them (they
+*escape*: a registry, ``torch.ops`` or a dict keeps them), read with :mod:`ast`; a case fingerprint
+(:mod:`fuseci.ab.cases`) counts them for every case of the module.
 
-A function reaches code by name, and a case fingerprint follows names. A definition *escapes*
-when it is handed to code that may keep it, so that a case may reach it through a dict, a list,
-``torch.ops`` or a class registry instead:
-
-* a function or class with a decorator that is not known to keep nothing of what it wraps
-  (a registry's ``@register``, ``@torch.library.custom_op``, anything the reader cannot see);
-* a class whose creation runs code that may keep it: a base class not known to be inert (one
-  that defines ``__init_subclass__``, one from another module of the tree, one from an installed
-  package not in :data:`SAFE_BASES`), a ``metaclass=`` or other class keyword, a decorator as
-  above on the class or one of its methods, or a class attribute made by a call (a descriptor's
-  ``__set_name__`` is handed the class).
-
-A decorator is known to keep nothing when it is installed code named in :data:`PURE_DECORATORS`,
-or a function of the tree (of the same module or another) whose parameter, the function it
-decorates, is only returned, called, or handed to ``functools.wraps``, and whose inner
-functions are only returned or called, with no ``global`` or ``nonlocal`` statement; a decorator
-factory (``@deco(args)``) when it only returns such inner decorators.
+A function or class escapes when a decorator may keep it; a class also when its creation runs
+code that may keep it: a base class not known to be inert (one with ``__init_subclass__``, one of
+another module of the tree, installed code not in :data:`SAFE_BASES`), a class keyword, such a
+decorator on a method, or a class attribute made by a call. A decorator keeps nothing when it is
+installed code in :data:`PURE_DECORATORS`, or a function of the tree whose parameter and inner
+functions are only returned, called or handed to ``functools.wraps``, with no ``global`` or
+``nonlocal`` (a factory: when it only returns such decorators).
 """
 
 from __future__ import annotations
@@ -33,57 +23,19 @@ from fuseci.config.resolve import dotted
 #: Decorators of installed code that wrap or compile a function and keep it nowhere another
 #: case could call it from.
 PURE_DECORATORS = frozenset(
-    {
-        "staticmethod",
-        "classmethod",
-        "property",
-        "functools.cache",
-        "functools.lru_cache",
-        "functools.cached_property",
-        "functools.wraps",
-        "functools.total_ordering",
-        "dataclasses.dataclass",
-        "typing.overload",
-        "typing.final",
-        "typing.no_type_check",
-        "abc.abstractmethod",
-        "contextlib.contextmanager",
-        "contextlib.asynccontextmanager",
-        "triton.jit",
-        "triton.autotune",
-        "triton.heuristics",
-        "torch.compile",
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.enable_grad",
-        "torch.jit.script",
-        "torch.jit.ignore",
-        "torch.cuda.amp.custom_fwd",
-        "torch.cuda.amp.custom_bwd",
-        "torch.amp.custom_fwd",
-        "torch.amp.custom_bwd",
-        "cupy.fuse",
-        "numba.jit",
-        "numba.njit",
-        "numba.cuda.jit",
-        "numba.vectorize",
-        "jax.jit",
-    }
+    {"staticmethod", "classmethod", "property", "typing.overload", "typing.final", "typing.no_type_check"}
+    | {"functools.cache", "functools.lru_cache", "functools.cached_property", "functools.wraps"}
+    | {"functools.total_ordering", "dataclasses.dataclass", "abc.abstractmethod"}
+    | {"contextlib.contextmanager", "contextlib.asynccontextmanager", "triton.jit", "triton.autotune"}
+    | {"triton.heuristics", "torch.compile", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
+    | {"torch.jit.script", "torch.jit.ignore", "torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd"}
+    | {"torch.amp.custom_fwd", "torch.amp.custom_bwd", "cupy.fuse", "jax.jit"}
+    | {"numba.jit", "numba.njit", "numba.cuda.jit", "numba.vectorize"}
 )
 #: Base classes of installed code whose subclasses are registered nowhere.
 SAFE_BASES = frozenset(
-    {
-        "torch.autograd.Function",
-        "torch.nn.Module",
-        "enum.Enum",
-        "enum.IntEnum",
-        "enum.Flag",
-        "enum.IntFlag",
-        "typing.NamedTuple",
-        "typing.Generic",
-        "typing.Protocol",
-        "abc.ABC",
-    }
+    {"torch.autograd.Function", "torch.nn.Module", "enum.Enum", "enum.IntEnum", "enum.Flag", "enum.IntFlag"}
+    | {"typing.NamedTuple", "typing.Generic", "typing.Protocol", "abc.ABC"}
 )
 #: Calls a class body may make without handing the class to anyone.
 _PURE_CLASS_CALLS = frozenset({"dataclasses.field"})
@@ -117,16 +69,12 @@ def _keeps(fn: _Function, watched: set[str]) -> bool:
     return False
 
 
-def _first_param(fn: _Function) -> set[str]:
-    params = [*fn.args.posonlyargs, *fn.args.args]
-    return {params[0].arg} if params else set()
-
-
 def keeps_what_it_decorates(fn: _Function, factory: bool) -> bool:
     """Whether the decorator ``fn`` (a decorator factory with ``factory``) may keep the function
     it decorates (see the module's docstring)."""
     if not factory:
-        return not _first_param(fn) or _keeps(fn, _first_param(fn))
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        return not params or _keeps(fn, {params[0].arg})
     inner = {n.name: n for n in fn.body if isinstance(n, _Function)}
     returned = [s.value.id for s in fn.body if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)]
     if not returned or any(r not in inner for r in returned) or _keeps(fn, set()):

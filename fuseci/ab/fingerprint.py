@@ -1,47 +1,7 @@
-"""What a suite's measurement depends on in its tree, read statically: the one fingerprint per
-suite that tells ``fuseci ab`` which of its cases to measure (:func:`to_measure`).
-
-A suite's fingerprint is its suite file, the fuseci that measures, and each case's fingerprint
-(:mod:`fuseci.ab.cases`), all made from one reading of the tree (:class:`fuseci.ab.reader.Reader`).
-Every case is measured when the suite file or fuseci differ, when which named modules are
-installed or missing differs, or when the reading was cut short (:data:`~fuseci.ab.reader.MAX_FILES`);
-otherwise exactly the cases whose own fingerprint differs or cannot be proven, and none when
-none does. The files the reading reached are kept beside, to say what differs.
-
-What the suite's modules reach covers:
-
-* the bytes of its suite file;
-* the source of every module its variants and references name (``module:function``), found as
-  the harness finds it (:class:`Tree`): the tree's root, the directory above the suite file,
-  then the directories of the tree that the environment imports from (``PYTHONPATH`` entries,
-  ``.pth`` files and editable installs pointing into the repository, each mapped into this
-  side's tree: a ``src/`` layout is read from each side's own ``src/``), then the installed
-  packages; with the ``__init__.py`` of every package on the way. Modules are found by the one
-  finder of module files, :func:`fuseci.config.resolve.suite_finder`;
-* every module those import, transitively, that resolves to a file inside the same tree: read
-  with :mod:`ast` from ``import``, ``from ... import`` (relative ones too), and
-  ``importlib.import_module("name")`` / ``__import__("name")`` with a literal name, wherever they
-  are in the file (inside functions, under ``if``: more than runs, never less), found on the
-  search path above plus every directory of the tree a file adds to ``sys.path``;
-* every file of the tree those modules read and name statically (a ``.cu`` source read at
-  import, a ``RawModule(path=...)``, ``cpp_extension.load`` sources and include directories, a
-  directory listed: :mod:`fuseci.ab.effects`), its bytes, or ``absent``;
-* the version of the fuseci that measures.
-
-What the reader cannot follow makes the suite *unproven* (:attr:`Fingerprint.unproven`), and
-each case that depends on it is measured: a read or a ``sys.path`` entry named only at run time, a
-dynamic import of a computed name, code loaded by path or built at run time, a process started,
-an import hook, a package that sets its own ``__path__``, a named module found nowhere, and a
-module found in the repository but outside this side's tree (an editable install whose directory
-cannot be mapped into the tree).
-
-It cannot see what is outside the tree: installed packages (the same for both sides of one job:
-one environment measures both), files outside the tree, the environment (variables, driver,
-compilers, the GPU), files read by compiled code (a CUDA ``#include`` found by the compiler on
-its own). The harness audits what ran against it when a side is measured (:mod:`fuseci.ab.audit`).
-
-Nothing is imported or run: files are only read and parsed.
-"""
+"""What a suite's measurement depends on in its tree, read statically (nothing imported or run):
+the one fingerprint per suite that tells ``fuseci ab`` which of its cases to measure
+(:func:`to_measure`). What it covers and what it cannot follow: docs/CI.md, "Skipping what did
+not change"."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
 """The two trees of ``fuseci ab``: the repository's root, commits named by refs, and temporary
-git worktrees that are always removed.
-
-A worktree is made with ``git worktree add --detach`` in a directory of its own under the
-system's temporary directory, ``fuseci-ab-XXXXXXXX/tree``, whose holder keeps
-``fuseci-ab-XXXXXXXX/owner.lock`` locked while the worktree lives. It is removed (``git worktree
-remove --force --force``, which takes a locked one too, the directory deleted, ``git worktree
-prune``) however the block ends: normally, on an error, on Ctrl-C, or on the SIGTERM of a
-cancelled CI job or the SIGHUP of a closed session (turned into :class:`Cancelled` while a
-worktree is held, in the main thread: :func:`fuseci.measure.process.cancel_on_signals`). A run
-killed outright (SIGKILL) leaves its worktree, registered and on disk, locked by git if it was
-killed during ``git worktree add``; the kernel releases its lock file, so the next ``fuseci ab``
-in the repository finds it (:func:`prune`), removes it and says so, leaving alone those of runs
-still going.
-"""
+git worktrees that are always removed (:func:`worktree`), or, where a killed run left one, by
+the next run in the repository (:func:`prune`)."""
 
 from __future__ import annotations
 
@@ -27,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuseci.errors import Cancelled, FuseciError
+from fuseci.errors import FuseciError
 from fuseci.files.locks import file_lock, is_held
 from fuseci.measure.process import cancel_on_signals
 
@@ -42,20 +30,6 @@ WORKTREE_PREFIX = "fuseci-ab-"
 OWNER_LOCK = "owner.lock"
 _HOLDER = re.compile(re.escape(WORKTREE_PREFIX) + r"[a-z0-9_]{8}")
 
-__all__ = [
-    "OWNER_LOCK",
-    "WORKTREE_PREFIX",
-    "Cancelled",
-    "GitError",
-    "PathChange",
-    "changes",
-    "commit_of",
-    "prune",
-    "repo_root",
-    "short",
-    "worktree",
-]
-
 
 class GitError(FuseciError):
     """git is missing, this is not a repository, a ref names no commit, or a worktree could not
@@ -63,11 +37,8 @@ class GitError(FuseciError):
 
 
 def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
-    """Run ``git ARGS`` in ``cwd``; the finished process (its status unchecked).
-
-    Raises:
-        GitError: git is not installed, or did not finish within :data:`GIT_TIMEOUT_S`.
-    """
+    """Run ``git ARGS`` in ``cwd``; the finished process (its status unchecked). GitError when git
+    is not installed, or did not finish within :data:`GIT_TIMEOUT_S`."""
     try:
         return subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
@@ -81,8 +52,7 @@ def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[s
 
 
 def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "(no message)"
+    return next((line.strip() for line in text.splitlines() if line.strip()), "(no message)")
 
 
 def repo_root(cwd: Path) -> Path:
@@ -194,9 +164,9 @@ def short(sha: str) -> str:
 
 def prune(root: Path) -> list[Path]:
     """Remove the temporary worktrees of ``fuseci ab`` runs that were killed (their holders' lock
-    files are no longer locked), locked ones included, each said in a warning; then forget the
-    registrations whose directories are gone (``git worktree prune``). Worktrees of runs still
-    going, and every worktree fuseci did not make, are left alone. Never raises.
+    files are no longer locked), each said in a warning, and forget the registrations whose
+    directories are gone. Worktrees of runs still going, and those fuseci did not make, are left
+    alone. Never raises.
 
     Returns:
         The worktrees removed.
@@ -251,9 +221,9 @@ def _ours(holder: Path) -> bool:
 @contextmanager
 def worktree(root: Path, sha: str) -> Iterator[Path]:
     """A detached worktree of commit ``sha`` of the repository at ``root``, in a new temporary
-    directory, for the block; removed afterwards however the block ends (a signal that ends the
-    job included). Its holder's lock file (:data:`OWNER_LOCK`) is locked until it is removed, so
-    that :func:`prune` of another run leaves it alone.
+    directory, for the block; removed afterwards however the block ends (SIGTERM and SIGHUP
+    included). Its holder's lock file (:data:`OWNER_LOCK`) is locked meanwhile, so that
+    :func:`prune` of another run leaves it alone.
 
     Raises:
         GitError: the worktree could not be made (the message has git's reason).
@@ -286,11 +256,7 @@ def worktree(root: Path, sha: str) -> Iterator[Path]:
 
 @contextmanager
 def _owned(holder: Path) -> Iterator[None]:
-    """Hold ``holder``'s lock file (:data:`OWNER_LOCK`) for the block.
-
-    Raises:
-        GitError: the temporary directory cannot lock a file.
-    """
+    """Hold ``holder``'s lock file (:data:`OWNER_LOCK`) for the block (GitError where it cannot)."""
     with ExitStack() as held:
         try:
             held.enter_context(file_lock(holder / OWNER_LOCK, timeout_s=0))

@@ -1,14 +1,6 @@
-"""A tree as ``fuseci ab``'s side imports from it, read statically: where the modules a suite
-names are found (:class:`Tree`, :class:`Reader`), and every file of the tree that importing them
-may run or read, followed through imports, ``sys.path`` edits and files read
-(:meth:`Reader.walk`, :func:`suite_walk`). Modules are found by the one finder of module files,
-:func:`fuseci.config.resolve.suite_finder`; what each file imports, reads and adds to
-``sys.path`` is :mod:`fuseci.ab.effects`'.
-
-The suite's fingerprint (:mod:`fuseci.ab.fingerprint`) and each case's (:mod:`fuseci.ab.cases`)
-are made from one :class:`Reader` per side. Nothing is imported or run: files are only read and
-parsed.
-"""
+"""A tree as ``fuseci ab``'s side imports from it, read statically (nothing imported or run):
+where the modules a suite names are found (:class:`Tree`, :class:`Reader`), and every file of the
+tree that importing them may run or read (:meth:`Reader.walk`, :func:`suite_walk`)."""
 
 from __future__ import annotations
 
@@ -17,7 +9,7 @@ import hashlib
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fuseci.ab.effects import effects
@@ -44,8 +36,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _installed_code(path: Path, env: tuple[Path, ...]) -> bool:
-    """Whether ``path`` is the interpreter's own code (under one of ``env``, its
-    :func:`~fuseci.config.resolve.environment_dirs`)."""
+    """Whether ``path`` is under one of ``env`` (:func:`~fuseci.config.resolve.environment_dirs`)."""
     return any(_inside(path, d) for d in env)
 
 
@@ -56,10 +47,8 @@ class Tree:
     root: Path
     """The tree's root, resolved: the harness's working directory, first on its search path."""
     roots: tuple[Path, ...] = ()
-    """More directories of this tree that the environment imports from, in order: each
-    ``sys.path`` entry (``PYTHONPATH``, ``.pth`` files) and editable install inside the
-    repository, mapped into this tree (:func:`tree_of`). The harness gets them first on its
-    ``PYTHONPATH``."""
+    """More directories of this tree that the environment imports from, in order
+    (:func:`tree_of`); the harness gets them first on its ``PYTHONPATH``."""
     installed: tuple[str, ...] | None = None
     """The rest of the interpreter's search path (None: ``sys.path`` as it is)."""
     repo: Path | None = None
@@ -74,11 +63,9 @@ def _entry(entry: str) -> Path:
 def tree_of(root: Path, repo: Path | None = None) -> Tree:
     """How the harness measuring in ``root`` (a checkout of the repository whose working tree is
     ``repo``) imports: every directory inside ``repo`` through which this interpreter finds
-    modules (``sys.path`` entries from ``PYTHONPATH`` and ``.pth`` files; the directory holding a
-    package that an editable install maps into ``repo``) becomes the same directory of ``root``.
-    The interpreter's own directories are left as they are, even inside ``repo``; a directory
-    that would put a ``fuseci`` package before the fuseci that measures is left out (its modules
-    are then found nowhere, and the suites that name them are never skipped)."""
+    modules (``sys.path`` entries, editable installs) becomes the same directory of ``root``,
+    but the interpreter's own and one that would put a ``fuseci`` package before the fuseci that
+    measures."""
     root = root.resolve()
     if repo is None:
         return Tree(root)
@@ -98,16 +85,6 @@ def tree_of(root: Path, repo: Path | None = None) -> Tree:
             mapped.append(root / where.parent.relative_to(repo))
     roots = tuple(p for p in dict.fromkeys(mapped) if p != root and not (p / "fuseci").exists())
     return Tree(root, roots, tuple(installed), repo)
-
-
-def as_tree(tree: Path | Tree) -> Tree:
-    """A :class:`Tree` as it stands, or a bare directory read with ``sys.path`` as it is."""
-    return tree if isinstance(tree, Tree) else tree_of(tree)
-
-
-def named_modules(suite: Suite) -> list[str]:
-    """Every module the suite's variants and references name, sorted."""
-    return sorted({ref.split(":")[0] for c in suite.cases for ref in c.functions})
 
 
 #: A module file to follow: its path, the dotted name it runs as, whether it is a package's.
@@ -154,7 +131,7 @@ class Reader:
     """The files of one tree that a suite's modules reach, found as the harness finds them."""
 
     def __init__(self, suite: Suite, tree: Path | Tree) -> None:
-        self.tree = as_tree(tree)
+        self.tree = tree if isinstance(tree, Tree) else tree_of(tree)
         self.root = self.tree.root
         self.suite = suite
         self.added: tuple[Path, ...] = ()
@@ -298,7 +275,7 @@ def suite_walk(reader: Reader) -> tuple[Walked, set[str], set[str]]:
     """Every file of the tree the suite's named modules reach, with the directories those files
     add to ``sys.path`` followed (``reader`` searches them from then on); and the named modules
     that are installed, and those found nowhere."""
-    names = named_modules(reader.suite)
+    names = sorted({ref.split(":")[0] for c in reader.suite.cases for ref in c.functions})
     for _ in range(MAX_ROUNDS):
         located = {name: reader.locate(name) for name in names}
         walked = reader.walk(f for where in located.values() for f in where.files)
@@ -315,14 +292,7 @@ def suite_walk(reader: Reader) -> tuple[Walked, set[str], set[str]]:
 
 
 def _with_unproven(walked: Walked, reason: str) -> Walked:
-    return Walked(
-        walked.files,
-        walked.complete,
-        walked.imported,
-        tuple(sorted({*walked.unproven, reason})),
-        walked.paths,
-        walked.registries,
-    )
+    return replace(walked, unproven=tuple(sorted({*walked.unproven, reason})))
 
 
 def rel_path(path: Path, tree: Path) -> str:

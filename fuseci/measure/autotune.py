@@ -1,26 +1,7 @@
-"""The autotuning choices a baseline was measured with, kept beside it, so that a run with a cold
-compile cache measures the same configurations (docs/SUITES.md, "Autotuning picks by timing").
-
-Inductor's Triton kernels that have several candidate configurations are benchmarked at their
-first launch, and the winner is written to the compile cache as a ``.best_config`` file beside
-the kernel's source (``<inductor cache>/<xx>/<sha256>.best_config``, named from the hash of the
-kernel's source): later processes load it and launch that configuration without benchmarking.
-Two cold caches may pick differently where two configurations run about as fast, and the bytes
-a kernel asks for depend on its configuration (a block size loads a broadcast tensor another
-number of times): a baseline recorded with one cache's choice then fails an exact byte count in
-a run with another's, though nothing changed.
-
-So the harness notes the ``.best_config`` entries its kernels used (:mod:`fuseci.harness.arrays.best_configs`),
-``update-baselines`` keeps them beside the baseline (``<gpu-slug>/<suite>.autotune.json``), and
-the harness processes of later runs put them into their compile cache before compiling: a kernel
-whose source did not change launches the baseline's configuration; an edited kernel has another
-source hash, finds no entry, and is tuned afresh. Inductor checks each entry against the
-kernel's candidate configurations and ignores one that matches none.
-
-The file is hostile input until checked (:class:`AutotuneRecord`, as a harness record's entries
-are): each key a cache-relative path of the one shape Inductor writes, each value a flat object
-of a configuration's scalars.
-"""
+"""The autotuning choices a baseline was measured with (the ``.best_config`` entries of Inductor's
+compile cache its kernels used), kept beside it as ``<gpu-slug>/<suite>.autotune.json`` so that a
+run with a cold compile cache measures the same configurations (docs/SUITES.md, "The baseline's
+choices are kept"). The file is hostile input until checked (:class:`AutotuneRecord`)."""
 
 from __future__ import annotations
 
@@ -29,7 +10,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fuseci import validation as v
 from fuseci.config.names import gpu_slug
@@ -94,13 +74,9 @@ def load(path: Path) -> dict[str, Entry] | None:
         return None
     body = {k: x for k, x in doc.items() if k not in ("format", "format_version")}
     try:
-        return _plain(v.validate(AutotuneRecord, body).entries)
+        return {str(k): dict(x) for k, x in v.validate(AutotuneRecord, body).entries.items()}
     except v.Invalid as exc:
         raise FORMAT.invalid(path, exc) from None
-
-
-def _plain(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Entry]:
-    return {str(k): dict(x) for k, x in entries.items()}
 
 
 def save(entries: Mapping[str, Entry], path: Path) -> None:

@@ -1,11 +1,6 @@
-"""``fuseci bench``'s figures: what a timed run recorded, and what follows from it.
-
-The timed harness (:mod:`fuseci.measure.timed`, in :attr:`~fuseci.measure.command.Mode.BENCH`)
-records each variant's CUDA-event timing (:class:`~fuseci.records.harness.VariantTiming`) and
-the copy bandwidth; :func:`result_from_record` turns that into a :class:`BenchResult` whose rows
-carry the derived figures: achieved bandwidth over the minimal bytes, its fraction of the copy
-bandwidth, and the speedup over ``unfused``. Figures only: no baseline, no gate.
-"""
+"""``fuseci bench``'s figures: a timed run's record (:func:`result_from_record`) and what follows
+from it (bandwidth over the minimal bytes, its fraction of a copy's, speedup over ``unfused``).
+Figures only: no baseline, no gate."""
 
 from __future__ import annotations
 

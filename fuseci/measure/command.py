@@ -1,12 +1,5 @@
-"""The harness's command line and the files a measurement leaves: each built in one place.
-
-Every process fuseci starts to measure a suite is ``python -m fuseci.harness``, in one of the
-:class:`Mode` s; :func:`harness_argv` builds its argument list (never a shell command). Every
-file those processes write lives in one directory under one naming scheme,
-:class:`SuiteFiles`: ``<suite>.ncu-rep`` and ``<suite>.ncu.log`` from ncu, and
-``<suite>.<mode>.json`` / ``<suite>.<mode>.log`` for each harness run (``harness`` for the
-profiled run, ``timing`` for the timed pass of ``fuseci run``, ``bench`` for ``fuseci bench``).
-"""
+"""The harness's command line (:func:`harness_argv`: ``python -m fuseci.harness`` in one of the
+:class:`Mode` s) and the files a measurement leaves (:class:`SuiteFiles`): each built in one place."""
 
 from __future__ import annotations
 

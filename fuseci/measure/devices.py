@@ -1,9 +1,4 @@
-"""Which GPUs a run may use, without touching CUDA in this process.
-
-A run deals its suites out over the GPUs it is given (``fuseci run --gpus``); each harness
-process sees one of them through ``CUDA_VISIBLE_DEVICES`` and takes turns on it with the other
-processes of that GPU through a lock file (:func:`fuseci.measure.turn.lock_path`).
-"""
+"""Which GPUs a run may use (``fuseci run --gpus``), without touching CUDA in this process."""
 
 from __future__ import annotations
 

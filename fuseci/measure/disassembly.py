@@ -1,18 +1,7 @@
-"""The compiled code of the cubins a run loaded, summarised per kernel name
-(:mod:`fuseci.records.sass`) with ``cuobjdump -sass -res-usage``.
-
-The cubins are files the compilers keep: Triton's and Inductor's caches hold a ``.cubin`` beside
-each kernel's metadata; CuPy's kernel cache (``~/.cupy/kernel_cache``) holds ``<md5>_2.cubin``,
-the cubin behind 32 hexadecimal digits of its own MD5 (CuPy's check against a torn write).
-The harness notes which of them its process opened (:mod:`fuseci.harness.cubins`) and asks
-:func:`compiled_code` for their kernels after the profiled run.
-
-cuobjdump comes from ``PATH``, ``$CUDA_HOME/bin`` or ``/usr/local/cuda/bin``, or from the
-``nvidia-cuda-cuobjdump`` wheel. Without it, or for a file it cannot read (PTX that CuPy kept
-where NVRTC could not build for the card, a cut file, a cubin of a newer architecture), each
-kernel the file names gets a note instead of a summary: never an error, since the compiled code
-is evidence beside the counters, not a measurement.
-"""
+"""The compiled code of the cubins a run loaded (:mod:`fuseci.harness.cubins`: the compilers'
+cache files), summarised per kernel name (:mod:`fuseci.records.sass`) with ``cuobjdump -sass
+-res-usage``. A file that cannot be read gets a note naming its kernels, never an error: the
+compiled code is evidence beside the counters, not a measurement."""
 
 from __future__ import annotations
 
@@ -96,11 +85,7 @@ class Compiled:
 
 
 def _disassemble(tool: Path, cubin: bytes) -> str:
-    """cuobjdump's text for a cubin.
-
-    Raises:
-        OSError: cuobjdump could not run, ran too long or failed (its message).
-    """
+    """cuobjdump's text for a cubin; OSError when it could not run, ran too long or failed."""
     with tempfile.TemporaryDirectory(prefix="fuseci-cubin-") as tmp:
         path = Path(tmp, "kernel.cubin")
         path.write_bytes(cubin)
@@ -124,8 +109,7 @@ def _disassemble(tool: Path, cubin: bytes) -> str:
 def compiled_code(paths: Iterable[Path], tool: Path | None = None) -> Compiled:
     """Each kernel's compiled code in ``paths`` (cubins, or CuPy's cache files), by kernel name;
     a file that cannot be read or disassembled is a note naming its kernels (or the file). The
-    cubins are disassembled several at once (an Inductor suite that autotunes loads dozens), each
-    cuobjdump a process of its own; the results are taken in ``paths``' order."""
+    cubins are disassembled several at once; the results are taken in ``paths``' order."""
     out = Compiled()
     tool = tool or find_tool()
     readable: list[tuple[Path, bytes]] = []

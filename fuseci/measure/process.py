@@ -1,12 +1,7 @@
-"""Run a child process (ncu, or the timed harness) with its output in a log file, under a limit.
-
-The child gets a session of its own, so that a timeout stops it and everything it started.
-Every live child is known here, so that Ctrl-C in a run with several suites in flight (other
-threads waiting on their children) stops them all (:func:`stop_all`). In a session of its own a
-child hears no signal sent to the job (a closed terminal's SIGHUP, a cancelled CI job's SIGTERM
-to the process group): :func:`cancel_on_signals` turns those into :class:`~fuseci.errors.Cancelled`
-in fuseci's main thread, which unwinds through :func:`stop_all` like Ctrl-C.
-"""
+"""Run a child process (ncu, or the timed harness) with its output in a log file, under a limit,
+in a session of its own so that a timeout stops it and everything it started. Every live child
+is known here, so that Ctrl-C, or a job's SIGTERM or SIGHUP (:func:`cancel_on_signals`), stops
+them all (:func:`stop_all`)."""
 
 from __future__ import annotations
 
@@ -29,9 +24,8 @@ ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") i
 
 
 class _Cancelling:
-    """How many :func:`cancel_on_signals` blocks are open, and whether one signal was turned into
-    :class:`~fuseci.errors.Cancelled` already (then the next are ignored until the outermost
-    block ends, so that a second signal cannot cut the cleanup short)."""
+    """How many :func:`cancel_on_signals` blocks are open, and whether one signal was raised
+    already (the next are ignored until the outermost block ends: the cleanup is not cut short)."""
 
     depth = 0
     raised = False
@@ -118,10 +112,8 @@ def start_logged(
     argv: list[str], log_path: Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (an argument list, never a shell) in a session of its own, with stdout and
-    stderr in ``log_path`` and ``env`` added to this process's environment. The log is UTF-8, as
-    fuseci reads it: a Python child writes its output so (:data:`LOG_ENCODING`), whatever
-    encoding fuseci itself was given (``PYTHONIOENCODING=ascii`` would kill a harness at its
-    first µ).
+    stderr in ``log_path`` (UTF-8 from a Python child: :data:`LOG_ENCODING`) and ``env`` added to
+    this process's environment.
 
     Raises:
         FileNotFoundError: ``argv[0]`` does not exist.

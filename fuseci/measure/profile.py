@@ -47,15 +47,13 @@ def find_ncu(explicit: str | None = None) -> str:
     """
     for candidate in (explicit, os.environ.get("FUSECI_NCU")):
         if candidate:
-            if shutil.which(candidate):
-                return str(shutil.which(candidate))
+            if found := shutil.which(candidate):
+                return found
             raise NcuError(f"ncu not found at {candidate!r}; check --ncu / FUSECI_NCU")
-    found = shutil.which("ncu")
-    if found:
+    if found := shutil.which("ncu"):
         return found
     for pattern in _FALLBACK_GLOBS:
-        matches = sorted(glob.glob(pattern))
-        if matches:
+        if matches := sorted(glob.glob(pattern)):
             return matches[-1]
     raise NcuError(f"ncu (Nsight Compute) not found on PATH or in {', '.join(_FALLBACK_GLOBS)}; {INSTALL_FIX}")
 

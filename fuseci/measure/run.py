@@ -1,17 +1,12 @@
 """Measuring one suite: the profiled run under ncu, the timed pass outside it, one more timed
-pass of a borderline speedup (:func:`retime`), and the frames built from what they left.
-
-The harness record comes back from each harness process once, as a typed value, and travels in
-memory from here on; the complete record (profiler facts and timings included) is written once
-beside the report for the user and for ``--from-report``.
-"""
+pass of a borderline speedup (:func:`retime`), and the frames built from what they left. The
+complete record is written once, beside the report, for the user and for ``--from-report``."""
 
 from __future__ import annotations
 
 import importlib
 import logging
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -56,16 +51,14 @@ class MeasureOptions:
     device: str | None = None
     """The GPU to use, as ``CUDA_VISIBLE_DEVICES`` names it; None: as this process sees them."""
     gpu_lock: Path | None = None
-    """A lock file every harness process holds while it uses the GPU, so that processes of one
-    run (the timed pass starting while the profiled run ends, suites in flight together) take
-    turns on it; None: no lock (one process at a time anyway)."""
+    """A lock file every harness process holds while it uses the GPU (:mod:`fuseci.measure.turn`);
+    None: no lock (one process at a time anyway)."""
     on_stage: Callable[[str, Path | None], None] | None = None
     """Hears each stage as it starts (``profiling under ncu``...) and the harness record that
     names the case being worked on, for progress displays."""
     cwd: Path | None = None
-    """The directory the harness processes run in, whose modules they import first (the harness
-    puts its working directory at the front of ``sys.path``); None: this process's. ``fuseci ab``
-    runs each side's processes in that side's tree."""
+    """The directory the harness processes run in, whose modules they import first; None: this
+    process's (``fuseci ab``: each side's tree)."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """What the harness processes' environment adds last (``fuseci ab``: what keeps a side's
     processes from importing the other side's modules)."""
@@ -73,12 +66,10 @@ class MeasureOptions:
     """Where :attr:`compile_cache` lives; None: in :attr:`report_dir`."""
     cases: tuple[str, ...] | None = None
     """The cases the profiled run runs (``--case``), in suite order; None: every case. The timed
-    pass times the cases the profiled record holds, so it follows (``fuseci ab``: the cases whose
-    code changed)."""
+    pass times the cases the profiled record holds."""
     passes: int = 1
-    """Profiled passes of each variant: more than one where the measurement becomes a baseline
-    (``update-baselines``, ``fuseci ab``'s base), to learn which counters repeat
-    (:func:`fuseci.frames.report.read_report` keeps the first pass and how far each counter moved)."""
+    """Profiled passes of each variant (:data:`BASELINE_PASSES`, :data:`REFERENCE_PASSES`), to learn
+    which counters repeat."""
 
     def say(self, stage: str, watch: Path | None = None) -> None:
         """Tell :attr:`on_stage`, if anyone listens."""
@@ -87,10 +78,8 @@ class MeasureOptions:
 
     @property
     def compile_cache(self) -> Path:
-        """Where the harness processes keep ``torch.compile``'s (Inductor's) and Triton's caches and
-        Python's bytecode (:mod:`fuseci.measure.caches`): the timed process finds what the profiled
-        one compiled, and a CI cache of this directory keeps it across runs (a
-        ``TORCHINDUCTOR_CACHE_DIR`` or ``TRITON_CACHE_DIR`` already set wins)."""
+        """Where the harness processes keep the compilers' caches and Python's bytecode
+        (:mod:`fuseci.measure.caches`)."""
         return caches.compile_cache(self.report_dir if self.cache_root is None else self.cache_root)
 
     @property
@@ -101,12 +90,8 @@ class MeasureOptions:
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
-    """Run the harness under ncu; the record it left, and ncu's version.
-
-    Raises:
-        NcuError: ncu is missing, refused the counters, or failed before the harness recorded
-            anything; the message explains and names the logs.
-    """
+    """Run the harness under ncu; the record it left, and ncu's version. NcuError when ncu is
+    missing, refused the counters, or failed before the harness recorded anything."""
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
     try:
@@ -116,7 +101,6 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
                 suite.path,
                 suite.ncu,
                 files,
-                python=sys.executable,
                 gpu_lock=options.gpu_lock,
                 cases=options.cases or (),
                 sections=sections,
@@ -152,13 +136,10 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
 def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path | None]:
     """Profile the suite under ncu, and time it outside ncu when a case gates the speedup.
 
-    The timed process starts together with the profiled one: it imports CuPy and the suite's
-    modules while ncu runs, then waits for the profiled record to complete and times the cases
-    that checked right (``--after``); with :attr:`MeasureOptions.gpu_lock` the two never use the
-    GPU at once. When the profiled run dies part-way (a hang past ``ncu.timeout``, a crash)
-    after the harness recorded some cases, the record keeps them and says why the run stopped
-    (``interrupted``, and the case it was in), and nothing is timed: the comparison then shows
-    every case's fate instead of one error. The complete record is written beside the report.
+    The timed process starts together with the profiled one and times the cases that checked
+    right (``--after``; ahead of it where it may: :mod:`fuseci.measure.turn`). When the profiled
+    run dies part-way after the harness recorded some cases, the record keeps them and says why
+    (``interrupted``), and nothing is timed. The complete record is written beside the report.
 
     Returns:
         The record, and the report path (None when ncu wrote none).
@@ -222,11 +203,7 @@ def _with_timings(
     record: HarnessRecord, timed: HarnessRecord, cases: list[str], files: HarnessFiles, *, again: bool
 ) -> HarnessRecord:
     """``record`` with the timings ``timed`` holds for ``cases``: as each case's timings, or with
-    ``again`` as one more pass of a re-measured case.
-
-    Raises:
-        BenchError: a case checked right in the profiled run but not in the timed one.
-    """
+    ``again`` as one more pass; BenchError for a case that checked right only when profiled."""
     updated = {}
     for cid in cases:
         got = timed.cases.get(cid)
@@ -251,9 +228,6 @@ def timed_pass(
     """Time ``cases`` with CUDA events in a fresh process without ncu, and put the timings into
     ``record``: as each case's timings, or with ``again`` as one more pass of a re-measured case.
 
-    The timed process skips the correctness checks the profiled one made, and times each case's
-    variants interleaved, over rotating input sets (:func:`fuseci.harness.event_timing.time_case`).
-
     Raises:
         BenchError: the timed process failed, timed out, or left no complete record.
     """
@@ -267,11 +241,7 @@ def timed_pass(
 
 
 def _fresh_timed(suite: Suite, options: MeasureOptions, cases: list[str]) -> HarnessRecord:
-    """The record of a fresh timed process that times ``cases``.
-
-    Raises:
-        BenchError: the timed process failed, timed out, or left no complete record.
-    """
+    """The record of a fresh timed process that times ``cases`` (BenchError when it failed)."""
     files = SuiteFiles(options.report_dir, suite.name).harness(Mode.TIME)
     argv = harness_argv(Mode.TIME, files.record, suite.path, cases=cases, gpu_lock=options.gpu_lock)
     return run_timed(argv, files, suite.ncu.timeout_s, options.env, options.cwd)
@@ -298,16 +268,6 @@ def _unreadable(exc: ReportError, record: HarnessRecord) -> ReportError:
         f"{exc}; it was written by ncu {writer} and the reader is ncu_report {report.reader_version()}: "
         "a reader older than the ncu that wrote a report may not read it (`pip install -U ncu-report`)"
     )
-
-
-def _left_out(record: HarnessRecord) -> dict[tuple[str, str], dict[int, Repeats]]:
-    """The launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)."""
-    return {
-        (case_id, variant): p.left_out()
-        for case_id, rec in record.cases.items()
-        for variant, p in rec.provenance.items()
-        if p.repeats
-    }
 
 
 def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
@@ -337,7 +297,13 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
     ledger_rows: dict[tuple[str, str], list[KernelRow]] = {
         (c.id, v.id): [] for c in suite.cases for v in c.variants if v.ledger is not None
     }
-    left_out = _left_out(record)
+    # the launches ncu left out as repeats (a ledger's ``repeats: once``), by (case, variant)
+    left_out: dict[tuple[str, str], dict[int, Repeats]] = {
+        (case_id, variant): p.left_out()
+        for case_id, rec in record.cases.items()
+        for variant, p in rec.provenance.items()
+        if p.repeats
+    }
     if report_path is None:
         if any(c.measured for c in record.cases.values()) and not record.interrupted:
             raise NcuError(
@@ -380,9 +346,8 @@ def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: 
     return summarize(results.kernels, record)
 
 
-#: What judging a suite imports (pandas, NVIDIA's report reader, the frames and the judge):
-#: 0.4-0.6 s that :func:`warm_imports` spends while the harness processes start, off the path
-#: to the verdict.
+#: What judging a suite imports (pandas, NVIDIA's report reader, the frames and the judge), which
+#: :func:`warm_imports` loads while the harness processes start.
 JUDGING_MODULES = ("fuseci.frames.metrics", "fuseci.frames.report", "fuseci.judge.compare")
 
 _warming: list[threading.Thread] = []
@@ -390,11 +355,9 @@ _warming_lock = threading.Lock()
 
 
 def warm_imports() -> threading.Thread:
-    """Import :data:`JUDGING_MODULES` in a thread of their own, once per process: the thread
-    that judges a suite then finds them loaded (or waits for the import under way). Called once
-    the first profiled run's processes are on their way (:func:`_profiled`): started earlier, the
-    imports would hold the interpreter while that thread prepares the spawn. A module that fails
-    to import is left for its user to report."""
+    """Import :data:`JUDGING_MODULES` in a thread of their own, once per process, once the first
+    profiled run's processes are on their way (earlier, the imports would hold the interpreter
+    while the spawn is prepared). A module that fails to import is left for its user to report."""
 
     def load() -> None:
         for name in JUDGING_MODULES:

@@ -1,10 +1,5 @@
-"""The timed run: a harness process outside ncu that times every variant with CUDA events.
-
-``fuseci run`` starts one after profiling (:attr:`~fuseci.measure.command.Mode.TIME`) and
-``fuseci bench`` one per suite (:attr:`~fuseci.measure.command.Mode.BENCH`). Each writes a
-harness record with the timings; :func:`run_timed` runs it under the suite's time limit and
-reads that record back.
-"""
+"""The timed run: a harness process outside ncu that times every variant with CUDA events
+(``fuseci run``'s timed pass, ``fuseci bench``), and its record read back."""
 
 from __future__ import annotations
 

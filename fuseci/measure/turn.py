@@ -2,10 +2,7 @@
 
 Every harness process that uses a GPU holds that GPU's lock file while it does; the timed pass
 of ``fuseci run`` may use the GPU ahead of its profiled run while nobody else does, and claims
-the turn right after it. The harness process (``python -m fuseci.harness``) and the process
-that runs ``fuseci run`` / ``fuseci ab`` (the parent) both import this module; the lock
-primitives themselves (:func:`~fuseci.files.locks.file_lock`, :func:`~fuseci.files.locks.is_held`)
-are generic and live in :mod:`fuseci.files.locks`.
+the turn right after it. Both the harness processes and their parent import this module.
 
 File signals (all plain files; a lock file is held by ``flock``, which the kernel releases when
 its holder ends, however it ends)
@@ -55,8 +52,7 @@ States of one GPU, and who moves it on
    timed ahead, or the rest checked wrong) lets the claim go without taking the GPU (→ 1).
 
 The switch ``FUSECI_TIMED_AHEAD=0`` (:data:`AHEAD_SWITCH`) keeps every timed pass out of state
-3: it times its cases after its profiled run only. It exists to measure what timing ahead
-gains: a run with it and one without, on one machine.
+3: it times its cases after its profiled run only.
 """
 
 from __future__ import annotations
@@ -83,13 +79,10 @@ log = logging.getLogger("fuseci.harness")
 #: The parent's log, where :class:`AheadWatch` says what it stopped.
 parent_log = logging.getLogger(__name__)
 
-#: How often a process waiting for the GPU tries its lock: the GPU is handed on within this,
-#: which, between the ten or so turns of a run, adds up (a try, which opens the lock file and
-#: closes it again, costs about 0.1 ms).
+#: How often a process waiting for the GPU tries its lock: the GPU is handed on within this.
 GPU_POLL_S = 0.01
 
-#: The environment variable that, set to ``0``, keeps the timed pass from timing cases ahead of
-#: its profiled run (state 3 of the module's table).
+#: Set to ``0``, keeps the timed pass from timing cases ahead of its profiled run (state 3).
 AHEAD_SWITCH = "FUSECI_TIMED_AHEAD"
 
 
@@ -119,11 +112,9 @@ def gpu_turn(
 ) -> Iterator[None]:
     """Hold the GPU's lock file (when given) for the block.
 
-    A process that holds the next turn (``claimed``, see :func:`claim_next_turn`) takes the GPU
-    as soon as it is free; any other waits while someone holds the next turn. With ``announce``
-    (a profiled run: :func:`waiting_file` of its record) that file says, while it waits, that it
-    does: its timed pass, timing cases ahead of it on a GPU nobody used (:func:`ahead_of`),
-    hands the GPU over after the case in hand.
+    Only the holder of the next turn (``claimed``: :func:`claim_next_turn`) takes a GPU whose
+    next turn is claimed. With ``announce`` (a profiled run: :func:`waiting_file` of its record)
+    that file exists while it waits.
 
     Raises:
         HarnessError: another fuseci process held the GPU for ``timeout_s``.
@@ -166,12 +157,9 @@ def gpu_turn(
 
 @contextmanager
 def claim_next_turn(lock: Path, record: Path, timeout_s: float) -> Iterator[None]:
-    """Hold the next turn on the GPU of ``lock`` for the block, from the moment the profiled run
-    whose ``record`` this process (the timed pass) waits for holds the GPU: its record appears
-    only then. So the timed pass follows its profiled run at once, no other suite's process
-    slipping in between; the suite is then judged, and the next suite starts while the one in
-    flight beside it uses the GPU, instead of both ending together and the GPU waiting for the
-    start of the next two. Release it once the GPU is held (:func:`gpu_turn` with ``claimed``).
+    """Hold the next turn on the GPU of ``lock`` for the block (state 4), from the moment the
+    profiled run whose ``record`` this timed pass waits for holds the GPU: its record appears only
+    then. Release it once the GPU is held (:func:`gpu_turn` with ``claimed``).
 
     Raises:
         HarnessError: the record did not appear, or the claim was not had, within ``timeout_s``.
@@ -218,10 +206,8 @@ def gpu_if_free(lock: Path) -> Iterator[bool]:
 @contextmanager
 def ahead_of(lock: Path | None, record: Path) -> Iterator[Callable[[], bool] | None]:
     """Hold the GPU for the block ahead of the profiled run whose record is ``record`` (state 3),
-    when it may be: a lock is used, :data:`AHEAD_SWITCH` is not ``0``, the profiled run has not
-    had the GPU nor waits for it, and the GPU is free this moment. The block gets what the timed
-    pass asks before each case, whether to hand the GPU over now (the profiled run waits); None
-    when the GPU is not held (the block runs either way, without waiting)."""
+    when it may be. The block gets what the timed pass asks before each case, whether to hand the
+    GPU over now; None when the GPU is not held (the block runs either way, without waiting)."""
     waiting = waiting_file(record)
     if lock is None or os.environ.get(AHEAD_SWITCH) == "0" or record.exists() or waiting.exists():
         yield None
@@ -239,12 +225,8 @@ def ahead_limit_s(suite: Suite) -> float:
 
 class AheadWatch:
     """Stops a timed pass that keeps the GPU for one case longer than ``limit_s`` ahead of its
-    profiled run while that run waits (a hang, say), so that the profiled run still measures,
-    and stops at ``ncu.timeout``, where the case that hangs is named; the cases that checked
-    right are then timed by a fresh process after it (:attr:`stopped`).
-
-    The timed harness names the case it is in in its record (``running``), rewritten as each case
-    starts; the profiled harness keeps :func:`waiting_file` while it waits for the GPU."""
+    profiled run while that run waits (a hang, say), so that the profiled run still measures; the
+    cases that checked right are then timed by a fresh process after it (:attr:`stopped`)."""
 
     POLL_S = 0.25
 
