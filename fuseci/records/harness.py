@@ -1,38 +1,12 @@
-"""The harness record: what the harness saw besides the counters, as one typed value.
-
-The harness process writes it (``<suite>.harness.json`` beside the ``.ncu-rep``): the
-environment it ran in, each case's correctness checks, which variants it ran in their NVTX
-ranges, and, in a timed run, each variant's CUDA-event timings. ``fuseci run`` reads it back
-once, adds the profiler's facts (:class:`ProfilerInfo`) and the timed pass's timings in memory,
-and writes the whole record for the user, so that ``--from-report`` can judge the run again
-later: a report and its record travel together.
+"""The harness record (``<suite>.harness.json`` beside the ``.ncu-rep``): the environment the
+harness ran in, each case's checks, which variants it ran in their NVTX ranges and their timings;
+``fuseci run`` adds the profiler's facts, so that ``--from-report`` can judge the run again.
 
 Format history (``fuseci-harness-record``):
     1: first version.
-    1 (still): optional ``copy_bandwidth`` and per-case ``timings``, written only by timed
-       runs; absent means none, so readers of either age read files of either age.
-    1 (still): optional per-case ``min_bytes`` and ``retimings``, and ``timings`` in profiled
-       records too (the timed pass of ``fuseci run``); absent means none, as above.
     2: the ``profiler`` object holds exactly :class:`ProfilerInfo`'s fields; version 1's
-       ``timing_repeats`` (each timing carries its own ``repeats``) is dropped on upgrade.
-       Timings may carry ``q1_ns``, ``q3_ns``, ``samples_ns`` (every timed call), ``host_ns``
-       (when calls return on the host) and ``blocked_calls`` of ``block_trials`` (calls that
-       waited for the GPU); absent means unknown.
-    2 (still): checks may carry ``nan_count`` (output elements NaN where the expected value is
-       not) and ``dtype`` (the output's element type); cases ``first_call_ns`` (each variant's
-       first call, by variant), ``autotuned`` (what a variant autotuned at its first call, by
-       variant), ``compiled`` (what a variant compiled or autotuned inside its measured range, by
-       variant) and ``notes``; absent means unknown or none.
-    2 (still): cases may carry ``ran`` (each file of the measured tree whose code ran while the
-       case was checked or its modules imported, tree-relative, with the first lines of the
-       functions that started there) and ``read`` (the tree's files opened for reading then),
-       written only under ``fuseci ab``; absent means not watched.
-    2 (still): optional ``code``: the compiled code of each kernel the profiled process loaded a
-       cubin of, by kernel name, a list of builds (:class:`~fuseci.records.sass.KernelCode`;
-       several when autotuning compiled one per configuration), and ``code_notes``: why a
-       kernel's (or a file's) code could not be read; absent means none.
-    2 (still): cases may carry ``compile_options`` (``torch.compile``'s keyword arguments of each
-       variant whose factory's module it compiled, by variant); absent means none.
+       ``timing_repeats`` is dropped on upgrade.
+    Members added since within a version are optional: absent means none or unknown.
 """
 
 from __future__ import annotations
@@ -83,10 +57,6 @@ class CaseStatus(enum.Enum):
     """The case could not be run (an import, a crash, a lost CUDA context)."""
 
 
-# The record's dataclasses are its document's declaration (:class:`fuseci.validation.Document`):
-# their annotations say what a file may hold, and reading validates a file into them.
-
-
 def _not_negative(value: float) -> float:
     if value < 0:  # NaN passes: the error of an output that held NaN
         raise ValueError(f"{value} is below the smallest value allowed, 0")
@@ -103,6 +73,7 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
 CompileOption = Short | bool | None
+"""One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
 AutotunePath = Annotated[
     str,
     Field(pattern=r"^[0-9A-Za-z_-]{1,16}/[0-9a-f]{64}\.best_config$"),
@@ -124,7 +95,6 @@ AutotuneEntries = Annotated[Mapping[AutotunePath, AutotuneEntry], Field(max_leng
 used, and what a baseline's autotuning record keeps (:mod:`fuseci.measure.autotune`)."""
 Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
 """A kernel's builds in one process (autotuning compiles one per configuration)."""
-"""One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,11 +173,10 @@ class VariantTiming(v.Document):
     """Every timed call, in the order run (empty in records older than this field)."""
     host_ns: Figure | None = None
     """Median wall time from a timed call's start to its return on the host, ns (None in older
-    records): a call that only launches returns in microseconds; one that waits for the GPU
-    returns when the work queued before it is done."""
+    records): whether calls only launch, or wait for the GPU."""
     blocked_calls: v.Count | None = None
-    """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued
-    just before them had finished: the call waited for the GPU (None in older records)."""
+    """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued just
+    before them had finished (None in older records)."""
     block_trials: v.Count | None = None
     """Probe calls made to count :attr:`blocked_calls`."""
 
@@ -260,10 +229,8 @@ class CaseRecord(v.OpenDocument):
     """What a reader of the checks should know (memory the NaN-filling could not cover)."""
     ran: Annotated[Mapping[TreeFile, Lines], Field(max_length=10_000)] = field(default_factory=dict)
     """Under ``fuseci ab``: each file of the measured tree whose code ran while the case was
-    checked (or while the modules it names were imported), tree-relative → the first lines of the
-    functions that started there, ``0`` for code run at import (the module's own, a class body:
-    :mod:`fuseci.harness.watch`);
-    empty when not watched."""
+    checked or its modules imported → the first lines of the functions that started there, ``0``
+    for code run at import (:mod:`fuseci.harness.watch`); empty when not watched."""
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
     provenance: Annotated[Mapping[v.Id, Provenance], Field(max_length=1000)] = field(default_factory=dict)
@@ -273,8 +240,7 @@ class CaseRecord(v.OpenDocument):
         default_factory=dict
     )
     """``torch.compile``'s keyword arguments (``mode``, ``fullgraph``, ``dynamic``) of each variant
-    whose factory's module the harness compiled, by variant (:mod:`fuseci.harness.factory`);
-    a factory's variant that runs eagerly, or a function, has none."""
+    whose factory's module the harness compiled, by variant (:mod:`fuseci.harness.factory`)."""
 
     @property
     def ok(self) -> bool:
@@ -285,10 +251,7 @@ class CaseRecord(v.OpenDocument):
 @dataclass(frozen=True, slots=True)
 class ProfilerInfo(v.OpenDocument):
     """How ``fuseci run`` profiled the suite: the ncu that ran and its settings, where its logs
-    are, and whether a timed pass followed. Part of the environment fingerprint.
-
-    In a file, members of older records that this class no longer has are left out, and a
-    missing setting reads as unknown, ``""``."""
+    are, and whether a timed pass followed. A missing setting reads as unknown, ``""``."""
 
     __always__ = frozenset({"logs", "timed"})
 
@@ -315,9 +278,7 @@ class ProfilerInfo(v.OpenDocument):
 
 @dataclass(frozen=True, slots=True)
 class HarnessRecord(v.OpenDocument):
-    """Everything the harness (and then ``fuseci run``) wrote down about one suite. Its members
-    with a default are written only where they hold something, so that records without them
-    keep their old shape; ``profiler`` is ``{}`` until ncu finished."""
+    """Everything the harness (and then ``fuseci run``) wrote down about one suite."""
 
     __always__ = frozenset({"complete", "profiler"})
 
@@ -347,8 +308,7 @@ class HarnessRecord(v.OpenDocument):
     anything compiled (a sentence for the run's notes); empty when nothing."""
     code: Annotated[Mapping[v.Name, Builds], Field(max_length=100_000)] = field(default_factory=dict)
     """The compiled code of each kernel whose cubin the profiled process loaded, by the kernel's
-    name in its cubin: its builds, one unless autotuning compiled one per configuration
-    (:func:`fuseci.records.sass.pick`); empty in a timed record, or where no cubin was seen."""
+    name in its cubin (:func:`fuseci.records.sass.pick`); empty where no cubin was seen."""
     code_notes: Annotated[Mapping[v.Name, v.Text], Field(max_length=100_000)] = field(default_factory=dict)
     """Why a kernel's code could not be read, by kernel name (or by file, where the file names
     no kernel)."""
@@ -386,14 +346,12 @@ class HarnessRecord(v.OpenDocument):
         return replace(self, cases={**self.cases, **cases})
 
     def to_json(self) -> dict[str, Any]:
-        """The file's object, its ``format`` and ``format_version`` with it (also what a run file
-        embeds)."""
+        """The file's object, with its ``format`` and ``format_version`` (also what a run file embeds)."""
         return FORMAT.document(v.dump(HarnessRecord, self))
 
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> HarnessRecord:
-        """Parse a record's object as read from a file: its format checked and upgraded, then
-        every value validated.
+        """Parse a record's object as read from a file: its format checked and upgraded, then validated.
 
         Raises:
             ReportError: not a harness record, from a newer fuseci, or a value its format does not
@@ -408,7 +366,7 @@ class HarnessRecord(v.OpenDocument):
     @classmethod
     def embedded(cls, data: object, at: v.Loc) -> HarnessRecord:
         """A record held inside another document at ``at`` (a run file's ``("suites",
-        "elementwise", "record")``): its format checked and upgraded, then every value validated.
+        "elementwise", "record")``), checked, upgraded and validated.
 
         Raises:
             ReportError: not a harness record, or from a newer fuseci (the message names the place).
@@ -425,14 +383,9 @@ def record_path_for(report: Path) -> Path:
     return report.with_name(name + SUFFIX)
 
 
-def dumps(record: HarnessRecord) -> str:
-    """The exact text of a record file."""
-    return FORMAT.dumps(record.to_json())
-
-
 def write_record(record: HarnessRecord, path: Path) -> None:
     """Write atomically: a reader never sees half a record."""
-    atomic_write_text(path, dumps(record))
+    atomic_write_text(path, FORMAT.dumps(record.to_json()))
 
 
 def read_record(path: Path) -> HarnessRecord:
