@@ -36,8 +36,6 @@ from fuseci.measure.command import Mode, SuiteFiles, harness_argv
 if TYPE_CHECKING:
     import pandas as pd
 
-# --- 6. CuPy and the CUDA runtime --------------------------------------------------------------
-
 
 def build_probe_command(record: Path, python: str = sys.executable) -> list[str]:
     """The argv of the probe: one tiny CuPy kernel in its NVTX range. Pure."""
@@ -131,9 +129,6 @@ def check_cupy(options: DoctorOptions, work: Path) -> Check:
     return assess_probe(returncode, read_probe(record), process.tail(log_path, TAIL_LINES), options.python)
 
 
-# --- 7. profiling, 8. readback -----------------------------------------------------------------
-
-
 def build_profile_command(
     ncu_exe: str, files: SuiteFiles, python: str = sys.executable, sections: Path | None = None
 ) -> list[str]:
@@ -195,6 +190,9 @@ def check_profiling(ncu_exe: str, options: DoctorOptions, work: Path) -> tuple[C
     return check, files.report if check.status is CheckStatus.OK else None
 
 
+_UPDATE_READER = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
+
+
 def assess_readback(frame: pd.DataFrame) -> Check:
     """Exactly one kernel, in the probe's range, with a positive DRAM read count or duration. Pure."""
     where = "/".join(PROBE_IDS)
@@ -204,10 +202,7 @@ def assess_readback(frame: pd.DataFrame) -> Check:
         & (frame[names.VARIANT] == PROBE_IDS[2])
     ]
     facts: dict[str, Any] = {"kernels": len(frame), "in_probe_range": len(mine)}
-    fix = (
-        "the reader does not read what this ncu writes as fuseci expects: update ncu-report "
-        "(`pip install -U ncu-report`) to a version at least as new as ncu"
-    )
+    fix = f"the reader does not read what this ncu writes as fuseci expects: {_UPDATE_READER}"
     if len(mine) != 1 or len(frame) != 1:
         detail = f"expected exactly one kernel in {where}; the report holds {len(mine)} there and {len(frame) - len(mine)} elsewhere"
         return _check("readback", CheckStatus.FAIL, detail, fix, **facts)
@@ -229,6 +224,5 @@ def check_readback(path: Path) -> Check:
     try:
         frame = report.read_report(path, ncu=ncu.find_ncu_or_none())
     except ReportError as exc:
-        fix = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
-        return _check("readback", CheckStatus.FAIL, str(exc), fix)
+        return _check("readback", CheckStatus.FAIL, str(exc), _UPDATE_READER)
     return assess_readback(frame)
