@@ -26,8 +26,6 @@ from fuseci.files.versioned import DocumentFormat
 from fuseci.records.fusion import Provenance
 from fuseci.records.sass import KernelCode
 
-SUFFIX = ".harness.json"
-
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     profiler = data.get("profiler")
@@ -63,8 +61,7 @@ def _not_negative(value: float) -> float:
     return value
 
 
-#: An error of a check: infinite (or NaN) when the output held NaN or infinity, and written so,
-#: the only non-finite numbers a record holds.
+#: An error of a check: infinite (or NaN) when the output held NaN or infinity, and written so.
 Error = Annotated[v.Number, AfterValidator(_not_negative), v.AsWritten]
 Figure = Annotated[v.Amount, v.AsWritten]
 """A finite, non-negative number, kept as the file wrote it (an integer stays one)."""
@@ -88,11 +85,9 @@ AutotuneValue = Annotated[
     v.Expect("a number, true/false, null or a short text"),
 ]
 AutotuneEntry = Annotated[Mapping[AutotuneField, AutotuneValue], Field(min_length=1, max_length=64)]
-"""One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``,
-``configs_hash``...) and their scalar values."""
+"""One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``...)."""
 AutotuneEntries = Annotated[Mapping[AutotunePath, AutotuneEntry], Field(max_length=20_000)]
-"""``.best_config`` entries by their path in the cache: what a harness record notes its kernels
-used, and what a baseline's autotuning record keeps (:mod:`fuseci.measure.autotune`)."""
+"""``.best_config`` entries by their path in the cache (also a baseline's autotuning record's)."""
 Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
 """A kernel's builds in one process (autotuning compiles one per configuration)."""
 
@@ -124,8 +119,7 @@ class CheckRecord(v.Document):
     atol: Figure
     """Absolute tolerance applied."""
     nan_count: v.Count | None = None
-    """Elements NaN in the output where the expected value is not (None in older records): never
-    written, since the harness fills new memory with NaN bytes before each checked call."""
+    """Elements NaN in the output where the expected value is not: never written (None in older records)."""
     dtype: Short = ""
     """The output's element type (empty in older records)."""
 
@@ -208,23 +202,18 @@ class CaseRecord(v.OpenDocument):
     measured: Annotated[v.Items[v.Id], Field(max_length=1000)] = ()
     """Variants run inside their NVTX ranges."""
     timings: Timings = ()
-    """CUDA-event timings per variant, from a timed run (``fuseci bench``, or the timed pass of
-    ``fuseci run``, whose timings join the profiled run's record)."""
+    """CUDA-event timings per variant, from a timed run (``fuseci bench``, or ``fuseci run``'s timed pass)."""
     retimings: Annotated[v.Items[Timings], Field(max_length=100)] = ()
-    """Further timed passes of a case whose speedup was borderline (``fuseci run`` re-measures
-    before declaring a regression), each like :attr:`timings`."""
+    """Further timed passes of a case whose speedup was borderline, each like :attr:`timings`."""
     min_bytes: v.Count | None = None
     """Fewest DRAM bytes the case can move: every input read once plus every output of the
     ``unfused`` variant written once (None in records older than this field)."""
     first_call_ns: Annotated[Mapping[v.Id, v.Amount], Field(max_length=1000)] = field(default_factory=dict)
-    """Wall time of each variant's first call in the process, ns, by variant: compilation
-    (``torch.compile``, Triton, CuPy), autotuning and library caches, the variant's cold start."""
+    """Wall time of each variant's first call in the process, ns, by variant: its cold start."""
     autotuned: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
-    """What each variant autotuned at its first call, by variant (only variants that did): the
-    compile cache had no choice of configuration for it, so this run made one."""
+    """What each variant autotuned at its first call, by variant (only variants that did)."""
     compiled: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
-    """What each variant compiled or autotuned inside its measured range, by variant (only
-    variants that did): its launches there are not all the kernel's own."""
+    """What each variant compiled or autotuned inside its measured range, by variant (only those that did)."""
     notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     """What a reader of the checks should know (memory the NaN-filling could not cover)."""
     ran: Annotated[Mapping[TreeFile, Lines], Field(max_length=10_000)] = field(default_factory=dict)
@@ -234,8 +223,7 @@ class CaseRecord(v.OpenDocument):
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
     provenance: Annotated[Mapping[v.Id, Provenance], Field(max_length=1000)] = field(default_factory=dict)
-    """Inductor's provenance of each ledger variant's compile, by variant, and the launches ncu
-    left out of its passes (:class:`~fuseci.records.fusion.Provenance`)."""
+    """Each ledger variant's provenance, by variant (:class:`~fuseci.records.fusion.Provenance`)."""
     compile_options: Annotated[Mapping[v.Id, Mapping[Short, CompileOption]], Field(max_length=1000)] = field(
         default_factory=dict
     )
@@ -293,25 +281,20 @@ class HarnessRecord(v.OpenDocument):
     profiler: ProfilerInfo | None = None
     """How ncu profiled it; None in a record that no ``fuseci run`` completed."""
     copy_bandwidth: v.Amount | None = None
-    """Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written over the median
-    time of a 1 GiB copy); only in records of timed runs."""
+    """Device-to-device copy bandwidth in bytes/s (read plus written); only in records of timed runs."""
     running: v.Id | None = None
-    """The case the harness is working on (set before a case starts, cleared when it ends), so
-    that a run killed by a hang or a crash names the case it was in."""
+    """The case the harness is working on, so that a run killed by a hang or a crash names it."""
     interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
     autotune: AutotuneEntries = field(default_factory=dict)
-    """The ``.best_config`` entries of Inductor's compile cache the process's kernels used, by
-    their path in the cache; empty without Inductor."""
+    """The ``.best_config`` entries of Inductor's compile cache the process's kernels used."""
     pinned: v.Text = ""
-    """What the harness put in the compile cache from the baseline's autotuning record before
-    anything compiled (a sentence for the run's notes); empty when nothing."""
+    """What the harness put in the compile cache from the baseline's autotuning record (a sentence)."""
     code: Annotated[Mapping[v.Name, Builds], Field(max_length=100_000)] = field(default_factory=dict)
     """The compiled code of each kernel whose cubin the profiled process loaded, by the kernel's
     name in its cubin (:func:`fuseci.records.sass.pick`); empty where no cubin was seen."""
     code_notes: Annotated[Mapping[v.Name, v.Text], Field(max_length=100_000)] = field(default_factory=dict)
-    """Why a kernel's code could not be read, by kernel name (or by file, where the file names
-    no kernel)."""
+    """Why a kernel's code could not be read, by kernel name (or by file, where it names no kernel)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -377,10 +360,7 @@ class HarnessRecord(v.OpenDocument):
 
 def record_path_for(report: Path) -> Path:
     """``dir/elementwise.ncu-rep(.xz)`` → ``dir/elementwise.harness.json``."""
-    name = report.name
-    for suffix in (".xz", ".ncu-rep"):
-        name = name.removesuffix(suffix)
-    return report.with_name(name + SUFFIX)
+    return report.with_name(report.name.removesuffix(".xz").removesuffix(".ncu-rep") + ".harness.json")
 
 
 def write_record(record: HarnessRecord, path: Path) -> None:
