@@ -24,8 +24,7 @@ class Kind(str, Enum):
     TRITON = "triton"
     """A kernel Inductor generated (one launch per call)."""
     EXTERN = "extern"
-    """A library call in the compiled graph (cuBLAS GEMM, attention, convolution): an island
-    named by its node; it may launch several kernels."""
+    """A library call in the compiled graph (cuBLAS GEMM, attention); it may launch several kernels."""
     UNTRACED = "untraced"
     """Kernels inside the forward's range that no wrapper call accounts for (CUDA-graph replay,
     a kernel launched outside Inductor's wrapper, provenance missing): kept, with a note."""
@@ -64,8 +63,7 @@ class Measured(v.Document):
     dram_bytes: Summed
     """DRAM bytes read and written."""
     global_bytes: Summed
-    """Global bytes loaded and stored through the LSU pipe (exact for a kernel that repeats its
-    work; TMA loads are not counted)."""
+    """Global bytes loaded and stored through the LSU pipe (TMA loads are not counted)."""
     l2_bytes: Summed
     """L2 bytes the SMs requested (sectors read and written, 32 B each)."""
     duration_ns: Summed
@@ -129,33 +127,28 @@ class Row(v.Document):
     graph: v.Key
     """The compiled graph it belongs to, as Dynamo numbers it (``0/0``; a graph break makes ``1/0``)."""
     kernel: v.Name
-    """The Triton kernel's name (``triton_per_fused_add_native_layer_norm_view_1``) or the extern
-    call (``extern_kernels.addmm``)."""
+    """The Triton kernel's name or the extern call (``extern_kernels.addmm``)."""
     kind: Annotated[Kind, v.Choice(tuple(k.value for k in Kind), what="unknown row kind")]
     nodes: Annotated[v.Items[Node], Field(max_length=MAX_ITEMS)]
     """The post-grad nodes it implements (views included)."""
     measured: Measured | None
     """None when no kernel in the range matched this call."""
     min_bytes: v.Count | None
-    """Each tensor crossing the call's boundary read or written once: inputs it reads from outside
-    (graph inputs, weights, other calls' outputs) and outputs read outside it or returned. None
-    when the shapes are unknown."""
+    """Each tensor crossing the call's boundary read or written once (inputs it reads from outside,
+    outputs read outside it or returned). None when the shapes are unknown."""
     note: v.Text = ""
     """What is known to be missing or odd about this row, for the reader."""
     excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
-    """Its requested bytes above :attr:`min_bytes`, by cause (:mod:`fuseci.ledger.excess`); empty
-    where either is unknown, or nothing is above it."""
+    """Its requested bytes above :attr:`min_bytes`, by cause; empty where unknown, or none."""
 
     @property
     def requested(self) -> float | None:
-        """The global bytes its kernels asked for (:attr:`Measured.requested`); 0 for a row that
-        launched nothing; None where unknown."""
+        """The global bytes its kernels asked for; 0 for a row that launched nothing; None where unknown."""
         return 0.0 if self.measured is None else self.measured.requested
 
     @property
     def ratio(self) -> float | None:
-        """Requested bytes over :attr:`min_bytes`: 1.0 moves each tensor once; a correct kernel
-        cannot ask for less (the L2 keeping a tensor does not lower it, as it lowers DRAM bytes)."""
+        """Requested bytes over :attr:`min_bytes`: 1.0 moves each tensor once, and none asks for less."""
         if self.measured is None or not self.min_bytes or self.measured.requested is None:
             return None
         return self.measured.requested / self.min_bytes
@@ -182,8 +175,7 @@ class Ledger(v.Document):
     break_reasons: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = ()
     """Dynamo's graph-break reasons, as it logged them."""
     fusion_refusals: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = ()
-    """Inductor's reasons for not fusing two nodes, as it logged them (normalised: no node
-    numbers), one per distinct reason."""
+    """Inductor's distinct reasons for not fusing two nodes, as it logged them (without node numbers)."""
     notes: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = field(default=())
     """Whole-ledger notes (CUDA graphs, dynamic shapes: several graphs for one frame)."""
 
@@ -232,8 +224,7 @@ class KernelRow:
     block: int = 0
     """Threads per block (0: not recorded)."""
     repeat: bool = False
-    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
-    (a ledger's ``repeats: once``)."""
+    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds."""
     loads: float | None = None
     """Global bytes it asked to load, LSU and TMA (None: the TMA's were not counted)."""
     stores: float | None = None
@@ -469,6 +460,4 @@ def _figures(r: RowFigures) -> str:
 
 def diff_lines(changes: Sequence[NodeChange]) -> list[str]:
     """The changes as lines for the terminal (one when nothing changed)."""
-    if not changes:
-        return ["no node of the model changed company"]
-    return [c.line() for c in changes]
+    return [c.line() for c in changes] or ["no node of the model changed company"]
