@@ -85,24 +85,17 @@ def _check_tree(value: Any, depth: int = 0) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise DocumentError(f"a string holds a lone surrogate: {value[:40]!a}") from None
-    elif isinstance(value, dict):
+    elif isinstance(value, dict | list):
         if isinstance(value, _Repeated):
             key = json.dumps(value.repeated[:60], ensure_ascii=True) + ("..." if len(value.repeated) > 60 else "")
             where = "this object" if depth else "the top-level object"
             raise DocumentError(f"the key {key} appears twice in {where}; a document names each key once")
-        for k, v in value.items():
+        for k, v in value.items() if isinstance(value, dict) else enumerate(value):
             try:
-                _check_tree(k, depth + 1)
+                _check_tree(k, depth + 1)  # a key's surrogates; an index passes (or is as deep as its value)
                 _check_tree(v, depth + 1)
             except DocumentError as exc:
                 exc.keys.append(k)
-                raise
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            try:
-                _check_tree(v, depth + 1)
-            except DocumentError as exc:
-                exc.keys.append(i)
                 raise
 
 

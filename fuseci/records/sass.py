@@ -41,7 +41,7 @@ class KernelCode(v.Document):
     instructions: v.Count = 0
     """Instructions in its code."""
     ops: Annotated[Mapping[OpName, v.Count], Field(max_length=2000)] = field(default_factory=dict)
-    """The instructions that move bytes or run on the tensor cores, by form (:func:`form`)."""
+    """The instructions that move bytes or run on the tensor cores, by form (:func:`_form`)."""
 
     @property
     def spills(self) -> tuple[int, int]:
@@ -65,20 +65,17 @@ _WIDTH = re.compile(r"^(E|U8|S8|U16|S16|32|64|128|256|\d+D|IM2COL|TILE)$")
 _ORDER = ("LDG", "STG", "LDGSTS", "UTMALDG", "UTMASTG", "LDS", "STS", "LDSM", "STL", "LDL")
 
 
-def kept(base: str) -> bool:
-    """Whether instructions of opcode ``base`` are counted by form: memory, the TMA's and the
-    tensor cores' (any ``*MMA``)."""
-    return base in _MEMORY or base in _WHOLE or base.startswith(("UTMA", "UBLK")) or base.endswith("MMA")
-
-
-def form(mnemonic: str) -> str:
-    """An instruction's form: a memory instruction with its width modifiers only, not its cache
-    hints (``LDG.E.128.CONSTANT`` -> ``LDG.E.128``); the TMA's with its dimensions; a matrix
+def _form(mnemonic: str) -> str | None:
+    """An instruction's form, None where it is not counted (only memory, the TMA's and the tensor
+    cores' are): a memory instruction with its width modifiers only, not its cache hints
+    (``LDG.E.128.CONSTANT`` -> ``LDG.E.128``); the TMA's with its dimensions; a matrix
     instruction or a matrix load as it is (its shape and types are the form)."""
     base, *mods = mnemonic.split(".")
     if base.endswith("MMA") or base in _WHOLE:
         return mnemonic
-    return ".".join([base, *(m for m in mods if _WIDTH.match(m))])
+    if base in _MEMORY or base.startswith(("UTMA", "UBLK")):
+        return ".".join([base, *(m for m in mods if _WIDTH.match(m))])
+    return None
 
 
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")  # cuobjdump -sass
@@ -147,16 +144,15 @@ def summarize(text: str) -> dict[str, KernelCode]:
     """Each kernel of a SASS text (``cuobjdump -sass -res-usage``, ``cuobjdump -sass`` or
     ``nvdisasm``) by its name as the text writes it (extern "C" names as in the source, C++
     names mangled); empty when the text holds no kernel (garbage, an empty or cut text)."""
-    out = {}
-    for name, k in _read(text).items():
-        ops = Counter(form(mn) for mn in k.mnemonics if kept(_base(mn)))
-        out[name] = KernelCode(
+    return {
+        name: KernelCode(
             registers=k.registers,
             local_bytes=k.local_bytes,
             instructions=len(k.mnemonics),
-            ops=dict(sorted(ops.items())),
+            ops=dict(sorted(Counter(f for mn in k.mnemonics if (f := _form(mn))).items())),
         )
-    return out
+        for name, k in _read(text).items()
+    }
 
 
 def _base(f: str) -> str:
