@@ -250,6 +250,5 @@ def assess_clocks(states: Sequence[Clocks]) -> Check:
         }
         for s in states
     ]
-    if changed:
-        return _check("clocks", CheckStatus.WARN, "\n".join(lines), CLOCKS_FIX, gpus=facts)
-    return _check("clocks", CheckStatus.OK, "\n".join(lines), gpus=facts)
+    status, fix = (CheckStatus.WARN, CLOCKS_FIX) if changed else (CheckStatus.OK, "")
+    return _check("clocks", status, "\n".join(lines), fix, gpus=facts)

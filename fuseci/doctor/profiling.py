@@ -133,9 +133,8 @@ def build_profile_command(
     ncu_exe: str, files: SuiteFiles, python: str = sys.executable, sections: Path | None = None
 ) -> list[str]:
     """The argv of the probe under ncu, with ``fuseci run``'s default settings and metrics. Pure."""
-    nvtx_filter = names.range_filter(PROBE_IDS[0])
     return [
-        *ncu.profiler_argv(ncu_exe, nvtx_filter, NcuSettings(), files, sections),
+        *ncu.profiler_argv(ncu_exe, names.range_filter(PROBE_IDS[0]), NcuSettings(), files, sections),
         *build_probe_command(files.record, python),
     ]
 
@@ -155,13 +154,12 @@ def assess_profile(run: ncu.ProfileRun, files: SuiteFiles) -> Check:
         detail += f"; last lines:\n{run.tail}"
     if ncu_tail and ncu_tail != run.tail:
         detail += f"\nncu's log ends:\n{ncu_tail}"
-    if run.outcome is ncu.ProfileOutcome.APP_FAILED:
-        fix = (
-            "the probe runs outside ncu (see 'CuPy, CUDA') but not under it: read the lines above; an ncu older "
-            "than the driver or the GPU fails this way: update Nsight Compute"
-        )
-    else:
-        fix = "read ncu's log above; an ncu older than the driver or the GPU fails this way: update Nsight Compute"
+    read = (
+        "the probe runs outside ncu (see 'CuPy, CUDA') but not under it: read the lines above"
+        if run.outcome is ncu.ProfileOutcome.APP_FAILED
+        else "read ncu's log above"
+    )
+    fix = f"{read}; an ncu older than the driver or the GPU fails this way: update Nsight Compute"
     return _check("profiling", CheckStatus.FAIL, detail, fix, **facts)
 
 

@@ -36,8 +36,7 @@ class KernelCode(v.Document):
     registers: v.Count | None = None
     """Registers per thread (None: the text did not say)."""
     local_bytes: v.Count | None = None
-    """Local memory per thread in bytes, its stack frame (where spills go) and the rest (None:
-    not said; ``nvdisasm`` does not)."""
+    """Local memory per thread in bytes, its stack frame (where spills go) included (None: not said)."""
     instructions: v.Count = 0
     """Instructions in its code."""
     ops: Annotated[Mapping[OpName, v.Count], Field(max_length=2000)] = field(default_factory=dict)
@@ -201,4 +200,4 @@ def pick(builds: Sequence[KernelCode], registers: int) -> KernelCode | None:
     if len(builds) == 1:
         return builds[0]
     matching = [b for b in builds if b.registers == registers]
-    return matching[0] if len(matching) == 1 or (matching and all(b == matching[0] for b in matching)) else None
+    return matching[0] if matching and all(b == matching[0] for b in matching) else None
