@@ -28,7 +28,7 @@ from fuseci.harness.inputs import _store
 from fuseci.judge import checks as ck
 from fuseci.judge.verdict import CheckKind, Verdict, env_differences
 from fuseci.measure.run import MeasureOptions
-from fuseci.records.harness import CaseRecord, CaseStatus, CheckRecord, HarnessRecord, dumps
+from fuseci.records.harness import FORMAT, CaseRecord, CaseStatus, CheckRecord, HarnessRecord
 
 ML = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 
@@ -287,7 +287,7 @@ def test_records_keep_first_calls_compilations_and_notes(tmp_path: Path) -> None
     record = HarnessRecord("s", {"torch_version": "2.11.0"}, {"c": case}, complete=True)
     write_record(record, tmp_path / "r.json")
     back = read_record(tmp_path / "r.json")
-    assert back == record and dumps(back) == dumps(record)
+    assert back == record and FORMAT.dumps(back.to_json()) == FORMAT.dumps(record.to_json())
     said = check.describe()
     assert "outside rtol=0.016, atol=0.031 for bfloat16" in said
     assert "3 elements NaN where the expected value is not: never written" in said

@@ -1,12 +1,7 @@
 """``fuseci doctor``: check that this machine can run fuseci, and say how to fix what cannot.
 
-The checks, in order (:data:`~fuseci.doctor.diagnosis.CHECKS`): fuseci and Python; ncu; NVIDIA's
-``ncu_report`` reader; the GPUs ``nvidia-smi`` lists; their clocks (WARN, never FAIL, when a
-user setting changed them: doctor only reads them); ``cupy``, the harness's probe in a child
-process (one tiny kernel whose result is checked); ``profiling``, the same probe under ncu with
-``fuseci run``'s settings; ``readback``, that run's report read back. One that cannot run because
-an earlier one failed is ``SKIP`` and names that one. Nothing raises for a missing tool, GPU or
-library: each becomes a failed check whose fix says what to do.
+The checks run in :data:`~fuseci.doctor.diagnosis.CHECKS` order; one whose prerequisite failed is
+``SKIP``. Nothing raises for a missing tool, GPU or library: each becomes a failed check with a fix.
 """
 
 from __future__ import annotations

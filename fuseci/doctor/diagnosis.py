@@ -154,8 +154,7 @@ class Clocks:
     default_applications_mhz: int | None = None
     """The card's default application graphics clock; None when not reported."""
     user_clock_limit: bool | None = None
-    """The clocks event reason "applications clocks setting" is active: a user setting (application
-    or locked clocks) limits the clocks; None when not reported."""
+    """A user setting (application or locked clocks) limits the clocks; None when not reported."""
 
 
 @dataclass(frozen=True, slots=True)

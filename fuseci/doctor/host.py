@@ -34,8 +34,6 @@ from fuseci.measure import profile as ncu
 
 log = logging.getLogger(__name__)
 
-# --- 1. fuseci and Python ----------------------------------------------------------------------
-
 
 def _distribution_version(name: str) -> str | None:
     try:
@@ -86,9 +84,6 @@ def check_fuseci(python: str = sys.executable) -> Check:
     )
 
 
-# --- 2. ncu ------------------------------------------------------------------------------------
-
-
 def check_ncu(explicit: str | None = None) -> tuple[Check, str | None]:
     """Find ncu and ask its version.
 
@@ -107,9 +102,6 @@ def check_ncu(explicit: str | None = None) -> tuple[Check, str | None]:
     return _check("ncu", CheckStatus.OK, f"ncu {version} ({exe})", path=exe, version=version), exe
 
 
-# --- 3. report reader --------------------------------------------------------------------------
-
-
 def check_reader() -> Check:
     """Import ``ncu_report`` as ``fuseci run`` does, and say which copy it found."""
     try:
@@ -126,22 +118,13 @@ def check_reader() -> Check:
     return _check("reader", CheckStatus.OK, detail, source=source, version=version, path=str(path))
 
 
-# --- 4. GPU and driver, 5. clocks -------------------------------------------------------------
-
-
 def smi_command(fields: Sequence[str], smi: str = "nvidia-smi") -> list[str]:
     """The argv of one ``nvidia-smi --query-gpu`` query. Pure."""
     return [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"]
 
 
 def _smi(fields: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    """Run one query (an argument list, never a shell).
-
-    Raises:
-        FileNotFoundError: nvidia-smi is not on PATH.
-        OSError: it cannot be executed.
-        subprocess.TimeoutExpired: it ran past ``timeout_s``.
-    """
+    """Run one query (FileNotFoundError: nvidia-smi is not on PATH)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         raise FileNotFoundError("nvidia-smi")
@@ -219,18 +202,15 @@ def _optional_column(fields: Sequence[str], count: int, timeout_s: float) -> lis
 def read_clocks(gpus: Sequence[Gpu], timeout_s: float = 30.0) -> list[Clocks]:
     """Each GPU's clock state; what nvidia-smi does not report stays None."""
     columns = {key: _optional_column(fields, len(gpus), timeout_s) for key, fields in CLOCK_FIELDS}
-    states: list[Clocks] = []
-    for i, gpu in enumerate(gpus):
-        limit = columns["user_clock_limit"][i]
-        states.append(
-            Clocks(
-                gpu,
-                applications_mhz=_mhz(columns["applications_mhz"][i] or ""),
-                default_applications_mhz=_mhz(columns["default_applications_mhz"][i] or ""),
-                user_clock_limit={"Active": True, "Not Active": False}.get(limit or ""),
-            )
+    return [
+        Clocks(
+            gpu,
+            applications_mhz=_mhz(columns["applications_mhz"][i] or ""),
+            default_applications_mhz=_mhz(columns["default_applications_mhz"][i] or ""),
+            user_clock_limit={"Active": True, "Not Active": False}.get(columns["user_clock_limit"][i] or ""),
         )
-    return states
+        for i, gpu in enumerate(gpus)
+    ]
 
 
 def _mhz_text(value: int | None) -> str:
@@ -245,8 +225,7 @@ def assess_clocks(states: Sequence[Clocks]) -> Check:
         g = s.gpu
         line = f"GPU {g.index}: SM clock {_mhz_text(g.sm_mhz)} now, max {_mhz_text(g.max_sm_mhz)}"
         if s.applications_mhz is not None:
-            line += f"; application clocks {_mhz_text(s.applications_mhz)}"
-            line += f" (default {_mhz_text(s.default_applications_mhz)})"
+            line += f"; application clocks {_mhz_text(s.applications_mhz)} (default {_mhz_text(s.default_applications_mhz)})"
         notes: list[str] = []
         if None not in (s.applications_mhz, s.default_applications_mhz) and (
             s.applications_mhz != s.default_applications_mhz
@@ -271,6 +250,5 @@ def assess_clocks(states: Sequence[Clocks]) -> Check:
         }
         for s in states
     ]
-    if changed:
-        return _check("clocks", CheckStatus.WARN, "\n".join(lines), CLOCKS_FIX, gpus=facts)
-    return _check("clocks", CheckStatus.OK, "\n".join(lines), gpus=facts)
+    status, fix = (CheckStatus.WARN, CLOCKS_FIX) if changed else (CheckStatus.OK, "")
+    return _check("clocks", status, "\n".join(lines), fix, gpus=facts)

@@ -36,8 +36,6 @@ from fuseci.measure.command import Mode, SuiteFiles, harness_argv
 if TYPE_CHECKING:
     import pandas as pd
 
-# --- 6. CuPy and the CUDA runtime --------------------------------------------------------------
-
 
 def build_probe_command(record: Path, python: str = sys.executable) -> list[str]:
     """The argv of the probe: one tiny CuPy kernel in its NVTX range. Pure."""
@@ -131,16 +129,12 @@ def check_cupy(options: DoctorOptions, work: Path) -> Check:
     return assess_probe(returncode, read_probe(record), process.tail(log_path, TAIL_LINES), options.python)
 
 
-# --- 7. profiling, 8. readback -----------------------------------------------------------------
-
-
 def build_profile_command(
     ncu_exe: str, files: SuiteFiles, python: str = sys.executable, sections: Path | None = None
 ) -> list[str]:
     """The argv of the probe under ncu, with ``fuseci run``'s default settings and metrics. Pure."""
-    nvtx_filter = names.range_filter(PROBE_IDS[0])
     return [
-        *ncu.profiler_argv(ncu_exe, nvtx_filter, NcuSettings(), files, sections),
+        *ncu.profiler_argv(ncu_exe, names.range_filter(PROBE_IDS[0]), NcuSettings(), files, sections),
         *build_probe_command(files.record, python),
     ]
 
@@ -160,13 +154,12 @@ def assess_profile(run: ncu.ProfileRun, files: SuiteFiles) -> Check:
         detail += f"; last lines:\n{run.tail}"
     if ncu_tail and ncu_tail != run.tail:
         detail += f"\nncu's log ends:\n{ncu_tail}"
-    if run.outcome is ncu.ProfileOutcome.APP_FAILED:
-        fix = (
-            "the probe runs outside ncu (see 'CuPy, CUDA') but not under it: read the lines above; an ncu older "
-            "than the driver or the GPU fails this way: update Nsight Compute"
-        )
-    else:
-        fix = "read ncu's log above; an ncu older than the driver or the GPU fails this way: update Nsight Compute"
+    read = (
+        "the probe runs outside ncu (see 'CuPy, CUDA') but not under it: read the lines above"
+        if run.outcome is ncu.ProfileOutcome.APP_FAILED
+        else "read ncu's log above"
+    )
+    fix = f"{read}; an ncu older than the driver or the GPU fails this way: update Nsight Compute"
     return _check("profiling", CheckStatus.FAIL, detail, fix, **facts)
 
 
@@ -195,6 +188,9 @@ def check_profiling(ncu_exe: str, options: DoctorOptions, work: Path) -> tuple[C
     return check, files.report if check.status is CheckStatus.OK else None
 
 
+_UPDATE_READER = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
+
+
 def assess_readback(frame: pd.DataFrame) -> Check:
     """Exactly one kernel, in the probe's range, with a positive DRAM read count or duration. Pure."""
     where = "/".join(PROBE_IDS)
@@ -204,10 +200,7 @@ def assess_readback(frame: pd.DataFrame) -> Check:
         & (frame[names.VARIANT] == PROBE_IDS[2])
     ]
     facts: dict[str, Any] = {"kernels": len(frame), "in_probe_range": len(mine)}
-    fix = (
-        "the reader does not read what this ncu writes as fuseci expects: update ncu-report "
-        "(`pip install -U ncu-report`) to a version at least as new as ncu"
-    )
+    fix = f"the reader does not read what this ncu writes as fuseci expects: {_UPDATE_READER}"
     if len(mine) != 1 or len(frame) != 1:
         detail = f"expected exactly one kernel in {where}; the report holds {len(mine)} there and {len(frame) - len(mine)} elsewhere"
         return _check("readback", CheckStatus.FAIL, detail, fix, **facts)
@@ -229,6 +222,5 @@ def check_readback(path: Path) -> Check:
     try:
         frame = report.read_report(path, ncu=ncu.find_ncu_or_none())
     except ReportError as exc:
-        fix = "update ncu-report (`pip install -U ncu-report`) to a version at least as new as ncu"
-        return _check("readback", CheckStatus.FAIL, str(exc), fix)
+        return _check("readback", CheckStatus.FAIL, str(exc), _UPDATE_READER)
     return assess_readback(frame)

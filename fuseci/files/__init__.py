@@ -1,4 +1,2 @@
-"""The file edge, under everything that writes or reads a file: bounded reading with version
-checks and upgrades (:mod:`fuseci.files.versioned`), atomic writes, locks for read-modify-write,
-and report outputs. It knows no format of fuseci's; each format declares itself where it lives.
-"""
+"""The file edge, under everything that writes or reads a file: versioned documents, atomic
+writes, locks and report outputs. It knows no format of fuseci's."""

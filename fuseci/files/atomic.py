@@ -1,9 +1,5 @@
-"""Atomic replacement: readers see the old file or the new one, never half of either.
-
-:func:`atomic_write_text` writes a temporary file beside the target and renames it into place,
-so readers need no lock; temporary files a killed writer left are swept
-(:func:`sweep_temporaries`).
-"""
+"""Atomic replacement: readers see the old file or the new one, never half of either, and need
+no lock; temporary files a killed writer left are swept."""
 
 from __future__ import annotations
 
@@ -46,16 +42,11 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | 
 
 
 def _temporary(path: Path, directory: int | None = None) -> tuple[int, str]:
-    """Create the temporary file of an atomic write of ``path``, beside it
-    (``.<name>.XXXXXXXX.tmp``, which :func:`sweep_temporaries` knows): in the directory opened as
-    ``directory`` when given. Its mode is 0666 less the umask, applied by the kernel: reading the
-    umask would set it for a moment for every thread.
+    """Create the temporary file of an atomic write of ``path`` beside it, in the directory opened
+    as ``directory`` when given; its mode is 0666 less the umask, applied by the kernel.
 
     Returns:
         Its descriptor and its name (a path, or without ``directory`` a name in it).
-
-    Raises:
-        OSError: the directory cannot be written.
     """
     for _ in range(100):
         name = f".{path.name}.{secrets.token_hex(4)}.tmp"
@@ -68,32 +59,6 @@ def _temporary(path: Path, directory: int | None = None) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(path.parent))
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
-    """:func:`atomic_write_text` for bytes already encoded.
-
-    Raises:
-        OSError: as :func:`atomic_write_text`.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_temporaries(path, STALE_TEMPORARY_S)
-    if not links and _AT_FUNCTIONS:
-        _write_in_directory(path, data)
-        return
-    if not links and (path.parent.is_symlink() or path.is_symlink()):
-        raise OSError(errno.ELOOP, "is a symbolic link (or its directory is one)", str(path))
-    try:
-        mode: int | None = path.stat().st_mode & 0o777  # keep the mode of the file being replaced
-    except FileNotFoundError:
-        mode = None  # a new file: the mode its creation gave it
-    fd, tmp = _temporary(path)
-    try:
-        _fill(fd, data, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 #: Whether files can be opened, looked at and renamed relative to a directory's descriptor here.
 _AT_FUNCTIONS = (
     {os.open, os.stat, os.rename, os.unlink} <= os.supports_dir_fd  # os.replace goes with os.rename
@@ -103,63 +68,67 @@ _AT_FUNCTIONS = (
 )
 
 
-def _fill(fd: int, data: bytes, mode: int | None) -> None:
-    """Write the temporary file ``fd`` (closing it): its mode (None: as made), its bytes, synced."""
-    with os.fdopen(fd, "wb") as fh:  # owns fd from here on
-        if mode is not None and hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
-            os.fchmod(fh.fileno(), mode)
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _write_in_directory(path: Path, data: bytes) -> None:
-    """:func:`atomic_write_bytes` with ``links=False``: everything relative to the directory's
-    descriptor, opened without following a link (``ELOOP`` when it is one)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+def _open_directory(path: Path) -> int:
+    """The directory of ``path``, opened without following a link (``ELOOP`` when it is one)."""
     try:
-        directory = os.open(path.parent, flags)
+        return os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.parent.is_symlink():
             raise OSError(errno.ELOOP, "its directory is a symbolic link", str(path.parent)) from None
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
+    """:func:`atomic_write_text` for bytes already encoded.
+
+    Raises:
+        OSError: as :func:`atomic_write_text`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(path, STALE_TEMPORARY_S)
+    if not links and not _AT_FUNCTIONS and (path.parent.is_symlink() or path.is_symlink()):
+        raise OSError(errno.ELOOP, "is a symbolic link (or its directory is one)", str(path))
+    # With links=False, everything relative to the directory's descriptor: a link put in its place changes nothing.
+    directory = _open_directory(path) if not links and _AT_FUNCTIONS else None
+    target = path if directory is None else path.name
     try:
-        mode: int | None = None  # a new file: the mode its creation gave it
         try:
-            st = os.stat(path.name, dir_fd=directory, follow_symlinks=False)
+            st = os.stat(target, dir_fd=directory, follow_symlinks=directory is None)
         except FileNotFoundError:
-            pass
+            mode = None  # a new file: the mode its creation gave it
         else:
             if stat.S_ISLNK(st.st_mode):
                 raise OSError(errno.ELOOP, "is a symbolic link", str(path))
-            mode = st.st_mode & 0o777
-        fd, name = _temporary(path, directory)  # in the directory opened: a link put in its place changes nothing
+            mode = st.st_mode & 0o777  # keep the mode of the file being replaced
+        fd, tmp = _temporary(path, directory)
         try:
-            _fill(fd, data, mode)
-            os.replace(name, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+            with os.fdopen(fd, "wb") as fh:  # owns fd from here on
+                if mode is not None and hasattr(os, "fchmod"):  # POSIX, and Windows from Python 3.13
+                    os.fchmod(fh.fileno(), mode)
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target, src_dir_fd=directory, dst_dir_fd=directory)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(name, dir_fd=directory)
+                os.unlink(tmp, dir_fd=directory)
             raise
     finally:
-        os.close(directory)
+        if directory is not None:
+            os.close(directory)
 
 
-def sweep_temporaries(path: Path, older_than_s: float) -> list[Path]:
+def sweep_temporaries(path: Path, older_than_s: float) -> None:
     """Remove the temporary files a killed writer of ``path`` left beside it that are older than
     ``older_than_s`` seconds (0: every one, for a caller holding the lock every writer takes). A
-    file that cannot be removed is left; nothing raises.
-
-    Returns:
-        What was removed.
-    """
+    file that cannot be removed is left; nothing raises."""
     pattern = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
     removed: list[Path] = []
     now = time.time()
     try:
         candidates = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
     except OSError:  # no directory yet, or unreadable: nothing to sweep
-        return removed
+        return
     for p in candidates:
         try:
             st = os.lstat(p)
@@ -170,4 +139,3 @@ def sweep_temporaries(path: Path, older_than_s: float) -> list[Path]:
             continue
     if removed:
         log.info("removed %d temporary file(s) a stopped writer left: %s", len(removed), ", ".join(map(str, removed)))
-    return removed

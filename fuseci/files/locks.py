@@ -1,14 +1,5 @@
-"""Advisory locks for read-modify-write: :func:`exclusive_lock` serialises writers that read a
-file, decide and write it back (two ``update-baselines`` of one card); it locks the directory
-itself and leaves nothing behind. :func:`file_lock` is a lock file's (the GPU's turn, fuseci ab's
-worktrees), :func:`is_held` asks without taking it.
-
-Locking is ``flock`` through the filelock library (imported only when a lock is taken), so
-POSIX-only: elsewhere :func:`exclusive_lock` logs a warning and does not lock (the replacement
-stays atomic, but of two concurrent writers the last one wins). What fuseci adds to the library:
-locking a directory itself, the wait (its warning, its back-off, deferring to a claimed next
-turn) and the name of who holds a lock in a waiter's message.
-"""
+"""Advisory locks for read-modify-write, a directory's or a lock file's: ``flock`` through the
+filelock library (imported only when a lock is taken), with a waiter told who holds the lock."""
 
 from __future__ import annotations
 
@@ -48,7 +39,7 @@ _OPEN_EXISTING = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NON
 
 
 def _read_holder(lock: Path) -> str:
-    """Who holds the lock file ``lock``: the line its holder wrote into it (:func:`_write_holder`)."""
+    """Who holds the lock file ``lock``, as its holder wrote it (:func:`_write_holder`)."""
     try:
         fd = os.open(lock, _OPEN_EXISTING)
         try:
@@ -61,7 +52,7 @@ def _read_holder(lock: Path) -> str:
 
 
 def _write_holder(fd: int) -> None:
-    """Write who holds the lock into the lock file ``fd`` just locked (filelock's ``on_acquired``)."""
+    """Write who holds the lock into the lock file ``fd`` just locked."""
     since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else "python"
     # Only informs a waiter's message, so a full disk must not stop the holder here.
@@ -73,8 +64,7 @@ def _write_holder(fd: int) -> None:
 
 
 def _directory_holder(fd: int) -> str:
-    """Who holds the flock of a directory: Linux lists every lock in ``/proc/locks`` by device
-    and inode, with the holder's pid, whose command line ``/proc/<pid>/cmdline`` gives."""
+    """Who holds the flock of a directory, from Linux's ``/proc/locks`` and the holder's ``cmdline``."""
     try:
         st = os.fstat(fd)
         key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
@@ -99,14 +89,8 @@ def _wait_for(
     max_poll_s: float = 1.0,
     may_try: Callable[[], bool] | None = None,
 ) -> None:
-    """Take a lock by ``attempt`` (one try that never waits: true once taken), polling (every
-    ``poll_s``, doubling up to ``max_poll_s``), for at most ``timeout_s``; with ``may_try``, only
-    at a poll where it says yes.
-
-    Raises:
-        LockTimeout: still held by another after ``timeout_s``.
-        OSError: the file system cannot lock it.
-    """
+    """Take a lock by ``attempt`` (one try, true once taken), polling every ``poll_s``, doubling up
+    to ``max_poll_s``, for at most ``timeout_s``; with ``may_try``, only at a poll where it says yes."""
     deadline = time.monotonic() + timeout_s
     delay = poll_s
     waiting = False
@@ -130,11 +114,9 @@ _NO_DIRECTORY_LOCKS = {errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP
 def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``directory`` for the block: one holder at a time.
 
-    The directory itself is locked (``flock`` on its descriptor), so nothing can be left behind
-    in it, however the holder ends: the kernel releases the lock when the holder exits, even when
-    killed. A waiter that gives up names the holder (where Linux's ``/proc/locks`` tells). Where
-    the file system cannot lock a directory (NFS), the lock file :data:`FALLBACK_LOCK` in it is
-    locked instead (:func:`file_lock`).
+    The directory itself is locked (``flock`` on its descriptor), so nothing is left behind in it
+    however the holder ends. Where the file system cannot lock a directory (NFS), the lock file
+    :data:`FALLBACK_LOCK` in it is locked instead; off POSIX, nothing is locked (a warning).
 
     Args:
         directory: The directory to lock; it must exist and not be a symbolic link.
@@ -185,12 +167,8 @@ def file_lock(
     """Hold an exclusive advisory lock through the file ``lock`` (created in an existing
     directory, removed on release) for the block: one holder at a time, across processes. A
     waiter tries every ``poll_s``, the interval doubling up to ``max_poll_s``; with ``may_try``,
-    only when it says yes (another process may have a better claim to the next turn).
-
-    The lock is filelock's ``FileLock`` (``flock``, never through a symbolic link). The holder
-    writes who it is into the file, for a waiter's message, and removes the file while still
-    holding it, so a waiter that locked the removed file tries again on the name. A file system
-    without ``flock`` is refused, never replaced by a marker file a killed holder would leave.
+    only when it says yes (another process may have a better claim to the next turn). A file
+    system without ``flock`` is refused.
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.

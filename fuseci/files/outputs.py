@@ -1,7 +1,5 @@
-"""Report files written without replacing what is not fuseci's to replace (:func:`write_output`,
-:func:`append_output`), and every command's check that none of its outputs is one of its inputs
-(:func:`check_outputs`).
-"""
+"""Report files written without replacing what is not fuseci's to replace, and the check that no
+output of a command is one of its inputs."""
 
 from __future__ import annotations
 
@@ -48,9 +46,8 @@ class Output:
 
 
 def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[Path | str, str]]) -> None:
-    """Refuse outputs that would replace one of the command's inputs, or one another: the one
-    check of every command, called before anything is written (and, where it can be, before
-    anything is measured). Files are compared as files (:func:`same_file`), links seen through.
+    """Refuse outputs that would replace one of the command's inputs, or one another; called
+    before anything is written (or measured). Files are compared by :func:`same_file`.
 
     Args:
         outputs: Every file the command will write.
@@ -80,9 +77,7 @@ _FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z"
 
 def _descriptor_link(path: Path) -> tuple[bool, int | None]:
     """Whether ``path`` reaches its file through a process's descriptor (``/dev/stdout``,
-    ``/dev/fd/N``, ``/proc/self/fd/N``), and the descriptor's number when it is one of this
-    process's own. Such a file (a terminal, a pipe, a redirected stdout) is written to, never
-    replaced."""
+    ``/proc/self/fd/N``), and the descriptor's number when it is one of this process's own."""
     p = os.path.abspath(path)
     for _ in range(40):  # the kernel's own limit on a chain of links
         parent = os.path.realpath(os.path.dirname(p))
@@ -101,13 +96,11 @@ def _descriptor_link(path: Path) -> tuple[bool, int | None]:
     return False, None
 
 
-#: How long writing to a FIFO waits for a process to open it for reading, and then for the reader
-#: to take more (a FIFO nobody reads would otherwise hang fuseci for ever).
+#: How long writing to a FIFO waits for a reader to open it, and then to take more.
 FIFO_WAIT_S = 10.0
 
 
 def _room(fd: int, timeout_s: float) -> bool:
-    """Whether ``fd`` can take more bytes within ``timeout_s``."""
     if hasattr(select, "poll"):
         poller = select.poll()
         poller.register(fd, select.POLLOUT)
@@ -116,13 +109,7 @@ def _room(fd: int, timeout_s: float) -> bool:
 
 
 def _write_all(fd: int, data: bytes, path: Path) -> None:
-    """Write every byte to ``fd``; through a non-blocking FIFO, waiting at most
-    :data:`FIFO_WAIT_S` each time its reader leaves no room.
-
-    Raises:
-        OSError: ``fd`` is not a file fuseci writes to, a write failed (a full disk,
-            ``/dev/full``, a reader that went away), or the reader stopped reading.
-    """
+    """Write every byte to ``fd``; through a FIFO, waiting at most :data:`FIFO_WAIT_S` for room each time."""
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)):
         raise OSError(errno.EINVAL, "not a regular file, a character device, a pipe or a socket", str(path))
@@ -140,12 +127,8 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
 
 
 def _open_for_writing(path: Path, flags: int) -> int:
-    """Open ``path`` for writing without ever blocking: a FIFO no process reads yet is tried
-    again for at most :data:`FIFO_WAIT_S`; anything but a FIFO gets a blocking descriptor.
-
-    Raises:
-        OSError: ``path`` cannot be opened, or it is a FIFO no process reads.
-    """
+    """Open ``path`` for writing without blocking: a FIFO no process reads yet is tried again for
+    at most :data:`FIFO_WAIT_S`; anything but a FIFO gets a blocking descriptor."""
     deadline = time.monotonic() + FIFO_WAIT_S
     delay = 0.01
     while True:
@@ -172,8 +155,7 @@ def _open_for_writing(path: Path, flags: int) -> int:
 
 
 def _stream(path: Path, data: bytes, *, create: bool = False) -> None:
-    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would: never
-    truncated, never renamed over, created only with ``create``, never waiting for ever."""
+    """Write to a device, a pipe or a descriptor's file as a shell's ``>>`` would (created only with ``create``)."""
     flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     # Without O_CREAT, a path that changed since it was looked at fails rather than becoming a file.
     fd = _open_for_writing(path, flags | (os.O_CREAT if create else 0))
@@ -183,16 +165,47 @@ def _stream(path: Path, data: bytes, *, create: bool = False) -> None:
         os.close(fd)
 
 
-def _to_own_descriptor(fd: int, data: bytes, path: Path) -> None:
-    """Write through this process's own descriptor, at its offset, after what Python buffered
-    for it: ``--junit /dev/stdout > log`` then reads in the order it was printed."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # a closed or broken stream: nothing of ours is pending in it
-            pass
-    _write_all(fd, data, path)
+def _write(path: Path, text: str, *, append: bool) -> None:
+    """:func:`write_output` or :func:`append_output`."""
+    data = text.encode("utf-8", "backslashreplace")
+    through_descriptor, own = _descriptor_link(path)
+    if own is not None:
+        # After what Python buffered for it: ``--junit /dev/stdout > log`` reads in the order printed.
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):  # a closed or broken stream: nothing of ours is pending in it
+                pass
+        _write_all(own, data, path)
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None  # nothing there (or a link to nothing): a new file
+    if append:
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+            what = "a directory" if stat.S_ISDIR(mode) else "a socket, a block device or another special file"
+            raise OSError(errno.EINVAL, f"is {what}, not a file fuseci appends to", str(path))
+        _stream(path, data, create=mode is None)
+        return
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or (stat.S_ISREG(mode) and through_descriptor):
+            _stream(path, data)
+            return
+        if not stat.S_ISREG(mode):
+            what = "a block device" if stat.S_ISBLK(mode) else "a socket or another special file"
+            raise OSError(errno.EINVAL, f"is {what}, not a file fuseci writes reports to", str(path))
+    elif through_descriptor:
+        raise FileNotFoundError(errno.ENOENT, "no such open file descriptor", str(path))
+    target = Path(os.path.realpath(path))
+    if path.is_symlink() and not target.parent.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
+        )
+    atomic_write_bytes(target, data)
 
 
 def write_output(path: Path, text: str) -> None:
@@ -211,33 +224,7 @@ def write_output(path: Path, text: str) -> None:
         OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
             is refused; a file replaced atomically is unchanged.
     """
-    data = text.encode("utf-8", "backslashreplace")
-    through_descriptor, own = _descriptor_link(path)
-    if own is not None:
-        _to_own_descriptor(own, data, path)
-        return
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None  # nothing there (or a link to nothing): a new file
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and through_descriptor):
-            _stream(path, data)
-            return
-        if not stat.S_ISREG(st.st_mode):
-            what = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket or another special file"
-            raise OSError(errno.EINVAL, f"is {what}, not a file fuseci writes reports to", str(path))
-    elif through_descriptor:
-        raise FileNotFoundError(errno.ENOENT, "no such open file descriptor", str(path))
-    linked = path.is_symlink()
-    target = Path(os.path.realpath(path))
-    if linked and not target.parent.is_dir():
-        raise FileNotFoundError(
-            errno.ENOENT, f"is a symbolic link to {os.readlink(path)}, whose directory does not exist", str(path)
-        )
-    atomic_write_bytes(target, data)
+    _write(path, text, append=False)
 
 
 def append_output(path: Path, text: str) -> None:
@@ -248,16 +235,4 @@ def append_output(path: Path, text: str) -> None:
         OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
             is refused.
     """
-    data = text.encode("utf-8", "backslashreplace")
-    _, own = _descriptor_link(path)
-    if own is not None:
-        _to_own_descriptor(own, data, path)
-        return
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, a block device or another special file"
-        raise OSError(errno.EINVAL, f"is {what}, not a file fuseci appends to", str(path))
-    _stream(path, data, create=st is None)
+    _write(path, text, append=True)

@@ -1,13 +1,6 @@
-"""What every versioned JSON document of fuseci shares: bounded reading, the format check,
-upgrades of older versions, and exact, reviewable writing.
-
-A document names its kind in ``format`` (baselines and results files, the oldest formats, have
-none) and its version in ``format_version``. :meth:`DocumentFormat.load` reads a file as hostile
-input: bounded in size, depth and integer length, never a hang on a device or a FIFO, ``NaN`` only
-where the format allows it, no lone surrogates, no key named twice in one object; then the format
-and version are checked and older versions upgraded in turn. Every failure is one line naming the
-file and how to get a good one, raised as the format's error class.
-"""
+"""What every versioned JSON document of fuseci shares: reading a file as hostile input (bounded
+in size, depth and integer length, no lone surrogates, no key named twice), the ``format`` and
+``format_version`` check, upgrades of older versions, and exact writing."""
 
 from __future__ import annotations
 
@@ -60,8 +53,7 @@ class _Repeated(dict[str, Any]):
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, remembering a key named twice: which of two ``"cases"`` to believe is not
-    for fuseci to guess (a tampered second one would win), so it is refused."""
+    """A JSON object, remembering a key named twice (which of two ``"cases"`` to believe is not for fuseci to guess)."""
     obj = dict(pairs)
     if len(obj) == len(pairs):
         return obj
@@ -85,8 +77,7 @@ def _bounded_int(text: str) -> int:
 
 
 def _check_tree(value: Any, depth: int = 0) -> None:
-    """Bounded nesting, no lone surrogates and no key named twice in one object; the path of
-    what is wrong is gathered on the way out of an error."""
+    """Bounded nesting, no lone surrogates and no key named twice; the path is gathered on the way out."""
     if depth > MAX_DEPTH:
         raise DocumentError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, str):
@@ -94,24 +85,17 @@ def _check_tree(value: Any, depth: int = 0) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise DocumentError(f"a string holds a lone surrogate: {value[:40]!a}") from None
-    elif isinstance(value, dict):
+    elif isinstance(value, dict | list):
         if isinstance(value, _Repeated):
             key = json.dumps(value.repeated[:60], ensure_ascii=True) + ("..." if len(value.repeated) > 60 else "")
             where = "this object" if depth else "the top-level object"
             raise DocumentError(f"the key {key} appears twice in {where}; a document names each key once")
-        for k, v in value.items():
+        for k, v in value.items() if isinstance(value, dict) else enumerate(value):
             try:
-                _check_tree(k, depth + 1)
+                _check_tree(k, depth + 1)  # a key's surrogates; an index passes (or is as deep as its value)
                 _check_tree(v, depth + 1)
             except DocumentError as exc:
                 exc.keys.append(k)
-                raise
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            try:
-                _check_tree(v, depth + 1)
-            except DocumentError as exc:
-                exc.keys.append(i)
                 raise
 
 
@@ -143,9 +127,8 @@ def _shallow(data: Any) -> bool:
 
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
-    """At most ``max_bytes + 1`` bytes of a regular file. A device, FIFO or directory is refused
-    before anything is read from it: the file is opened without blocking and checked by its
-    descriptor, so neither ``/dev/zero`` nor a path swapped after a look gets through.
+    """At most ``max_bytes + 1`` bytes of a regular file; anything else is refused by its
+    descriptor, opened without blocking, before anything is read.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -252,7 +235,7 @@ class DocumentFormat:
         return data
 
     def load(self, path: Path) -> dict[str, Any]:
-        """Read ``path`` as a document of this format (see the module docstring).
+        """Read ``path`` as a document of this format: checked, upgraded.
 
         Raises:
             FileNotFoundError: nothing at ``path`` (callers say what a missing file means).
@@ -277,13 +260,11 @@ class DocumentFormat:
         return {**body, "format_version": self.version, **({"format": self.name} if self.name is not None else {})}
 
     def text(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
-        """The exact text of a document (:meth:`document`): keys sorted, a trailing newline
-        (:meth:`dumps` for a file)."""
+        """The exact text of a document (:meth:`document`): keys sorted, a trailing newline."""
         return json.dumps(self.document(body), indent=indent, sort_keys=True, allow_nan=self.allow_nan) + "\n"
 
     def dumps(self, body: Mapping[str, Any], *, indent: int = 2) -> str:
-        """The exact text of a document to write (:meth:`text`); never one that :meth:`load`
-        would refuse for its size (it would be lost to every later reader).
+        """The exact text of a document to write (:meth:`text`), never one too big for :meth:`load`.
 
         Raises:
             FuseciError: (:attr:`error`) the text is over :attr:`max_bytes`.

@@ -1,13 +1,6 @@
-"""The ledger of one compiled forward: one row per kernel call of Inductor's wrapper, what it
-implements and what it moved, and the graph's totals. Frozen data, built by
-:mod:`fuseci.ledger.build`, stored with a run and compared by :mod:`fuseci.ledger.gate`; what
-an upgrade changed, node by node (:class:`NodeChange`, made by :mod:`fuseci.ledger.diff` where a
-ledger is judged, rendered by the reporters).
-
-What the ledger is built from is declared here too: a ledger variant's provenance as the harness
-record holds it (:class:`Provenance`: Inductor's structured-trace artifacts, the fusion log's
-lines, the launches ncu left out as repeats), validated once where the record is read, and ncu's
-kernel launches (:class:`KernelRow`), made where the report is read."""
+"""The fusion ledger of one compiled forward (one row per kernel call of Inductor's wrapper, and
+the graph's totals), what changed in it node by node, and what it is built from: a variant's
+provenance as the harness record holds it, and ncu's kernel launches."""
 
 from __future__ import annotations
 
@@ -31,8 +24,7 @@ class Kind(str, Enum):
     TRITON = "triton"
     """A kernel Inductor generated (one launch per call)."""
     EXTERN = "extern"
-    """A library call in the compiled graph (cuBLAS GEMM, attention, convolution): an island
-    named by its node; it may launch several kernels."""
+    """A library call in the compiled graph (cuBLAS GEMM, attention); it may launch several kernels."""
     UNTRACED = "untraced"
     """Kernels inside the forward's range that no wrapper call accounts for (CUDA-graph replay,
     a kernel launched outside Inductor's wrapper, provenance missing): kept, with a note."""
@@ -54,12 +46,10 @@ class Node(v.Document):
     """The pre-grad node it came from (``layer_norm_1``), or ""."""
     line: v.Text
     """The model source line it came from, as ``file:line: code`` (the innermost frame of its
-    stack trace), or "" when Inductor recorded none. Stable across edits elsewhere in the model:
-    the identity the gate matches nodes by (with :attr:`op`)."""
+    stack trace), or "": the identity the gate matches nodes by (with :attr:`op`)."""
 
 
-#: A row's bytes or time, below 2**63: any real one, and the ledger's sums of them stay finite
-#: (``1.797e308`` is hostile input, refused where the file is read, never summed to an overflow).
+#: A row's bytes or time, below 2**63, so that the ledger's sums of them stay finite.
 Summed = Annotated[float, Field(ge=0, lt=v.INT_LIMIT)]
 
 
@@ -73,8 +63,7 @@ class Measured(v.Document):
     dram_bytes: Summed
     """DRAM bytes read and written."""
     global_bytes: Summed
-    """Global bytes loaded and stored through the LSU pipe (exact for a kernel that repeats its
-    work; TMA loads are not counted)."""
+    """Global bytes loaded and stored through the LSU pipe (TMA loads are not counted)."""
     l2_bytes: Summed
     """L2 bytes the SMs requested (sectors read and written, 32 B each)."""
     duration_ns: Summed
@@ -82,17 +71,13 @@ class Measured(v.Document):
     """The names ncu saw, in launch order (distinct names only)."""
     shapes: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)] = ()
     """The launch shapes ncu saw, ``GRIDxBLOCK`` (threads), in launch order (distinct only): the
-    choice Triton's autotuner (or a library's heuristic) made, recorded so that a verdict can
-    say when it changed. Empty in ledgers recorded before it was kept."""
+    autotuner's choice, so that a verdict can say when it changed. Empty in older ledgers."""
     loads: v.Amount | None = None
-    """Global bytes the SMs asked to load: through the LSU and through the TMA
-    (``l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum`` + ``l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum``).
-    Unlike DRAM bytes, a tensor the L2 kept is still counted, so a correct kernel cannot ask for
-    less than it must read. None in ledgers recorded before it was kept, or where the TMA's bytes
-    were not counted (``ncu: {tma: false}``)."""
+    """Global bytes the SMs asked to load, through the LSU and the TMA (:data:`REQUESTED`): unlike
+    DRAM bytes, a tensor the L2 kept is still counted. None in older ledgers, or where the TMA's
+    bytes were not counted (``ncu: {tma: false}``)."""
     stores: v.Amount | None = None
-    """Global bytes the SMs asked to store, likewise (``..._lsu_mem_global_op_st.sum`` +
-    ``l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum``)."""
+    """Global bytes the SMs asked to store, likewise."""
 
     @property
     def requested(self) -> float | None:
@@ -142,33 +127,28 @@ class Row(v.Document):
     graph: v.Key
     """The compiled graph it belongs to, as Dynamo numbers it (``0/0``; a graph break makes ``1/0``)."""
     kernel: v.Name
-    """The Triton kernel's name (``triton_per_fused_add_native_layer_norm_view_1``) or the extern
-    call (``extern_kernels.addmm``)."""
+    """The Triton kernel's name or the extern call (``extern_kernels.addmm``)."""
     kind: Annotated[Kind, v.Choice(tuple(k.value for k in Kind), what="unknown row kind")]
     nodes: Annotated[v.Items[Node], Field(max_length=MAX_ITEMS)]
     """The post-grad nodes it implements (views included)."""
     measured: Measured | None
     """None when no kernel in the range matched this call."""
     min_bytes: v.Count | None
-    """Each tensor crossing the call's boundary read or written once: inputs it reads from outside
-    (graph inputs, weights, other calls' outputs) and outputs read outside it or returned. None
-    when the shapes are unknown."""
+    """Each tensor crossing the call's boundary read or written once (inputs it reads from outside,
+    outputs read outside it or returned). None when the shapes are unknown."""
     note: v.Text = ""
     """What is known to be missing or odd about this row, for the reader."""
     excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
-    """Its requested bytes above :attr:`min_bytes`, by cause (:mod:`fuseci.ledger.excess`); empty
-    where either is unknown, or nothing is above it."""
+    """Its requested bytes above :attr:`min_bytes`, by cause; empty where unknown, or none."""
 
     @property
     def requested(self) -> float | None:
-        """The global bytes its kernels asked for (:attr:`Measured.requested`); 0 for a row that
-        launched nothing; None where unknown."""
+        """The global bytes its kernels asked for; 0 for a row that launched nothing; None where unknown."""
         return 0.0 if self.measured is None else self.measured.requested
 
     @property
     def ratio(self) -> float | None:
-        """Requested bytes over :attr:`min_bytes`: 1.0 moves each tensor once; a correct kernel
-        cannot ask for less (the L2 keeping a tensor does not lower it, as it lowers DRAM bytes)."""
+        """Requested bytes over :attr:`min_bytes`: 1.0 moves each tensor once, and none asks for less."""
         if self.measured is None or not self.min_bytes or self.measured.requested is None:
             return None
         return self.measured.requested / self.min_bytes
@@ -195,16 +175,13 @@ class Ledger(v.Document):
     break_reasons: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = ()
     """Dynamo's graph-break reasons, as it logged them."""
     fusion_refusals: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = ()
-    """Inductor's reasons for not fusing two nodes, as it logged them (normalised: no node
-    numbers), one per distinct reason."""
+    """Inductor's distinct reasons for not fusing two nodes, as it logged them (without node numbers)."""
     notes: Annotated[v.Items[v.Text], Field(max_length=MAX_ITEMS)] = field(default=())
     """Whole-ledger notes (CUDA graphs, dynamic shapes: several graphs for one frame)."""
 
     excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
-    """The forward's bytes above its floor that are no row's own: tensors crossing between rows,
-    a copy's buffers, rows without a minimum. With the rows' :attr:`Row.excess`, they sum to
-    :attr:`requested_bytes` less :attr:`floor_bytes` (:meth:`over_floor`). Empty where either is
-    unknown."""
+    """The forward's bytes above its floor that are no row's own; with the rows' :attr:`Row.excess`,
+    they sum to :attr:`requested_bytes` less :attr:`floor_bytes`. Empty where either is unknown."""
 
     @property
     def measured_bytes(self) -> float:
@@ -247,8 +224,7 @@ class KernelRow:
     block: int = 0
     """Threads per block (0: not recorded)."""
     repeat: bool = False
-    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds
-    (a ledger's ``repeats: once``)."""
+    """Not profiled: it repeats an earlier launch's configuration, whose measurement it holds."""
     loads: float | None = None
     """Global bytes it asked to load, LSU and TMA (None: the TMA's were not counted)."""
     stores: float | None = None
@@ -262,9 +238,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     "l2_sectors": ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
     "duration_ns": ("gpu__time_duration.sum",),
 }
-#: The global bytes a kernel asked for, loads and stores, each the LSU's and the TMA's
-#: (:attr:`Measured.loads`). Optional: a kernel profiled without the TMA's (``ncu: {tma: false}``)
-#: has none.
+#: The global bytes a kernel asked for, loads and stores, each the LSU's and the TMA's (optional).
 REQUESTED: dict[str, tuple[str, str]] = {
     "loads": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"),
     "stores": (
@@ -299,21 +273,16 @@ def kernel_row(
         ValueError: a metric that is not a finite, non-negative number, naming it.
     """
     sums = {what: sum(_figure(metrics.get(m), m) for m in sources) for what, sources in METRICS.items()}
-    asked: dict[str, float | None] = {}
-    for what, (lsu, tma) in REQUESTED.items():
-        asked[what] = (
-            None if _unknown(metrics.get(tma)) else _figure(metrics.get(lsu), lsu) + _figure(metrics.get(tma), tma)
-        )
+    asked = {
+        what: None if _unknown(metrics.get(tma)) else _figure(metrics.get(lsu), lsu) + _figure(metrics.get(tma), tma)
+        for what, (lsu, tma) in REQUESTED.items()
+    }
     grid, block = (0 if _unknown(metrics.get(m)) else int(_figure(metrics.get(m), m, "a launch size")) for m in SHAPE)
     return KernelRow(
         ident, kernel, nvtx, sums["dram_bytes"], sums["global_bytes"], sums["l2_sectors"] * SECTOR_BYTES,
         sums["duration_ns"], grid, block, repeat, asked["loads"], asked["stores"],
     )  # fmt: skip
 
-
-# A ledger variant's provenance, as the harness record holds it (its case's ``provenance``, by
-# variant): what :mod:`fuseci.harness.arrays.inductor` captured at the variant's compile, and
-# the launches ncu left out (:mod:`fuseci.harness.arrays.launch_ranges`).
 
 OUTPUT_CODE = "inductor_output_code"
 POST_GRAD = "inductor_post_grad_graph"
@@ -357,8 +326,7 @@ class Artifact(v.Document):
     name: Annotated[str, Field(max_length=200)]
     """Which artifact (:data:`ARTIFACTS`)."""
     metadata: Annotated[Mapping[v.Key, JsonValue], Field(max_length=1000)]
-    """Inductor's own, kept as it wrote it; its ``frame_id`` and ``frame_compile_id`` name the
-    compiled graph (:attr:`graph`)."""
+    """Inductor's own, kept as it wrote it (its ``frame_id`` and ``frame_compile_id``: :attr:`graph`)."""
     payload: str
     """The artifact's text (the wrapper's code, the graph's, a JSON document)."""
 
@@ -417,7 +385,7 @@ PassRepeats = Annotated[v.Items[Repeat], Field(max_length=MAX_REPEATS), AfterVal
 @dataclass(frozen=True, slots=True)
 class Provenance(v.Document):
     """A ledger variant's provenance in the harness record: Inductor's artifacts and fusion log of
-    its compile (:mod:`fuseci.ledger.artifacts` reads them), and the launches ncu left out."""
+    its compile, and the launches ncu left out."""
 
     __always__ = frozenset({"artifacts", "fusion_log"})
 
@@ -427,12 +395,11 @@ class Provenance(v.Document):
     """The fusion log's lines (its ``cannot fuse A with B: reason`` lines are the refusals)."""
     repeats: Annotated[Mapping[PassNumber, PassRepeats], Field(max_length=1000)] = field(default_factory=dict)
     """By pass (``"0"``), the launches ncu left out because they repeat an earlier launch's
-    configuration (a ledger's ``repeats: once``), in the order run; empty: none left out."""
+    configuration (a ledger's ``repeats: once``), in the order run."""
     sizes: Annotated[
         Mapping[GraphId, Annotated[Mapping[Symbol, Size], Field(max_length=10_000)]], Field(max_length=10_000)
     ] = field(default_factory=dict)
-    """Graph → the value of each of its symbolic sizes in the run (``{"0/0": {"s27": 256}}``), where
-    recorded (a graph compiled for dynamic shapes)."""
+    """Graph → the value of each of its symbolic sizes in the run (``{"0/0": {"s27": 256}}``)."""
 
     def left_out(self) -> dict[int, Repeats]:
         """:attr:`repeats` by pass number: launch → (the launch it repeats, its graph run)."""
@@ -493,6 +460,4 @@ def _figures(r: RowFigures) -> str:
 
 def diff_lines(changes: Sequence[NodeChange]) -> list[str]:
     """The changes as lines for the terminal (one when nothing changed)."""
-    if not changes:
-        return ["no node of the model changed company"]
-    return [c.line() for c in changes]
+    return [c.line() for c in changes] or ["no node of the model changed company"]

@@ -1,38 +1,12 @@
-"""The harness record: what the harness saw besides the counters, as one typed value.
-
-The harness process writes it (``<suite>.harness.json`` beside the ``.ncu-rep``): the
-environment it ran in, each case's correctness checks, which variants it ran in their NVTX
-ranges, and, in a timed run, each variant's CUDA-event timings. ``fuseci run`` reads it back
-once, adds the profiler's facts (:class:`ProfilerInfo`) and the timed pass's timings in memory,
-and writes the whole record for the user, so that ``--from-report`` can judge the run again
-later: a report and its record travel together.
+"""The harness record (``<suite>.harness.json`` beside the ``.ncu-rep``): the environment the
+harness ran in, each case's checks, which variants it ran in their NVTX ranges and their timings;
+``fuseci run`` adds the profiler's facts, so that ``--from-report`` can judge the run again.
 
 Format history (``fuseci-harness-record``):
     1: first version.
-    1 (still): optional ``copy_bandwidth`` and per-case ``timings``, written only by timed
-       runs; absent means none, so readers of either age read files of either age.
-    1 (still): optional per-case ``min_bytes`` and ``retimings``, and ``timings`` in profiled
-       records too (the timed pass of ``fuseci run``); absent means none, as above.
     2: the ``profiler`` object holds exactly :class:`ProfilerInfo`'s fields; version 1's
-       ``timing_repeats`` (each timing carries its own ``repeats``) is dropped on upgrade.
-       Timings may carry ``q1_ns``, ``q3_ns``, ``samples_ns`` (every timed call), ``host_ns``
-       (when calls return on the host) and ``blocked_calls`` of ``block_trials`` (calls that
-       waited for the GPU); absent means unknown.
-    2 (still): checks may carry ``nan_count`` (output elements NaN where the expected value is
-       not) and ``dtype`` (the output's element type); cases ``first_call_ns`` (each variant's
-       first call, by variant), ``autotuned`` (what a variant autotuned at its first call, by
-       variant), ``compiled`` (what a variant compiled or autotuned inside its measured range, by
-       variant) and ``notes``; absent means unknown or none.
-    2 (still): cases may carry ``ran`` (each file of the measured tree whose code ran while the
-       case was checked or its modules imported, tree-relative, with the first lines of the
-       functions that started there) and ``read`` (the tree's files opened for reading then),
-       written only under ``fuseci ab``; absent means not watched.
-    2 (still): optional ``code``: the compiled code of each kernel the profiled process loaded a
-       cubin of, by kernel name, a list of builds (:class:`~fuseci.records.sass.KernelCode`;
-       several when autotuning compiled one per configuration), and ``code_notes``: why a
-       kernel's (or a file's) code could not be read; absent means none.
-    2 (still): cases may carry ``compile_options`` (``torch.compile``'s keyword arguments of each
-       variant whose factory's module it compiled, by variant); absent means none.
+       ``timing_repeats`` is dropped on upgrade.
+    Members added since within a version are optional: absent means none or unknown.
 """
 
 from __future__ import annotations
@@ -51,8 +25,6 @@ from fuseci.files.atomic import atomic_write_text
 from fuseci.files.versioned import DocumentFormat
 from fuseci.records.fusion import Provenance
 from fuseci.records.sass import KernelCode
-
-SUFFIX = ".harness.json"
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -83,18 +55,13 @@ class CaseStatus(enum.Enum):
     """The case could not be run (an import, a crash, a lost CUDA context)."""
 
 
-# The record's dataclasses are its document's declaration (:class:`fuseci.validation.Document`):
-# their annotations say what a file may hold, and reading validates a file into them.
-
-
 def _not_negative(value: float) -> float:
     if value < 0:  # NaN passes: the error of an output that held NaN
         raise ValueError(f"{value} is below the smallest value allowed, 0")
     return value
 
 
-#: An error of a check: infinite (or NaN) when the output held NaN or infinity, and written so,
-#: the only non-finite numbers a record holds.
+#: An error of a check: infinite (or NaN) when the output held NaN or infinity, and written so.
 Error = Annotated[v.Number, AfterValidator(_not_negative), v.AsWritten]
 Figure = Annotated[v.Amount, v.AsWritten]
 """A finite, non-negative number, kept as the file wrote it (an integer stays one)."""
@@ -103,6 +70,7 @@ Status = Annotated[CaseStatus, v.Choice(tuple(s.value for s in CaseStatus))]
 Short = Annotated[str, Field(max_length=200)]
 """A short word (what a check compared against, a dtype)."""
 CompileOption = Short | bool | None
+"""One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
 AutotunePath = Annotated[
     str,
     Field(pattern=r"^[0-9A-Za-z_-]{1,16}/[0-9a-f]{64}\.best_config$"),
@@ -117,14 +85,11 @@ AutotuneValue = Annotated[
     v.Expect("a number, true/false, null or a short text"),
 ]
 AutotuneEntry = Annotated[Mapping[AutotuneField, AutotuneValue], Field(min_length=1, max_length=64)]
-"""One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``,
-``configs_hash``...) and their scalar values."""
+"""One ``.best_config`` entry of Inductor's compile cache: its fields (``XBLOCK``, ``num_warps``...)."""
 AutotuneEntries = Annotated[Mapping[AutotunePath, AutotuneEntry], Field(max_length=20_000)]
-"""``.best_config`` entries by their path in the cache: what a harness record notes its kernels
-used, and what a baseline's autotuning record keeps (:mod:`fuseci.measure.autotune`)."""
+"""``.best_config`` entries by their path in the cache (also a baseline's autotuning record's)."""
 Builds = Annotated[v.Items[KernelCode], Field(min_length=1, max_length=16)]
 """A kernel's builds in one process (autotuning compiles one per configuration)."""
-"""One of ``torch.compile``'s keyword arguments as the suite gave it (a mode, a flag, or unset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +119,7 @@ class CheckRecord(v.Document):
     atol: Figure
     """Absolute tolerance applied."""
     nan_count: v.Count | None = None
-    """Elements NaN in the output where the expected value is not (None in older records): never
-    written, since the harness fills new memory with NaN bytes before each checked call."""
+    """Elements NaN in the output where the expected value is not: never written (None in older records)."""
     dtype: Short = ""
     """The output's element type (empty in older records)."""
 
@@ -203,11 +167,10 @@ class VariantTiming(v.Document):
     """Every timed call, in the order run (empty in records older than this field)."""
     host_ns: Figure | None = None
     """Median wall time from a timed call's start to its return on the host, ns (None in older
-    records): a call that only launches returns in microseconds; one that waits for the GPU
-    returns when the work queued before it is done."""
+    records): whether calls only launch, or wait for the GPU."""
     blocked_calls: v.Count | None = None
-    """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued
-    just before them had finished: the call waited for the GPU (None in older records)."""
+    """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued just
+    before them had finished (None in older records)."""
     block_trials: v.Count | None = None
     """Probe calls made to count :attr:`blocked_calls`."""
 
@@ -239,42 +202,33 @@ class CaseRecord(v.OpenDocument):
     measured: Annotated[v.Items[v.Id], Field(max_length=1000)] = ()
     """Variants run inside their NVTX ranges."""
     timings: Timings = ()
-    """CUDA-event timings per variant, from a timed run (``fuseci bench``, or the timed pass of
-    ``fuseci run``, whose timings join the profiled run's record)."""
+    """CUDA-event timings per variant, from a timed run (``fuseci bench``, or ``fuseci run``'s timed pass)."""
     retimings: Annotated[v.Items[Timings], Field(max_length=100)] = ()
-    """Further timed passes of a case whose speedup was borderline (``fuseci run`` re-measures
-    before declaring a regression), each like :attr:`timings`."""
+    """Further timed passes of a case whose speedup was borderline, each like :attr:`timings`."""
     min_bytes: v.Count | None = None
     """Fewest DRAM bytes the case can move: every input read once plus every output of the
     ``unfused`` variant written once (None in records older than this field)."""
     first_call_ns: Annotated[Mapping[v.Id, v.Amount], Field(max_length=1000)] = field(default_factory=dict)
-    """Wall time of each variant's first call in the process, ns, by variant: compilation
-    (``torch.compile``, Triton, CuPy), autotuning and library caches, the variant's cold start."""
+    """Wall time of each variant's first call in the process, ns, by variant: its cold start."""
     autotuned: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
-    """What each variant autotuned at its first call, by variant (only variants that did): the
-    compile cache had no choice of configuration for it, so this run made one."""
+    """What each variant autotuned at its first call, by variant (only variants that did)."""
     compiled: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
-    """What each variant compiled or autotuned inside its measured range, by variant (only
-    variants that did): its launches there are not all the kernel's own."""
+    """What each variant compiled or autotuned inside its measured range, by variant (only those that did)."""
     notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     """What a reader of the checks should know (memory the NaN-filling could not cover)."""
     ran: Annotated[Mapping[TreeFile, Lines], Field(max_length=10_000)] = field(default_factory=dict)
     """Under ``fuseci ab``: each file of the measured tree whose code ran while the case was
-    checked (or while the modules it names were imported), tree-relative → the first lines of the
-    functions that started there, ``0`` for code run at import (the module's own, a class body:
-    :mod:`fuseci.harness.watch`);
-    empty when not watched."""
+    checked or its modules imported → the first lines of the functions that started there, ``0``
+    for code run at import (:mod:`fuseci.harness.watch`); empty when not watched."""
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
     provenance: Annotated[Mapping[v.Id, Provenance], Field(max_length=1000)] = field(default_factory=dict)
-    """Inductor's provenance of each ledger variant's compile, by variant, and the launches ncu
-    left out of its passes (:class:`~fuseci.records.fusion.Provenance`)."""
+    """Each ledger variant's provenance, by variant (:class:`~fuseci.records.fusion.Provenance`)."""
     compile_options: Annotated[Mapping[v.Id, Mapping[Short, CompileOption]], Field(max_length=1000)] = field(
         default_factory=dict
     )
     """``torch.compile``'s keyword arguments (``mode``, ``fullgraph``, ``dynamic``) of each variant
-    whose factory's module the harness compiled, by variant (:mod:`fuseci.harness.factory`);
-    a factory's variant that runs eagerly, or a function, has none."""
+    whose factory's module the harness compiled, by variant (:mod:`fuseci.harness.factory`)."""
 
     @property
     def ok(self) -> bool:
@@ -285,10 +239,7 @@ class CaseRecord(v.OpenDocument):
 @dataclass(frozen=True, slots=True)
 class ProfilerInfo(v.OpenDocument):
     """How ``fuseci run`` profiled the suite: the ncu that ran and its settings, where its logs
-    are, and whether a timed pass followed. Part of the environment fingerprint.
-
-    In a file, members of older records that this class no longer has are left out, and a
-    missing setting reads as unknown, ``""``."""
+    are, and whether a timed pass followed. A missing setting reads as unknown, ``""``."""
 
     __always__ = frozenset({"logs", "timed"})
 
@@ -315,9 +266,7 @@ class ProfilerInfo(v.OpenDocument):
 
 @dataclass(frozen=True, slots=True)
 class HarnessRecord(v.OpenDocument):
-    """Everything the harness (and then ``fuseci run``) wrote down about one suite. Its members
-    with a default are written only where they hold something, so that records without them
-    keep their old shape; ``profiler`` is ``{}`` until ncu finished."""
+    """Everything the harness (and then ``fuseci run``) wrote down about one suite."""
 
     __always__ = frozenset({"complete", "profiler"})
 
@@ -332,26 +281,20 @@ class HarnessRecord(v.OpenDocument):
     profiler: ProfilerInfo | None = None
     """How ncu profiled it; None in a record that no ``fuseci run`` completed."""
     copy_bandwidth: v.Amount | None = None
-    """Device-to-device copy bandwidth in bytes/s (bytes read plus bytes written over the median
-    time of a 1 GiB copy); only in records of timed runs."""
+    """Device-to-device copy bandwidth in bytes/s (read plus written); only in records of timed runs."""
     running: v.Id | None = None
-    """The case the harness is working on (set before a case starts, cleared when it ends), so
-    that a run killed by a hang or a crash names the case it was in."""
+    """The case the harness is working on, so that a run killed by a hang or a crash names it."""
     interrupted: v.Text = ""
     """Why the run stopped before the harness finished (timeout, crash), added by ``fuseci run``."""
     autotune: AutotuneEntries = field(default_factory=dict)
-    """The ``.best_config`` entries of Inductor's compile cache the process's kernels used, by
-    their path in the cache; empty without Inductor."""
+    """The ``.best_config`` entries of Inductor's compile cache the process's kernels used."""
     pinned: v.Text = ""
-    """What the harness put in the compile cache from the baseline's autotuning record before
-    anything compiled (a sentence for the run's notes); empty when nothing."""
+    """What the harness put in the compile cache from the baseline's autotuning record (a sentence)."""
     code: Annotated[Mapping[v.Name, Builds], Field(max_length=100_000)] = field(default_factory=dict)
     """The compiled code of each kernel whose cubin the profiled process loaded, by the kernel's
-    name in its cubin: its builds, one unless autotuning compiled one per configuration
-    (:func:`fuseci.records.sass.pick`); empty in a timed record, or where no cubin was seen."""
+    name in its cubin (:func:`fuseci.records.sass.pick`); empty where no cubin was seen."""
     code_notes: Annotated[Mapping[v.Name, v.Text], Field(max_length=100_000)] = field(default_factory=dict)
-    """Why a kernel's code could not be read, by kernel name (or by file, where the file names
-    no kernel)."""
+    """Why a kernel's code could not be read, by kernel name (or by file, where it names no kernel)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -386,14 +329,12 @@ class HarnessRecord(v.OpenDocument):
         return replace(self, cases={**self.cases, **cases})
 
     def to_json(self) -> dict[str, Any]:
-        """The file's object, its ``format`` and ``format_version`` with it (also what a run file
-        embeds)."""
+        """The file's object, with its ``format`` and ``format_version`` (also what a run file embeds)."""
         return FORMAT.document(v.dump(HarnessRecord, self))
 
     @classmethod
     def from_json(cls, data: Any, path: Path | str) -> HarnessRecord:
-        """Parse a record's object as read from a file: its format checked and upgraded, then
-        every value validated.
+        """Parse a record's object as read from a file: its format checked and upgraded, then validated.
 
         Raises:
             ReportError: not a harness record, from a newer fuseci, or a value its format does not
@@ -408,7 +349,7 @@ class HarnessRecord(v.OpenDocument):
     @classmethod
     def embedded(cls, data: object, at: v.Loc) -> HarnessRecord:
         """A record held inside another document at ``at`` (a run file's ``("suites",
-        "elementwise", "record")``): its format checked and upgraded, then every value validated.
+        "elementwise", "record")``), checked, upgraded and validated.
 
         Raises:
             ReportError: not a harness record, or from a newer fuseci (the message names the place).
@@ -419,20 +360,12 @@ class HarnessRecord(v.OpenDocument):
 
 def record_path_for(report: Path) -> Path:
     """``dir/elementwise.ncu-rep(.xz)`` → ``dir/elementwise.harness.json``."""
-    name = report.name
-    for suffix in (".xz", ".ncu-rep"):
-        name = name.removesuffix(suffix)
-    return report.with_name(name + SUFFIX)
-
-
-def dumps(record: HarnessRecord) -> str:
-    """The exact text of a record file."""
-    return FORMAT.dumps(record.to_json())
+    return report.with_name(report.name.removesuffix(".xz").removesuffix(".ncu-rep") + ".harness.json")
 
 
 def write_record(record: HarnessRecord, path: Path) -> None:
     """Write atomically: a reader never sees half a record."""
-    atomic_write_text(path, dumps(record))
+    atomic_write_text(path, FORMAT.dumps(record.to_json()))
 
 
 def read_record(path: Path) -> HarnessRecord:

@@ -1,20 +1,7 @@
 """A kernel's compiled code as evidence: SASS text (``cuobjdump -sass -res-usage`` or
-``nvdisasm`` output) read into a per-kernel summary of what moves bytes and time, and two
-summaries diffed into a few phrases.
-
-A :class:`KernelCode` holds static counts (instructions in the code, not instructions executed):
-its registers and local memory per thread, how many instructions it has, and the instructions
-that move bytes or run on the tensor cores, by form: global, shared and local loads and stores
-by width (``LDG.E.128`` is a 16-byte load, ``LDG.E`` a 4-byte one), spills (``STL``/``LDL``),
-asynchronous copies (``LDGSTS``), the TMA's (``UTMALDG``/``UTMASTG``) and matrix instructions
-(``HMMA``, ``HGMMA``...). Cache and ordering hints (``.CONSTANT``, ``.STRONG.GPU``) are left out
-of a form: they say how, not how much. A baseline keeps the summaries, so a later run diffs
-against them without the old build.
-
-Everything here is pure: text in, values out. The text is hostile input (a tool's output, or a
-file): a line that is not SASS is skipped, garbage reads as no kernels, a truncated text as the
-kernels it holds, and nothing here raises on any string.
-"""
+``nvdisasm`` output) read into a per-kernel summary of static counts of what moves bytes and
+time, and two summaries diffed into a few phrases. The text is hostile input: nothing here
+raises on any string."""
 
 from __future__ import annotations
 
@@ -41,19 +28,19 @@ OpName = Annotated[str, Field(max_length=200, pattern=r"^[A-Z][A-Za-z0-9_.]*$"),
 
 @dataclass(frozen=True, slots=True)
 class KernelCode(v.Document):
-    """One kernel's compiled code summarised by what moves bytes and time (static counts)."""
+    """One kernel's compiled code summarised by what moves bytes and time (static counts, not
+    instructions executed)."""
 
     __always__ = frozenset({"instructions", "ops"})
 
     registers: v.Count | None = None
     """Registers per thread (None: the text did not say)."""
     local_bytes: v.Count | None = None
-    """Local memory per thread in bytes, its stack frame (where spills go) and the rest (None:
-    not said; ``nvdisasm`` does not)."""
+    """Local memory per thread in bytes, its stack frame (where spills go) included (None: not said)."""
     instructions: v.Count = 0
     """Instructions in its code."""
     ops: Annotated[Mapping[OpName, v.Count], Field(max_length=2000)] = field(default_factory=dict)
-    """The instructions that move bytes or run on the tensor cores, by form (:func:`form`)."""
+    """The instructions that move bytes or run on the tensor cores, by form (:func:`_form`)."""
 
     @property
     def spills(self) -> tuple[int, int]:
@@ -62,7 +49,7 @@ class KernelCode(v.Document):
 
 
 def _family(ops: Mapping[str, int], base: str) -> int:
-    return sum(n for f, n in ops.items() if f.split(".", 1)[0] == base)
+    return sum(n for f, n in ops.items() if _base(f) == base)
 
 
 #: Memory instructions, whose form keeps only the modifiers that give a width.
@@ -77,21 +64,17 @@ _WIDTH = re.compile(r"^(E|U8|S8|U16|S16|32|64|128|256|\d+D|IM2COL|TILE)$")
 _ORDER = ("LDG", "STG", "LDGSTS", "UTMALDG", "UTMASTG", "LDS", "STS", "LDSM", "STL", "LDL")
 
 
-def kept(base: str) -> bool:
-    """Whether instructions of opcode ``base`` are counted by form: memory, the TMA's and the
-    tensor cores' (any ``*MMA``)."""
-    return base in _MEMORY or base in _WHOLE or base.startswith(("UTMA", "UBLK")) or base.endswith("MMA")
-
-
-def form(mnemonic: str) -> str:
-    """An instruction's form: a memory instruction with its width modifiers only
+def _form(mnemonic: str) -> str | None:
+    """An instruction's form, None where it is not counted (only memory, the TMA's and the tensor
+    cores' are): a memory instruction with its width modifiers only, not its cache hints
     (``LDG.E.128.CONSTANT`` -> ``LDG.E.128``); the TMA's with its dimensions; a matrix
-    instruction or a matrix load as it is (its shape and types are the form). Constant loads
-    (``LDC``) are not counted: they read a kernel's parameters."""
+    instruction or a matrix load as it is (its shape and types are the form)."""
     base, *mods = mnemonic.split(".")
     if base.endswith("MMA") or base in _WHOLE:
         return mnemonic
-    return ".".join([base, *(m for m in mods if _WIDTH.match(m))])
+    if base in _MEMORY or base.startswith(("UTMA", "UBLK")):
+        return ".".join([base, *(m for m in mods if _WIDTH.match(m))])
+    return None
 
 
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")  # cuobjdump -sass
@@ -101,7 +84,7 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")  # nvdisasm
 _LABEL = re.compile(r"^\s*\.text\.(\S+):\s*$")
 _SHI_REGISTERS = re.compile(r'\.sectioninfo\s+@"SHI_REGISTERS=(\d+)"')
 _INSTRUCTION = re.compile(
-    r"^\s*/\*[0-9a-fA-F]{4,}\*/\s+\{?\s*(?:@!?U?P(?:T|\d+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*);"
+    r"^\s*/\*[0-9a-fA-F]{4,}\*/\s+\{?\s*(?:@!?U?P(?:T|\d+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)[^;]*;"
 )
 _END = re.compile(r"^\s*\.{8,}\s*$")
 
@@ -110,8 +93,8 @@ _END = re.compile(r"^\s*\.{8,}\s*$")
 class _Kernel:
     registers: int | None = None
     local_bytes: int | None = None
-    lines: list[tuple[str, str]] = field(default_factory=list)
-    """(mnemonic, instruction text) in code order."""
+    mnemonics: list[str] = field(default_factory=list)
+    """In code order."""
 
 
 def _name(text: str) -> str | None:
@@ -133,7 +116,7 @@ def _read(text: str) -> dict[str, _Kernel]:
     for line in text.splitlines():
         if m := _INSTRUCTION.match(line):
             if current is not None:
-                current.lines.append((m[1], f"{m[1]}{m[2]}".strip()))
+                current.mnemonics.append(m[1])
             continue
         if m := _FUNCTION.match(line):
             current = kernel(n) if (n := _name(m[1])) else None
@@ -153,20 +136,22 @@ def _read(text: str) -> dict[str, _Kernel]:
             current = kernel(n) if (n := _name(m[1])) else None
         elif _END.match(line) or line.lstrip().startswith(".section"):
             current = None
-    return {n: k for n, k in kernels.items() if k.lines or k.registers is not None}
+    return {n: k for n, k in kernels.items() if k.mnemonics or k.registers is not None}
 
 
 def summarize(text: str) -> dict[str, KernelCode]:
     """Each kernel of a SASS text (``cuobjdump -sass -res-usage``, ``cuobjdump -sass`` or
     ``nvdisasm``) by its name as the text writes it (extern "C" names as in the source, C++
     names mangled); empty when the text holds no kernel (garbage, an empty or cut text)."""
-    out = {}
-    for name, k in _read(text).items():
-        ops = Counter(form(mn) for mn, _ in k.lines if kept(mn.split(".", 1)[0]))
-        out[name] = KernelCode(
-            registers=k.registers, local_bytes=k.local_bytes, instructions=len(k.lines), ops=dict(sorted(ops.items()))
+    return {
+        name: KernelCode(
+            registers=k.registers,
+            local_bytes=k.local_bytes,
+            instructions=len(k.mnemonics),
+            ops=dict(sorted(Counter(f for mn in k.mnemonics if (f := _form(mn))).items())),
         )
-    return out
+        for name, k in _read(text).items()
+    }
 
 
 def _base(f: str) -> str:
@@ -215,4 +200,4 @@ def pick(builds: Sequence[KernelCode], registers: int) -> KernelCode | None:
     if len(builds) == 1:
         return builds[0]
     matching = [b for b in builds if b.registers == registers]
-    return matching[0] if len(matching) == 1 or (matching and all(b == matching[0] for b in matching)) else None
+    return matching[0] if matching and all(b == matching[0] for b in matching) else None

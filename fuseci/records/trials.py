@@ -1,11 +1,5 @@
-"""What ``fuseci check --execute`` found: each function of a suite called once on the host, as
-one typed value that the child process (:mod:`fuseci.harness.trial`) writes after every call
-and ``fuseci check`` reads back, so that a crash or a hang leaves what was done and names the
-call it happened in.
-
-Format history (``fuseci-trial-record``):
-    1: first version.
-"""
+"""What ``fuseci check --execute`` found: each function of a suite called once on the host, written
+by the child process after every call, so that a crash or a hang names the call it happened in."""
 
 from __future__ import annotations
 
@@ -57,7 +51,7 @@ class Trial(v.Document):
     outcome: Annotated[Outcome, v.Choice(tuple(o.value for o in Outcome))]
     """How the call ended."""
     message: v.Text = ""
-    """One line: what it was compared with and how closely, what it raised and where, or why it could not run."""
+    """One line: how closely it matched, what it raised and where, or why it could not run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +84,7 @@ def read_trials(path: Path) -> TrialRecord:
         FileNotFoundError: none was written (the child died before its first write).
         ReportError: unreadable or malformed.
     """
-    data = dict(FORMAT.load(path))
-    data.pop("format", None)
-    data.pop("format_version", None)
+    data = {k: value for k, value in FORMAT.load(path).items() if k not in ("format", "format_version")}
     try:
         return v.validate(TrialRecord, data)
     except v.Invalid as exc:
