@@ -7,7 +7,7 @@ import math
 
 from fuseci.measure.bench import BenchResult, BenchRow, exit_code
 from fuseci.records.harness import CaseStatus
-from fuseci.reporters.text import clean, columns
+from fuseci.reporters.text import clean, columns, gpu_line
 
 _HEAD = ("case", "variant", "median us", "IQR %", "min MB", "GB/s", "% copy", "speedup")
 
@@ -40,14 +40,6 @@ def _table(r: BenchResult) -> list[str]:
     return columns([_HEAD, *rows])
 
 
-def _env_line(r: BenchResult) -> str:
-    e = r.env
-    return (
-        f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
-        f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}"
-    )
-
-
 def _method(r: BenchResult) -> list[str]:
     timings = [row.timing for case in r.cases for row in case.rows]
     if not timings:
@@ -71,7 +63,7 @@ def _suite(r: BenchResult) -> list[str]:
     bw = _f(None if r.copy_bandwidth is None else r.copy_bandwidth / 1e9, "{:.0f}")
     out = [
         f"fuseci bench: suite {r.suite} ({r.suite_path}): {state}",
-        "  " + _env_line(r),
+        "  " + gpu_line(r.env),
         f"  copy bandwidth {bw} GB/s (1 GiB device-to-device copy, bytes read + written, median)",
         f"  record {r.record_path}",
         "",

@@ -1,24 +1,10 @@
 """GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``) and a pull-request
-comment (``--markdown``).
+comment (``--markdown``): the totals line first and last, then one section per suite, worst first.
 
-The document opens and ends with the totals line (every verdict counted, and the exit code), so
-whatever cuts it keeps the verdict. Then one section per suite, the worst suite first: a heading
-with its verdict, the environment, the baseline, any environment differences, a table of the
-fusion gains of every (case, fused variant) that did not pass, worst first, then of every planted
-regression caught, the checks that did not pass with their messages and what caught each planted
-regression, and the rows that pass collapsed in a ``<details>`` block.
-
-Everything that comes from outside this module (ids, paths, messages, kernel names, environment
-values) is only text: it can neither break the table nor inject HTML, start a line of its own
-(a newline shows as ``\\n``), mention anyone, reference an issue or make a link (a zero-width
-space is put after ``@``, before the digits of ``#123`` and ``GH-123``, and into ``www.`` and
-``://``), or write a formula (each ``$`` is an element of its own, so ``$...$`` and ``$$...$$``
-stay text), and it is cut at :data:`MAX_TEXT` characters.
-
-Every document fits its limit by construction: :data:`COMMENT_LIMIT` for the file ``--markdown``
-writes (what the pull-request comment shows), what is left of GitHub's 1 MiB for a step summary.
-A document over it loses, from the end (the least severe first), the rows that pass, then the
-check lists, then the other rows, and says so in its last line.
+Every string from data is inert text (:func:`escape`): it cannot break a table, inject HTML,
+mention anyone, link, reference an issue or write a formula, and it is cut at :data:`MAX_TEXT`.
+A document over its limit loses, from the end, the rows that pass, then the check lists, then
+the other rows, and says so in its last line.
 """
 
 from __future__ import annotations
@@ -31,11 +17,13 @@ from fuseci.config import quantities
 from fuseci.config.model import UNFUSED
 from fuseci.errors import EXIT_PASS
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict, subjects
+from fuseci.reporters.budget import cut
 from fuseci.reporters.text import (
     UNDERCOUNT,
     blocks,
     cause_line,
     clean,
+    count,
     env_line,
     gain_columns,
     headline,
@@ -82,10 +70,7 @@ _DOLLAR = "<span>$</span>"
 
 def _cut(text: str) -> str:
     """At most :data:`MAX_TEXT` characters of ``text``, saying how many more there were."""
-    if len(text) <= MAX_TEXT:
-        return text
-    keep = MAX_TEXT - 40  # room for the count, whatever its length
-    return f"{text[:keep]}… ({len(text) - keep:,} more characters)"
+    return text if len(text) <= MAX_TEXT else cut(text, MAX_TEXT - 40)  # 40: room for the count
 
 
 def escape(text: str) -> str:
@@ -130,10 +115,6 @@ def _icon(verdict: Verdict) -> str:
             return "✅"
 
 
-def _verdict(verdict: Verdict) -> str:
-    return f"{_icon(verdict)} {verdict.value.upper()}"
-
-
 def _gain(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
 
@@ -155,7 +136,7 @@ def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Ve
             escape(case.case),
             escape(variant) or "-",
             *(_gain(g.get(q)) for q, _ in columns),
-            f"{_CAUGHT} CAUGHT" if planted else _verdict(verdict),
+            f"{_CAUGHT} CAUGHT" if planted else f"{_icon(verdict)} {verdict.value.upper()}",
         )
         rows.append((verdict, planted, "| " + " | ".join(cells) + " |"))
     return rows
@@ -166,10 +147,8 @@ _CAUGHT = "🎯"
 
 
 def _bullets(c: Comparison) -> tuple[str, ...]:
-    """One bullet per (case, variant) with a check that did not pass, headed by its worst
-    verdict, its cause (once for the variant), then the messages of the few checks that say
-    most plainly what moved nested under it (:func:`~fuseci.reporters.text.headline`) and how
-    many more the console's ``-v`` and the HTML report show."""
+    """One bullet per :func:`~fuseci.reporters.text.blocks`, headed by its worst verdict, with its
+    cause and the few checks that say what moved (:func:`~fuseci.reporters.text.headline`) nested."""
     out: list[str] = []
     for b in blocks(c):
         verdict = b.attention.verdict if b.attention else Verdict.PASS
@@ -198,10 +177,6 @@ def _notes(c: Comparison) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _plural(n: int, word: str, words: str = "") -> str:
-    return f"{n} {word if n == 1 else words or word + 's'}"
-
-
 @dataclass(frozen=True, slots=True)
 class _Section:
     """One suite's lines, in the parts that truncation drops separately."""
@@ -227,7 +202,7 @@ class _Section:
         if passing:
             shown = f"{passing} of {len(self.passing)} rows pass" if passing < len(self.passing) else None
             out += [
-                f"<details><summary>✅ {shown or _plural(passing, 'row passes', 'rows pass')}</summary>",
+                f"<details><summary>✅ {shown or count(passing, 'row passes', 'rows pass')}</summary>",
                 "",
                 *_table_head(),
                 *self.passing[:passing],
@@ -248,8 +223,7 @@ def _section(c: Comparison) -> _Section:
         else:
             head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
         return _Section(c.verdict, tuple(head), (), (), ())
-    head.append(f"Suite {code(c.suite_path)} · {escape(env_line(c))}")
-    head.append("")
+    head += [f"Suite {code(c.suite_path)} · {escape(env_line(c))}", ""]
     if c.has_baseline and c.baseline_path:
         head.append(f"Baseline {code(c.baseline_path)}")
     else:
@@ -313,11 +287,11 @@ def _document(sections: list[_Section], dropped: int, totals: str, limit: int) -
 def _note(limit: int, left: dict[str, int], cut: bool = False) -> str:
     parts = []
     if left["passing"]:
-        parts.append(_plural(left["passing"], "passing table row"))
+        parts.append(count(left["passing"], "passing table row"))
     if left["bullets"]:
-        parts.append(_plural(left["bullets"], "line") + " of check messages")
+        parts.append(count(left["bullets"], "line") + " of check messages")
     if left["rows"]:
-        parts.append(_plural(left["rows"], "other table row"))
+        parts.append(count(left["rows"], "other table row"))
     if cut:
         parts.append("the end of the document")
     left_out = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
@@ -363,6 +337,6 @@ def render(comparisons: list[Comparison], limit: int = COMMENT_LIMIT) -> str:
     top, tail = f"{totals}\n\n", f"{totals}\n\n{_note(limit, left, cut=True)}\n"
     room = limit - _size(top) - _size(tail)
     if room < 0:
-        return _clip(f"{totals}\n\n{_note(limit, left, cut=True)}\n", limit)
+        return _clip(tail, limit)
     body = _clip("".join(line + "\n" for s in sections for line in s.lines(0, 0, 0)), room)
     return top + body[: body.rfind("\n") + 1] + tail
