@@ -1,12 +1,7 @@
-"""The charts of the HTML pages, drawn with matplotlib and inlined as SVG: a case's gains against
-the baseline, its DRAM traffic and bandwidth, its CUDA-event timings; and the history page's
-chart of a gain of each variant across runs, its levels between change points with the gate's
-tolerance around them, and where a level starts.
-
-Each function takes a small plain description of what to draw (the dataclasses below, built by
-:mod:`fuseci.reporters.html_case` and :mod:`fuseci.reporters.history`) and returns a
-:class:`~fuseci.reporters.chartkit.Chart`: SVG markup ready to be placed in a page. How every chart is drawn (settings, colours, axes'
-ranges, values beyond them, the SVG) is :mod:`fuseci.reporters.chartkit`'s.
+"""The charts of the HTML pages: a case's gains against the baseline, its DRAM traffic and
+bandwidth, its CUDA-event timings, and a gain of each variant across runs. Each function takes a
+plain description of what to draw (the dataclasses below) and returns a
+:class:`~fuseci.reporters.chartkit.Chart`; how charts are drawn is :mod:`fuseci.reporters.chartkit`'s.
 """
 
 from __future__ import annotations

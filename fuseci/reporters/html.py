@@ -1,29 +1,10 @@
-"""A self-contained HTML report of judged suites (``--html PATH`` on run, compare and merge).
+"""A self-contained HTML report of judged suites (``--html PATH``): one file that opens offline
+(inline style sheet and SVG charts, no script), failures first, then the overview, then every case
+worst first (:mod:`fuseci.reporters.html_case`).
 
-One file that opens from ``file://`` with no network: the style sheet is inlined, the charts are
-inline SVG drawn with matplotlib (:mod:`fuseci.reporters.charts`), there is no script and no
-external font. Failures come first:
-
-* what failed: every case that regressed, computed a wrong result or could not be judged, with
-  the messages of its failing checks;
-* the overview: verdict counts per suite and card, each environment fingerprint, and what
-  differs from the baseline's environment;
-* every case, worst first: its gains against the baseline with the tolerance band, its DRAM
-  bytes against the case's minimum and its achieved bandwidth against the card's peak (unfused
-  and fused side by side), its CUDA-event timings now and in the baseline, each variant's kernel
-  inventory aligned with the baseline's (splits, new and vanished kernels, changed launch
-  shapes highlighted), each variant's fusion ledger (:mod:`fuseci.reporters.ledger_html`), and
-  every check.
-
-However large the run, the page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: every
-string is cut, the worst cases are drawn in full while their share of the page lasts, the next
-ones get one row each, and what is left is counted ("and 3,980 more cases: 3,980 pass"); each
-case shows its failing checks first and a bounded number of checks, kernels and chart rows.
-
-This module turns verdicts into a page model (plain frozen dataclasses), each case's section by
-:mod:`fuseci.reporters.html_case`; the page itself is the Jinja2 template
-``templates/report.html.j2``, rendered with autoescaping, so ids, messages, kernel names, paths
-and environment values can never become markup.
+The page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: the worst cases are drawn in
+full while their share lasts, the next get one row each, the rest are counted. The page model is
+rendered by ``templates/report.html.j2`` with autoescaping, so no data can become markup.
 """
 
 from __future__ import annotations
@@ -35,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuseci.config import names
-from fuseci.judge.verdict import CaseResult, Comparison, Tally, Verdict, exit_code, tally
+from fuseci.judge.verdict import CaseResult, Comparison, Tally, Verdict, tally
 from fuseci.reporters import templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.chartkit import Tone, amount, tone
@@ -182,8 +163,6 @@ class Page:
     """The page's title."""
     totals: str
     """Every verdict counted and the exit code."""
-    exit_code: int
-    """What the run exits with."""
     verdicts: tuple[tuple[str, str], ...]
     """(``1 variant regressed: 8 checks``, tone) of every outcome that occurred, worst first
     (:func:`~fuseci.judge.verdict.tally`)."""
@@ -252,12 +231,7 @@ def _text(value: Any) -> str:
 
 def _suite_view(c: Comparison) -> SuiteView:
     counts = Counter(k.verdict for case in c.cases for k in case.checks)
-    if c.has_baseline and c.baseline_path:
-        baseline = c.baseline_path
-    elif c.baseline_path:
-        baseline = f"none at {c.baseline_path}"
-    else:
-        baseline = "none"
+    baseline = (c.baseline_path if c.has_baseline else f"none at {c.baseline_path}") if c.baseline_path else "none"
     return SuiteView(
         suite=cut(c.suite, NAME),
         suite_path=cut(c.suite_path, NAME),
@@ -299,6 +273,10 @@ def _envs(comparisons: Sequence[Comparison]) -> tuple[EnvView, ...]:
     return tuple(EnvView(fields, tuple(suites[:_SUITES])) for fields, suites in list(groups.items())[:_ENVS])
 
 
+def _tally_tone(t: Tally) -> str:
+    return (tone(t.outcome) if isinstance(t.outcome, Verdict) else Tone.GOOD).name.lower()  # GOOD: caught
+
+
 def _rest(cases: Sequence[CaseResult]) -> str:
     """``and 3,980 more cases: 3,970 pass, 10 regressed``; empty for none."""
     if not cases:
@@ -306,10 +284,6 @@ def _rest(cases: Sequence[CaseResult]) -> str:
     counts = Counter(case.verdict for case in cases)
     by = ", ".join(verdict_count(v, counts[v], separators=True) for v in VERDICTS if counts[v])
     return f"{more(len(cases), 'cases')}: {by}"
-
-
-def _tally_tone(t: Tally) -> Tone:
-    return tone(t.outcome) if isinstance(t.outcome, Verdict) else Tone.GOOD  # a planted regression caught
 
 
 def page(comparisons: list[Comparison]) -> Page:
@@ -341,8 +315,7 @@ def page(comparisons: list[Comparison]) -> Page:
     return Page(
         title=f"fuseci: {title}",
         totals=totals(comparisons),
-        exit_code=exit_code(comparisons),
-        verdicts=tuple((tally_text(t, separators=True), _tally_tone(t).name.lower()) for t in tally(comparisons)),
+        verdicts=tuple((tally_text(t, separators=True), _tally_tone(t)) for t in tally(comparisons)),
         suites=tuple(suites),
         suites_more=more(len(comparisons) - len(suites), "suites"),
         envs=_envs(comparisons),
