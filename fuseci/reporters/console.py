@@ -30,6 +30,7 @@ from fuseci.reporters.text import (
     headline,
     message,
     more_failing,
+    number,
     totals,
     undercount_summary,
 )
@@ -63,12 +64,6 @@ def _bullet(v: Verdict, message: str) -> Text:
     return Text.assemble("    ", ("-", STYLES[v]), " ", clean(message))
 
 
-def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return fmt.format(value / scale)
-
-
 def _table(cases: tuple[CaseResult, ...]) -> list[str]:
     head = (
         "case",
@@ -91,13 +86,13 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
             rows.append((
                 case.case if i == 0 else "",
                 v.variant,
-                _f(vals.get(names.LAUNCHES), fmt="{:.0f}"),
-                _f(vals.get(names.DRAM_BYTES), 1e6),
-                _f(vals.get(names.BYTES_RATIO), fmt="{:.2f}"),
-                _f(vals.get(names.DURATION), 1e3),
-                _f(rate, 1e9, "{:.0f}"),
-                _f(vals.get(names.OCC_ACHIEVED)),
-                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in gain_columns()),
+                number(vals.get(names.LAUNCHES), fmt="{:.0f}"),
+                number(vals.get(names.DRAM_BYTES), 1e6),
+                number(vals.get(names.BYTES_RATIO), fmt="{:.2f}"),
+                number(vals.get(names.DURATION), 1e3),
+                number(rate, 1e9, "{:.0f}"),
+                number(vals.get(names.OCC_ACHIEVED)),
+                *(number(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in gain_columns()),
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))

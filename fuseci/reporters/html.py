@@ -22,8 +22,10 @@ from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.chartkit import Tone, amount, tone
 from fuseci.reporters.html_case import (
     MESSAGES,
+    CaseHead,
     CaseView,
     CheckView,
+    case_head,
     case_view,
     case_weight,
     check_view,
@@ -64,21 +66,9 @@ _ENV_LABELS: tuple[tuple[str, str], ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class FailureView:
-    """One failing case in "What failed"."""
+class FailureView(CaseHead):
+    """One failing case in "What failed" (its anchor: the case's section or row in the page)."""
 
-    anchor: str
-    """The id of the case's section or row in the page."""
-    suite: str
-    """Suite id."""
-    card: str
-    """GPU it ran on."""
-    case: str
-    """Case id."""
-    verdict: str
-    """Worst verdict of its checks."""
-    tone: str
-    """That verdict's colour's name."""
     failures: tuple[CheckView, ...]
     """Its failing checks (the first of them)."""
     more: str
@@ -86,23 +76,11 @@ class FailureView:
 
 
 @dataclass(frozen=True, slots=True)
-class CaseRow:
+class CaseRow(CaseHead):
     """A case beyond those drawn in full: one row."""
 
-    anchor: str
-    """Its id in the page."""
-    suite: str
-    """Suite id."""
-    card: str
-    """GPU it ran on."""
-    case: str
-    """Case id."""
     where: str
     """Suite file and line."""
-    verdict: str
-    """Worst verdict of its checks."""
-    tone: str
-    """That verdict's colour's name."""
     checks: int
     """How many checks it has."""
     worst: str
@@ -191,12 +169,7 @@ VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 def _failure_view(comparison: Comparison, case: CaseResult, anchor: str) -> FailureView:
     bad = [k for k in sorted(case.checks, key=lambda k: k.verdict.rank) if failing(k.verdict)]
     return FailureView(
-        anchor=anchor,
-        suite=cut(comparison.suite, NAME),
-        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
-        case=cut(case.case, NAME),
-        verdict=case.verdict.value,
-        tone=tone(case.verdict).name.lower(),
+        **case_head(comparison, case, anchor),
         failures=tuple(check_view(k) for k in bad[:MESSAGES]),
         more=more(len(bad) - MESSAGES, "failing checks"),
     )
@@ -209,13 +182,8 @@ def _failure_weight(f: FailureView) -> int:
 def _case_row(comparison: Comparison, case: CaseResult, anchor: str) -> CaseRow:
     worst = min(case.checks, key=lambda k: k.verdict.rank, default=None)
     return CaseRow(
-        anchor=anchor,
-        suite=cut(comparison.suite, NAME),
-        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
-        case=cut(case.case, NAME),
+        **case_head(comparison, case, anchor),
         where=cut(where(comparison, case), NAME),
-        verdict=case.verdict.value,
-        tone=tone(case.verdict).name.lower(),
         checks=len(case.checks),
         worst=cut(worst.message, TEXT // 2) if worst is not None and worst.verdict is not Verdict.PASS else "",
     )

@@ -138,8 +138,8 @@ def _causes(case: CaseResult) -> tuple[CauseView, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class CaseView:
-    """One case's section."""
+class CaseHead:
+    """What every view of a case shows first."""
 
     anchor: str
     """Its id in the page."""
@@ -149,14 +149,32 @@ class CaseView:
     """GPU it ran on."""
     case: str
     """Case id."""
-    description: str
-    """From the suite."""
-    where: str
-    """Suite file and line."""
     verdict: str
     """Worst verdict of its checks."""
     tone: str
     """That verdict's colour's name."""
+
+
+def case_head(comparison: Comparison, case: CaseResult, anchor: str) -> dict[str, Any]:
+    """The fields of :class:`CaseHead` for ``case``, its strings cut."""
+    return {
+        "anchor": anchor,
+        "suite": cut(comparison.suite, NAME),
+        "card": cut(str(comparison.env.get("gpu_name", "")), NAME),
+        "case": cut(case.case, NAME),
+        "verdict": case.verdict.value,
+        "tone": tone(case.verdict).name.lower(),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CaseView(CaseHead):
+    """One case's section."""
+
+    description: str
+    """From the suite."""
+    where: str
+    """Suite file and line."""
     causes: tuple[CauseView, ...]
     """Why each variant with a finding came to it (the first of them), once per variant."""
     failures: tuple[CheckView, ...]
@@ -422,14 +440,9 @@ def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView
     ledgers = sections(case)
     suite_notes = comparison.notes if case is comparison.cases[0] else ()  # the suite's own, once
     return CaseView(
-        anchor=anchor,
-        suite=cut(comparison.suite, NAME),
-        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
-        case=cut(case.case, NAME),
+        **case_head(comparison, case, anchor),
         description=cut(case.description, TEXT),
         where=cut(where(comparison, case), NAME),
-        verdict=case.verdict.value,
-        tone=tone(case.verdict).name.lower(),
         causes=_causes(case),
         failures=tuple(check_view(k) for k in bad[:MESSAGES]),
         checks=tuple(check_view(k) for k in checks[:_CHECKS]),

@@ -9,7 +9,6 @@ the other rows, and says so in its last line.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from fuseci.reporters.text import (
     headline,
     message,
     more_failing,
+    number,
     undercount_summary,
     worst,
 )
@@ -115,10 +115,6 @@ def _icon(verdict: Verdict) -> str:
             return "✅"
 
 
-def _gain(value: float | None) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
-
-
 def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Verdict, bool, str]]:
     """One row per fused variant, with its verdict and whether it is a planted regression that
     was caught (``caught`` holds those (case, variant)). A gain is unfused ÷ variant, so checks of
@@ -135,7 +131,7 @@ def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Ve
         cells = (
             escape(case.case),
             escape(variant) or "-",
-            *(_gain(g.get(q)) for q, _ in columns),
+            *(number(g.get(q), fmt="{:.2f}x") for q, _ in columns),
             f"{_CAUGHT} CAUGHT" if planted else f"{_icon(verdict)} {verdict.value.upper()}",
         )
         rows.append((verdict, planted, "| " + " | ".join(cells) + " |"))

@@ -128,6 +128,11 @@ def verdict_count(verdict: Verdict, count: int, separators: bool = False) -> str
     return f"{number} {one if count == 1 else many}"
 
 
+def number(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+    """``value`` ÷ ``scale`` as ``fmt`` writes it; ``-`` for none or NaN."""
+    return "-" if value is None or math.isnan(value) else fmt.format(value / scale)
+
+
 def count(n: int, one: str, many: str = "") -> str:
     """``1 check``, ``20 checks`` (``many`` when the plural is not ``one`` + s)."""
     return f"{n} {one if n == 1 else many or one + 's'}"
