@@ -36,8 +36,8 @@ from fuseci.reporters.text import totals as text_totals
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
-#: The most bytes of the file ``--markdown`` writes: GitHub takes a comment of up to 65,536
-#: characters (never more than its UTF-8 bytes), and the comment job adds a marker and a link.
+#: The most bytes of the file ``--markdown`` writes: under GitHub's 65,536 characters of a
+#: comment, with room for the comment job's marker and link.
 COMMENT_LIMIT = 60_000
 #: The most characters of one string from data (a message, a path, a kernel name) a document shows.
 MAX_TEXT = 1000
@@ -51,20 +51,14 @@ def _table_head() -> tuple[str, str]:
     )
 
 
-# Backslash first so that the escapes added after it are not escaped again. `&`, `<` and `>`
-# become entities: no HTML tag or entity can come through. `|` would end a table cell; the
-# others would start code, emphasis, links or strikethrough.
+# Markup characters, backslash first so that the escapes added after it are not escaped again.
 _BACKSLASHED = re.compile(r"([\\`*\[\]|~])")
 _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # intraword `_` is literal in GFM
-# What GitHub makes live in a comment's text, whether written as Markdown or found in the
-# rendered text afterwards (escapes and entities do not stop the second): a mention (`@user`,
-# `@org/team`, an email), a reference (`#123`, `owner/repo#123`, `GH-123`), a link (`www.`,
-# `https://`). A zero-width space breaks each where it starts.
+# What GitHub makes live even in rendered text (a mention, `#123`, `GH-123`, `www.`, `://`):
+# a zero-width space breaks each where it starts.
 _LIVE = re.compile(r"@|#(?=[0-9])|(?i:gh-)(?=[0-9])|(?i:www)(?=\.)|(?<=[A-Za-z0-9])(?=://)")
 _ZERO_WIDTH_SPACE = "&#8203;"
-#: A dollar sign as GitHub documents writing one outside a formula: in an element of its own.
-#: Two ``$`` in one text make a formula (``$x$``, ``$$x$$``), and GitHub honours no backslash
-#: escape or entity for them, since it finds them in the rendered text.
+#: A dollar sign in an element of its own, as GitHub documents it outside a formula (``$x$``).
 _DOLLAR = "<span>$</span>"
 
 

@@ -279,8 +279,8 @@ def undercount_summary(comparison: Comparison) -> str | None:
     worst = max((int(p) for n in notes for p in _PERCENT.findall(n)), default=0)
     by = f" up to {worst}%" if worst else ""
     return (
-        f"DRAM writes read{by} low in {count(len(notes), 'case')} (output still in L2 when a kernel ended, which ncu does not "
-        "count; DRAM bytes and their gains read low alike)"
+        f"DRAM writes read{by} low in {count(len(notes), 'case')} (output still in L2 when a kernel ended, "
+        "which ncu does not count; DRAM bytes and their gains read low alike)"
     )
 
 
