@@ -15,7 +15,7 @@ from helpers import VIEWPORT, ledger_fragment, parse
 from fuseci.ledger.diff import diff
 from fuseci.ledger.gate import judge
 from fuseci.records.fusion import Kind, Ledger, Node, Row
-from fuseci.reporters import html, ledger_html
+from fuseci.reporters import budget, html, ledger_html, templating
 from fuseci.reporters import ledger as report
 from tests.reporters.ledger_results import ledger_comparison, real_ledger
 
@@ -132,7 +132,10 @@ def test_a_large_ledger_stays_within_its_bytes_and_counts_the_rest() -> None:
 
 def test_the_ledger_in_a_browser_shows_rows_worst_first_under_its_bar(browser: Any, tmp_path: Path) -> None:
     path = tmp_path / "ledger.html"
-    path.write_text(ledger_html.document(hostile(), judge(L.block(), hostile())), encoding="utf-8")
+    verdict = judge(L.block(), hostile())
+    view = ledger_html.view(hostile(), verdict, None, budget.PAGE_BYTES - 200_000)  # a ledger in a page of its own
+    document = templating.render("ledger_page.html.j2", title=f"fusion ledger: {verdict.verdict.name}", ledger=view)
+    path.write_text(document, encoding="utf-8")
     page = browser.new_page(viewport=VIEWPORT)
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)

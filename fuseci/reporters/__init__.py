@@ -1,14 +1,8 @@
 """Output formats: each module renders a string; a new format is a new file plus one line here.
 
-:data:`REPORTS` lists the report formats of judged suites (``fuseci run``, ``compare``,
-``merge``): the console table, the files a user asks for with an option (``--junit PATH``...),
-and what GitHub Actions reads. The CLI's ``--FORMAT PATH`` options take their flag and help from
-the entries that have an :attr:`Format.option`: a new file format is an entry here, an option
-type in :mod:`fuseci.cli.options` and a parameter of each command that writes reports.
-:data:`BENCH_FORMATS` renders ``fuseci bench``'s timed runs.
-
-A format names its module rather than importing it, so that ``fuseci --help`` stays fast:
-the module is imported when the format is first rendered.
+:data:`REPORTS` lists the report formats of judged suites; the CLI's ``--FORMAT PATH`` options take
+their flag and help from those with an :attr:`Format.option`. :data:`BENCH_FORMATS` renders
+``fuseci bench``. A format names its module, imported on first render, so ``fuseci --help`` stays fast.
 """
 
 from __future__ import annotations

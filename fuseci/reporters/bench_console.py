@@ -3,30 +3,22 @@ the median time, its spread, the minimal bytes, the bandwidth they imply and the
 
 from __future__ import annotations
 
-import math
-
 from fuseci.measure.bench import BenchResult, BenchRow, exit_code
 from fuseci.records.harness import CaseStatus
-from fuseci.reporters.text import clean, columns
+from fuseci.reporters.text import clean, columns, gpu_line, number
 
 _HEAD = ("case", "variant", "median us", "IQR %", "min MB", "GB/s", "% copy", "speedup")
-
-
-def _f(value: float | None, fmt: str = "{:.1f}") -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return fmt.format(value)
 
 
 def _cells(row: BenchRow) -> tuple[str, ...]:
     t = row.timing
     return (
-        _f(t.median_ns / 1e3),
-        _f(100 * t.iqr_ns / t.median_ns if t.median_ns > 0 else None),
-        _f(t.min_bytes / 1e6),
-        _f(row.achieved_bandwidth / 1e9, "{:.0f}"),
-        _f(None if row.copy_fraction is None else 100 * row.copy_fraction),
-        _f(row.speedup, "{:.2f}x") if row.speedup is not None else "",
+        number(t.median_ns / 1e3),
+        number(100 * t.iqr_ns / t.median_ns if t.median_ns > 0 else None),
+        number(t.min_bytes / 1e6),
+        number(row.achieved_bandwidth / 1e9, fmt="{:.0f}"),
+        number(None if row.copy_fraction is None else 100 * row.copy_fraction),
+        number(row.speedup, fmt="{:.2f}x") if row.speedup is not None else "",
     )
 
 
@@ -38,14 +30,6 @@ def _table(r: BenchResult) -> list[str]:
         if not case.rows:
             rows.append((case.case, "-", *("-" for _ in _HEAD[2:])))
     return columns([_HEAD, *rows])
-
-
-def _env_line(r: BenchResult) -> str:
-    e = r.env
-    return (
-        f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
-        f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}"
-    )
 
 
 def _method(r: BenchResult) -> list[str]:
@@ -68,10 +52,10 @@ def _suite(r: BenchResult) -> list[str]:
         return [f"fuseci bench: suite {r.suite} ({r.suite_path}): ERROR", f"  {'ERROR':<12} {r.error}", ""]
     bad = [c for c in r.cases if c.status is not CaseStatus.OK]
     state = "WRONG" if any(c.status is CaseStatus.WRONG for c in bad) else "ERROR" if bad else "OK"
-    bw = _f(None if r.copy_bandwidth is None else r.copy_bandwidth / 1e9, "{:.0f}")
+    bw = number(r.copy_bandwidth, 1e9, "{:.0f}")
     out = [
         f"fuseci bench: suite {r.suite} ({r.suite_path}): {state}",
-        "  " + _env_line(r),
+        "  " + gpu_line(r.env),
         f"  copy bandwidth {bw} GB/s (1 GiB device-to-device copy, bytes read + written, median)",
         f"  record {r.record_path}",
         "",
@@ -89,9 +73,7 @@ def _suite(r: BenchResult) -> list[str]:
 def render(results: list[BenchResult], code: int | None = None) -> str:
     """The whole console report; its last line says the exit code (the results', unless the
     command ends with another ``code``: a JSON file it could not write)."""
-    lines: list[str] = []
-    for r in results:
-        lines += _suite(r)
+    lines = [line for r in results for line in _suite(r)]
     variants = sum(len(c.rows) for r in results for c in r.cases)
     wrong = sum(c.status is CaseStatus.WRONG for r in results for c in r.cases)
     broken = sum(c.status is CaseStatus.ERROR for r in results for c in r.cases) + sum(bool(r.error) for r in results)

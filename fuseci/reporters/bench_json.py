@@ -12,9 +12,7 @@ FORMAT_VERSION = 1
 
 
 def _num(value: float | None) -> float | None:
-    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
-        return None
-    return value
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
 
 
 def _row(row: BenchRow) -> dict[str, Any]:

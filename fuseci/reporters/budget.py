@@ -1,16 +1,14 @@
-"""What one HTML page may hold, so that it stays readable and under :data:`PAGE_BYTES` whatever it
-is given: a suite of 5,000 cases, a message of megabytes, thousands of kernels or runs.
+"""What one HTML page may hold, so that it stays under :data:`PAGE_BYTES` whatever it is given.
 
-A page is built from its most important part down (failures first, worst first) against a
-:class:`Budget` of bytes per section; what does not fit is counted, not shown ("and 4,980 more
-cases"). Every string is cut (:func:`cut`) before it is weighed, and weighed as the template will
-write it: escaped, so that a hostile string of ``"`` and ``&`` cannot outgrow its weight. The
-sections' shares add up to less than :data:`PAGE_BYTES`, leaving room for the fixed markup.
+A page is built from its most important part down against a :class:`Budget` of bytes per section;
+what does not fit is counted ("and 4,980 more cases"). Every string is cut (:func:`cut`) and
+weighed escaped, as the template will write it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 from typing import TypeVar
 
 from markupsafe import escape
@@ -64,10 +62,8 @@ class Budget:
         """The leading ``items`` ((item, size) pairs, taken one at a time: an item is only made
         when the one before it fitted) that fit, at most ``most`` of them."""
         kept: list[_T] = []
-        pending = iter(items)
-        while len(kept) < most:
-            entry = next(pending, None)
-            if entry is None or not self.take(entry[1]):
+        for item, size in islice(items, most):
+            if not self.take(size):
                 break
-            kept.append(entry[0])
+            kept.append(item)
         return kept

@@ -1,22 +1,10 @@
 """What every chart of the HTML reports is drawn with: matplotlib's settings, the colours, the
 axes' ranges, the figure and its margins, and the figure written as SVG fit to be inlined.
 
-:mod:`fuseci.reporters.charts` (a case's gains, DRAM traffic and timings; a gain across runs)
-draws with them. matplotlib draws without a
-display (no pyplot, no GUI backend) and writes text as ``<text>`` elements that it escapes
-itself; every label that comes from data is also stripped of control characters and shortened
-here (:func:`label`). The SVG keeps nothing that points outside the page: no XML prologue, no
-metadata, no namespace URLs, and its element ids are salted with the chart's id so that several
-charts in one page never share one.
-
-Any finite value can be drawn. Each axis has a range set by the data's typical size (the
-median of what it shows, a case's minimum bytes, the card's peak bandwidth): a value beyond it
-(1.5e308 ns, a gain of 1.8e308) is drawn at the axis' edge as a ▸ or ▴ and the chart says so,
-while its label still gives the number. Nothing is computed outside float range, so no value
-can make an axis infinite or a transform singular.
-
-matplotlib is imported with this module; reporters import it only when they render a page, so
-``fuseci --help`` never pays for it.
+Labels from data are stripped of control characters and shortened (:func:`label`); the SVG keeps
+nothing that points outside the page, and its ids are salted per chart. Any finite value can be
+drawn: each axis' range is set by the data's typical size, and a value beyond it is drawn at the
+edge with a marker. Importing this module imports matplotlib, so reporters import it lazily.
 """
 
 from __future__ import annotations
@@ -204,8 +192,8 @@ def ratio(value: float) -> str:
     return f"{value:.2f}×" if abs(value) < 1e6 else f"{value:.3g}×"
 
 
-def _svg(fig: Figure, chart_id: str) -> Markup:
-    """The figure as an ``<svg>`` element fit to be inlined (see the module docstring)."""
+def chart(fig: Figure, chart_id: str, kind: str, title: str, legend: str) -> Chart:
+    """The figure as a :class:`Chart`, its ``<svg>`` element fit to be inlined (see the module docstring)."""
     buf = io.StringIO()
     with style({"svg.hashsalt": chart_id}), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a glyph missing from the font is drawn as a box: fine
@@ -213,20 +201,17 @@ def _svg(fig: Figure, chart_id: str) -> Markup:
     text = buf.getvalue()
     text = text[text.index("<svg") :]
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
-    # Namespace names are URLs no browser fetches, but a page that holds no URL at all is
-    # easier to trust; the HTML parser knows the SVG and xlink namespaces without them.
+    # No URL in the page, not even a namespace name: the HTML parser knows SVG's and xlink's.
     text = re.sub(r' xmlns(?::xlink)?="[^"]*"', "", text)
-    # matplotlib numbers its element ids per figure (figure_1, axes_1...): prefix them, and the
-    # references to them, so that they stay unique in a page of many charts.
+    # matplotlib numbers its element ids per figure: prefix them and their references, per chart.
     text = re.sub(r'\b(id="|href="#|url\(#)(?=[A-Za-z_])', rf"\g<1>{chart_id}-", text)
     text = text.replace("<svg ", f'<svg class="chart-svg" role="img" aria-labelledby="{chart_id}-title" ', 1)
-    return Markup(text.strip())
+    return Chart(id=chart_id, kind=kind, title=title, legend=legend, svg=Markup(text.strip()))
 
 
 @dataclass(frozen=True, slots=True)
 class Margins:
-    """Room around the axes, in inches. Fixed margins rather than matplotlib's constrained
-    layout, which measured every label again and took most of a chart's drawing time."""
+    """Room around the axes, in inches (fixed: matplotlib's constrained layout is slow)."""
 
     left: float
     right: float
@@ -259,10 +244,6 @@ def right_labels(ax: Axes, ys: Sequence[float], texts: Sequence[str]) -> None:
     """``texts`` just right of the axes, level with ``ys``."""
     for y, text in zip(ys, texts, strict=True):
         ax.text(1.01, y, text, transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=7)
-
-
-def chart(fig: Figure, chart_id: str, kind: str, title: str, legend: str) -> Chart:
-    return Chart(id=chart_id, kind=kind, title=title, legend=legend, svg=_svg(fig, chart_id))
 
 
 def amount(value: float, unit: float, name: str) -> str:

@@ -1,12 +1,7 @@
-"""The charts of the HTML pages, drawn with matplotlib and inlined as SVG: a case's gains against
-the baseline, its DRAM traffic and bandwidth, its CUDA-event timings; and the history page's
-chart of a gain of each variant across runs, its levels between change points with the gate's
-tolerance around them, and where a level starts.
-
-Each function takes a small plain description of what to draw (the dataclasses below, built by
-:mod:`fuseci.reporters.html_case` and :mod:`fuseci.reporters.history`) and returns a
-:class:`~fuseci.reporters.chartkit.Chart`: SVG markup ready to be placed in a page. How every chart is drawn (settings, colours, axes'
-ranges, values beyond them, the SVG) is :mod:`fuseci.reporters.chartkit`'s.
+"""The charts of the HTML pages: a case's gains against the baseline, its DRAM traffic and
+bandwidth, its CUDA-event timings, and a gain of each variant across runs. Each function takes a
+plain description of what to draw (the dataclasses below) and returns a
+:class:`~fuseci.reporters.chartkit.Chart`; how charts are drawn is :mod:`fuseci.reporters.chartkit`'s.
 """
 
 from __future__ import annotations
@@ -268,17 +263,7 @@ def _bytes_panel(ax: Axes, bars: Sequence[FusionBar], min_bytes: float | None, a
         ax, bars, [b.dram_bytes for b in bars], [b.baseline_bytes for b in bars], 1e6, bytes_axis, bytes_texts
     )
     if positive(min_bytes):
-        ax.axvline(bytes_axis.at(min_bytes) / 1e6, color=REFERENCE, linestyle="--", linewidth=1)
-        ax.text(
-            0.0,
-            -0.6,
-            f" dashed: minimum {mb(min_bytes)}",
-            color=REFERENCE,
-            va="center",
-            ha="left",
-            fontsize=7,
-            transform=ax.get_yaxis_transform(),
-        )
+        _reference(ax, bytes_axis.at(min_bytes) / 1e6, f" dashed: minimum {mb(min_bytes)}", left=True)
         if limit is not None:
             ax.axvline(bytes_axis.at(limit) / 1e6, color=REFERENCE, linestyle=":", linewidth=1)
     ax.set_xlabel("DRAM bytes (MB)")
@@ -308,11 +293,16 @@ def _rate_panel(ax: Axes, bars: Sequence[FusionBar], peak: float | None) -> bool
         rate_texts,
     )
     if positive(peak):
-        ax.axvline(rate_axis.at(peak) / 1e9, color=REFERENCE, linestyle="--", linewidth=1)
-        ax.text(1.0, -0.6, f"dashed: peak {gbs(peak)} ", color=REFERENCE, va="center", ha="right", fontsize=7,
-                transform=ax.get_yaxis_transform())  # fmt: skip
+        _reference(ax, rate_axis.at(peak) / 1e9, f"dashed: peak {gbs(peak)} ", left=False)
     ax.set_xlabel("achieved DRAM bandwidth (GB/s)")
     return beyond
+
+
+def _reference(ax: Axes, x: float, text: str, left: bool) -> None:
+    """A dashed reference line at ``x`` and, above the bars, what it is."""
+    ax.axvline(x, color=REFERENCE, linestyle="--", linewidth=1)
+    at, ha = (0.0, "left") if left else (1.0, "right")
+    ax.text(at, -0.6, text, color=REFERENCE, va="center", ha=ha, fontsize=7, transform=ax.get_yaxis_transform())
 
 
 def _fusion_panel(

@@ -1,25 +1,10 @@
-"""The report people read in a terminal or a CI log.
+"""The report people read in a terminal or a CI log: per suite its verdict, environment and
+baseline, a table of every (case, variant), a line per fusion ledger, one block per variant that
+needs attention (its cause, then the few checks that say what moved; ``verbose`` shows every
+one), the notes, and a totals line.
 
-Per suite: a heading with its verdict, the environment and baseline, a table of every (case,
-variant) with its measurements and gains, a line per variant's fusion ledger (its kernels,
-bytes against the graph's floor and worst kernel; ``verbose`` adds its rows and what changed since
-its baseline's, node by node), then one block per variant that needs attention,
-headed by its worst verdict, then its cause in one line (said once for the variant, never after
-each check), then the fewest of its checks that say what moved (what it launched, its bytes,
-its launches: :func:`~fuseci.reporters.text.headline`) with how many more ``-v`` shows
-(``verbose``: every check that did not pass, a split kernel read as one story: the inventory,
-then each gain it cost), then the notes. A totals line ends
-the report.
-
-Without a baseline the NEW checks are one line, not one per check. The notes that DRAM writes
-read low (output still in L2) are one line per suite; ``verbose`` gives each case's.
-
-The report is a list of lines, each a :class:`rich.text.Text`: the command line prints them
-through rich, which decides whether the colour is shown (:mod:`fuseci.cli.terminal`);
-:func:`render` gives their plain text.
-Every string from a file passes :func:`~fuseci.reporters.text.clean` before it joins the report.
-Its styles are colours only, no bold or dim, so that ``NO_COLOR`` (rich drops the colour) leaves
-plain text.
+Each line is a :class:`rich.text.Text` whose styles are colours only, so ``NO_COLOR`` leaves plain
+text; every string from a file passes :func:`~fuseci.reporters.text.clean`.
 """
 
 from __future__ import annotations
@@ -45,6 +30,7 @@ from fuseci.reporters.text import (
     headline,
     message,
     more_failing,
+    number,
     totals,
     undercount_summary,
 )
@@ -78,12 +64,6 @@ def _bullet(v: Verdict, message: str) -> Text:
     return Text.assemble("    ", ("-", STYLES[v]), " ", clean(message))
 
 
-def _f(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return fmt.format(value / scale)
-
-
 def _table(cases: tuple[CaseResult, ...]) -> list[str]:
     head = (
         "case",
@@ -106,13 +86,13 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
             rows.append((
                 case.case if i == 0 else "",
                 v.variant,
-                _f(vals.get(names.LAUNCHES), fmt="{:.0f}"),
-                _f(vals.get(names.DRAM_BYTES), 1e6),
-                _f(vals.get(names.BYTES_RATIO), fmt="{:.2f}"),
-                _f(vals.get(names.DURATION), 1e3),
-                _f(rate, 1e9, "{:.0f}"),
-                _f(vals.get(names.OCC_ACHIEVED)),
-                *(_f(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in gain_columns()),
+                number(vals.get(names.LAUNCHES), fmt="{:.0f}"),
+                number(vals.get(names.DRAM_BYTES), 1e6),
+                number(vals.get(names.BYTES_RATIO), fmt="{:.2f}"),
+                number(vals.get(names.DURATION), 1e3),
+                number(rate, 1e9, "{:.0f}"),
+                number(vals.get(names.OCC_ACHIEVED)),
+                *(number(v.gains.get(q), fmt="{:.2f}x") if v.gains else "" for q, _ in gain_columns()),
             ))  # fmt: skip
         if not case.variants:
             rows.append((case.case, "-", *("-" for _ in head[2:])))
@@ -120,8 +100,7 @@ def _table(cases: tuple[CaseResult, ...]) -> list[str]:
 
 
 def _blocks(c: Comparison, verbose: bool) -> list[Text]:
-    """One block per (case, variant) with a check that did not pass, the worst first; then one
-    per planted regression caught, saying by what (:func:`~fuseci.reporters.text.blocks`)."""
+    """One block per :func:`~fuseci.reporters.text.blocks`: what needs attention, then what was caught."""
     out: list[Text] = []
     for b in blocks(c):
         verdict = b.attention.verdict if b.attention else Verdict.PASS
@@ -136,11 +115,8 @@ def _blocks(c: Comparison, verbose: bool) -> list[Text]:
 
 
 def _checks(c: Comparison, a: Attention, verbose: bool) -> list[Text]:
-    """A block's checks that did not pass, the few that say most plainly what moved unless
-    ``verbose`` (:func:`~fuseci.reporters.text.headline`) and how many more, then how many
-    passed. Checks without a baseline value are one line with the command that records them; a
-    value the baseline has but that was not compared (an exact counter of other kernels) says
-    why on a line of its own: recording would hide the change."""
+    """A block's checks that did not pass (:func:`~fuseci.reporters.text.headline`), how many more,
+    then how many passed; checks without a baseline value are one line saying how to record them."""
     unrecorded = [k.verdict is Verdict.NEW and k.baseline_value is None for k in a.checks]
     new = [k for k, u in zip(a.checks, unrecorded, strict=True) if u]
     shown, more = headline([k for k, u in zip(a.checks, unrecorded, strict=True) if not u], verbose)
@@ -163,8 +139,7 @@ def _checks(c: Comparison, a: Attention, verbose: bool) -> list[Text]:
 
 
 def _ledgers(c: Comparison, verbose: bool) -> list[Text]:
-    """One line per variant with a fusion ledger: its kernels, bytes against its floor and its
-    worst kernel; ``verbose`` adds its rows and what changed since its baseline's, node by node."""
+    """One line per variant's fusion ledger; ``verbose`` adds its rows and what changed since its baseline's."""
     out: list[Text] = []
     for case in c.cases:
         for v in case.variants:
@@ -203,7 +178,8 @@ def _notes(c: Comparison, verbose: bool) -> list[str]:
     return notes
 
 
-def _suite(c: Comparison, verbose: bool) -> list[Text]:
+def suite_report(c: Comparison, *, verbose: bool = False) -> list[Text]:
+    """One suite's part of the console report, printed as soon as the suite is judged."""
     out = [Text.assemble(f"suite {clean(c.suite)}: ", _verdict(c.verdict), "  ", _place(c.suite_path))]
     if not c.env:  # the suite could not be profiled or read: its error check says why
         for case in c.cases:
@@ -230,27 +206,17 @@ def _suite(c: Comparison, verbose: bool) -> list[Text]:
         differs = clean(f"  environment differs: {d.field} baseline {d.baseline_value!r}, now {d.current!r} ")
         out.append(Text.assemble(differs, "(", state, ")"))
     out += [Text(), *(Text("  " + r) for r in _table(c.cases)), Text()]
-    ledgers = _ledgers(c, verbose)
-    if ledgers:
-        out += [*ledgers, Text()]
-    blocks = _blocks(c, verbose)
-    notes = [Text(n) for n in _notes(c, verbose)]
-    if blocks:
-        out += [*blocks, Text()]
-    if notes:
-        out += [*notes, Text()]
+    for part in (_ledgers(c, verbose), _blocks(c, verbose), [Text(n) for n in _notes(c, verbose)]):
+        if part:
+            out += [*part, Text()]
     return out
 
 
 def report(comparisons: list[Comparison], *, verbose: bool = False, code: int | None = None) -> list[Text]:
     """The whole console report, line by line; its last line says the exit code (the verdicts',
     unless the command ends with another ``code``: a report it could not write)."""
-    return [*(line for c in comparisons for line in _suite(c, verbose)), Text(clean(totals(comparisons, code)))]
-
-
-def suite_report(comparison: Comparison, *, verbose: bool = False) -> list[Text]:
-    """One suite's part of the console report, printed as soon as the suite is judged."""
-    return _suite(comparison, verbose)
+    lines = [line for c in comparisons for line in suite_report(c, verbose=verbose)]
+    return [*lines, Text(clean(totals(comparisons, code)))]
 
 
 def render(comparisons: list[Comparison], *, verbose: bool = False) -> str:

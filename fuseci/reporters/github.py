@@ -1,19 +1,9 @@
-"""GitHub Actions workflow commands that annotate the suite file, one per variant that did not pass.
+"""GitHub Actions workflow commands that annotate the suite file: one per variant that did not
+pass (:func:`~fuseci.judge.verdict.subjects`), of the kind of its worst verdict, at the case's line.
 
-A variant (or a case's own checks, or a suite that could not run:
-:func:`~fuseci.judge.verdict.subjects`) is one annotation, of the kind of its worst verdict:
-``WRONG``, ``REGRESSED``, ``ERROR`` and ``INCOMPARABLE`` are ``::error``, ``WARN``, ``NEW`` and
-``MISSING`` are ``::warning``, ``IMPROVED`` is ``::notice`` (the gain rose beyond its tolerance:
-update the baseline to keep it), ``PASS`` is nothing. Its message says how many of its checks did
-not pass, by verdict (``REGRESSED: 8 checks; NEW: 4 checks``), then each on a line of its own, the
-worst first (a ledger check's message cut as the console cuts it:
-:func:`~fuseci.reporters.text.message`). Each annotation points at the case's
-line in the suite file, titled ``fuseci <suite>/<case>/<variant>``.
-
-GitHub shows at most :data:`ANNOTATIONS_PER_STEP` annotations of each kind per step (and 50 per
-job) and drops the rest without a word. So at most that many errors and warnings are written,
-worst first, and one notice fewer: the last notice says how many were left out and where every
-check is (the step log, the JUnit report).
+GitHub shows at most :data:`ANNOTATIONS_PER_STEP` annotations of each kind per step and drops the
+rest silently, so at most that many are written, worst first, and the last notice says how many
+were left out.
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from fuseci.judge.verdict import Comparison, MetricDelta, Subject, Verdict, subjects
-from fuseci.reporters.text import clean, message
+from fuseci.reporters.text import clean, count, message
 
 #: Annotations of one kind (error, warning, notice) GitHub shows per step.
 ANNOTATIONS_PER_STEP = 10
@@ -66,12 +56,8 @@ def _command(kind: str, c: Comparison, s: Subject, shown: list[MetricDelta]) -> 
     lines = [f"{k.verdict.value.upper()}: {message(k)}" for k in shown]  # a ledger check cut as the console cuts it
     if len(shown) > 1:  # one annotation per variant: how many of its checks of each verdict, then each
         counts = Counter(k.verdict for k in shown)  # shown is sorted worst first
-        lines.insert(0, "; ".join(f"{v.value.upper()}: {_plural(n, 'check')}" for v, n in counts.items()))
+        lines.insert(0, "; ".join(f"{v.value.upper()}: {count(n, 'check')}" for v, n in counts.items()))
     return f"::{kind} {','.join(props)}::{escape_data(chr(10).join(lines))}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def render(comparisons: list[Comparison], failures: Sequence[str] = ()) -> str:
@@ -99,7 +85,7 @@ def render(comparisons: list[Comparison], failures: Sequence[str] = ()) -> str:
             left_out[kind] += 1
     out = [line for kind in _KINDS for line in lines[kind]]
     if any(left_out.values()):
-        counts = [_plural(n, kind) for kind, n in left_out.items() if n]
+        counts = [count(n, kind) for kind, n in left_out.items() if n]
         counted = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
         out.append(
             "::notice::"

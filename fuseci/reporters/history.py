@@ -1,14 +1,7 @@
-"""``fuseci history``'s output: a text summary of every change point for the console, and a
-self-contained HTML page with one trend chart per gain per case.
-
-The text says, per change point, which gain stepped from what to what at which commit; the page
-draws each gain across the runs (x: when each ran, labelled with its commit) with the gate's
-tolerance around each level and the change points marked: red where a gain fell, green where
-it rose (recovered or improved), blue where the step stayed within the gate. Both come from a
-:class:`~fuseci.judge.history.History`; the page is ``templates/history.html.j2``, autoescaped,
-and within :data:`fuseci.reporters.budget.PAGE_BYTES` however many runs and gains: long series
-are drawn as lines, the charts are drawn while their share of the page lasts (cases with change
-points first), and the lists of change points and runs end with what is left counted.
+"""``fuseci history``'s output from a :class:`~fuseci.judge.history.History`: a text summary of
+every change point, and a self-contained HTML page (``templates/history.html.j2``) with one trend
+chart per gain per case, within :data:`fuseci.reporters.budget.PAGE_BYTES`: charts are drawn
+while their share lasts (cases with change points first) and long lists end counted.
 """
 
 from __future__ import annotations
@@ -20,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from fuseci.config import quantities
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
-from fuseci.reporters.text import clean, relative_change
+from fuseci.reporters.text import clean, count, relative_change
 
 if TYPE_CHECKING:
     from fuseci.judge.history import ChangePoint, History, RunPoint, Series
@@ -72,7 +65,7 @@ def render_text(history: History, directory: str = "") -> str:
     runs = history.runs
     where = f" in {directory}" if directory else ""
     lines = [
-        f"fuseci: history of {len(runs)} run{'s' if len(runs) != 1 else ''}{where}"
+        f"fuseci: history of {count(len(runs), 'run')}{where}"
         + (f", {_when(runs[0])} to {_when(runs[-1])}" if runs else "")
     ]
     gpus = _several_gpus(history)
@@ -81,8 +74,8 @@ def render_text(history: History, directory: str = "") -> str:
     lines += [f"fuseci: note: {n}" for n in history.notes]
     n = len(changes)
     lines.append(
-        f"fuseci: {n or 'no'} change point{'s' if n != 1 else ''} in {len(history.series)} "
-        f"gain{'s' if len(history.series) != 1 else ''} over {len(runs)} run{'s' if len(runs) != 1 else ''}"
+        f"fuseci: {n or 'no'} change point{'s' if n != 1 else ''} in {count(len(history.series), 'gain')} "
+        f"over {count(len(runs), 'run')}"
     )
     return "".join(clean(line) + "\n" for line in lines)  # GPU names and notes come from run files
 
@@ -194,16 +187,13 @@ def _chart(group: Sequence[Series], chart_id: str) -> Chart:
     return charts.trend_chart(lines, _ticks(group), chart_id, title)
 
 
-_TONES = ("bad", "good", "info")
+#: A case's tones, the worst first.
+_TONES = ("bad", "good", "info", "ok")
 
 
 def _case_tone(group: Sequence[Series]) -> str:
     tones = {tone(c) for s in group for c in s.changes}
     return next((t for t in _TONES if t in tones), "ok")
-
-
-def _rank(case_tone: str) -> int:
-    return _TONES.index(case_tone) if case_tone in _TONES else len(_TONES)
 
 
 def page(history: History, directory: str = "") -> HistoryPage:
@@ -214,7 +204,9 @@ def page(history: History, directory: str = "") -> HistoryPage:
         groups.setdefault((s.gpu, s.suite, s.case), {}).setdefault(s.quantity, []).append(s)
     # Cases whose gains changed come first: if the page's share for charts runs out, it is the
     # quiet ones that are left undrawn.
-    ordered = sorted(groups.items(), key=lambda item: _rank(_case_tone([s for g in item[1].values() for s in g])))
+    ordered = sorted(
+        groups.items(), key=lambda item: _TONES.index(_case_tone([s for g in item[1].values() for s in g]))
+    )
     budget = Budget(_CHART_BYTES)
     cases: list[CaseHistory] = []
     drawn_ids: set[int] = set()
@@ -223,20 +215,17 @@ def page(history: History, directory: str = "") -> HistoryPage:
         anchor = f"case-{n}"
         drawn = []
         for m, group in enumerate(by_quantity.values()):
-            if undrawn:
-                undrawn += 1
-                continue
-            chart = _chart(group, f"{anchor}-{m}")
-            if not budget.take(len(chart.svg) + weight(chart.title, chart.legend)):
+            chart = None if undrawn else _chart(group, f"{anchor}-{m}")  # once one is left out, so is the rest
+            if chart is None or not budget.take(len(chart.svg) + weight(chart.title, chart.legend)):
                 undrawn += 1
                 continue
             drawn.append(chart)
             drawn_ids.update(id(s) for s in group)
         if drawn:
             everything = [s for group in by_quantity.values() for s in group]
-            count = sum(len(s.changes) for s in everything)
+            points = sum(len(s.changes) for s in everything)
             title = cut(f"{suite} / {case}" + (f" on {gpu}" if gpus else ""), NAME)
-            cases.append(CaseHistory(anchor, title, tuple(drawn), count, _case_tone(everything)))
+            cases.append(CaseHistory(anchor, title, tuple(drawn), points, _case_tone(everything)))
     anchors = {
         id(s): f"case-{n}-{m}" for n, (_, by_q) in enumerate(ordered) for m, g in enumerate(by_q.values()) for s in g
     }

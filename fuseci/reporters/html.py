@@ -1,29 +1,10 @@
-"""A self-contained HTML report of judged suites (``--html PATH`` on run, compare and merge).
+"""A self-contained HTML report of judged suites (``--html PATH``): one file that opens offline
+(inline style sheet and SVG charts, no script), failures first, then the overview, then every case
+worst first (:mod:`fuseci.reporters.html_case`).
 
-One file that opens from ``file://`` with no network: the style sheet is inlined, the charts are
-inline SVG drawn with matplotlib (:mod:`fuseci.reporters.charts`), there is no script and no
-external font. Failures come first:
-
-* what failed: every case that regressed, computed a wrong result or could not be judged, with
-  the messages of its failing checks;
-* the overview: verdict counts per suite and card, each environment fingerprint, and what
-  differs from the baseline's environment;
-* every case, worst first: its gains against the baseline with the tolerance band, its DRAM
-  bytes against the case's minimum and its achieved bandwidth against the card's peak (unfused
-  and fused side by side), its CUDA-event timings now and in the baseline, each variant's kernel
-  inventory aligned with the baseline's (splits, new and vanished kernels, changed launch
-  shapes highlighted), each variant's fusion ledger (:mod:`fuseci.reporters.ledger_html`), and
-  every check.
-
-However large the run, the page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: every
-string is cut, the worst cases are drawn in full while their share of the page lasts, the next
-ones get one row each, and what is left is counted ("and 3,980 more cases: 3,980 pass"); each
-case shows its failing checks first and a bounded number of checks, kernels and chart rows.
-
-This module turns verdicts into a page model (plain frozen dataclasses), each case's section by
-:mod:`fuseci.reporters.html_case`; the page itself is the Jinja2 template
-``templates/report.html.j2``, rendered with autoescaping, so ids, messages, kernel names, paths
-and environment values can never become markup.
+The page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: the worst cases are drawn in
+full while their share lasts, the next get one row each, the rest are counted. The page model is
+rendered by ``templates/report.html.j2`` with autoescaping, so no data can become markup.
 """
 
 from __future__ import annotations
@@ -35,14 +16,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuseci.config import names
-from fuseci.judge.verdict import CaseResult, Comparison, Tally, Verdict, exit_code, tally
+from fuseci.judge.verdict import CaseResult, Comparison, Tally, Verdict, tally
 from fuseci.reporters import templating
 from fuseci.reporters.budget import NAME, TEXT, Budget, cut, more, weight
 from fuseci.reporters.chartkit import Tone, amount, tone
 from fuseci.reporters.html_case import (
     MESSAGES,
+    CaseHead,
     CaseView,
     CheckView,
+    case_head,
     case_view,
     case_weight,
     check_view,
@@ -83,21 +66,9 @@ _ENV_LABELS: tuple[tuple[str, str], ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class FailureView:
-    """One failing case in "What failed"."""
+class FailureView(CaseHead):
+    """One failing case in "What failed" (its anchor: the case's section or row in the page)."""
 
-    anchor: str
-    """The id of the case's section or row in the page."""
-    suite: str
-    """Suite id."""
-    card: str
-    """GPU it ran on."""
-    case: str
-    """Case id."""
-    verdict: str
-    """Worst verdict of its checks."""
-    tone: str
-    """That verdict's colour's name."""
     failures: tuple[CheckView, ...]
     """Its failing checks (the first of them)."""
     more: str
@@ -105,23 +76,11 @@ class FailureView:
 
 
 @dataclass(frozen=True, slots=True)
-class CaseRow:
+class CaseRow(CaseHead):
     """A case beyond those drawn in full: one row."""
 
-    anchor: str
-    """Its id in the page."""
-    suite: str
-    """Suite id."""
-    card: str
-    """GPU it ran on."""
-    case: str
-    """Case id."""
     where: str
     """Suite file and line."""
-    verdict: str
-    """Worst verdict of its checks."""
-    tone: str
-    """That verdict's colour's name."""
     checks: int
     """How many checks it has."""
     worst: str
@@ -182,8 +141,6 @@ class Page:
     """The page's title."""
     totals: str
     """Every verdict counted and the exit code."""
-    exit_code: int
-    """What the run exits with."""
     verdicts: tuple[tuple[str, str], ...]
     """(``1 variant regressed: 8 checks``, tone) of every outcome that occurred, worst first
     (:func:`~fuseci.judge.verdict.tally`)."""
@@ -212,12 +169,7 @@ VERDICTS: tuple[Verdict, ...] = tuple(Verdict)
 def _failure_view(comparison: Comparison, case: CaseResult, anchor: str) -> FailureView:
     bad = [k for k in sorted(case.checks, key=lambda k: k.verdict.rank) if failing(k.verdict)]
     return FailureView(
-        anchor=anchor,
-        suite=cut(comparison.suite, NAME),
-        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
-        case=cut(case.case, NAME),
-        verdict=case.verdict.value,
-        tone=tone(case.verdict).name.lower(),
+        **case_head(comparison, case, anchor),
         failures=tuple(check_view(k) for k in bad[:MESSAGES]),
         more=more(len(bad) - MESSAGES, "failing checks"),
     )
@@ -230,13 +182,8 @@ def _failure_weight(f: FailureView) -> int:
 def _case_row(comparison: Comparison, case: CaseResult, anchor: str) -> CaseRow:
     worst = min(case.checks, key=lambda k: k.verdict.rank, default=None)
     return CaseRow(
-        anchor=anchor,
-        suite=cut(comparison.suite, NAME),
-        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
-        case=cut(case.case, NAME),
+        **case_head(comparison, case, anchor),
         where=cut(where(comparison, case), NAME),
-        verdict=case.verdict.value,
-        tone=tone(case.verdict).name.lower(),
         checks=len(case.checks),
         worst=cut(worst.message, TEXT // 2) if worst is not None and worst.verdict is not Verdict.PASS else "",
     )
@@ -252,12 +199,7 @@ def _text(value: Any) -> str:
 
 def _suite_view(c: Comparison) -> SuiteView:
     counts = Counter(k.verdict for case in c.cases for k in case.checks)
-    if c.has_baseline and c.baseline_path:
-        baseline = c.baseline_path
-    elif c.baseline_path:
-        baseline = f"none at {c.baseline_path}"
-    else:
-        baseline = "none"
+    baseline = (c.baseline_path if c.has_baseline else f"none at {c.baseline_path}") if c.baseline_path else "none"
     return SuiteView(
         suite=cut(c.suite, NAME),
         suite_path=cut(c.suite_path, NAME),
@@ -299,6 +241,10 @@ def _envs(comparisons: Sequence[Comparison]) -> tuple[EnvView, ...]:
     return tuple(EnvView(fields, tuple(suites[:_SUITES])) for fields, suites in list(groups.items())[:_ENVS])
 
 
+def _tally_tone(t: Tally) -> str:
+    return (tone(t.outcome) if isinstance(t.outcome, Verdict) else Tone.GOOD).name.lower()  # GOOD: caught
+
+
 def _rest(cases: Sequence[CaseResult]) -> str:
     """``and 3,980 more cases: 3,970 pass, 10 regressed``; empty for none."""
     if not cases:
@@ -306,10 +252,6 @@ def _rest(cases: Sequence[CaseResult]) -> str:
     counts = Counter(case.verdict for case in cases)
     by = ", ".join(verdict_count(v, counts[v], separators=True) for v in VERDICTS if counts[v])
     return f"{more(len(cases), 'cases')}: {by}"
-
-
-def _tally_tone(t: Tally) -> Tone:
-    return tone(t.outcome) if isinstance(t.outcome, Verdict) else Tone.GOOD  # a planted regression caught
 
 
 def page(comparisons: list[Comparison]) -> Page:
@@ -341,8 +283,7 @@ def page(comparisons: list[Comparison]) -> Page:
     return Page(
         title=f"fuseci: {title}",
         totals=totals(comparisons),
-        exit_code=exit_code(comparisons),
-        verdicts=tuple((tally_text(t, separators=True), _tally_tone(t).name.lower()) for t in tally(comparisons)),
+        verdicts=tuple((tally_text(t, separators=True), _tally_tone(t)) for t in tally(comparisons)),
         suites=tuple(suites),
         suites_more=more(len(comparisons) - len(suites), "suites"),
         envs=_envs(comparisons),

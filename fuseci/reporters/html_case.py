@@ -1,10 +1,7 @@
-"""One case's section of the HTML report (:mod:`fuseci.reporters.html`): its checks as table
-rows, the data of its charts (gains against the baseline with the tolerance band, DRAM bytes
-against the minimum and bandwidth against the card's peak, CUDA-event timings), drawn by
-:mod:`fuseci.reporters.charts`, and each variant's kernel inventory aligned with the baseline's
-(splits, new and vanished kernels, changed launch shapes), and the fusion ledger of each variant
-that has one (:mod:`fuseci.reporters.ledger_html`). Every string is cut, and the checks,
-kernels, chart rows and ledgers of a case are bounded (:mod:`fuseci.reporters.budget`).
+"""One case's section of the HTML report (:mod:`fuseci.reporters.html`): its checks, the data of
+its charts (drawn by :mod:`fuseci.reporters.charts`), each variant's kernel inventory aligned with
+the baseline's, and its fusion ledgers. Every string is cut and every list bounded
+(:mod:`fuseci.reporters.budget`).
 """
 
 from __future__ import annotations
@@ -24,8 +21,9 @@ from fuseci.frames.inventory import KernelLaunch
 from fuseci.judge.verdict import CaseResult, CheckKind, Comparison, MetricDelta, VariantMeasurement, Verdict
 from fuseci.reporters import charts
 from fuseci.reporters.budget import NAME, TEXT, cut, more, weight
-from fuseci.reporters.chartkit import Chart, Tone, tone
+from fuseci.reporters.chartkit import Chart, Tone, finite, tone
 from fuseci.reporters.ledger_html import LedgerSection, ledgers_more, sections
+from fuseci.reporters.text import worst
 
 #: At most this many of each in a case's section (:data:`MESSAGES`: failing checks listed).
 MESSAGES = 12
@@ -140,8 +138,8 @@ def _causes(case: CaseResult) -> tuple[CauseView, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class CaseView:
-    """One case's section."""
+class CaseHead:
+    """What every view of a case shows first."""
 
     anchor: str
     """Its id in the page."""
@@ -151,14 +149,32 @@ class CaseView:
     """GPU it ran on."""
     case: str
     """Case id."""
-    description: str
-    """From the suite."""
-    where: str
-    """Suite file and line."""
     verdict: str
     """Worst verdict of its checks."""
     tone: str
     """That verdict's colour's name."""
+
+
+def case_head(comparison: Comparison, case: CaseResult, anchor: str) -> dict[str, Any]:
+    """The fields of :class:`CaseHead` for ``case``, its strings cut."""
+    return {
+        "anchor": anchor,
+        "suite": cut(comparison.suite, NAME),
+        "card": cut(str(comparison.env.get("gpu_name", "")), NAME),
+        "case": cut(case.case, NAME),
+        "verdict": case.verdict.value,
+        "tone": tone(case.verdict).name.lower(),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CaseView(CaseHead):
+    """One case's section."""
+
+    description: str
+    """From the suite."""
+    where: str
+    """Suite file and line."""
     causes: tuple[CauseView, ...]
     """Why each variant with a finding came to it (the first of them), once per variant."""
     failures: tuple[CheckView, ...]
@@ -183,16 +199,8 @@ class CaseView:
     """What a reader of the numbers should know."""
 
 
-def _num(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
-
-
-def _quantity(k: MetricDelta) -> str:
-    return quantities.label(k.quantity)
-
-
 def _value(k: MetricDelta, value: float | None) -> str:
-    if value is None or not math.isfinite(value):
+    if not finite(value):
         return ""
     match k.check:
         case CheckKind.GAIN | CheckKind.EXPECT:
@@ -212,15 +220,16 @@ def _value(k: MetricDelta, value: float | None) -> str:
 
 
 def check_view(k: MetricDelta) -> CheckView:
+    """One check as a table row, its strings cut."""
     return CheckView(
         verdict=k.verdict.value,
         tone=tone(k.verdict).name.lower(),
         check=k.check.value,
         variant=cut(k.variant, NAME),
-        quantity=cut(_quantity(k), NAME),
+        quantity=cut(quantities.label(k.quantity), NAME),
         now=_value(k, k.current),
         baseline=_value(k, k.baseline_value),
-        change=f"{k.change * 100:+.1f}%" if _num(k.change) and k.change is not None else "",
+        change=f"{k.change * 100:+.1f}%" if finite(k.change) else "",
         tolerance=cut(k.tolerance, NAME),
         message=cut(k.message, TEXT),
     )
@@ -235,7 +244,7 @@ def check_weight(k: CheckView) -> int:
 def band(tolerance: str, baseline: float | None) -> tuple[float, float] | None:
     """The band a gain may move in around ``baseline``, from the tolerance as reports write it
     (``±3%``, ``±10.0% (...)``, ``exact``); None when it states none."""
-    if baseline is None or not math.isfinite(baseline):
+    if not finite(baseline):
         return None
     if tolerance == "exact":
         return (baseline, baseline)
@@ -277,42 +286,27 @@ def _gain_rows(case: CaseResult) -> list[charts.GainRow]:
     return rows
 
 
-def _variant_tone(case: CaseResult, variant: str) -> Tone:
+def _bytes_check(k: MetricDelta) -> bool:
+    """A check of DRAM bytes: the allowance over the minimum, or a gain of bytes."""
+    entry = quantities.get(k.quantity)
+    return k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and entry is not None and entry.unit is Unit.BYTES)
+
+
+def _variant_tone(case: CaseResult, variant: str, bytes_only: bool = False) -> Tone:
+    """The colour of a variant's marks: its checks' worst verdict; with ``bytes_only``, of the
+    checks on its DRAM bytes alone (a split kernel's time is no reason to paint its bytes red)."""
     if variant == UNFUSED:
         return Tone.OK
-    verdicts = [k.verdict for k in case.checks if k.variant == variant]
-    return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
-
-
-def _bytes_gain(quantity: str) -> bool:
-    """A gain of DRAM bytes: with the allowance over the minimum, what judges a variant's bytes."""
-    entry = quantities.get(quantity)
-    return entry is not None and entry.unit is Unit.BYTES
-
-
-def _bytes_tone(case: CaseResult, variant: str) -> Tone:
-    """The colour of a variant's DRAM bytes: the verdict of the checks on them alone (a split
-    kernel's bandwidth or time is no reason to paint its bytes red)."""
-    if variant == UNFUSED:
-        return Tone.OK
-    verdicts = [
-        k.verdict
-        for k in case.checks
-        if k.variant == variant
-        and (k.check is CheckKind.BYTES or (k.check is CheckKind.GAIN and _bytes_gain(k.quantity)))
-    ]
-    return tone(min(verdicts, key=lambda v: v.rank, default=Verdict.PASS))
+    return tone(worst(k for k in case.checks if k.variant == variant and (not bytes_only or _bytes_check(k))))
 
 
 def _bandwidth(values: Mapping[str, float]) -> float | None:
     read, write = values.get(names.DRAM_READ_RATE), values.get(names.DRAM_WRITE_RATE)
-    if not _num(read) or not _num(write) or read is None or write is None:
-        return None
-    return read + write
+    return read + write if finite(read) and finite(write) else None
 
 
 def _fusion_chart(case: CaseResult, env: Mapping[str, Any], anchor: str) -> Chart | None:
-    measured = [v for v in case.variants if _num(v.values.get(names.DRAM_BYTES))]
+    measured = [v for v in case.variants if finite(v.values.get(names.DRAM_BYTES))]
     if not measured:
         return None
     bars = [
@@ -322,11 +316,11 @@ def _fusion_chart(case: CaseResult, env: Mapping[str, Any], anchor: str) -> Char
             baseline_bytes=v.baseline_values.get(names.DRAM_BYTES),
             bandwidth=_bandwidth(v.values),
             baseline_bandwidth=_bandwidth(v.baseline_values),
-            tone=_bytes_tone(case, v.variant),
+            tone=_variant_tone(case, v.variant, bytes_only=True),
         )
         for v in sorted(measured, key=lambda v: v.variant != UNFUSED)[:_CHART_VARIANTS]
     ]
-    min_bytes = next((v.values[names.MIN_BYTES] for v in measured if _num(v.values.get(names.MIN_BYTES))), None)
+    min_bytes = next((v.values[names.MIN_BYTES] for v in measured if finite(v.values.get(names.MIN_BYTES))), None)
     allowance = next(
         (
             float(m.group(1))
@@ -354,12 +348,12 @@ def _first(shown: int, total: int, what: str) -> str:
 
 def _spread(values: Mapping[str, float]) -> charts.Spread | None:
     median = values.get(names.EVENT_TIME)
-    if median is None or not math.isfinite(median):
+    if not finite(median):
         return None
 
     def get(q: str) -> float | None:
         v = values.get(q)
-        return v if v is not None and math.isfinite(v) else None
+        return v if finite(v) else None
 
     calls = get(names.EVENT_TIME_REPEATS)
     return charts.Spread(
@@ -419,10 +413,8 @@ def _kernel(k: KernelLaunch | None) -> KernelLaunch | None:
 def _inventory(v: VariantMeasurement) -> InventoryView | None:
     if not v.kernels and not v.baseline_kernels:
         return None
-    if max(len(v.kernels), len(v.baseline_kernels)) <= _ALIGNED:
-        rows = align(v.baseline_kernels, v.kernels)
-    else:  # lining up thousands of kernels by name would take longer than the rest of the page
-        rows = align((), v.kernels)
+    # Lining up thousands of kernels by name would take longer than the rest of the page.
+    rows = align(v.baseline_kernels if max(len(v.kernels), len(v.baseline_kernels)) <= _ALIGNED else (), v.kernels)
     shown = tuple(InventoryLine(r.status, _kernel(r.old), _kernel(r.new), r.changed) for r in rows[:_KERNELS])
     return InventoryView(
         variant=cut(v.variant, NAME),
@@ -434,6 +426,7 @@ def _inventory(v: VariantMeasurement) -> InventoryView | None:
 
 
 def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView:
+    """The case's section, every list bounded and every string cut."""
     checks = sorted(case.checks, key=lambda k: k.verdict.rank)
     bad = [k for k in checks if failing(k.verdict)]
     drawn: list[Chart | None] = []
@@ -445,15 +438,11 @@ def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView
     drawn.append(_timing_chart(case, anchor))
     inventories = [i for i in (_inventory(v) for v in case.variants[: _INVENTORIES * 4]) if i is not None]
     ledgers = sections(case)
+    suite_notes = comparison.notes if case is comparison.cases[0] else ()  # the suite's own, once
     return CaseView(
-        anchor=anchor,
-        suite=cut(comparison.suite, NAME),
-        card=cut(str(comparison.env.get("gpu_name", "")), NAME),
-        case=cut(case.case, NAME),
+        **case_head(comparison, case, anchor),
         description=cut(case.description, TEXT),
         where=cut(where(comparison, case), NAME),
-        verdict=case.verdict.value,
-        tone=tone(case.verdict).name.lower(),
         causes=_causes(case),
         failures=tuple(check_view(k) for k in bad[:MESSAGES]),
         checks=tuple(check_view(k) for k in checks[:_CHECKS]),
@@ -467,16 +456,12 @@ def case_view(comparison: Comparison, case: CaseResult, anchor: str) -> CaseView
         ),
         ledgers=ledgers,
         ledgers_more=ledgers_more(case, len(ledgers)),
-        notes=tuple(cut(n, TEXT) for n in [*_suite_notes(comparison, case), *case.notes][:_NOTES]),
+        notes=tuple(cut(n, TEXT) for n in [*suite_notes, *case.notes][:_NOTES]),
     )
 
 
-def _suite_notes(comparison: Comparison, case: CaseResult) -> tuple[str, ...]:
-    """The suite's own notes, shown once: with its first case."""
-    return comparison.notes if comparison.cases and case is comparison.cases[0] else ()
-
-
 def where(comparison: Comparison, case: CaseResult) -> str:
+    """The case's suite file and line."""
     return f"{comparison.suite_path}:{case.line}" if case.line else comparison.suite_path
 
 

@@ -1,20 +1,10 @@
 """JUnit XML through junit-xml: one testsuite per suite, one testcase per check.
 
-A testcase is named ``case.variant.check[quantity]`` (a failed output comparison's quantity says
-which output against what: ``correctness[reference.output0]``); a name met twice in one suite
-gets ``#2``, so that every check is its own test in a CI's test view.
-
-NEW and MISSING checks are skipped testcases (nothing to compare yet), REGRESSED and WRONG are
-failures, ERROR and INCOMPARABLE are errors, WARN passes with ``WARNING:`` and its message in
-the testcase's ``system-out``. A failure's message is the check's one sentence; its body carries
-the detail: the check's numbers, the variant's measurements and kernels now and at baseline (and
-unfused's, for a gain), and where the case is in the suite file. A ledger check's message is cut
-(:func:`~fuseci.reporters.text.message`), and its body carries its variant's ledger in one line
-and what changed since the baseline's ledger, node by node (the first :data:`_CHANGES` lines).
-
-A variant's cause (:class:`~fuseci.judge.verdict.FindingCause`) is said once, whole, in the body of its
-first check with a finding; the bodies of its other findings name only its kind and that
-testcase, so that each still reads on its own in a CI's test view.
+A testcase is named ``case.variant.check[quantity]`` (``#2`` for a name met twice in a suite).
+NEW and MISSING are skipped, REGRESSED and WRONG failures, ERROR and INCOMPARABLE errors, WARN
+passes with its message in ``system-out``. A failure's body carries the check's numbers, the
+variant's measurements and kernels now and at baseline, and a ledger check's ledger. A variant's
+cause is said whole in its first finding; its other findings name only its kind and that testcase.
 """
 
 from __future__ import annotations
@@ -30,11 +20,7 @@ _CHANGES = 12
 
 
 def _name(k: MetricDelta) -> str:
-    parts = [k.case]
-    if k.variant:
-        parts.append(k.variant)
-    parts.append(k.check.value)
-    name = ".".join(parts)
+    name = ".".join([k.case, *([k.variant] if k.variant else []), k.check.value])
     return f"{name}[{k.quantity}]" if k.quantity else name
 
 
@@ -52,18 +38,14 @@ def _ledger_detail(case: CaseResult, variant: str) -> list[str]:
 
 
 def _body(c: Comparison, case: CaseResult, k: MetricDelta, ledger: list[str], cause: str = "") -> str:
-    lines = [f"{k.verdict.value.upper()}: {message(k)}", *([cause] if cause else [])]
-    numbers = check_detail(k)
-    if numbers:
-        lines.append(numbers)
-    lines += ledger
-    lines += variant_detail(case, k.variant)
+    said = f"{k.verdict.value.upper()}: {message(k)}"
+    lines = [said, cause, check_detail(k), *ledger, *variant_detail(case, k.variant)]
     lines.append(f"suite {c.suite_path}" + (f", line {case.line}" if case.line else ""))
     if c.env:
         lines.append(env_line(c))
     if c.baseline_path:
         lines.append(f"baseline {c.baseline_path}" if c.has_baseline else f"no baseline at {c.baseline_path}")
-    return "\n".join(clean(line) for line in lines)
+    return "\n".join(clean(line) for line in lines if line)  # no line for an empty cause or numbers
 
 
 def _testcase(c: Comparison, case: CaseResult, k: MetricDelta, name: str, ledger: list[str], cause: str) -> TestCase:
@@ -108,7 +90,6 @@ def _testcases(c: Comparison) -> list[TestCase]:
     seen: dict[str, int] = {}
     out = []
     for case in c.cases:
-        ledgers: dict[str, list[str]] = {}  # a variant's, once for all its ledger checks
         names: dict[int, str] = {}
         for i, k in enumerate(case.checks):
             name = clean(_name(k))
@@ -116,9 +97,7 @@ def _testcases(c: Comparison) -> list[TestCase]:
             names[i] = name if seen[name] == 1 else f"{name}#{seen[name]}"
         causes = _causes(case, names)
         for i, k in enumerate(case.checks):
-            if k.check is CheckKind.LEDGER and k.variant not in ledgers:
-                ledgers[k.variant] = _ledger_detail(case, k.variant)
-            ledger = ledgers[k.variant] if k.check is CheckKind.LEDGER else []
+            ledger = _ledger_detail(case, k.variant) if k.check is CheckKind.LEDGER else []
             out.append(_testcase(c, case, k, names[i], ledger, causes.get(i, "")))
     return out
 

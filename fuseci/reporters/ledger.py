@@ -1,11 +1,7 @@
-"""A fusion ledger in words: its rows as a terminal table (the worst ratio of requested to minimum
-bytes first, DRAM beside it), its totals in one line, what its bytes above the floor are, its gate's findings, and what changed against its
-baseline's ledger, node by node (as judged: :class:`~fuseci.records.fusion.NodeChange`). The console, JUnit and the
-HTML fragment (:mod:`fuseci.reporters.ledger_html`) say it with these.
-
-Node names and source lines are the model's, so user data: every string passes
-:func:`fuseci.reporters.text.clean` and is cut (:func:`fuseci.reporters.budget.cut`). This
-module draws nothing (no matplotlib), so the console pays nothing for it."""
+"""A fusion ledger in words: its rows as a terminal table, its totals in one line, what its bytes
+above the floor are, its gate's findings, and what changed against its baseline's ledger, node by
+node. Node names and source lines are user data: every string is cleaned and cut (:func:`cut`).
+Draws nothing, so the console pays nothing for matplotlib."""
 
 from __future__ import annotations
 
@@ -22,8 +18,6 @@ from fuseci.reporters.text import clean, columns, count
 CHANGES = 40
 #: Characters kept of one of those lines (its node lists grow with the model).
 CHANGE_CHARS = budget.TEXT
-
-
 #: A ledger's own notes shown at most (CUDA graphs, recompiles, repeats: a few at most).
 NOTES = 8
 
@@ -45,11 +39,6 @@ DRAM_BASIS = (
 )
 
 
-def requested_basis(ledger: Ledger) -> bool:
-    """Whether the ledger's ratios are of requested bytes (every row's known), not of DRAM bytes."""
-    return ledger.requested_bytes is not None
-
-
 def row_ratio(row: Row, requested: bool = True) -> float | None:
     """Requested bytes over the minimum, or, for a ledger without them, DRAM bytes over it."""
     return row.ratio if requested else row.dram_ratio
@@ -61,22 +50,18 @@ def ratio(row: Row, requested: bool = True) -> str:
     return "" if value is None else f"{value:.2f}x"
 
 
-def dram_ratio(row: Row) -> str:
-    """``0.55x``: DRAM bytes over the minimum; empty without either."""
-    return "" if row.dram_ratio is None else f"{row.dram_ratio:.2f}x"
-
-
 def requested(row: Row) -> str:
     """``25.9 MB``: the bytes the SMs asked for; empty where unknown."""
     return "" if row.requested is None or row.measured is None else megabytes(row.requested)
 
 
-def parts_text(parts: dict[Cause, float]) -> str:
+def parts_text(parts: dict[Cause, float], separator: str = ", ") -> str:
     """``re-reads 224.3 MB, fusion boundaries 19.4 MB``: each cause with bytes, in order."""
-    return ", ".join(f"{c.value} {_signed_mb(x)}" for c, x in parts.items() if x) or "nothing"
+    return separator.join(f"{c.value} {signed_megabytes(x)}" for c, x in parts.items() if x) or "nothing"
 
 
-def _signed_mb(value: float) -> str:
+def signed_megabytes(value: float) -> str:
+    """:func:`megabytes`, with a minus sign for a negative value."""
     return megabytes(value) if value >= 0 else f"-{megabytes(-value)}"
 
 
@@ -96,8 +81,7 @@ def excess_line(ledger: Ledger) -> str | None:
     if parts is None or ledger.requested_bytes is None or ledger.floor_bytes is None:
         return None
     total = ledger.requested_bytes - ledger.floor_bytes
-    causes = " + ".join(f"{c.value} {_signed_mb(x)}" for c, x in parts.items() if x) or "nothing"
-    return f"over the floor: {_signed_mb(total)} = {causes}"
+    return f"over the floor: {signed_megabytes(total)} = {parts_text(parts, ' + ')}"
 
 
 def duration(row: Row) -> str:
@@ -108,7 +92,7 @@ def duration(row: Row) -> str:
 def sorted_rows(ledger: Ledger) -> list[Row]:
     """The rows by their ratio (requested ÷ minimum bytes; DRAM ÷ minimum in a ledger without
     requested bytes), the largest first; rows without a ratio last, each group in call order."""
-    basis = requested_basis(ledger)
+    basis = ledger.requested_bytes is not None
     known = [r for r in ledger.rows if row_ratio(r, basis) is not None]
     rest = [r for r in ledger.rows if row_ratio(r, basis) is None]
     return sorted(known, key=lambda r: -(row_ratio(r, basis) or 0.0)) + rest
@@ -140,10 +124,8 @@ def row_detail(row: Row) -> str:
 
 def ledger_lines(ledger: Ledger) -> list[str]:
     """The ledger as a table for the terminal, the worst ratio first, each row's nodes on the line
-    under it (about 110 columns where a row per line with its nodes took 200 and more), its totals
-    and what its bytes above the floor are. The ratio is of requested bytes, or of DRAM bytes in a
-    ledger recorded without them (its note says so); DRAM bytes stay beside it."""
-    basis = requested_basis(ledger)
+    under it, then its totals and what its bytes above the floor are."""
+    basis = ledger.requested_bytes is not None
     rows = sorted_rows(ledger)
     numbers = columns(
         [
@@ -177,36 +159,27 @@ def totals_line(ledger: Ledger) -> str:
     """``forward: 295.0 MB requested (61.9 MB of DRAM) over 17 rows; floor 50.9 MB (5.8x, DRAM
     1.2x)``; in a ledger without requested bytes, ``forward: 526.3 MB of DRAM over 9 rows; floor
     58.7 MB (9.0x)``."""
-    measured, asked = ledger.measured_bytes, ledger.requested_bytes
+    measured, asked, floor_bytes = ledger.measured_bytes, ledger.requested_bytes, ledger.floor_bytes
     graphs = f" in {len(ledger.graphs)} graphs" if len(ledger.graphs) > 1 else ""
-    floor = f"; floor {megabytes(ledger.floor_bytes)}" if ledger.floor_bytes else "; no floor (shapes unknown)"
+    floor = f"; floor {megabytes(floor_bytes)}" if floor_bytes else "; no floor (shapes unknown)"
+    rows = f" over {len(ledger.rows)} rows{graphs}{floor}"
     if asked is None:
-        times = f" ({measured / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
-        return f"forward: {megabytes(measured)} of DRAM over {len(ledger.rows)} rows{graphs}{floor}{times}"
-    times = (
-        f" ({asked / ledger.floor_bytes:.1f}x, DRAM {measured / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
-    )
-    return (
-        f"forward: {megabytes(asked)} requested ({megabytes(measured)} of DRAM) over {len(ledger.rows)} rows"
-        f"{graphs}{floor}{times}"
-    )
+        times = f" ({measured / floor_bytes:.1f}x)" if floor_bytes else ""
+        return f"forward: {megabytes(measured)} of DRAM{rows}{times}"
+    times = f" ({asked / floor_bytes:.1f}x, DRAM {measured / floor_bytes:.1f}x)" if floor_bytes else ""
+    return f"forward: {megabytes(asked)} requested ({megabytes(measured)} of DRAM){rows}{times}"
 
 
 def totals_brief(ledger: Ledger) -> str:
     """``545.2 MB of DRAM, floor 58.7 MB (9.3x), 9 kernel calls, 1 graph``: what two recordings
     of one model are compared by first."""
-    floor = (
-        f"floor {megabytes(ledger.floor_bytes)} ({ledger.measured_bytes / ledger.floor_bytes:.1f}x)"
-        if ledger.floor_bytes
-        else "no floor (shapes unknown)"
-    )
+    asked, floor_bytes = ledger.requested_bytes, ledger.floor_bytes
+    dram = f"{megabytes(ledger.measured_bytes)} of DRAM"
+    total = dram if asked is None else f"{megabytes(asked)} requested, {dram}"
+    times = (ledger.measured_bytes if asked is None else asked) / floor_bytes if floor_bytes else 0.0
+    floor = f"floor {megabytes(floor_bytes)} ({times:.1f}x)" if floor_bytes else "no floor (shapes unknown)"
     calls, graphs = count(len(ledger.rows), "kernel call"), count(len(ledger.graphs), "graph")
-    asked = ledger.requested_bytes
-    if asked is not None:
-        times = f" ({asked / ledger.floor_bytes:.1f}x)" if ledger.floor_bytes else ""
-        floor = f"floor {megabytes(ledger.floor_bytes)}{times}" if ledger.floor_bytes else "no floor (shapes unknown)"
-        return f"{megabytes(asked)} requested, {megabytes(ledger.measured_bytes)} of DRAM, {floor}, {calls}, {graphs}"
-    return f"{megabytes(ledger.measured_bytes)} of DRAM, {floor}, {calls}, {graphs}"
+    return f"{total}, {floor}, {calls}, {graphs}"
 
 
 def summary_line(ledger: Ledger) -> str:
@@ -216,21 +189,14 @@ def summary_line(ledger: Ledger) -> str:
     graphs = f" in {len(ledger.graphs)} graphs" if len(ledger.graphs) > 1 else ""
     unmeasured = sum(1 for r in ledger.rows if r.measured is None)
     missing = f" ({unmeasured} not measured)" if unmeasured else ""
-    measured = megabytes(ledger.measured_bytes)
     floor = (
         f"against a {megabytes(ledger.floor_bytes)} floor" if ledger.floor_bytes else "with no floor (shapes unknown)"
     )
-    basis = requested_basis(ledger)
-    worst = next((r for r in sorted_rows(ledger) if row_ratio(r, basis) is not None), None)
-    at = f"; worst {cut(worst.kernel)} at {ratio(worst, basis)} its minimum" if worst is not None else ""
-    if basis and ledger.requested_bytes is not None:
-        floor = (
-            f"against a {megabytes(ledger.floor_bytes)} floor"
-            if ledger.floor_bytes
-            else "with no floor (shapes unknown)"
-        )
-        return f"{kernels}{graphs}{missing}, {megabytes(ledger.requested_bytes)} requested {floor}{at}"
-    return f"{kernels}{graphs}{missing}, {measured} measured {floor}{at}"
+    asked = ledger.requested_bytes
+    worst = next((r for r in sorted_rows(ledger) if row_ratio(r, asked is not None) is not None), None)
+    at = f"; worst {cut(worst.kernel)} at {ratio(worst, asked is not None)} its minimum" if worst is not None else ""
+    total = f"{megabytes(ledger.measured_bytes)} measured" if asked is None else f"{megabytes(asked)} requested"
+    return f"{kernels}{graphs}{missing}, {total} {floor}{at}"
 
 
 def verdict_lines(verdict: LedgerVerdict) -> list[str]:

@@ -1,17 +1,10 @@
 """A fusion ledger as an HTML fragment: what changed against the baseline's ledger node by node,
-then a table of its rows, the worst ratio of requested to minimum bytes first (DRAM beside it),
-under a bar of the graph's requested total: its floor, then each cause of the bytes above it
-(re-reads, fusion boundaries, layout copies, widened dtypes, unexplained; a ledger without
-requested bytes draws its DRAM total against the floor). A case's section of the report
-(:mod:`fuseci.reporters.html_case`) shows one per variant that has a ledger; :func:`document`
-puts one in a page of its own.
+then its rows, the worst ratio first, under a bar of the graph's bytes: its floor, then each cause
+of the bytes above it. A case's section of the report shows one per variant that has a ledger.
 
-Node names and source lines are the model's, so user data: every string is cut and made one line
-(:func:`fuseci.reporters.ledger.cut`), and the template escapes it
-(:mod:`fuseci.reporters.templating`). A fragment stays within the bytes it is given
-(:mod:`fuseci.reporters.budget`): its rows are weighed as they will be written, worst first, and
-those that do not fit are counted; a row's nodes beyond the first :data:`OPEN_NODES` are folded,
-and beyond :data:`FOLDED_NODES` counted."""
+Every string is cut and made one line (:func:`fuseci.reporters.ledger.cut`) and the template
+escapes it. A fragment stays within the bytes it is given: rows that do not fit are counted, and a
+row's nodes beyond :data:`OPEN_NODES` are folded, beyond :data:`FOLDED_NODES` counted."""
 
 from __future__ import annotations
 
@@ -22,22 +15,21 @@ from fuseci.judge.verdict import CaseResult
 from fuseci.ledger.gate import LedgerVerdict
 from fuseci.ledger.match import labels
 from fuseci.records.fusion import Cause, Ledger, NodeChange, Row
-from fuseci.reporters import budget, templating
+from fuseci.reporters import budget
 from fuseci.reporters.chartkit import tone
 from fuseci.reporters.ledger import (
     DRAM_BASIS,
     NOTES,
     change_lines,
     cut,
-    dram_ratio,
     duration,
     megabytes,
     parts_text,
     ratio,
     requested,
-    requested_basis,
     row_excess,
     row_ratio,
+    signed_megabytes,
     sorted_rows,
     totals_line,
 )
@@ -50,8 +42,6 @@ FOLDED_NODES = 40
 MAX_ROWS = 2000
 #: Bytes the ledgers of one case's section may take in the report.
 CASE_BYTES = 500_000
-#: Bytes a ledger's own page may take (:func:`document`).
-PAGE_BYTES = budget.PAGE_BYTES - 200_000
 #: Ledgers shown in one case's section (one per variant that has one).
 LEDGERS = 4
 #: Bytes left below which a case's section shows no further ledger (counts it instead).
@@ -108,7 +98,6 @@ class BarView:
     floor, in percent of the bar's width; with requested bytes, the floor's and each cause's
     share of what lies above it."""
 
-    measured: str
     floor: str
     measured_pct: float
     floor_pct: float
@@ -127,8 +116,7 @@ class LedgerView:
     bar: BarView | None
     totals: str
     findings: tuple[tuple[str, str, str], ...]
-    """Each finding of the gate as (tone, status, message) (:func:`document` only: a report
-    shows them among the case's checks)."""
+    """Each finding of the gate as (tone, status, message) (a report shows them among the case's checks)."""
     changes: tuple[str, ...]
     """What changed against the baseline's ledger, node by node; empty without one."""
     changes_more: str
@@ -165,7 +153,7 @@ def _row_view(r: Row, basis: bool) -> RowView:
         time=duration(r),
         note=cut(r.note, budget.TEXT),
         requested=requested(r),
-        dram_ratio=dram_ratio(r),
+        dram_ratio=ratio(r, False),
         excess=cut(row_excess(r), budget.TEXT),
     )
 
@@ -185,16 +173,12 @@ def _requested_bar(ledger: Ledger) -> BarView | None:
     top = max(asked, floor + sum(x for _, x in shown))
     segments = [BarSegment("floor", "floor", megabytes(floor), round(100 * floor / top, 2))]
     segments += [BarSegment(c.value, _CSS[c], megabytes(x), round(100 * x / top, 2)) for c, x in shown]
-    over = asked - floor
     caption = (
         f"requested {megabytes(asked)} against a floor of {megabytes(floor)} ({asked / floor:.2f}x; "
-        f"DRAM {megabytes(ledger.measured_bytes)}); above the floor, {megabytes(over) if over >= 0 else '-' + megabytes(-over)}: "
+        f"DRAM {megabytes(ledger.measured_bytes)}); above the floor, {signed_megabytes(asked - floor)}: "
         f"{parts_text(parts)}"
     )
-    return BarView(
-        megabytes(asked), megabytes(floor), round(100 * asked / top, 2), round(100 * floor / top, 2), caption,
-        tuple(segments),
-    )  # fmt: skip
+    return BarView(megabytes(floor), round(100 * asked / top, 2), round(100 * floor / top, 2), caption, tuple(segments))
 
 
 #: Each cause's class suffix in the page's style sheet.
@@ -208,16 +192,14 @@ _CSS = {
 
 
 def _bar(ledger: Ledger) -> BarView | None:
-    if requested_basis(ledger):
+    if ledger.requested_bytes is not None:
         return _requested_bar(ledger)
     measured, floor = ledger.measured_bytes, ledger.floor_bytes
     if not floor or measured <= 0:
         return None
     top = max(measured, floor)
     caption = f"measured {megabytes(measured)} of DRAM against a floor of {megabytes(floor)} ({measured / floor:.2f}x)"
-    return BarView(
-        megabytes(measured), megabytes(floor), round(100 * measured / top, 2), round(100 * floor / top, 2), caption
-    )
+    return BarView(megabytes(floor), round(100 * measured / top, 2), round(100 * floor / top, 2), caption)
 
 
 def view(
@@ -241,7 +223,7 @@ def view(
         lines, left = change_lines(changes)
     bar = _bar(ledger)
     totals = totals_line(ledger)
-    basis = requested_basis(ledger)
+    basis = ledger.requested_bytes is not None
     notes = tuple(cut(n, budget.TEXT) for n in ([] if basis else [DRAM_BASIS]) + list(ledger.notes[:NOTES]))
     fixed = budget.weight(
         totals, bar.caption if bar else "", *notes, *(m for f in findings for m in f), markup=_FIXED_MARKUP
@@ -286,16 +268,3 @@ def sections(case: CaseResult) -> tuple[LedgerSection, ...]:
 def ledgers_more(case: CaseResult, shown: int) -> str:
     """The variants' ledgers a case's section leaves out (``and 2 more ledgers``), or empty."""
     return budget.more(sum(1 for v in case.variants if v.ledger is not None) - shown, "ledgers")
-
-
-def document(
-    ledger: Ledger,
-    verdict: LedgerVerdict | None = None,
-    title: str = "fusion ledger",
-    changes: Sequence[NodeChange] | None = None,
-) -> str:
-    """The ledger's fragment in a page of its own (the reports' head, style sheet and security policy)."""
-    overall = "" if verdict is None else f": {verdict.verdict.name}"
-    return templating.render(
-        "ledger_page.html.j2", title=cut(title) + overall, ledger=view(ledger, verdict, changes, PAGE_BYTES)
-    )

@@ -1,29 +1,14 @@
 """GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``) and a pull-request
-comment (``--markdown``).
+comment (``--markdown``): the totals line first and last, then one section per suite, worst first.
 
-The document opens and ends with the totals line (every verdict counted, and the exit code), so
-whatever cuts it keeps the verdict. Then one section per suite, the worst suite first: a heading
-with its verdict, the environment, the baseline, any environment differences, a table of the
-fusion gains of every (case, fused variant) that did not pass, worst first, then of every planted
-regression caught, the checks that did not pass with their messages and what caught each planted
-regression, and the rows that pass collapsed in a ``<details>`` block.
-
-Everything that comes from outside this module (ids, paths, messages, kernel names, environment
-values) is only text: it can neither break the table nor inject HTML, start a line of its own
-(a newline shows as ``\\n``), mention anyone, reference an issue or make a link (a zero-width
-space is put after ``@``, before the digits of ``#123`` and ``GH-123``, and into ``www.`` and
-``://``), or write a formula (each ``$`` is an element of its own, so ``$...$`` and ``$$...$$``
-stay text), and it is cut at :data:`MAX_TEXT` characters.
-
-Every document fits its limit by construction: :data:`COMMENT_LIMIT` for the file ``--markdown``
-writes (what the pull-request comment shows), what is left of GitHub's 1 MiB for a step summary.
-A document over it loses, from the end (the least severe first), the rows that pass, then the
-check lists, then the other rows, and says so in its last line.
+Every string from data is inert text (:func:`escape`): it cannot break a table, inject HTML,
+mention anyone, link, reference an issue or write a formula, and it is cut at :data:`MAX_TEXT`.
+A document over its limit loses, from the end, the rows that pass, then the check lists, then
+the other rows, and says so in its last line.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -31,16 +16,19 @@ from fuseci.config import quantities
 from fuseci.config.model import UNFUSED
 from fuseci.errors import EXIT_PASS
 from fuseci.judge.verdict import CaseResult, Comparison, Verdict, subjects
+from fuseci.reporters.budget import cut
 from fuseci.reporters.text import (
     UNDERCOUNT,
     blocks,
     cause_line,
     clean,
+    count,
     env_line,
     gain_columns,
     headline,
     message,
     more_failing,
+    number,
     undercount_summary,
     worst,
 )
@@ -48,8 +36,8 @@ from fuseci.reporters.text import totals as text_totals
 
 #: The most bytes GitHub accepts in one step's summary.
 STEP_SUMMARY_LIMIT = 1024 * 1024
-#: The most bytes of the file ``--markdown`` writes: GitHub takes a comment of up to 65,536
-#: characters (never more than its UTF-8 bytes), and the comment job adds a marker and a link.
+#: The most bytes of the file ``--markdown`` writes: under GitHub's 65,536 characters of a
+#: comment, with room for the comment job's marker and link.
 COMMENT_LIMIT = 60_000
 #: The most characters of one string from data (a message, a path, a kernel name) a document shows.
 MAX_TEXT = 1000
@@ -63,29 +51,20 @@ def _table_head() -> tuple[str, str]:
     )
 
 
-# Backslash first so that the escapes added after it are not escaped again. `&`, `<` and `>`
-# become entities: no HTML tag or entity can come through. `|` would end a table cell; the
-# others would start code, emphasis, links or strikethrough.
+# Markup characters, backslash first so that the escapes added after it are not escaped again.
 _BACKSLASHED = re.compile(r"([\\`*\[\]|~])")
 _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # intraword `_` is literal in GFM
-# What GitHub makes live in a comment's text, whether written as Markdown or found in the
-# rendered text afterwards (escapes and entities do not stop the second): a mention (`@user`,
-# `@org/team`, an email), a reference (`#123`, `owner/repo#123`, `GH-123`), a link (`www.`,
-# `https://`). A zero-width space breaks each where it starts.
+# What GitHub makes live even in rendered text (a mention, `#123`, `GH-123`, `www.`, `://`):
+# a zero-width space breaks each where it starts.
 _LIVE = re.compile(r"@|#(?=[0-9])|(?i:gh-)(?=[0-9])|(?i:www)(?=\.)|(?<=[A-Za-z0-9])(?=://)")
 _ZERO_WIDTH_SPACE = "&#8203;"
-#: A dollar sign as GitHub documents writing one outside a formula: in an element of its own.
-#: Two ``$`` in one text make a formula (``$x$``, ``$$x$$``), and GitHub honours no backslash
-#: escape or entity for them, since it finds them in the rendered text.
+#: A dollar sign in an element of its own, as GitHub documents it outside a formula (``$x$``).
 _DOLLAR = "<span>$</span>"
 
 
 def _cut(text: str) -> str:
     """At most :data:`MAX_TEXT` characters of ``text``, saying how many more there were."""
-    if len(text) <= MAX_TEXT:
-        return text
-    keep = MAX_TEXT - 40  # room for the count, whatever its length
-    return f"{text[:keep]}… ({len(text) - keep:,} more characters)"
+    return text if len(text) <= MAX_TEXT else cut(text, MAX_TEXT - 40)  # 40: room for the count
 
 
 def escape(text: str) -> str:
@@ -130,14 +109,6 @@ def _icon(verdict: Verdict) -> str:
             return "✅"
 
 
-def _verdict(verdict: Verdict) -> str:
-    return f"{_icon(verdict)} {verdict.value.upper()}"
-
-
-def _gain(value: float | None) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.2f}x"
-
-
 def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Verdict, bool, str]]:
     """One row per fused variant, with its verdict and whether it is a planted regression that
     was caught (``caught`` holds those (case, variant)). A gain is unfused ÷ variant, so checks of
@@ -154,8 +125,8 @@ def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Ve
         cells = (
             escape(case.case),
             escape(variant) or "-",
-            *(_gain(g.get(q)) for q, _ in columns),
-            f"{_CAUGHT} CAUGHT" if planted else _verdict(verdict),
+            *(number(g.get(q), fmt="{:.2f}x") for q, _ in columns),
+            f"{_CAUGHT} CAUGHT" if planted else f"{_icon(verdict)} {verdict.value.upper()}",
         )
         rows.append((verdict, planted, "| " + " | ".join(cells) + " |"))
     return rows
@@ -166,10 +137,8 @@ _CAUGHT = "🎯"
 
 
 def _bullets(c: Comparison) -> tuple[str, ...]:
-    """One bullet per (case, variant) with a check that did not pass, headed by its worst
-    verdict, its cause (once for the variant), then the messages of the few checks that say
-    most plainly what moved nested under it (:func:`~fuseci.reporters.text.headline`) and how
-    many more the console's ``-v`` and the HTML report show."""
+    """One bullet per :func:`~fuseci.reporters.text.blocks`, headed by its worst verdict, with its
+    cause and the few checks that say what moved (:func:`~fuseci.reporters.text.headline`) nested."""
     out: list[str] = []
     for b in blocks(c):
         verdict = b.attention.verdict if b.attention else Verdict.PASS
@@ -198,10 +167,6 @@ def _notes(c: Comparison) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _plural(n: int, word: str, words: str = "") -> str:
-    return f"{n} {word if n == 1 else words or word + 's'}"
-
-
 @dataclass(frozen=True, slots=True)
 class _Section:
     """One suite's lines, in the parts that truncation drops separately."""
@@ -227,7 +192,7 @@ class _Section:
         if passing:
             shown = f"{passing} of {len(self.passing)} rows pass" if passing < len(self.passing) else None
             out += [
-                f"<details><summary>✅ {shown or _plural(passing, 'row passes', 'rows pass')}</summary>",
+                f"<details><summary>✅ {shown or count(passing, 'row passes', 'rows pass')}</summary>",
                 "",
                 *_table_head(),
                 *self.passing[:passing],
@@ -248,8 +213,7 @@ def _section(c: Comparison) -> _Section:
         else:
             head += [f"Suite {code(c.suite_path)} could not be profiled or read:", "", *bullets]
         return _Section(c.verdict, tuple(head), (), (), ())
-    head.append(f"Suite {code(c.suite_path)} · {escape(env_line(c))}")
-    head.append("")
+    head += [f"Suite {code(c.suite_path)} · {escape(env_line(c))}", ""]
     if c.has_baseline and c.baseline_path:
         head.append(f"Baseline {code(c.baseline_path)}")
     else:
@@ -313,11 +277,11 @@ def _document(sections: list[_Section], dropped: int, totals: str, limit: int) -
 def _note(limit: int, left: dict[str, int], cut: bool = False) -> str:
     parts = []
     if left["passing"]:
-        parts.append(_plural(left["passing"], "passing table row"))
+        parts.append(count(left["passing"], "passing table row"))
     if left["bullets"]:
-        parts.append(_plural(left["bullets"], "line") + " of check messages")
+        parts.append(count(left["bullets"], "line") + " of check messages")
     if left["rows"]:
-        parts.append(_plural(left["rows"], "other table row"))
+        parts.append(count(left["rows"], "other table row"))
     if cut:
         parts.append("the end of the document")
     left_out = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
@@ -363,6 +327,6 @@ def render(comparisons: list[Comparison], limit: int = COMMENT_LIMIT) -> str:
     top, tail = f"{totals}\n\n", f"{totals}\n\n{_note(limit, left, cut=True)}\n"
     room = limit - _size(top) - _size(tail)
     if room < 0:
-        return _clip(f"{totals}\n\n{_note(limit, left, cut=True)}\n", limit)
+        return _clip(tail, limit)
     body = _clip("".join(line + "\n" for s in sections for line in s.lines(0, 0, 0)), room)
     return top + body[: body.rfind("\n") + 1] + tail

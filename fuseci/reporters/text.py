@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.cells import cell_len
 
@@ -46,14 +47,9 @@ def gain_columns() -> tuple[tuple[str, str], ...]:
 
 
 def columns(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
-    """``rows`` (the heading first) as lines of columns two spaces apart, each column as wide as
-    its widest cell as a terminal shows it (rich's ``cell_len``), the first ``left`` columns
-    aligned left and the others right, no line with trailing spaces.
-
-    The console reports' tables are plain text (their colour is on the lines around them), laid
-    out here rather than by ``rich.table``, which takes about 0.6 ms a row: 6 s for the 10,000
-    rows of a merged 5,000-case suite.
-    """
+    """``rows`` (the heading first) as lines of columns two spaces apart, each as wide as its
+    widest cell in a terminal (rich's ``cell_len``), the first ``left`` aligned left, the others
+    right, no trailing spaces. Plain text rather than ``rich.table``, which is slow on large suites."""
     widths = [max(cell_len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
 
     def cell(i: int, text: str) -> str:
@@ -63,66 +59,59 @@ def columns(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
     return ["  ".join(cell(i, c) for i, c in enumerate(row)).rstrip() for row in rows]
 
 
-#: The Unicode categories :func:`clean` makes visible, whole: controls (Cc: C0 such as newline, CR,
-#: ESC, BEL, NUL and tab, DEL, C1 such as NEL), format characters (Cf: every bidi control such as
-#: U+061C, U+200E or U+202E, zero-width spaces and joiners, the byte-order mark, soft hyphens,
-#: tags), line and paragraph separators (Zl, Zp), and lone surrogates (Cs). Each can make a line
-#: break, vanish or read as something else; categories rather than a list of characters, so that
-#: none is forgotten.
+#: The Unicode categories :func:`clean` makes visible: controls, format characters (bidi controls,
+#: zero-width characters), line and paragraph separators, lone surrogates. Each can break a line,
+#: vanish or make text read as something else.
 HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 #: Everything but printable ASCII: the only characters whose category needs looking up.
 _NOT_ASCII = re.compile("[^\x20-\x7e]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape(c: str) -> str:
+def _visible(m: re.Match[str], keep: str) -> str:
+    c = m.group()
+    if c in keep or unicodedata.category(c) not in HIDDEN_CATEGORIES:
+        return c
     if c in _NAMED:
         return _NAMED[c]
     n = ord(c)
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
-def _visible(m: re.Match[str], keep: str = "") -> str:
-    c = m.group()
-    if c in keep or unicodedata.category(c) not in HIDDEN_CATEGORIES:
-        return c
-    return _escape(c)
-
-
 def clean(text: str, keep: str = "") -> str:
-    """``text`` with every control, format or separator character (:data:`HIDDEN_CATEGORIES`)
-    replaced by a visible escape (``\\n``, ``\\x1b``, ``\\u2028``, ``\\u061c``, ``\\U000e0041``).
+    """``text`` with every character of :data:`HIDDEN_CATEGORIES` replaced by a visible escape
+    (``\\n``, ``\\x1b``, ``\\u2028``).
 
-    Messages, kernel names, ids and paths come from files fuseci reads (harness records, reports,
-    results and run files) and may hold anything. Printed raw, a newline in one would start a line
-    of its own, which CI systems read as a command (GitHub Actions' ``::add-mask::`` or
-    ``::stop-commands::``), an ESC would drive the terminal, a bidi control (U+202E, U+061C)
-    would make a reviewer read the line in another order, and a zero-width character would make
-    two different names look alike. Every string a reporter or the
-    command line prints passes through here once its own line structure is laid out, so that one
-    string is always one line. Backslashes are left alone: the escapes are for people to read, not
-    to decode. Characters in ``keep`` pass (for a format that escapes them itself).
+    Strings from files fuseci reads may hold anything: printed raw, a newline would start a line
+    a CI system reads as a command, an ESC would drive the terminal, a bidi control would reorder
+    the line. Every string a reporter or the command line prints passes through here, so that one
+    string is always one line. Backslashes are left alone; characters in ``keep`` pass (for a
+    format that escapes them itself).
     """
     if text.isascii() and text.isprintable():  # the common case: nothing to look up
         return text
-    if keep:
-        return _NOT_ASCII.sub(lambda m: _visible(m, keep), text)
-    return _NOT_ASCII.sub(_visible, text)
+    return _NOT_ASCII.sub(lambda m: _visible(m, keep), text)
 
 
 #: The array frameworks' fingerprint fields, as :func:`env_line` names them (where a suite uses them).
 FRAMEWORK_LABELS: dict[str, str] = {"torch_version": "PyTorch", "triton_version": "Triton"}
 
 
+def gpu_line(e: Mapping[str, Any]) -> str:
+    """One line naming the GPU, driver, CUDA and CuPy of an environment."""
+    return (
+        f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
+        f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}"
+    )
+
+
 def env_line(c: Comparison) -> str:
-    """One line naming the GPU, driver, CUDA, CuPy (and PyTorch and Triton, where the suite uses
-    them), ncu and its clock and cache control."""
+    """:func:`gpu_line`, then PyTorch and Triton (where the suite uses them), ncu and its clock
+    and cache control."""
     e = c.env
     frameworks = "".join(f"{label} {e[k]}, " for k, label in FRAMEWORK_LABELS.items() if e.get(k))
     return (
-        f"GPU {e.get('gpu_name', '?')} (sm_{str(e.get('compute_capability', '?')).replace('.', '')}), "
-        f"driver {e.get('driver_version', '?')}, CUDA {e.get('cuda_runtime', '?')}, CuPy {e.get('cupy_version', '?')}, "
-        f"{frameworks}ncu {e.get('ncu_version', '?')}, clock-control {e.get('clock_control', '?')}, "
+        f"{gpu_line(e)}, {frameworks}ncu {e.get('ncu_version', '?')}, clock-control {e.get('clock_control', '?')}, "
         f"cache-control {e.get('cache_control', '?')}"
     )
 
@@ -137,6 +126,11 @@ def verdict_count(verdict: Verdict, count: int, separators: bool = False) -> str
     one, many = _NOUNS.get(verdict, (verdict.value, verdict.value))
     number = f"{count:,}" if separators else str(count)
     return f"{number} {one if count == 1 else many}"
+
+
+def number(value: float | None, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+    """``value`` ÷ ``scale`` as ``fmt`` writes it; ``-`` for none or NaN."""
+    return "-" if value is None or math.isnan(value) else fmt.format(value / scale)
 
 
 def count(n: int, one: str, many: str = "") -> str:
@@ -284,10 +278,9 @@ def undercount_summary(comparison: Comparison) -> str | None:
         return None
     worst = max((int(p) for n in notes for p in _PERCENT.findall(n)), default=0)
     by = f" up to {worst}%" if worst else ""
-    cases = f"{len(notes)} case{'s' if len(notes) != 1 else ''}"
     return (
-        f"DRAM writes read{by} low in {cases} (output still in L2 when a kernel ended, which ncu does not "
-        "count; DRAM bytes and their gains read low alike)"
+        f"DRAM writes read{by} low in {count(len(notes), 'case')} (output still in L2 when a kernel ended, "
+        "which ncu does not count; DRAM bytes and their gains read low alike)"
     )
 
 
