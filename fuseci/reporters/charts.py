@@ -368,8 +368,8 @@ def timing_chart(rows: Sequence[TimingRow], chart_id: str, title: str) -> Chart:
                 if finite(low) and finite(high):
                     ax.plot([_us(axis.at(low)), _us(axis.at(high))], [y, y], color=colour, linewidth=1)
                 if finite(q1) and finite(q3):
-                    q1, q3 = _us(axis.at(q1)), _us(axis.at(q3))
-                    ax.barh(y, q3 - q1, left=q1, height=0.5, color=colour, alpha=0.35)
+                    left, right = _us(axis.at(q1)), _us(axis.at(q3))
+                    ax.barh(y, right - left, left=left, height=0.5, color=colour, alpha=0.35)
                 ax.plot([_us(axis.at(spread.median))], [y], marker="|", markersize=14, mew=2.2, color=colour)
                 far = [v for v in (spread.median, low, high, q1, q3) if finite(v) and axis.beyond(v)]
                 if far:
