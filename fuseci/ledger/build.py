@@ -1,14 +1,10 @@
-"""The ledger of a compiled forward, put together from its capture (Inductor's provenance,
-:mod:`.artifacts`) and ncu's kernel rows of its range (:mod:`.launches`).
+"""The ledger of a compiled forward, put together from its capture (:mod:`.artifacts`) and ncu's
+kernel rows of its range (:mod:`.launches`).
 
-One row per call of each graph's wrapper (:mod:`.wrapper`), graphs in the order they were
-compiled (a graph break's second graph after the first; a tensor passed between them is written
-by one and read by the other, so it counts at both): the post-grad nodes the call implements,
-each with its ATen op, pre-grad source node and model source line; its minimum bytes
-(:mod:`.boundary`); and what the kernels ncu attributed to it moved (by its NVTX range, or in a
-CUDA-graph replay by launch order: :mod:`.replay`, which the row's note says). Kernels in the range that
-no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance, no post-grad
-graph, no kernel matched) leaves a row with what is known and a note, never a failure.
+One row per call of each graph's wrapper, graphs in the order they were compiled: the post-grad
+nodes it implements, its minimum bytes (:mod:`.boundary`) and what the kernels attributed to it
+moved. Kernels no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance,
+no post-grad graph, no kernel matched) leaves a row with what is known and a note, never a failure.
 """
 
 from __future__ import annotations
@@ -130,20 +126,19 @@ def _graph_rows(
     rows, copies = [], []
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
-        bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
-        note = "; ".join(x for x in (found.notes.get((graph.id, i), ""), note) if x)
+        bound, notes = bounds[i], [found.notes.get((graph.id, i), ""), _note(graph, call, post_grad, bool(kernels))]
         copied = sum(k.repeat for k in kernels or ())
         if copied:
-            note = "; ".join(x for x in (note, REPEATS.format(copied, len(kernels or ()))) if x)
+            notes.append(REPEATS.format(copied, len(kernels or ())))
         copies.append(bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i])
         if copies[-1] and post_grad is not None:
             bound = bounds[i] = _from_wrapper(call, wrapper, post_grad)
-            note = "; ".join(x for x in (note, COPY) if x)
+            notes.append(COPY)
         if bound is not None and bound.min_bytes is None and post_grad is not None and _symbolic(post_grad):
-            note = "; ".join(x for x in (note, SYMBOLIC) if x)
+            notes.append(SYMBOLIC)
         least = bound.min_bytes if bound is not None else None
         if least is not None and runs > 1:
-            note = "; ".join(x for x in (note, RUNS.format(graph.id, runs)) if x)
+            notes.append(RUNS.format(graph.id, runs))
         rows.append(
             Row(
                 graph=graph.id,
@@ -152,7 +147,7 @@ def _graph_rows(
                 nodes=_nodes(graph, post_grad, call),
                 measured=measured(kernels) if kernels else None,
                 min_bytes=None if least is None else least * runs,
-                note=note,
+                note="; ".join(x for x in notes if x),
             )
         )
     if post_grad is None:

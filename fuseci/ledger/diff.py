@@ -1,16 +1,12 @@
 """What an upgrade (another PyTorch, another Triton) did to a model's fusion: per node of the
 model, which nodes it ran with before and which now, with the bytes and time of the rows it ran
-in on each side (:class:`~fuseci.records.fusion.NodeChange`, which the reporters render).
+in on each side (:class:`~fuseci.records.fusion.NodeChange`).
 
-Nodes are known as :mod:`fuseci.ledger.match` knows them (``(line, op)``, views left out), and
-shown by :func:`fuseci.ledger.match.label` (``layer_norm_1 (block.py:19)``): the several ops of
-one pre-grad node that moved together are one change. A graph break renumbers the pre-grad nodes
-after it (the second graph's ``layer_norm_1`` is its ``layer_norm``): a node found on one side
-only whose source line and name without Dynamo's number (``layer_norm``) match a node
-found on the other side only is that node (as many on each side: paired in the order they run),
-named as the older ledger (the baseline) names it, not one node gone and another new (:func:`_renumbered`).
-Likewise a node of a row :func:`fuseci.ledger.match.match` paired across an edit of its source
-line (the same work, its line rewritten) is named as the older ledger names it (:func:`_relined`)."""
+Nodes are known as :mod:`fuseci.ledger.match` knows them and shown by its
+:func:`~fuseci.ledger.match.label`. A node a graph break renumbered (:func:`_renumbered`) or whose
+source line was edited (:func:`_relined`) is named as the baseline names it, not one node gone
+and another new.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Inductor's post-grad FX graph, read from the text it logs (``inductor_post_grad_graph``): each
-node's name, ATen target, the nodes it takes, its element type and shape, and the model source
-line the graph's ``# File:`` comment gives it.
-
-The text is the graph module's Python (``class <lambda>(torch.nn.Module): def forward(self,
-arg0_1: "bf16[8, 1024, 1024][1048576, 1024, 1]cuda:0", ...)``), so it is read with :mod:`ast`,
-never run. View and alias ops move no bytes: :meth:`PostGradGraph.base` resolves a node through
-them to the tensor whose storage it shares.
+"""Inductor's post-grad FX graph, read with :mod:`ast` (never run) from the text it logs
+(``inductor_post_grad_graph``): each node's name, ATen target, the nodes it takes, its element
+type and shape, and the model source line its ``# File:`` comment gives it.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """ncu's per-kernel rows of a compiled forward, and which wrapper call each belongs to.
 
 A row is one kernel launch with its NVTX range stack, outermost first, as recorded under
-``torch.autograd.profiler.emit_nvtx()`` inside a range of the forward's own (``case.compiled``):
-``["case.compiled", "Torch-Compiled Region: 0/0, op_id = 2", "## Call CompiledFxGraph None ##,
-op_id = 5", "triton_per_fused_native_layer_norm_0, op_id = 6"]``. The innermost ``Torch-Compiled
-Region: F/C`` range names the compiled graph (a graph break's second graph runs inside the first
-one's region); each ``## Call CompiledFxGraph`` range inside it is one run of that graph's
-wrapper, and the range just below it is one call: a Triton kernel by its name, a library call by
-its ``aten::`` (or ``namespace::``) op, with the library's own ranges nested further down.
+``torch.autograd.profiler.emit_nvtx()``: ``["case.compiled", "Torch-Compiled Region: 0/0, op_id
+= 2", "## Call CompiledFxGraph None ##, op_id = 5", "triton_per_fused_native_layer_norm_0, op_id
+= 6"]``. The innermost ``Torch-Compiled Region`` names the graph; each ``## Call CompiledFxGraph``
+range inside it is one run of its wrapper, and the range just below that is one call (a Triton
+kernel by its name, a library call by its ``aten::`` op).
 
-Attribution (:func:`attribute`), within each run of a graph's wrapper, walks the wrapper's calls
-in order and the call ranges in order: a Triton call takes the next range of its kernel's name, a
-library call the next range of its op; a range skipped over, one of a graph with no wrapper, and
-a kernel outside any call range are left unclaimed. A graph whose region holds kernels in no
-range below its own while none of its calls claimed a range is a CUDA-graph replay (no wrapper
-code ran): its kernels go to its calls by launch order (:mod:`.replay`), and its input copies
-are named as such.
+Within each run, the wrapper's calls take the call ranges in order (:func:`attribute`); what no
+call takes is left unclaimed. A graph whose kernels lie in no range below its own while none of
+its calls claimed a range is a CUDA-graph replay, attributed by launch order (:mod:`.replay`).
 """
 
 from __future__ import annotations

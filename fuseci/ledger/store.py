@@ -1,19 +1,11 @@
-"""The ledger as a versioned JSON document, and back.
-
-The document is ``{"format": "fuseci-ledger", "format_version": 1, "fuseci_version": ...,
-"ledger": {...}}``, the ledger's members as :mod:`fuseci.records.fusion` declares them (its
-dataclasses are the document's declaration: reading validates every field of a file into them).
-Reading is :class:`fuseci.files.versioned.DocumentFormat`'s: bounded, a key named twice refused,
-the version checked; each failure one line naming the file and the place.
+"""The ledger as a versioned JSON document, and back: ``{"format": "fuseci-ledger",
+"format_version": 1, "fuseci_version": ..., "ledger": {...}}``, declared by
+:mod:`fuseci.records.fusion`'s dataclasses and read by :class:`fuseci.files.versioned.DocumentFormat`.
 
 Format history:
     1: first version. Since added, each read as absent where a file leaves it out (and left out
        where not recorded, so an older ledger is written back byte for byte): a measurement's
-       ``loads`` and ``stores`` (global bytes the SMs asked for, LSU and TMA), a row's and the
-       ledger's ``excess`` (bytes above the minimum and the floor, by cause).
-
-The file is written from the same declaration (:meth:`~fuseci.validation.Document.to_json`): a
-member with a default is left out where it holds it, but those its class keeps always.
+       ``loads`` and ``stores``, a row's and the ledger's ``excess``.
 """
 
 from __future__ import annotations

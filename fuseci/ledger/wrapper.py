@@ -1,17 +1,14 @@
 """Inductor's wrapper (the ``inductor_output_code`` artifact): the calls its ``call()`` makes, in
-order. A call is a Triton kernel launch (``triton_poi_fused_add_view_3.run(buf18, arg0_1, ...)``)
-or a library call (``extern_kernels.addmm(..., out=buf4)``, ``buf5 =
-torch.ops.aten._scaled_dot_product_cudnn_attention.default(...)``), each with its provenance
-debug handle (the ``# [Provenance debug handles]`` comment above it, the key of the node
-mappings), the source-node comment, and the buffers it reads and writes, each resolved through
-``reinterpret_tensor`` and reuse (``buf14 = reinterpret_tensor(buf6, ...)``) to the allocation it
-lies in. Under CUDA graphs (``mode="reduce-overhead"``) Inductor writes the calls into graph
-partitions (``def partition_0(args)``, listed in ``Runner(partitions=[...])``) that ``call()``
-runs as ``self.partitions[0](...)``: a partition's calls are read where ``call()`` runs it.
+order, read with :mod:`ast`, never run. A call is a Triton kernel launch
+(``triton_poi_fused_add_view_3.run(buf18, arg0_1, ...)``) or a library call
+(``extern_kernels.addmm(..., out=buf4)``), each with its provenance debug handle, its source-node
+comment, and the buffers it reads and writes, each resolved through ``reinterpret_tensor`` and
+reuse to the allocation it lies in. Under CUDA graphs a graph partition's calls are read where
+``call()`` runs it (``self.partitions[0](...)``).
 
-A Triton kernel's reads and writes come from its parameters' names in its source (``in_ptr0``
-read, ``out_ptr0`` written, ``in_out_ptr0`` both); a library call writes its ``out=`` and what it
-returns, and reads the rest. The text is read with :mod:`ast`, never run.
+A Triton kernel's reads and writes come from its parameters' names (``in_ptr0`` read,
+``out_ptr0`` written, ``in_out_ptr0`` both); a library call writes its ``out=`` and what it
+returns, and reads the rest.
 """
 
 from __future__ import annotations
