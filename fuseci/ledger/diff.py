@@ -11,6 +11,7 @@ and another new.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import chain
 
@@ -37,8 +38,7 @@ class _Side:
 
 
 def _side(ledger: Ledger) -> _Side:
-    """One pass over the ledger's nodes: each row's labels computed once (a model of hundreds of
-    rows of dozens of nodes would otherwise label every node again for every node it ran with)."""
+    """One pass over the ledger's nodes, each row's labels computed once."""
     row_labels: list[tuple[str, ...]] = []
     rows: dict[str, dict[int, None]] = {}
     idents: dict[str, set[Ident]] = {}
@@ -68,8 +68,8 @@ def _stem(node: Node) -> tuple[str, str] | None:
 
 
 def _renumbered(old: Ledger, new: Ledger) -> Ledger:
-    """``new`` with each node that a graph break renumbered named as in ``old`` (see the module
-    docstring)."""
+    """``new`` with each node that a graph break renumbered named as in ``old``: a node on one side
+    only whose line and name without Dynamo's number match those of as many on the other side only."""
     old_labels = {label(n): n for r in old.rows for n in r.nodes if not is_view(n)}
     new_labels = {label(n): n for r in new.rows for n in r.nodes if not is_view(n)}
     stems: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
@@ -84,28 +84,28 @@ def _renumbered(old: Ledger, new: Ledger) -> Ledger:
         if len(olds) == len(news)  # in the order they run: renumbering keeps it
         for was, now in zip(olds, news, strict=True)
     }
-    if not renamed:
-        return new
 
     def moved(node: Node) -> Node:
         target = renamed.get(label(node)) if not is_view(node) else None
         return replace(node, source=target.source) if target is not None else node
 
-    return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
+    return _with_nodes(new, moved) if renamed else new
 
 
 def _relined(old: Ledger, new: Ledger) -> Ledger:
     """``new`` with each node whose row was paired across an edit of its line (the matching's
     :attr:`fuseci.ledger.match.Pair.edited`) given the line and name it has in ``old``."""
     was = {now: before for p in match(old, new).pairs for before, now in p.edited}
-    if not was:
-        return new
 
     def moved(node: Node) -> Node:
         before = was.get(node)
         return replace(node, line=before.line, source=before.source) if before is not None else node
 
-    return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
+    return _with_nodes(new, moved) if was else new
+
+
+def _with_nodes(ledger: Ledger, moved: Callable[[Node], Node]) -> Ledger:
+    return replace(ledger, rows=tuple(replace(r, nodes=tuple(map(moved, r.nodes))) for r in ledger.rows))
 
 
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
