@@ -131,12 +131,8 @@ def _gap(
     if stray is not None:
         return f"{stray.kernel} ran {where}, out of its wrapper's order"
     if not externs:
-        return (
-            f"{len(gap)} kernel(s) ({', '.join(dict.fromkeys(k.kernel for k in gap))}) ran {where}, "
-            "where the wrapper calls no library"
-            if gap
-            else None
-        )
+        kernels = ", ".join(dict.fromkeys(k.kernel for k in gap))
+        return f"{len(gap)} kernel(s) ({kernels}) ran {where}, where the wrapper calls no library" if gap else None
     if len(externs) == 1:
         if gap:
             order.claimed.setdefault(externs[0], []).extend(gap)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fuseci.errors import LedgerError
 from fuseci.ledger.graph import ITEMSIZE, TORCH_DTYPES
@@ -26,9 +26,7 @@ _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+)")
 #: What Inductor writes between a call's comments and the call: its stream, and with dynamic
 #: shapes each symbolic size of the launch (``triton_per_fused_0_xnumel = s27*s77``).
 _BETWEEN = re.compile(r"^(?:#|stream\w*\s*=|\w+numel\s*=)")
-_SOURCES = re.compile(
-    r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?"
-)
+_SOURCES = re.compile(r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\]")
 _SIGNATURE = re.compile(r"^def \w+\((?P<params>[^)]*)\)", re.M)
 _EXTERN = ("extern_kernels.", "torch.ops.", "aten.")
 
@@ -49,10 +47,6 @@ class Call:
     """The buffers it writes, likewise."""
     sources: tuple[str, ...] = ()
     """The pre-grad source nodes the wrapper's comment names (``layer_norm``)."""
-    aten: tuple[str, ...] = ()
-    """The ATen ops the comment names (``aten.native_layer_norm``)."""
-    line: int = 0
-    """Its line in the output code."""
 
     @property
     def op(self) -> str:
@@ -156,20 +150,18 @@ class _Buffers:
                 self.alias[name] = base
 
 
-def _comments(lines: list[str], lineno: int) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+def _comments(lines: list[str], lineno: int) -> tuple[str | None, tuple[str, ...]]:
     """The provenance handle and source-node comments just above line ``lineno``."""
     handle: str | None = None
     sources: tuple[str, ...] = ()
-    aten: tuple[str, ...] = ()
     i = lineno - 2
     while i >= 0 and _BETWEEN.match(text := lines[i].strip()):
         if (m := _HANDLE.search(text)) and handle is None:
             handle = m.group(1)
         elif (m := _SOURCES.search(text)) and not sources:
             sources = tuple(s.strip() for s in m["nodes"].split(",") if s.strip())
-            aten = tuple(s.strip() for s in (m["aten"] or "").split(",") if s.strip())
         i -= 1
-    return handle, sources, aten
+    return handle, sources
 
 
 def _call(stmt: ast.stmt, buffers: _Buffers, signatures: dict[str, tuple[str, ...]]) -> Call | None:
@@ -279,6 +271,6 @@ def parse_wrapper(code: str, where: str) -> Wrapper:
             continue
         call = _call(stmt, buffers, signatures)
         if call is not None:
-            handle, sources, aten = _comments(lines, stmt.lineno)
-            calls.append(Call(call.kernel, call.kind, handle, call.reads, call.writes, sources, aten, stmt.lineno))
+            handle, sources = _comments(lines, stmt.lineno)
+            calls.append(replace(call, handle=handle, sources=sources))
     return Wrapper(tuple(calls), returns, buffers.sizes)
