@@ -170,8 +170,7 @@ def _target(value: ast.expr) -> str:
     if isinstance(value, ast.Subscript):
         return "getitem"
     if isinstance(value, ast.Call):
-        text = ast.unparse(value.func)
-        return text.removeprefix("torch.ops.")
+        return ast.unparse(value.func).removeprefix("torch.ops.")
     return ast.unparse(value)[:80]
 
 
@@ -185,8 +184,7 @@ def _lines(text: str) -> dict[int, str]:
         if not stripped:
             current = ""
         elif stripped.startswith("#"):
-            m = _FILE.search(stripped)
-            if m:
+            if m := _FILE.search(stripped):
                 current = source_line(m["file"], m["line"], m["code"])
         else:
             out[number] = current

@@ -15,7 +15,7 @@ its calls claimed a range is a CUDA-graph replay, attributed by launch order (:m
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fuseci.config import names
@@ -47,19 +47,14 @@ def measured(rows: Sequence[KernelRow]) -> Measured:
         duration_ns=sum(r.duration_ns for r in rows),
         kernels=tuple(dict.fromkeys(r.kernel for r in rows)),
         shapes=tuple(dict.fromkeys(f"{r.grid}x{r.block}" for r in rows if r.grid and r.block)),
-        loads=_sum(r.loads for r in rows),
-        stores=_sum(r.stores for r in rows),
+        loads=_sum([r.loads for r in rows]),
+        stores=_sum([r.stores for r in rows]),
     )
 
 
-def _sum(values: Iterable[float | None]) -> float | None:
+def _sum(values: list[float | None]) -> float | None:
     """The sum, or None where any is unknown."""
-    out = 0.0
-    for x in values:
-        if x is None:
-            return None
-        out += x
-    return out
+    return None if None in values else sum((x for x in values if x is not None), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +71,7 @@ class Attribution:
     replays: dict[str, str] = field(default_factory=dict)
     """Graph → how its CUDA-graph replay was read (:mod:`.replay`), for the ledger's notes."""
     runs: dict[str, int] = field(default_factory=dict)
-    """Graph → how many times its wrapper ran in the range (runs of its ``## Call`` range, or of
-    the harness's launch ranges; a replay's runs): a graph run N times has N times its floor."""
+    """Graph → how many times its wrapper ran in the range: a graph run N times has N times its floor."""
 
 
 def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
@@ -97,10 +91,7 @@ def _runs(rows: Sequence[KernelRow], attribution: Attribution) -> tuple[_Runs, d
     the rows of each (graph, run) in no range below the graph's (a CUDA-graph replay's).
 
     A run is told by its ``## Call CompiledFxGraph`` range, or by the harness's graph run number
-    where a launch range carries one (a launch counted from an earlier one's measurement has no
-    range of its own run: :mod:`fuseci.frames.repeats`); a call by its range, or by its launch
-    number. A row in no range below its graph's falls in the run of its ``## Call`` range, or of
-    its region's range where there is none.
+    where a launch range carries one; a call by its range, or by its launch number.
     """
     placed: list[tuple[KernelRow, str, tuple[str, int], tuple[str, int], tuple[int, int] | None]] = []
     bare: dict[tuple[str, str], list[KernelRow]] = {}
@@ -185,9 +176,10 @@ def _replayed(
     if found.fits:
         out.claimed.update({(graph, index): kernels for index, kernels in found.claimed.items()})
         out.notes.update({(graph, index): note for index, note in found.notes.items()})
-        for run, kernels in bare.items():
-            named = [(key[0], row) for key, kept in ranged.get(run, {}).items() for row in kept]
-            copies.update(row.id for row in replay.input_copies(named, min(k.id for k in kernels)))
+        for run, kernels in bare.items():  # a kernel in a copy op's range launched before the replay
+            first = min(k.id for k in kernels)
+            ranges = ranged.get(run, {}).items()
+            copies.update(row.id for key, kept in ranges if key[0] in replay.COPY_OPS for row in kept if row.id < first)
     return found.left + [
         (row, COPIES.format(graph) if row.id in copies else _unmatched(graph, key[0]))
         for ranges in ranged.values()

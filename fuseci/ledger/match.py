@@ -226,10 +226,9 @@ def match(baseline: Ledger, current: Ledger) -> Matching:
     """
     old, new = baseline.rows, current.rows
     buckets: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
-    for i, row in enumerate(old):
-        buckets.setdefault(_key(row), ([], []))[0].append(i)
-    for j, row in enumerate(new):
-        buckets.setdefault(_key(row), ([], []))[1].append(j)
+    for side, rows in enumerate((old, new)):
+        for i, row in enumerate(rows):
+            buckets.setdefault(_key(row), ([], []))[side].append(i)
     paired: list[Edited] = [(i, j, ()) for a, b in buckets.values() for i, j in _pair(a, b, old, new)]
     used_old = {i for i, _, _ in paired}
     used_new = {j for _, j, _ in paired}

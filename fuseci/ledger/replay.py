@@ -2,7 +2,7 @@
 
 A forward compiled with ``mode="reduce-overhead"`` replays a CUDA graph: no wrapper code runs, so
 no call has a range of its own (:mod:`.launches`), but the kernels launch in the wrapper's order,
-after the inputs are copied into the graph's buffers (:func:`input_copies`).
+after the inputs are copied into the graph's buffers (in ranges of :data:`COPY_OPS`).
 
 A Triton call takes the next kernel of its name. The kernels between two Triton calls' kernels
 are the gap of the library calls between them: with none it must be empty; one takes the whole
@@ -169,13 +169,6 @@ def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str
         at, externs, before = hit + 1, [], call.kernel
     why = _gap(kernels[at:], calls, externs, _where(before, None), triton, order)
     return why if why is not None else order
-
-
-def input_copies(ranged: Sequence[tuple[str, KernelRow]], first: int) -> list[KernelRow]:
-    """The kernels of a replay's input copies: those in a copy op's range (:data:`COPY_OPS`),
-    launched before the replay's first kernel (``first``, its id), of ``ranged`` (range name, row):
-    the replay's run's kernels in call ranges."""
-    return [row for name, row in ranged if name in COPY_OPS and row.id < first]
 
 
 def replay(graph: str, calls: Sequence[Call], runs: Mapping[str, Sequence[KernelRow]], untraced: str) -> Replay:
