@@ -96,11 +96,8 @@ def reader_version() -> str:
 
 @contextmanager
 def _plain_report(path: Path) -> Iterator[Path]:
-    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file.
-
-    Only a regular file is read (``/dev/zero`` or a FIFO would never end), and decompression stops
-    at :data:`MAX_REPORT_BYTES` (a small ``.xz`` can expand without bound).
-    """
+    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file (up to
+    :data:`MAX_REPORT_BYTES`); only a regular file is read (a FIFO would never end)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -274,20 +271,16 @@ def fold_passes(frame: pd.DataFrame) -> pd.DataFrame:
 #: A report's first bytes: the magic number, then length-prefixed protocol-buffer messages (ncu's
 #: ``extras/FileFormat``): the file header, then the first block header.
 _MAGIC = b"NVR\x00"
-#: Bytes read for the headers (they take about 150).
+#: Bytes read for the headers.
 _HEADER_BYTES = 1 << 16
-#: The block header's session details, and in them the time the session started (seconds
-#: since the epoch): fields 3 and 2.
+#: The block header's session details, and in them the time the session started (seconds since
+#: the epoch).
 _SESSION_FIELD = 3
 _CREATED_FIELD = 2
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """A protocol-buffer varint at ``at``: (value, the offset after it).
-
-    Raises:
-        ValueError: the bytes end first, or it is longer than 64 bits.
-    """
+    """A protocol-buffer varint at ``at``: (value, the offset after it); ValueError over 64 bits."""
     value = shift = 0
     while shift < 64:
         byte = data[at]  # IndexError past the end: the caller's ValueError
@@ -300,12 +293,8 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _fields(message: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """The (field number, value) pairs of a protocol-buffer message: varints and length-delimited
-    bytes; a message with any other wire type is not one of the headers read here.
-
-    Raises:
-        ValueError: it is not such a message.
-    """
+    """The (field number, value) pairs of a protocol-buffer message of varints and length-delimited
+    bytes; ValueError for any other message."""
     at = 0
     while at < len(message):
         key, at = _varint(message, at)
@@ -374,11 +363,9 @@ def _listed(items: list[str]) -> str:
 def mismatch(kernels: pd.DataFrame, record: HarnessRecord) -> str:
     """What makes the per-kernel frame of a report and a harness record not one run's, or ``""``.
 
-    Checked: every kernel's suite is the record's; every kernel ran on the record's GPU (the
-    report's ``device__attribute_display_name``, where ncu recorded one); every kernel lies in
-    the range of a variant the record ran (``measured``); and, unless the record says the run
-    was stopped (a stopped run leaves half a report), every variant the record ran in a case
-    that checked right has kernels in the report.
+    Checked: every kernel's suite is the record's; every kernel ran on the record's GPU (where
+    ncu recorded one); every kernel lies in the range of a variant the record ran; and, unless
+    the run was stopped, every variant the record ran in a case that checked right has kernels.
     """
     suites = sorted(set(kernels[names.SUITE]) - {record.suite})
     if suites:
