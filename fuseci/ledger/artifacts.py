@@ -84,17 +84,15 @@ def _graph_with(graph: CompiledGraph, artifact: Artifact) -> CompiledGraph:
 
 def break_reason(text: str) -> str:
     """A graph-break reason on one line: what Dynamo said before the traceback, without its
-    link, each source file by its base name (``at models.py:121``: a ledger recorded in one
-    checkout then reads as one recorded in another)."""
+    link, each source file by its base name (``at models.py:121``)."""
     head = text.split("User code traceback:")[0]
     kept = [line.strip() for line in head.splitlines() if line.strip() and not line.strip().startswith("For more")]
     return _DIRECTORIES.sub("", " ".join(kept))[:1000]
 
 
 def reason_key(reason: str) -> str:
-    """What a graph-break reason is known by across runs: its files by their base names and
-    without line numbers (a line added above the break moves it, and a ledger stored before
-    :func:`break_reason` dropped directories still names them)."""
+    """What a graph-break reason is known by across runs: its files by their base names, without
+    line numbers."""
     return _LINE_NUMBER.sub(r"\1", _DIRECTORIES.sub("", reason))
 
 

@@ -42,10 +42,7 @@ NO_MAPPINGS = (
 def innermost(trace: str) -> str:
     """The innermost frame of a stack trace as a source line (``file:line: code``), or ""."""
     frames = list(_FRAME.finditer(trace))
-    if not frames:
-        return ""
-    last = frames[-1]
-    return source_line(last["file"], last["line"], last["code"])
+    return source_line(frames[-1]["file"], frames[-1]["line"], frames[-1]["code"]) if frames else ""
 
 
 def _nodes(graph: CompiledGraph, post_grad: PostGradGraph | None, call: Call) -> tuple[Node, ...]:

@@ -182,6 +182,10 @@ def _kernels(rows: Sequence[Row]) -> str:
     return _listed([r.kernel for r in rows], " + ")
 
 
+def _labels(rows: Sequence[Row]) -> tuple[str, ...]:
+    return labels(n for r in rows for n in r.nodes)
+
+
 def _total(rows: Iterable[Row], read: Callable[[Measured], float]) -> float:
     return math.fsum(read(r.measured) for r in rows if r.measured is not None)
 
@@ -218,23 +222,20 @@ def _regroup_finding(group: Regroup, allowed: Sequence[re.Pattern[str]]) -> list
     """What one regrouping of rows says."""
     old, new = group.baseline, group.current
     kernels = tuple(r.kernel for r in (*old, *new))
+    nodes = _labels(new if group.change is Change.CHANGED else old)
     match group.change:
         case Change.SPLIT:
-            nodes = labels(n for r in old for n in r.nodes)
             message = f"{_nodes(nodes)} ran in {_kernels(old)}; now in {_kernels(new)}{_bytes_change(old, new)}"
             return [Finding(FindingKind.SPLIT, Verdict.REGRESSED, message, kernels, nodes)]
         case Change.NEW:
             return [_new_kernel(row, allowed) for row in new]
         case Change.MERGED:
-            nodes = labels(n for r in old for n in r.nodes)
             message = (
                 f"{_nodes(nodes)} ran in {_kernels(old)}; now together in {_kernels(new)}{_bytes_change(old, new)}"
             )
         case Change.CHANGED:
-            nodes = labels(n for r in new for n in r.nodes)
             message = f"{_kernels(old)} now runs as {_kernels(new)}, with other nodes: {_nodes(nodes)}"
         case Change.GONE:
-            nodes = labels(n for r in old for n in r.nodes)
             message = f"{_kernels(old)} ({_nodes(nodes)}) no longer runs{_bytes_change(old, new)}"
     return [Finding(FindingKind.STRUCTURAL, Verdict.WARN, message, kernels, nodes)]
 
@@ -259,7 +260,7 @@ class _Unit:
     @property
     def name(self) -> str:
         before, now = _kernels(self.old), _kernels(self.new)
-        nodes = _nodes(labels(n for r in self.new for n in r.nodes))
+        nodes = _nodes(_labels(self.new))
         return f"{now} ({nodes})" if before == now else f"{now} (was {before}; {nodes})"
 
 
@@ -301,7 +302,7 @@ def _total_finding(
     by = f"; in {_listed(where)}" if where else ""
     message = f"the forward's {rule.label} rose from {rule.show(was)} to {rule.show(total)} ({_signed(rule, total - was)}; {band}){by}"
     kernels = tuple(r.kernel for u, *_ in grew for r in u.new)
-    nodes = tuple(dict.fromkeys(x for u, *_ in grew for x in labels(n for r in u.new for n in r.nodes)))
+    nodes = tuple(dict.fromkeys(x for u, *_ in grew for x in _labels(u.new)))
     return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, kernels, nodes)
 
 
@@ -319,8 +320,7 @@ def _row_finding(rule: Rule, unit: _Unit, before: float, now: float, tol: Tolera
         f"{unit.name}: {rule.label} rose from {rule.show(before)} to {rule.show(now)} ({_signed(rule, now - before)}; "
         f"tolerance {_band(tol)}){_ratio(unit)}{_shapes(unit)}"
     )
-    nodes = labels(n for r in unit.new for n in r.nodes)
-    return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), nodes)
+    return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), _labels(unit.new))
 
 
 def _shape_change(old: Sequence[Row], new: Sequence[Row]) -> str:

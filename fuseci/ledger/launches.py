@@ -167,9 +167,8 @@ def _replayed(
     bare: Mapping[str, list[KernelRow]],
     out: Attribution,
 ) -> list[tuple[KernelRow, str]]:
-    """A replayed graph's rows (:mod:`.replay`): what its calls claim by launch order, its input
-    copies (a kernel in a copy op's range just before a replay), and the rows left, with why
-    (``ranged``, its rows in call ranges, claimed by none of its calls)."""
+    """A replayed graph's rows (:mod:`.replay`) claimed by launch order; the rows left (``ranged``,
+    its rows in call ranges, its input copies among them), with why."""
     found = replay.replay(graph, calls, bare, _no_range(graph))
     out.replays[graph] = found.note
     copies: set[int] = set()

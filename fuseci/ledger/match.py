@@ -218,12 +218,8 @@ def _key(row: Row) -> tuple[object, ...]:
 
 
 def match(baseline: Ledger, current: Ledger) -> Matching:
-    """Pair the rows of ``baseline`` with those of ``current`` and group what is left.
-
-    Rows pair where their identity sets are equal, then where they do the same work on an edited
-    line (see the module docstring); the rest form components of rows that share an identity (a
-    row that shares none is a component of its own: new or gone).
-    """
+    """Pair the rows of ``baseline`` with those of ``current`` and group what is left (see the
+    module docstring; a row that shares no identity is a component of its own: new or gone)."""
     old, new = baseline.rows, current.rows
     buckets: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
     for side, rows in enumerate((old, new)):

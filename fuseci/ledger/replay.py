@@ -172,15 +172,9 @@ def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str
 
 
 def replay(graph: str, calls: Sequence[Call], runs: Mapping[str, Sequence[KernelRow]], untraced: str) -> Replay:
-    """A graph's replays, each run's range-less kernels (launch order) by its run, put to its
-    wrapper's calls: every run by :func:`by_order`, or none when one does not fit.
-
-    Args:
-        graph: The graph's id (``0/0``).
-        calls: Its wrapper's calls.
-        runs: Each replay's kernels, in launch order.
-        untraced: Why a kernel is left untraced when the order does not fit (what it would say without this).
-    """
+    """A graph's replays (``runs``: each run's kernels, in launch order) put to its wrapper's
+    calls: every run by :func:`by_order`, or none when one does not fit (each kernel then left
+    ``untraced``)."""
     orders = []
     for kernels in runs.values():
         found = by_order(calls, kernels)
