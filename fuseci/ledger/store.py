@@ -42,15 +42,6 @@ class LedgerDocument(v.Document):
     fuseci_version: Annotated[str, Field(max_length=100)] = "?"
 
 
-def dumps(ledger: Ledger) -> str:
-    """The exact text of a ledger file (sorted keys, a trailing newline).
-
-    Raises:
-        LedgerError: the text is over what a reader takes.
-    """
-    return FORMAT.dumps(LedgerDocument(ledger, __version__).to_json())
-
-
 def from_json(data: Any, path: Path | str) -> Ledger:
     """A ledger from a parsed document.
 
@@ -65,15 +56,6 @@ def from_json(data: Any, path: Path | str) -> Ledger:
         raise FORMAT.invalid(path, exc) from None
 
 
-def loads(text: str, path: Path | str) -> Ledger:
-    """A ledger from a file's text (see :func:`from_json`).
-
-    Raises:
-        LedgerError: not JSON, or not a ledger.
-    """
-    return from_json(FORMAT.parse(text, path), path)
-
-
 def load(path: Path) -> Ledger:
     """Read a ledger file.
 
@@ -84,11 +66,6 @@ def load(path: Path) -> Ledger:
         return from_json(FORMAT.load(path), path)
     except FileNotFoundError:
         raise LedgerError(f"{path}: no ledger there; {FORMAT.fix}") from None
-
-
-def save(ledger: Ledger, path: Path) -> None:
-    """Write a ledger file atomically."""
-    atomic_write_text(path, dumps(ledger))
 
 
 #: A suite's stored ledgers, beside its baseline (``baselines/<gpu>/<suite>.ledgers.json``).
