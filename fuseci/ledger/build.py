@@ -120,6 +120,7 @@ def _graph_rows(
     computed = _computed(graph, wrapper, post_grad)
     bounds: list[Boundary | None] = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
     runs = max(found.runs.get(graph.id, 1), 1)
+    symbolic = post_grad is not None and any(node.symbol for node in post_grad.nodes.values())  # ``Sym(s0)``
     rows, copies = [], []
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
@@ -131,7 +132,7 @@ def _graph_rows(
         if copies[-1] and post_grad is not None:
             bound = bounds[i] = _from_wrapper(call, wrapper, post_grad)
             notes.append(COPY)
-        if bound is not None and bound.min_bytes is None and post_grad is not None and _symbolic(post_grad):
+        if bound is not None and bound.min_bytes is None and symbolic:
             notes.append(SYMBOLIC)
         least = bound.min_bytes if bound is not None else None
         if least is not None and runs > 1:
@@ -156,11 +157,6 @@ def _graph_rows(
     return rows, excess.graph_parts(excess.GraphRows(post_grad, rows, bounds, copies, layout, runs))
 
 
-def _symbolic(graph: PostGradGraph) -> bool:
-    """True for a graph compiled with symbolic sizes (an input ``Sym(s0)``)."""
-    return any(node.symbol for node in graph.nodes.values())
-
-
 def _untraced(found: Attribution) -> Row:
     graphs = {g for r in found.unclaimed if (g := _region(r)) is not None}
     return Row(
@@ -179,7 +175,9 @@ def _region(row: KernelRow) -> str | None:
     return regions[-1] if regions else None
 
 
-def _notes(capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution) -> list[str]:
+def _notes(
+    capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution, kernels: Sequence[KernelRow]
+) -> list[str]:
     notes = list(found.replays.values())
     frames: dict[str, list[str]] = {}
     for graph in capture.graphs:
@@ -192,6 +190,12 @@ def _notes(capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution) 
                 f"frame {frame} was compiled {len(ids)} times ({', '.join(ids)}): a recompilation "
                 "(dynamic shapes, or a guard that failed); each compile's calls are rows"
             )
+    copied = sum(k.repeat for k in kernels)
+    if copied:
+        notes.append(
+            f"{copied} of the forward's {len(kernels)} kernel launches repeat an earlier launch's configuration and "
+            "were not profiled again: each counts with that launch's measurement (ledger repeats: once)"
+        )
     return notes
 
 
@@ -238,16 +242,6 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         graphs=tuple(g.id for g in capture.graphs),
         break_reasons=capture.break_reasons,
         fusion_refusals=capture.fusion_refusals,
-        notes=tuple(_notes(capture, wrappers, found) + _repeats_note(kernels)),
+        notes=tuple(_notes(capture, wrappers, found, kernels)),
         excess=tuple(parts) if parts is not None and total is not None else (),
     )
-
-
-def _repeats_note(kernels: Sequence[KernelRow]) -> list[str]:
-    copied = sum(k.repeat for k in kernels)
-    if not copied:
-        return []
-    return [
-        f"{copied} of the forward's {len(kernels)} kernel launches repeat an earlier launch's configuration and "
-        "were not profiled again: each counts with that launch's measurement (ledger repeats: once)"
-    ]

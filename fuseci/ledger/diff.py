@@ -60,13 +60,6 @@ def _side(ledger: Ledger) -> _Side:
     return _Side({k: tuple(x) for k, x in rows.items()}, company, {k: frozenset(x) for k, x in idents.items()})
 
 
-def _stem(node: Node) -> tuple[str, str] | None:
-    """``(file:line, name without its number)``, or None for a node without a source line."""
-    if not node.line:
-        return None
-    return (location(node.line), _NUMBER.sub("", node.source or op_base(node.op)))
-
-
 def _renumbered(old: Ledger, new: Ledger) -> Ledger:
     """``new`` with each node that a graph break renumbered named as in ``old``: a node on one side
     only whose line and name without Dynamo's number match those of as many on the other side only."""
@@ -75,8 +68,8 @@ def _renumbered(old: Ledger, new: Ledger) -> Ledger:
     stems: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
     for labels_, other, side in ((old_labels, new_labels, 0), (new_labels, old_labels, 1)):
         for name, node in labels_.items():
-            stem = _stem(node)
-            if stem is not None and name not in other:
+            if node.line and name not in other:  # known by its line and its name without the number
+                stem = (location(node.line), _NUMBER.sub("", node.source or op_base(node.op)))
                 stems.setdefault(stem, ([], []))[side].append(name)
     renamed = {
         now: old_labels[was]

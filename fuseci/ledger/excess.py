@@ -121,15 +121,6 @@ class GraphRows:
     """How many times the graph ran."""
 
 
-def _crossing(g: GraphRows) -> list[tuple[int, Boundary]]:
-    """The rows whose minimum is made of graph tensors: a boundary, a known minimum, not a copy."""
-    return [
-        (i, b)
-        for i, (r, b) in enumerate(zip(g.rows, g.bounds, strict=True))
-        if b is not None and r.min_bytes is not None and not g.copies[i]
-    ]
-
-
 def _who(g: GraphRows, tensor: str, writers: list[int], readers: list[int]) -> str:
     """``add_2 (bf16, 16.8 MB): written by triton_per_fused_add_1 (add_2), read by
     extern_kernels.addmm (addmm_1)``: a tensor and the rows it crosses, by kernel and the nodes
@@ -170,9 +161,10 @@ def graph_parts(g: GraphRows) -> list[Part] | None:
             )
         elif row.min_bytes is None:
             out.append(Part(Cause.UNEXPLAINED, row.requested or 0.0, f"{row.kernel}: no minimum to split its bytes by"))
-    crossing = _crossing(g)
     counted: dict[str, tuple[list[int], list[int]]] = {}
-    for i, bound in crossing:
+    for i, (row, bound) in enumerate(zip(g.rows, g.bounds, strict=True)):
+        if bound is None or row.min_bytes is None or g.copies[i]:  # its minimum is not of graph tensors
+            continue
         for t in bound.reads:
             counted.setdefault(t, ([], []))[1].append(i)
         for t in bound.writes:

@@ -264,17 +264,13 @@ class _Unit:
         return f"{now} ({nodes})" if before == now else f"{now} (was {before}; {nodes})"
 
 
-def _units(matching: Matching) -> list[_Unit]:
-    units = [_Unit((p.baseline,), (p.current,)) for p in matching.pairs]
-    units += [_Unit(g.baseline, g.current) for g in matching.regroups if g.change in (Change.MERGED, Change.CHANGED)]
-    return [u for u in units if all(r.measured is not None for r in (*u.old, *u.new))]
-
-
 def _bytes_findings(
     baseline: Ledger, current: Ledger, matching: Matching, reported: Sequence[Regroup], bands: Bands
 ) -> list[Finding]:
     """Each counter of the forward's total, then of each row, against its band."""
-    units = _units(matching)
+    units = [_Unit((p.baseline,), (p.current,)) for p in matching.pairs]
+    units += [_Unit(g.baseline, g.current) for g in matching.regroups if g.change in (Change.MERGED, Change.CHANGED)]
+    units = [u for u in units if all(r.measured is not None for r in (*u.old, *u.new))]
     out = []
     for rule in bands.rules:
         grew: list[tuple[_Unit, float, float, Tolerance]] = []
@@ -380,15 +376,6 @@ def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> l
     return out
 
 
-def _refusals(baseline: Ledger, current: Ledger) -> list[Finding]:
-    known = set(baseline.fusion_refusals)
-    return [
-        Finding(FindingKind.FUSION_REFUSAL, Verdict.WARN, f"Inductor now refuses a fusion: {reason}")
-        for reason in dict.fromkeys(current.fusion_refusals)
-        if reason not in known
-    ]
-
-
 def judge(
     baseline: Ledger, current: Ledger, allow_new: Sequence[str] = (), bands: Bands | None = None
 ) -> LedgerVerdict:
@@ -414,5 +401,7 @@ def judge(
     reported = [g for g in matching.regroups if g.change in (Change.SPLIT, Change.NEW)]
     findings += _bytes_findings(baseline, current, matching, reported, bands or Bands.default())
     findings += _structure_notes(baseline, current, matching)
-    findings += _refusals(baseline, current)
+    known = set(baseline.fusion_refusals)
+    for reason in dict.fromkeys(r for r in current.fusion_refusals if r not in known):
+        findings.append(Finding(FindingKind.FUSION_REFUSAL, Verdict.WARN, f"Inductor now refuses a fusion: {reason}"))
     return LedgerVerdict(tuple(sorted(findings, key=lambda f: f.verdict is not Verdict.REGRESSED)))
