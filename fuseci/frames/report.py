@@ -72,8 +72,7 @@ def load_reader(ncu: str | None = None) -> ModuleType:
     except ImportError:
         pass
     if ncu is not None:
-        root = Path(ncu).resolve().parent
-        extras = root / "extras" / "python"
+        extras = Path(ncu).resolve().parent / "extras" / "python"
         if (extras / "ncu_report.py").exists():
             sys.path.insert(0, str(extras))
             try:

@@ -3,7 +3,7 @@
 Splits, new kernels (unless ``allow_new`` matches) and bytes grown beyond their band regress;
 structural changes that moved no bytes and new fusion refusals are noted (``WARN``).
 
-Bands (:meth:`Bands.default`): global bytes are exact; L2 bytes get the catalogue's tolerance
+Bands (:func:`_rules`): global bytes are exact; L2 bytes get the catalogue's tolerance
 (its moving floor on library rows, whose schedules are decided at run time); DRAM bytes move
 with what the kernel before left in L2, so every row gets the moving floor. Where L1 served part
 of a generated row's loads, its L2 band adds :data:`L1_SERVED` of those bytes. A total's
@@ -135,23 +135,14 @@ def _default(name: str) -> Tolerance:
     return parse_tolerance(entry.default if entry and entry.default else "exact")
 
 
-@dataclass(frozen=True, slots=True)
-class Bands:
-    """The rules of the bytes a ledger's rows and totals may grow by."""
-
-    rules: tuple[Rule, ...]
-
-    @classmethod
-    def default(cls) -> Bands:
-        """The catalogue's (see the module docstring)."""
-        moving, exact = _floor(names.L2_READ_BYTES), _default(names.GLOBAL_LOAD_BYTES)
-        return cls(
-            (
-                Rule("global bytes", names.GLOBAL_LOAD_BYTES, _global, exact, exact),
-                Rule("DRAM bytes", names.DRAM_BYTES, _dram, moving, moving),
-                Rule("L2 bytes", names.L2_READ_BYTES, _l2, _default(names.L2_READ_BYTES), moving, _l1_served),
-            )
-        )
+def _rules() -> tuple[Rule, ...]:
+    """The catalogue's bands (see the module docstring)."""
+    moving, exact = _floor(names.L2_READ_BYTES), _default(names.GLOBAL_LOAD_BYTES)
+    return (
+        Rule("global bytes", names.GLOBAL_LOAD_BYTES, _global, exact, exact),
+        Rule("DRAM bytes", names.DRAM_BYTES, _dram, moving, moving),
+        Rule("L2 bytes", names.L2_READ_BYTES, _l2, _default(names.L2_READ_BYTES), moving, _l1_served),
+    )
 
 
 _global: Callable[[Measured], float] = attrgetter("global_bytes")
@@ -265,14 +256,14 @@ class _Unit:
 
 
 def _bytes_findings(
-    baseline: Ledger, current: Ledger, matching: Matching, reported: Sequence[Regroup], bands: Bands
+    baseline: Ledger, current: Ledger, matching: Matching, reported: Sequence[Regroup]
 ) -> list[Finding]:
     """Each counter of the forward's total, then of each row, against its band."""
     units = [_Unit((p.baseline,), (p.current,)) for p in matching.pairs]
     units += [_Unit(g.baseline, g.current) for g in matching.regroups if g.change in (Change.MERGED, Change.CHANGED)]
     units = [u for u in units if all(r.measured is not None for r in (*u.old, *u.new))]
     out = []
-    for rule in bands.rules:
+    for rule in _rules():
         grew: list[tuple[_Unit, float, float, Tolerance]] = []
         allowance = 0.0
         for u in units:
@@ -376,9 +367,7 @@ def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> l
     return out
 
 
-def judge(
-    baseline: Ledger, current: Ledger, allow_new: Sequence[str] = (), bands: Bands | None = None
-) -> LedgerVerdict:
+def judge(baseline: Ledger, current: Ledger, allow_new: Sequence[str] = ()) -> LedgerVerdict:
     """``current`` judged against ``baseline``: splits, new kernels and grown bytes regress;
     structural changes and new fusion refusals are noted.
 
@@ -387,7 +376,6 @@ def judge(
         current: this run's.
         allow_new: regular expressions of kernel names a new row may have without failing (each
             matched against the whole name).
-        bands: how far each counter may grow (default: :meth:`Bands.default`).
 
     Raises:
         SuiteError: a pattern of ``allow_new`` is not a regular expression.
@@ -399,7 +387,7 @@ def judge(
         findings += _regroup_finding(group, allowed)
     # A split's or a new kernel's bytes are its own finding's (or allowed): not the total's again.
     reported = [g for g in matching.regroups if g.change in (Change.SPLIT, Change.NEW)]
-    findings += _bytes_findings(baseline, current, matching, reported, bands or Bands.default())
+    findings += _bytes_findings(baseline, current, matching, reported)
     findings += _structure_notes(baseline, current, matching)
     known = set(baseline.fusion_refusals)
     for reason in dict.fromkeys(r for r in current.fusion_refusals if r not in known):

@@ -142,12 +142,9 @@ class _Buffers:
 
     def bind(self, name: str, value: ast.expr) -> None:
         """``name = value``: an alias when the value is a view of a buffer."""
-        if isinstance(value, (ast.Name, ast.Subscript)) or (
-            isinstance(value, ast.Call) and ast.unparse(value.func) == "reinterpret_tensor"
-        ):
-            base = self.of(value)
-            if base is not None and base != name:
-                self.alias[name] = base
+        base = self.of(value)
+        if base is not None and base != name:
+            self.alias[name] = base
 
 
 def _comments(lines: list[str], lineno: int) -> tuple[str | None, tuple[str, ...]]:
