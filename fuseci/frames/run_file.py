@@ -152,8 +152,7 @@ def kernel_rows(kernels: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _invalid(loc: v.Loc, problem: str) -> ValueError:
-    """A problem of a suite found while rebuilding it, with its place written out: the file's
-    values all fit by then, so it is the document's one problem."""
+    """A problem of a suite found while rebuilding it, once the file's values all fit."""
     return ValueError(f"{v.json_path(loc)}: {problem}")
 
 

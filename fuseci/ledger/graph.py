@@ -199,11 +199,10 @@ def _forward(text: str, where: str) -> ast.FunctionDef:
     except (SyntaxError, ValueError) as exc:
         at = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
         raise LedgerError(f"{where}: the post-grad graph is not the Python Inductor prints{at}: {exc}") from None
-    for cls in tree.body:
-        if isinstance(cls, ast.ClassDef):
-            for item in cls.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "forward":
-                    return item
+    classes = (c for c in tree.body if isinstance(c, ast.ClassDef))
+    forward = next((f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if forward is not None:
+        return forward
     raise LedgerError(f"{where}: the post-grad graph has no forward(): not a graph Inductor printed")
 
 
