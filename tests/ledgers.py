@@ -16,12 +16,30 @@ The block's source, as its nodes' lines quote it::
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from fuseci import __version__
+from fuseci.ledger import store
 from fuseci.ledger.artifacts import Capture
 from fuseci.ledger.artifacts import capture as capture_of
 from fuseci.records.fusion import KernelRow, Kind, Ledger, Measured, Node, Provenance, Row, kernel_row
 from fuseci.validation import validate
+
+
+def dumps(ledger: Ledger) -> str:
+    """The exact text of a ledger file (sorted keys, a trailing newline)."""
+    return store.FORMAT.dumps(store.LedgerDocument(ledger, __version__).to_json())
+
+
+def loads(text: str, path: Path | str) -> Ledger:
+    """A ledger from a file's text."""
+    return store.from_json(store.FORMAT.parse(text, path), path)
+
+
+def save(ledger: Ledger, path: Path) -> None:
+    """Write a ledger file."""
+    path.write_text(dumps(ledger), encoding="utf-8")
 
 
 def capture(data: object) -> Capture:

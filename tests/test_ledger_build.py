@@ -125,9 +125,9 @@ def test_measured_bytes_are_ncus_and_the_json_round_trip_is_exact(case: str, row
     assert sum(r.measured.launches for r in ledger.rows if r.measured) == len(ncu)
     assert all(r.kind is not Kind.UNTRACED for r in ledger.rows)
     assert all(r.min_bytes is not None and r.min_bytes > 0 for r in ledger.rows)
-    text = store.dumps(ledger)
-    assert store.loads(text, "x.json") == ledger
-    assert store.dumps(store.loads(text, "x.json")) == text
+    text = L.dumps(ledger)
+    assert L.loads(text, "x.json") == ledger
+    assert L.dumps(L.loads(text, "x.json")) == text
 
 
 def test_a_kernel_launched_twice_claims_its_launches_in_order(rows: tuple[KernelRow, ...]) -> None:
@@ -215,7 +215,7 @@ def test_wrapper_calls_read_and_write_their_buffers() -> None:
 
 def test_a_ledger_file_round_trips(rows: tuple[KernelRow, ...], tmp_path: Path) -> None:
     ledger = _ledger("block-base", rows)
-    store.save(ledger, tmp_path / "ledger.json")
+    L.save(ledger, tmp_path / "ledger.json")
     assert store.load(tmp_path / "ledger.json") == ledger
 
 
@@ -316,7 +316,7 @@ def _edit(doc: dict[str, Any], how: str) -> str:
 def test_a_hostile_ledger_file_is_one_line_naming_the_place(
     how: str, expected: str, rows: tuple[KernelRow, ...]
 ) -> None:
-    text = store.dumps(_ledger("block-base", rows))
+    text = L.dumps(_ledger("block-base", rows))
     if how == "json":
         text = "{" + text
     elif how == "twice":
@@ -324,7 +324,7 @@ def test_a_hostile_ledger_file_is_one_line_naming_the_place(
     else:
         text = _edit(json.loads(text), how)
     with pytest.raises(LedgerError) as err:
-        store.loads(text, "x.json")
+        L.loads(text, "x.json")
     assert expected in str(err.value) and "\n" not in str(err.value)
     if how == "missing":
         assert "floor_bytes" in str(err.value)

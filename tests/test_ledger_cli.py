@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import ledgers as L
 import pytest
 from helpers import ROOT, invoke
 
@@ -151,7 +152,7 @@ def test_show_names_the_graph_breaks(tmp_path: Path) -> None:
 
 def test_single_ledger_files_and_a_results_file_are_sources_too(tmp_path: Path) -> None:
     single = tmp_path / "base.ledger.json"
-    store.save(real_ledger("block-base"), single)
+    L.save(real_ledger("block-base"), single)
     res = tmp_path / "results.json"
     res.write_text(results.dumps([ledger_comparison()]))  # compiled's ledger: the planted break
     result = invoke("ledger", "diff", single, res)
@@ -238,7 +239,7 @@ def test_a_missing_key_names_the_file_and_what_it_holds(tmp_path: Path) -> None:
     assert "convbn/compiled, prenorm/compiled, swiglu/compiled" in line
     assert "no ledger 'x/y'" in _refused("ledger", "show", H100, "--key", "x/y")
     single = tmp_path / "one.json"
-    store.save(real_ledger("block-base"), single)
+    L.save(real_ledger("block-base"), single)
     assert "--key CASE/VARIANT" in _refused("ledger", "diff", single, H100, code=2)
     other = _suite_file(tmp_path / "other.ledgers.json", {"block/compiled": real_ledger("block-base")})
     assert "hold no ledger of one key" in _refused("ledger", "diff", H200, other)

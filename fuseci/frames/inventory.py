@@ -12,6 +12,8 @@ from pydantic import Field
 
 from fuseci import validation as v
 
+#: What :attr:`KernelLaunch.shape` holds after the name, as messages call it.
+_SHAPE_NAMES = ("grid", "block", "registers", "shared memory")
 #: The counted quantities of one kernel launch, by quantity name.
 Counts = Annotated[dict[v.QuantityName, v.Amount], Field(max_length=100)]
 
@@ -32,9 +34,8 @@ class KernelLaunch(v.OpenDocument):
     shared_mem: v.Count = 0
     """Shared memory per block, static and dynamic, bytes (0 where the report does not say)."""
     counts: Counts = field(default_factory=dict)
-    """Its counted quantities (:func:`fuseci.config.quantities.counted`: bytes the SMs asked of
-    memory, instructions), by quantity name, as the variant's own values count them; empty in
-    files written before fuseci kept them per kernel."""
+    """Its counted quantities (:func:`fuseci.config.quantities.counted`), by quantity name; empty
+    in files written before fuseci kept them per kernel."""
     spread: Counts = field(default_factory=dict)
     """How far each counted quantity moved over the kernel's profiled passes (max - min), by
     quantity name; empty when it was profiled once."""
@@ -69,7 +70,7 @@ def kernel_names(kernels: Sequence[KernelLaunch]) -> str:
 
 def inventory_diff(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> list[str]:
     """How a variant's ordered kernels changed, as phrases: splits, merges, new and vanished
-    kernels, renames, and changed launch shapes (grid, block, registers) of kernels that stayed."""
+    kernels, renames, and changed launch shapes of kernels that stayed."""
     out: list[str] = []
     matcher = difflib.SequenceMatcher(a=[k.name for k in old], b=[k.name for k in new], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -77,16 +78,8 @@ def inventory_diff(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) -> 
         match op:
             case "equal":
                 for ka, kb in zip(a, b, strict=True):
-                    shape = [
-                        f"{what} {x} -> {y}"
-                        for what, x, y in (
-                            ("grid", ka.grid, kb.grid),
-                            ("block", ka.block, kb.block),
-                            ("registers", ka.registers, kb.registers),
-                            ("shared memory", ka.shared_mem, kb.shared_mem),
-                        )
-                        if x != y
-                    ]
+                    changed = zip(_SHAPE_NAMES, ka.shape[1:], kb.shape[1:], strict=True)
+                    shape = [f"{what} {x} -> {y}" for what, x, y in changed if x != y]
                     if shape:
                         out.append(f"{ka.name}: {', '.join(shape)}")
             case "insert":

@@ -1,18 +1,7 @@
-"""The frames' schema, per-variant aggregation and fusion gains.
-
-Three tidy frames, each built with ``from_records`` and selected by column name:
-
-* **kernels** (:data:`fuseci.frames.report.KERNEL_COLUMNS`): one row per profiled kernel.
-* **variants** (:func:`variant_columns`): one row per (case, variant): launch count, DRAM bytes
-  read, written and in total, summed duration, DRAM throughput over that duration, achieved
-  and theoretical occupancy weighted by each kernel's duration, L2 bytes written, replay passes;
-  then, from the harness record, the CUDA-event time outside ncu (median, IQR and count of the
-  timed calls; pooled over the passes when the case was re-measured), the case's minimum DRAM
-  bytes and the variant's DRAM bytes over that minimum.
-* **gains** (:func:`gain_columns`): one row per (case, fused variant): for each quantity with a
-  gain in the catalogue (:func:`fuseci.config.quantities.gains`), unfused ÷ variant, so that higher is better for every
-  gain (the CUDA-event time's gain is the real-time speedup).
-"""
+"""The per-kernel frame aggregated into the variants frame (one row per (case, variant), each
+quantity as the catalogue says, plus the CUDA-event timings and minimum bytes of the harness
+record) and the gains frame (unfused ÷ variant for each quantity with a gain, so that higher is
+better)."""
 
 from __future__ import annotations
 
@@ -51,18 +40,8 @@ def gain_columns() -> tuple[str, ...]:
     return (names.SUITE, names.CASE, names.VARIANT, *quantities.gains())
 
 
-# Below 1% of peak (a kernel of a few microseconds) ncu's percentage has too few digits to
-# imply the peak; the busy kernels of every suite are far above it.
+#: Below this percentage of peak ncu's figure has too few digits to imply the peak.
 _PEAK_MIN_PCT = 1.0
-
-
-# The frames are small (tens of kernels per suite) and a run of every shipped suite holds
-# dozens of groups, so the aggregation works on NumPy columns with one index per group: pandas'
-# per-group selection costs a fraction of a millisecond each, which made reading thousands of
-# run files (fuseci history) take minutes. Sums are NumPy's over the group's values with NaN as
-# 0, in kernel order: the same additions pandas' ``Series.sum()`` makes, so the figures are the
-# same to the bit (NaN skipped, 0 when all are NaN; a mean is NaN when all are; as pandas, silent
-# when a sum of huge values overflows to infinity).
 
 
 def _missing(key: Any) -> bool:
@@ -79,15 +58,10 @@ def _groups(*columns: pd.Series) -> dict[tuple[Any, ...], NDArray[np.intp]]:
     return {key: np.asarray(rows, dtype=np.intp) for key, rows in found.items()}
 
 
-def _matrix(frame: pd.DataFrame, columns: tuple[str, ...]) -> NDArray[np.float64]:
-    """``columns`` as float64, a row each (all NaN where the frame lacks one), in one pandas call:
-    a column at a time costs more than the arithmetic on it."""
-    return np.ascontiguousarray(frame.reindex(columns=list(columns)).to_numpy(dtype=np.float64).T)
-
-
 def _numbers(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, NDArray[np.float64]]:
-    """Each of ``columns`` as float64 (all NaN when the frame lacks it)."""
-    return dict(zip(columns, _matrix(frame, columns), strict=True))
+    """Each of ``columns`` as float64 (all NaN when the frame lacks it), in one pandas call."""
+    matrix = np.ascontiguousarray(frame.reindex(columns=list(columns)).to_numpy(dtype=np.float64).T)
+    return dict(zip(columns, matrix, strict=True))
 
 
 def _bytes(row: dict[str, Any]) -> float:
@@ -128,10 +102,8 @@ def _variant_records(kernels: pd.DataFrame, col: Mapping[str, NDArray[np.float64
         (q.name, q.aggregate, at[q.sources[0]] if q.sources else -1, q.scale, q.counted is not None) for q in entries
     ]
     derived = [q.name for q in entries if q.aggregate is Aggregate.DERIVED]
-    # One matrix of every source (a row each), so that a group's sums, extremes and weighted
-    # sums are one NumPy call each rather than one per quantity. A group's columns are copied
-    # C-contiguous: each row then sums as that one column's values would on their own, in
-    # kernel order, to the bit.
+    # One matrix of every source (a row each), a group's columns copied C-contiguous: each row
+    # sums in kernel order with NaN as 0, the same additions pandas' ``Series.sum()`` makes.
     matrix = np.stack([col[c] for c in _SOURCES])
     unknown = np.isnan(matrix)
     zeroed = np.where(unknown, 0.0, matrix)
@@ -202,16 +174,10 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
-    """One variant's CUDA-event figures from its timed passes (:class:`~fuseci.measure.record.VariantTiming`,
-    at least one).
-
-    One pass gives its median, IQR, quartiles and count of calls. Several (a re-measured case)
-    give the median of the medians (and of the IQRs and quartiles), the total count, so the
-    standard error the gate derives from them (:func:`fuseci.judge.checks.time_noise`) shrinks
-    as passes are added, the fastest and the slowest call of all, the median host time, and
-    the fraction of all blocking probes that blocked. What older records lack stays out.
-    """
-
+    """One variant's CUDA-event figures from its timed passes (at least one): the median of the
+    passes' medians, IQRs and quartiles, the total count of calls, the fastest and slowest call of
+    all, the median host time and the fraction of blocking probes that blocked. What older records
+    lack stays out."""
     out = {
         names.EVENT_TIME: float(statistics.median(t.median_ns for t in passes)),
         names.EVENT_TIME_IQR: float(statistics.median(t.iqr_ns for t in passes)),
@@ -316,11 +282,8 @@ def _int(value: Any) -> int:
 
 @dataclass(frozen=True)
 class SuiteResults:
-    """Everything measured for one suite: the three frames, the harness record, the env.
-
-    The per-variant and gains frames are built from their rows when first used: a history of
-    thousands of run files reads only the gains' rows, and building the two frames was a fifth
-    of the time of reading a run file."""
+    """Everything measured for one suite: the three frames (the per-variant and gains frames built
+    from their rows when first used), the harness record, the env."""
 
     suite: str
     """Suite id."""
@@ -367,7 +330,7 @@ class SuiteResults:
 def _peak(col: Mapping[str, NDArray[np.float64]]) -> float | None:
     """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies: the
     median over the kernels of (DRAM bytes ÷ duration) ÷ percentage; None when no kernel moved
-    enough for it (or the report lacks the metric). ``col``: the kernels' :data:`_PEAK_SOURCES`."""
+    enough for it (or the report lacks the metric)."""
     seconds = col[names.DURATION] * 1e-9
     pct = col[names.DRAM_PCT_PEAK]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NaN and 0 are left out below

@@ -1,12 +1,7 @@
 """Launches ncu left out because they repeat an earlier launch's configuration (a ledger
-variant's ``repeats: once``, :mod:`fuseci.harness.arrays.launch_ranges`), counted back in.
-
-The harness records, for each such variant and pass, ``[N, M, R]``: launch N, in graph run R,
-repeats launch M (:attr:`fuseci.records.fusion.Provenance.repeats`, checked where the record is
-read). ncu profiled M's kernels inside its ``fuseci-launch:R':M`` range and none of
-N's. :func:`expand` puts a copy of each of M's kernels where N ran, its range renamed
-``fuseci-launch:R:N``, so that a variant's launches, bytes and time, and each ledger row's, are
-those of every launch.
+variant's ``repeats: once``), counted back in: for each ``[N, M, R]`` the harness recorded
+(launch N, in graph run R, repeats launch M), a copy of M's kernels is put where N ran, its
+range renamed ``fuseci-launch:R:N``.
 """
 
 from __future__ import annotations
@@ -30,9 +25,8 @@ class Kernel:
 
 
 def expand(kernels: Sequence[Kernel], repeats: Repeats) -> list[Kernel]:
-    """A variant's pass with each left-out launch counted back in (see the module docstring), in
-    launch order: profiled kernels in ncu's order, each copy where its launch ran (after the
-    kernels of the launches before it). A launch whose original launched no kernel adds none."""
+    """A variant's pass with each left-out launch counted back in, in launch order: each copy
+    where its launch ran. A launch whose original launched no kernel adds none."""
     keyed: list[tuple[tuple[int, int], Kernel]] = []
     by_launch: dict[int, list[tuple[int, Kernel, int]]] = {}
     last = -1

@@ -1,11 +1,6 @@
 """``.ncu-rep`` → one tidy row per profiled kernel, through NVIDIA's ``ncu_report`` reader; and
-whether a report's kernels and a harness record belong together (:func:`mismatch`).
-
-A report (``.ncu-rep``) and its record (``.harness.json``) are written by one ``fuseci run``, and
-a run file keeps both of each suite. JudgedSuite together, they must describe one run: the record's
-GPU is the one every kernel ran on, and the kernels fall in the NVTX ranges of exactly the
-variants the record says it ran. A report from an H200 paired with an H100's record would
-otherwise be judged, and its baseline rewritten, as the H100's.
+whether a report's kernels and a harness record belong to one run (:func:`mismatch`), so that a
+report from one GPU is never judged, nor its baseline rewritten, as another's.
 """
 
 from __future__ import annotations
@@ -54,22 +49,20 @@ KERNEL_IDS: tuple[str, ...] = (
 
 
 def spread_columns() -> tuple[str, ...]:
-    """The spread columns: one per source metric of a counted quantity
-    (:func:`fuseci.config.quantities.counted`)."""
+    """The spread columns: one per source metric of a counted quantity."""
     return tuple(dict.fromkeys(names.spread_column(s) for q in quantities.counted() for s in q.sources))
 
 
 def kernel_columns() -> tuple[str, ...]:
-    """Columns of the per-kernel frame, in order: :data:`KERNEL_IDS`, then every metric ncu is
-    asked for (:func:`fuseci.config.quantities.ncu_metrics`), named verbatim, then how far each
-    counted metric moved over the kernel's profiled passes (:func:`spread_columns`: NaN after one
-    pass)."""
+    """Columns of the per-kernel frame, in order: :data:`KERNEL_IDS`, every metric ncu is asked
+    for, named verbatim, then how far each counted metric moved over the kernel's profiled passes
+    (:func:`spread_columns`: NaN after one pass)."""
     return (*KERNEL_IDS, *quantities.ncu_metrics(), *spread_columns())
 
 
 def load_reader(ncu: str | None = None) -> ModuleType:
-    """Import ``ncu_report``: the PyPI package, else the copy inside the installation of the ncu
-    executable ``ncu`` (its ``extras/python``), where the caller found one.
+    """Import ``ncu_report``: the PyPI package, else the ``extras/python`` copy beside the ncu
+    executable ``ncu``, where the caller found one.
 
     Raises:
         ReportError: neither is available; says how to get one.
@@ -79,8 +72,7 @@ def load_reader(ncu: str | None = None) -> ModuleType:
     except ImportError:
         pass
     if ncu is not None:
-        root = Path(ncu).resolve().parent
-        extras = root / "extras" / "python"
+        extras = Path(ncu).resolve().parent / "extras" / "python"
         if (extras / "ncu_report.py").exists():
             sys.path.insert(0, str(extras))
             try:
@@ -103,11 +95,8 @@ def reader_version() -> str:
 
 @contextmanager
 def _plain_report(path: Path) -> Iterator[Path]:
-    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file.
-
-    Only a regular file is read (``/dev/zero`` or a FIFO would never end), and decompression stops
-    at :data:`MAX_REPORT_BYTES` (a small ``.xz`` can expand without bound).
-    """
+    """Yield a path to an uncompressed report, decompressing ``.xz`` into a temporary file (up to
+    :data:`MAX_REPORT_BYTES`); only a regular file is read (a FIFO would never end)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -138,29 +127,9 @@ def _plain_report(path: Path) -> Iterator[Path]:
         yield plain
 
 
-def _attribute(action: Any) -> tuple[str, str, str, int] | None:
-    """The (suite, case, variant, repeat) of the ``fuseci:`` range enclosing a kernel, if any.
-
-    CuPy opens ranges of its own (in other domains, or nested inside ours), so look through
-    every domain's whole stack rather than at the innermost range.
-    """
-    state = action.nvtx_state()
-    if state is None:
-        return None
-    for domain_id in state.domains():
-        domain = state.domain_by_id(domain_id)
-        for name in domain.push_pop_ranges():
-            ids = names.parse_range(name)
-            if ids is not None:
-                return ids
-    return None
-
-
 def _metric(action: Any, name: str) -> float:
     metric = action.metric_by_name(name)
-    if metric is None:
-        return math.nan
-    return float(metric.as_double())
+    return math.nan if metric is None else float(metric.as_double())
 
 
 def _string(action: Any, name: str) -> str:
@@ -168,15 +137,12 @@ def _string(action: Any, name: str) -> str:
     return "" if metric is None else str(metric.as_string())
 
 
-def _stack(action: Any) -> list[str]:
+def _stack(action: Any) -> tuple[str, ...]:
     """Every push/pop range enclosing a kernel, outermost first, domain by domain."""
     state = action.nvtx_state()
     if state is None:
-        return []
-    out: list[str] = []
-    for domain_id in state.domains():
-        out += [str(n) for n in state.domain_by_id(domain_id).push_pop_ranges()]
-    return out
+        return ()
+    return tuple(str(n) for d in state.domains() for n in state.domain_by_id(d).push_pop_ranges())
 
 
 #: The metrics of a kernel a ledger reads (:func:`fuseci.records.fusion.kernel_row`).
@@ -192,20 +158,16 @@ def read_report(
 ) -> pd.DataFrame:
     """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
 
-    Rows keep launch order within each (case, variant). A variant profiled more than once (a
-    baseline's passes) keeps its first pass, each kernel with how far its counted metrics moved
-    over the passes (:func:`fold_passes`).
+    Rows keep launch order within each (case, variant); a variant profiled more than once keeps
+    its first pass (:func:`fold_passes`).
 
-    ``ledger_rows``: for each ``(case, variant)`` key it holds, the kernels of the variant's first
-    pass are appended to its list as a ledger reads them (:class:`~fuseci.records.fusion.KernelRow`,
-    from :data:`LEDGER_METRICS`; marked a repeat on a copy, below).
-
-    ``repeats``: for each ``(case, variant)`` key, by pass, the launches ncu left out because they
-    repeat an earlier launch's configuration (:meth:`fuseci.records.fusion.Provenance.left_out`):
-    each is counted with a copy of that launch's kernels (:func:`fuseci.frames.repeats.expand`).
-
-    ``ncu``: the ncu executable whose own copy of the reader is taken where the PyPI package is
-    not installed (:func:`load_reader`).
+    Args:
+        path: The report.
+        ledger_rows: For each ``(case, variant)`` key it holds, the kernels of the variant's first
+            pass are appended to its list as a ledger reads them (from :data:`LEDGER_METRICS`).
+        repeats: For each ``(case, variant)`` key, by pass, the launches ncu left out: each is
+            counted with a copy of the kernels of the launch it repeats (:mod:`.repeats`).
+        ncu: The ncu executable whose copy of the reader is taken (:func:`load_reader`).
 
     Raises:
         ReportError: the file is missing, truncated, not a report of fuseci's, the reader is
@@ -229,7 +191,10 @@ def read_report(
             rng = ctx.range_by_idx(r)
             for a in range(rng.num_actions()):
                 action = rng.action_by_idx(a)
-                ids = _attribute(action)
+                # CuPy opens ranges of its own (in other domains, or nested inside ours): look
+                # through every domain's whole stack rather than at the innermost range.
+                stack = _stack(action)
+                ids = next(filter(None, map(names.parse_range, stack)), None)
                 if ids is None:
                     skipped += 1
                     continue
@@ -242,9 +207,7 @@ def read_report(
                     names.PASS: ids[3],
                 }
                 row.update({m: _metric(action, m) for m in metrics})
-                ledger = ledger_rows is not None and ids[3] == 0 and (ids[1], ids[2]) in ledger_rows
-                stack = tuple(_stack(action)) if ledger or (repeats and (ids[1], ids[2]) in repeats) else ()
-                if ledger:
+                if ledger_rows is not None and ids[3] == 0 and (ids[1], ids[2]) in ledger_rows:
                     row.update({m: _metric(action, m) for m in LEDGER_METRICS if m not in row})
                 held.setdefault(ids, []).append(repeated.Kernel(row, stack))
     if not held and not skipped:
@@ -279,17 +242,15 @@ def read_report(
 
 def fold_passes(frame: pd.DataFrame) -> pd.DataFrame:
     """The per-kernel frame of a report's rows (with a :data:`~fuseci.config.names.PASS` column):
-    the first pass's rows, each kernel's spread columns (:func:`spread_columns`) holding how far
-    each counted metric moved over its variant's passes (max - min), NaN where the variant was
-    profiled once, or where a repeat launched other kernels than the first pass (nothing to pair
-    a kernel with)."""
+    the first pass's rows, each kernel's spread columns holding how far each counted metric moved
+    over its variant's passes (max - min); NaN where the variant was profiled once, or where a
+    repeat launched other kernels than the first pass."""
     first = frame[frame[names.PASS] == 0].drop(columns=[names.PASS]).reset_index(drop=True)
     first = first.reindex(columns=list(kernel_columns()))
     repeats = frame[frame[names.PASS] > 0]
     if repeats.empty:
         return first
-    sources = [s for q in quantities.counted() for s in q.sources]
-    sources = list(dict.fromkeys(sources))
+    sources = list(dict.fromkeys(s for q in quantities.counted() for s in q.sources))
     key = [names.SUITE, names.CASE, names.VARIANT]
     passes = {k: g.sort_values(names.KERNEL_INDEX) for k, g in repeats.groupby([*key, names.PASS], sort=False)}
     for (suite, case, variant), rows in first.groupby(key, sort=False):
@@ -309,20 +270,16 @@ def fold_passes(frame: pd.DataFrame) -> pd.DataFrame:
 #: A report's first bytes: the magic number, then length-prefixed protocol-buffer messages (ncu's
 #: ``extras/FileFormat``): the file header, then the first block header.
 _MAGIC = b"NVR\x00"
-#: Bytes read for the headers (they take about 150).
+#: Bytes read for the headers.
 _HEADER_BYTES = 1 << 16
-#: The block header's session details, and in them the time the session started (seconds
-#: since the epoch): fields 3 and 2.
+#: The block header's session details, and in them the time the session started (seconds since
+#: the epoch).
 _SESSION_FIELD = 3
 _CREATED_FIELD = 2
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """A protocol-buffer varint at ``at``: (value, the offset after it).
-
-    Raises:
-        ValueError: the bytes end first, or it is longer than 64 bits.
-    """
+    """A protocol-buffer varint at ``at``: (value, the offset after it); ValueError over 64 bits."""
     value = shift = 0
     while shift < 64:
         byte = data[at]  # IndexError past the end: the caller's ValueError
@@ -335,12 +292,8 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _fields(message: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """The (field number, value) pairs of a protocol-buffer message: varints and length-delimited
-    bytes; a message with any other wire type is not one of the headers read here.
-
-    Raises:
-        ValueError: it is not such a message.
-    """
+    """The (field number, value) pairs of a protocol-buffer message of varints and length-delimited
+    bytes; ValueError for any other message."""
     at = 0
     while at < len(message):
         key, at = _varint(message, at)
@@ -409,11 +362,9 @@ def _listed(items: list[str]) -> str:
 def mismatch(kernels: pd.DataFrame, record: HarnessRecord) -> str:
     """What makes the per-kernel frame of a report and a harness record not one run's, or ``""``.
 
-    Checked: every kernel's suite is the record's; every kernel ran on the record's GPU (the
-    report's ``device__attribute_display_name``, where ncu recorded one); every kernel lies in
-    the range of a variant the record ran (``measured``); and, unless the record says the run
-    was stopped (a stopped run leaves half a report), every variant the record ran in a case
-    that checked right has kernels in the report.
+    Checked: every kernel's suite is the record's; every kernel ran on the record's GPU (where
+    ncu recorded one); every kernel lies in the range of a variant the record ran; and, unless
+    the run was stopped, every variant the record ran in a case that checked right has kernels.
     """
     suites = sorted(set(kernels[names.SUITE]) - {record.suite})
     if suites:

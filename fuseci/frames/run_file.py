@@ -1,14 +1,7 @@
-"""A run: the suites one ``fuseci run`` measured, declared once as the document a run file holds
-(:mod:`fuseci.store.runs` names, writes and reads the files), for the judge to compare runs
-(``fuseci compare``) and follow them (``fuseci history``).
-
-Its dataclasses are the document's declaration (:class:`fuseci.validation.Document`, as the
-harness record's and the baseline's): their annotations say what a file may hold, reading
-validates a file straight into a :class:`Run`, and the same declaration writes one
-(:meth:`~fuseci.validation.Document.to_json`). A suite is
-held as its frames (:class:`~fuseci.frames.metrics.SuiteResults`), stored as its file's path, its
-harness record and its per-kernel frame (:class:`RunSuite`); reading rebuilds the frames from
-the two (:func:`suite_results`), once every value of the file is known to fit.
+"""A run file: the suites one ``fuseci run`` measured, declared once as the document a run file
+holds (:mod:`fuseci.store.runs` names, writes and reads the files). A suite is stored as its
+harness record and per-kernel frame (:class:`RunSuite`) and read back as its frames
+(:func:`suite_results`).
 """
 
 from __future__ import annotations
@@ -159,8 +152,7 @@ def kernel_rows(kernels: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _invalid(loc: v.Loc, problem: str) -> ValueError:
-    """A problem of a suite found while rebuilding it, with its place written out: the file's
-    values all fit by then, so it is the document's one problem."""
+    """A problem of a suite found while rebuilding it, once the file's values all fit."""
     return ValueError(f"{v.json_path(loc)}: {problem}")
 
 

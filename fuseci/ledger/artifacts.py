@@ -1,24 +1,9 @@
-"""A compiled forward's provenance, read from Inductor's structured-trace artifacts as a capture
-holds them: ``{"artifacts": [{"name", "metadata", "payload"}, ...], "fusion_log": [...]}``, the
-artifacts as a handler on ``torch._logging._internal.trace_log`` receives them and the fusion
-log's lines (``torch._logging.set_logs(fusion=True)``).
-
-Per compiled graph (Dynamo's ``frame_id/frame_compile_id``: ``0/0``; a graph break adds ``1/0``,
-a recompilation of the same frame ``0/1``): the wrapper's source (``inductor_output_code``), the
-node mappings (``inductor_provenance_tracking_node_mappings``: ``cppCodeToPost`` from a call's
-debug handle to the post-grad nodes it implements, ``postToPre`` from a post-grad node to its
-pre-grad ones), the kernels' stack traces and the post-grad graph's text; for the forward, the
-graph-break reasons and the distinct reasons Inductor gave for not fusing two nodes.
-
-What the capture relies on:
-    - ``torch._inductor.config.trace.provenance_tracking_level = 1``: without it Inductor writes
-      no node mappings, and no call can be traced to its nodes.
-    - A fresh Inductor compile (``torch._inductor.config.force_disable_caches = True``, or an
-      empty cache): an FX-graph-cache hit loads the compiled module and emits no provenance
-      artifacts at all (nor a post-grad graph), so every call would be untraced.
-    - ``TORCHINDUCTOR_UNIQUE_KERNEL_NAMES=1`` (the default where Inductor is not asked
-      otherwise): each Triton kernel is launched under its own name (``triton_poi_fused_add_view_3``)
-      and its NVTX range carries that name, which is how ncu's rows are matched to calls.
+"""A compiled forward's provenance, per compiled graph (Dynamo's ``frame_id/frame_compile_id``,
+``0/0``), from the Inductor structured-trace artifacts and fusion log a capture holds: the
+wrapper's source, the node mappings (a call's debug handle → its post-grad nodes → their pre-grad
+ones), the stack traces and the post-grad graph; for the forward, the graph-break reasons and the
+reasons Inductor gave for not fusing. It needs provenance tracking on and a fresh compile (a
+cache hit emits no provenance): :mod:`fuseci.harness.arrays.inductor` captures it so.
 """
 
 from __future__ import annotations
@@ -99,17 +84,15 @@ def _graph_with(graph: CompiledGraph, artifact: Artifact) -> CompiledGraph:
 
 def break_reason(text: str) -> str:
     """A graph-break reason on one line: what Dynamo said before the traceback, without its
-    link, each source file by its base name (``at models.py:121``: a ledger recorded in one
-    checkout then reads as one recorded in another)."""
+    link, each source file by its base name (``at models.py:121``)."""
     head = text.split("User code traceback:")[0]
     kept = [line.strip() for line in head.splitlines() if line.strip() and not line.strip().startswith("For more")]
     return _DIRECTORIES.sub("", " ".join(kept))[:1000]
 
 
 def reason_key(reason: str) -> str:
-    """What a graph-break reason is known by across runs: its files by their base names and
-    without line numbers (a line added above the break moves it, and a ledger stored before
-    :func:`break_reason` dropped directories still names them)."""
+    """What a graph-break reason is known by across runs: its files by their base names, without
+    line numbers."""
     return _LINE_NUMBER.sub(r"\1", _DIRECTORIES.sub("", reason))
 
 
@@ -134,9 +117,4 @@ def capture(provenance: Provenance) -> Capture:
         elif artifact.name in (OUTPUT_CODE, POST_GRAD, NODE_MAPPINGS, STACK_TRACES):
             gid = artifact.graph
             graphs[gid] = _graph_with(graphs.get(gid) or CompiledGraph(gid), artifact)
-    return Capture(
-        tuple(graphs.values()),
-        tuple(reasons),
-        fusion_refusals(provenance.fusion_log),
-        provenance.sizes,
-    )
+    return Capture(tuple(graphs.values()), tuple(reasons), fusion_refusals(provenance.fusion_log), provenance.sizes)

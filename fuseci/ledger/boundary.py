@@ -1,17 +1,10 @@
 """The tensors that cross each call's boundary, and the least bytes the call must move for them.
 
-A call implements a set of post-grad nodes (its provenance). Views move no bytes, so every tensor
-is named by its base (:meth:`PostGradGraph.base`), and a call's computing nodes are those of its
-set that are not views, with the ``getitem`` nodes of a tuple it computes (``var_mean``'s mean).
-The call reads each tensor a computing node takes that the call does not compute itself (a
-graph input, a weight, another call's output), and writes each tensor it computes that another
-call reads, that a node outside every call takes, or that the graph returns. Its minimum bytes
-are each of those read or written once, at the tensor's element size times its elements. A
-node recomputed in two calls (a residual add redone where it is needed) is computed by each,
-so each reads that node's inputs, and neither writes it for the other.
-
-The graph's floor is the least the whole graph must move: each input it uses read once, each
-output written once.
+Tensors are named by their base (:meth:`PostGradGraph.base`: views move no bytes). A call reads
+each tensor its computing nodes take that it does not compute itself, and writes each tensor it
+computes that another call reads, that a node outside every call takes, or that the graph
+returns; its minimum is each of those once. A node recomputed in two calls is computed by each.
+The graph's floor is each input it uses read once and each output written once.
 """
 
 from __future__ import annotations
@@ -44,10 +37,6 @@ def implemented(graph: PostGradGraph, mapped: Sequence[str]) -> tuple[str, ...]:
     return tuple(n for n in graph.nodes if n in inside)
 
 
-def _computes(graph: PostGradGraph, nodes: Sequence[str]) -> frozenset[str]:
-    return frozenset(n for n in nodes if not graph.nodes[n].is_view)
-
-
 def _reads(graph: PostGradGraph, computes: frozenset[str]) -> set[str]:
     out: set[str] = set()
     for name in computes:
@@ -63,7 +52,8 @@ def _is_symbol(graph: PostGradGraph, name: str) -> bool:
     return node is not None and node.symbol
 
 
-def _size(graph: PostGradGraph, names: set[str]) -> int | None:
+def total_bytes(graph: PostGradGraph, names: set[str]) -> int | None:
+    """The bytes of the tensors ``names``, each once; None when a shape is unknown."""
     total = 0
     for name in names:
         size = graph.nbytes(name)
@@ -81,7 +71,7 @@ def boundaries(graph: PostGradGraph, calls: Sequence[Sequence[str] | None]) -> l
         calls: Each call's mapped post-grad nodes, in wrapper order.
     """
     nodes = [None if mapped is None else implemented(graph, mapped) for mapped in calls]
-    computes = [frozenset() if n is None else _computes(graph, n) for n in nodes]
+    computes = [frozenset(x for x in n or () if not graph.nodes[x].is_view) for n in nodes]
     reads = [_reads(graph, c) for c in computes]
     covered = frozenset().union(*computes)
     outside = {
@@ -96,7 +86,7 @@ def boundaries(graph: PostGradGraph, calls: Sequence[Sequence[str] | None]) -> l
         others = set().union(*(r for j, r in enumerate(reads) if j != i))
         writes = {n for n in computes[i] if n in others or n in needed_outside}
         crossing = reads[i] | writes
-        out.append(Boundary(names, _ordered(graph, reads[i]), _ordered(graph, writes), _size(graph, crossing)))
+        out.append(Boundary(names, _ordered(graph, reads[i]), _ordered(graph, writes), total_bytes(graph, crossing)))
     return out
 
 
@@ -117,4 +107,4 @@ def floor_tensors(graph: PostGradGraph) -> tuple[str, ...]:
 def floor(graph: PostGradGraph) -> int | None:
     """Every input the graph uses read once and every output it computes written once; None when
     a shape is unknown."""
-    return _size(graph, set(floor_tensors(graph)))
+    return total_bytes(graph, set(floor_tensors(graph)))

@@ -1,14 +1,10 @@
-"""The ledger of a compiled forward, put together from its capture (Inductor's provenance,
-:mod:`.artifacts`) and ncu's kernel rows of its range (:mod:`.launches`).
+"""The ledger of a compiled forward, put together from its capture (:mod:`.artifacts`) and ncu's
+kernel rows of its range (:mod:`.launches`).
 
-One row per call of each graph's wrapper (:mod:`.wrapper`), graphs in the order they were
-compiled (a graph break's second graph after the first; a tensor passed between them is written
-by one and read by the other, so it counts at both): the post-grad nodes the call implements,
-each with its ATen op, pre-grad source node and model source line; its minimum bytes
-(:mod:`.boundary`); and what the kernels ncu attributed to it moved (by its NVTX range, or in a
-CUDA-graph replay by launch order: :mod:`.replay`, which the row's note says). Kernels in the range that
-no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance, no post-grad
-graph, no kernel matched) leaves a row with what is known and a note, never a failure.
+One row per call of each graph's wrapper, graphs in the order they were compiled: the post-grad
+nodes it implements, its minimum bytes (:mod:`.boundary`) and what the kernels attributed to it
+moved. Kernels no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance,
+no post-grad graph, no kernel matched) leaves a row with what is known and a note, never a failure.
 """
 
 from __future__ import annotations
@@ -46,10 +42,7 @@ NO_MAPPINGS = (
 def innermost(trace: str) -> str:
     """The innermost frame of a stack trace as a source line (``file:line: code``), or ""."""
     frames = list(_FRAME.finditer(trace))
-    if not frames:
-        return ""
-    last = frames[-1]
-    return source_line(last["file"], last["line"], last["code"])
+    return source_line(frames[-1]["file"], frames[-1]["line"], frames[-1]["code"]) if frames else ""
 
 
 def _nodes(graph: CompiledGraph, post_grad: PostGradGraph | None, call: Call) -> tuple[Node, ...]:
@@ -127,23 +120,23 @@ def _graph_rows(
     computed = _computed(graph, wrapper, post_grad)
     bounds: list[Boundary | None] = boundaries(post_grad, computed) if post_grad is not None else [None] * len(computed)
     runs = max(found.runs.get(graph.id, 1), 1)
+    symbolic = post_grad is not None and any(node.symbol for node in post_grad.nodes.values())  # ``Sym(s0)``
     rows, copies = [], []
     for i, call in enumerate(wrapper.calls):
         kernels = found.claimed.get((graph.id, i))
-        bound, note = bounds[i], _note(graph, call, post_grad, bool(kernels))
-        note = "; ".join(x for x in (found.notes.get((graph.id, i), ""), note) if x)
+        bound, notes = bounds[i], [found.notes.get((graph.id, i), ""), _note(graph, call, post_grad, bool(kernels))]
         copied = sum(k.repeat for k in kernels or ())
         if copied:
-            note = "; ".join(x for x in (note, REPEATS.format(copied, len(kernels or ()))) if x)
+            notes.append(REPEATS.format(copied, len(kernels or ())))
         copies.append(bound is not None and post_grad is not None and call.kind is Kind.TRITON and not computed[i])
         if copies[-1] and post_grad is not None:
             bound = bounds[i] = _from_wrapper(call, wrapper, post_grad)
-            note = "; ".join(x for x in (note, COPY) if x)
-        if bound is not None and bound.min_bytes is None and post_grad is not None and _symbolic(post_grad):
-            note = "; ".join(x for x in (note, SYMBOLIC) if x)
+            notes.append(COPY)
+        if bound is not None and bound.min_bytes is None and symbolic:
+            notes.append(SYMBOLIC)
         least = bound.min_bytes if bound is not None else None
         if least is not None and runs > 1:
-            note = "; ".join(x for x in (note, RUNS.format(graph.id, runs)) if x)
+            notes.append(RUNS.format(graph.id, runs))
         rows.append(
             Row(
                 graph=graph.id,
@@ -152,7 +145,7 @@ def _graph_rows(
                 nodes=_nodes(graph, post_grad, call),
                 measured=measured(kernels) if kernels else None,
                 min_bytes=None if least is None else least * runs,
-                note=note,
+                note="; ".join(x for x in notes if x),
             )
         )
     if post_grad is None:
@@ -162,11 +155,6 @@ def _graph_rows(
         read_min = excess.read_bytes(post_grad, bound, runs) if bound is not None and not copies[i] else None
         rows[i] = replace(row, excess=excess.row_parts(row, read_min, layout[i]))
     return rows, excess.graph_parts(excess.GraphRows(post_grad, rows, bounds, copies, layout, runs))
-
-
-def _symbolic(graph: PostGradGraph) -> bool:
-    """True for a graph compiled with symbolic sizes (an input ``Sym(s0)``)."""
-    return any(node.symbol for node in graph.nodes.values())
 
 
 def _untraced(found: Attribution) -> Row:
@@ -187,7 +175,9 @@ def _region(row: KernelRow) -> str | None:
     return regions[-1] if regions else None
 
 
-def _notes(capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution) -> list[str]:
+def _notes(
+    capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution, kernels: Sequence[KernelRow]
+) -> list[str]:
     notes = list(found.replays.values())
     frames: dict[str, list[str]] = {}
     for graph in capture.graphs:
@@ -200,6 +190,12 @@ def _notes(capture: Capture, parsed: Mapping[str, Wrapper], found: Attribution) 
                 f"frame {frame} was compiled {len(ids)} times ({', '.join(ids)}): a recompilation "
                 "(dynamic shapes, or a guard that failed); each compile's calls are rows"
             )
+    copied = sum(k.repeat for k in kernels)
+    if copied:
+        notes.append(
+            f"{copied} of the forward's {len(kernels)} kernel launches repeat an earlier launch's configuration and "
+            "were not profiled again: each counts with that launch's measurement (ledger repeats: once)"
+        )
     return notes
 
 
@@ -246,16 +242,6 @@ def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
         graphs=tuple(g.id for g in capture.graphs),
         break_reasons=capture.break_reasons,
         fusion_refusals=capture.fusion_refusals,
-        notes=tuple(_notes(capture, wrappers, found) + _repeats_note(kernels)),
+        notes=tuple(_notes(capture, wrappers, found, kernels)),
         excess=tuple(parts) if parts is not None and total is not None else (),
     )
-
-
-def _repeats_note(kernels: Sequence[KernelRow]) -> list[str]:
-    copied = sum(k.repeat for k in kernels)
-    if not copied:
-        return []
-    return [
-        f"{copied} of the forward's {len(kernels)} kernel launches repeat an earlier launch's configuration and "
-        "were not profiled again: each counts with that launch's measurement (ledger repeats: once)"
-    ]

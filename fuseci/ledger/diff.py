@@ -1,20 +1,17 @@
 """What an upgrade (another PyTorch, another Triton) did to a model's fusion: per node of the
 model, which nodes it ran with before and which now, with the bytes and time of the rows it ran
-in on each side (:class:`~fuseci.records.fusion.NodeChange`, which the reporters render).
+in on each side (:class:`~fuseci.records.fusion.NodeChange`).
 
-Nodes are known as :mod:`fuseci.ledger.match` knows them (``(line, op)``, views left out), and
-shown by :func:`fuseci.ledger.match.label` (``layer_norm_1 (block.py:19)``): the several ops of
-one pre-grad node that moved together are one change. A graph break renumbers the pre-grad nodes
-after it (the second graph's ``layer_norm_1`` is its ``layer_norm``): a node found on one side
-only whose source line and name without Dynamo's number (``layer_norm``) match a node
-found on the other side only is that node (as many on each side: paired in the order they run),
-named as the older ledger (the baseline) names it, not one node gone and another new (:func:`_renumbered`).
-Likewise a node of a row :func:`fuseci.ledger.match.match` paired across an edit of its source
-line (the same work, its line rewritten) is named as the older ledger names it (:func:`_relined`)."""
+Nodes are known as :mod:`fuseci.ledger.match` knows them and shown by its
+:func:`~fuseci.ledger.match.label`. A node a graph break renumbered (:func:`_renumbered`) or whose
+source line was edited (:func:`_relined`) is named as the baseline names it, not one node gone
+and another new.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import chain
 
@@ -41,8 +38,7 @@ class _Side:
 
 
 def _side(ledger: Ledger) -> _Side:
-    """One pass over the ledger's nodes: each row's labels computed once (a model of hundreds of
-    rows of dozens of nodes would otherwise label every node again for every node it ran with)."""
+    """One pass over the ledger's nodes, each row's labels computed once."""
     row_labels: list[tuple[str, ...]] = []
     rows: dict[str, dict[int, None]] = {}
     idents: dict[str, set[Ident]] = {}
@@ -64,23 +60,16 @@ def _side(ledger: Ledger) -> _Side:
     return _Side({k: tuple(x) for k, x in rows.items()}, company, {k: frozenset(x) for k, x in idents.items()})
 
 
-def _stem(node: Node) -> tuple[str, str] | None:
-    """``(file:line, name without its number)``, or None for a node without a source line."""
-    if not node.line:
-        return None
-    return (location(node.line), _NUMBER.sub("", node.source or op_base(node.op)))
-
-
 def _renumbered(old: Ledger, new: Ledger) -> Ledger:
-    """``new`` with each node that a graph break renumbered named as in ``old`` (see the module
-    docstring)."""
+    """``new`` with each node that a graph break renumbered named as in ``old``: a node on one side
+    only whose line and name without Dynamo's number match those of as many on the other side only."""
     old_labels = {label(n): n for r in old.rows for n in r.nodes if not is_view(n)}
     new_labels = {label(n): n for r in new.rows for n in r.nodes if not is_view(n)}
     stems: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
     for labels_, other, side in ((old_labels, new_labels, 0), (new_labels, old_labels, 1)):
         for name, node in labels_.items():
-            stem = _stem(node)
-            if stem is not None and name not in other:
+            if node.line and name not in other:  # known by its line and its name without the number
+                stem = (location(node.line), _NUMBER.sub("", node.source or op_base(node.op)))
                 stems.setdefault(stem, ([], []))[side].append(name)
     renamed = {
         now: old_labels[was]
@@ -88,28 +77,28 @@ def _renumbered(old: Ledger, new: Ledger) -> Ledger:
         if len(olds) == len(news)  # in the order they run: renumbering keeps it
         for was, now in zip(olds, news, strict=True)
     }
-    if not renamed:
-        return new
 
     def moved(node: Node) -> Node:
         target = renamed.get(label(node)) if not is_view(node) else None
         return replace(node, source=target.source) if target is not None else node
 
-    return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
+    return _with_nodes(new, moved) if renamed else new
 
 
 def _relined(old: Ledger, new: Ledger) -> Ledger:
     """``new`` with each node whose row was paired across an edit of its line (the matching's
     :attr:`fuseci.ledger.match.Pair.edited`) given the line and name it has in ``old``."""
     was = {now: before for p in match(old, new).pairs for before, now in p.edited}
-    if not was:
-        return new
 
     def moved(node: Node) -> Node:
         before = was.get(node)
         return replace(node, line=before.line, source=before.source) if before is not None else node
 
-    return replace(new, rows=tuple(replace(r, nodes=tuple(moved(n) for n in r.nodes)) for r in new.rows))
+    return _with_nodes(new, moved) if was else new
+
+
+def _with_nodes(ledger: Ledger, moved: Callable[[Node], Node]) -> Ledger:
+    return replace(ledger, rows=tuple(replace(r, nodes=tuple(map(moved, r.nodes))) for r in ledger.rows))
 
 
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:

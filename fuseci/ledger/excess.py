@@ -1,35 +1,20 @@
 """What a ledger's rows asked for above their minimum, and the forward above its floor, by cause.
 
-Every figure is the global bytes the SMs asked for (:attr:`fuseci.records.fusion.Measured.loads` and
-``stores``: LSU and TMA), which a correct kernel cannot bring below its minimum, unlike DRAM bytes
-(a tensor the L2 kept costs no DRAM). A graph run N times counts N times its minimum and floor.
+Every figure is the global bytes the SMs asked for (loads and stores), which a correct kernel
+cannot bring below its minimum, unlike DRAM bytes. A graph run N times counts N times its minimum
+and floor.
 
-A row's requested bytes R above its minimum M (each tensor crossing its boundary once,
-:mod:`.boundary`) are split into :class:`~fuseci.records.fusion.Cause`:
+A row's requested bytes R above its minimum M are ``layout copies`` for a row that only copies
+(:func:`is_layout`, or a copy for a library call); else ``re-reads`` (its loads above its inputs
+read once, at most R - M) and ``unexplained`` (the rest).
 
-- a row whose every computed node is a copy of its input in another layout (``clone``,
-  ``copy``, ``contiguous``, a ``_to_copy`` or element-type conversion to its own type), or a
-  Triton call that computes no node of the graph (a copy for a library call): R - M is
-  ``layout copies``;
-- otherwise ``re-reads``: its loads above its inputs read once (tiles loaded again, a row read
-  twice), at most R - M; the rest of R - M (stores above its outputs written once, loads below its
-  inputs read once, as where it reads part of a view's base) is ``unexplained``.
-
-The forward's requested bytes T above its floor F (each graph input read once, each output
-written once) is the rows' splits plus what no row holds alone (:func:`graph_parts`):
-
-- each tensor t of the graph, counted by the k rows with a minimum whose boundary it crosses:
-  (k - 1) times its bytes for an input or output of the graph (the floor counts it once), k times
-  for an intermediate (written by one row and read by others: the floor has none). Its cause is
-  ``layout copies`` where a layout row wrote or read it, else ``fusion boundaries``, less the
-  share ``widened dtypes`` where t is an element-type conversion to a wider type (t's bytes less
-  its source's type's); a floor tensor no such row moves (k = 0) is ``unexplained``, negative;
-- a copy row's minimum (its buffers, from the wrapper) is ``layout copies``;
-- a row without a minimum, and the kernels no call claims, are ``unexplained``, whole.
-
-Since the minima of the rows with one sum to the bytes of each tensor times its k, these parts
-add up to T - F exactly: sum over rows of (R - M), plus sum over tensors of (k - [t in floor])
-times its bytes, plus the copies' minima and the rows without one.
+The forward's T above its floor F is the rows' splits plus what no row holds alone
+(:func:`graph_parts`): each tensor counted by the k rows with a minimum whose boundary it crosses,
+(k - 1) times its bytes for a graph input or output, k times for an intermediate: ``layout
+copies`` where a layout row moved it, else ``fusion boundaries`` less the share ``widened
+dtypes`` of a widening conversion; a floor tensor no row moves is ``unexplained``, negative; a
+copy row's minimum is ``layout copies``; a row without a minimum and the unclaimed kernels are
+``unexplained``, whole. The parts add up to T - F exactly.
 """
 
 from __future__ import annotations
@@ -39,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fuseci.config import names, quantities
-from fuseci.ledger.boundary import Boundary, floor_tensors
+from fuseci.ledger.boundary import Boundary, floor_tensors, total_bytes
 from fuseci.ledger.graph import ITEMSIZE, PostGradGraph
 from fuseci.records.fusion import Cause, Part, Row
 
@@ -66,16 +51,11 @@ def is_layout(graph: PostGradGraph, bound: Boundary) -> bool:
     """Whether every node the call computes only copies its input (:data:`LAYOUT_OPS`), an
     element-type conversion only to the type it already has."""
     computed = [n for n in bound.nodes if not graph.nodes[n].is_view and graph.nodes[n].target != "getitem"]
-    if not computed:
-        return False
     for name in computed:
-        node = graph.nodes[name]
-        op = _op(node.target)
-        if op not in LAYOUT_OPS:
+        op = _op(graph.nodes[name].target)
+        if op not in LAYOUT_OPS or (op in CONVERSIONS and graph.nodes[name].args and _widening(graph, name) != 1.0):
             return False
-        if op in CONVERSIONS and node.args and _widening(graph, name) != 1.0:
-            return False
-    return True
+    return bool(computed)
 
 
 def _widening(graph: PostGradGraph, name: str) -> float | None:
@@ -141,15 +121,6 @@ class GraphRows:
     """How many times the graph ran."""
 
 
-def _crossing(g: GraphRows) -> list[tuple[int, Boundary]]:
-    """The rows whose minimum is made of graph tensors: a boundary, a known minimum, not a copy."""
-    return [
-        (i, b)
-        for i, (r, b) in enumerate(zip(g.rows, g.bounds, strict=True))
-        if b is not None and r.min_bytes is not None and not g.copies[i]
-    ]
-
-
 def _who(g: GraphRows, tensor: str, writers: list[int], readers: list[int]) -> str:
     """``add_2 (bf16, 16.8 MB): written by triton_per_fused_add_1 (add_2), read by
     extern_kernels.addmm (addmm_1)``: a tensor and the rows it crosses, by kernel and the nodes
@@ -190,9 +161,10 @@ def graph_parts(g: GraphRows) -> list[Part] | None:
             )
         elif row.min_bytes is None:
             out.append(Part(Cause.UNEXPLAINED, row.requested or 0.0, f"{row.kernel}: no minimum to split its bytes by"))
-    crossing = _crossing(g)
     counted: dict[str, tuple[list[int], list[int]]] = {}
-    for i, bound in crossing:
+    for i, (row, bound) in enumerate(zip(g.rows, g.bounds, strict=True)):
+        if bound is None or row.min_bytes is None or g.copies[i]:  # its minimum is not of graph tensors
+            continue
         for t in bound.reads:
             counted.setdefault(t, ([], []))[1].append(i)
         for t in bound.writes:
@@ -234,10 +206,5 @@ def _boundary(g: GraphRows, tensor: str, extra: float, what: str) -> list[Part]:
 
 def read_bytes(graph: PostGradGraph, bound: Boundary, runs: int) -> int | None:
     """The bytes of the tensors a call reads, each once per run; None where a size is unknown."""
-    total = 0
-    for name in bound.reads:
-        size = graph.nbytes(name)
-        if size is None:
-            return None
-        total += size
-    return total * runs
+    total = total_bytes(graph, set(bound.reads))
+    return None if total is None else total * runs

@@ -1,32 +1,13 @@
 """A ledger judged against its baseline's: one :class:`Finding` per problem, and a verdict.
 
-What fails (``REGRESSED``):
+Splits, new kernels (unless ``allow_new`` matches) and bytes grown beyond their band regress;
+structural changes that moved no bytes and new fusion refusals are noted (``WARN``).
 
-- **split**: work that ran as one kernel in the baseline now runs across several
-  (:attr:`fuseci.ledger.match.Change.SPLIT`);
-- **new kernel**: a row with no counterpart in the baseline (a copy a ``.contiguous()`` added),
-  unless its kernel's name matches one of ``allow_new``;
-- **bytes**: a counter of the forward's total, or of one row against its counterpart, grew beyond
-  its band (:class:`Bands`).
-
-What is noted (``WARN``, never a failure): **structural** changes that moved no bytes (kernels
-renamed, work merged, the same work on an edited source line, a different number of graphs, new
-graph breaks) and **fusion refusals** Inductor logged that the baseline's run did not.
-
-Bands (:meth:`Bands.default`, from the quantity catalogue, as :mod:`fuseci.judge.counters` judges
-a suite's variants): the global bytes the SMs ask for repeat to the byte on every kernel,
-libraries' included, so they are exact. L2 bytes requested move a little on generated kernels
-(the catalogue's tolerance) and by several percent on library ones, whose persistent and
-split-K schedules are decided at run time (the catalogue's moving floor). DRAM bytes are what
-the memory system did, not what the kernel asked for: a model's tensors fit in L2, so a row's
-DRAM bytes move with what the kernel before it left there (docs/BENCHMARKS.md, "Which counters
-repeat"), and every row gets the moving floor. A generated kernel's L2 bytes repeat only where
-its loads all go to L2: where L1 served part of them (a looped reduction reading its row twice),
-that part moves with what else L1 held, so a row's band is the catalogue's tolerance plus
-:data:`L1_SERVED` of the bytes L1 served in the baseline (its global bytes less its L2 bytes).
-A total's allowance is the sum of its rows' (each row's band times its baseline value), so
-identical work with normal noise passes, and growth that is not in a row reported already (a
-split's, a new kernel's) is reported once for the forward.
+Bands (:func:`_rules`): global bytes are exact; L2 bytes get the catalogue's tolerance
+(its moving floor on library rows, whose schedules are decided at run time); DRAM bytes move
+with what the kernel before left in L2, so every row gets the moving floor. Where L1 served part
+of a generated row's loads, its L2 band adds :data:`L1_SERVED` of those bytes. A total's
+allowance is the sum of its rows' (each band times its baseline value).
 """
 
 from __future__ import annotations
@@ -36,6 +17,9 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
+from operator import attrgetter
 
 from fuseci.config import names, quantities
 from fuseci.config.policy import Band, Direction, Tolerance, parse_tolerance
@@ -47,9 +31,8 @@ from fuseci.records.fusion import Kind, Ledger, Measured, Row
 
 #: The text of a band that is a quantity's moving floor.
 _MOVING = "moving floor"
-#: How far the bytes L1 served of a generated row's loads may move, relative to them: the most
-#: seen was 1.4% (the RMSNorm's looped reduction of suites/models.yaml, 10 A/A runs on each of an
-#: H200 and an H100 80GB HBM3, docs/BENCHMARKS.md); about three and a half times that.
+#: How far the bytes L1 served of a generated row's loads may move, relative to them
+#: (docs/BENCHMARKS.md, "Which counters repeat").
 L1_SERVED = 0.05
 #: The text of a band widened by what L1 served (:attr:`Rule.served`) starts with this.
 _SERVED = "served: "
@@ -108,11 +91,6 @@ class LedgerVerdict:
         return EXIT_REGRESSION if self.regressions else EXIT_PASS
 
 
-def library(row: Row) -> bool:
-    """True for a row whose kernels a library chose at run time (extern calls, untraced kernels)."""
-    return row.kind is not Kind.TRITON
-
-
 @dataclass(frozen=True, slots=True)
 class Rule:
     """How far one counter of a row may grow against its baseline."""
@@ -128,15 +106,13 @@ class Rule:
     library: Tolerance
     """For extern and untraced rows."""
     served: Callable[[Measured], float] | None = field(default=None, compare=False)
-    """The part of the counter a cache nearer the SMs served instead (the bytes L1 served of a
-    row's L2 bytes): it moves with what that cache held, so a generated row's band adds
-    :data:`L1_SERVED` of it. None where no cache stands between."""
+    """The part of the counter L1 served instead, which a generated row's band adds
+    :data:`L1_SERVED` of; None where no cache stands between."""
 
     def tolerance(self, old: Sequence[Row], new: Sequence[Row]) -> Tolerance:
         """The band of the baseline's rows ``old`` against the current ``new``: the library's where
-        any is a library row; else the generated band, widened by :data:`L1_SERVED` of what a
-        nearer cache served in ``old`` (:attr:`served`)."""
-        if any(library(r) for r in (*old, *new)):
+        any is a library row, else the generated band widened by :attr:`served`."""
+        if any(r.kind is not Kind.TRITON for r in (*old, *new)):
             return self.library
         base, served = _total(old, self.read), _total(old, self.served) if self.served else 0.0
         if served <= 0.0 or base <= 0.0 or self.generated.relative is None:
@@ -146,15 +122,12 @@ class Rule:
         return Tolerance(f"{_SERVED}{text}", relative)
 
     def show(self, value: float) -> str:
-        exact = self.generated.relative == 0.0
-        return quantities.show(self.counter, value, exact=exact)
+        return quantities.show(self.counter, value, exact=self.generated.relative == 0.0)
 
 
 def _floor(name: str) -> Tolerance:
-    """The moving band of the catalogue's quantity ``name``: its moving floor."""
     entry = quantities.get(name)
-    relative = entry.moving_floor if entry else 0.0
-    return Tolerance(_MOVING, relative)
+    return Tolerance(_MOVING, entry.moving_floor if entry else 0.0)
 
 
 def _default(name: str) -> Tolerance:
@@ -162,36 +135,19 @@ def _default(name: str) -> Tolerance:
     return parse_tolerance(entry.default if entry and entry.default else "exact")
 
 
-@dataclass(frozen=True, slots=True)
-class Bands:
-    """The rules of the bytes a ledger's rows and totals may grow by."""
-
-    rules: tuple[Rule, ...]
-
-    @classmethod
-    def default(cls) -> Bands:
-        """The catalogue's: global bytes exact; L2 bytes at its tolerance, library rows at its
-        moving floor; DRAM bytes at the moving floor (see the module's docstring)."""
-        moving, exact = _floor(names.L2_READ_BYTES), _default(names.GLOBAL_LOAD_BYTES)
-        return cls(
-            (
-                Rule("global bytes", names.GLOBAL_LOAD_BYTES, _global, exact, exact),
-                Rule("DRAM bytes", names.DRAM_BYTES, _dram, moving, moving),
-                Rule("L2 bytes", names.L2_READ_BYTES, _l2, _default(names.L2_READ_BYTES), moving, _l1_served),
-            )
-        )
+def _rules() -> tuple[Rule, ...]:
+    """The catalogue's bands (see the module docstring)."""
+    moving, exact = _floor(names.L2_READ_BYTES), _default(names.GLOBAL_LOAD_BYTES)
+    return (
+        Rule("global bytes", names.GLOBAL_LOAD_BYTES, _global, exact, exact),
+        Rule("DRAM bytes", names.DRAM_BYTES, _dram, moving, moving),
+        Rule("L2 bytes", names.L2_READ_BYTES, _l2, _default(names.L2_READ_BYTES), moving, _l1_served),
+    )
 
 
-def _global(m: Measured) -> float:
-    return m.global_bytes
-
-
-def _dram(m: Measured) -> float:
-    return m.dram_bytes
-
-
-def _l2(m: Measured) -> float:
-    return m.l2_bytes
+_global: Callable[[Measured], float] = attrgetter("global_bytes")
+_dram: Callable[[Measured], float] = attrgetter("dram_bytes")
+_l2: Callable[[Measured], float] = attrgetter("l2_bytes")
 
 
 def _l1_served(m: Measured) -> float:
@@ -209,7 +165,7 @@ def _nodes(items: Sequence[str]) -> str:
     if len(items) <= 1:
         return "".join(items) or "no traced graph node"
     if len(items) > _LISTED:
-        return f"{', '.join(items[:_LISTED])} and {len(items) - _LISTED} more"
+        return _listed(items)
     return f"{', '.join(items[:-1])} and {items[-1]}"
 
 
@@ -217,13 +173,16 @@ def _kernels(rows: Sequence[Row]) -> str:
     return _listed([r.kernel for r in rows], " + ")
 
 
+def _labels(rows: Sequence[Row]) -> tuple[str, ...]:
+    return labels(n for r in rows for n in r.nodes)
+
+
 def _total(rows: Iterable[Row], read: Callable[[Measured], float]) -> float:
     return math.fsum(read(r.measured) for r in rows if r.measured is not None)
 
 
 def _signed(rule: Rule, delta: float) -> str:
-    text = rule.show(abs(delta))
-    return f"{'+' if delta >= 0 else '-'}{text}"
+    return f"{'+' if delta >= 0 else '-'}{rule.show(abs(delta))}"
 
 
 def _bytes_change(old: Sequence[Row], new: Sequence[Row]) -> str:
@@ -254,23 +213,20 @@ def _regroup_finding(group: Regroup, allowed: Sequence[re.Pattern[str]]) -> list
     """What one regrouping of rows says."""
     old, new = group.baseline, group.current
     kernels = tuple(r.kernel for r in (*old, *new))
+    nodes = _labels(new if group.change is Change.CHANGED else old)
     match group.change:
         case Change.SPLIT:
-            nodes = labels(n for r in old for n in r.nodes)
             message = f"{_nodes(nodes)} ran in {_kernels(old)}; now in {_kernels(new)}{_bytes_change(old, new)}"
             return [Finding(FindingKind.SPLIT, Verdict.REGRESSED, message, kernels, nodes)]
         case Change.NEW:
             return [_new_kernel(row, allowed) for row in new]
         case Change.MERGED:
-            nodes = labels(n for r in old for n in r.nodes)
             message = (
                 f"{_nodes(nodes)} ran in {_kernels(old)}; now together in {_kernels(new)}{_bytes_change(old, new)}"
             )
         case Change.CHANGED:
-            nodes = labels(n for r in new for n in r.nodes)
             message = f"{_kernels(old)} now runs as {_kernels(new)}, with other nodes: {_nodes(nodes)}"
         case Change.GONE:
-            nodes = labels(n for r in old for n in r.nodes)
             message = f"{_kernels(old)} ({_nodes(nodes)}) no longer runs{_bytes_change(old, new)}"
     return [Finding(FindingKind.STRUCTURAL, Verdict.WARN, message, kernels, nodes)]
 
@@ -279,15 +235,10 @@ def _new_kernel(row: Row, allowed: Sequence[re.Pattern[str]]) -> Finding:
     nodes = labels(row.nodes)
     message = f"new kernel {row.kernel} runs {_nodes(nodes)}{_bytes_change((), (row,))}; the baseline has none like it"
     by = next((p for p in allowed if p.fullmatch(row.kernel[:1000])), None)
-    if by is not None:
-        return Finding(
-            FindingKind.NEW_KERNEL,
-            Verdict.WARN,
-            f"{message}; allowed by allow_new {by.pattern!r}",
-            (row.kernel,),
-            nodes,
-        )
-    return Finding(FindingKind.NEW_KERNEL, Verdict.REGRESSED, message, (row.kernel,), nodes)
+    if by is None:
+        return Finding(FindingKind.NEW_KERNEL, Verdict.REGRESSED, message, (row.kernel,), nodes)
+    message += f"; allowed by allow_new {by.pattern!r}"
+    return Finding(FindingKind.NEW_KERNEL, Verdict.WARN, message, (row.kernel,), nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,23 +251,19 @@ class _Unit:
     @property
     def name(self) -> str:
         before, now = _kernels(self.old), _kernels(self.new)
-        nodes = _nodes(labels(n for r in self.new for n in r.nodes))
+        nodes = _nodes(_labels(self.new))
         return f"{now} ({nodes})" if before == now else f"{now} (was {before}; {nodes})"
 
 
-def _units(matching: Matching) -> list[_Unit]:
-    units = [_Unit((p.baseline,), (p.current,)) for p in matching.pairs]
-    units += [_Unit(g.baseline, g.current) for g in matching.regroups if g.change in (Change.MERGED, Change.CHANGED)]
-    return [u for u in units if all(r.measured is not None for r in (*u.old, *u.new))]
-
-
 def _bytes_findings(
-    baseline: Ledger, current: Ledger, matching: Matching, reported: Sequence[Regroup], bands: Bands
+    baseline: Ledger, current: Ledger, matching: Matching, reported: Sequence[Regroup]
 ) -> list[Finding]:
     """Each counter of the forward's total, then of each row, against its band."""
-    units = _units(matching)
+    units = [_Unit((p.baseline,), (p.current,)) for p in matching.pairs]
+    units += [_Unit(g.baseline, g.current) for g in matching.regroups if g.change in (Change.MERGED, Change.CHANGED)]
+    units = [u for u in units if all(r.measured is not None for r in (*u.old, *u.new))]
     out = []
-    for rule in bands.rules:
+    for rule in _rules():
         grew: list[tuple[_Unit, float, float, Tolerance]] = []
         allowance = 0.0
         for u in units:
@@ -337,13 +284,12 @@ def _bytes_findings(
 def _total_finding(
     rule: Rule, was: float, total: float, allowance: float, grew: Sequence[tuple[_Unit, float, float, Tolerance]]
 ) -> Finding:
-    label = rule.label
     band = "exact" if allowance == 0 else f"its rows' bands allow {_signed(rule, allowance)}"
     where = [f"{u.name} {_signed(rule, now - before)}{_shapes(u)}" for u, before, now, _ in grew]
     by = f"; in {_listed(where)}" if where else ""
-    message = f"the forward's {label} rose from {rule.show(was)} to {rule.show(total)} ({_signed(rule, total - was)}; {band}){by}"
+    message = f"the forward's {rule.label} rose from {rule.show(was)} to {rule.show(total)} ({_signed(rule, total - was)}; {band}){by}"
     kernels = tuple(r.kernel for u, *_ in grew for r in u.new)
-    nodes = tuple(dict.fromkeys(x for u, *_ in grew for x in labels(n for r in u.new for n in r.nodes)))
+    nodes = tuple(dict.fromkeys(x for u, *_ in grew for x in _labels(u.new)))
     return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, kernels, nodes)
 
 
@@ -357,14 +303,11 @@ def _band(tol: Tolerance) -> str:
 
 
 def _row_finding(rule: Rule, unit: _Unit, before: float, now: float, tol: Tolerance) -> Finding:
-    label = rule.label
-    ratio = _ratio(unit)
     message = (
-        f"{unit.name}: {label} rose from {rule.show(before)} to {rule.show(now)} ({_signed(rule, now - before)}; "
-        f"tolerance {_band(tol)}){ratio}{_shapes(unit)}"
+        f"{unit.name}: {rule.label} rose from {rule.show(before)} to {rule.show(now)} ({_signed(rule, now - before)}; "
+        f"tolerance {_band(tol)}){_ratio(unit)}{_shapes(unit)}"
     )
-    nodes = labels(n for r in unit.new for n in r.nodes)
-    return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), nodes)
+    return Finding(FindingKind.BYTES, Verdict.REGRESSED, message, tuple(r.kernel for r in unit.new), _labels(unit.new))
 
 
 def _shape_change(old: Sequence[Row], new: Sequence[Row]) -> str:
@@ -401,62 +344,30 @@ def _ratio(unit: _Unit) -> str:
 
 
 def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> list[Finding]:
+    note = partial(Finding, FindingKind.STRUCTURAL, Verdict.WARN)
     out = []
     renamed = [(p.baseline.kernel, p.current.kernel) for p in matching.pairs if p.baseline.kernel != p.current.kernel]
     if renamed:
-        pairs = [f"{a} → {b}" for a, b in renamed]
-        out.append(
-            Finding(
-                FindingKind.STRUCTURAL,
-                Verdict.WARN,
-                f"{len(renamed)} kernel(s) renamed, same nodes: {_listed(pairs)}",
-                tuple(k for pair in renamed for k in pair),
-            )
-        )
+        pairs = _listed([f"{a} → {b}" for a, b in renamed])
+        out.append(note(f"{len(renamed)} kernel(s) renamed, same nodes: {pairs}", tuple(chain(*renamed))))
     for p in matching.pairs:
         change = _shape_change((p.baseline,), (p.current,))
         if change:
-            nodes = labels(n for n in p.current.nodes)
-            out.append(
-                Finding(
-                    FindingKind.STRUCTURAL,
-                    Verdict.WARN,
-                    f"{p.current.kernel} ({_nodes(nodes)}): {change}",
-                    (p.current.kernel,),
-                    nodes,
-                )
-            )
+            nodes = labels(p.current.nodes)
+            out.append(note(f"{p.current.kernel} ({_nodes(nodes)}): {change}", (p.current.kernel,), nodes))
     for edit in matching.line_edits:  # same work paired across an edit of its line
         names = tuple(dict.fromkeys((n.source or op_base(n.op))[:200] for n in edit.nodes))
         whose = f"{names[0]}'s source line" if len(names) == 1 else f"the source line of {_nodes(names)}"
-        message = f"{whose} changed: {quoted(edit.was)} → {quoted(edit.now)}"
-        out.append(Finding(FindingKind.STRUCTURAL, Verdict.WARN, message, edit.kernels, labels(edit.nodes)))
+        out.append(note(f"{whose} changed: {quoted(edit.was)} → {quoted(edit.now)}", edit.kernels, labels(edit.nodes)))
     if len(baseline.graphs) != len(current.graphs):
-        out.append(
-            Finding(
-                FindingKind.STRUCTURAL,
-                Verdict.WARN,
-                f"{len(current.graphs)} compiled graph(s), was {len(baseline.graphs)}",
-            )
-        )
+        out.append(note(f"{len(current.graphs)} compiled graph(s), was {len(baseline.graphs)}"))
     known = {reason_key(r) for r in baseline.break_reasons}
     for reason in dict.fromkeys(r for r in current.break_reasons if reason_key(r) not in known):
-        out.append(Finding(FindingKind.STRUCTURAL, Verdict.WARN, f"a graph break the baseline did not have: {reason}"))
+        out.append(note(f"a graph break the baseline did not have: {reason}"))
     return out
 
 
-def _refusals(baseline: Ledger, current: Ledger) -> list[Finding]:
-    known = set(baseline.fusion_refusals)
-    return [
-        Finding(FindingKind.FUSION_REFUSAL, Verdict.WARN, f"Inductor now refuses a fusion: {reason}")
-        for reason in dict.fromkeys(current.fusion_refusals)
-        if reason not in known
-    ]
-
-
-def judge(
-    baseline: Ledger, current: Ledger, allow_new: Sequence[str] = (), bands: Bands | None = None
-) -> LedgerVerdict:
+def judge(baseline: Ledger, current: Ledger, allow_new: Sequence[str] = ()) -> LedgerVerdict:
     """``current`` judged against ``baseline``: splits, new kernels and grown bytes regress;
     structural changes and new fusion refusals are noted.
 
@@ -465,7 +376,6 @@ def judge(
         current: this run's.
         allow_new: regular expressions of kernel names a new row may have without failing (each
             matched against the whole name).
-        bands: how far each counter may grow (default: :meth:`Bands.default`).
 
     Raises:
         SuiteError: a pattern of ``allow_new`` is not a regular expression.
@@ -477,8 +387,9 @@ def judge(
         findings += _regroup_finding(group, allowed)
     # A split's or a new kernel's bytes are its own finding's (or allowed): not the total's again.
     reported = [g for g in matching.regroups if g.change in (Change.SPLIT, Change.NEW)]
-    findings += _bytes_findings(baseline, current, matching, reported, bands or Bands.default())
+    findings += _bytes_findings(baseline, current, matching, reported)
     findings += _structure_notes(baseline, current, matching)
-    findings += _refusals(baseline, current)
-    regressed = [f for f in findings if f.verdict is Verdict.REGRESSED]
-    return LedgerVerdict((*regressed, *(f for f in findings if f.verdict is not Verdict.REGRESSED)))
+    known = set(baseline.fusion_refusals)
+    for reason in dict.fromkeys(r for r in current.fusion_refusals if r not in known):
+        findings.append(Finding(FindingKind.FUSION_REFUSAL, Verdict.WARN, f"Inductor now refuses a fusion: {reason}"))
+    return LedgerVerdict(tuple(sorted(findings, key=lambda f: f.verdict is not Verdict.REGRESSED)))

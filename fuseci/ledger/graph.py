@@ -1,11 +1,6 @@
-"""Inductor's post-grad FX graph, read from the text it logs (``inductor_post_grad_graph``): each
-node's name, ATen target, the nodes it takes, its element type and shape, and the model source
-line the graph's ``# File:`` comment gives it.
-
-The text is the graph module's Python (``class <lambda>(torch.nn.Module): def forward(self,
-arg0_1: "bf16[8, 1024, 1024][1048576, 1024, 1]cuda:0", ...)``), so it is read with :mod:`ast`,
-never run. View and alias ops move no bytes: :meth:`PostGradGraph.base` resolves a node through
-them to the tensor whose storage it shares.
+"""Inductor's post-grad FX graph, read with :mod:`ast` (never run) from the text it logs
+(``inductor_post_grad_graph``): each node's name, ATen target, the nodes it takes, its element
+type and shape, and the model source line its ``# File:`` comment gives it.
 """
 
 from __future__ import annotations
@@ -175,8 +170,7 @@ def _target(value: ast.expr) -> str:
     if isinstance(value, ast.Subscript):
         return "getitem"
     if isinstance(value, ast.Call):
-        text = ast.unparse(value.func)
-        return text.removeprefix("torch.ops.")
+        return ast.unparse(value.func).removeprefix("torch.ops.")
     return ast.unparse(value)[:80]
 
 
@@ -190,8 +184,7 @@ def _lines(text: str) -> dict[int, str]:
         if not stripped:
             current = ""
         elif stripped.startswith("#"):
-            m = _FILE.search(stripped)
-            if m:
+            if m := _FILE.search(stripped):
                 current = source_line(m["file"], m["line"], m["code"])
         else:
             out[number] = current
@@ -206,11 +199,10 @@ def _forward(text: str, where: str) -> ast.FunctionDef:
     except (SyntaxError, ValueError) as exc:
         at = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
         raise LedgerError(f"{where}: the post-grad graph is not the Python Inductor prints{at}: {exc}") from None
-    for cls in tree.body:
-        if isinstance(cls, ast.ClassDef):
-            for item in cls.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "forward":
-                    return item
+    classes = (c for c in tree.body if isinstance(c, ast.ClassDef))
+    forward = next((f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if forward is not None:
+        return forward
     raise LedgerError(f"{where}: the post-grad graph has no forward(): not a graph Inductor printed")
 
 

@@ -1,27 +1,21 @@
 """ncu's per-kernel rows of a compiled forward, and which wrapper call each belongs to.
 
 A row is one kernel launch with its NVTX range stack, outermost first, as recorded under
-``torch.autograd.profiler.emit_nvtx()`` inside a range of the forward's own (``case.compiled``):
-``["case.compiled", "Torch-Compiled Region: 0/0, op_id = 2", "## Call CompiledFxGraph None ##,
-op_id = 5", "triton_per_fused_native_layer_norm_0, op_id = 6"]``. The innermost ``Torch-Compiled
-Region: F/C`` range names the compiled graph (a graph break's second graph runs inside the first
-one's region); each ``## Call CompiledFxGraph`` range inside it is one run of that graph's
-wrapper, and the range just below it is one call: a Triton kernel by its name, a library call by
-its ``aten::`` (or ``namespace::``) op, with the library's own ranges nested further down.
+``torch.autograd.profiler.emit_nvtx()``: ``["case.compiled", "Torch-Compiled Region: 0/0, op_id
+= 2", "## Call CompiledFxGraph None ##, op_id = 5", "triton_per_fused_native_layer_norm_0, op_id
+= 6"]``. The innermost ``Torch-Compiled Region`` names the graph; each ``## Call CompiledFxGraph``
+range inside it is one run of its wrapper, and the range just below that is one call (a Triton
+kernel by its name, a library call by its ``aten::`` op).
 
-Attribution (:func:`attribute`), within each run of a graph's wrapper, walks the wrapper's calls
-in order and the call ranges in order: a Triton call takes the next range of its kernel's name, a
-library call the next range of its op; a range skipped over, one of a graph with no wrapper, and
-a kernel outside any call range are left unclaimed. A graph whose region holds kernels in no
-range below its own while none of its calls claimed a range is a CUDA-graph replay (no wrapper
-code ran): its kernels go to its calls by launch order (:mod:`.replay`), and its input copies
-are named as such.
+Within each run, the wrapper's calls take the call ranges in order (:func:`attribute`); what no
+call takes is left unclaimed. A graph whose kernels lie in no range below its own while none of
+its calls claimed a range is a CUDA-graph replay, attributed by launch order (:mod:`.replay`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fuseci.config import names
@@ -53,19 +47,14 @@ def measured(rows: Sequence[KernelRow]) -> Measured:
         duration_ns=sum(r.duration_ns for r in rows),
         kernels=tuple(dict.fromkeys(r.kernel for r in rows)),
         shapes=tuple(dict.fromkeys(f"{r.grid}x{r.block}" for r in rows if r.grid and r.block)),
-        loads=_sum(r.loads for r in rows),
-        stores=_sum(r.stores for r in rows),
+        loads=_sum([r.loads for r in rows]),
+        stores=_sum([r.stores for r in rows]),
     )
 
 
-def _sum(values: Iterable[float | None]) -> float | None:
+def _sum(values: list[float | None]) -> float | None:
     """The sum, or None where any is unknown."""
-    out = 0.0
-    for x in values:
-        if x is None:
-            return None
-        out += x
-    return out
+    return None if None in values else sum((x for x in values if x is not None), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +71,7 @@ class Attribution:
     replays: dict[str, str] = field(default_factory=dict)
     """Graph → how its CUDA-graph replay was read (:mod:`.replay`), for the ledger's notes."""
     runs: dict[str, int] = field(default_factory=dict)
-    """Graph → how many times its wrapper ran in the range (runs of its ``## Call`` range, or of
-    the harness's launch ranges; a replay's runs): a graph run N times has N times its floor."""
+    """Graph → how many times its wrapper ran in the range: a graph run N times has N times its floor."""
 
 
 def _launch(nvtx: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
@@ -103,10 +91,7 @@ def _runs(rows: Sequence[KernelRow], attribution: Attribution) -> tuple[_Runs, d
     the rows of each (graph, run) in no range below the graph's (a CUDA-graph replay's).
 
     A run is told by its ``## Call CompiledFxGraph`` range, or by the harness's graph run number
-    where a launch range carries one (a launch counted from an earlier one's measurement has no
-    range of its own run: :mod:`fuseci.frames.repeats`); a call by its range, or by its launch
-    number. A row in no range below its graph's falls in the run of its ``## Call`` range, or of
-    its region's range where there is none.
+    where a launch range carries one; a call by its range, or by its launch number.
     """
     placed: list[tuple[KernelRow, str, tuple[str, int], tuple[str, int], tuple[int, int] | None]] = []
     bare: dict[tuple[str, str], list[KernelRow]] = {}
@@ -182,18 +167,18 @@ def _replayed(
     bare: Mapping[str, list[KernelRow]],
     out: Attribution,
 ) -> list[tuple[KernelRow, str]]:
-    """A replayed graph's rows (:mod:`.replay`): what its calls claim by launch order, its input
-    copies (a kernel in a copy op's range just before a replay), and the rows left, with why
-    (``ranged``, its rows in call ranges, claimed by none of its calls)."""
+    """A replayed graph's rows (:mod:`.replay`) claimed by launch order; the rows left (``ranged``,
+    its rows in call ranges, its input copies among them), with why."""
     found = replay.replay(graph, calls, bare, _no_range(graph))
     out.replays[graph] = found.note
     copies: set[int] = set()
     if found.fits:
         out.claimed.update({(graph, index): kernels for index, kernels in found.claimed.items()})
         out.notes.update({(graph, index): note for index, note in found.notes.items()})
-        for run, kernels in bare.items():
-            named = [(key[0], row) for key, kept in ranged.get(run, {}).items() for row in kept]
-            copies.update(row.id for row in replay.input_copies(named, min(k.id for k in kernels)))
+        for run, kernels in bare.items():  # a kernel in a copy op's range launched before the replay
+            first = min(k.id for k in kernels)
+            ranges = ranged.get(run, {}).items()
+            copies.update(row.id for key, kept in ranges if key[0] in replay.COPY_OPS for row in kept if row.id < first)
     return found.left + [
         (row, COPIES.format(graph) if row.id in copies else _unmatched(graph, key[0]))
         for ranges in ranged.values()

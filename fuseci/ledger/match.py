@@ -1,33 +1,13 @@
 """Which rows of two ledgers are the same work, across runs whose graphs differ.
 
-A post-grad node's name changes whenever the graph around it changes, so a node is known by
-``(line, op)``: the model source line it came from (its file and code, not its number: a line
-added above must not move every node below) and its ATen target (:func:`identity`). Views
-and aliases move no bytes and come and go with layouts, so they are left out (:data:`VIEW_OPS`);
-a ``clone`` is a copy and counts. A row is known by the set of its compute nodes' identities
-(:func:`row_identity`), extern rows included (``extern_kernels.addmm`` is its ``addmm`` node).
-
-Several nodes of a model share a line and an op (the adds of a norm and of a residual on one
-line), so an identity is not unique: rows are paired first by equal identity sets (same kernel
-name first, then in call order), and what is left is grouped into :class:`Regroup` components,
-rows linked by a shared identity. A component tells how the work was regrouped: one baseline
-row now in several (:attr:`Change.SPLIT`), several in one (:attr:`Change.MERGED`), a row with no
-counterpart (:attr:`Change.NEW`), and so on. Rows with no compute node (untraced kernels) pair
-by kernel name.
-
-An edit of a line itself (a call wrapped around it, a variable renamed) gives every node on it a
-new identity. So, before components are formed, a second stage pairs the rows left on both sides
-that do the same work on an edited line (:func:`_edited`): the same kind (a convolution's layout
-copies carry its node as the library call does) and the same multiset of compute ops, the line
-text ignored. It must never hide a split, a merge or a new kernel, so it is narrow: a row takes
-part only where some node's line is unknown to the other ledger and every row it shares an
-identity with takes part too (a row linked to a regrouping of known lines is left to it); rows
-pair, same kernel name first then in call order, only where both sides have as many such rows of
-that work; and each node whose line changed must go from a line the current ledger lacks to a
-line the baseline lacks, in the same file. Else none of that work pairs: a false alarm, never a
-hidden change. A regrouping on an edited line (a split, a merge) is not paired either: its rows
-stay new and gone. Such a pair is judged as any other; :attr:`Pair.edited` names the nodes whose
-line changed (:attr:`Matching.line_edits`, for the gate's note).
+A node is known by ``(line, op)`` (:func:`identity`): its source line without the number (a line
+added above must not move every node below) and its ATen target; views are left out
+(:data:`VIEW_OPS`). A row is known by the set of its compute nodes' identities
+(:func:`row_identity`). Rows pair first by equal identity sets (same kernel name first, then in
+call order), then, narrowly, where they do the same ops on an edited source line
+(:func:`_edited`: never hiding a split, a merge or a new kernel). What is left is grouped into
+:class:`Regroup` components, rows linked by a shared identity, which tell how the work was
+regrouped (:class:`Change`).
 """
 
 from __future__ import annotations
@@ -37,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from fuseci.records.fusion import Ledger, Node, Row
 
@@ -76,10 +57,9 @@ def is_view(node: Node) -> bool:
 
 
 def source_key(node: Node) -> str:
-    """The node's source line as its identity holds it: ``block.py: x = x + y`` of
-    ``block.py:17: x = x + y``. The number is left out so that a line added above does not move
-    every node below; the line as written where it has no code, the pre-grad node's name where
-    Inductor recorded no line."""
+    """The node's source line without its number: ``block.py: x = x + y`` of
+    ``block.py:17: x = x + y``; the line as written where it has no code, the pre-grad node's
+    name where Inductor recorded no line."""
     m = _LINE.match(node.line)
     if m and m.group(3):
         return f"{m.group(1)}: {m.group(3)}"
@@ -146,14 +126,13 @@ def quoted(line: str, width: int = 48) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """A baseline row and the current row that does the same work (equal identity sets, or the
-    same ops on an edited line)."""
+    """A baseline row and the current row that does the same work."""
 
     baseline: Row
     current: Row
     edited: tuple[tuple[Node, Node], ...] = ()
     """Each compute node whose source line changed, as ``(baseline's, current's)``: empty for rows
-    with equal identity sets (the first stage), never empty for a pair of the second."""
+    with equal identity sets."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +144,7 @@ class LineEdit:
     now: str
     """The current ledger's."""
     nodes: tuple[Node, ...]
-    """The current ledger's nodes that came from :attr:`was`, distinct, in the order of the forward."""
+    """The current ledger's nodes that came from :attr:`was`, in the order of the forward."""
     kernels: tuple[str, ...]
     """The current kernels they run in, distinct."""
 
@@ -239,18 +218,13 @@ def _key(row: Row) -> tuple[object, ...]:
 
 
 def match(baseline: Ledger, current: Ledger) -> Matching:
-    """Pair the rows of ``baseline`` with those of ``current`` and group what is left.
-
-    Rows pair where their identity sets are equal, then where they do the same work on an edited
-    line (see the module docstring); the rest form components of rows that share an identity (a
-    row that shares none is a component of its own: new or gone).
-    """
+    """Pair the rows of ``baseline`` with those of ``current`` and group what is left (see the
+    module docstring; a row that shares no identity is a component of its own: new or gone)."""
     old, new = baseline.rows, current.rows
     buckets: dict[tuple[object, ...], tuple[list[int], list[int]]] = {}
-    for i, row in enumerate(old):
-        buckets.setdefault(_key(row), ([], []))[0].append(i)
-    for j, row in enumerate(new):
-        buckets.setdefault(_key(row), ([], []))[1].append(j)
+    for side, rows in enumerate((old, new)):
+        for i, row in enumerate(rows):
+            buckets.setdefault(_key(row), ([], []))[side].append(i)
     paired: list[Edited] = [(i, j, ()) for a, b in buckets.values() for i, j in _pair(a, b, old, new)]
     used_old = {i for i, _, _ in paired}
     used_new = {j for _, j, _ in paired}
@@ -285,8 +259,9 @@ def _on_edited_line(row: Row, other: frozenset[str]) -> bool:
 
 
 def _edited(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> list[Edited]:
-    """The second stage: rows left by the first that do the same work on an edited line, paired
-    only where that is unambiguous (see the module docstring)."""
+    """The second stage: rows left by the first that do the same ops (:func:`_ops`) on an edited
+    line, paired only where unambiguous: every row of their component takes part, both sides have
+    as many rows of that work, and each changed node moved within its file (:func:`_moved`)."""
     lines_old, lines_new = _lines(old), _lines(new)
 
     def edited(item: tuple[str, int]) -> bool:
@@ -323,17 +298,11 @@ def _moved(was: Row, now: Row, lines_old: frozenset[str], lines_new: frozenset[s
         by_op[op][1].extend(b[k:])
     out = []
     for a, b in by_op.values():
-        for (_, x), (_, y) in zip(sorted(a, key=_first), sorted(b, key=_first), strict=True):
-            if _file(x) is None or _file(x) != _file(y):
-                return ()
-            if source_key(x) in lines_new or source_key(y) in lines_old:
+        for (_, x), (_, y) in zip(sorted(a, key=itemgetter(0)), sorted(b, key=itemgetter(0)), strict=True):
+            if _file(x) is None or _file(x) != _file(y) or source_key(x) in lines_new or source_key(y) in lines_old:
                 return ()
             out.append((x, y))
     return tuple(out)
-
-
-def _first(item: tuple[int, Node]) -> int:
-    return item[0]
 
 
 def _groups(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> list[list[tuple[str, int]]]:

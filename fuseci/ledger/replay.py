@@ -1,34 +1,15 @@
 """A CUDA-graph replay's kernels put to its wrapper's calls by launch order.
 
-A forward compiled with ``mode="reduce-overhead"`` replays a CUDA graph: its kernels run inside
-the graph's ``Torch-Compiled Region`` (and ``## Call CompiledFxGraph``) range, but no wrapper
-code runs, so no call has a range of its own (:mod:`.launches` finds none to claim them by).
-The replay launches the calls' kernels in the wrapper's order, after the CUDA-graph tree has
-copied the inputs into the graph's static buffers (``aten::_foreach_copy_`` or ``aten::copy_``,
-profiled from Python in ranges of their own just before the replay: :func:`input_copies`).
+A forward compiled with ``mode="reduce-overhead"`` replays a CUDA graph: no wrapper code runs, so
+no call has a range of its own (:mod:`.launches`), but the kernels launch in the wrapper's order,
+after the inputs are copied into the graph's buffers (in ranges of :data:`COPY_OPS`).
 
-:func:`by_order` walks one replay's kernels and the wrapper's calls together. A Triton call takes
-the next kernel of its name (ncu names a Triton kernel as Inductor does). The kernels between two
-Triton calls' kernels (or before the first, or after the last) are the gap of the library
-(extern) calls between those Triton calls:
-
-- no library call: the gap must be empty;
-- one: it takes the whole gap (none, one or several kernels: a GEMM may add a split-K reduction);
-- several: a library call launches none, one or several kernels, so launch order alone cannot
-  tell which launched which (even as many kernels as calls need not be one each). Where the
-  kernels are as many as the calls and each kernel's name says it does its call's kind of work
-  (:func:`family`: a GEMM's ``nvjet``/``gemm``/``cutlass`` kernel for a matrix product, an
-  ``sdpa``/``flash``/``fmha`` kernel for attention, a ``fprop``/``conv`` kernel for a
-  convolution), each call takes its one kernel in order. Otherwise the gap's kernels are left
-  untraced, the note naming the Triton kernels they ran between and the library calls that
-  launched them; each of those calls' rows says its kernels are among them. They are never split
-  one per call on a guess, nor merged into one row (a row is one call of the wrapper, the unit
-  the gate pairs across ledgers).
-
-A Triton call with no kernel of its name after the last one taken, a kernel named like one of
-the wrapper's Triton kernels inside a gap (out of order), or kernels in a gap no library call
-can take (extra kernels) mean the replay does not follow the wrapper: :func:`replay` then
-attributes nothing of the graph, leaving its kernels untraced as without this, and says why.
+A Triton call takes the next kernel of its name. The kernels between two Triton calls' kernels
+are the gap of the library calls between them: with none it must be empty; one takes the whole
+gap; several take one kernel each only where the kernels are as many as the calls and each name
+says it does its call's kind of work (:func:`family`), else the gap's kernels are left untraced,
+never split on a guess. A replay that does not follow the wrapper (a Triton kernel missing or out
+of order, kernels no library call can take) attributes nothing of the graph (:func:`replay`).
 """
 
 from __future__ import annotations
@@ -150,12 +131,8 @@ def _gap(
     if stray is not None:
         return f"{stray.kernel} ran {where}, out of its wrapper's order"
     if not externs:
-        return (
-            f"{len(gap)} kernel(s) ({', '.join(dict.fromkeys(k.kernel for k in gap))}) ran {where}, "
-            "where the wrapper calls no library"
-            if gap
-            else None
-        )
+        kernels = ", ".join(dict.fromkeys(k.kernel for k in gap))
+        return f"{len(gap)} kernel(s) ({kernels}) ran {where}, where the wrapper calls no library" if gap else None
     if len(externs) == 1:
         if gap:
             order.claimed.setdefault(externs[0], []).extend(gap)
@@ -194,23 +171,10 @@ def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str
     return why if why is not None else order
 
 
-def input_copies(ranged: Sequence[tuple[str, KernelRow]], first: int) -> list[KernelRow]:
-    """The kernels of a replay's input copies: those in a copy op's range (:data:`COPY_OPS`),
-    launched before the replay's first kernel (``first``, its id), of ``ranged`` (range name, row):
-    the replay's run's kernels in call ranges."""
-    return [row for name, row in ranged if name in COPY_OPS and row.id < first]
-
-
 def replay(graph: str, calls: Sequence[Call], runs: Mapping[str, Sequence[KernelRow]], untraced: str) -> Replay:
-    """A graph's replays, each run's range-less kernels (launch order) by its run, put to its
-    wrapper's calls: every run by :func:`by_order`, or none when one does not fit.
-
-    Args:
-        graph: The graph's id (``0/0``).
-        calls: Its wrapper's calls.
-        runs: Each replay's kernels, in launch order.
-        untraced: Why a kernel is left untraced when the order does not fit (what it would say without this).
-    """
+    """A graph's replays (``runs``: each run's kernels, in launch order) put to its wrapper's
+    calls: every run by :func:`by_order`, or none when one does not fit (each kernel then left
+    ``untraced``)."""
     orders = []
     for kernels in runs.values():
         found = by_order(calls, kernels)

@@ -1,19 +1,11 @@
-"""The ledger as a versioned JSON document, and back.
-
-The document is ``{"format": "fuseci-ledger", "format_version": 1, "fuseci_version": ...,
-"ledger": {...}}``, the ledger's members as :mod:`fuseci.records.fusion` declares them (its
-dataclasses are the document's declaration: reading validates every field of a file into them).
-Reading is :class:`fuseci.files.versioned.DocumentFormat`'s: bounded, a key named twice refused,
-the version checked; each failure one line naming the file and the place.
+"""The ledger as a versioned JSON document, and back: ``{"format": "fuseci-ledger",
+"format_version": 1, "fuseci_version": ..., "ledger": {...}}``, declared by
+:mod:`fuseci.records.fusion`'s dataclasses and read by :class:`fuseci.files.versioned.DocumentFormat`.
 
 Format history:
     1: first version. Since added, each read as absent where a file leaves it out (and left out
        where not recorded, so an older ledger is written back byte for byte): a measurement's
-       ``loads`` and ``stores`` (global bytes the SMs asked for, LSU and TMA), a row's and the
-       ledger's ``excess`` (bytes above the minimum and the floor, by cause).
-
-The file is written from the same declaration (:meth:`~fuseci.validation.Document.to_json`): a
-member with a default is left out where it holds it, but those its class keeps always.
+       ``loads`` and ``stores``, a row's and the ledger's ``excess``.
 """
 
 from __future__ import annotations
@@ -50,15 +42,6 @@ class LedgerDocument(v.Document):
     fuseci_version: Annotated[str, Field(max_length=100)] = "?"
 
 
-def dumps(ledger: Ledger) -> str:
-    """The exact text of a ledger file (sorted keys, a trailing newline).
-
-    Raises:
-        LedgerError: the text is over what a reader takes.
-    """
-    return FORMAT.dumps(LedgerDocument(ledger, __version__).to_json())
-
-
 def from_json(data: Any, path: Path | str) -> Ledger:
     """A ledger from a parsed document.
 
@@ -73,15 +56,6 @@ def from_json(data: Any, path: Path | str) -> Ledger:
         raise FORMAT.invalid(path, exc) from None
 
 
-def loads(text: str, path: Path | str) -> Ledger:
-    """A ledger from a file's text (see :func:`from_json`).
-
-    Raises:
-        LedgerError: not JSON, or not a ledger.
-    """
-    return from_json(FORMAT.parse(text, path), path)
-
-
 def load(path: Path) -> Ledger:
     """Read a ledger file.
 
@@ -92,11 +66,6 @@ def load(path: Path) -> Ledger:
         return from_json(FORMAT.load(path), path)
     except FileNotFoundError:
         raise LedgerError(f"{path}: no ledger there; {FORMAT.fix}") from None
-
-
-def save(ledger: Ledger, path: Path) -> None:
-    """Write a ledger file atomically."""
-    atomic_write_text(path, dumps(ledger))
 
 
 #: A suite's stored ledgers, beside its baseline (``baselines/<gpu>/<suite>.ledgers.json``).

@@ -1,17 +1,14 @@
 """Inductor's wrapper (the ``inductor_output_code`` artifact): the calls its ``call()`` makes, in
-order. A call is a Triton kernel launch (``triton_poi_fused_add_view_3.run(buf18, arg0_1, ...)``)
-or a library call (``extern_kernels.addmm(..., out=buf4)``, ``buf5 =
-torch.ops.aten._scaled_dot_product_cudnn_attention.default(...)``), each with its provenance
-debug handle (the ``# [Provenance debug handles]`` comment above it, the key of the node
-mappings), the source-node comment, and the buffers it reads and writes, each resolved through
-``reinterpret_tensor`` and reuse (``buf14 = reinterpret_tensor(buf6, ...)``) to the allocation it
-lies in. Under CUDA graphs (``mode="reduce-overhead"``) Inductor writes the calls into graph
-partitions (``def partition_0(args)``, listed in ``Runner(partitions=[...])``) that ``call()``
-runs as ``self.partitions[0](...)``: a partition's calls are read where ``call()`` runs it.
+order, read with :mod:`ast`, never run. A call is a Triton kernel launch
+(``triton_poi_fused_add_view_3.run(buf18, arg0_1, ...)``) or a library call
+(``extern_kernels.addmm(..., out=buf4)``), each with its provenance debug handle, its source-node
+comment, and the buffers it reads and writes, each resolved through ``reinterpret_tensor`` and
+reuse to the allocation it lies in. Under CUDA graphs a graph partition's calls are read where
+``call()`` runs it (``self.partitions[0](...)``).
 
-A Triton kernel's reads and writes come from its parameters' names in its source (``in_ptr0``
-read, ``out_ptr0`` written, ``in_out_ptr0`` both); a library call writes its ``out=`` and what it
-returns, and reads the rest. The text is read with :mod:`ast`, never run.
+A Triton kernel's reads and writes come from its parameters' names (``in_ptr0`` read,
+``out_ptr0`` written, ``in_out_ptr0`` both); a library call writes its ``out=`` and what it
+returns, and reads the rest.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fuseci.errors import LedgerError
 from fuseci.ledger.graph import ITEMSIZE, TORCH_DTYPES
@@ -29,9 +26,7 @@ _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+)")
 #: What Inductor writes between a call's comments and the call: its stream, and with dynamic
 #: shapes each symbolic size of the launch (``triton_per_fused_0_xnumel = s27*s77``).
 _BETWEEN = re.compile(r"^(?:#|stream\w*\s*=|\w+numel\s*=)")
-_SOURCES = re.compile(
-    r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\](?:, Original ATen: \[(?P<aten>[^\]]*)\])?"
-)
+_SOURCES = re.compile(r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\]")
 _SIGNATURE = re.compile(r"^def \w+\((?P<params>[^)]*)\)", re.M)
 _EXTERN = ("extern_kernels.", "torch.ops.", "aten.")
 
@@ -52,10 +47,6 @@ class Call:
     """The buffers it writes, likewise."""
     sources: tuple[str, ...] = ()
     """The pre-grad source nodes the wrapper's comment names (``layer_norm``)."""
-    aten: tuple[str, ...] = ()
-    """The ATen ops the comment names (``aten.native_layer_norm``)."""
-    line: int = 0
-    """Its line in the output code."""
 
     @property
     def op(self) -> str:
@@ -151,28 +142,23 @@ class _Buffers:
 
     def bind(self, name: str, value: ast.expr) -> None:
         """``name = value``: an alias when the value is a view of a buffer."""
-        if isinstance(value, (ast.Name, ast.Subscript)) or (
-            isinstance(value, ast.Call) and ast.unparse(value.func) == "reinterpret_tensor"
-        ):
-            base = self.of(value)
-            if base is not None and base != name:
-                self.alias[name] = base
+        base = self.of(value)
+        if base is not None and base != name:
+            self.alias[name] = base
 
 
-def _comments(lines: list[str], lineno: int) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+def _comments(lines: list[str], lineno: int) -> tuple[str | None, tuple[str, ...]]:
     """The provenance handle and source-node comments just above line ``lineno``."""
     handle: str | None = None
     sources: tuple[str, ...] = ()
-    aten: tuple[str, ...] = ()
     i = lineno - 2
     while i >= 0 and _BETWEEN.match(text := lines[i].strip()):
         if (m := _HANDLE.search(text)) and handle is None:
             handle = m.group(1)
         elif (m := _SOURCES.search(text)) and not sources:
             sources = tuple(s.strip() for s in m["nodes"].split(",") if s.strip())
-            aten = tuple(s.strip() for s in (m["aten"] or "").split(",") if s.strip())
         i -= 1
-    return handle, sources, aten
+    return handle, sources
 
 
 def _call(stmt: ast.stmt, buffers: _Buffers, signatures: dict[str, tuple[str, ...]]) -> Call | None:
@@ -282,6 +268,6 @@ def parse_wrapper(code: str, where: str) -> Wrapper:
             continue
         call = _call(stmt, buffers, signatures)
         if call is not None:
-            handle, sources, aten = _comments(lines, stmt.lineno)
-            calls.append(Call(call.kernel, call.kind, handle, call.reads, call.writes, sources, aten, stmt.lineno))
+            handle, sources = _comments(lines, stmt.lineno)
+            calls.append(replace(call, handle=handle, sources=sources))
     return Wrapper(tuple(calls), returns, buffers.sizes)
