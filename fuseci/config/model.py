@@ -253,17 +253,6 @@ class Case:
     case), as opposed to fuseci's defaults: an instruction count is gated across a rebuild of its
     kernels only where the suite asks (:class:`fuseci.config.quantities.Counted`)."""
 
-    def variant(self, variant_id: str) -> Variant:
-        """The variant with this id.
-
-        Raises:
-            KeyError: no such variant.
-        """
-        for v in self.variants:
-            if v.id == variant_id:
-                return v
-        raise KeyError(variant_id)
-
     @property
     def functions(self) -> tuple[str, ...]:
         """The ``module:function`` references it runs, variants then reference, each once."""
@@ -323,14 +312,3 @@ class Suite:
     def timed(self) -> bool:
         """True when any case gates the CUDA-event speedup, so ``fuseci run`` times the suite."""
         return any(c.gates.get(names.EVENT_TIME, _OFF).enabled for c in self.cases)
-
-    def case(self, case_id: str) -> Case:
-        """The case with this id.
-
-        Raises:
-            KeyError: no such case.
-        """
-        for c in self.cases:
-            if c.id == case_id:
-                return c
-        raise KeyError(case_id)
