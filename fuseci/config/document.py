@@ -1,11 +1,6 @@
-"""The suite file's shape, declared once: pydantic models of the YAML document.
-
-:mod:`fuseci.config.parse` validates a loaded document with :class:`SuiteDoc` (every problem of
-the file in one pass, each with its place) and builds the frozen :mod:`fuseci.config.model` from
-it; :mod:`fuseci.config.schema` generates the suite's JSON Schema from the same models. A value's
-own rules (an id, a tolerance, a shape) are its type's validator, declared in
-:mod:`fuseci.config.values`; rules that relate fields or depend on the suite's defaults are
-checked in :mod:`fuseci.config.parse`. docs/SUITES.md ("Writing a suite") documents the format.
+"""The suite file's shape, declared once: pydantic models of the YAML document, which
+:mod:`fuseci.config.parse` validates with and :mod:`fuseci.config.schema` writes the JSON Schema
+of. A value's own rules are its type's, in :mod:`fuseci.config.values`.
 """
 
 from __future__ import annotations

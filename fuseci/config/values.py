@@ -1,9 +1,5 @@
-"""The values a suite file holds, each declared once as an annotated type: ids, names,
-references, numbers, shapes and element types, and what a suite judges its variants by
-(tolerances, expectations, the bytes allowance, planted checks, kernel rules), with the validator
-that says what is wrong and the JSON Schema written for it (:class:`Schema`, :class:`Keys`).
-
-:mod:`fuseci.config.document` composes them into the suite's models.
+"""The values a suite file holds, each declared once as an annotated type with the validator
+that says what is wrong and its JSON Schema; :mod:`fuseci.config.document` composes them.
 """
 
 from __future__ import annotations
@@ -316,22 +312,17 @@ FrameworkName = Annotated[
 _P = TypeVar("_P", Tolerance, Expectation)
 
 
-def _policy_message(exc: ValueError, text: object) -> str:
-    """A tolerance's or expectation's parse error, with the YAML mistake behind an empty one."""
-    if isinstance(text, str) and not text.strip():
-        return (
-            f"{exc} (YAML reads a value that starts with '>' or '|' as a block of the lines below it: "
-            'quote it, e.g. ">= 2x")'
-        )
-    return str(exc)
-
-
 def _policy(parse: Callable[[object], _P]) -> Callable[[object], _P]:
     def check(text: object) -> _P:
         try:
             return parse(text)
         except ValueError as exc:
-            raise ValueError(_policy_message(exc, text)) from None
+            if isinstance(text, str) and not text.strip():
+                raise ValueError(
+                    f"{exc} (YAML reads a value that starts with '>' or '|' as a block of the lines below it: "
+                    'quote it, e.g. ">= 2x")'
+                ) from None
+            raise ValueError(str(exc)) from None
 
     return check
 
