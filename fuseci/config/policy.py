@@ -8,7 +8,6 @@ frozen objects; parse errors are raised as :class:`ValueError` for the loader to
 
 from __future__ import annotations
 
-import difflib
 import enum
 import math
 import operator
@@ -18,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from fuseci.wording import did_you_mean
 
 
 class _BriefRepr(reprlib.Repr):
@@ -133,7 +134,6 @@ class Tolerance:
 # Written so that no input backtracks more than linearly (suite files are untrusted input):
 # every repetition is followed by something it cannot match.
 _TOL_RE = re.compile(r"^(?:±|\+/?-)?\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%$")
-_TOL_WORDS = ("exact", "off")
 
 
 def parse_tolerance(text: object) -> Tolerance:
@@ -153,10 +153,9 @@ def parse_tolerance(text: object) -> Tolerance:
         return Tolerance(text=text, relative=None)
     m = _TOL_RE.match(s)
     if not m:
-        close = difflib.get_close_matches(s, _TOL_WORDS, n=1) if len(s) < 20 else []
-        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ValueError(
-            f"cannot parse tolerance {brief_repr(text)}: {hint}write 'exact', 'off' or a percentage below 100% like '3%'"
+            f"cannot parse tolerance {brief_repr(text)}: {did_you_mean(s, ('exact', 'off'))}write 'exact', 'off' or "
+            "a percentage below 100% like '3%'"
         )
     value = float(m.group(1)) / 100.0
     if value >= 1.0:
