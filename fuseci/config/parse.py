@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from fuseci.config.model import (
     Variant,
     randint_range,
 )
-from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_tolerance
+from fuseci.config.policy import brief_repr, parse_tolerance
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import SuiteError
 
@@ -81,18 +80,14 @@ class _Where:
         self.problems.append(self.error(where, message, line or int(getattr(node, "line", 0) or 0)))
 
 
-def _case_name(index: int, node: object) -> str:
-    case_id = node.get("id") if isinstance(node, dict) else None
-    return f"case {brief_repr(case_id)}" if names.is_id(case_id) else f"cases[{index}]"
-
-
 def _place(data: Any, loc: v.Loc) -> tuple[str, int]:
     """The field path and the line of ``loc`` in the loaded document: ``case 'c1'.inputs.x`` for
     ``('cases', 0, 'inputs', 'x')``; the line of its last key (or of the mapping it names)."""
     where, node, line = "", data, int(getattr(data, "line", 0) or 0)
     for i, step in enumerate(loc):
         if where == "cases" and isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
-            where = _case_name(step, node[step])
+            case_id = node[step].get("id") if isinstance(node[step], dict) else None
+            where = f"case {brief_repr(case_id)}" if names.is_id(case_id) else f"cases[{step}]"
         elif isinstance(step, int) and isinstance(node, list):
             where = f"{where}[{step}]"
         else:
@@ -132,14 +127,8 @@ def _node(data: Any, loc: v.Loc) -> Any:
 
 
 def _unique_ids(w: _Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
-    """Keep a problem for every id that repeats an earlier one, letter case ignored
-    (:func:`~fuseci.config.names.id_key`).
-
-    Args:
-        w: Where the problems are kept.
-        kind: What the ids name (``case``, ``variant``), for the message.
-        ids: Each id with its field path and its line, in file order.
-    """
+    """Keep a problem for every id that repeats an earlier one, letter case ignored; ``ids``
+    holds each id with its field path and its line, in file order."""
     first: dict[str, tuple[str, int]] = {}
     for value, where, line in ids:
         key = names.id_key(value)
@@ -160,37 +149,6 @@ def _unique_ids(w: _Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
 # --- building the model: the rules that relate fields -------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Defaults:
-    """The suite's ``defaults:``, for its cases to inherit."""
-
-    dtype: str
-    distribution: str
-    seed: int
-    gates: Mapping[str, Tolerance]
-    stated: frozenset[str]
-    correctness: Correctness | None
-    expect: Mapping[str, Expectation]
-    bytes_allowance: Tolerance
-    framework: str
-
-
-def _defaults(d: doc.Defaults | None) -> _Defaults:
-    d = d or doc.Defaults()
-    builtin_gates = {k: parse_tolerance(t) for k, t in quantities.default_gates().items()}
-    return _Defaults(
-        dtype=d.dtype,
-        distribution=d.distribution,
-        seed=d.seed,
-        gates={**builtin_gates, **(d.gates or {})},
-        stated=frozenset(d.gates or {}),
-        correctness=_correctness(d.correctness, None),
-        expect=dict(d.expect or {}),
-        bytes_allowance=d.bytes_allowance or parse_tolerance(DEFAULT_BYTES_ALLOWANCE),
-        framework=d.framework or DEFAULT_FRAMEWORK,
-    )
-
-
 def _correctness(block: doc.CorrectnessDoc | None, base: Correctness | None) -> Correctness | None:
     """The stated tolerances (a key left out keeps ``base``'s, or the float32 default); None when
     neither this block nor ``base`` states any: each output's dtype sets them."""
@@ -200,7 +158,7 @@ def _correctness(block: doc.CorrectnessDoc | None, base: Correctness | None) -> 
     return Correctness(**{k: getattr(block if k in block.model_fields_set else start, k) for k in ("rtol", "atol")})
 
 
-def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: _Defaults) -> tuple[InputSpec, ...]:
+def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: doc.Defaults) -> tuple[InputSpec, ...]:
     found: list[InputSpec] = []
     inputs_node = node.get("inputs", {})
     for name, i in c.inputs.items():
@@ -230,10 +188,8 @@ def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: _Defaults) -> t
     return tuple(found)
 
 
-def _variants(
-    w: _Where, where: str, c: doc.CaseDoc, node: Any, expect: Mapping[str, Expectation], d: _Defaults
-) -> tuple[Variant, ...]:
-    vnode = node.get("variants", {})
+def _variants(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: doc.Defaults, framework: str) -> tuple[Variant, ...]:
+    vnode, expect = node.get("variants", {}), {**(d.expect or {}), **(c.expect or {})}
     variants: list[Variant] = []
     for vid, spec in c.variants.items():
         vwhere, raw = _sub(f"{where}.variants", vid), vnode.get(vid)
@@ -244,7 +200,7 @@ def _variants(
         elif vid == UNFUSED and (long.baseline or long.caught_by):
             why = "the unfused variant is what every gain is measured against: it takes no baseline or caught_by"
             w.add(vwhere, why, vnode, vid)
-        fw = long.framework or c.framework or d.framework
+        fw = long.framework or framework
         variants.append(
             Variant(
                 id=vid,
@@ -363,17 +319,17 @@ def _check_frameworks(
                 break
 
 
-def _case(w: _Where, c: doc.CaseDoc, node: Any, d: _Defaults) -> Case:
+def _case(w: _Where, c: doc.CaseDoc, node: Any, d: doc.Defaults) -> Case:
     where = f"case {brief_repr(c.id)}"
     inputs = _inputs(w, where, c, node, d)
     params = dict(c.params or {})
     clash = sorted(set(params) & set(c.inputs))
     if clash:
         w.add(f"{where}.params", f"{clash} also named as inputs; rename the param or the input", node, "params")
-    expect = {**d.expect, **(c.expect or {})}
-    framework = c.framework or d.framework
-    variants = _variants(w, where, c, node, expect, d)
+    framework = c.framework or d.framework or DEFAULT_FRAMEWORK
+    variants = _variants(w, where, c, node, d, framework)
     _check_frameworks(w, where, inputs, node.get("inputs", {}), variants, framework if c.reference else None)
+    builtin_gates = {k: parse_tolerance(t) for k, t in quantities.default_gates().items()}
     return Case(
         id=c.id,
         description=c.description,
@@ -382,12 +338,12 @@ def _case(w: _Where, c: doc.CaseDoc, node: Any, d: _Defaults) -> Case:
         variants=variants,
         reference=c.reference,
         framework=framework,
-        correctness=_correctness(c.correctness, d.correctness),
-        gates={**d.gates, **(c.gates or {})},
-        stated_gates=d.stated | frozenset(c.gates or {}),
+        correctness=_correctness(c.correctness, _correctness(d.correctness, None)),
+        gates={**builtin_gates, **(d.gates or {}), **(c.gates or {})},
+        stated_gates=frozenset(d.gates or {}) | frozenset(c.gates or {}),
         line=int(getattr(node, "line", 0) or 0),
         reference_line=_line_of(node, "reference"),
-        bytes_allowance=c.bytes_allowance or d.bytes_allowance,
+        bytes_allowance=c.bytes_allowance or d.bytes_allowance or parse_tolerance(DEFAULT_BYTES_ALLOWANCE),
         min_bytes=c.min_bytes,
     )
 
@@ -442,7 +398,7 @@ def read_suite(data: object, path: Path) -> SuiteRead:
     _unique_ids(w, "case", [(c["id"], f"case {brief_repr(c['id'])}", int(getattr(c, "line", 0) or 0)) for c in listed])
     suite = None
     if suite_doc is not None:
-        d = _defaults(suite_doc.defaults)
+        d = suite_doc.defaults or doc.Defaults()
         cases = tuple(_case(w, c, node, d) for c, node in zip(suite_doc.cases, data["cases"], strict=True))
         suite = Suite(
             name=suite_doc.suite,
@@ -474,7 +430,7 @@ def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) 
     elsewhere (their shape problems are said already): their own rules are checked, and they
     are returned for the checks beyond the file, so that one pass says every problem."""
     try:
-        defaults = _defaults(doc.Defaults.model_validate(data.get("defaults") or {}))
+        defaults = doc.Defaults.model_validate(data.get("defaults") or {})
     except ValidationError:
         return None
     cases = []
@@ -505,10 +461,7 @@ def check_suite(path: str | Path) -> SuiteRead:
 
 
 def load_suite(path: str | Path) -> Suite:
-    """Read and validate a suite file.
-
-    Reading is bounded (:data:`MAX_FILE_BYTES`, :data:`MAX_NODES`, :data:`MAX_DEPTH`) and safe:
-    no Python objects are constructed and no function the suite names is imported.
+    """Read and validate a suite file, safely and within bounds (nothing it names is imported).
 
     Raises:
         SuiteError: the file is missing, unreadable, too large, not UTF-8 YAML, or fails

@@ -1,9 +1,5 @@
-"""Comparison policies parsed from the short strings suites use.
-
-A *tolerance* bounds how far a gated quantity may move from its baseline before the verdict
-changes (``"exact"``, ``"3%"``, ``"off"``). An *expectation* is an absolute bound that holds
-with or without a baseline (``">= 2.5x"``). Both are parsed once, when the suite loads, into
-frozen objects; parse errors are raised as :class:`ValueError` for the loader to place.
+"""Comparison policies parsed from the short strings suites use: a *tolerance* against the
+baseline (``"3%"``) and an *expectation*, an absolute bound (``">= 2.5x"``).
 """
 
 from __future__ import annotations

@@ -72,11 +72,7 @@ def _site_dirs() -> list[str]:
 
 
 def _read_source(path: Path) -> bytes | None:
-    """A source file's bytes, or None when it is larger than :data:`MAX_SOURCE_BYTES`.
-
-    Raises:
-        OSError: it cannot be read.
-    """
+    """A source file's bytes, or None when it is larger than :data:`MAX_SOURCE_BYTES` (OSError when unreadable)."""
     with path.open("rb") as f:
         raw = f.read(MAX_SOURCE_BYTES + 1)
     return raw if len(raw) <= MAX_SOURCE_BYTES else None

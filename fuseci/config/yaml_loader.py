@@ -1,12 +1,6 @@
-"""A bounded, safe YAML reader for suite files: plain data only, every value's line kept.
-
-A suite names code to run, so it is trusted as code is (docs/SECURITY.md). A malformed,
-truncated or hostile file must still fail with a one-line message that names the file, the
-line and the fix, in bounded time and memory, and without running anything: no Python objects
-are constructed, nothing is imported, and the limits below cap the work.
-
-Mappings come back as :class:`LineDict`, which remembers the line the mapping starts on and
-the line of each of its keys, so that a validation error can point at the offending key.
+"""A bounded, safe YAML reader for suite files: plain data only, every mapping a
+:class:`LineDict` that keeps its keys' lines. A hostile file fails in one line, in bounded time
+and memory, with nothing run (docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -68,13 +62,8 @@ class _Refused(yaml.MarkedYAMLError):
 
 
 class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
-    """Composes nodes like PyYAML's composer, counting them and their depth as it goes.
-
-    Each alias counts as many nodes as the node it names holds (its *expanded* size), so the
-    count is what a walk of the loaded data would visit; composing stops at :data:`MAX_NODES`
-    or :data:`MAX_DEPTH`, before a bomb is built or a deep document overflows the stack.
-    Constructs and resolves like SafeLoader; the loaders below add a parser.
-    """
+    """Composes nodes like PyYAML's composer (and constructs like SafeLoader), stopping at
+    :data:`MAX_NODES`, an alias counted as its expanded size, or :data:`MAX_DEPTH`."""
 
     if TYPE_CHECKING:  # provided by the parser each loader mixes in
 
@@ -216,11 +205,7 @@ def _construct_int(loader: _BoundedComposer, node: Any) -> Any:
 
 
 def _guarded(construct: Any) -> Any:
-    """Wrap a scalar constructor so that a value it cannot read is a located YAML error.
-
-    PyYAML's own constructors raise ValueError, KeyError and the like for ``!!bool maybe``,
-    ``!!int x`` or the date ``2024-13-01``.
-    """
+    """A scalar constructor whose errors (``!!int x``, the date ``2024-13-01``) are located YAML errors."""
 
     def guarded(loader: _BoundedComposer, node: Any) -> Any:
         try:
@@ -262,12 +247,7 @@ def kind(value: object) -> str:
 
 
 def _open_without_waiting(path: Path) -> BinaryIO:
-    """Open for reading; a FIFO that no one writes to reads as empty instead of hanging ``open``
-    (a pipe that someone writes to, as from a shell's ``<(...)``, still reads whole).
-
-    Raises:
-        OSError: as ``open`` (IsADirectoryError for a directory).
-    """
+    """Open for reading; a FIFO that no one writes to reads as empty instead of hanging ``open``."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
