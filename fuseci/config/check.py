@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.config import names
+from fuseci.config.dtypes import FRAMEWORKS
 from fuseci.config.model import Case, Suite
 from fuseci.config.parse import check_suite
 from fuseci.config.resolve import ModuleFinder, Parameters, Unresolved, parameters, resolve_suite, suite_finder
@@ -265,8 +266,6 @@ def _mismatches(given: Sequence[str], takes: Parameters) -> list[str]:
 
 
 _TYPES: dict[str, tuple[type, ...]] = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,)}
-#: The package a framework's arrays come from, as a module imports it.
-_FRAMEWORK_PACKAGE = {"cupy": "cupy", "torch": "torch"}
 
 
 def _a(word: str) -> str:
@@ -286,11 +285,10 @@ def _type_problems(params: dict[str, object], takes: Parameters) -> list[str]:
 
 
 def _framework_problem(framework: str, takes: Parameters) -> str:
-    """Why a function whose module imports one framework and not the other cannot take the
-    case's arrays, or ``""``."""
-    own = _FRAMEWORK_PACKAGE.get(framework)
-    others = [f for f, package in _FRAMEWORK_PACKAGE.items() if package in takes.module_imports and f != framework]
-    if own is None or own in takes.module_imports or len(others) != 1:
+    """Why a function whose module imports one framework (a package of that name) and not the
+    other cannot take the case's arrays, or ``""``."""
+    others = [f for f in FRAMEWORKS if f in takes.module_imports and f != framework]
+    if framework not in FRAMEWORKS or framework in takes.module_imports or len(others) != 1:
         return ""
     return (
         f"is given {framework} arrays (framework: {framework}), but its module imports {others[0]} and not "

@@ -51,8 +51,7 @@ from fuseci.config.values import (
 
 
 def _tolerance_schema(which: str, default: str) -> Schema:
-    description = f"{which} tolerance (default: by the output's dtype, {default} for float32)."
-    return Schema(lambda: {"type": "number", "minimum": 0, "description": description})
+    return number_schema(f"{which} tolerance (default: by the output's dtype, {default} for float32).", minimum=0)
 
 
 class CorrectnessDoc(v.Model):

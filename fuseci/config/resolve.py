@@ -111,8 +111,6 @@ def _editable_map() -> dict[str, Path]:
     directories (installed there by a ``.pth`` file) and map names that are on no search path."""
     found: dict[str, Path] = {}
     for directory in dict.fromkeys(Path(d) for d in _site_dirs()):
-        if not directory.is_dir():
-            continue
         for finder in sorted([*directory.glob("__editable__*finder.py"), *directory.glob("_editable_impl_*.py")]):
             for name, where in _editable_entries(finder).items():
                 found.setdefault(name, where)

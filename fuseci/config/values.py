@@ -166,27 +166,23 @@ def _non_negative_int(value: object) -> int:
     return value
 
 
+def number_schema(description: str, kind: str = "number", **more: Any) -> Schema:
+    """The JSON Schema of a number of ``kind`` (``number``, ``integer``), with ``more`` rules."""
+    return Schema(lambda: {"type": kind, **more, "description": description})
+
+
 Seed = Annotated[
     int,
     PlainValidator(_non_negative_int),
-    Schema(
-        lambda: {
-            "type": "integer",
-            "minimum": 0,
-            "description": "Base seed; each tensor gets its own stream from it (default 0).",
-        }
-    ),
+    number_schema("Base seed; each tensor gets its own stream from it (default 0).", "integer", minimum=0),
 ]
 Bytes = Annotated[
     int,
     PlainValidator(_non_negative_int),
-    Schema(
-        lambda: {
-            "type": "integer",
-            "minimum": 0,
-            "description": "The case's minimum DRAM bytes, when fuseci's derivation (inputs + unfused outputs) "
-            "does not fit.",
-        }
+    number_schema(
+        "The case's minimum DRAM bytes, when fuseci's derivation (inputs + unfused outputs) does not fit.",
+        "integer",
+        minimum=0,
     ),
 ]
 
@@ -228,10 +224,6 @@ def non_negative(value: object) -> float:
     if number < 0:
         raise ValueError(f"must be a non-negative number, got {number:g}")
     return number
-
-
-def number_schema(description: str) -> Schema:
-    return Schema(lambda: {"type": "number", "description": description})
 
 
 def flag(value: object) -> bool:

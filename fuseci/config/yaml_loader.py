@@ -228,8 +228,7 @@ def _register_constructors(loader: Any) -> None:
     loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-_register_constructors(_PyLoader)
-_register_constructors(_Loader)
+_register_constructors(_BoundedComposer)
 
 
 def _short_tag(tag: str) -> str:
