@@ -42,8 +42,8 @@ from fuseci.config.values import (
     SuiteFileId,
     finite,
     flag,
+    json_schema,
     non_negative,
-    number_schema,
     pattern_schema,
     positive,
     shown,
@@ -51,7 +51,9 @@ from fuseci.config.values import (
 
 
 def _tolerance_schema(which: str, default: str) -> Schema:
-    return number_schema(f"{which} tolerance (default: by the output's dtype, {default} for float32).", minimum=0)
+    return json_schema(
+        "number", f"{which} tolerance (default: by the output's dtype, {default} for float32).", minimum=0
+    )
 
 
 class CorrectnessDoc(v.Model):
@@ -100,14 +102,7 @@ class Ncu(v.Model):
     timeout: Annotated[
         float,
         PlainValidator(positive),
-        Schema(
-            lambda: {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "default": 1800,
-                "description": "Seconds for the whole profiled run.",
-            }
-        ),
+        json_schema("number", "Seconds for the whole profiled run.", exclusiveMinimum=0, default=1800),
     ] = 1800.0
 
 
@@ -121,10 +116,10 @@ class Input(v.Model):
     dtype: Dtype | None = None
     distribution: Distribution | None = None
     seed: Seed | None = None
-    low: Annotated[Finite, number_schema("Lower bound for uniform and randint (default 0).")] = 0.0
-    high: Annotated[Finite, number_schema("Upper bound for uniform and randint (default 1).")] = 1.0
-    mean: Annotated[Finite, number_schema("Mean for normal (default 0).")] = 0.0
-    std: Annotated[Finite, number_schema("Standard deviation for normal (default 1; must be positive).")] = 1.0
+    low: Annotated[Finite, json_schema("number", "Lower bound for uniform and randint (default 0).")] = 0.0
+    high: Annotated[Finite, json_schema("number", "Upper bound for uniform and randint (default 1).")] = 1.0
+    mean: Annotated[Finite, json_schema("number", "Mean for normal (default 0).")] = 0.0
+    std: Annotated[Finite, json_schema("number", "Standard deviation for normal (default 1; must be positive).")] = 1.0
 
 
 #: Most ``allow_new`` patterns of one ledger.
@@ -163,13 +158,11 @@ class LedgerDoc(v.Model):
     graphs: Annotated[
         Union[int, None],  # noqa: UP007
         PlainValidator(_graphs),
-        Schema(
-            lambda: {
-                "type": "integer",
-                "minimum": 1,
-                "description": "How many graphs the compiled forward must be (1: no graph break allowed); another "
-                "count is a broken case. Default: any.",
-            }
+        json_schema(
+            "integer",
+            "How many graphs the compiled forward must be (1: no graph break allowed); another count is a broken "
+            "case. Default: any.",
+            minimum=1,
         ),
     ] = None
     repeats: Annotated[
@@ -373,12 +366,9 @@ class SuiteDoc(v.Model):
     planted: Annotated[
         bool,
         PlainValidator(flag),
-        Schema(
-            lambda: {
-                "type": "boolean",
-                "description": "A suite of planted regressions (variants with caught_by); `fuseci run` without "
-                "suite arguments skips it.",
-            }
+        json_schema(
+            "boolean",
+            "A suite of planted regressions (variants with caught_by); `fuseci run` without suite arguments skips it.",
         ),
     ] = False
 

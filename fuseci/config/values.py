@@ -94,6 +94,11 @@ def _text(value: object) -> str:
     return value
 
 
+def json_schema(json_type: str, description: str, **more: Any) -> Schema:
+    """The JSON Schema of a value of ``json_type`` (``string``, ``integer``...), with ``more`` rules."""
+    return Schema(lambda: {"type": json_type, **more, "description": description})
+
+
 Description = Annotated[
     str, PlainValidator(_text), Schema(lambda: {"type": ["string", "null"], "description": "One line for reports."})
 ]
@@ -116,12 +121,10 @@ def _ref(value: object) -> str:
 Ref = Annotated[
     str,
     PlainValidator(_ref),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": f"^{_DOTTED}:{_DOTTED}$",
-            "description": "A 'module:function' reference, e.g. 'kernels.elementwise:scale_relu_add_fused'.",
-        }
+    json_schema(
+        "string",
+        "A 'module:function' reference, e.g. 'kernels.elementwise:scale_relu_add_fused'.",
+        pattern=f"^{_DOTTED}:{_DOTTED}$",
     ),
 ]
 """A ``module:function`` reference, checked as text (nothing is imported)."""
@@ -166,22 +169,17 @@ def _non_negative_int(value: object) -> int:
     return value
 
 
-def number_schema(description: str, kind: str = "number", **more: Any) -> Schema:
-    """The JSON Schema of a number of ``kind`` (``number``, ``integer``), with ``more`` rules."""
-    return Schema(lambda: {"type": kind, **more, "description": description})
-
-
 Seed = Annotated[
     int,
     PlainValidator(_non_negative_int),
-    number_schema("Base seed; each tensor gets its own stream from it (default 0).", "integer", minimum=0),
+    json_schema("integer", "Base seed; each tensor gets its own stream from it (default 0).", minimum=0),
 ]
 Bytes = Annotated[
     int,
     PlainValidator(_non_negative_int),
-    number_schema(
-        "The case's minimum DRAM bytes, when fuseci's derivation (inputs + unfused outputs) does not fit.",
+    json_schema(
         "integer",
+        "The case's minimum DRAM bytes, when fuseci's derivation (inputs + unfused outputs) does not fit.",
         minimum=0,
     ),
 ]
@@ -332,37 +330,31 @@ _TOLERANCE_PATTERN = (
 ToleranceText = Annotated[
     Tolerance,
     PlainValidator(_policy(parse_tolerance)),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": _TOLERANCE_PATTERN,
-            "description": "How far a gain may move from its baseline: 'exact', 'off' (reported, never gated) or a "
-            "percentage below 100% like '3%' (also '±3%', '+-3%'). Quote 'off': a bare off is YAML's false.",
-        }
+    json_schema(
+        "string",
+        "How far a gain may move from its baseline: 'exact', 'off' (reported, never gated) or a percentage below "
+        "100% like '3%' (also '±3%', '+-3%'). Quote 'off': a bare off is YAML's false.",
+        pattern=_TOLERANCE_PATTERN,
     ),
 ]
 ExpectationText = Annotated[
     Expectation,
     PlainValidator(_policy(parse_expectation)),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": r"^\s*(?:>=|<=|==|>|<)\s*(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*(?:x\s*)?$",
-            "description": "An absolute bound on a fusion gain, checked with or without a baseline: '>= 2.5x', "
-            "'> 2', '<= 1.1x', '< 1', '== 3x'. Quote it: a bare '>' starts a YAML block scalar.",
-        }
+    json_schema(
+        "string",
+        "An absolute bound on a fusion gain, checked with or without a baseline: '>= 2.5x', '> 2', '<= 1.1x', "
+        "'< 1', '== 3x'. Quote it: a bare '>' starts a YAML block scalar.",
+        pattern=r"^\s*(?:>=|<=|==|>|<)\s*(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*(?:x\s*)?$",
     ),
 ]
 Allowance = Annotated[
     Tolerance,
     PlainValidator(_allowance),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": _TOLERANCE_PATTERN,
-            "description": "How far above the case's minimum DRAM bytes (every input read once, every output "
-            "written once) a fused variant's DRAM bytes may be: a percentage like '10%', 'exact' or 'off'.",
-        }
+    json_schema(
+        "string",
+        "How far above the case's minimum DRAM bytes (every input read once, every output written once) a fused "
+        "variant's DRAM bytes may be: a percentage like '10%', 'exact' or 'off'.",
+        pattern=_TOLERANCE_PATTERN,
     ),
 ]
 
