@@ -127,8 +127,7 @@ class Tolerance:
         return f"±{digits}%"
 
 
-# Written so that no input backtracks more than linearly (suite files are untrusted input):
-# every repetition is followed by something it cannot match.
+# Linear: every repetition is followed by something it cannot match (suite files are untrusted).
 _TOL_RE = re.compile(r"^(?:±|\+/?-)?\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%$")
 
 

@@ -25,9 +25,8 @@ from fuseci.errors import SuiteError
 
 #: Largest suite file read; the shipped suites are a few KiB.
 MAX_FILE_BYTES = 1 << 20
-#: Most YAML nodes in a document, counting every alias as a copy of what it names: what any
-#: walk of the loaded data visits. SafeLoader shares aliased objects, so an alias bomb is small
-#: in memory, but a walk of it (a repr, a check, a schema validator) is exponential.
+#: Most YAML nodes in a document, counting every alias as a copy of what it names: what any walk
+#: of the loaded data visits (an alias bomb is small in memory, but exponential to walk).
 MAX_NODES = 100_000
 #: Deepest nesting of mappings and lists; a suite needs about 7 levels.
 MAX_DEPTH = 64
@@ -35,8 +34,7 @@ MAX_DEPTH = 64
 MAX_INT_CHARS = 64
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
-# What YAML itself allows in a stream (PyYAML's Reader uses the same set); checked up front to
-# say where the offending character is.
+# What YAML allows in a stream (as PyYAML's Reader), checked up front to say where a bad character is.
 _NOT_YAML_CHARS = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -289,12 +287,9 @@ def read_text(path: Path) -> str:
         at = bad.start()
         line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
         code = ord(bad.group())
-        if code == 0:
-            what, hint = "a NUL byte", " (is this a binary file?)"
-        elif code < 0x20 or 0x7F <= code <= 0x9F:
-            what, hint = f"control character U+{code:04X}", ""
-        else:
-            what, hint = f"character U+{code:04X}", ""
+        control = "control " if code < 0x20 or 0x7F <= code <= 0x9F else ""
+        what = "a NUL byte" if code == 0 else f"{control}character U+{code:04X}"
+        hint = " (is this a binary file?)" if code == 0 else ""
         raise SuiteError(f"{path}:{line}:{column}: {what} is not allowed in YAML; remove it{hint}")
     return text
 
