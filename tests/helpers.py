@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 
+from fuseci.config.model import Case, Suite, Variant
 from fuseci.frames import metrics
 from fuseci.ledger import launches
 from fuseci.ledger.launches import KernelRow
@@ -71,6 +72,16 @@ def relaxed_elementwise_text() -> str:
             case.pop("expect", None)
             case["bytes_allowance"] = "off"
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def case_of(suite: Suite, case_id: str) -> Case:
+    """The suite's case with this id."""
+    return next(c for c in suite.cases if c.id == case_id)
+
+
+def variant_of(case: Case, variant_id: str) -> Variant:
+    """The case's variant with this id."""
+    return next(v for v in case.variants if v.id == variant_id)
 
 
 # --- files and processes ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import ROOT, variant_of
 from philox import encode_host, host_values
 
 from fuseci.config import names
@@ -89,7 +89,7 @@ def test_only_the_variant_that_takes_cupy_arrays_is_named(tmp_path: Path) -> Non
 )  # fmt: skip
 def test_declared_kernel_counts(tmp_path: Path, count: str, low: int, high: int | None, said: str) -> None:
     suite = _load(tmp_path, extra=f"        kernels: {{'triton_.*': {count}}}")
-    (rule,) = suite.cases[0].variant("fused").kernels
+    (rule,) = variant_of(suite.cases[0], "fused").kernels
     assert (rule.pattern, rule.low, rule.high, rule.describe()) == ("triton_.*", low, high, said)
     assert rule.holds(low) and not rule.holds(low - 1) and (high is None or not rule.holds(high + 1))
 

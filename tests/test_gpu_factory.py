@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import case_of, variant_of
 from typer.testing import CliRunner
 
 from fuseci.cli import app
@@ -124,7 +125,7 @@ def test_every_process_builds_the_same_weights_and_variants_share_them(root: Pat
     path.parent.mkdir()
     path.write_text(SUITE + SUITE.split("cases:\n", 1)[1].replace("id: prenorm", "id: prenorm_other"))
     suite = load_suite(path)
-    case, other = suite.case("prenorm"), suite.case("prenorm_other")
+    case, other = case_of(suite, "prenorm"), case_of(suite, "prenorm_other")
 
     def weights(c) -> dict[str, torch.Tensor]:
         return Models(c, lambda ref: resolve(ref, [root])).module(c.variants[0]).state_dict()
@@ -133,8 +134,8 @@ def test_every_process_builds_the_same_weights_and_variants_share_them(root: Pat
     assert all(torch.equal(first[k], second[k]) for k in first)
     assert not all(torch.equal(first[k], third[k]) for k in first if first[k].dtype.is_floating_point)
     models = Models(case, lambda ref: resolve(ref, [root]))
-    assert models.module(case.variant("unfused")) is models.module(case.variant("compiled"))
-    assert not models.module(case.variant("unfused")).training  # put in eval mode
+    assert models.module(variant_of(case, "unfused")) is models.module(variant_of(case, "compiled"))
+    assert not models.module(variant_of(case, "unfused")).training  # put in eval mode
 
 
 def test_a_graph_compiled_for_dynamic_shapes_records_its_sizes_and_gets_a_minimum(

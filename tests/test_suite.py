@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from helpers import MINIMAL_SUITE, SUITES, write
+from helpers import MINIMAL_SUITE, SUITES, case_of, variant_of, write
 
 from fuseci.config.model import UNFUSED
 from fuseci.config.parse import load_suite
@@ -21,14 +21,14 @@ def test_shipped_suites_load(path: Path) -> None:
 
 
 def test_elementwise_defaults_and_overrides(elementwise) -> None:
-    case = elementwise.case("scale_relu_add")
+    case = case_of(elementwise, "scale_relu_add")
     assert [i.name for i in case.inputs] == ["x", "y"]
     assert case.inputs[0].shape == (67108864,)
     assert case.inputs[0].seed != case.inputs[1].seed  # each tensor gets its own stream
     assert str(case.gates["launches"]) == "exact"
     assert case.gates["dram__bytes.sum"].relative == pytest.approx(0.01)
-    assert case.variant("fused").expect["dram__bytes.sum"].bound == 2.0
-    assert elementwise.case("bias_gelu").correctness.atol == 1e-5
+    assert variant_of(case, "fused").expect["dram__bytes.sum"].bound == 2.0
+    assert case_of(elementwise, "bias_gelu").correctness.atol == 1e-5
     assert elementwise.ncu.clock_control == "none"
     assert elementwise.ncu.cache_control == "all"
 
@@ -52,7 +52,7 @@ def _error(tmp_path: Path, text: str) -> str:
 def test_good_minimal_suite(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path / "s.yaml", GOOD))
     assert suite.name == "demo"
-    assert suite.case("c1").gates["gpu__time_duration.sum"].relative == pytest.approx(0.10)
+    assert case_of(suite, "c1").gates["gpu__time_duration.sum"].relative == pytest.approx(0.10)
 
 
 def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import CLEAN_REPORT, H200_BASELINES, REPORTS, ROOT, write
+from helpers import CLEAN_REPORT, H200_BASELINES, REPORTS, ROOT, case_of, variant_of, write
 
 from fuseci.config.check import check_files
 from fuseci.config.model import COMPILE_MODES, CompileOptions
@@ -75,7 +75,7 @@ def _variant(spec: str) -> str:
 
 
 def test_a_factory_variant_loads_with_its_compile_options_and_seed(tmp_path: Path) -> None:
-    case = _load(tmp_path, SUITE).case("prenorm")
+    case = case_of(_load(tmp_path, SUITE), "prenorm")
     unfused, compiled, tuned = case.variants
     assert [v.fn for v in case.variants] == [FACTORY] * 3
     assert unfused.factory is not None and unfused.factory.compile is None  # eager
@@ -94,13 +94,13 @@ def test_a_factory_variant_loads_with_its_compile_options_and_seed(tmp_path: Pat
 
 def test_the_fn_form_is_as_it_was(tmp_path: Path) -> None:
     text = _variant("{fn: a.b:c, framework: torch, ledger: true}")
-    tuned = _load(tmp_path, text).case("prenorm").variant("tuned")
+    tuned = variant_of(case_of(_load(tmp_path, text), "prenorm"), "tuned")
     assert tuned.fn == "a.b:c" and tuned.factory is None and tuned.ledger is not None
 
 
 def test_a_ledger_on_a_compiled_factory_is_taken(tmp_path: Path) -> None:
     tuned = _load(tmp_path, _variant(f"{{factory: {FACTORY}, compile: true, ledger: {{graphs: 1}}}}"))
-    assert tuned.case("prenorm").variant("tuned").ledger.graphs == 1
+    assert variant_of(case_of(tuned, "prenorm"), "tuned").ledger.graphs == 1
 
 
 MESSAGES = {
@@ -182,7 +182,7 @@ def test_the_documented_factory_example_validates_and_loads(tmp_path: Path) -> N
     assert example
     case = _load(tmp_path, example.group(1)).cases[0]
     assert [v.factory is not None for v in case.variants] == [True, True]
-    assert case.variant("compiled").ledger is not None and case.variant("compiled").factory.compile.fullgraph
+    assert variant_of(case, "compiled").ledger is not None and variant_of(case, "compiled").factory.compile.fullgraph
 
 
 # --- the harness, with a stand-in for PyTorch ---------------------------------------------------------
@@ -266,7 +266,7 @@ def test_one_module_per_factory_built_under_the_case_s_seed_eager_and_compiled(
 ) -> None:
     from fuseci.harness.case_runner import _calls
 
-    case = _fake_case(tmp_path).case("prenorm")
+    case = case_of(_fake_case(tmp_path), "prenorm")
     calls, reference = _calls(case, [tmp_path])
     built = sys.modules["fake_factories"].BUILT
     assert built == [(256, 4)]  # once for three variants, with the case's params
@@ -292,7 +292,7 @@ def test_a_named_reference_is_used_instead_of_the_module_s_copy(fake_torch: type
     from fuseci.harness.case_runner import _calls
 
     write(tmp_path / "fake_reference.py", "def ref(x, mask, d, heads):\n    return x\n")
-    _, reference = _calls(_fake_case(tmp_path, reference="fake_reference:ref").case("prenorm"), [tmp_path])
+    _, reference = _calls(case_of(_fake_case(tmp_path, reference="fake_reference:ref"), "prenorm"), [tmp_path])
     assert reference is not None and not reference.model and reference.who == "reference fake_reference:ref"
 
 
@@ -326,7 +326,7 @@ def test_a_broken_factory_is_the_case_s_error_in_one_line_and_exit_3(
     from fuseci.store import baselines as bl
 
     suite = _fake_case(tmp_path, unfused=factory)
-    case = suite.case("prenorm")
+    case = case_of(suite, "prenorm")
     with pytest.raises(HarnessError) as info:
         _calls(case, [tmp_path])
     assert expected in str(info.value) and "\n" not in str(info.value), info.value
@@ -353,7 +353,7 @@ def test_the_record_holds_the_compile_options_of_the_variants_that_compile(tmp_p
     from fuseci.harness.factory import noted
     from fuseci.records.harness import write_record
 
-    case = _load(tmp_path, SUITE).case("prenorm")
+    case = case_of(_load(tmp_path, SUITE), "prenorm")
     record = noted(case, CaseRecord("prenorm", CaseStatus.OK))
     assert record.compile_options == {
         "compiled": {"mode": "default", "fullgraph": False, "dynamic": None},
@@ -371,7 +371,7 @@ def test_a_case_without_compiled_factories_records_as_before(tmp_path: Path) -> 
     from fuseci.harness.factory import noted
 
     eager_only = SUITE.split("      compiled:")[0] + f"      again:\n        factory: {FACTORY}\n"
-    eager = _load(tmp_path, eager_only).case("prenorm")
+    eager = case_of(_load(tmp_path, eager_only), "prenorm")
     record = CaseRecord("prenorm", CaseStatus.OK)
     assert noted(eager, record) is record
     harness = HarnessRecord(suite="blocks", env={}, cases={"prenorm": record})

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, case_of, variant_of, write
 
 from fuseci.config import yaml_loader as suite_mod
 from fuseci.config.parse import load_suite
@@ -266,7 +266,7 @@ def test_merge_keys_may_be_overridden(tmp_path: Path, loader: str) -> None:
         "      y: {<<: *big, high: 3}\n"
         "    variants: {unfused: a.b:c, fused: a.b:d}\n"
     )
-    case = load_suite(write(tmp_path / "s.yaml", text)).case("c1")
+    case = case_of(load_suite(write(tmp_path / "s.yaml", text)), "c1")
     assert [(i.name, i.high, i.distribution) for i in case.inputs] == [("x", 2.0, "uniform"), ("y", 3.0, "uniform")]
 
 
@@ -331,5 +331,5 @@ def test_no_function_the_suite_names_is_imported(tmp_path: Path, monkeypatch: py
     monkeypatch.syspath_prepend(str(tmp_path))
     text = GOOD.replace("kernels.elementwise:scale_relu_add_fused", "pkg_fuseci_probe:f")
     suite = load_suite(write(tmp_path / "s.yaml", text + "    reference: pkg_fuseci_probe:f\n"))
-    assert suite.case("c1").variant("fused").fn == "pkg_fuseci_probe:f"
+    assert variant_of(case_of(suite, "c1"), "fused").fn == "pkg_fuseci_probe:f"
     assert not marker.exists()

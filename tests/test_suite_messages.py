@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, case_of, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -234,7 +234,7 @@ def test_a_top_level_key_left_empty_means_its_default(tmp_path: Path, key: str) 
 
 @pytest.mark.parametrize("key", ["params", "gates", "expect", "correctness", "reference", "description"])
 def test_a_case_key_left_empty_means_its_default(tmp_path: Path, key: str) -> None:
-    case = load_suite(write(tmp_path / "s.yaml", GOOD + f"    {key}:\n")).case("c1")
+    case = case_of(load_suite(write(tmp_path / "s.yaml", GOOD + f"    {key}:\n")), "c1")
     assert case.params == {} and case.reference is None and case.description == ""
     assert str(case.gates["launches"]) == "exact"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import MINIMAL_SUITE, ROOT, SUITES, invoke, write
+from helpers import MINIMAL_SUITE, ROOT, SUITES, invoke, variant_of, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -103,7 +103,7 @@ def test_the_schema_and_the_loader_take_the_same_ledgers(tmp_path: Path) -> None
     for spec in ("true", "false", "{}", "{allow_new: ['triton_.*', x], graphs: 1}", "{allow_new: 'x.*'}"):
         text = "defaults: {framework: torch}\n" + GOOD.replace(_FUSED, f"fused: {{fn: a:b, ledger: {spec}}}")
         assert _schema_errors(yaml.safe_load(text)) == [], spec
-        assert load_suite(write(tmp_path / "s.yaml", text)).cases[0].variant("fused").fn == "a:b"
+        assert variant_of(load_suite(write(tmp_path / "s.yaml", text)).cases[0], "fused").fn == "a:b"
 
 
 SHIPPED = sorted(SUITES.glob("*.yaml")) + sorted((ROOT / "tests" / "data" / "suites").glob("*.yaml"))

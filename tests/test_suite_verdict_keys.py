@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import MINIMAL_SUITE, write
+from helpers import MINIMAL_SUITE, variant_of, write
 
 from fuseci.config import names
 from fuseci.config.model import LedgerSpec
@@ -69,8 +69,8 @@ def _with_candidate(spec: str) -> str:
 
 def test_a_candidate_is_judged_against_another_variants_baseline(tmp_path: Path) -> None:
     (case,) = _load(tmp_path, _with_candidate("{fn: 'kernels.mutants:scale_relu_add_rereads', baseline: fused}")).cases
-    v2 = case.variant("v2")
-    assert v2.candidate_for == "fused" and v2.judged_as == "fused" and case.variant("fused").judged_as == "fused"
+    v2 = variant_of(case, "v2")
+    assert v2.candidate_for == "fused" and v2.judged_as == "fused" and variant_of(case, "fused").judged_as == "fused"
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_no_chains_of_baselines(tmp_path: Path) -> None:
 def test_planted_suite_and_caught_by(tmp_path: Path) -> None:
     text = "planted: true\n" + _with_candidate("{fn: 'm:f', baseline: fused, caught_by: bytes}")
     suite = _load(tmp_path, text)
-    assert suite.planted and suite.cases[0].variant("v2").caught_by == ("bytes",)
+    assert suite.planted and variant_of(suite.cases[0], "v2").caught_by == ("bytes",)
     assert "planted: expected true or false" in _error(tmp_path, "planted: yes please\n" + MINIMAL_SUITE)
     unfused = MINIMAL_SUITE.replace(
         "      unfused: kernels.elementwise:scale_relu_add_unfused\n",
@@ -155,8 +155,8 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 )  # fmt: skip
 def test_a_ledger_is_true_or_a_mapping(tmp_path: Path, spec: str, expected: LedgerSpec | None) -> None:
     (case,) = _load(tmp_path, _ledger_suite(spec)).cases
-    assert case.variant("compiled").ledger == expected
-    assert case.variant("fused").ledger is None and case.variant("unfused").ledger is None
+    assert variant_of(case, "compiled").ledger == expected
+    assert variant_of(case, "fused").ledger is None and variant_of(case, "unfused").ledger is None
 
 
 def test_a_bad_allow_new_pattern_names_its_place_the_pattern_and_the_error(tmp_path: Path) -> None:
@@ -206,13 +206,15 @@ def test_only_a_variant_taking_torch_tensors_has_a_ledger(tmp_path: Path) -> Non
     assert ":9: case 'c1'.variants.compiled.ledger: audits a torch.compile'd forward" in problem
     assert "variant 'compiled' takes cupy arrays; set `framework: torch`" in problem
     (case,) = _load(tmp_path, _ledger_suite(", ledger: true, framework: torch", head="")).cases
-    assert case.variant("compiled").ledger == LedgerSpec() and case.variant("compiled").framework == "torch"
+    assert variant_of(case, "compiled").ledger == LedgerSpec() and variant_of(case, "compiled").framework == "torch"
 
 
 def test_a_planted_variant_caught_by_the_ledger_states_its_own_and_its_baselines(tmp_path: Path) -> None:
     planted = "{fn: 'm:g', baseline: compiled, caught_by: [ledger]%s}"
     (case,) = _load(tmp_path, _ledger_suite(", ledger: true", planted % ", ledger: {graphs: 1}")).cases
-    assert case.variant("planted").caught_by == ("ledger",) and case.variant("planted").ledger == LedgerSpec((), 1)
+    assert variant_of(case, "planted").caught_by == ("ledger",) and variant_of(case, "planted").ledger == LedgerSpec(
+        (), 1
+    )
     (own,) = _problems(tmp_path, _ledger_suite(", ledger: {graphs: 1}", planted % ""))
     assert ":11: case 'c1'.variants.planted.caught_by: names 'ledger', but the variant has no ledger" in own
     assert "(a planted variant inherits none): add `ledger: true` to it" in own
@@ -225,7 +227,7 @@ def test_a_planted_variant_inherits_no_ledger(tmp_path: Path) -> None:
     (case,) = _load(
         tmp_path, _ledger_suite(", ledger: true", "{fn: 'm:g', baseline: compiled, caught_by: [bytes]}")
     ).cases
-    assert case.variant("compiled").ledger == LedgerSpec() and case.variant("planted").ledger is None
+    assert variant_of(case, "compiled").ledger == LedgerSpec() and variant_of(case, "planted").ledger is None
 
 
 def test_fuseci_check_reports_every_ledger_problem_at_its_line(tmp_path: Path) -> None:

@@ -1,17 +1,7 @@
-"""Checking suite files as a whole, on any machine, before a GPU is involved (``fuseci check``,
-and ``fuseci run`` before it measures anything).
-
-Each file is read and validated, every problem of it found in one pass
-(:func:`fuseci.config.parse.check_suite`); then the files are checked together: two files whose
-``suite:`` ids differ at most in letter case would share one baseline file; and every
-``module:function`` must resolve, read from source and never imported
-(:mod:`fuseci.config.resolve`), and take the case's inputs and params by the names the case gives
-them, as the harness calls it (:func:`parameter_problems`). Every problem is kept, with the file
-and the line, so that one pass shows them all.
-
-Besides problems, a file may carry *notes*, which fail nothing: a reference whose names could
-not be read from source is *not verified* (never called valid), and a case whose inputs are
-smaller than :data:`L2_SPAN` times the largest L2 of the cards fuseci knows gets a warning.
+"""Checking suite files as a whole before a GPU is involved (``fuseci check``, and ``fuseci run``
+before it measures): each file, then the files together (suite ids, ``module:function``
+references and their parameters). Every problem is kept with its file and line; notes (not
+verified, small inputs) fail nothing.
 """
 
 from __future__ import annotations
@@ -21,21 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuseci.config import names
+from fuseci.config.dtypes import FRAMEWORKS
 from fuseci.config.model import Case, Suite
 from fuseci.config.parse import check_suite
 from fuseci.config.resolve import ModuleFinder, Parameters, Unresolved, parameters, resolve_suite, suite_finder
 from fuseci.config.values import shown, yaml_number_hint
 from fuseci.wording import did_you_mean
 
-#: Problems listed per file; a hostile file can hold tens of thousands, and the first ones are
-#: what to fix first.
+#: Problems listed per file (a hostile file can hold tens of thousands).
 MAX_LISTED = 50
 
 #: The L2 cache of the data-centre cards fuseci knows, in bytes, as the CUDA driver reports it.
 KNOWN_L2_BYTES: dict[str, int] = {"H100": 50 << 20, "H200": 60 << 20}
-#: A case's inputs should span this many times the L2, so that DRAM traffic is real: the writes
-#: of a smaller case stay in L2 and ncu's DRAM byte counts miss them. The timed run's input
-#: rotation uses the same factor (``fuseci.harness.event_timing.L2_SPAN``).
+#: A case's inputs should span this many times the L2, or its writes stay in L2 and ncu's DRAM
+#: byte counts miss them (``fuseci.harness.event_timing.L2_SPAN`` too).
 L2_SPAN = 4
 
 
@@ -187,16 +176,15 @@ def _read(path: Path, resolve: bool) -> FileCheck:
 def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
     """Suites whose ids are equal, letter case ignored (on macOS and Windows they would share one
     baseline file), by index of the file."""
-    by_key: dict[str, list[int]] = {}
+    by_key: dict[str, list[tuple[int, Suite]]] = {}
     for i, f in enumerate(files):
         if f.suite is not None:
-            by_key.setdefault(names.id_key(f.suite.name), []).append(i)
+            by_key.setdefault(names.id_key(f.suite.name), []).append((i, f.suite))
     found: dict[int, list[SuiteProblem]] = {}
     for same in by_key.values():
-        suites = [s for s in (files[i].suite for i in same) if s is not None]
-        for i, suite in zip(same, suites, strict=True) if len(same) > 1 else ():
-            others = ", ".join(f"{o.path}:{o.line}" for o in suites if o is not suite)
-            alike = {o.name for o in suites} == {suite.name}
+        for i, suite in same if len(same) > 1 else ():
+            others = ", ".join(f"{o.path}:{o.line}" for _, o in same if o is not suite)
+            alike = {o.name for _, o in same} == {suite.name}
             what = (
                 f"duplicate suite id {suite.name!r}"
                 if alike
@@ -207,15 +195,14 @@ def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
                 "file (ids are compared ignoring case, as macOS and Windows compare file names) and would delete "
                 "each other's cases from it: give each file its own id"
             )
-            found.setdefault(i, []).append(SuiteProblem(suite.path, suite.line, message, suite.name))
+            found[i] = [SuiteProblem(suite.path, suite.line, message, suite.name)]
     return found
 
 
 def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
     """A warning when the case's inputs are under :data:`L2_SPAN` times the largest L2 of
-    :data:`KNOWN_L2_BYTES` (the runner's card is unknown here). A warning, not an error: small
-    cases have their uses, but measure the cache as well as DRAM. None for a model case (a
-    variant with a ledger): its ledger judges each kernel's global bytes, whatever the L2 kept."""
+    :data:`KNOWN_L2_BYTES` (the runner's card is unknown here); None for a model case (a variant
+    with a ledger), whose ledger judges each kernel's global bytes whatever the L2 kept."""
     if any(v.ledger is not None for v in case.variants):
         return None
     total = sum(spec.nbytes for spec in case.inputs)
@@ -279,8 +266,6 @@ def _mismatches(given: Sequence[str], takes: Parameters) -> list[str]:
 
 
 _TYPES: dict[str, tuple[type, ...]] = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,)}
-#: The package a framework's arrays come from, as a module imports it.
-_FRAMEWORK_PACKAGE = {"cupy": "cupy", "torch": "torch"}
 
 
 def _a(word: str) -> str:
@@ -300,11 +285,10 @@ def _type_problems(params: dict[str, object], takes: Parameters) -> list[str]:
 
 
 def _framework_problem(framework: str, takes: Parameters) -> str:
-    """Why a function whose module imports one framework and not the other cannot take the
-    case's arrays, or ``""``."""
-    own = _FRAMEWORK_PACKAGE.get(framework)
-    others = [f for f, package in _FRAMEWORK_PACKAGE.items() if package in takes.module_imports and f != framework]
-    if own is None or own in takes.module_imports or len(others) != 1:
+    """Why a function whose module imports one framework (a package of that name) and not the
+    other cannot take the case's arrays, or ``""``."""
+    others = [f for f in FRAMEWORKS if f in takes.module_imports and f != framework]
+    if framework not in FRAMEWORKS or framework in takes.module_imports or len(others) != 1:
         return ""
     return (
         f"is given {framework} arrays (framework: {framework}), but its module imports {others[0]} and not "
@@ -313,11 +297,9 @@ def _framework_problem(framework: str, takes: Parameters) -> str:
 
 
 def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]:
-    """Every variant and reference whose function does not fit its case, as the harness calls
-    it (by keyword): a GPU kernel named as a function; a parameter the case does not give, or a
-    name it gives that no parameter takes (a factory takes params only); a param whose type
-    contradicts the parameter's annotation or default; a variant given the arrays of a framework
-    its module does not import, where it imports the other. A function whose parameters its
+    """Every variant and reference whose function does not fit its case as the harness calls it
+    (by keyword): a GPU kernel, a parameter not given or a name not taken, a param of the wrong
+    type, arrays of a framework its module does not import. A function whose parameters its
     source cannot show is not checked."""
     read: dict[str, Parameters | None] = {}
     out: list[SuiteProblem] = []

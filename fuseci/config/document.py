@@ -1,11 +1,6 @@
-"""The suite file's shape, declared once: pydantic models of the YAML document.
-
-:mod:`fuseci.config.parse` validates a loaded document with :class:`SuiteDoc` (every problem of
-the file in one pass, each with its place) and builds the frozen :mod:`fuseci.config.model` from
-it; :mod:`fuseci.config.schema` generates the suite's JSON Schema from the same models. A value's
-own rules (an id, a tolerance, a shape) are its type's validator, declared in
-:mod:`fuseci.config.values`; rules that relate fields or depend on the suite's defaults are
-checked in :mod:`fuseci.config.parse`. docs/SUITES.md ("Writing a suite") documents the format.
+"""The suite file's shape, declared once: pydantic models of the YAML document, which
+:mod:`fuseci.config.parse` validates with and :mod:`fuseci.config.schema` writes the JSON Schema
+of. A value's own rules are its type's, in :mod:`fuseci.config.values`.
 """
 
 from __future__ import annotations
@@ -47,8 +42,8 @@ from fuseci.config.values import (
     SuiteFileId,
     finite,
     flag,
+    json_schema,
     non_negative,
-    number_schema,
     pattern_schema,
     positive,
     shown,
@@ -56,8 +51,9 @@ from fuseci.config.values import (
 
 
 def _tolerance_schema(which: str, default: str) -> Schema:
-    description = f"{which} tolerance (default: by the output's dtype, {default} for float32)."
-    return Schema(lambda: {"type": "number", "minimum": 0, "description": description})
+    return json_schema(
+        "number", f"{which} tolerance (default: by the output's dtype, {default} for float32).", minimum=0
+    )
 
 
 class CorrectnessDoc(v.Model):
@@ -106,14 +102,7 @@ class Ncu(v.Model):
     timeout: Annotated[
         float,
         PlainValidator(positive),
-        Schema(
-            lambda: {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "default": 1800,
-                "description": "Seconds for the whole profiled run.",
-            }
-        ),
+        json_schema("number", "Seconds for the whole profiled run.", exclusiveMinimum=0, default=1800),
     ] = 1800.0
 
 
@@ -127,10 +116,10 @@ class Input(v.Model):
     dtype: Dtype | None = None
     distribution: Distribution | None = None
     seed: Seed | None = None
-    low: Annotated[Finite, number_schema("Lower bound for uniform and randint (default 0).")] = 0.0
-    high: Annotated[Finite, number_schema("Upper bound for uniform and randint (default 1).")] = 1.0
-    mean: Annotated[Finite, number_schema("Mean for normal (default 0).")] = 0.0
-    std: Annotated[Finite, number_schema("Standard deviation for normal (default 1; must be positive).")] = 1.0
+    low: Annotated[Finite, json_schema("number", "Lower bound for uniform and randint (default 0).")] = 0.0
+    high: Annotated[Finite, json_schema("number", "Upper bound for uniform and randint (default 1).")] = 1.0
+    mean: Annotated[Finite, json_schema("number", "Mean for normal (default 0).")] = 0.0
+    std: Annotated[Finite, json_schema("number", "Standard deviation for normal (default 1; must be positive).")] = 1.0
 
 
 #: Most ``allow_new`` patterns of one ledger.
@@ -169,13 +158,11 @@ class LedgerDoc(v.Model):
     graphs: Annotated[
         Union[int, None],  # noqa: UP007
         PlainValidator(_graphs),
-        Schema(
-            lambda: {
-                "type": "integer",
-                "minimum": 1,
-                "description": "How many graphs the compiled forward must be (1: no graph break allowed); another "
-                "count is a broken case. Default: any.",
-            }
+        json_schema(
+            "integer",
+            "How many graphs the compiled forward must be (1: no graph break allowed); another count is a broken "
+            "case. Default: any.",
+            minimum=1,
         ),
     ] = None
     repeats: Annotated[
@@ -379,12 +366,9 @@ class SuiteDoc(v.Model):
     planted: Annotated[
         bool,
         PlainValidator(flag),
-        Schema(
-            lambda: {
-                "type": "boolean",
-                "description": "A suite of planted regressions (variants with caught_by); `fuseci run` without "
-                "suite arguments skips it.",
-            }
+        json_schema(
+            "boolean",
+            "A suite of planted regressions (variants with caught_by); `fuseci run` without suite arguments skips it.",
         ),
     ] = False
 

@@ -1,15 +1,6 @@
 """The element types an input may have, each declared once: its size, how the harness keeps it
-on the device, which array frameworks can hold it, and the correctness tolerances that fit it.
-
-bfloat16 and the two float8 formats have no NumPy or CuPy dtype of their own: the harness keeps
-them as raw bits (``uint16``, ``uint8``) and hands them to a framework that has them (PyTorch) as
-a view of those bits, with no copy. Their values come from the same float64 draw as every other
-float input, rounded to float32 and then to the format, to nearest with ties to even, as
-PyTorch's conversions round; a draw beyond the format's largest finite value becomes that value
-(the formats' own conversions would make it inf or NaN, which no input should hold).
-
-The default tolerances (:attr:`DType.correctness`) apply to an output of that dtype when the
-suite states none; docs/SUITES.md has the table and the reasons.
+on the device (bfloat16 and float8 as raw bits, viewed by PyTorch), which array frameworks can
+hold it, and its default correctness tolerances (docs/SUITES.md has the reasons).
 """
 
 from __future__ import annotations
@@ -92,17 +83,14 @@ _TORCH = ("torch",)
 DTYPES: dict[str, DType] = {
     d.name: d
     for d in (
-        # float32 and wider: the tolerances fuseci always had (a few hundred float32 ulps).
         DType("float64", 8, "float", "float64", _BOTH),
         DType("float32", 4, "float", "float32", _BOTH),
-        # 16-bit floats: 2 and 4 machine epsilons, for eager code that rounds every
-        # intermediate to the type at magnitudes of a few (the default inputs are normal(0, 1)).
+        # 16-bit floats: 2 and 4 machine epsilons.
         DType("float16", 2, "float", "float16", _BOTH, rtol=2 * 2.0**-10, atol=4 * 2.0**-10),
         DType(
             "bfloat16", 2, "float", "uint16", _TORCH, rtol=2 * _BF16.epsilon, atol=4 * _BF16.epsilon, minifloat=_BF16
         ),
-        # float8 outputs are roundings of wider values: one step of the format apart at most,
-        # and the smallest normal value near zero.
+        # float8: one step of the format, and the smallest normal value near zero.
         DType(
             "float8_e4m3fn",
             1,

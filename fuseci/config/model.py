@@ -53,10 +53,7 @@ REPLAY_MODES = ("kernel", "application")
 #: Default allowance of a fused variant's DRAM bytes over the case's minimum.
 DEFAULT_BYTES_ALLOWANCE = "10%"
 
-#: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`):
-#: ``kernels`` is the variant's declared kernels (:class:`KernelRule`), ``compile`` a compilation
-#: or autotuning inside its measured range, ``ledger`` its compiled forward's fusion ledger
-#: (:class:`LedgerSpec`).
+#: What a planted variant's ``caught_by`` may name besides a gated quantity (see :class:`Variant`).
 CHECK_NAMES = ("correctness", "inventory", "bytes", "kernels", "compile", "ledger")
 
 _OFF = parse_tolerance("off")
@@ -109,8 +106,7 @@ class Correctness:
 @dataclass(frozen=True, slots=True)
 class KernelRule:
     """Kernels a variant declares it must launch: how many of its kernels a name pattern matches
-    (``triton_.*fused.*: 1``: exactly one, so a graph break's two or an eager fallback's none
-    fails the first run, with or without a baseline)."""
+    (``triton_.*fused.*: 1``: exactly one)."""
 
     pattern: str
     """A regular expression, matched against the whole kernel name as ncu reports it."""
@@ -143,8 +139,7 @@ class LedgerSpec:
     """Regular expressions (whole kernel names) of kernels that may appear with no counterpart
     in the baseline without failing the build."""
     graphs: int | None = None
-    """How many graphs the compiled forward must be (1: no graph break); None: any. A forward
-    with another count is a broken case (exit 3), named with Dynamo's break reasons."""
+    """How many graphs the compiled forward must be (1: no graph break); None: any."""
     repeats: str = "once"
     """``once``: a launch repeating an earlier one's configuration in the same forward is not
     profiled again, but counted with the first one's measurement; ``every``: each is profiled."""
@@ -229,8 +224,8 @@ class Case:
     variants: tuple[Variant, ...]
     """``unfused`` first, then the fused variants in file order."""
     reference: str | None
-    """Optional ``module:function`` float64 reference (NumPy in, NumPy out). Without one, a case
-    whose variants name a factory is checked against a float64 copy of the factory's module."""
+    """Optional ``module:function`` float64 reference (NumPy in, NumPy out); without one, a factory's
+    case is checked against a float64 copy of its module."""
     correctness: Correctness | None
     """Output tolerances the suite states; None: each output's dtype sets them
     (:attr:`fuseci.config.dtypes.DType.correctness`)."""
@@ -249,20 +244,8 @@ class Case:
     """The array framework the reference takes its float64 inputs in (the case's, or the
     suite's default); each variant may name its own."""
     stated_gates: frozenset[str] = frozenset()
-    """The quantities whose gate the suite states (under ``gates:`` of its defaults or the
-    case), as opposed to fuseci's defaults: an instruction count is gated across a rebuild of its
-    kernels only where the suite asks (:class:`fuseci.config.quantities.Counted`)."""
-
-    def variant(self, variant_id: str) -> Variant:
-        """The variant with this id.
-
-        Raises:
-            KeyError: no such variant.
-        """
-        for v in self.variants:
-            if v.id == variant_id:
-                return v
-        raise KeyError(variant_id)
+    """The quantities whose gate the suite states (in its defaults or the case), as opposed to
+    fuseci's defaults (:class:`fuseci.config.quantities.Counted` tells why it matters)."""
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -289,9 +272,8 @@ class NcuSettings:
     timeout_s: float = 1800.0
     """Wall-clock limit for the whole profiled run."""
     tma: bool = True
-    """Count the bytes the TMA loads and stores (:func:`fuseci.config.quantities.ncu_metrics`): the
-    counters of cuBLAS's and cuDNN's Hopper kernels, at two more replay passes per kernel. Not part
-    of the environment fingerprint: where it is off, those counts are simply not judged."""
+    """Count the bytes the TMA loads and stores, at two more replay passes per kernel; not part of
+    the environment fingerprint (where off, those counts are not judged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,14 +305,3 @@ class Suite:
     def timed(self) -> bool:
         """True when any case gates the CUDA-event speedup, so ``fuseci run`` times the suite."""
         return any(c.gates.get(names.EVENT_TIME, _OFF).enabled for c in self.cases)
-
-    def case(self, case_id: str) -> Case:
-        """The case with this id.
-
-        Raises:
-            KeyError: no such case.
-        """
-        for c in self.cases:
-            if c.id == case_id:
-                return c
-        raise KeyError(case_id)

@@ -1,10 +1,5 @@
-"""Names shared by every layer: NVTX ranges, ncu metrics, frame columns, gated quantities.
-
-ncu metric names are kept verbatim end to end (frames, baselines, JSON). What each quantity is
-(its sources, aggregation, gate, label and unit) is declared once, in
-:mod:`fuseci.config.quantities`; the constants here name the quantities that code treats
-specially. This module imports nothing heavy so that the harness,
-which runs under ncu, starts fast.
+"""Names shared by every layer: NVTX ranges, ncu metrics (verbatim end to end), frame columns,
+and the quantities that code treats specially (:mod:`fuseci.config.quantities` declares them all).
 """
 
 from __future__ import annotations
@@ -39,21 +34,14 @@ def range_name(suite: str, case: str, variant: str, again: int = 0) -> str:
 
 
 def range_filter(suite: str) -> str:
-    """The ``--nvtx-include`` expression that selects every variant range of ``suite``.
-
-    The trailing ``/`` makes ncu match push/pop ranges; ``regex:`` is needed because a plain
-    expression would be taken literally.
-    """
+    """The ``--nvtx-include`` expression that selects every variant range of ``suite`` (the
+    trailing ``/`` matches push/pop ranges)."""
     return f"regex:^{RANGE_PREFIX}:{re.escape(suite)}:.*/"
 
 
 def parse_range(name: str) -> tuple[str, str, str, int] | None:
-    """Split a range name into (suite, case, variant, repeat), or None if it is not one of ours.
-
-    A variant's first profiled pass is ``fuseci:<suite>:<case>:<variant>``; a repeat of it (when
-    a baseline is recorded, each variant is profiled more than once, to learn which counters
-    repeat) appends its number: ``...:<variant>:1``.
-    """
+    """Split a range name into (suite, case, variant, repeat), or None if it is not one of ours
+    (a repeated profiled pass appends its number: ``...:<variant>:1``)."""
     parts = name.split(":")
     if len(parts) not in (4, 5) or parts[0] != RANGE_PREFIX:
         return None
@@ -68,10 +56,8 @@ def parse_range(name: str) -> tuple[str, str, str, int] | None:
     return suite, case, variant, again
 
 
-#: The range a ledger variant's harness opens around each launch it profiles (``fuseci-launch:R:N``:
-#: the N-th launch of the measured call, in the R-th run of a compiled graph) and around each
-#: launch that repeats an earlier one's configuration (``fuseci-repeat:R:N``), which ncu leaves
-#: out (:func:`repeat_filter`) and the report reader counts with the earlier one's measurement.
+#: The ranges a ledger variant's harness opens around each launch it profiles, and around each
+#: launch that repeats an earlier one's configuration (left out by :func:`repeat_filter`).
 LAUNCH_PREFIX = "fuseci-launch"
 REPEAT_PREFIX = "fuseci-repeat"
 
@@ -135,13 +121,11 @@ DURATION = "gpu__time_duration.sum"
 OCC_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
 OCC_THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
 L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
-#: What the SMs ask of memory, counted exactly (docs/BENCHMARKS.md, "Exact counters"): L2
-#: sectors read, global bytes loaded and stored through the LSU pipe, warp instructions executed.
+#: What the SMs ask of memory and execute, counted exactly (docs/BENCHMARKS.md, "Exact counters").
 L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
 GLOBAL_LOAD_BYTES = "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_STORE_BYTES = "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"
-#: What Hopper's tensor memory accelerator (TMA) moves between L2 and the SMs: it bypasses the
-#: LSU pipe, so the two counters above read 0 for a cuBLAS GEMM or a cuDNN attention kernel.
+#: What Hopper's tensor memory accelerator (TMA) moves between L2 and the SMs, bypassing the LSU pipe.
 TMA_LOAD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"
 TMA_STORE_BYTES = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -189,13 +173,10 @@ EVENT_TIME_MIN = "event_time.min"
 EVENT_TIME_MAX = "event_time.max"
 """Slowest timed call, ns."""
 HOST_TIME = "host_time"
-"""Median wall time, ns, from a call's start to its return on the host, while the GPU still works
-through the calls queued before it: small for a call that only launches, as long as the queue
-for a call that waits for the GPU."""
+"""Median wall time, ns, from a call's start to its return on the host, with the GPU still busy."""
 HOST_BLOCKING = "host_blocking"
-"""Fraction of probe calls that returned only after earlier GPU work (a spin kernel queued
-first) had finished: 0 for a call that never waits for the GPU, 1 for one that synchronises
-every time (a device-to-host copy, a stream or device synchronisation)."""
+"""Fraction of probe calls that returned only after earlier GPU work had finished (0: never
+waits for the GPU; 1: synchronises every time)."""
 MIN_BYTES = "min_bytes"
 """Fewest DRAM bytes the case can move: every input read once, every output written once."""
 BYTES_RATIO = "dram_bytes_over_min"
@@ -203,8 +184,7 @@ BYTES_RATIO = "dram_bytes_over_min"
 
 DRAM_PEAK = "dram_peak_bytes_per_second"
 """Informational environment field (never part of the fingerprint): the card's peak DRAM
-bandwidth in bytes/s as ncu's :data:`DRAM_PCT_PEAK` implies it (a kernel's DRAM bytes over its
-duration, divided by that percentage), the roof that reports draw achieved bandwidth against."""
+bandwidth in bytes/s as ncu's :data:`DRAM_PCT_PEAK` implies it."""
 
 
 #: Fingerprint fields of the array frameworks a suite's functions use, present only where a suite

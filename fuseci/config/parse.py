@@ -1,17 +1,13 @@
 """Suite validation: a loaded YAML document → the frozen :mod:`fuseci.config.model`, or a
-one-line :class:`~fuseci.errors.SuiteError` per problem, naming the file, the line and the field path.
-
-The document's shape is declared once, in :mod:`fuseci.config.document`, and checked by pydantic,
-which finds every problem of the shape in one pass; the rules that relate fields or inherit the
-suite's defaults are checked here, as the model is built. docs/SUITES.md ("Writing a suite")
-documents the format with a complete example.
+one-line :class:`~fuseci.errors.SuiteError` per problem, naming the file, the line and the field
+path. pydantic checks the shape (:mod:`fuseci.config.document`); the rules that relate fields or
+inherit the suite's defaults are checked here.
 """
 
 from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,19 +33,13 @@ from fuseci.config.model import (
     Variant,
     randint_range,
 )
-from fuseci.config.policy import Expectation, Tolerance, brief_repr, parse_tolerance
+from fuseci.config.policy import brief_repr, parse_tolerance
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import SuiteError
 
 #: The JSON Schema of suite files, for editors and other tools (installed with the package;
 #: generated from :mod:`fuseci.config.document` by ``python -m fuseci.config.schema``).
 SCHEMA_FILE = Path(fuseci.__file__).with_name("suite.schema.json")
-
-#: The framework a ledger's variant takes its inputs in: the ledger audits a ``torch.compile``'d forward.
-_LEDGER_FRAMEWORK = "torch"
-#: The check a planted variant names in ``caught_by`` to be caught by its ledger (the judge's
-#: ``CheckKind.LEDGER``, one of :data:`~fuseci.config.model.CHECK_NAMES`).
-_LEDGER_CHECK = "ledger"
 
 _SIMPLE_KEY = re.compile(r"\A[A-Za-z0-9_.\-]{1,80}\Z")
 
@@ -90,18 +80,14 @@ class _Where:
         self.problems.append(self.error(where, message, line or int(getattr(node, "line", 0) or 0)))
 
 
-def _case_name(index: int, node: object) -> str:
-    case_id = node.get("id") if isinstance(node, dict) else None
-    return f"case {brief_repr(case_id)}" if names.is_id(case_id) else f"cases[{index}]"
-
-
 def _place(data: Any, loc: v.Loc) -> tuple[str, int]:
     """The field path and the line of ``loc`` in the loaded document: ``case 'c1'.inputs.x`` for
     ``('cases', 0, 'inputs', 'x')``; the line of its last key (or of the mapping it names)."""
     where, node, line = "", data, int(getattr(data, "line", 0) or 0)
     for i, step in enumerate(loc):
         if where == "cases" and isinstance(step, int) and isinstance(node, list) and 0 <= step < len(node):
-            where = _case_name(step, node[step])
+            case_id = node[step].get("id") if isinstance(node[step], dict) else None
+            where = f"case {brief_repr(case_id)}" if names.is_id(case_id) else f"cases[{step}]"
         elif isinstance(step, int) and isinstance(node, list):
             where = f"{where}[{step}]"
         else:
@@ -124,33 +110,25 @@ def _shape_problems(w: _Where, exc: ValidationError, data: Any) -> None:
         message = p.message
         if p.type == "missing" and p.key in doc.EXAMPLES:
             message += f" (e.g. {doc.EXAMPLES[str(p.key)]})"
-        at = p.loc[:-1] if p.on_key or p.type == "extra_forbidden" else p.loc
-        where, line = _place(data, at)
-        if p.on_key or p.type == "extra_forbidden":
-            parent, _ = _node(data, at)
-            line = _line_of(parent, p.key) or line
+        on_key = p.on_key or p.type == "extra_forbidden"
+        where, line = _place(data, p.loc[:-1] if on_key else p.loc)
+        if on_key:
+            line = _line_of(_node(data, p.loc[:-1]), p.key) or line
         w.problems.append(w.error(where, message, line))
 
 
-def _node(data: Any, loc: v.Loc) -> tuple[Any, bool]:
-    node = data
+def _node(data: Any, loc: v.Loc) -> Any:
     for step in loc:
         try:
-            node = node[step]
+            data = data[step]
         except (KeyError, IndexError, TypeError):
-            return None, False
-    return node, True
+            return None
+    return data
 
 
 def _unique_ids(w: _Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
-    """Keep a problem for every id that repeats an earlier one, letter case ignored
-    (:func:`~fuseci.config.names.id_key`).
-
-    Args:
-        w: Where the problems are kept.
-        kind: What the ids name (``case``, ``variant``), for the message.
-        ids: Each id with its field path and its line, in file order.
-    """
+    """Keep a problem for every id that repeats an earlier one, letter case ignored; ``ids``
+    holds each id with its field path and its line, in file order."""
     first: dict[str, tuple[str, int]] = {}
     for value, where, line in ids:
         key = names.id_key(value)
@@ -171,37 +149,6 @@ def _unique_ids(w: _Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
 # --- building the model: the rules that relate fields -------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Defaults:
-    """The suite's ``defaults:``, for its cases to inherit."""
-
-    dtype: str
-    distribution: str
-    seed: int
-    gates: Mapping[str, Tolerance]
-    stated: frozenset[str]
-    correctness: Correctness | None
-    expect: Mapping[str, Expectation]
-    bytes_allowance: Tolerance
-    framework: str
-
-
-def _defaults(d: doc.Defaults | None) -> _Defaults:
-    d = d or doc.Defaults()
-    builtin_gates = {k: parse_tolerance(t) for k, t in quantities.default_gates().items()}
-    return _Defaults(
-        dtype=d.dtype,
-        distribution=d.distribution,
-        seed=d.seed,
-        gates={**builtin_gates, **(d.gates or {})},
-        stated=frozenset(d.gates or {}),
-        correctness=_correctness(d.correctness, None),
-        expect=dict(d.expect or {}),
-        bytes_allowance=d.bytes_allowance or parse_tolerance(DEFAULT_BYTES_ALLOWANCE),
-        framework=d.framework or DEFAULT_FRAMEWORK,
-    )
-
-
 def _correctness(block: doc.CorrectnessDoc | None, base: Correctness | None) -> Correctness | None:
     """The stated tolerances (a key left out keeps ``base``'s, or the float32 default); None when
     neither this block nor ``base`` states any: each output's dtype sets them."""
@@ -211,7 +158,7 @@ def _correctness(block: doc.CorrectnessDoc | None, base: Correctness | None) -> 
     return Correctness(**{k: getattr(block if k in block.model_fields_set else start, k) for k in ("rtol", "atol")})
 
 
-def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: _Defaults) -> tuple[InputSpec, ...]:
+def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: doc.Defaults) -> tuple[InputSpec, ...]:
     found: list[InputSpec] = []
     inputs_node = node.get("inputs", {})
     for name, i in c.inputs.items():
@@ -241,57 +188,43 @@ def _inputs(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: _Defaults) -> t
     return tuple(found)
 
 
-def _variants(
-    w: _Where, where: str, c: doc.CaseDoc, node: Any, expect: Mapping[str, Expectation], d: _Defaults
-) -> tuple[Variant, ...]:
-    framework, seed = c.framework or d.framework, d.seed
-    vnode = node.get("variants", {})
+def _variants(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: doc.Defaults, framework: str) -> tuple[Variant, ...]:
+    vnode, expect = node.get("variants", {}), {**(d.expect or {}), **(c.expect or {})}
     variants: list[Variant] = []
     for vid, spec in c.variants.items():
-        vwhere = _sub(f"{where}.variants", vid)
-        long = spec if isinstance(spec, doc.LongVariant) else None
-        own = dict(long.expect or {}) if long else {}
+        vwhere, raw = _sub(f"{where}.variants", vid), vnode.get(vid)
+        long = spec if isinstance(spec, doc.LongVariant) else doc.LongVariant(fn=spec)
+        own = dict(long.expect or {})
         if vid == UNFUSED and own:
             w.add(vwhere, "the unfused variant has no fusion gain to expect anything of", vnode, vid)
-        elif vid == UNFUSED and long and (long.baseline or long.caught_by):
-            w.add(
-                vwhere,
-                "the unfused variant is what every gain is measured against: it takes no baseline or caught_by",
-                vnode,
-                vid,
-            )
-        raw = vnode.get(vid)
-        fw = long.framework if long and long.framework else framework
+        elif vid == UNFUSED and (long.baseline or long.caught_by):
+            why = "the unfused variant is what every gain is measured against: it takes no baseline or caught_by"
+            w.add(vwhere, why, vnode, vid)
+        fw = long.framework or framework
         variants.append(
             Variant(
                 id=vid,
-                fn=(long.fn or long.factory) if long else str(spec),
+                fn=long.fn or long.factory,
                 expect=own if vid == UNFUSED else {**expect, **own},
-                candidate_for=(long.baseline or None) if long else None,
-                caught_by=long.caught_by if long else (),
-                line=_line_of(raw, "factory" if long.factory else "fn") if long else _line_of(vnode, vid),
+                candidate_for=long.baseline or None,
+                caught_by=long.caught_by,
+                line=_line_of(raw, "factory" if long.factory else "fn") if long is spec else _line_of(vnode, vid),
                 framework=fw,
-                kernels=long.kernels if long else (),
+                kernels=long.kernels,
                 ledger=_ledger(long),
-                factory=_factory(w, vwhere, long, raw, fw, seed_for(seed, c.id, long.factory)) if long else None,
+                factory=_factory(w, vwhere, long, raw, fw, seed_for(d.seed, c.id, long.factory)),
             )
         )
+    by_id = {x.id: x for x in variants}
     for var in variants:
-        if var.candidate_for is None:
-            continue
+        bwhere, target = _sub(f"{where}.variants", var.id) + ".baseline", by_id.get(var.candidate_for or "")
         if var.candidate_for in (var.id, UNFUSED):
             why = f"expected the id of another fused variant of this case, got {values.shown(var.candidate_for)}"
-            w.add(_sub(_sub(f"{where}.variants", var.id), "baseline"), why, vnode.get(var.id), "baseline")
-            continue
-        target = next((t for t in variants if t.id == var.candidate_for), None)
-        if target is None or target.candidate_for is not None:
-            why = "is not a variant of this case" if target is None else "is itself judged against another's baseline"
-            w.add(
-                _sub(_sub(f"{where}.variants", var.id), "baseline"),
-                f"{brief_repr(var.candidate_for)} {why}; name a variant of this case that has its own baseline",
-                vnode,
-                var.id,
-            )
+            w.add(bwhere, why, vnode.get(var.id), "baseline")
+        elif var.candidate_for is not None and (target is None or target.candidate_for is not None):
+            what = "is not a variant of this case" if target is None else "is itself judged against another's baseline"
+            why = f"{brief_repr(var.candidate_for)} {what}; name a variant of this case that has its own baseline"
+            w.add(bwhere, why, vnode, var.id)
     _check_ledgers(w, where, variants, vnode)
     _unique_ids(w, "variant", [(x.id, _sub(f"{where}.variants", x.id), _line_of(vnode, x.id)) for x in variants])
     variants.sort(key=lambda x: x.id != UNFUSED)
@@ -311,7 +244,7 @@ def _factory(w: _Where, where: str, long: doc.LongVariant, raw: Any, framework: 
             why = "compiles a factory's module; with fn, call torch.compile inside the function, or name a factory"
             w.add(f"{where}.compile", why, raw, "compile")
         return None
-    if framework != _LEDGER_FRAMEWORK:
+    if framework != "torch":
         why = f"returns a torch.nn.Module, but the variant takes {framework} arrays; set `framework: torch`"
         w.add(f"{where}.factory", f"{why} (in defaults, the case or the variant)", raw, "factory")
     if long.ledger is not False and long.compile is False:
@@ -322,10 +255,10 @@ def _factory(w: _Where, where: str, long: doc.LongVariant, raw: Any, framework: 
     return Factory(seed=seed, compile=compiled)
 
 
-def _ledger(long: doc.LongVariant | None) -> LedgerSpec | None:
+def _ledger(long: doc.LongVariant) -> LedgerSpec | None:
     """The variant's own ``ledger:`` (a variant inherits none: not from its case, nor from the
     variant whose baseline it is judged against)."""
-    if long is None or long.ledger is False:
+    if long.ledger is False:
         return None
     if long.ledger is True:
         return LedgerSpec()
@@ -338,33 +271,27 @@ def _check_ledgers(w: _Where, where: str, variants: list[Variant], vnode: Any) -
     by_id = {x.id: x for x in variants}
     for var in variants:
         vwhere, raw = _sub(f"{where}.variants", var.id), vnode.get(var.id)
-        if var.ledger is not None and var.framework != _LEDGER_FRAMEWORK:
-            w.add(
-                f"{vwhere}.ledger",
+        if var.ledger is not None and var.framework != "torch":
+            why = (
                 f"audits a torch.compile'd forward, but variant {var.id!r} takes {var.framework} arrays; set "
-                f"`framework: {_LEDGER_FRAMEWORK}` (in defaults, the case or the variant), or remove `ledger:`",
-                raw,
-                "ledger",
+                "`framework: torch` (in defaults, the case or the variant), or remove `ledger:`"
             )
-        if _LEDGER_CHECK not in var.caught_by:
+            w.add(f"{vwhere}.ledger", why, raw, "ledger")
+        if "ledger" not in var.caught_by:
             continue
         if var.ledger is None:
-            w.add(
-                f"{vwhere}.caught_by",
-                f"names {_LEDGER_CHECK!r}, but the variant has no ledger (a planted variant inherits none): "
-                "add `ledger: true` to it",
-                raw,
-                "caught_by",
+            why = (
+                "names 'ledger', but the variant has no ledger (a planted variant inherits none): "
+                "add `ledger: true` to it"
             )
+            w.add(f"{vwhere}.caught_by", why, raw, "caught_by")
         target = by_id.get(var.candidate_for or "")
         if target is not None and target.candidate_for is None and target.ledger is None:
-            w.add(
-                f"{vwhere}.caught_by",
-                f"names {_LEDGER_CHECK!r}, but {target.id!r}, whose baseline it is judged against, has no "
-                f"ledger to judge it by: add `ledger: true` to {target.id!r}",
-                raw,
-                "caught_by",
+            why = (
+                f"names 'ledger', but {target.id!r}, whose baseline it is judged against, has no ledger to judge it "
+                f"by: add `ledger: true` to {target.id!r}"
             )
+            w.add(f"{vwhere}.caught_by", why, raw, "caught_by")
 
 
 def _check_frameworks(
@@ -384,27 +311,25 @@ def _check_frameworks(
         kind = dtype(spec.dtype)
         for who, fw in takers:
             if fw not in kind.frameworks:
-                w.add(
-                    _sub(f"{where}.inputs", spec.name),
+                why = (
                     f"{spec.dtype} input, but {who} takes {fw} arrays, which cannot hold {spec.dtype}; "
-                    f"set `framework: {kind.frameworks[0]}` (in defaults, the case or the variant)",
-                    inputs_node,
-                    spec.name,
+                    f"set `framework: {kind.frameworks[0]}` (in defaults, the case or the variant)"
                 )
+                w.add(_sub(f"{where}.inputs", spec.name), why, inputs_node, spec.name)
                 break
 
 
-def _case(w: _Where, c: doc.CaseDoc, node: Any, d: _Defaults) -> Case:
+def _case(w: _Where, c: doc.CaseDoc, node: Any, d: doc.Defaults) -> Case:
     where = f"case {brief_repr(c.id)}"
     inputs = _inputs(w, where, c, node, d)
     params = dict(c.params or {})
     clash = sorted(set(params) & set(c.inputs))
     if clash:
         w.add(f"{where}.params", f"{clash} also named as inputs; rename the param or the input", node, "params")
-    expect = {**d.expect, **(c.expect or {})}
-    framework = c.framework or d.framework
-    variants = _variants(w, where, c, node, expect, d)
+    framework = c.framework or d.framework or DEFAULT_FRAMEWORK
+    variants = _variants(w, where, c, node, d, framework)
     _check_frameworks(w, where, inputs, node.get("inputs", {}), variants, framework if c.reference else None)
+    builtin_gates = {k: parse_tolerance(t) for k, t in quantities.default_gates().items()}
     return Case(
         id=c.id,
         description=c.description,
@@ -413,12 +338,12 @@ def _case(w: _Where, c: doc.CaseDoc, node: Any, d: _Defaults) -> Case:
         variants=variants,
         reference=c.reference,
         framework=framework,
-        correctness=_correctness(c.correctness, d.correctness),
-        gates={**d.gates, **(c.gates or {})},
-        stated_gates=d.stated | frozenset(c.gates or {}),
+        correctness=_correctness(c.correctness, _correctness(d.correctness, None)),
+        gates={**builtin_gates, **(d.gates or {}), **(c.gates or {})},
+        stated_gates=frozenset(d.gates or {}) | frozenset(c.gates or {}),
         line=int(getattr(node, "line", 0) or 0),
         reference_line=_line_of(node, "reference"),
-        bytes_allowance=c.bytes_allowance or d.bytes_allowance,
+        bytes_allowance=c.bytes_allowance or d.bytes_allowance or parse_tolerance(DEFAULT_BYTES_ALLOWANCE),
         min_bytes=c.min_bytes,
     )
 
@@ -473,7 +398,7 @@ def read_suite(data: object, path: Path) -> SuiteRead:
     _unique_ids(w, "case", [(c["id"], f"case {brief_repr(c['id'])}", int(getattr(c, "line", 0) or 0)) for c in listed])
     suite = None
     if suite_doc is not None:
-        d = _defaults(suite_doc.defaults)
+        d = suite_doc.defaults or doc.Defaults()
         cases = tuple(_case(w, c, node, d) for c, node in zip(suite_doc.cases, data["cases"], strict=True))
         suite = Suite(
             name=suite_doc.suite,
@@ -485,14 +410,12 @@ def read_suite(data: object, path: Path) -> SuiteRead:
             planted=suite_doc.planted,
         )
         if suite.planted and not any(v.caught_by for c in cases for v in c.variants):
-            w.add(
-                "planted",
+            why = (
                 "true, but no variant has caught_by: a planted suite holds planted regressions (variants with "
                 "caught_by), and planted: true leaves it out of `fuseci run` and `fuseci ab` without suite arguments; "
-                "plant one (docs/SUITES.md, 'Writing a suite'), or remove planted: true",
-                data,
-                "planted",
+                "plant one (docs/SUITES.md, 'Writing a suite'), or remove planted: true"
             )
+            w.add("planted", why, data, "planted")
     elif isinstance(cases_raw, list):
         suite = _partial(w, data, cases_raw, path)
     # In the order the file reads; on one line, a missing key after the unknown one that may be it, misspelt.
@@ -507,7 +430,7 @@ def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) 
     elsewhere (their shape problems are said already): their own rules are checked, and they
     are returned for the checks beyond the file, so that one pass says every problem."""
     try:
-        defaults = _defaults(doc.Defaults.model_validate(data.get("defaults") or {}))
+        defaults = doc.Defaults.model_validate(data.get("defaults") or {})
     except ValidationError:
         return None
     cases = []
@@ -538,10 +461,7 @@ def check_suite(path: str | Path) -> SuiteRead:
 
 
 def load_suite(path: str | Path) -> Suite:
-    """Read and validate a suite file.
-
-    Reading is bounded (:data:`MAX_FILE_BYTES`, :data:`MAX_NODES`, :data:`MAX_DEPTH`) and safe:
-    no Python objects are constructed and no function the suite names is imported.
+    """Read and validate a suite file, safely and within bounds (nothing it names is imported).
 
     Raises:
         SuiteError: the file is missing, unreadable, too large, not UTF-8 YAML, or fails

@@ -1,14 +1,9 @@
-"""Comparison policies parsed from the short strings suites use.
-
-A *tolerance* bounds how far a gated quantity may move from its baseline before the verdict
-changes (``"exact"``, ``"3%"``, ``"off"``). An *expectation* is an absolute bound that holds
-with or without a baseline (``">= 2.5x"``). Both are parsed once, when the suite loads, into
-frozen objects; parse errors are raised as :class:`ValueError` for the loader to place.
+"""Comparison policies parsed from the short strings suites use: a *tolerance* against the
+baseline (``"3%"``) and an *expectation*, an absolute bound (``">= 2.5x"``).
 """
 
 from __future__ import annotations
 
-import difflib
 import enum
 import math
 import operator
@@ -18,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from fuseci.wording import did_you_mean
 
 
 class _BriefRepr(reprlib.Repr):
@@ -130,10 +127,8 @@ class Tolerance:
         return f"±{digits}%"
 
 
-# Written so that no input backtracks more than linearly (suite files are untrusted input):
-# every repetition is followed by something it cannot match.
+# Linear: every repetition is followed by something it cannot match (suite files are untrusted).
 _TOL_RE = re.compile(r"^(?:±|\+/?-)?\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%$")
-_TOL_WORDS = ("exact", "off")
 
 
 def parse_tolerance(text: object) -> Tolerance:
@@ -153,10 +148,9 @@ def parse_tolerance(text: object) -> Tolerance:
         return Tolerance(text=text, relative=None)
     m = _TOL_RE.match(s)
     if not m:
-        close = difflib.get_close_matches(s, _TOL_WORDS, n=1) if len(s) < 20 else []
-        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ValueError(
-            f"cannot parse tolerance {brief_repr(text)}: {hint}write 'exact', 'off' or a percentage below 100% like '3%'"
+            f"cannot parse tolerance {brief_repr(text)}: {did_you_mean(s, ('exact', 'off'))}write 'exact', 'off' or "
+            "a percentage below 100% like '3%'"
         )
     value = float(m.group(1)) / 100.0
     if value >= 1.0:

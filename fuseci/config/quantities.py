@@ -1,16 +1,6 @@
-"""The catalogue of quantities: every value fuseci measures or gates, each declared once.
-
-An entry (:class:`Quantity`) says where a quantity comes from (the ncu metrics it reads, or the
-harness record), how it aggregates over a variant's kernels, whether and how a suite may gate it
-and with what default tolerance, and its label and unit for people. The metrics ncu is asked for
-(:func:`ncu_metrics`), the frames' columns, what a suite may gate or expect (:func:`gateable`,
-:func:`default_gates`, the suite schema's enums) and every reporter's labels and units
-(:func:`label`, :func:`show`) are read from it: adding a quantity is one entry in
-:data:`QUANTITIES`.
-
-This module imports nothing heavy (the harness, which runs under ncu, imports it). The catalogue
-is read when it is used, never copied at import, so a test may lay an entry over it
-(``monkeypatch.setattr(quantities, "QUANTITIES", ...)``).
+"""The catalogue of quantities: every value fuseci measures or gates, each declared once, with
+its sources, aggregation, gate, label and unit; adding a quantity is one entry in
+:data:`QUANTITIES`. It is read when used, never copied at import, so a test may replace it.
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ class Aggregate(enum.Enum):
     """How many kernels the variant launched."""
     SUM = "sum"
     """The sum of its one source over the variant's kernels (a missing value counts 0), times
-    :attr:`Quantity.scale`: bytes, sectors, instructions, nanoseconds."""
+    :attr:`Quantity.scale`."""
     MAX = "max"
     """The largest value of its one source among the variant's kernels."""
     WEIGHTED = "duration-weighted mean"
@@ -39,7 +29,7 @@ class Aggregate(enum.Enum):
     LONGEST = "longest kernel's"
     """Its one source's value in the variant's longest kernel."""
     DERIVED = "derived"
-    """Computed from other quantities of the variant (:mod:`fuseci.frames.metrics` says how)."""
+    """Computed from other quantities of the variant (:mod:`fuseci.frames.metrics`)."""
     RECORD = "harness record"
     """Taken from the harness record (timings outside ncu, the case's minimum bytes)."""
     KERNEL = "per kernel"
@@ -58,31 +48,23 @@ class Gate(enum.Enum):
     """The variant's own value against the baseline's value of the variant it is judged as, in
     the quantity's :attr:`Quantity.direction`: an exact count (``exact``) or within a slack."""
     RULE = "rule"
-    """A check of its own (whether a fused call waits for the GPU: a yes-or-no against the baseline)."""
+    """A check of its own (whether a fused call waits for the GPU)."""
 
 
 class Counted(enum.Enum):
-    """How a quantity the SMs count exactly (bytes they ask of memory, instructions they execute)
-    is judged against its baseline (:func:`fuseci.judge.counters.counted_check`).
-
-    Such a count repeats to the unit for most kernels, but not for all: a library kernel with a
-    persistent or split-K schedule decides its work at run time. When a baseline is recorded each
-    variant is profiled more than once, and what moved between those passes gets a band of its
-    own (:attr:`Quantity.moving_floor`); what did not is judged exactly, or within its tolerance.
-    """
+    """How a quantity the SMs count exactly is judged against its baseline
+    (:func:`fuseci.judge.counters.counted_check`): what moved between the baseline's profiled
+    passes gets a band (:attr:`Quantity.moving_floor`); what did not is judged exactly."""
 
     BYTES = "bytes"
-    """Bytes the SMs ask of memory: judged whatever changed in the launches (registers, shared
-    memory, block, grid, kernel names, a split or a merge), since an edit that recompiles a kernel
-    must not stop the byte count from being compared. Repeats without proof: the request counters
-    were seen to repeat on every kernel, library kernels included (docs/BENCHMARKS.md)."""
+    """Bytes the SMs ask of memory: judged whatever changed in the launches (they repeat on every
+    kernel seen, library kernels included)."""
     TRAFFIC = "traffic"
-    """What reaches a cache (L2 sectors requested): judged whatever changed in the launches, within
-    its tolerance; gated only where the baseline's profiled passes say how far it moves."""
+    """L2 sectors requested: judged whatever changed in the launches, within its tolerance, where
+    the baseline's profiled passes say how far it moves."""
     WORK = "work"
-    """Instructions executed: judged on the same build of the same kernels (names and launch
-    shapes), where the baseline's profiled passes say how far it moves; across a rebuild only
-    where the suite states its gate (another build executes other instructions by design)."""
+    """Instructions executed: judged on the same build of the same kernels, where the baseline's
+    profiled passes say how far it moves; across a rebuild only where the suite states its gate."""
 
 
 class Unit(enum.Enum):
@@ -102,8 +84,7 @@ class Quantity:
     """One measured or gated quantity."""
 
     name: str
-    """Its name in frames, suites, baselines and reports: the ncu metric's name, verbatim, where
-    it is one (``dram__bytes_read.sum``), else fuseci's own (``launches``, ``event_time``)."""
+    """Its name everywhere: the ncu metric's, verbatim, where it is one, else fuseci's own."""
     label: str
     """What people read (``DRAM bytes read``)."""
     unit: Unit
@@ -111,9 +92,7 @@ class Quantity:
     aggregate: Aggregate
     """How a variant's value is made from its kernels."""
     sources: tuple[str, ...] = ()
-    """The ncu metrics it is read from, requested on ncu's command line and kept as columns of
-    the kernels frame (empty: not from ncu). :attr:`Aggregate.SUM`, ``MAX``, ``WEIGHTED`` and
-    ``LONGEST`` read the first."""
+    """The ncu metrics it is read from (empty: not from ncu); one-source aggregates read the first."""
     scale: float = 1.0
     """A factor on the aggregated source (32 bytes per L2 sector)."""
     gate: Gate = Gate.NONE
@@ -133,13 +112,11 @@ class Quantity:
     baseline; None for everything else."""
     moving_floor: float = 0.0
     """The least relative band of a :attr:`counted` quantity that moved between the baseline's
-    profiled passes (instructions of a persistent GEMM, L2 sectors of an attention kernel): a
-    few passes see only part of how far such a count moves between runs."""
+    profiled passes: a few passes see only part of how far it moves between runs."""
     kernel_floor: float = 0.0
     """The least band of one kernel whose :attr:`counted` quantity moved between the baseline's
-    profiled passes, relative to that kernel's own count: a warp-specialised library kernel
-    (cuDNN's flash attention, a persistent GEMM) spins on its barriers for as long as its timing
-    says, so its instructions move with the run, now and then far more than a few passes show."""
+    profiled passes, relative to its own count (a warp-specialised kernel's instructions move
+    with its timing)."""
 
     def __post_init__(self) -> None:
         if self.aggregate in (Aggregate.SUM, Aggregate.MAX, Aggregate.WEIGHTED, Aggregate.LONGEST) and not self.sources:
@@ -162,45 +139,25 @@ def _metric(name: str, label: str, unit: Unit, aggregate: Aggregate, **more: Any
     return Quantity(name, label, unit, aggregate, sources=(name,), **more)
 
 
-def _counted(
-    name: str,
-    label: str,
-    unit: Unit,
-    counted: Counted,
-    *,
-    source: str | None = None,
-    scale: float = 1.0,
-    default: str = "exact",
-    moving_floor: float = 0.0,
-    kernel_floor: float = 0.0,
-) -> Quantity:
+def _counted(name: str, label: str, unit: Unit, counted: Counted, source: str | None = None, **more: Any) -> Quantity:
     """A count the SMs keep of what they ask or execute: summed over the variant's kernels, gated
-    on its own value (lower is better) as ``counted`` says."""
+    on its own value (lower is better) as ``counted`` says (``exact`` unless ``default`` says)."""
     return Quantity(
         name,
         label,
         unit,
         Aggregate.SUM,
         sources=(source or name,),
-        scale=scale,
         gate=Gate.VALUE,
         direction=Direction.LOWER_IS_BETTER,
-        default=default,
         counted=counted,
-        moving_floor=moving_floor,
-        kernel_floor=kernel_floor,
+        **{"default": "exact", **more},
     )
 
 
-#: Every quantity, in the order reports, gates and checks list them: the gains first (their order
-#: is that of the checks and of the suite schema's enums), then the gated values, the rules, and
-#: what is only measured.
-#:
-#: Default gates: launch counts exact, byte counts tight, times loose, a fused call that starts
-#: waiting for the GPU caught. Occupancy is a cause, not an outcome: it is gated only where a
-#: suite lists it (a faster kernel may well run at lower occupancy); otherwise a drop names the
-#: likely why of a time regression, or is a warning. The figures behind these are in
-#: docs/BENCHMARKS.md, "Noise study" and "Sensitivity".
+#: Every quantity, in the order reports, gates and checks list them: the gains first, then the
+#: gated values, the rules, and what is only measured. Occupancy, a cause rather than an outcome,
+#: is gated only where a suite lists it (docs/BENCHMARKS.md has the defaults' reasons).
 QUANTITIES: tuple[Quantity, ...] = (
     Quantity(
         names.LAUNCHES, "launches", Unit.COUNT, Aggregate.COUNT, gate=Gate.GAIN, default="exact", short="launches"
@@ -224,13 +181,7 @@ QUANTITIES: tuple[Quantity, ...] = (
     ),
     _metric(names.OCC_THEORETICAL, "theoretical occupancy", Unit.PERCENT, Aggregate.WEIGHTED, gate=Gate.VALUE),
     _metric(names.OCC_ACHIEVED, "achieved occupancy", Unit.PERCENT, Aggregate.WEIGHTED, gate=Gate.VALUE),
-    # What the SMs ask of memory, and the instructions they execute: counted, not sampled. The
-    # bytes asked through the LSU pipe and through the TMA (which cuBLAS's and cuDNN's Hopper
-    # kernels use instead) repeat to the byte in every launch seen, library kernels included.
-    # L2 sectors also count what the L1 did not catch, which depends on timing, and instructions
-    # of library kernels with persistent or warp-specialised schedules move between launches:
-    # both are judged as far as the baseline's profiled passes say they repeat, with a floor
-    # (docs/BENCHMARKS.md, "Which counters repeat").
+    # Counted, not sampled (docs/BENCHMARKS.md, "Which counters repeat").
     _counted(names.GLOBAL_LOAD_BYTES, "global bytes loaded", Unit.BYTES, Counted.BYTES),
     _counted(names.GLOBAL_STORE_BYTES, "global bytes stored", Unit.BYTES, Counted.BYTES),
     _counted(names.TMA_LOAD_BYTES, "TMA bytes loaded", Unit.BYTES, Counted.BYTES),
@@ -298,8 +249,7 @@ def get(name: str) -> Quantity | None:
     return next((q for q in QUANTITIES if q.name == name), None)
 
 
-#: The metrics of the TMA's bytes: with them ncu needs three replay passes per kernel instead of
-#: one (docs/NCU.md), so a suite whose kernels never use the TMA may leave them out (``ncu: {tma: false}``).
+#: The metrics of the TMA's bytes, which cost two more replay passes per kernel (``ncu: {tma: false}``).
 TMA_METRICS = (names.TMA_LOAD_BYTES, names.TMA_STORE_BYTES)
 
 
@@ -315,9 +265,8 @@ def variant_quantities() -> tuple[str, ...]:
 
 
 def gateable(gate: Gate | None = None) -> tuple[str, ...]:
-    """The quantities a suite may gate with ``gate`` (default: any kind), gains first, then the
-    gated values, then the rules, each in catalogue order: the order of the loader's messages
-    and of the suite schema's enums."""
+    """The quantities a suite may gate with ``gate`` (default: any kind): gains, then gated values,
+    then rules, each in catalogue order."""
     kinds = (Gate.GAIN, Gate.VALUE, Gate.RULE) if gate is None else (gate,)
     return tuple(q.name for kind in kinds for q in QUANTITIES if q.gate is kind)
 

@@ -1,15 +1,6 @@
-"""Whether a suite's ``module:function`` references resolve, decided without importing or
-running anything.
-
-``fuseci check`` reads code rather than running it: importing a kernel module would import CuPy
-and run its top level, and even ``importlib.util.find_spec("pkg.mod")`` runs ``pkg/__init__``.
-So a module is found from the file system alone, as the import system would find it
-(:class:`ModuleFinder`, the one finder of module files, ``fuseci ab``'s too), and its source is
-parsed: a function defined, a class, a name assigned or imported at top level all count.
-
-A module that cannot be found is an error. One whose names its source cannot show (a compiled
-extension, a built-in module, ``from x import *``, a module ``__getattr__``, a package that
-computes its own ``__path__``) is *not verified*, never called valid; the harness checks it.
+"""Whether a suite's ``module:function`` references resolve, decided from the file system and
+the modules' source alone: nothing is imported or run (even ``find_spec`` runs a package's
+``__init__``). A reference whose names its source cannot show is *not verified*, never valid.
 """
 
 from __future__ import annotations
@@ -70,20 +61,18 @@ def environment_dirs() -> tuple[Path, ...]:
     directories and the whole of a virtual environment. A file under one is installed code, never
     a tree's, even inside a repository."""
     paths = sysconfig.get_paths()
-    dirs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-    if hasattr(site, "getsitepackages"):
-        dirs += [*site.getsitepackages(), site.getusersitepackages()]
+    dirs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths] + _site_dirs()
     if sys.prefix != sys.base_prefix:  # a virtual environment: all of it (its bin/ too) is installed
         dirs.append(sys.prefix)
     return tuple(dict.fromkeys(Path(os.path.realpath(d)) for d in dirs if d))
 
 
-def _read_source(path: Path) -> bytes | None:
-    """A source file's bytes, or None when it is larger than :data:`MAX_SOURCE_BYTES`.
+def _site_dirs() -> list[str]:
+    return [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
 
-    Raises:
-        OSError: it cannot be read.
-    """
+
+def _read_source(path: Path) -> bytes | None:
+    """A source file's bytes, or None when it is larger than :data:`MAX_SOURCE_BYTES` (OSError when unreadable)."""
     with path.open("rb") as f:
         raw = f.read(MAX_SOURCE_BYTES + 1)
     return raw if len(raw) <= MAX_SOURCE_BYTES else None
@@ -120,11 +109,8 @@ def _editable_entries(source: Path) -> dict[str, Path]:
 def _editable_map() -> dict[str, Path]:
     """Top-level name → location of every editable install: their finders live in the site
     directories (installed there by a ``.pth`` file) and map names that are on no search path."""
-    dirs = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
     found: dict[str, Path] = {}
-    for directory in dict.fromkeys(Path(d) for d in dirs):
-        if not directory.is_dir():
-            continue
+    for directory in dict.fromkeys(Path(d) for d in _site_dirs()):
         for finder in sorted([*directory.glob("__editable__*finder.py"), *directory.glob("_editable_impl_*.py")]):
             for name, where in _editable_entries(finder).items():
                 found.setdefault(name, where)
@@ -150,8 +136,8 @@ def _spec_at(name: str, location: Path) -> ModuleSpec | None:
 
 
 def _path_hook_finder(entry: str) -> Any:
-    """The path entry finder of one search path entry: from the import system's cache, else
-    from the path hooks (which read, never import)."""
+    """The path entry finder of one search path entry: the import system's cached one, else a
+    path hook's (which reads, never imports)."""
     cached = sys.path_importer_cache.get(entry)
     if cached is not None:
         return cached
@@ -194,13 +180,8 @@ class ModuleFinder:
 
     def __init__(self, roots: Sequence[Path | str]) -> None:
         self.roots = [str(r) for r in roots]
-        self._finders: dict[str, Any] = {}
+        self._finder = functools.cache(_path_hook_finder)
         self._found: dict[str, Found] = {}
-
-    def _finder(self, entry: str) -> Any:
-        if entry not in self._finders:
-            self._finders[entry] = _path_hook_finder(entry)
-        return self._finders[entry]
 
     def _find_in(self, name: str, entries: list[str]) -> ModuleSpec | None:
         """Module ``name`` in the first of ``entries`` that holds it (a namespace package gathers
@@ -221,12 +202,6 @@ class ModuleFinder:
         namespace.submodule_search_locations = portions
         return namespace
 
-    def _find_top(self, name: str) -> ModuleSpec | None:
-        spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or self._find_in(name, self.roots)
-        if spec is None and name in _editable_map():
-            spec = _spec_at(name, _editable_map()[name])
-        return spec
-
     def find(self, module: str) -> Found:
         """Module ``module`` and the packages on the way to it (cached)."""
         if module not in self._found:
@@ -237,35 +212,34 @@ class ModuleFinder:
         parts = module.split(".")
         if not all(p.isidentifier() for p in parts):
             return Found((), Resolution(problem=f"{module!r} is not a module name"))
-        spec = self._find_top(parts[0])
+        top = parts[0]
+        spec = BuiltinImporter.find_spec(top) or FrozenImporter.find_spec(top) or self._find_in(top, self.roots)
+        if spec is None and top in _editable_map():
+            spec = _spec_at(top, _editable_map()[top])
         if spec is None:
             where = ", ".join(dict.fromkeys(self.roots[:2]))
-            hint = _close_module(parts[0], self.roots[:2])
-            return Found((), Resolution(problem=f"no module {parts[0]!r} in {where} or the installed packages{hint}"))
+            hint = _close_module(top, self.roots[:2])
+            return Found((), Resolution(problem=f"no module {top!r} in {where} or the installed packages{hint}"))
         specs = [spec]
-        for i in range(1, len(parts)):
+        for i, part in enumerate(parts[1:], 2):
             parent = specs[-1]
             if parent.submodule_search_locations is None:
-                why = f"{parent.name!r} ({parent.origin}) is a module, not a package: it has no submodule {parts[i]!r}"
+                why = f"{parent.name!r} ({parent.origin}) is a module, not a package: it has no submodule {part!r}"
                 return Found(tuple(specs), Resolution(problem=why))
             inside = list(parent.submodule_search_locations)
-            found = self._find_in(".".join(parts[: i + 1]), inside)
-            if found is None:
-                if _package_sets_path(parent):
-                    return Found(
-                        tuple(specs),
-                        Resolution(
-                            unverified=f"package {parent.name!r} ({parent.origin}) sets its own __path__ when "
-                            f"imported, so where {parts[i]!r} is cannot be read from the file system"
-                        ),
-                    )
-                where = ", ".join(inside[:2]) or "no directory"
-                hint = _close_module(parts[i], inside[:2])
-                return Found(
-                    tuple(specs),
-                    Resolution(problem=f"package {parent.name!r} ({where}) has no module {parts[i]!r}{hint}"),
+            found = self._find_in(".".join(parts[:i]), inside)
+            if found is not None:
+                specs.append(found)
+            elif _package_sets_path(parent):
+                why = (
+                    f"package {parent.name!r} ({parent.origin}) sets its own __path__ when imported, so where "
+                    f"{part!r} is cannot be read from the file system"
                 )
-            specs.append(found)
+                return Found(tuple(specs), Resolution(unverified=why))
+            else:
+                where = ", ".join(inside[:2]) or "no directory"
+                why = f"package {parent.name!r} ({where}) has no module {part!r}{_close_module(part, inside[:2])}"
+                return Found(tuple(specs), Resolution(problem=why))
         return Found(tuple(specs))
 
 
@@ -363,23 +337,30 @@ def _source_of(spec: ModuleSpec) -> Path | Resolution:
     )
 
 
-def resolve(ref: str, finder: ModuleFinder) -> Resolution:
-    """Whether ``module:function`` can be called, as far as the module's source tells."""
-    module, _, func = ref.partition(":")
+def _parsed(module: str, finder: ModuleFinder) -> tuple[Path, ast.Module] | Resolution:
+    """The source file of ``module`` and its syntax tree, or why they cannot be read."""
     found = finder.find(module)
     if found.resolution is not None:
         return found.resolution
-    spec = found.specs[-1]
-    source = _source_of(spec)
+    source = _source_of(found.specs[-1])
     if isinstance(source, Resolution):
         return source
     try:
         raw = _read_source(source)
         if raw is None:
             return Resolution(unverified=f"module {module!r} ({source}) is over {MAX_SOURCE_BYTES >> 20} MiB: not read")
-        tree = ast.parse(raw, filename=str(source))
+        return source, ast.parse(raw, filename=str(source))
     except (OSError, SyntaxError, ValueError) as exc:
         return Resolution(problem=f"module {module!r} ({source}) cannot be read: {type(exc).__name__}: {exc}")
+
+
+def resolve(ref: str, finder: ModuleFinder) -> Resolution:
+    """Whether ``module:function`` can be called, as far as the module's source tells."""
+    module, _, func = ref.partition(":")
+    parsed = _parsed(module, finder)
+    if isinstance(parsed, Resolution):
+        return parsed
+    source, tree = parsed
     names, open_ended = _top_level_names(tree.body)
     if func in names:
         return Resolution()
@@ -528,36 +509,20 @@ def parameters(ref: str, finder: ModuleFinder) -> Parameters | None:
     instance), a ``def`` under a decorator not in :data:`SAME_PARAMETERS`. A name bound to
     ``torch.compile(g)`` is read as ``g``."""
     module, _, func = ref.partition(":")
-    found = finder.find(module)
-    if found.resolution is not None:
+    parsed = _parsed(module, finder)
+    if isinstance(parsed, Resolution):
         return None
-    source = _source_of(found.specs[-1])
-    try:
-        raw = None if isinstance(source, Resolution) else _read_source(source)
-        tree = None if raw is None else ast.parse(raw)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    if tree is None:
-        return None
+    tree = parsed[1]
     defs: dict[str, list[ast.stmt]] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defs.setdefault(node.name, []).append(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
-            bound, _ = _top_level_names([node])
-            for name in bound:
+            for name in _top_level_names([node])[0]:
                 defs.setdefault(name, []).append(node)
-    for hop in range(2):
-        one = defs.get(func, [])
-        if len(one) != 1:
-            return None
-        node = one[0]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return _of_def(node, tree)
-        wrapped = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if hop or not isinstance(wrapped, ast.Call) or dotted(wrapped.func) != "torch.compile" or not wrapped.args:
-            return None
-        if not isinstance(wrapped.args[0], ast.Name):
-            return None
-        func = wrapped.args[0].id
-    return None
+    stmt = defs[func][0] if len(defs.get(func, [])) == 1 else None
+    wrapped = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+    if isinstance(wrapped, ast.Call) and dotted(wrapped.func) == "torch.compile" and wrapped.args:
+        inner = wrapped.args[0]
+        stmt = defs[inner.id][0] if isinstance(inner, ast.Name) and len(defs.get(inner.id, [])) == 1 else None
+    return _of_def(stmt, tree) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else None

@@ -1,10 +1,6 @@
-"""The suite's JSON Schema (``fuseci/suite.schema.json``), generated from the models of
-:mod:`fuseci.config.document`, for editors and other tools.
-
-The committed file is what editors and the package read; a test holds it equal to
-:func:`text` of :func:`generate`, and ``python -m fuseci.config.schema`` rewrites it after the
-models or the quantity catalogue (:mod:`fuseci.config.quantities`, whose gateable quantities
-and gains are the schema's enums) changed. The schema is draft-07, as editors read it.
+"""The suite's JSON Schema (``fuseci/suite.schema.json``, draft-07), generated from the models of
+:mod:`fuseci.config.document`; ``python -m fuseci.config.schema`` rewrites it after they or the
+quantity catalogue change.
 """
 
 from __future__ import annotations
@@ -46,6 +42,7 @@ def generate() -> dict[str, Any]:
     """The suite's JSON Schema (draft-07), from :class:`~fuseci.config.document.SuiteDoc`."""
     raw = _tidy(SuiteDoc.model_json_schema(ref_template="#/definitions/{model}", schema_generator=_SuiteNames))
     definitions = raw.pop("$defs")
+    variants = definitions["Case"]["properties"]["variants"]
     long = definitions["LongVariant"]
     unfused_long = {
         **long,
@@ -57,9 +54,8 @@ def generate() -> dict[str, Any]:
     }
     definitions["UnfusedVariant"] = {
         "description": "The variant every fusion gain is measured against; it has no gain to expect anything of.",
-        "anyOf": [long_ref for long_ref in _variant_forms(definitions) if "$ref" not in long_ref] + [unfused_long],
+        "anyOf": [form for form in variants["additionalProperties"]["anyOf"] if "$ref" not in form] + [unfused_long],
     }
-    variants = definitions["Case"]["properties"]["variants"]
     variants["required"] = ["unfused"]
     variants["properties"] = {"unfused": {"$ref": "#/definitions/UnfusedVariant"}}
     return {
@@ -69,12 +65,6 @@ def generate() -> dict[str, Any]:
         **raw,
         "definitions": definitions,
     }
-
-
-def _variant_forms(definitions: dict[str, Any]) -> list[dict[str, Any]]:
-    """The forms of a fused variant: the reference string and the long form (a ``$ref``)."""
-    variant = definitions["Case"]["properties"]["variants"]["additionalProperties"]
-    return list(variant["anyOf"])
 
 
 def _tidy(node: Any) -> Any:

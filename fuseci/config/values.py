@@ -1,9 +1,5 @@
-"""The values a suite file holds, each declared once as an annotated type: ids, names,
-references, numbers, shapes and element types, and what a suite judges its variants by
-(tolerances, expectations, the bytes allowance, planted checks, kernel rules), with the validator
-that says what is wrong and the JSON Schema written for it (:class:`Schema`, :class:`Keys`).
-
-:mod:`fuseci.config.document` composes them into the suite's models.
+"""The values a suite file holds, each declared once as an annotated type with the validator
+that says what is wrong and its JSON Schema; :mod:`fuseci.config.document` composes them.
 """
 
 from __future__ import annotations
@@ -98,6 +94,11 @@ def _text(value: object) -> str:
     return value
 
 
+def json_schema(json_type: str, description: str, **more: Any) -> Schema:
+    """The JSON Schema of a value of ``json_type`` (``string``, ``integer``...), with ``more`` rules."""
+    return Schema(lambda: {"type": json_type, **more, "description": description})
+
+
 Description = Annotated[
     str, PlainValidator(_text), Schema(lambda: {"type": ["string", "null"], "description": "One line for reports."})
 ]
@@ -120,12 +121,10 @@ def _ref(value: object) -> str:
 Ref = Annotated[
     str,
     PlainValidator(_ref),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": f"^{_DOTTED}:{_DOTTED}$",
-            "description": "A 'module:function' reference, e.g. 'kernels.elementwise:scale_relu_add_fused'.",
-        }
+    json_schema(
+        "string",
+        "A 'module:function' reference, e.g. 'kernels.elementwise:scale_relu_add_fused'.",
+        pattern=f"^{_DOTTED}:{_DOTTED}$",
     ),
 ]
 """A ``module:function`` reference, checked as text (nothing is imported)."""
@@ -173,24 +172,15 @@ def _non_negative_int(value: object) -> int:
 Seed = Annotated[
     int,
     PlainValidator(_non_negative_int),
-    Schema(
-        lambda: {
-            "type": "integer",
-            "minimum": 0,
-            "description": "Base seed; each tensor gets its own stream from it (default 0).",
-        }
-    ),
+    json_schema("integer", "Base seed; each tensor gets its own stream from it (default 0).", minimum=0),
 ]
 Bytes = Annotated[
     int,
     PlainValidator(_non_negative_int),
-    Schema(
-        lambda: {
-            "type": "integer",
-            "minimum": 0,
-            "description": "The case's minimum DRAM bytes, when fuseci's derivation (inputs + unfused outputs) "
-            "does not fit.",
-        }
+    json_schema(
+        "integer",
+        "The case's minimum DRAM bytes, when fuseci's derivation (inputs + unfused outputs) does not fit.",
+        minimum=0,
     ),
 ]
 
@@ -232,10 +222,6 @@ def non_negative(value: object) -> float:
     if number < 0:
         raise ValueError(f"must be a non-negative number, got {number:g}")
     return number
-
-
-def number_schema(description: str) -> Schema:
-    return Schema(lambda: {"type": "number", "description": description})
 
 
 def flag(value: object) -> bool:
@@ -316,22 +302,17 @@ FrameworkName = Annotated[
 _P = TypeVar("_P", Tolerance, Expectation)
 
 
-def _policy_message(exc: ValueError, text: object) -> str:
-    """A tolerance's or expectation's parse error, with the YAML mistake behind an empty one."""
-    if isinstance(text, str) and not text.strip():
-        return (
-            f"{exc} (YAML reads a value that starts with '>' or '|' as a block of the lines below it: "
-            'quote it, e.g. ">= 2x")'
-        )
-    return str(exc)
-
-
 def _policy(parse: Callable[[object], _P]) -> Callable[[object], _P]:
     def check(text: object) -> _P:
         try:
             return parse(text)
         except ValueError as exc:
-            raise ValueError(_policy_message(exc, text)) from None
+            if isinstance(text, str) and not text.strip():
+                raise ValueError(
+                    f"{exc} (YAML reads a value that starts with '>' or '|' as a block of the lines below it: "
+                    'quote it, e.g. ">= 2x")'
+                ) from None
+            raise ValueError(str(exc)) from None
 
     return check
 
@@ -349,37 +330,31 @@ _TOLERANCE_PATTERN = (
 ToleranceText = Annotated[
     Tolerance,
     PlainValidator(_policy(parse_tolerance)),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": _TOLERANCE_PATTERN,
-            "description": "How far a gain may move from its baseline: 'exact', 'off' (reported, never gated) or a "
-            "percentage below 100% like '3%' (also '±3%', '+-3%'). Quote 'off': a bare off is YAML's false.",
-        }
+    json_schema(
+        "string",
+        "How far a gain may move from its baseline: 'exact', 'off' (reported, never gated) or a percentage below "
+        "100% like '3%' (also '±3%', '+-3%'). Quote 'off': a bare off is YAML's false.",
+        pattern=_TOLERANCE_PATTERN,
     ),
 ]
 ExpectationText = Annotated[
     Expectation,
     PlainValidator(_policy(parse_expectation)),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": r"^\s*(?:>=|<=|==|>|<)\s*(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*(?:x\s*)?$",
-            "description": "An absolute bound on a fusion gain, checked with or without a baseline: '>= 2.5x', "
-            "'> 2', '<= 1.1x', '< 1', '== 3x'. Quote it: a bare '>' starts a YAML block scalar.",
-        }
+    json_schema(
+        "string",
+        "An absolute bound on a fusion gain, checked with or without a baseline: '>= 2.5x', '> 2', '<= 1.1x', "
+        "'< 1', '== 3x'. Quote it: a bare '>' starts a YAML block scalar.",
+        pattern=r"^\s*(?:>=|<=|==|>|<)\s*(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*(?:x\s*)?$",
     ),
 ]
 Allowance = Annotated[
     Tolerance,
     PlainValidator(_allowance),
-    Schema(
-        lambda: {
-            "type": "string",
-            "pattern": _TOLERANCE_PATTERN,
-            "description": "How far above the case's minimum DRAM bytes (every input read once, every output "
-            "written once) a fused variant's DRAM bytes may be: a percentage like '10%', 'exact' or 'off'.",
-        }
+    json_schema(
+        "string",
+        "How far above the case's minimum DRAM bytes (every input read once, every output written once) a fused "
+        "variant's DRAM bytes may be: a percentage like '10%', 'exact' or 'off'.",
+        pattern=_TOLERANCE_PATTERN,
     ),
 ]
 

@@ -1,12 +1,6 @@
-"""A bounded, safe YAML reader for suite files: plain data only, every value's line kept.
-
-A suite names code to run, so it is trusted as code is (docs/SECURITY.md). A malformed,
-truncated or hostile file must still fail with a one-line message that names the file, the
-line and the fix, in bounded time and memory, and without running anything: no Python objects
-are constructed, nothing is imported, and the limits below cap the work.
-
-Mappings come back as :class:`LineDict`, which remembers the line the mapping starts on and
-the line of each of its keys, so that a validation error can point at the offending key.
+"""A bounded, safe YAML reader for suite files: plain data only, every mapping a
+:class:`LineDict` that keeps its keys' lines. A hostile file fails in one line, in bounded time
+and memory, with nothing run (docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -31,9 +25,8 @@ from fuseci.errors import SuiteError
 
 #: Largest suite file read; the shipped suites are a few KiB.
 MAX_FILE_BYTES = 1 << 20
-#: Most YAML nodes in a document, counting every alias as a copy of what it names: what any
-#: walk of the loaded data visits. SafeLoader shares aliased objects, so an alias bomb is small
-#: in memory, but a walk of it (a repr, a check, a schema validator) is exponential.
+#: Most YAML nodes in a document, counting every alias as a copy of what it names: what any walk
+#: of the loaded data visits (an alias bomb is small in memory, but exponential to walk).
 MAX_NODES = 100_000
 #: Deepest nesting of mappings and lists; a suite needs about 7 levels.
 MAX_DEPTH = 64
@@ -41,8 +34,7 @@ MAX_DEPTH = 64
 MAX_INT_CHARS = 64
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
-# What YAML itself allows in a stream (PyYAML's Reader uses the same set); checked up front to
-# say where the offending character is.
+# What YAML allows in a stream (as PyYAML's Reader), checked up front to say where a bad character is.
 _NOT_YAML_CHARS = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -68,13 +60,8 @@ class _Refused(yaml.MarkedYAMLError):
 
 
 class _BoundedComposer(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
-    """Composes nodes like PyYAML's composer, counting them and their depth as it goes.
-
-    Each alias counts as many nodes as the node it names holds (its *expanded* size), so the
-    count is what a walk of the loaded data would visit; composing stops at :data:`MAX_NODES`
-    or :data:`MAX_DEPTH`, before a bomb is built or a deep document overflows the stack.
-    Constructs and resolves like SafeLoader; the loaders below add a parser.
-    """
+    """Composes nodes like PyYAML's composer (and constructs like SafeLoader), stopping at
+    :data:`MAX_NODES`, an alias counted as its expanded size, or :data:`MAX_DEPTH`."""
 
     if TYPE_CHECKING:  # provided by the parser each loader mixes in
 
@@ -216,11 +203,7 @@ def _construct_int(loader: _BoundedComposer, node: Any) -> Any:
 
 
 def _guarded(construct: Any) -> Any:
-    """Wrap a scalar constructor so that a value it cannot read is a located YAML error.
-
-    PyYAML's own constructors raise ValueError, KeyError and the like for ``!!bool maybe``,
-    ``!!int x`` or the date ``2024-13-01``.
-    """
+    """A scalar constructor whose errors (``!!int x``, the date ``2024-13-01``) are located YAML errors."""
 
     def guarded(loader: _BoundedComposer, node: Any) -> Any:
         try:
@@ -243,8 +226,7 @@ def _register_constructors(loader: Any) -> None:
     loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-_register_constructors(_PyLoader)
-_register_constructors(_Loader)
+_register_constructors(_BoundedComposer)
 
 
 def _short_tag(tag: str) -> str:
@@ -262,12 +244,7 @@ def kind(value: object) -> str:
 
 
 def _open_without_waiting(path: Path) -> BinaryIO:
-    """Open for reading; a FIFO that no one writes to reads as empty instead of hanging ``open``
-    (a pipe that someone writes to, as from a shell's ``<(...)``, still reads whole).
-
-    Raises:
-        OSError: as ``open`` (IsADirectoryError for a directory).
-    """
+    """Open for reading; a FIFO that no one writes to reads as empty instead of hanging ``open``."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
@@ -310,12 +287,9 @@ def read_text(path: Path) -> str:
         at = bad.start()
         line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
         code = ord(bad.group())
-        if code == 0:
-            what, hint = "a NUL byte", " (is this a binary file?)"
-        elif code < 0x20 or 0x7F <= code <= 0x9F:
-            what, hint = f"control character U+{code:04X}", ""
-        else:
-            what, hint = f"character U+{code:04X}", ""
+        control = "control " if code < 0x20 or 0x7F <= code <= 0x9F else ""
+        what = "a NUL byte" if code == 0 else f"{control}character U+{code:04X}"
+        hint = " (is this a binary file?)" if code == 0 else ""
         raise SuiteError(f"{path}:{line}:{column}: {what} is not allowed in YAML; remove it{hint}")
     return text
 
