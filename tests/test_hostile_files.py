@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ def test_a_suite_from_a_pipe_someone_writes_still_reads(tmp_path: Path) -> None:
     fifo = _special("fifo", tmp_path / "s.yaml")
 
     def feed() -> None:
+        time.sleep(0.5)  # a writer still starting up when the reader opens the pipe
         with open(fifo, "w") as fh:  # waits for the reader, as a shell's <(...) does
             fh.write(MINIMAL_SUITE)
 

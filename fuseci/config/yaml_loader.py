@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import select
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -25,6 +26,8 @@ from fuseci.errors import SuiteError
 
 #: Largest suite file read; the shipped suites are a few KiB.
 MAX_FILE_BYTES = 1 << 20
+#: How long a FIFO's reader waits for a writer to open it (one that is starting up) before it reads as empty.
+FIFO_WRITER_WAIT_S = 3.0
 #: Most YAML nodes in a document, counting every alias as a copy of what it names: what any walk
 #: of the loaded data visits (an alias bomb is small in memory, but exponential to walk).
 MAX_NODES = 100_000
@@ -244,11 +247,15 @@ def kind(value: object) -> str:
 
 
 def _open_without_waiting(path: Path) -> BinaryIO:
-    """Open for reading; a FIFO that no one writes to reads as empty instead of hanging ``open``."""
+    """Open for reading; a FIFO that no writer opens within :data:`FIFO_WRITER_WAIT_S` reads as empty
+    instead of hanging ``open``."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if stat.S_ISFIFO(mode):  # before any writer opens it, a read would find its end at once
+            select.select([fd], [], [], FIFO_WRITER_WAIT_S)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
