@@ -320,6 +320,7 @@ class Prints:
         return one if isinstance(one, ast.FunctionDef | ast.AsyncFunctionDef) else False
 
     def case(self, functions: tuple[str, ...]) -> CasePrint:
+        """The fingerprint of a case that calls ``functions`` (``module:function`` each)."""
         parts: set[str] = set()
         unproven: set[str] = set()
         files: set[str] = set()

@@ -206,7 +206,7 @@ class ProfileRun:
     returncode: int
     """ncu's exit status; negative when a signal killed it."""
     problem: str
-    """What went wrong, one line; empty for :attr:`Outcome.REPORT`."""
+    """What went wrong, one line; empty for :attr:`ProfileOutcome.REPORT`."""
     fix: str
     """The fix of a cause ncu names in its log; empty when none is known."""
     tail: str
