@@ -46,8 +46,7 @@ class Executed:
         return tuple(t for t in self.trials if t.outcome in (Outcome.WRONG, Outcome.RAISED))
 
     def line(self, t: Trial) -> str:
-        """One call as one line: the suite file and the line of the function's reference, the
-        case and function, how it ended and the message."""
+        """One call as one line: where the function is named, how it ended and the message."""
         case = next(c for c in self.suite.cases if c.id == t.case)
         if t.function == REFERENCE:
             at, what = case.reference_line, f"case {case.id!r}.reference ({case.reference})"

@@ -73,8 +73,7 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
 
 
 def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
-    """A file without problems (its ``suite``), for the report files: a passing check at its
-    ``suite:`` line, and each unverified reference and warning at its own line."""
+    """A file without problems, for the report files: a pass, and each unverified reference and warning."""
     results = [
         CaseResult(
             "(suite)",
@@ -99,10 +98,8 @@ def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
 
 
 def check_report(check: SuiteCheck, *, every_file: bool = True) -> list[Comparison]:
-    """What the report files say about a check: each problem as an error at its file and line
-    (:func:`~fuseci.judge.verdict.failed_file`); with ``every_file``, each file without problems
-    as a pass, with its unverified references and warnings. So a check always has a report,
-    valid or not."""
+    """What the report files say about a check: each problem as an error at its file and line; with
+    ``every_file``, each file without problems as a pass."""
     out: list[Comparison] = []
     for f in check.files:
         if f.problem_count:
