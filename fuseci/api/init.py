@@ -219,11 +219,7 @@ def _plain(data: object) -> object:
 
 
 def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tuple[str, str]:
-    """The suite's id and its YAML, read back as what it means to say.
-
-    Raises:
-        SuiteError: variants that take different parameters, or no array parameter.
-    """
+    """The suite's id and its YAML (:class:`SuiteError`: variants with other parameters, or no array)."""
     refs = [f.ref for f in read]
     taken: dict[str, None] = {}
     for f in read:
@@ -492,17 +488,8 @@ def plan(options: InitOptions) -> list[Planned]:
 
 
 def _kind_of(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISREG, "a file"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return what
-    return "not a regular file"
+    kinds = {"-": "a file", "d": "a directory", "p": "a FIFO", "c": "a device", "b": "a device", "s": "a socket"}
+    return kinds.get(stat.filemode(mode)[0], "not a regular file")
 
 
 def _stat_inside(path: Path, shown: str, real_root: Path) -> tuple[os.stat_result | None, str]:

@@ -98,12 +98,7 @@ class SuitePair:
     @property
     def unproven(self) -> list[str]:
         """What either side's fingerprint cannot follow."""
-        return sorted(
-            {
-                *(self.base_print.unproven if self.base_print else ()),
-                *(self.head_print.unproven if self.head_print else ()),
-            }
-        )
+        return sorted({u for p in (self.base_print, self.head_print) if p for u in p.unproven})
 
     @property
     def unchanged_cases(self) -> list[Case]:

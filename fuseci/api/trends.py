@@ -52,17 +52,9 @@ def run_files_in(directory: Path, last: int | None = None) -> list[Path]:
 def history(
     directory: Path, suites: Sequence[str] = (), last: int | None = None, gates: Sequence[Suite] = ()
 ) -> judge_history.History:
-    """Every gain of the runs in ``directory`` across them, with the runs where it changed level
-    (:mod:`fuseci.judge.history`).
-
-    The tolerances come from ``gates`` alone: the suite path a run file records is never opened (a
-    run file is data and may name any file). A suite without one is followed ungated.
-
-    Args:
-        directory: A results directory of ``fuseci run --results-dir``.
-        suites: Only these suite ids (default: every suite of the runs).
-        last: Only the newest ``last`` runs.
-        gates: Suite files whose gates give the tolerances of their suites' gains.
+    """Every gain of the runs in ``directory`` (only ``suites``, of the ``last`` runs), with the runs
+    where it changed level. The tolerances come from ``gates`` alone: the suite path a run file
+    records is never opened (a run file is data and may name any file).
 
     Raises:
         ReportError: the directory is missing or holds no run file, or a run file is unreadable.
@@ -125,11 +117,7 @@ def _run_gains(path: Path) -> judge_history.RunGains:
 def _gains(paths: Sequence[Path]) -> list[judge_history.RunGains]:
     """Each run file read back and reduced to its gains, in order; spread over forked workers when
     there are enough runs (a spawned worker would import the caller's main module), only on Linux
-    from a process with no other thread, where forking is safe.
-
-    Raises:
-        ReportError: a run file is unreadable (the first such in order, as one process would say).
-    """
+    from a process with no other thread, where forking is safe."""
     workers = min(os.cpu_count() or 1, len(paths) // _RUNS_PER_WORKER)
     # Frozen, the imports' objects are left out of the collector's passes, and a forked worker's pages stay shared.
     gc.freeze()

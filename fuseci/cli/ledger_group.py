@@ -1,9 +1,4 @@
-"""``fuseci ledger``: recorded fusion ledgers read from files, without a GPU. ``fuseci ledger
-diff OLD NEW`` compares the same model's ledgers recorded in two places (two PyTorch versions:
-the ledgers two CI runs of ``update-baselines`` stored, or two runs' ``--json`` results), node by
-node and as the gate would judge NEW against OLD; ``fuseci ledger show FILE`` prints a ledger's
-table (:mod:`fuseci.api.ledger_files`). Registered on :data:`fuseci.cli.commands.app` after the
-suite commands."""
+"""``fuseci ledger``: recorded fusion ledgers read from files, without a GPU (``diff`` and ``show``)."""
 
 from __future__ import annotations
 

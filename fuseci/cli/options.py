@@ -1,6 +1,5 @@
-"""The options and arguments of the commands, declared once each as an ``Annotated`` type (those
-several commands share, and those of ``run`` and ``ab``, which measure), and the exit codes
-their help states."""
+"""The options and arguments of the commands, declared once each as an ``Annotated`` type, and the
+exit codes their help states."""
 
 from __future__ import annotations
 
