@@ -184,14 +184,6 @@ class Session:
         self._pools: list[ThreadPoolExecutor] = []
         self._futures: list[Future[Any]] = []
 
-    def started(self, suite: Suite, index: int, total: int) -> None:
-        """Progress hears that ``suite`` starts, with its first job only (``fuseci ab`` has two)."""
-        with self._lock:
-            first = (suite.name, suite.path) not in self._started
-            self._started.add((suite.name, suite.path))
-        if first:
-            self.progress.suite_started(suite, index, total)
-
     def unready(self, suites: Sequence[Suite], hint: Callable[[], str] | None = None) -> list[Comparison] | None:
         """None when ncu runs; else a comparison per suite, none measured: the first says why (with
         ``hint()`` after it) and progress hears it, the others point at it."""
@@ -274,7 +266,11 @@ class Session:
         blocked = self.blocked()
         if blocked is not None:
             raise blocked
-        self.started(job.suite, *place)
+        with self._lock:  # progress hears a suite start with its first job only (``fuseci ab`` has two)
+            first = (job.suite.name, job.suite.path) not in self._started
+            self._started.add((job.suite.name, job.suite.path))
+        if first:
+            self.progress.suite_started(job.suite, *place)
         try:
             if side is job.head:
                 job.against.check()

@@ -74,18 +74,12 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
 
 def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
     """A file without problems, for the report files: a pass, and each unverified reference and warning."""
+    said = [(suite.line, Verdict.PASS, f.summary())]
+    said += [(note.line, Verdict.WARN, note.message) for note in (*f.unverified_notes, *f.warnings)]
     results = [
-        CaseResult(
-            "(suite)",
-            suite.line,
-            "the suite file",
-            (MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.PASS, f.summary()),),
-            (),
-        )
+        CaseResult("(suite)", line, "the suite file", (MetricDelta("(suite)", "", CheckKind.CASE, "", v, m),), ())
+        for line, v, m in said
     ]
-    for note in (*f.unverified_notes, *f.warnings):
-        check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.WARN, note.message)
-        results.append(CaseResult("(suite)", note.line, "the suite file", (check,), ()))
     return Comparison(
         suite=suite.name,
         suite_path=str(f.path),

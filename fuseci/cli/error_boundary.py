@@ -17,25 +17,12 @@ from fuseci.cli.output import close_streams, error, open_streams, stdout_is_gone
 from fuseci.errors import EXIT_SETUP, Cancelled, FuseciError
 from fuseci.measure.process import cancel_on_signals
 
-
-def internal_error(exc: BaseException, verbose: bool) -> int:
-    """Report a bug: one line, its traceback before it when ``verbose``; exit 3, never the regression code."""
-    if verbose:
-        traceback.print_exception(type(exc), exc, exc.__traceback__)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    error(
-        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
-        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
-    )
-    return EXIT_SETUP
-
-
 #: The modules of the ``full`` extra's packages, which the light install leaves out.
 FULL_MODULES = ("numpy", "pandas", "junit_xml", "ncu_report", "jinja2", "matplotlib")
 
 
 def failed(exc: Exception, verbose: bool) -> int:
-    """The exit code of a command that raised ``exc``, said on stderr."""
+    """The exit code of a command that raised ``exc``, said on stderr (anything unforeseen a bug: exit 3)."""
     if isinstance(exc, FuseciError):
         error(str(exc))
         return exc.exit_code
@@ -46,7 +33,14 @@ def failed(exc: Exception, verbose: bool) -> int:
             "pip install 'fuseci[full]' (or a GPU extra: cuda12, cuda13, torch)"
         )
         return EXIT_SETUP
-    return internal_error(exc, verbose)
+    if verbose:
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error(
+        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
+        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
+    )
+    return EXIT_SETUP
 
 
 def short_help(help_text: str | None) -> str:

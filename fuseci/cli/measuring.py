@@ -78,16 +78,15 @@ def keeper(
     names it; the exit code so far comes back, turned to 3 (unless 1) when it cannot be saved."""
     if directory is None:
         return None
-    kept_in = directory
 
     def keep(outcome: JudgedT, code: int) -> int:
         try:
-            path = save(outcome, kept_in)
+            path = save(outcome, directory)
         except FuseciError as exc:
             error(str(exc))
             return code if code == EXIT_REGRESSION else exc.exit_code
         if path is None:
-            say(f"fuseci: no suite was measured; no run file written to {kept_in}", err=True)
+            say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
         else:
             say(f"fuseci: {what} saved to {path}", err=True)
         return code
