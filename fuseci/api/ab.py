@@ -107,8 +107,7 @@ def own_files(pairs: Sequence[SuitePair], options: AbOptions) -> list[tuple[Path
 
 @dataclass(slots=True)
 class MeasuredBase:
-    """What ``fuseci ab`` judges a pair's head against (:class:`~fuseci.api.session.Against`): the
-    base's results and ledgers, measured now; without them (an added or unreadable suite) nothing."""
+    """What ``fuseci ab`` judges a pair's head against: the base's results and ledgers, measured now."""
 
     pair: SuitePair
     sides: tuple[Side, Side]

@@ -70,8 +70,7 @@ def update_baselines(
 
 
 def _autotuning(results: SuiteResults, kept: Path) -> dict[str, autotune.Entry] | None:
-    """The autotuning choices the run's kernels used, to write at ``kept``: None when it used none
-    or they are those kept (read, and so checked, before anything is written)."""
+    """The autotuning choices the run's kernels used, to write at ``kept``; None: none, or those kept."""
     entries = {key: dict(entry) for key, entry in results.record.autotune.items()}
     return None if not entries or autotune.load(kept) == entries else entries
 

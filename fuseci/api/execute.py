@@ -102,8 +102,7 @@ def _death(rc: int) -> str:
 
 
 def _cut_short(suite: Suite, done: tuple[Trial, ...], running: str, ended: str) -> tuple[Trial, ...]:
-    """The calls of a child that crashed or hung in ``running`` (``case/function``): that call
-    raised, and those after it were not made."""
+    """The calls of a child that crashed or hung in ``running``: that call raised, those after it not made."""
     made = {(t.case, t.function) for t in done}
     out = list(done)
     culprit = tuple(running.split("/", 1)) if "/" in running else None

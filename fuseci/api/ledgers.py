@@ -62,8 +62,7 @@ def judged(
     baselines: Mapping[str, Ledger],
     reference: Reference,
 ) -> dict[LedgerKey, LedgerJudged]:
-    """Each ledger variant's ledger (:func:`built`) judged against ``baselines``, with what changed
-    since its baseline's, by (case, variant)."""
+    """Each ledger variant's ledger judged against ``baselines``, with what changed, by (case, variant)."""
     out: dict[LedgerKey, LedgerJudged] = {}
     for case, v in _ledger_variants(suite):
         got = ledgers.get((case.id, v.id))
@@ -78,16 +77,9 @@ def judged(
         checks: list[MetricDelta] = [c for c in (_graphs_check(case, v, got),) if c]
         base = baselines.get(store.key(case.id, v.judged_as))
         if base is None:
-            checks.append(
-                _delta(
-                    case,
-                    v,
-                    Verdict.NEW,
-                    "ledger",
-                    f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded)"
-                    + (f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"),
-                )
-            )
+            message = f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded)"
+            advice = f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"
+            checks.append(_delta(case, v, Verdict.NEW, "ledger", message + advice))
         else:
             verdict = gate.judge(base, got, allow_new=spec.allow_new)
             checks += [_delta(case, v, f.verdict, f.kind.value, f.message) for f in verdict.findings]
@@ -112,8 +104,7 @@ def stored(baseline_path: Path) -> dict[str, Ledger]:
 def recorded(
     suite: Suite, ledgers: Mapping[LedgerKey, Ledger | LedgerError], old: Mapping[str, Ledger], keep: set[str]
 ) -> dict[str, Ledger]:
-    """The ledgers to store after an update: this run's of every unplanted ledger variant of a case
-    in ``keep``, the others' as they were."""
+    """The ledgers to store after an update: this run's for the cases in ``keep`` (not planted), else the old."""
     new = dict(old)
     for key, got in ledgers.items():
         case = next(c for c in suite.cases if c.id == key[0])

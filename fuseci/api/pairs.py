@@ -234,8 +234,7 @@ def _with_changes(pairs: list[SuitePair], base: Side, head: Side, repo: Path, ig
 
 
 def _named_data(pair: SuitePair, data: Sequence[str], sights: dict[str, changed_paths.Sight]) -> SuitePair:
-    """``pair`` with each case measured whose code or suite file names a changed data file that its
-    fingerprint does not hold."""
+    """``pair`` with each case measured whose code names a changed data file its fingerprint lacks."""
     if not data or pair.cases is None or pair.base_print is None or pair.head_print is None or pair.head is None:
         return pair
     more: list[str] = []

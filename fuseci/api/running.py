@@ -143,8 +143,7 @@ def case_sources(suite: Suite, tree: Path | Tree = Path(".")) -> dict[str, Sourc
 
 @dataclass(slots=True)
 class StoredBaseline:
-    """What ``fuseci run`` judges a suite against (:class:`~fuseci.api.session.Against`): its stored
-    baseline and ledgers, read once its results name the card."""
+    """What ``fuseci run`` judges a suite against: its stored baseline and ledgers, read once."""
 
     suite: Suite
     options: RunOptions

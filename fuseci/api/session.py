@@ -205,8 +205,7 @@ class Session:
         return None if name is None else _Blocked(f"not run: ncu cannot profile on this machine ({name} says why)")
 
     def latch(self, name: str, exc: NcuError) -> NcuError:
-        """Note that measuring suite ``name`` failed with ``exc`` (the first machine-wide failure
-        blocks every later side); what the job fails with."""
+        """What a job fails with once measuring suite ``name`` failed with ``exc`` (machine-wide: blocks the rest)."""
         with self._lock:
             first = exc.machine_wide and self._machine is None
             if first:

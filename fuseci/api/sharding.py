@@ -43,8 +43,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
-    """The suites that shard ``k`` of ``n`` runs: whole suites dealt out deterministically by weight,
-    the largest first to the lightest shard (ties to the lowest shard number)."""
+    """The suites shard ``k`` of ``n`` runs: dealt out deterministically, the largest first to the lightest shard."""
     heap = [(0, i) for i in range(min(n, len(suites)))]  # (load, shard index): already a heap
     owner: dict[str, int] = {}
     for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):

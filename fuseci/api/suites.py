@@ -41,8 +41,7 @@ def check_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolv
 
 
 def runnable(check: SuiteCheck, named: bool) -> list[Suite]:
-    """The suites a command runs: all that loaded, but planted-regression suites only when the
-    command line named them."""
+    """The suites a command runs: planted-regression suites only when the command line named them."""
     if named:
         return list(check.suites)
     planted = [s.name for s in check.suites if s.planted]

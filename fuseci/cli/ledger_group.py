@@ -67,8 +67,7 @@ def _key_lines(d: KeyDiff) -> list[str]:
 
 
 def diff_text(result: FilesDiff) -> str:
-    """What ``fuseci ledger diff`` prints: both files, then each key's totals, node changes and
-    findings, the keys of one side only, and a last line of the outcome."""
+    """What ``fuseci ledger diff`` prints: both files, each key's changes and findings, and the outcome."""
     from fuseci.reporters.ledger import cut
     from fuseci.reporters.text import count
 
@@ -130,8 +129,7 @@ def diff_command(
 
 
 def show_text(file: LedgerFile, keys: list[str]) -> str:
-    """What ``fuseci ledger show`` prints: the file, then each ledger's table and totals, its
-    graph breaks and notes."""
+    """What ``fuseci ledger show`` prints: the file, then each ledger's table, totals and graph breaks."""
     from fuseci.api import ledger_files
     from fuseci.reporters.ledger import cut, ledger_lines
 

@@ -190,8 +190,7 @@ AbInFlight = Annotated[
 
 
 def _report_file(name: str) -> Any:
-    """The ``--FORMAT PATH`` option that writes a report format to a file: its flag and help are
-    the format's entry in :data:`fuseci.reporters.FILE_FORMATS`."""
+    """The ``--FORMAT PATH`` option of a report format, as :data:`fuseci.reporters.FILE_FORMATS` has it."""
     (f,) = (f for f in FILE_FORMATS if f.name == name)
     return typer.Option(f.option, help=f.help, dir_okay=False, metavar="PATH")
 

@@ -120,8 +120,7 @@ class RunDisplay:
         self._news(f"{suite.name}: {what}")
 
     def suite_failed(self, suite: Suite, error: FuseciError) -> None:
-        """The error's one line on stderr, where logs and scripts read it, unless stderr is
-        where stdout goes too (a terminal, ``2>&1``): the suite's ERROR block says it there."""
+        """The error's one line on stderr, unless stdout goes there too (its ERROR block says it)."""
         from fuseci.cli.output import error as say_error
 
         if not one_stream():
