@@ -56,10 +56,8 @@ def update_baselines(
 
     Raises:
         FuseciError: the suite could not be measured or the old baseline is corrupt.
-        BaselineError: the lock was held by another update for ``lock_timeout_s``, the baseline
-            directory is not writable, the disk is full, or the file is a symbolic link.
-        OutputError: the baseline file is one of the update's inputs (the suite file, the
-            report or its record); nothing is read from it or written.
+        BaselineError: the lock was held for ``lock_timeout_s``, or the file cannot be written.
+        OutputError: the baseline file is one of the update's inputs.
     """
     check_autotune_records(suite, options)
     results = session.measurer(options.ncu).measure(suite, replace(options.measuring, passes=BASELINE_PASSES))

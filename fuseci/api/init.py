@@ -455,8 +455,7 @@ def plan(options: InitOptions) -> list[Planned]:
     """What :func:`init` writes, in order.
 
     Raises:
-        UsageError: an option a workflow, a suite or a path cannot take (one line each); no Action
-            reference given and none known from how fuseci was installed.
+        UsageError: an option a workflow, a suite or a path cannot take, or no Action known.
         SuiteError: a function that cannot be found or read, or variants with other parameters.
     """
     problems = _option_problems(options)
@@ -565,8 +564,7 @@ def init(options: InitOptions) -> list[Written]:
 
     Raises:
         UsageError: as :func:`plan`.
-        SuiteError: as :func:`plan`, or a target that cannot be written (each named), before
-            anything is written.
+        SuiteError: as :func:`plan`, or a target that cannot be written (before any write).
         OSError: a file cannot be written (what this run wrote is removed).
     """
     planned = plan(options)

@@ -137,8 +137,7 @@ def read(path: Path) -> LedgerFile:
     """The ledgers of ``path``: a ledger, a suite's ledgers or a results file.
 
     Raises:
-        LedgerError: missing, unreadable, not one of the three, a value its format does not
-            allow, or holding no ledger; one line naming the file and the place.
+        LedgerError: missing, unreadable, not one of the three, invalid, or holding no ledger.
     """
     try:
         data = _ANY.parse(_xz_text(path), path) if path.name.endswith(".xz") else _ANY.load(path)

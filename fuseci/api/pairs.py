@@ -147,8 +147,7 @@ def pair_suites(
     only when named), loaded on each side, with their fingerprints; and the head's files' problems.
 
     Raises:
-        UsageError: no suite named and none found on either side, or a named file is outside the
-            repository or on neither side.
+        UsageError: no suite found, or a named file is outside the repository or on neither side.
     """
     if named:
         rels = list(dict.fromkeys(relative_suite(p, repo, cwd) for p in named))
@@ -267,7 +266,13 @@ def pair_state(pair: SuitePair, base: Side, every: bool) -> str:
         return f"added (not in {base.label}): judged without a reference"
     if pair.unchanged:
         return "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
-    state = _changed_state(pair)
+    changes, unproven = pair.changes, pair.unproven
+    state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
+    if unproven:
+        said = "; ".join(unproven[:3]) + (f"; and {len(unproven) - 3} more" if len(unproven) > 3 else "")
+        state = f"{state} (fuseci ab cannot follow: {said})"
+    elif not changes:
+        state = "changed: measured"
     kept = pair.unchanged_cases
     if not kept:
         return state
@@ -280,16 +285,6 @@ def pair_state(pair: SuitePair, base: Side, every: bool) -> str:
     return (
         f"{state}; measuring {len(cases)} of {_cases(total)} ({', '.join(cases)}), {len(kept)} unchanged, not measured"
     )
-
-
-def _changed_state(pair: SuitePair) -> str:
-    """``changed: <what>``, with what the fingerprints cannot follow."""
-    changes, unproven = pair.changes, pair.unproven
-    state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
-    if not unproven:
-        return state if changes else "changed: measured"
-    said = "; ".join(unproven[:3]) + (f"; and {len(unproven) - 3} more" if len(unproven) > 3 else "")
-    return f"{state} (fuseci ab cannot follow: {said})"
 
 
 def _cases(n: int) -> str:
@@ -390,8 +385,7 @@ def trees(base_ref: str, head_ref: str | None, cwd: Path) -> Iterator[tuple[Path
     and ``head_ref`` (without it, the working tree), removed however the block ends.
 
     Raises:
-        GitError: git is missing, ``cwd`` is in no repository, a ref names no commit, or a
-            worktree could not be made.
+        GitError: git is missing, ``cwd`` is in no repository, a ref is no commit, or no worktree.
     """
     repo = git.repo_root(cwd)
     git.prune(repo)  # the registrations a killed run left

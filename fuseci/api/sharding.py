@@ -86,8 +86,7 @@ def merge_results(paths: Sequence[Path]) -> list[Comparison]:
 
     Raises:
         ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
-            that another file (or the same one) also holds, or a suite id that differs from
-            another only in letter case.
+            that another result holds, or an id that differs from another only in letter case.
     """
     for i, path in enumerate(paths):
         for earlier in paths[:i]:

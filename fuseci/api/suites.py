@@ -55,8 +55,7 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
     suites (those run only when named), checked as :func:`check_suites` checks them.
 
     Raises:
-        SuiteError: a suite file is missing or invalid, two share an id, or (``resolve``) a
-            ``module:function`` does not exist; the message lists every problem.
+        SuiteError: a suite file is missing or invalid, two share an id, or a function is missing.
         UsageError: none named and none found.
     """
     check = check_suites(paths, root=root, resolve=resolve)

@@ -58,9 +58,8 @@ def history(
 
     Raises:
         ReportError: the directory is missing or holds no run file, or a run file is unreadable.
-        UsageError: a suite of ``suites`` is in none of the runs, every suite of ``gates`` is
-            in none (one that is while others are not is a note, and left out), or two of
-            ``gates`` are one suite's.
+        UsageError: a suite of ``suites``, or every suite of ``gates``, is in none of the runs, or
+            two of ``gates`` are one suite's.
     """
     loaded = _gains(run_files_in(directory, last))
     measured = {sid for run in loaded for sid in run.suite_paths}

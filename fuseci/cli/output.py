@@ -200,8 +200,7 @@ def check_outputs(
 
     Raises:
         UsageError: two outputs name one file.
-        OutputError: an output names an input (compared as files: links, hard links and ``..``
-            are seen through).
+        OutputError: an output names an input (compared as files).
     """
     from fuseci.files.outputs import Output
     from fuseci.files.outputs import check_outputs as check
