@@ -1,11 +1,5 @@
-"""The programmatic API: every ``fuseci`` command is one call here. Plain functions.
-
-Everything the CLI does can be scripted (and tested) without the argument parser: load suites,
-measure and judge them (:func:`run`), re-record baselines (:func:`update_baselines`), judge one
-run against another (:func:`compare_runs`), merge results (:func:`merge`), time suites
-(:func:`bench`), follow gains across runs (:func:`history`). A suite that cannot be measured becomes an ``ERROR`` comparison; only what
-keeps the whole command from running raises.
-"""
+"""The programmatic API: every ``fuseci`` command is one call here. A suite that cannot be
+measured becomes an ``ERROR`` comparison; only what keeps the whole command from running raises."""
 
 from __future__ import annotations
 
@@ -31,9 +25,7 @@ if TYPE_CHECKING:
     from fuseci.api.trends import history, run_files_in
     from fuseci.judge.between_runs import compare_runs, recorded_suites
 
-#: The API's names by the module they live in. A module is imported when one of its names is
-#: first used, so that a command imports only what it needs (``fuseci check`` neither pandas nor
-#: the report reader).
+#: The API's names by their module, imported when one of its names is first used.
 _MODULES: dict[str, tuple[str, ...]] = {
     "fuseci.api.baseline_updates": ("BaselineUpdate", "update_baselines"),
     "fuseci.api.running": (

@@ -1,28 +1,9 @@
-"""``fuseci ab``: a pull request judged against its base on the same runner.
+"""``fuseci ab``: a pull request judged against its base, both measured now on the same runner.
 
-The base's suite files and kernel modules come from a temporary git worktree of the base commit
-(:mod:`fuseci.ab.git`); the head is the working tree as it is, or a second worktree. Per suite,
-both sides are measured on the same GPU in one job, the base first, then the head (A B A B ...,
-never all of A then all of B), each in its own processes run in its own tree
-(:func:`side_options`). The base's results become, in memory, the baseline the head is judged
-against (:func:`fuseci.judge.between_runs.baseline_of`, as ``fuseci compare`` makes one of a run), with
-the head's suite file giving the gates, tolerances and expectations; the verdicts are those of
-``fuseci run``. A borderline CUDA-event speedup is re-measured on both sides, pass for pass
-(:meth:`fuseci.api.session.Session.judge`). No stored baseline is read or written.
-
-:func:`run_ab` is a :class:`~fuseci.api.session.Session` whose jobs are the suites measured, each
-judged against its base measured now (:class:`MeasuredBase`: all ``fuseci ab`` supplies to the job
-body); which suites, on which side, and what one not measured says are :mod:`fuseci.api.pairs`'.
-
-A suite whose fingerprint (:mod:`fuseci.ab.fingerprint`) is the same on both sides is not
-measured (``unchanged, not measured``) unless ``every``. When only module files differ (the
-suite file and fuseci are the same on both sides), only the cases whose own fingerprint
-(:mod:`fuseci.ab.cases`) differs are measured, on both sides; the others stand as ``unchanged,
-not measured`` cases among the judged ones; what the fingerprints cannot follow is always
-measured, and what each measured case ran is audited against its fingerprint
-(:mod:`fuseci.ab.audit`). A suite file on one side only is
-``added`` (measured and judged without a reference: correctness, expectations, the bytes
-allowance, planted regressions) or ``removed`` (said, not measured)."""
+Per suite, the base (a temporary git worktree) then the head are measured on one GPU, each in its
+own processes and tree; the base's results become, in memory, the baseline the head is judged
+against with ``fuseci run``'s verdicts. A suite or case whose fingerprint is the same on both
+sides is not measured unless ``every``. No stored baseline is read or written."""
 
 from __future__ import annotations
 
@@ -63,12 +44,11 @@ class AbOptions:
     ncu: str | None = None
     """Explicit ncu executable."""
     accept_env: frozenset[str] = frozenset()
-    """Environment fields whose difference between the sides is accepted (both sides run in one
-    job, so only the suites' ncu settings can differ)."""
+    """Environment fields whose difference between the sides is accepted."""
     every: bool = False
     """Measure unchanged suites too (``--all``)."""
     in_flight: int = 2
-    """Measurements in flight at once: while one side uses the GPU, the next starts its processes."""
+    """Measurements in flight at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,26 +60,17 @@ class AbOutcome:
     measured: tuple[SuiteResults, ...]
     """The head's results of the suites measured, to keep in a run file."""
     unchanged: tuple[str, ...] = field(default_factory=tuple)
-    """Suite ids not measured because nothing they depend on changed (the suite's fingerprint, or
-    each of its cases')."""
-
-
-# --- measuring ---------------------------------------------------------------------------------
+    """Suite ids not measured because nothing they depend on changed."""
 
 
 def side_env(side: Side, other: Side) -> dict[str, str]:
-    """What a side's harness processes' environment adds: no current directory at the front of
-    ``sys.path`` (so that a tree holding a ``fuseci`` package does not replace the fuseci that
-    measures), the other side's tree named as foreign (the harness refuses to measure a module
-    imported from there), ``PYTHONPATH`` without entries inside the other side's tree and led
-    by this side's own directories that the environment imports from (``src/`` of a tree found
-    through ``PYTHONPATH``, a ``.pth`` file or an editable install), and this side's tree named
-    for the audit of what ran (:data:`fuseci.measure.command.AUDIT_TREE_ENV`)."""
+    """What a side's harness processes' environment adds: no current directory on ``sys.path``,
+    the other side's tree named as foreign and this side's for the audit, and ``PYTHONPATH`` led
+    by this side's import roots, without entries inside the other side's tree."""
     env = {"PYTHONSAFEPATH": "1", FOREIGN_TREE_ENV: str(other.root), AUDIT_TREE_ENV: str(side.root)}
     entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
     roots = [str(r) for r in side.tree.roots]
-    if roots:
-        entries = [*roots, *(e for e in entries if e not in roots)]
+    entries = [*roots, *(e for e in entries if e not in roots)]
     if entries:
         mine, theirs = Path(os.path.realpath(side.root)), Path(os.path.realpath(other.root))
         kept = [
@@ -114,11 +85,8 @@ def side_env(side: Side, other: Side) -> dict[str, str]:
 
 
 def side_options(side: Side, other: Side, options: AbOptions) -> MeasureOptions:
-    """How one side is measured: in its own tree (the harness's working directory, so its
-    modules come first on ``sys.path``), into ``<report_dir>/<side>``, holding the GPU's lock,
-    with one compile cache for both sides (compiled code is keyed by its source). The base,
-    being the reference, is profiled :data:`~fuseci.measure.run.REFERENCE_PASSES` times, to
-    learn which counters repeat (:mod:`fuseci.judge.counters`)."""
+    """How one side is measured: in its own tree, into ``<report_dir>/<side>``, holding the GPU's
+    lock, with one compile cache for both sides; the base profiled ``REFERENCE_PASSES`` times."""
     report_dir = options.report_dir.absolute()
     return MeasureOptions(
         report_dir=report_dir / side.name,
@@ -132,19 +100,14 @@ def side_options(side: Side, other: Side, options: AbOptions) -> MeasureOptions:
 
 
 def own_files(pairs: Sequence[SuitePair], options: AbOptions) -> list[tuple[Path, str]]:
-    """Every file measuring either side of ``pairs`` writes (``<report-dir>/<side>``), with what
-    it is: no report may be one of them."""
+    """Every file measuring either side of ``pairs`` writes, with what it is."""
     report_dir = options.report_dir.absolute()
     return [f for p in pairs for side in (BASE, HEAD) for f in SuiteFiles(report_dir / side, p.name).written]
 
 
 @dataclass(slots=True)
 class MeasuredBase:
-    """What ``fuseci ab`` judges a pair's head against (:class:`~fuseci.api.session.Against`): the
-    base's results, measured now in a job of their own, made the baseline in memory, and its
-    ledgers; without them (an added suite, or a base suite file that could not be read) no
-    reference. Its comparison is audited against each side's case fingerprints and, when only some
-    cases were measured, holds the others ``unchanged, not measured``."""
+    """What ``fuseci ab`` judges a pair's head against: the base's results and ledgers, measured now."""
 
     pair: SuitePair
     sides: tuple[Side, Side]
@@ -153,16 +116,14 @@ class MeasuredBase:
     base: Measurement | None
     """The base's side of the job; None when it has no such suite."""
     _judged: dict[ledgers.LedgerKey, LedgerJudged] | None = None
-    """The head's ledgers judged against the base's, once (:func:`judge_ledgers`)."""
+    """The head's ledgers judged against the base's, once."""
 
     def check(self) -> None:
         """Nothing stored to check."""
 
     def judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
-        """The head's ``results`` judged against the base's, as ``fuseci run`` judges against a
-        stored baseline, on the measured cases; the causes of findings decided from each side's
-        case source fingerprints, taken with its fingerprint (:attr:`SuitePair.base_print`). Then
-        audited against what each side's cases ran, the cases not measured added as unchanged.
+        """The head's ``results`` judged against the base's on the measured cases, audited against
+        what each side's cases ran, the cases not measured added as unchanged.
 
         Raises:
             BaselineError: the base's results cannot serve as a baseline.
@@ -197,7 +158,6 @@ class MeasuredBase:
                 accept_env=accept_env,
                 reference=Reference(shlex.join(["fuseci", "update-baselines", rel]), name=side.label),
             )
-        reference = Reference("", name=side.label)
         against = baseline_of(base)
         if pair.base_print is not None:
             against = replace(against, sources=dict(pair.base_print.sources))
@@ -209,7 +169,7 @@ class MeasuredBase:
             against,
             baseline_path=reference_label(side),
             accept_env=accept_env,
-            reference=reference,
+            reference=Reference("", name=side.label),
             ledgers=self._judged,
             sources=dict(pair.head_print.sources) if pair.head_print is not None else None,
         )
@@ -218,8 +178,7 @@ class MeasuredBase:
 def judge_ledgers(
     pair: SuitePair, head_results: SuiteResults, base_results: SuiteResults | None, base: Side
 ) -> dict[ledgers.LedgerKey, LedgerJudged]:
-    """The head's ledgers judged against the base's, each side's built once (a re-measurement
-    retimes a pair; its ledgers stay)."""
+    """The head's ledgers judged against the base's."""
     shown = pair.shown()
     if base_results is None or shown is None or not any(v.ledger for c in shown.cases for v in c.variants):
         return {}
@@ -239,14 +198,8 @@ def measured_cases(pair: SuitePair, options: AbOptions) -> tuple[str, ...] | Non
 def run_ab(
     pairs: Sequence[SuitePair], base: Side, head: Side, options: AbOptions, progress: Progress | None = None
 ) -> AbOutcome:
-    """Measure and judge every pair; a suite that fails stands as one ``ERROR``, the others
-    still run. The comparisons are in the order of ``pairs``.
-
-    A :class:`~fuseci.api.session.Session` whose jobs are the pairs measured, in order, the base's
-    side of each measured in a job of its own before the head's (:class:`MeasuredBase`), at most
-    :attr:`AbOptions.in_flight` at once; the harness processes take turns on the GPU through its
-    lock. Each suite is judged as soon as both its sides are measured, while later ones are
-    measured.
+    """Measure and judge every pair, in order; a suite that fails stands as one ``ERROR``, the
+    others still run.
 
     Raises:
         MismatchError: a report and its record are not one run's (nothing is judged then).
@@ -289,8 +242,7 @@ def _job(pair: SuitePair, base: Side, head: Side, options: AbOptions) -> Job:
 
 
 def keep_head_run(outcome: AbOutcome, pairs: Sequence[SuitePair], head: Side, directory: Path) -> Path | None:
-    """Save the head's measured suites as a new run file in ``directory`` (stamped with the head's
-    commit, or the commit checked out for the working tree); None when none was measured.
+    """Save the head's measured suites as a new run file in ``directory``; None when none was measured.
 
     Raises:
         ReportError: the run file cannot be written.

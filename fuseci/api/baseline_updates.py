@@ -49,23 +49,15 @@ def update_baselines(
 ) -> BaselineUpdate:
     """Re-record one suite's baseline, changing only cases whose checks did not pass.
 
-    A case whose every check passes keeps its old values byte for byte, so a re-record after no
-    real change produces no diff; ``force`` re-records every measured case. Wrong or broken cases
-    are never recorded: their old values stay. A changed environment re-records everything.
-
-    Measuring runs unlocked; reading the old baseline, comparing and writing the new one hold the
-    file's update lock (:func:`fuseci.store.baselines.locked`), so a concurrent update of the same
-    suite and GPU waits up to ``lock_timeout_s`` and then builds on this one's result. Nothing but
-    ``<gpu-slug>/<suite>.json`` and its lock file is written; when anything fails, the old file
-    stays byte for byte and no temporary file remains. A baseline file that is a symbolic link is
-    read through the link, but an update that would change it is refused, not written through.
+    A case whose every check passes keeps its old values byte for byte; ``force`` re-records every
+    measured case; wrong or broken cases are never recorded. Reading, comparing and writing hold
+    the file's update lock, so a concurrent update waits up to ``lock_timeout_s``, then builds on
+    this one's result; when anything fails, the old file stays byte for byte.
 
     Raises:
         FuseciError: the suite could not be measured or the old baseline is corrupt.
-        BaselineError: the lock was held by another update for ``lock_timeout_s``, the baseline
-            directory is not writable, the disk is full, or the file is a symbolic link.
-        OutputError: the baseline file is one of the update's inputs (the suite file, the
-            report or its record); nothing is read from it or written.
+        BaselineError: the lock was held for ``lock_timeout_s``, or the file cannot be written.
+        OutputError: the baseline file is one of the update's inputs.
     """
     check_autotune_records(suite, options)
     results = session.measurer(options.ncu).measure(suite, replace(options.measuring, passes=BASELINE_PASSES))
@@ -76,23 +68,13 @@ def update_baselines(
 
 
 def _autotuning(results: SuiteResults, kept: Path) -> dict[str, autotune.Entry] | None:
-    """The autotuning choices the measured run's kernels used, to write at ``kept``
-    (``<suite>.autotune.json`` beside the baseline: :mod:`fuseci.measure.autotune`): None when the
-    run used none or they are those kept (read, and so checked, here: before anything is written).
-
-    Raises:
-        BaselineError: the file kept there cannot be read or is not an autotuning record.
-    """
+    """The autotuning choices the run's kernels used, to write at ``kept``; None: none, or those kept."""
     entries = {key: dict(entry) for key, entry in results.record.autotune.items()}
     return None if not entries or autotune.load(kept) == entries else entries
 
 
 def _refuse_links(*paths: Path) -> None:
-    """Refuse to replace a file of a card's directory that is a symbolic link, as a baseline's.
-
-    Raises:
-        BaselineError: one of ``paths`` is a symbolic link.
-    """
+    """Refuse (:class:`BaselineError`) to replace a file of a card's directory that is a symbolic link."""
     for path in paths:
         if path.is_symlink():
             raise BaselineError(
@@ -105,8 +87,7 @@ def _refuse_links(*paths: Path) -> None:
 def _with_sources(
     new: Baseline | None, old: Baseline | None, sources: dict[str, SourcePrint] | None, not_kept: set[str]
 ) -> Baseline | None:
-    """The new baseline with each case's source fingerprint: this run's for a case it records,
-    the old baseline's for one it keeps (none where neither has one)."""
+    """The new baseline with each case's source fingerprint: this run's for a case it records, else the old one's."""
     if new is None:
         return None
     kept = old.sources if old is not None else {}
@@ -139,8 +120,7 @@ def _rerecord(suite: Suite, results: SuiteResults, path: Path, force: bool) -> B
     ledgers_path = ledger_store.suite_path(path)
     tuning_path = path.with_name(f"{path.stem}.autotune.json")
     try:
-        # Every input read and every output checked before anything is written: a bad file
-        # beside the baseline leaves all three files as they were.
+        # Every input read and every output checked before anything is written.
         tuning = _autotuning(results, tuning_path)
         written = new is not None and (old is None or bl.dumps(old) != bl.dumps(new))
         _refuse_links(*([ledgers_path] if new_ledgers != old_ledgers else []), *([tuning_path] if tuning else []))

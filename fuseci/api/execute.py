@@ -46,8 +46,7 @@ class Executed:
         return tuple(t for t in self.trials if t.outcome in (Outcome.WRONG, Outcome.RAISED))
 
     def line(self, t: Trial) -> str:
-        """One call as one line: the suite file and the line of the function's reference, the
-        case and function, how it ended and the message."""
+        """One call as one line: where the function is named, how it ended and the message."""
         case = next(c for c in self.suite.cases if c.id == t.case)
         if t.function == REFERENCE:
             at, what = case.reference_line, f"case {case.id!r}.reference ({case.reference})"
@@ -103,8 +102,7 @@ def _death(rc: int) -> str:
 
 
 def _cut_short(suite: Suite, done: tuple[Trial, ...], running: str, ended: str) -> tuple[Trial, ...]:
-    """The calls of a child that crashed or hung in ``running`` (``case/function``): that call
-    raised, and those after it were not made."""
+    """The calls of a child that crashed or hung in ``running``: that call raised, those after it not made."""
     made = {(t.case, t.function) for t in done}
     out = list(done)
     culprit = tuple(running.split("/", 1)) if "/" in running else None

@@ -1,29 +1,7 @@
-"""``fuseci init``: what a repository needs to start with fuseci, written without overwriting.
-
-Four things, none of them ever replaced:
-
-- a starter suite, ``suites/<suite>.yaml``: one case whose variants are the functions named
-  (the first the unfused one), its inputs and params read from the functions' source without
-  importing it (:class:`fuseci.config.resolve.ModuleFinder`, as ``fuseci check`` finds modules),
-  with placeholder shapes to edit;
-- the workflow ``.github/workflows/fuseci.yml`` that runs fuseci's GitHub Action on the runner
-  labels given, with the Action's extras for the functions' framework (``torch``, else CuPy's
-  ``cuda12``);
-- ``.github/actionlint.yaml`` declaring those runner labels, when the repository has none;
-- the report directory's line in ``.gitignore`` (added to the file if it lacks it; nothing else
-  of the file changes).
-
-``suite_only`` writes the suite alone, for a repository that has the rest.
-
-Every option is checked first, as a usage error (exit 2): ids as suite ids, the report directory
-as a plain relative path, the Action as ``owner/name@ref``, runner labels as a workflow holds
-them. Every value written into YAML is quoted as YAML reads it back, and each written document
-is read back and compared with what was meant, so nothing given can change a document's shape.
-Then every target is checked (absent, or a regular file where lines are added; every directory
-on the way a directory of the repository, none linked out of it) before anything is written;
-a function that cannot be found or read, or a target that cannot be written, raises
-:class:`~fuseci.errors.SuiteError` (exit 3) with one line each, and nothing is written. A write
-that fails midway removes what this run wrote.
+"""``fuseci init``: what a repository needs to start with fuseci (a starter suite, the workflow
+that runs fuseci's Action, actionlint's runner labels, the report directory in ``.gitignore``),
+written without overwriting. Every option and target is checked, and every YAML document read
+back as meant, before anything is written; a write that fails midway removes what this run wrote.
 """
 
 from __future__ import annotations
@@ -108,9 +86,7 @@ class Written:
     path: Path
     """Relative to the repository."""
     status: Literal["written", "added", "exists"]
-    """``written``: a new file; ``added``: lines added to an existing file; ``exists``: left as it
-    was (``.gitignore`` holding its line already, an ``actionlint.yaml`` of the repository's; an
-    existing suite or workflow is an error)."""
+    """``written``: a new file; ``added``: lines added to an existing file; ``exists``: left as it was."""
     detail: str = ""
     """What it holds or lacks, in a few words."""
 
@@ -138,8 +114,7 @@ class _Function:
     names: tuple[str, ...]
     """Its keyword-passable parameters, in order."""
     scalars: dict[str, object]
-    """Those that take a scalar: a literal finite number or bool default, or a float/int/bool
-    annotation (its placeholder)."""
+    """Those that take a scalar: a literal finite default, or a float/int/bool annotation's placeholder."""
     optional: frozenset[str]
     """Those with a default."""
     open_ended: bool
@@ -153,7 +128,7 @@ def _fail(ref: str, why: str, fix: str) -> SuiteError:
 
 
 def _read(ref: str, finder: ModuleFinder) -> _Function:
-    """``ref``'s parameters from its module's source, nothing imported (as ``fuseci check`` reads them)."""
+    """``ref``'s parameters from its module's source, nothing imported."""
     module, _, name = ref.partition(":")
     found = resolve(ref, finder)
     if found.problem or found.unverified:
@@ -194,11 +169,6 @@ def _slug(text: str, fallback: str) -> str:
     return _ID.sub("_", text).strip("_-") or fallback
 
 
-def _case_id(fused: str) -> str:
-    name = fused.partition(":")[2]
-    return _slug(re.sub(r"(^|_)fused(_|$)", r"\1", name).strip("_"), "case1")
-
-
 def _variants(functions: Sequence[str]) -> list[tuple[str, str]]:
     out = [("unfused", functions[0])]
     for i, ref in enumerate(functions[1:]):
@@ -209,21 +179,10 @@ def _variants(functions: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _is_torch(options: InitOptions, read: Sequence[_Function]) -> bool:
-    """Whether the suite's functions take torch tensors: ``--framework``, else every function's
-    module imports torch and not CuPy. The suite's ``framework`` and the Action's extras follow it."""
-    return options.framework == "torch" if options.framework else all(f.torch for f in read)
-
-
-# --- YAML written: every scalar quoted as YAML reads it back, every document read back ---------
-
-
 def scalar(value: object) -> str:
-    """``value`` as one YAML scalar that YAML 1.1 (PyYAML, fuseci's loader) and 1.2 read back as
-    ``value``, in a block or a flow: a string plain when it is a word that reads back as itself
-    either way (``gpu``, ``pkg.mod:fn``; never ``on``, ``null``, ``1e-06``), else double-quoted
-    (JSON's escapes are YAML's); a number as PyYAML writes it (``1.0e-06``, never ``1e-06``,
-    which YAML 1.1 reads as a string)."""
+    """``value`` as one YAML scalar that YAML 1.1 and 1.2 read back as ``value``, in a block or a
+    flow: a string plain when it is a word that reads back as itself, else double-quoted; a number
+    as PyYAML writes it (``1.0e-06``, never ``1e-06``, which YAML 1.1 reads as a string)."""
     if isinstance(value, str):
         if _PLAIN_WORD.fullmatch(value) and _reads_as(value, value) and _reads_as(f"[{value}]", [value]):
             return value
@@ -241,11 +200,7 @@ def _reads_as(text: str, value: object) -> bool:
 
 
 def _read_back(what: str, text: str, wanted: dict[str, Any], within: Sequence[str] = ()) -> None:
-    """Raise unless ``text`` reads back (through fuseci's loader) as ``wanted`` (at ``within``).
-
-    Raises:
-        SuiteError: it does not: a bug of this module, said as one.
-    """
+    """Raise :class:`SuiteError` (a bug, said as one) unless ``text`` reads back as ``wanted`` (at ``within``)."""
     data: Any = parse_yaml(text, Path(what))
     for step in within:
         data = data.get(step) if isinstance(data, dict) else None
@@ -264,11 +219,7 @@ def _plain(data: object) -> object:
 
 
 def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tuple[str, str]:
-    """The suite's id and its YAML, read back as what it means to say.
-
-    Raises:
-        SuiteError: variants that take different parameters, or no array parameter.
-    """
+    """The suite's id and its YAML (:class:`SuiteError`: variants with other parameters, or no array)."""
     refs = [f.ref for f in read]
     taken: dict[str, None] = {}
     for f in read:
@@ -296,7 +247,7 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
     if not inputs:
         raise _fail(refs[0], "takes no array parameter", "name functions that take the arrays they fuse over")
     suite = options.suite or _slug(refs[0].partition(":")[0].split(".")[0], "mysuite")
-    case = options.case or _case_id(refs[1])
+    case = options.case or _slug(re.sub(r"(^|_)fused(_|$)", r"\1", refs[1].partition(":")[2]).strip("_"), "case1")
     description = f"Fusions of {refs[0].partition(':')[0]} (say what they fuse)."
     variants = dict(_variants(refs))
     wanted: dict[str, Any] = {
@@ -340,10 +291,8 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
 
 
 def installed_action() -> str | None:
-    """``owner/fuseci@commit`` of the installed fuseci, from how pip installed it (PEP 610's
-    ``direct_url.json``): from a GitHub repository, or from a local clone whose ``origin`` is
-    one; pinned to the commit installed. None from any other install (an index, a wheel, an
-    editable checkout)."""
+    """``owner/fuseci@commit`` of the installed fuseci when pip installed it from a GitHub repository,
+    or a local clone of one (PEP 610's ``direct_url.json``); else None."""
     try:
         text = metadata.distribution("fuseci").read_text("direct_url.json")
         origin = json.loads(text) if text else {}
@@ -506,8 +455,7 @@ def plan(options: InitOptions) -> list[Planned]:
     """What :func:`init` writes, in order.
 
     Raises:
-        UsageError: an option a workflow, a suite or a path cannot take (one line each); no Action
-            reference given and none known from how fuseci was installed.
+        UsageError: an option a workflow, a suite or a path cannot take, or no Action known.
         SuiteError: a function that cannot be found or read, or variants with other parameters.
     """
     problems = _option_problems(options)
@@ -523,7 +471,7 @@ def plan(options: InitOptions) -> list[Planned]:
     root = options.root.resolve()
     finder = ModuleFinder([root, *(p for p in sys.path if p)])
     read = [_read(ref, finder) for ref in options.functions]
-    torch = _is_torch(options, read)
+    torch = options.framework == "torch" if options.framework else all(f.torch for f in read)
     suite, text = _suite_text(options, read, torch)
     suite_path = SUITES_DIR / f"{suite}.yaml"
     out = [Planned(suite_path, text, "new", "remove it, or pass --suite ID for another suite (suites/ID.yaml)")]
@@ -539,17 +487,8 @@ def plan(options: InitOptions) -> list[Planned]:
 
 
 def _kind_of(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISREG, "a file"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return what
-    return "not a regular file"
+    kinds = {"-": "a file", "d": "a directory", "p": "a FIFO", "c": "a device", "b": "a device", "s": "a socket"}
+    return kinds.get(stat.filemode(mode)[0], "not a regular file")
 
 
 def _stat_inside(path: Path, shown: str, real_root: Path) -> tuple[os.stat_result | None, str]:
@@ -573,11 +512,7 @@ def _stat_inside(path: Path, shown: str, real_root: Path) -> tuple[os.stat_resul
 
 
 def _read_target(path: Path) -> str:
-    """A regular file's text, opened without waiting (a FIFO never blocks).
-
-    Raises:
-        OSError: it cannot be read, is not a regular file, or is over :data:`MAX_READ_BYTES`.
-    """
+    """A regular file's text, opened without waiting (a FIFO never blocks); else OSError."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -589,13 +524,8 @@ def _read_target(path: Path) -> str:
 
 
 def _check_targets(root: Path, planned: Sequence[Planned]) -> dict[Path, str]:
-    """The text of each file that lines are added to or that is left as it is, read; every
-    target checked before anything is written.
-
-    Raises:
-        SuiteError: one line for each target that is there (a new file), is not a regular file,
-            lies under something that is not a directory, or is linked out of the repository.
-    """
+    """The text of each existing file that lines are added to or that is left as it is; every
+    target checked first (:class:`SuiteError`, a line for each that cannot be written)."""
     problems: list[str] = []
     held: dict[Path, str] = {}
     if not root.is_dir():
@@ -630,14 +560,11 @@ def _check_targets(root: Path, planned: Sequence[Planned]) -> dict[Path, str]:
 
 
 def init(options: InitOptions) -> list[Written]:
-    """Write what :func:`plan` says, never replacing a file; ``.gitignore`` gets the lines it
-    lacks, added at its end. Every target is checked before the first write; a write that
-    fails removes the files and directories this run made.
+    """Write what :func:`plan` says, never replacing a file; ``.gitignore`` gets the lines it lacks.
 
     Raises:
         UsageError: as :func:`plan`.
-        SuiteError: as :func:`plan`, or a target that cannot be written (each named), before
-            anything is written.
+        SuiteError: as :func:`plan`, or a target that cannot be written (before any write).
         OSError: a file cannot be written (what this run wrote is removed).
     """
     planned = plan(options)
@@ -646,13 +573,12 @@ def init(options: InitOptions) -> list[Written]:
         planned = [_with_note(options, planned[0])]
     made: list[Path] = []  # files and directories, in the order made
     try:
-        out = [_write(options.root, p, held.get(p.path), made) for p in planned]
+        return [_write(options.root, p, held.get(p.path), made) for p in planned]
     except BaseException:
         for path in reversed(made):
             with contextlib.suppress(OSError):  # a directory someone filled meanwhile is kept
                 path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
         raise
-    return out
 
 
 def _write(root: Path, p: Planned, held: str | None, made: list[Path]) -> Written:
@@ -711,8 +637,7 @@ def _declared(held: str, wanted: str) -> str:
 
 
 def suites_covered(workflow_text: str, suite: Path) -> bool:
-    """Whether a workflow's ``suites:`` inputs (paths or globs; none: every suites/*.yaml) take
-    ``suite``."""
+    """Whether a workflow's ``suites:`` inputs (none: every suites/*.yaml) take ``suite``."""
     given = re.findall(r"^\s*suites:\s*(.*?)\s*(?:#.*)?$", workflow_text, re.M)
     patterns = [p.strip("'\"") for g in given for p in g.split()] or [f"{SUITES_DIR.as_posix()}/*.yaml"]
     return any(fnmatch.fnmatch(suite.as_posix(), p) for p in patterns)

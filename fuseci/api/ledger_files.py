@@ -1,19 +1,6 @@
-"""Fusion ledgers read from files and compared, for ``fuseci ledger``: the same model's ledgers
-recorded in two places (under PyTorch 2.11 and 2.12, on two GPUs, before and after an edit).
-
-A ledger file is one of three documents, told apart by their ``format``:
-
-- a ledger (``fuseci-ledger``, :func:`fuseci.ledger.store.load`): one ledger, no key;
-- a suite's ledgers (``fuseci-ledgers``, ``<suite>.ledgers.json`` beside a baseline, written by
-  ``fuseci update-baselines``): its ledgers keyed ``case/variant`` (:func:`fuseci.ledger.store.key`);
-- a results file (no ``format``: ``fuseci run --json``, ``fuseci ab --json``): each variant's
-  ``ledger``, keyed ``case/variant``.
-
-The file is read once as untrusted JSON (bounded, no key named twice) to learn which it is, then
-by its own reader, which validates every value; each failure is one line naming the file, the
-place and the fix (:class:`~fuseci.errors.LedgerError`, exit 3). A file whose name ends in ``.xz``
-is decompressed first, within the same bound (the ledgers of tests/data/ledger and
-``--from-report``'s ``.ncu-rep.xz`` are stored so).
+"""Fusion ledgers read from files and compared, for ``fuseci ledger``: a ledger, a suite's
+ledgers or a results file (told apart by ``format``; ``.xz`` decompressed first), each read as
+untrusted JSON by its own reader, each failure one line naming the file, the place and the fix.
 """
 
 from __future__ import annotations
@@ -51,8 +38,7 @@ class FileKind(enum.Enum):
 
 
 class _Sniff(DocumentFormat):
-    """Reads any JSON object as :class:`DocumentFormat` reads a document (bounded, no key named
-    twice), and checks nothing more: which format it is, and its version, are for its own reader."""
+    """Reads any JSON object as :class:`DocumentFormat` reads a document, and checks nothing more."""
 
     __slots__ = ()
 
@@ -124,14 +110,8 @@ def _from_results(data: dict[str, Any], path: Path) -> tuple[dict[str, Ledger], 
 
 
 def _xz_text(path: Path) -> str:
-    """The text of an ``.xz``-compressed ledger file (as ``--from-report`` reads an
-    ``.ncu-rep.xz``): a regular file only, decompressed no further than the largest ledger file
-    read, so a small file that expands without bound is refused, not read.
-
-    Raises:
-        FileNotFoundError: nothing at ``path``.
-        LedgerError: unreadable, not ``.xz``, over the limit or not UTF-8 text.
-    """
+    """The text of an ``.xz``-compressed ledger file, decompressed no further than the largest
+    ledger file read (:class:`LedgerError` beyond, or unreadable; FileNotFoundError)."""
     try:
         raw = read_bounded(path, _ANY.max_bytes)
     except FileNotFoundError:
@@ -157,8 +137,7 @@ def read(path: Path) -> LedgerFile:
     """The ledgers of ``path``: a ledger, a suite's ledgers or a results file.
 
     Raises:
-        LedgerError: missing, unreadable, not one of the three, a value its format does not
-            allow, or holding no ledger; one line naming the file and the place.
+        LedgerError: missing, unreadable, not one of the three, invalid, or holding no ledger.
     """
     try:
         data = _ANY.parse(_xz_text(path), path) if path.name.endswith(".xz") else _ANY.load(path)
@@ -170,8 +149,7 @@ def read(path: Path) -> LedgerFile:
     if kind == store.FORMAT.name:
         return LedgerFile(path, FileKind.LEDGER, {SINGLE: store.from_json(data, path)}, about)
     if kind == store.SUITE_FORMAT.name:
-        ledgers = store.suite_from_json(data, path)
-        file = LedgerFile(path, FileKind.SUITE, ledgers, about)
+        file = LedgerFile(path, FileKind.SUITE, store.suite_from_json(data, path), about)
     elif kind is None and "suites" in data:
         found, versions = _from_results(data, path)
         file = LedgerFile(path, FileKind.RESULTS, found, (*about, *versions))
@@ -280,10 +258,8 @@ def _pairs(
 
 
 def diff_files(old: LedgerFile, new: LedgerFile, keys: Sequence[str] = ()) -> FilesDiff:
-    """NEW's ledgers against OLD's: per key, what changed node by node and the gate's findings.
-
-    Without ``keys``, every key both files hold (a single ledger's file pairs with the other's
-    only ledger). Keys are compared in OLD's order.
+    """NEW's ledgers against OLD's, in OLD's order (without ``keys``, every key both hold): per key,
+    what changed node by node and the gate's findings.
 
     Raises:
         LedgerError: a key asked for that a file does not hold, or no key in both.
@@ -335,8 +311,8 @@ def _file(f: LedgerFile) -> dict[str, Any]:
 
 
 def dumps(result: FilesDiff) -> str:
-    """The JSON document of a comparison (sorted keys, a trailing newline): both files, then per
-    key both sides' totals, every node change and every finding.
+    """The JSON document of a comparison: both files, then per key both sides' totals, every node
+    change and every finding.
 
     Raises:
         LedgerError: the document is over what a reader takes.

@@ -1,9 +1,5 @@
-"""The fusion ledgers of a suite's ledger variants (``ledger:`` in the suite): each built from
-the provenance its harness captured and the kernels ncu profiled, judged against its baseline's
-ledger (the stored ``<suite>.ledgers.json`` beside the baseline, or ``fuseci ab``'s base side),
-and handed to :func:`fuseci.judge.compare.compare` as ledger checks with what changed node by
-node. A run builds each ledger once (:func:`built`) and judges, re-judges after a re-measurement
-and records (:func:`recorded`) what it built."""
+"""The fusion ledgers of a suite's ledger variants: built once from the provenance and the
+kernels profiled, judged against the baseline's ledgers, and recorded on an update."""
 
 from __future__ import annotations
 
@@ -26,9 +22,7 @@ def _ledger_variants(suite: Suite) -> list[tuple[Case, Variant]]:
 
 
 def built(suite: Suite, results: SuiteResults) -> dict[LedgerKey, Ledger | LedgerError]:
-    """Each measured ledger variant's ledger (or why it could not be built), by (case, variant):
-    from its provenance in the record (checked where the record was read) and its kernels in the
-    report."""
+    """Each measured ledger variant's ledger (or why it could not be built), by (case, variant)."""
     out: dict[LedgerKey, Ledger | LedgerError] = {}
     for case, v in _ledger_variants(suite):
         rec = results.record.cases.get(case.id)
@@ -68,9 +62,7 @@ def judged(
     baselines: Mapping[str, Ledger],
     reference: Reference,
 ) -> dict[LedgerKey, LedgerJudged]:
-    """Each ledger variant's ledger (:func:`built`) judged against ``baselines`` (keyed
-    :func:`store.key` by the variant it is judged as), with what changed since its baseline's,
-    node by node, by (case, variant)."""
+    """Each ledger variant's ledger judged against ``baselines``, with what changed, by (case, variant)."""
     out: dict[LedgerKey, LedgerJudged] = {}
     for case, v in _ledger_variants(suite):
         got = ledgers.get((case.id, v.id))
@@ -85,16 +77,9 @@ def judged(
         checks: list[MetricDelta] = [c for c in (_graphs_check(case, v, got),) if c]
         base = baselines.get(store.key(case.id, v.judged_as))
         if base is None:
-            checks.append(
-                _delta(
-                    case,
-                    v,
-                    Verdict.NEW,
-                    "ledger",
-                    f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded)"
-                    + (f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"),
-                )
-            )
+            message = f"no ledger of {v.judged_as} to compare with yet ({len(got.rows)} kernel calls recorded)"
+            advice = f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"
+            checks.append(_delta(case, v, Verdict.NEW, "ledger", message + advice))
         else:
             verdict = gate.judge(base, got, allow_new=spec.allow_new)
             checks += [_delta(case, v, f.verdict, f.kind.value, f.message) for f in verdict.findings]
@@ -119,9 +104,7 @@ def stored(baseline_path: Path) -> dict[str, Ledger]:
 def recorded(
     suite: Suite, ledgers: Mapping[LedgerKey, Ledger | LedgerError], old: Mapping[str, Ledger], keep: set[str]
 ) -> dict[str, Ledger]:
-    """The ledgers to store after an update: this run's ledger (:func:`built`) of every ledger
-    variant of a case in ``keep`` (a planted variant records none: it is judged against the
-    variant it stands for), the others' as they were."""
+    """The ledgers to store after an update: this run's for the cases in ``keep`` (not planted), else the old."""
     new = dict(old)
     for key, got in ledgers.items():
         case = next(c for c in suite.cases if c.id == key[0])

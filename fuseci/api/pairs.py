@@ -1,10 +1,6 @@
-"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees (a temporary
-git worktree of the base, the working tree or a second worktree as the head), which suite files
-are compared and how each side has them, what the fingerprints say changed (:func:`pair_state`:
-the line said before measuring), and what a suite that is not measured says instead
-(:func:`skipped`: removed, unchanged, or no case's code changed).
-
-Nothing here measures; :mod:`fuseci.api.ab` measures and judges the pairs.
+"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees, which suite
+files are compared and how each side has them, what the fingerprints say changed, and what a suite
+that is not measured says instead. Nothing here measures (:mod:`fuseci.api.ab` does).
 """
 
 from __future__ import annotations
@@ -44,9 +40,7 @@ class Side:
     commit: str | None = None
     """Its commit; None for the working tree (which may hold uncommitted changes)."""
     repo: Path | None = None
-    """The repository's working tree: where the environment's import paths into the repository
-    point (``PYTHONPATH``, ``.pth`` files, editable installs), each read in this side's tree
-    instead (:func:`fuseci.ab.reader.tree_of`); None: none are mapped."""
+    """The repository's working tree, whose import paths are read in this side's tree instead; None: none mapped."""
 
     @property
     def tree(self) -> Tree:
@@ -61,23 +55,19 @@ class SuitePair:
     rel: Path
     """Its path relative to the repository's root: the path reports show."""
     base: Suite | None = None
-    """The base's suite (its path inside the base tree); None when the base has no such file or
-    it could not be read (:attr:`base_problem`)."""
+    """The base's suite; None when the base has no such file or it could not be read."""
     head: Suite | None = None
-    """The head's suite (its path inside the head tree); None when the head has no such file."""
+    """The head's suite; None when the head has no such file."""
     base_problem: str = ""
     """Why the base's file could not be read (the head is then judged without a reference)."""
     base_print: Fingerprint | None = None
-    """The base's fingerprint, when it has the suite (:func:`fuseci.ab.fingerprint.fingerprint`)."""
+    """The base's fingerprint, when it has the suite."""
     head_print: Fingerprint | None = None
     """The head's fingerprint, when it has the suite."""
     cases: tuple[str, ...] | None = None
-    """The head's cases to measure, in suite order: those whose own fingerprint differs from the
-    base's or cannot be proven (:func:`fuseci.ab.fingerprint.to_measure`); empty: none; None: every
-    case (the suite file or fuseci differs, or one side lacks the suite)."""
+    """The head's cases to measure, in suite order; empty: none; None: every case."""
     seen: tuple[str, ...] = ()
-    """Changes between the sides outside what its cases' fingerprints hold that have cases
-    measured anyway (:mod:`fuseci.ab.changed_paths`), each said for people."""
+    """Changes outside its cases' fingerprints that have cases measured anyway, said for people."""
 
     @property
     def name(self) -> str:
@@ -87,9 +77,7 @@ class SuitePair:
 
     @property
     def unchanged(self) -> bool:
-        """Both sides have it, with the same fingerprint (nothing they are measured from differs,
-        no case's fingerprint either): said as a whole suite ``unchanged``; it then has no case
-        to measure (:attr:`cases` is empty)."""
+        """Both sides have it, with the same fingerprint: a whole suite ``unchanged``."""
         a, b = self.base_print, self.head_print
         if a is None or b is None or a.unproven or b.unproven or self.seen:
             return False
@@ -109,18 +97,12 @@ class SuitePair:
 
     @property
     def unproven(self) -> list[str]:
-        """What either side's fingerprint cannot follow (its cases are measured whatever changed)."""
-        return sorted(
-            {
-                *(self.base_print.unproven if self.base_print else ()),
-                *(self.head_print.unproven if self.head_print else ()),
-            }
-        )
+        """What either side's fingerprint cannot follow."""
+        return sorted({u for p in (self.base_print, self.head_print) if p for u in p.unproven})
 
     @property
     def unchanged_cases(self) -> list[Case]:
-        """The head's cases not measured because their own code is the same on both sides
-        (none when :attr:`cases` is None)."""
+        """The head's cases not measured because their own code is the same on both sides."""
         if self.head is None or self.cases is None or self.unchanged:
             return []
         return [c for c in self.head.cases if c.id not in self.cases]
@@ -133,9 +115,6 @@ class SuitePair:
 def reference_label(base: Side) -> str:
     """What the head was judged against, as reports say it: ``base 1a2b3c4 (same runner)``."""
     return f"{base.label} (same runner)"
-
-
-# --- which suites ------------------------------------------------------------------------------
 
 
 def relative_suite(path: Path, root: Path, cwd: Path) -> Path:
@@ -164,16 +143,11 @@ def _default_suites(root: Path, reldir: Path) -> set[Path]:
 def pair_suites(
     named: Sequence[Path] | None, base: Side, head: Side, *, cwd: Path, repo: Path, ignore: Sequence[str] = ()
 ) -> tuple[list[SuitePair], list[str]]:
-    """The suite files to compare, loaded on each side, with their fingerprints; and the
-    problems of the head's suite files (each one line naming the file and the fix).
-
-    Default: every ``suites/*.yaml`` of either side (the ``suites`` directory under ``cwd``,
-    relative to the repository at ``repo``), planted-regression suites only when named, as
-    ``fuseci run``. A named file may be on one side only.
+    """The suite files to compare (default: every ``suites/*.yaml`` of either side, planted ones
+    only when named), loaded on each side, with their fingerprints; and the head's files' problems.
 
     Raises:
-        UsageError: no suite named and none found on either side, or a named file is outside the
-            repository or on neither side.
+        UsageError: no suite found, or a named file is outside the repository or on neither side.
     """
     if named:
         rels = list(dict.fromkeys(relative_suite(p, repo, cwd) for p in named))
@@ -224,9 +198,7 @@ def pair_suites(
 
 
 def _print(suite: Suite | None, side: Side) -> Fingerprint | None:
-    """``suite``'s fingerprint in ``side``'s tree, taken once: which cases to measure, the audit of
-    what they ran and the causes of findings all read it. None without the suite, or when its files
-    cannot be read (every case is then measured)."""
+    """``suite``'s fingerprint in ``side``'s tree; None without the suite, or when its files cannot be read."""
     try:
         return None if suite is None else fingerprint(suite, side.tree)
     except OSError:
@@ -234,9 +206,7 @@ def _print(suite: Suite | None, side: Side) -> Fingerprint | None:
 
 
 def _with_changes(pairs: list[SuitePair], base: Side, head: Side, repo: Path, ignore: Sequence[str]) -> list[SuitePair]:
-    """``pairs`` with what the changes between the sides force (:mod:`fuseci.ab.changed_paths`): every
-    case of every suite measured for a change no case's proven dependencies explain that a case
-    may reach; each case measured whose code names a data file another case's fingerprint holds."""
+    """``pairs`` with the cases that the changes between the sides force to be measured."""
     prints = {BASE: [p.base_print for p in pairs], HEAD: [p.head_print for p in pairs]}
     sights = {
         side.name: changed_paths.sight(
@@ -263,9 +233,7 @@ def _with_changes(pairs: list[SuitePair], base: Side, head: Side, repo: Path, ig
 
 
 def _named_data(pair: SuitePair, data: Sequence[str], sights: dict[str, changed_paths.Sight]) -> SuitePair:
-    """``pair`` with each case measured whose code or suite file names a changed data file that
-    its case fingerprint does not hold (its code may read it through an API the reader has no
-    rule for)."""
+    """``pair`` with each case measured whose code names a changed data file its fingerprint lacks."""
     if not data or pair.cases is None or pair.base_print is None or pair.head_print is None or pair.head is None:
         return pair
     more: list[str] = []
@@ -298,7 +266,13 @@ def pair_state(pair: SuitePair, base: Side, every: bool) -> str:
         return f"added (not in {base.label}): judged without a reference"
     if pair.unchanged:
         return "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
-    state = _changed_state(pair)
+    changes, unproven = pair.changes, pair.unproven
+    state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
+    if unproven:
+        said = "; ".join(unproven[:3]) + (f"; and {len(unproven) - 3} more" if len(unproven) > 3 else "")
+        state = f"{state} (fuseci ab cannot follow: {said})"
+    elif not changes:
+        state = "changed: measured"
     kept = pair.unchanged_cases
     if not kept:
         return state
@@ -311,16 +285,6 @@ def pair_state(pair: SuitePair, base: Side, every: bool) -> str:
     return (
         f"{state}; measuring {len(cases)} of {_cases(total)} ({', '.join(cases)}), {len(kept)} unchanged, not measured"
     )
-
-
-def _changed_state(pair: SuitePair) -> str:
-    """``changed: <what>``, with what the fingerprints cannot follow."""
-    changes, unproven = pair.changes, pair.unproven
-    state = "changed: " + ", ".join(changes) if changes else "not proven unchanged"
-    if not unproven:
-        return state if changes else "changed: measured"
-    said = "; ".join(unproven[:3]) + (f"; and {len(unproven) - 3} more" if len(unproven) > 3 else "")
-    return f"{state} (fuseci ab cannot follow: {said})"
 
 
 def _cases(n: int) -> str:
@@ -337,9 +301,6 @@ def shard_pairs(pairs: list[SuitePair], k: int, n: int) -> list[SuitePair]:
     suites = [p.head or p.base for p in pairs]
     chosen = {id(s) for s in shard([s for s in suites if s is not None], k, n)}
     return [p for p, s in zip(pairs, suites, strict=True) if id(s) in chosen]
-
-
-# --- what a suite not measured says ----------------------------------------------------------
 
 
 def _not_measured(pair: SuitePair, verdict: Verdict, message: str, description: str, base: Side) -> Comparison:
@@ -364,9 +325,8 @@ def _unmeasured(pair: SuitePair, cases: tuple[CaseResult, ...], base: Side) -> C
 
 
 def unchanged_case(case: Case, base: Side, head: Side, *, noted: bool = False) -> CaseResult:
-    """A case not measured because the code it runs is the same on both sides: one PASS check
-    saying what was compared; with ``noted``, a note saying so too (a table of measured cases
-    shows no check that passed)."""
+    """A case not measured because the code it runs is the same on both sides: one PASS check; with
+    ``noted``, a note too (a table of measured cases shows no check that passed)."""
     message = (
         f"unchanged, not measured: the suite file, the code this case runs ({', '.join(case.functions)}, what they "
         f"call, their modules' import-time code and the files they import) and fuseci {__version__} are identical "
@@ -377,16 +337,8 @@ def unchanged_case(case: Case, base: Side, head: Side, *, noted: bool = False) -
     return CaseResult(case.id, case.line, case.description, (check,), (), (note,) if noted else ())
 
 
-def cases_unchanged_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
-    """A suite whose module files differ between the sides but no case's code (a comment, code
-    no case runs): each case ``unchanged, not measured``."""
-    assert pair.head is not None
-    return _unmeasured(pair, tuple(unchanged_case(c, base, head) for c in pair.head.cases), base)
-
-
 def with_unchanged(comparison: Comparison, pair: SuitePair, base: Side, head: Side) -> Comparison:
-    """The comparison of a partly measured suite: the measured cases as judged, each unchanged
-    case ``unchanged, not measured``, in suite order (then any case only the base has)."""
+    """A partly measured suite's comparison: each unchanged case ``unchanged, not measured``, in suite order."""
     assert pair.head is not None
     kept = {c.id for c in pair.unchanged_cases}
     # A case the base's results hold but the head's were not asked for is no removed case: it
@@ -417,38 +369,23 @@ def unchanged_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
     )
 
 
-def removed_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
-    """A suite file the base has and the head does not: said, not measured, not a failure."""
-    return _not_measured(
-        pair,
-        Verdict.MISSING,
-        f"removed: {pair.rel.as_posix()} is in {base.label} but not in {head.label}; not measured",
-        "removed",
-        base,
-    )
-
-
 def skipped(pair: SuitePair, base: Side, head: Side) -> Comparison:
-    """The comparison of a pair that is not measured: removed, unchanged, or no case changed."""
+    """The comparison of a pair that is not measured: removed, unchanged, or no case's code changed."""
     if pair.head is None:
-        return removed_comparison(pair, base, head)
+        removed = f"removed: {pair.rel.as_posix()} is in {base.label} but not in {head.label}; not measured"
+        return _not_measured(pair, Verdict.MISSING, removed, "removed", base)
     if pair.unchanged:
         return unchanged_comparison(pair, base, head)
-    return cases_unchanged_comparison(pair, base, head)
-
-
-# --- the trees -----------------------------------------------------------------------------------
+    return _unmeasured(pair, tuple(unchanged_case(c, base, head) for c in pair.head.cases), base)
 
 
 @contextmanager
 def trees(base_ref: str, head_ref: str | None, cwd: Path) -> Iterator[tuple[Path, Side, Side]]:
-    """The repository's root and the two sides, for the block: the base a temporary worktree of
-    ``base_ref``, the head one of ``head_ref`` or, without it, the working tree as it is
-    (uncommitted changes included). The worktrees are removed however the block ends.
+    """The repository's root and the two sides, for the block: temporary worktrees of ``base_ref``
+    and ``head_ref`` (without it, the working tree), removed however the block ends.
 
     Raises:
-        GitError: git is missing, ``cwd`` is in no repository, a ref names no commit, or a
-            worktree could not be made.
+        GitError: git is missing, ``cwd`` is in no repository, a ref is no commit, or no worktree.
     """
     repo = git.repo_root(cwd)
     git.prune(repo)  # the registrations a killed run left

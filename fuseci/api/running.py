@@ -44,11 +44,9 @@ class RunOptions:
     accept_env: frozenset[str] = field(default_factory=frozenset)
     """Environment fields whose difference from the baseline is accepted."""
     gpus: tuple[str | None, ...] = (None,)
-    """The GPUs to deal the suites out over (``CUDA_VISIBLE_DEVICES`` entries); ``(None,)``: the
-    one GPU this process sees (see :func:`fuseci.measure.devices.select`)."""
+    """The GPUs to deal the suites out over (``CUDA_VISIBLE_DEVICES`` entries; None: as seen)."""
     in_flight: int = 2
-    """Suites in flight at once per GPU: while one uses the GPU, the next one starts its
-    processes and the last one is judged. They take turns on the GPU through its lock file."""
+    """Suites in flight at once per GPU (they take turns on the GPU through its lock file)."""
     device: str | None = None
     """The GPU this suite runs on (set per suite by :func:`run`)."""
 
@@ -66,11 +64,8 @@ class RunOptions:
 
 
 def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool = True) -> list[tuple[Path, str]]:
-    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite
-    files, each suite's baselines (on every card that has one; not with ``baselines=False``, for
-    the update that writes one), and the re-analysed report and its record or, when profiling,
-    the files of the report directory. A report the user asks for must be none of these
-    (:func:`fuseci.files.outputs.check_outputs`)."""
+    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite files,
+    their baselines (unless ``baselines=False``), and the report re-analysed or the report directory's."""
     found: list[tuple[Path, str]] = []
     for suite in suites:
         found.append((suite.path, f"the suite file of {suite.name!r}"))
@@ -85,9 +80,7 @@ def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool =
 
 
 def reference(suite: Suite, options: RunOptions) -> Reference:
-    """The baseline a run of ``suite`` is judged against, and the command that re-records it
-    from the same inputs as the run: the same report when re-analysing one (``--from-report``),
-    the same baselines directory when it is not the default."""
+    """The baseline a run of ``suite`` is judged against, and the command that re-records it from the run's inputs."""
     words = ["fuseci", "update-baselines", str(suite.path)]
     if options.from_report is not None:
         words += ["--from-report", str(options.from_report)]
@@ -97,8 +90,7 @@ def reference(suite: Suite, options: RunOptions) -> Reference:
 
 
 def from_report_hint(suite: Suite, options: RunOptions) -> str:
-    """The exact command that judges ``suite`` without ncu, from a report recorded where ncu runs:
-    the one an earlier run left in the report directory, else where ``fuseci run`` puts one."""
+    """The exact command that judges ``suite`` without ncu, from a report recorded where ncu runs."""
     report = SuiteFiles(options.report_dir, suite.name).report
     words = ["fuseci", "run", str(suite.path), "--from-report", str(report)]
     if options.baselines != Path("baselines"):
@@ -126,9 +118,8 @@ def check(suite: Suite, options: RunOptions) -> Comparison:
 
 
 def check_autotune_records(suite: Suite, options: RunOptions) -> None:
-    """Read every autotuning record kept beside the suite's baselines (each card's), so that a bad
-    one is one line before anything is measured (the harness puts its card's in place:
-    :mod:`fuseci.measure.autotune`); nothing to do when re-analysing a report.
+    """Read every autotuning record kept beside the suite's baselines, so that a bad one is said
+    before anything is measured (not when re-analysing a report).
 
     Raises:
         BaselineError: a record that is not one, naming the file and the entry.
@@ -140,9 +131,7 @@ def check_autotune_records(suite: Suite, options: RunOptions) -> None:
 
 
 def case_sources(suite: Suite, tree: Path | Tree = Path(".")) -> dict[str, SourcePrint] | None:
-    """Each case's source fingerprint of ``suite`` as measured in ``tree`` (the working
-    directory: the harness's), by case id, read statically (:func:`fuseci.ab.cases.source_prints`); None when
-    its files cannot be read (the causes of findings then say so)."""
+    """Each case's source fingerprint of ``suite`` in ``tree``, by case id; None when its files cannot be read."""
     from fuseci.ab.cases import source_prints
 
     try:
@@ -154,9 +143,7 @@ def case_sources(suite: Suite, tree: Path | Tree = Path(".")) -> dict[str, Sourc
 
 @dataclass(slots=True)
 class StoredBaseline:
-    """What ``fuseci run`` judges a suite against (:class:`~fuseci.api.session.Against`): its stored
-    baseline and ledgers, read once its results name the card, and its cases' source fingerprints
-    in the working tree."""
+    """What ``fuseci run`` judges a suite against: its stored baseline and ledgers, read once."""
 
     suite: Suite
     options: RunOptions
@@ -166,7 +153,7 @@ class StoredBaseline:
     """The measured ledgers, built once: a re-measurement retimes a suite; its ledgers stay."""
 
     def check(self) -> None:
-        """The autotuning records kept beside the suite's baselines (:func:`check_autotune_records`)."""
+        """:func:`check_autotune_records`."""
         check_autotune_records(self.suite, self.options)
 
     def judge(self, results: SuiteResults, base: SuiteResults | None = None) -> Comparison:
@@ -206,11 +193,7 @@ def _job(suite: Suite, options: RunOptions, gpu: int = 0) -> Job:
 
 
 def check_results(suite: Suite, options: RunOptions) -> tuple[Comparison, SuiteResults]:
-    """:func:`check`, and the results it judged (re-measured ones included), e.g. to keep them.
-
-    A CUDA-event speedup that fell borderline outside its band
-    (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) is re-measured and the suite judged again
-    on all passes; a re-analysed report cannot be re-measured, so its first verdict stands.
+    """:func:`check`, and the results it judged (re-measured ones included).
 
     Raises:
         FuseciError: anything that keeps the suite from being judged at all.
@@ -235,15 +218,8 @@ class RunOutcome:
 
 
 def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
-    """Measure and judge every suite; a suite that fails stands as one ``ERROR`` and the others
-    still run. ``progress`` hears each suite start and end.
-
-    A :class:`~fuseci.api.session.Session` whose jobs are the suites, dealt out over
-    :attr:`RunOptions.gpus` like shards (:func:`shard`), up to :attr:`RunOptions.in_flight` of
-    each GPU's suites in flight at once; each harness process holds its GPU's lock while it uses
-    the GPU, so measurements never overlap on a GPU. Each job judges its suite against the stored
-    baseline (:class:`StoredBaseline`) as soon as it is measured. The outcome lists the suites in the
-    order given, whatever order they finished in.
+    """Measure and judge every suite, dealt out over the GPUs like shards; a suite that fails stands
+    as one ``ERROR`` and the others still run. The outcome lists the suites in the order given.
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.
@@ -265,9 +241,7 @@ def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None 
 
 def keep_run(outcome: RunOutcome, suites: Sequence[Suite], directory: Path, stamp: Stamp | None = None) -> Path | None:
     """Save the measured suites as a new run file in ``directory``; None when none was measured.
-    Stamped with ``stamp`` when given (:func:`fuseci.store.runs.given_stamp`); else a run
-    re-analysed from a recorded report with the recording's time and no commit
-    (:func:`fuseci.store.runs.recording_stamp`), a profiled one with now and the commit checked out.
+    Stamped with ``stamp``, else a re-analysed report's recording time, else now and the commit.
 
     Raises:
         ReportError: the run file cannot be written.

@@ -1,39 +1,9 @@
 """One session schedules every measurement: ``fuseci run`` and ``fuseci ab`` are each a session.
 
-A session owns what runs when and the one job body: its jobs (a suite, on a GPU, with any side it
-is judged against that is measured now), how many are in flight on each GPU, the latch that stops
-measuring once ncu is found unable to profile on this machine, the stop on Ctrl-C or a signal,
-what progress hears, and the re-measurement of borderline speedups. A command supplies only what
-a suite is judged against (:class:`Against`), as asv's ``continuous`` is its ``run`` then its
-``compare``:
-
-* ``fuseci run`` (:func:`fuseci.api.running.run`): a job per suite, dealt over the GPUs, judged
-  against its stored baseline and ledgers;
-* ``fuseci ab`` (:func:`fuseci.api.ab.run_ab`): a job per suite on one GPU, its base side measured
-  first in a job of its own (A B A B ...), the head judged against the base measured now;
-* ``fuseci compare``: no job, a run file judged against another.
-
-Every measurement of every command goes through the :class:`Measurer` that :func:`measurer`
-returns: the one seam where tests stand in for the GPU with recorded reports.
-
-A job's states, and what moves it on (:meth:`Session.judge`):
-
-==============  =====================================================================================
-submitted       queued on its GPU's pool (:meth:`Session.run`); at most ``in_flight`` run at once
-                per GPU, their harness processes taking turns on the GPU through its lock file
-blocked         a side that starts once another job found ncu unable to profile on this machine
-                (:meth:`Session.latch`): not measured, it says so (:meth:`Session.blocked`)
-measuring       :meth:`Measurer.measure` of each side: the profiled run and the timed pass
-judged          :meth:`Against.judge`; a borderline speedup re-measured on every side pass for pass
-                and judged again
-failed          an error that stands as its suite's one ``ERROR``; a report and record that are not
-                one run's (:class:`~fuseci.errors.MismatchError`) end the session instead
-cancelled       Ctrl-C, a signal or a bug: queued jobs dropped, every child process stopped
-==============  =====================================================================================
-
-Each suite is judged in the job that measured it, as soon as its sides are measured; progress
-hears the suites judged in the order of the jobs. When ncu cannot run at all
-(:meth:`Session.unready`), no job is submitted: the first suite says why.
+A session owns its jobs (a suite on a GPU, with any side it is judged against that is measured now),
+how many run at once per GPU, the latch that stops measuring once ncu is found unable to profile on
+this machine, the stop on Ctrl-C or a signal, progress, and the re-measurement of borderline
+speedups. A command supplies only what a suite is judged against (:class:`Against`).
 """
 
 from __future__ import annotations
@@ -65,16 +35,13 @@ _T = TypeVar("_T")
 
 
 class Progress(Protocol):
-    """Hears what a long command is doing, as it does it (the CLI shows it; :class:`Silent` is
-    the default). Its methods are called from the thread that runs the command.
-    """
+    """Hears what a long command is doing, as it does it (:class:`Silent` by default)."""
 
     def suite_started(self, suite: Suite, index: int, total: int) -> None:
         """Suite ``index`` (from 1) of ``total`` starts."""
 
     def stage(self, suite: Suite, what: str, watch: Path | None = None) -> None:
-        """The suite entered a stage (``profiling under ncu``, ``judging``...); ``watch`` is the
-        harness record that names the case being worked on, when there is one."""
+        """The suite entered a stage; ``watch`` is the harness record naming the case being worked on."""
 
     def suite_judged(self, comparison: Comparison) -> None:
         """A suite was judged (or failed: its comparison is then one ``ERROR``)."""
@@ -132,14 +99,12 @@ class Profiler:
 
 
 def measurer(ncu: str | None = None) -> Measurer:
-    """What measures every suite of every command (``run``, ``ab``, ``update-baselines``): the
-    seam where tests replace the GPU (``monkeypatch.setattr(session, "measurer", ...)``)."""
+    """What measures every suite of every command: the seam where tests replace the GPU."""
     return Profiler(ncu)
 
 
 def retry_cases(comparison: Comparison) -> list[str]:
-    """The cases with a borderline CUDA-event speedup to re-measure
-    (:attr:`~fuseci.judge.verdict.MetricDelta.retry`)."""
+    """The cases with a borderline CUDA-event speedup to re-measure."""
     return sorted({k.case for case in comparison.cases for k in case.checks if k.retry})
 
 
@@ -150,8 +115,7 @@ class Measurement:
     suite: Suite
     options: MeasureOptions
     label: str = ""
-    """What the side's stages are said with (``base 1a2b3c4: profiling``) and, for a side measured
-    in a job of its own, its failure (``base 1a2b3c4 could not be measured: ...``)."""
+    """What its stages and, measured in a job of its own, its failure are said with (``base 1a2b3c4``)."""
 
 
 class Against(Protocol):
@@ -159,15 +123,13 @@ class Against(Protocol):
 
     @property
     def base(self) -> Measurement | None:
-        """A side measured now, in a job of its own ahead of the head (``fuseci ab``'s base);
-        None: what the head is judged against is stored."""
+        """A side measured now, in a job of its own ahead of the head; None: the reference is stored."""
 
     def check(self) -> None:
         """Raise before the head is measured when what it will be judged against is unusable."""
 
     def judge(self, results: SuiteResults, base: SuiteResults | None) -> Comparison:
-        """The head's ``results`` judged (with the base's, measured now), as the command reports
-        them; again after a re-measurement, with every pass."""
+        """The head's ``results`` judged (with the base's, when measured now)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,15 +157,12 @@ class JudgedSuite:
 
 
 class _Blocked(NcuError):
-    """A side not measured because another job found ncu unable to profile on this machine: said
-    as such, and heard only through that job's failure."""
+    """A side not measured because another job found ncu unable to profile on this machine."""
 
 
 class Session:
-    """The jobs of one command: a pool per GPU, the ncu latch, the stop, progress and
-    re-measurement (see the module docstring). Used as a context manager around the jobs' submission
-    and the waiting for them: however the block ends, the pools are shut down, and an exception
-    (Ctrl-C, a signal, a bug) first stops every child process of every job in flight."""
+    """The jobs of one command. As a context manager, however the block ends the pools are shut
+    down, and an exception (Ctrl-C, a signal, a bug) first stops every child process in flight."""
 
     def __init__(
         self,
@@ -225,17 +184,6 @@ class Session:
         self._pools: list[ThreadPoolExecutor] = []
         self._futures: list[Future[Any]] = []
 
-    def started(self, suite: Suite, index: int, total: int) -> None:
-        """Progress hears that ``suite`` (``index`` of ``total``, from 1) starts, with its first
-        job only (``fuseci ab`` measures each suite in two)."""
-        with self._lock:
-            first = (suite.name, suite.path) not in self._started
-            self._started.add((suite.name, suite.path))
-        if first:
-            self.progress.suite_started(suite, index, total)
-
-    # --- ncu: not there at all, or found unable to profile on this machine by a job ---------------
-
     def unready(self, suites: Sequence[Suite], hint: Callable[[], str] | None = None) -> list[Comparison] | None:
         """None when ncu runs; else a comparison per suite, none measured: the first says why (with
         ``hint()`` after it) and progress hears it, the others point at it."""
@@ -251,23 +199,18 @@ class Session:
         return None
 
     def blocked(self) -> NcuError | None:
-        """What a side raises instead of measuring once a job found that ncu cannot profile on this
-        machine; None until then."""
+        """What a side raises instead of measuring once a job found ncu unable to profile here."""
         with self._lock:
             name = self._machine
         return None if name is None else _Blocked(f"not run: ncu cannot profile on this machine ({name} says why)")
 
     def latch(self, name: str, exc: NcuError) -> NcuError:
-        """Note that measuring suite ``name`` failed with ``exc``: the first machine-wide failure
-        blocks every later side. What the job fails with: ``exc``, or, when an earlier job had
-        already found it, what :meth:`blocked` says."""
+        """What a job fails with once measuring suite ``name`` failed with ``exc`` (machine-wide: blocks the rest)."""
         with self._lock:
             first = exc.machine_wide and self._machine is None
             if first:
                 self._machine = name
         return exc if first or not exc.machine_wide else self.blocked() or exc
-
-    # --- the jobs ------------------------------------------------------------------------------
 
     def __enter__(self) -> Session:
         self._pools = [ThreadPoolExecutor(max_workers=self._in_flight) for _ in self.gpus]
@@ -291,9 +234,7 @@ class Session:
         return future
 
     def run(self, jobs: Sequence[Job | JudgedSuite]) -> list[JudgedSuite]:
-        """Every job measured and judged, in order, a job's base side first in a job of its own on
-        the same GPU; what is already :class:`JudgedSuite` (a suite not measured) stands in its place.
-        Progress hears each judged in this order.
+        """Every job measured and judged, in order; a :class:`JudgedSuite` (not measured) stands as it is.
 
         Raises:
             MismatchError: a report and its record are not one run's (nothing is judged then).
@@ -320,15 +261,15 @@ class Session:
         return replace(side.options, on_stage=stage)
 
     def _measure(self, job: Job, side: Measurement, place: tuple[int, int]) -> SuiteResults:
-        """One side of ``job`` measured (the head once what it is judged against is checked).
-
-        Raises:
-            FuseciError: it could not be (:class:`_Blocked` once another job found ncu unable).
-        """
+        """One side of ``job`` measured (the head once what it is judged against is checked)."""
         blocked = self.blocked()
         if blocked is not None:
             raise blocked
-        self.started(job.suite, *place)
+        with self._lock:  # progress hears a suite start with its first job only (``fuseci ab`` has two)
+            first = (job.suite.name, job.suite.path) not in self._started
+            self._started.add((job.suite.name, job.suite.path))
+        if first:
+            self.progress.suite_started(job.suite, *place)
         try:
             if side is job.head:
                 job.against.check()
@@ -337,12 +278,9 @@ class Session:
             raise self.latch(job.suite.name, exc) from None
 
     def judge(self, job: Job, base: Future[SuiteResults] | None = None, place: tuple[int, int] = (1, 1)) -> JudgedSuite:
-        """The job body: the head measured (and ``base``, the measurement of its base side,
-        awaited), judged against what :attr:`Job.against` supplies; a borderline CUDA-event speedup
-        (:attr:`~fuseci.judge.verdict.MetricDelta.retry`) re-measured on every side, pass for pass,
-        and judged again on all passes (a re-analysed report cannot be re-measured: its first
-        verdict stands). A failure stands as the suite's one ``ERROR``, with the head's results
-        when it was measured.
+        """The job body: the head measured (and ``base`` awaited) and judged; a borderline speedup
+        re-measured on every side and judged again (not a re-analysed report's). A failure stands
+        as the suite's one ``ERROR``.
 
         Raises:
             MismatchError: a report and its record are not one run's.
@@ -372,11 +310,7 @@ class Session:
 
     @staticmethod
     def _awaited(side: Measurement, measured: Future[SuiteResults]) -> SuiteResults:
-        """The results of a side measured in a job of its own.
-
-        Raises:
-            FuseciError: it could not be measured, said as that side's.
-        """
+        """The results of a side measured in a job of its own; its failure said as that side's."""
         try:
             return measured.result()
         except (MismatchError, _Blocked):
@@ -385,15 +319,9 @@ class Session:
             raise FuseciError(f"{side.label} could not be measured: {exc}") from None
 
     def _remeasure(self, job: Job, got: list[SuiteResults], cases: list[str]) -> None:
-        """``cases`` timed :data:`~fuseci.measure.run.RETIMES` more times on the head and on the base
-        (those it measured), each pass in a fresh process, the sides pass for pass (base, head, base,
-        head: a base that happened to measure fast must not stand as the reference while only the
-        head gets more passes). Each pass lands in ``got`` as it comes, so that one that fails leaves
-        the sides with those before it; the judge takes the median of the passes.
-
-        Raises:
-            FuseciError: a timed pass failed.
-        """
+        """``cases`` timed :data:`~fuseci.measure.run.RETIMES` more times on each side, pass for pass
+        (a base that happened to measure fast must not stand while only the head gets more passes);
+        each pass lands in ``got`` as it comes."""
         both = " on both sides" if len(got) > 1 else ""
         log.info("%s: re-measuring borderline speedup(s) of %s%s", job.suite.name, ", ".join(cases), both)
         watch = SuiteFiles(job.head.options.report_dir, job.head.suite.name).harness(Mode.TIME).record
@@ -410,8 +338,7 @@ class Session:
             raise self.latch(job.suite.name, exc) from None
 
     def _failed(self, job: Job, exc: FuseciError, results: SuiteResults | None) -> JudgedSuite:
-        """``job``'s suite as one ``ERROR`` saying ``exc``; progress hears it unless another job's
-        failure already said it."""
+        """``job``'s suite as one ``ERROR``; progress hears it unless another job's failure said it."""
         if not isinstance(exc, _Blocked):
             self.progress.suite_failed(job.suite, exc)
         return JudgedSuite(failed(job.suite, str(exc)), results, exc)

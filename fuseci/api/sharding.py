@@ -43,14 +43,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def shard(suites: list[Suite], k: int, n: int) -> list[Suite]:
-    """The suites that shard ``k`` of ``n`` runs: whole suites (one ncu process each), dealt out
-    by weight so that shards get similar numbers of cases.
-
-    Deterministic: every shard computes the same assignment from the same suite files, sorted
-    by name, the largest suite first to the lightest shard (ties to the lowest shard number).
-    Only the first ``len(suites)`` shards can receive a suite (a later one is picked only once
-    every earlier one holds a suite), so the work is O(suites · log suites) whatever ``n`` is.
-    """
+    """The suites shard ``k`` of ``n`` runs: dealt out deterministically, the largest first to the lightest shard."""
     heap = [(0, i) for i in range(min(n, len(suites)))]  # (load, shard index): already a heap
     owner: dict[str, int] = {}
     for suite in sorted(suites, key=lambda s: (-len(s.cases), s.name)):
@@ -70,10 +63,8 @@ def _card(c: Comparison) -> str:
 
 
 def merge(comparisons: list[Comparison]) -> list[Comparison]:
-    """Comparisons of several runs as one list; a suite met more than once (one per GPU model)
-    is renamed ``suite@gpu-slug`` so that reports keep them apart. Suites that could not be run
-    know no card: two of those of one name are ``suite@unknown-gpu`` and ``suite@unknown-gpu-2``.
-    (:func:`merge_results` refuses two results of one suite on one card before this.)"""
+    """Comparisons of several runs as one list; a suite met more than once (one per GPU model) is
+    renamed ``suite@gpu-slug`` (``suite@unknown-gpu``, ``-2``... for those that know no card)."""
     counts = Counter(_base_name(c.suite) for c in comparisons)
     used: set[str] = set()
     out: list[Comparison] = []
@@ -90,18 +81,12 @@ def merge(comparisons: list[Comparison]) -> list[Comparison]:
 
 
 def merge_results(paths: Sequence[Path]) -> list[Comparison]:
-    """Read results files (``fuseci run --json``) and merge them (:func:`merge`).
-
-    Two results of one suite on one card (the same file named twice, two runs of a suite on one
-    GPU model, or a merged file and one of its parts) are refused rather than merged silently or
-    one of them picked: which one counts is the user's decision. So are two suite ids that differ
-    only in letter case (:func:`~fuseci.config.names.id_key`), which name one baseline file where
-    file names ignore case; a case listed twice in a suite is refused by the reader.
+    """Read results files (``fuseci run --json``) and merge them (:func:`merge`); two results of one
+    suite on one card are refused (which one counts is the user's decision).
 
     Raises:
         ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
-            that another file (or the same one) also holds, or a suite id that differs from
-            another only in letter case.
+            that another result holds, or an id that differs from another only in letter case.
     """
     for i, path in enumerate(paths):
         for earlier in paths[:i]:

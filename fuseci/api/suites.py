@@ -41,8 +41,7 @@ def check_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolv
 
 
 def runnable(check: SuiteCheck, named: bool) -> list[Suite]:
-    """The suites a command runs: all that loaded, but planted-regression suites only when the
-    command line named them."""
+    """The suites a command runs: planted-regression suites only when the command line named them."""
     if named:
         return list(check.suites)
     planted = [s.name for s in check.suites if s.planted]
@@ -56,8 +55,7 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
     suites (those run only when named), checked as :func:`check_suites` checks them.
 
     Raises:
-        SuiteError: a suite file is missing or invalid, two share an id, or (``resolve``) a
-            ``module:function`` does not exist; the message lists every problem.
+        SuiteError: a suite file is missing or invalid, two share an id, or a function is missing.
         UsageError: none named and none found.
     """
     check = check_suites(paths, root=root, resolve=resolve)
@@ -73,20 +71,13 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
 
 
 def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
-    """A file without problems (its ``suite``), for the report files: a passing check at its
-    ``suite:`` line, and each unverified reference and warning at its own line."""
+    """A file without problems, for the report files: a pass, and each unverified reference and warning."""
+    said = [(suite.line, Verdict.PASS, f.summary())]
+    said += [(note.line, Verdict.WARN, note.message) for note in (*f.unverified_notes, *f.warnings)]
     results = [
-        CaseResult(
-            "(suite)",
-            suite.line,
-            "the suite file",
-            (MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.PASS, f.summary()),),
-            (),
-        )
+        CaseResult("(suite)", line, "the suite file", (MetricDelta("(suite)", "", CheckKind.CASE, "", v, m),), ())
+        for line, v, m in said
     ]
-    for note in (*f.unverified_notes, *f.warnings):
-        check = MetricDelta("(suite)", "", CheckKind.CASE, "", Verdict.WARN, note.message)
-        results.append(CaseResult("(suite)", note.line, "the suite file", (check,), ()))
     return Comparison(
         suite=suite.name,
         suite_path=str(f.path),
@@ -99,10 +90,8 @@ def _checked_file(f: FileCheck, suite: Suite) -> Comparison:
 
 
 def check_report(check: SuiteCheck, *, every_file: bool = True) -> list[Comparison]:
-    """What the report files say about a check: each problem as an error at its file and line
-    (:func:`~fuseci.judge.verdict.failed_file`); with ``every_file``, each file without problems
-    as a pass, with its unverified references and warnings. So a check always has a report,
-    valid or not."""
+    """What the report files say about a check: each problem as an error at its file and line; with
+    ``every_file``, each file without problems as a pass."""
     out: list[Comparison] = []
     for f in check.files:
         if f.problem_count:

@@ -23,10 +23,8 @@ class BenchOptions:
 
 
 def bench(suite: Suite, options: BenchOptions) -> bench_figures.BenchResult:
-    """Time every variant of a suite with CUDA events, without ncu, and derive the figures.
-
-    The harness runs as a subprocess under the suite's ``ncu.timeout``. Wrong and broken cases
-    are in the result, not raised.
+    """Time every variant of a suite with CUDA events, without ncu, and derive the figures (wrong
+    and broken cases in the result).
 
     Raises:
         BenchError: the harness could not run, crashed, timed out or left no complete record.

@@ -19,8 +19,7 @@ from fuseci.store import runs as run_files
 
 log = logging.getLogger("fuseci.api")
 
-#: Run files per worker process: fewer are read faster by one process than by starting workers
-#: (a run file of every shipped suite takes about 20 ms to read).
+#: Run files per worker process: fewer are read faster by one process than by starting workers.
 _RUNS_PER_WORKER = 100
 
 
@@ -53,25 +52,14 @@ def run_files_in(directory: Path, last: int | None = None) -> list[Path]:
 def history(
     directory: Path, suites: Sequence[str] = (), last: int | None = None, gates: Sequence[Suite] = ()
 ) -> judge_history.History:
-    """Every gain of the runs in ``directory`` across them, with the runs where it changed level
-    (:mod:`fuseci.judge.history`).
-
-    The tolerances come from ``gates``, the suite files the user named, and from nothing else:
-    the suite path a run file records is a label, never opened (a run file is data and may name
-    any file: a token, ``~/.netrc``, ``/dev/zero``). The gains of a suite without one are followed
-    ungated. One note says which.
-
-    Args:
-        directory: A results directory of ``fuseci run --results-dir``.
-        suites: Only these suite ids (default: every suite of the runs).
-        last: Only the newest ``last`` runs.
-        gates: Suite files whose gates give the tolerances of their suites' gains.
+    """Every gain of the runs in ``directory`` (only ``suites``, of the ``last`` runs), with the runs
+    where it changed level. The tolerances come from ``gates`` alone: the suite path a run file
+    records is never opened (a run file is data and may name any file).
 
     Raises:
         ReportError: the directory is missing or holds no run file, or a run file is unreadable.
-        UsageError: a suite of ``suites`` is in none of the runs, every suite of ``gates`` is
-            in none (one that is while others are not is a note, and left out), or two of
-            ``gates`` are one suite's.
+        UsageError: a suite of ``suites``, or every suite of ``gates``, is in none of the runs, or
+            two of ``gates`` are one suite's.
     """
     loaded = _gains(run_files_in(directory, last))
     measured = {sid for run in loaded for sid in run.suite_paths}
@@ -126,22 +114,11 @@ def _run_gains(path: Path) -> judge_history.RunGains:
 
 
 def _gains(paths: Sequence[Path]) -> list[judge_history.RunGains]:
-    """Each run file read back and reduced to its gains (:func:`fuseci.judge.history.gains_of`),
-    in order. Only the gains are kept, so memory does not grow with the run files' frames.
-
-    Reading is most of a long history's time, so it is spread over the machine's cores when
-    there are enough runs to pay for the workers. They are forked (they start at once and import
-    nothing again; a spawned worker would import the caller's main module, which a script
-    without a main guard cannot survive), so only from a process with no other thread, where
-    forking is safe, and on Linux; elsewhere one process reads them all.
-
-    Raises:
-        ReportError: a run file is unreadable (the first such in order, as one process would say).
-    """
+    """Each run file read back and reduced to its gains, in order; spread over forked workers when
+    there are enough runs (a spawned worker would import the caller's main module), only on Linux
+    from a process with no other thread, where forking is safe."""
     workers = min(os.cpu_count() or 1, len(paths) // _RUNS_PER_WORKER)
-    # Reading a run file allocates thousands of objects, so the collector runs often, and each of
-    # its full passes walked every object the imports made (pandas' among them): a third of the
-    # time. Frozen, they are left out of its passes (and a forked worker's pages stay shared).
+    # Frozen, the imports' objects are left out of the collector's passes, and a forked worker's pages stay shared.
     gc.freeze()
     try:
         if workers < 2 or sys.platform != "linux" or threading.active_count() > 1:

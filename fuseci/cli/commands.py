@@ -1,6 +1,5 @@
 """The commands: each parses its options, calls :mod:`fuseci.api`, renders, and returns its exit
-code to the error boundary (:class:`~fuseci.cli.error_boundary.Command`). Heavy modules (pandas, the API) are imported inside the commands, so
-that ``fuseci --help`` is fast."""
+code. Heavy modules are imported inside the commands, so that ``fuseci --help`` is fast."""
 
 from __future__ import annotations
 

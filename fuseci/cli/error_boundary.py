@@ -1,9 +1,6 @@
-"""The one error boundary, as typer's group and command classes (the app's and each command's
-``cls``): a :class:`~fuseci.errors.FuseciError` is one line on stderr and its exit code; anything
-else is a bug, reported on one line with exit 3 (its traceback before it under ``-v``), never the
-1 of a regression; a signal that ends the job (SIGTERM, SIGHUP) unwinds the command, stopping
-what it started, and is its exit code (128 + the signal's number). A command's body returns its
-exit code."""
+"""The one error boundary, as typer's group and command classes: a
+:class:`~fuseci.errors.FuseciError` is one line on stderr and its exit code; anything else is a
+bug, one line and exit 3; a signal that ends the job is 128 + its number."""
 
 from __future__ import annotations
 
@@ -20,31 +17,12 @@ from fuseci.cli.output import close_streams, error, open_streams, stdout_is_gone
 from fuseci.errors import EXIT_SETUP, Cancelled, FuseciError
 from fuseci.measure.process import cancel_on_signals
 
-
-def internal_error(exc: BaseException, verbose: bool) -> int:
-    """Report a bug: one line (the exception's first line), its traceback before it only when
-    ``verbose``; never the regression code.
-
-    Returns:
-        The exit code, 3.
-    """
-    if verbose:
-        traceback.print_exception(type(exc), exc, exc.__traceback__)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    error(
-        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
-        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
-    )
-    return EXIT_SETUP
-
-
-#: The modules of the ``full`` extra's packages (pyproject.toml): the light install (``pip install
-#: fuseci``) leaves them out, and runs ``init``, ``check`` and ``check --execute`` without them.
+#: The modules of the ``full`` extra's packages, which the light install leaves out.
 FULL_MODULES = ("numpy", "pandas", "junit_xml", "ncu_report", "jinja2", "matplotlib")
 
 
 def failed(exc: Exception, verbose: bool) -> int:
-    """The exit code of a command that raised ``exc``, said on stderr."""
+    """The exit code of a command that raised ``exc``, said on stderr (anything unforeseen a bug: exit 3)."""
     if isinstance(exc, FuseciError):
         error(str(exc))
         return exc.exit_code
@@ -55,22 +33,25 @@ def failed(exc: Exception, verbose: bool) -> int:
             "pip install 'fuseci[full]' (or a GPU extra: cuda12, cuda13, torch)"
         )
         return EXIT_SETUP
-    return internal_error(exc, verbose)
+    if verbose:
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    error(
+        f"internal error: {type(exc).__name__}: {first[:300]} (a bug in fuseci; "
+        f"{'the traceback is above' if verbose else 'run again with -v for its traceback'})"
+    )
+    return EXIT_SETUP
 
 
 def short_help(help_text: str | None) -> str:
-    """A command's line in ``fuseci --help``: its help's first clause, whole (click cuts the
-    first sentence at 45 characters or the terminal's width with ``...``)."""
+    """A command's line in ``fuseci --help``: its help's first clause, whole (click would cut it)."""
     first = " ".join((help_text or "").split("\n\n")[0].split())
     return re.split(r"(?<=[.:;])\s", first, maxsplit=1)[0].rstrip(".:;")
 
 
 class Command(TyperCommand):
-    """A fuseci command: its body returns its exit code, inside the boundary (its traceback with
-    the command's own ``-v``); its help names each argument by its metavar (``SUITE``), where
-    typer would add its Python type (``<list[Path]>``), and its usage line names a required
-    argument plainly (``BASE``, ``RESULTS...``), as the Arguments section and the docs do, where
-    typer writes it in braces (``{BASE}``)."""
+    """A fuseci command: its body returns its exit code, inside the boundary; its help names each
+    argument by its metavar, and its usage line a required one plainly (``BASE``, not ``{BASE}``)."""
 
     def get_short_help_str(self, limit: int = 45) -> str:
         """The help's first clause, whole (:func:`short_help`)."""
@@ -113,10 +94,8 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """The command group, with the boundary around everything that is not a command's body:
-    option callbacks, argument conversion, the command-line machinery (a bug there gets its
-    traceback with ``-v``/``--verbose`` anywhere on the command line). A closed stdout
-    (``fuseci run | head``) is exit 3 as well, where click would exit 1."""
+    """The command group, with the boundary around everything that is not a command's body; a closed
+    stdout (``fuseci run | head``) is exit 3 as well, where click would exit 1."""
 
     def get_short_help_str(self, limit: int = 45) -> str:
         """The help's first clause, whole (:func:`short_help`): a group listed as a command."""
@@ -133,9 +112,7 @@ class Group(TyperGroup):
             raise typer.Exit(EXIT_SETUP) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        """click's ``main``, inside the boundary, with stdout and stderr made writable first and
-        flushed last (:func:`~fuseci.cli.output.open_streams`): a stream that is closed, full or
-        cannot encode a character never turns a verdict into a traceback."""
+        """click's ``main``, inside the boundary, with stdout and stderr made writable first and flushed last."""
         argv = kwargs.get("args", args[0] if args else None)
         argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
         open_streams()

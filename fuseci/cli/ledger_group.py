@@ -1,9 +1,4 @@
-"""``fuseci ledger``: recorded fusion ledgers read from files, without a GPU. ``fuseci ledger
-diff OLD NEW`` compares the same model's ledgers recorded in two places (two PyTorch versions:
-the ledgers two CI runs of ``update-baselines`` stored, or two runs' ``--json`` results), node by
-node and as the gate would judge NEW against OLD; ``fuseci ledger show FILE`` prints a ledger's
-table (:mod:`fuseci.api.ledger_files`). Registered on :data:`fuseci.cli.commands.app` after the
-suite commands."""
+"""``fuseci ledger``: recorded fusion ledgers read from files, without a GPU (``diff`` and ``show``)."""
 
 from __future__ import annotations
 
@@ -72,8 +67,7 @@ def _key_lines(d: KeyDiff) -> list[str]:
 
 
 def diff_text(result: FilesDiff) -> str:
-    """What ``fuseci ledger diff`` prints: both files, then each key's totals, node changes and
-    findings, the keys of one side only, and a last line of the outcome."""
+    """What ``fuseci ledger diff`` prints: both files, each key's changes and findings, and the outcome."""
     from fuseci.reporters.ledger import cut
     from fuseci.reporters.text import count
 
@@ -135,8 +129,7 @@ def diff_command(
 
 
 def show_text(file: LedgerFile, keys: list[str]) -> str:
-    """What ``fuseci ledger show`` prints: the file, then each ledger's table and totals, its
-    graph breaks and notes."""
+    """What ``fuseci ledger show`` prints: the file, then each ledger's table, totals and graph breaks."""
     from fuseci.api import ledger_files
     from fuseci.reporters.ledger import cut, ledger_lines
 

@@ -1,6 +1,4 @@
-"""What the commands that measure (``run`` and ``ab``) share once their options are parsed: the
-suite files they read and refuse to overwrite, the display while their session works, the
-report, and the run file ``--results-dir`` keeps."""
+"""What the commands that measure (``run`` and ``ab``) share once their options are parsed."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def suite_inputs(check: Any) -> list[tuple[Path, str]]:
 
 
 def suite_problems(terminal: Terminal, check: Any, outputs: dict[str, Path]) -> int:
-    """Every problem of the suite files, one ``fuseci: error:`` line each, and in the report
-    files and GitHub's annotations as an error at its file and line; exit 3."""
+    """Every problem of the suite files, one ``fuseci: error:`` line each and in the report files; exit 3."""
     from fuseci.api.suites import check_report
 
     for p in check.problems:
@@ -55,8 +52,7 @@ def measure_and_report(
     quiet: bool,
     verbose: bool,
 ) -> int:
-    """Run ``session`` while progress is shown (each suite's table as it is judged), then report
-    its comparisons; ``keep`` saves the run file, given the outcome and the exit code so far."""
+    """Run ``session`` while progress is shown, then report its comparisons; ``keep`` saves the run file."""
     from fuseci.cli.progress import RunDisplay, choose
     from fuseci.judge.verdict import exit_code
     from fuseci.reporters import console
@@ -78,21 +74,19 @@ def measure_and_report(
 def keeper(
     directory: Path | None, save: Callable[[JudgedT, Path], Path | None], what: str = "results"
 ) -> Keep[JudgedT]:
-    """What keeps a session's run file in ``directory`` (``--results-dir``; None: nothing is
-    kept): ``save(outcome, directory)`` writes it, and a line names it (calling its content
-    ``what``). The exit code so far comes back, turned to 3 (unless 1) when it cannot be saved."""
+    """What keeps a session's run file in ``directory`` (None: nothing is kept) with ``save``, and
+    names it; the exit code so far comes back, turned to 3 (unless 1) when it cannot be saved."""
     if directory is None:
         return None
-    kept_in = directory
 
     def keep(outcome: JudgedT, code: int) -> int:
         try:
-            path = save(outcome, kept_in)
+            path = save(outcome, directory)
         except FuseciError as exc:
             error(str(exc))
             return code if code == EXIT_REGRESSION else exc.exit_code
         if path is None:
-            say(f"fuseci: no suite was measured; no run file written to {kept_in}", err=True)
+            say(f"fuseci: no suite was measured; no run file written to {directory}", err=True)
         else:
             say(f"fuseci: {what} saved to {path}", err=True)
         return code

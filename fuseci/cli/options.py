@@ -1,6 +1,5 @@
-"""The options and arguments of the commands, declared once each as an ``Annotated`` type (those
-several commands share, and those of ``run`` and ``ab``, which measure), and the exit codes
-their help states."""
+"""The options and arguments of the commands, declared once each as an ``Annotated`` type, and the
+exit codes their help states."""
 
 from __future__ import annotations
 
@@ -191,8 +190,7 @@ AbInFlight = Annotated[
 
 
 def _report_file(name: str) -> Any:
-    """The ``--FORMAT PATH`` option that writes a report format to a file: its flag and help are
-    the format's entry in :data:`fuseci.reporters.FILE_FORMATS`."""
+    """The ``--FORMAT PATH`` option of a report format, as :data:`fuseci.reporters.FILE_FORMATS` has it."""
     (f,) = (f for f in FILE_FORMATS if f.name == name)
     return typer.Option(f.option, help=f.help, dir_okay=False, metavar="PATH")
 

@@ -25,8 +25,7 @@ log = logging.getLogger("fuseci")
 
 
 class _OneLine(logging.Formatter):
-    """Log messages on one line each (paths and messages come from files: see ``clean``); a
-    traceback under ``-v`` keeps its lines."""
+    """Log messages on one line each (they may hold text from files); a traceback keeps its lines."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         from fuseci.reporters.text import clean
@@ -41,8 +40,7 @@ def setup_logging(verbose: bool) -> None:
 
 
 def echo(text: str, err: bool = False, nl: bool = True) -> None:
-    """Print ``text`` as it is (lines laid out and made safe by the caller) on stdout, or stderr
-    with ``err``; a stream that cannot take it is noted (:func:`lost`), never raised."""
+    """Print ``text`` as it is on stdout, or stderr with ``err``; a stream that cannot take it is noted, never raised."""
     try:
         typer.echo(text, err=err, nl=nl)
     except (OSError, ValueError) as exc:  # a closed pipe, a full disk, a closed file
@@ -61,8 +59,7 @@ def error(message: str) -> None:
 
 
 class _Streams:
-    """What became of this process's stdout during the command: whether what was printed there
-    was lost (:func:`lost`), and why."""
+    """Whether what this command printed on stdout was lost (:func:`lost`), and why."""
 
     stdout_lost = False
     why = ""
@@ -77,14 +74,10 @@ def _to_devnull(fd: int) -> None:
 
 
 def _gone(stream: TextIO | None, fd: int) -> None:
-    """Point a stream that cannot be written at /dev/null, so that neither a later print nor the
-    flush at exit fails again (Python would then end with status 120, whatever fuseci decided)."""
-    try:
-        if stream is None or stream.fileno() != fd:
-            return
-        _to_devnull(fd)
-    except (OSError, ValueError, AttributeError):  # no real descriptor behind it (a test runner's)
-        pass
+    """Point a stream that cannot be written at /dev/null, so that no later write fails again (exit 120)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real descriptor behind it (a test runner's)
+        if stream is not None and stream.fileno() == fd:
+            _to_devnull(fd)
 
 
 def stdout_is_gone() -> None:
@@ -94,7 +87,7 @@ def stdout_is_gone() -> None:
 
 def lost(*, stderr: bool, why: BaseException | str = "") -> None:
     """A write to stdout (or stderr) failed: it is pointed at /dev/null from now on; a lost stdout
-    makes a pass exit 3 (:func:`close_streams`), a lost stderr only loses messages."""
+    makes a pass exit 3 (:func:`close_streams`)."""
     if stderr:
         _gone(sys.stderr, 2)
         return
@@ -105,11 +98,9 @@ def lost(*, stderr: bool, why: BaseException | str = "") -> None:
 
 
 def open_streams() -> None:
-    """Make stdout and stderr writable for a command, whatever the caller left: a closed
-    descriptor 0, 1 or 2 is opened on /dev/null (so that no file fuseci opens takes its number
-    and no child inherits it), a stream Python could not make (``2>&-``: ``sys.stderr`` is None)
-    is made on it, and characters the streams' encoding lacks (``PYTHONIOENCODING=ascii``: the µ
-    of a time) are written as backslash escapes. A stdout that was closed is lost already."""
+    """Make stdout and stderr writable for a command, whatever the caller left: a closed descriptor
+    0, 1 or 2 opened on /dev/null (a closed stdout is lost already), a missing stream made, and
+    characters the encoding lacks written as backslash escapes."""
     _Streams.stdout_lost, _Streams.why = False, ""
     for fd in (0, 1, 2):
         try:
@@ -132,13 +123,8 @@ def open_streams() -> None:
 
 
 def close_streams(code: int) -> int:
-    """Flush stdout and stderr at the end of a command; the exit code the process ends with:
-    ``code``, but 3 for a pass whose report on stdout was lost (a regression stays 1), said on
-    stderr.
-
-    Returns:
-        The exit code.
-    """
+    """Flush stdout and stderr at the end of a command; the exit code: ``code``, but 3 for a pass
+    whose report on stdout was lost (said on stderr)."""
     for stream, err in ((sys.stdout, False), (sys.stderr, True)):
         try:
             if stream is not None:
@@ -152,16 +138,9 @@ def close_streams(code: int) -> int:
     return final
 
 
-def stdout_lost() -> bool:
-    """Whether something printed on stdout during this command was lost."""
-    return _Streams.stdout_lost
-
-
 class Terminal:
-    """Where one command prints its report and progress: the context's ``obj``, made by the app's
-    callback. Plain lines (errors, ``fuseci check``'s) go through typer; a report and progress
-    through rich, whose streams are made when first used, so that a command without them does
-    not import rich's console."""
+    """Where one command prints its report and progress through rich (the context's ``obj``); its
+    streams are made when first used, so that a command without them does not import rich."""
 
     @functools.cached_property
     def out(self) -> Stream:
@@ -197,10 +176,8 @@ def step_summary() -> Path | None:
 def kept_files(
     *, root: Path = Path("."), baselines: Iterable[Path] = (), results_dirs: Iterable[Path | None] = ()
 ) -> list[tuple[Path, str]]:
-    """The files fuseci keeps around a command, whether it reads them this time or not: the suite
-    files a command finds by default (``suites/*.yaml`` and ``*.yml`` under ``root``), every
-    baseline under ``root/baselines`` and under each baseline root given, and every run file of
-    each results directory given. :func:`check_outputs` adds those of the current directory."""
+    """The files fuseci keeps around a command, read this time or not: the suite files and
+    baselines under ``root`` and each baseline root given, and the run files of each results directory."""
     from fuseci.store import baselines as stored
     from fuseci.store import runs
 
@@ -217,22 +194,13 @@ def kept_files(
 def check_outputs(
     outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
 ) -> None:
-    """Refuse report files that would replace one of the command's inputs, a file fuseci keeps
-    (:func:`kept_files`: a suite file, a baseline, a run file, whether this command reads it or
-    not), or each other (:func:`fuseci.files.outputs.check_outputs`); call it before any
-    measuring, so that nothing is spent on a run whose reports would be refused.
-
-    Args:
-        outputs: Format name → path, as the ``--FORMAT PATH`` options gave them.
-        inputs: Every file the command reads (or writes for itself), with what it is for messages,
-            and the files it keeps beyond those of the current directory (:func:`kept_files`).
-        summary: Whether the command appends to the step summary (:func:`step_summary`), which is
-            then an output like the others.
+    """Refuse report files that would replace one of the command's ``inputs``, a file fuseci keeps
+    (:func:`kept_files`), or each other; before any measuring. With ``summary`` the step summary is
+    an output too.
 
     Raises:
         UsageError: two outputs name one file.
-        OutputError: an output names an input (compared as files: links, hard links and ``..``
-            are seen through).
+        OutputError: an output names an input (compared as files).
     """
     from fuseci.files.outputs import Output
     from fuseci.files.outputs import check_outputs as check
@@ -267,21 +235,10 @@ def report(
     verbose: bool = False,
     keep: Callable[[int], int] | None = None,
 ) -> int:
-    """The files asked for, GitHub's step summary and annotations, then the console report (only
-    its totals line when ``tables_shown``: each suite's table was printed as it was judged), last,
-    so that its last line says the exit code the command ends with.
-
-    A file asked for that is a baseline or suite file of the comparisons is refused, as one that
-    cannot be written (commands refuse their other inputs before measuring: :func:`check_outputs`).
-
-    Args:
-        keep: Saves what else the command keeps (the run file of ``--results-dir``) once the
-            files are written, given the exit code so far; returns the exit code after it.
-
-    Returns:
-        ``code``, or 3 when a file could not be written or stdout was lost before the report
-        was printed (a regression's 1 stays 1).
-    """
+    """The files asked for, GitHub's step summary and annotations, ``keep`` (given the exit code so
+    far, it returns the next), then the console report (its totals line alone when ``tables_shown``),
+    last, so that its last line says the exit code: ``code``, or 3 (not over a 1) when a file could
+    not be written or stdout was lost."""
     # Each reporter is imported where it is used: `fuseci check` prints no console report.
     from fuseci.reporters.text import totals
 
@@ -314,8 +271,7 @@ def report(
 
 
 def _write_reports(comparisons: list[Comparison], outputs: Mapping[str, Path]) -> list[str]:
-    """Write the files asked for and append the step summary; what could not be written, one
-    message each."""
+    """Write the files asked for and append the step summary; what could not be written, one message each."""
     from fuseci.files.outputs import write_output
     from fuseci.reporters import FORMATS
 
@@ -346,12 +302,7 @@ def _write_reports(comparisons: list[Comparison], outputs: Mapping[str, Path]) -
 
 
 def _append_summary(path: Path, comparisons: list[Comparison], limit: int, render: Callable[..., str]) -> None:
-    """Append to the step summary (GitHub takes up to 1 MiB per step: stay within what is left).
-
-    Raises:
-        OSError: it cannot be written (a full disk, ``/dev/full``, a FIFO no process reads, a
-            directory): the caller makes that an error, never a warning.
-    """
+    """Append to the step summary within what is left of GitHub's limit (OSError when it cannot)."""
     from fuseci.files.outputs import append_output
 
     try:

@@ -1,18 +1,6 @@
-"""What ``fuseci run`` says while it works, and each suite's table as soon as it is judged.
-
-Four ways, chosen once per run (:func:`choose`):
-
-* ``quiet`` (``--quiet``): nothing extra; the tables come at the end, as the report.
-* ``tty`` (stderr is a terminal): a live status line per suite in flight on stderr (which suite,
-  k of N, the stage, the case the harness is on, the time so far), drawn with rich's ``Live``;
-  each suite's table is printed to stdout above it as soon as that suite is judged.
-* ``lines`` (piped, a log file): the same news as plain lines on stderr, one per change.
-* ``github`` (under GitHub Actions): plain lines, and each judged suite's table in a collapsible
-  ``::group::`` section of the log.
-
-The harness says which case it is on in its record (``running``), rewritten atomically before
-each case; a poller reads it for the suites in flight. Every method may be called from any
-thread.
+"""What ``fuseci run`` says while it works, and each suite's table as soon as it is judged: nothing
+(``quiet``), live status lines (``tty``), plain lines on stderr (``lines``), or plain lines and
+``::group::`` sections (``github``). Every method may be called from any thread.
 """
 
 from __future__ import annotations
@@ -93,8 +81,6 @@ class RunDisplay:
         self._live: Any = None
         self._poller: threading.Thread | None = None
 
-    # --- lifecycle ------------------------------------------------------------------------
-
     def __enter__(self) -> RunDisplay:
         if self.mode == "tty":
             from rich.live import Live
@@ -120,8 +106,6 @@ class RunDisplay:
         if self._live is not None:
             self._live.stop()
 
-    # --- what the run tells ----------------------------------------------------------------
-
     def suite_started(self, suite: Suite, index: int, total: int) -> None:
         with self._lock:
             self._flights[suite.name] = _Flight(suite, index, total)
@@ -136,8 +120,7 @@ class RunDisplay:
         self._news(f"{suite.name}: {what}")
 
     def suite_failed(self, suite: Suite, error: FuseciError) -> None:
-        """The error's one line on stderr, where logs and scripts read it, unless stderr is
-        where stdout goes too (a terminal, ``2>&1``): the suite's ERROR block says it there."""
+        """The error's one line on stderr, unless stdout goes there too (its ERROR block says it)."""
         from fuseci.cli.output import error as say_error
 
         if not one_stream():
@@ -161,8 +144,6 @@ class RunDisplay:
                 self.terminal.out.show_lines(table)
         self._news(f"{comparison.suite}: {comparison.verdict.value.upper()}{took}")
         self._redraw()
-
-    # --- drawing ----------------------------------------------------------------------------
 
     def _news(self, text: str) -> None:
         if self.mode in ("lines", "github"):

@@ -1,6 +1,4 @@
-"""``fuseci init``: a starter suite, the workflow that runs fuseci's GitHub Action, and the
-report directory in ``.gitignore``, written into a repository without replacing anything
-(:mod:`fuseci.api.init`). Registered on :data:`fuseci.cli.commands.app` after the others."""
+"""``fuseci init`` (:mod:`fuseci.api.init`), registered on :data:`fuseci.cli.commands.app`."""
 
 from __future__ import annotations
 

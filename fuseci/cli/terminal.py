@@ -1,5 +1,4 @@
-"""The terminal a command prints to, drawn by rich: imported by the commands that print a report
-or progress, so that ``fuseci --help`` and ``fuseci check`` do without it."""
+"""The terminal a command prints to, drawn by rich (imported only by commands that print a report)."""
 
 from __future__ import annotations
 
@@ -13,17 +12,9 @@ from fuseci.cli.output import lost
 
 
 class Stream(Console):
-    """stdout or stderr as rich draws it.
-
-    Whether colour is shown is rich's decision (``NO_COLOR``, ``FORCE_COLOR``, ``TTY_COMPATIBLE``,
-    ``TERM=dumb``, a terminal or not), except that a GitHub Actions log counts as a terminal: it
-    shows colour. Text is printed as it is given: no markup, emoji codes or highlighting (names
-    and messages come from files), no wrapping (the lines are laid out already).
-
-    A reader that went away (``fuseci run | head``), a full disk (``> /dev/full``) or a closed
-    file is noted in :attr:`lost`, not fatal: rich would exit 1, the code of a regression; the
-    command still writes its files and its exit code still says what was found.
-    """
+    """stdout or stderr as rich draws it: text printed as it is given (no markup, emoji or wrapping),
+    colour as rich decides (a GitHub Actions log counts as a terminal). A reader that went away, a
+    full disk or a closed file is noted in :attr:`lost`, not fatal (rich would exit 1)."""
 
     def __init__(self, *, stderr: bool = False) -> None:
         super().__init__(
@@ -42,9 +33,7 @@ class Stream(Console):
         return self._print(Text(text), end="")
 
     def show_lines(self, lines: Sequence[Text]) -> bool:
-        """Print each of ``lines`` on a line of its own; False once no one reads them. (One
-        group of lines: rich draws 20,000 of them in about a third of the time it takes for one
-        text of as many lines.)"""
+        """Print each of ``lines`` on a line of its own; False once no one reads them."""
         return self._print(Group(*lines))
 
     def _print(self, renderable: Text | Group, end: str = "\n") -> bool:
