@@ -26,8 +26,7 @@ class Ran:
     """One side's measurement of a suite, as the audit needs it."""
 
     cases: Mapping[str, CasePrint]
-    """The side's case fingerprints, by case id, as taken before it was measured
-    (:attr:`fuseci.ab.fingerprint.Fingerprint.cases`)."""
+    """The side's case fingerprints taken before it was measured (:attr:`fuseci.ab.fingerprint.Fingerprint.cases`)."""
     root: Path
     """The side's tree's root."""
     record: HarnessRecord
@@ -37,8 +36,7 @@ class Ran:
 
 
 def _spans(path: Path) -> list[tuple[int, int, str]] | None:
-    """Each top-level definition of a module file as (first line, with its decorators; last
-    line; name); None when the file cannot be read or parsed."""
+    """Each top-level definition of a module file as (first line with decorators, last line, name); None: unread."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
@@ -78,9 +76,8 @@ def _message(label: str, case: str, missed: list[str]) -> str:
 
 
 def side_checks(side: Ran) -> dict[str, MetricDelta]:
-    """An ``ERROR`` check per case of ``side`` whose record shows it ran or read what its
-    fingerprint does not cover, by case id. A case the harness did not watch, or that its
-    fingerprint cannot prove unchanged (it is measured whatever changed), is not audited."""
+    """An ``ERROR`` check per case of ``side`` that ran or read what its fingerprint does not cover, by case
+    id; a case not watched, or that its fingerprint cannot prove unchanged, is not audited."""
     watched = {cid: rec for cid, rec in side.record.cases.items() if rec.ran or rec.read}
     out: dict[str, MetricDelta] = {}
     for cid, rec in sorted(watched.items()):
@@ -95,8 +92,7 @@ def side_checks(side: Ran) -> dict[str, MetricDelta]:
 
 
 def audited(comparison: Comparison, sides: Sequence[Ran]) -> Comparison:
-    """``comparison`` with an ``ERROR`` check on each case whose fingerprint a side's harness
-    found incomplete (:func:`side_checks`)."""
+    """``comparison`` with an ``ERROR`` check on each case a side's harness found uncovered (:func:`side_checks`)."""
     found: dict[str, list[MetricDelta]] = {}
     for side in sides:
         for cid, check in side_checks(side).items():

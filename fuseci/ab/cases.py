@@ -44,15 +44,12 @@ class CasePrint:
     parts: tuple[str, ...]
     """Each a line ``kind name digest``, sorted: equal parts, identical inputs."""
     unproven: tuple[str, ...] = ()
-    """What the case depends on that the reader cannot follow (sorted): the case is then always
-    measured."""
+    """What the case depends on that the reader cannot follow (sorted): the case is then always measured."""
     files: frozenset[str] = frozenset()
-    """Tree-relative files the parts cover whole (what the case's code may run or read there is
-    covered)."""
+    """Tree-relative files the parts cover whole (what the case's code may run or read there)."""
     functions: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    """Tree-relative file of a module the parts cover function by function → the top-level
-    definitions covered (the case's functions, what they refer to, and the module's import-time
-    code and escaping definitions)."""
+    """Tree-relative file of a module covered function by function → the top-level definitions covered
+    (the case's functions, what they refer to, the module's import-time code and escaping definitions)."""
 
     @property
     def digest(self) -> str:
@@ -84,15 +81,13 @@ def _uses_dynamic(tree: ast.Module, names: dict[str, set[str]]) -> str:
                 return f"from {node.module} import *"
         elif isinstance(node, ast.Global):
             used = {"global"}
-        found = sorted(used & DYNAMIC)
-        if found:
+        if found := sorted(used & DYNAMIC):
             return found[0]
     return ""
 
 
 def _reaches_itself(tree: ast.Module, names: dict[str, set[str]], module: str) -> str:
-    """How the module refers to itself through a name an import gives it (``_self.f`` after
-    ``from pkg import mod as _self``); empty when it does not."""
+    """How the module refers to itself through an imported name (``_self.f``); empty when it does not."""
     if not module:
         return ""
     for node in ast.walk(tree):
@@ -138,8 +133,7 @@ def _lazy_annotations(tree: ast.Module) -> bool:
 
 
 def _import_time(node: ast.stmt, annotations: bool) -> list[ast.AST]:
-    """What of a statement runs when its module is imported (a function's annotations only with
-    ``annotations``)."""
+    """What of a statement runs when its module is imported (a function's annotations only with ``annotations``)."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         a = node.args
         every = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x is not None)]
@@ -159,9 +153,8 @@ def _import_time(node: ast.stmt, annotations: bool) -> list[ast.AST]:
 class Source:
     """One module file read for its cases: its definitions and its import-time code.
 
-    ``module`` is the dotted name it runs as (to see it reach itself); ``resolver`` tells what a
-    decorator or base class its imports name is (:data:`fuseci.ab.escapes.Resolver`; by default
-    nothing is known, and every decorated definition escapes but those of builtins)."""
+    ``module`` is the dotted name it runs as (to see it reach itself); ``resolver`` tells what an imported
+    decorator or base class is (:data:`fuseci.ab.escapes.Resolver`; by default nothing is known)."""
 
     def __init__(self, data: bytes | None, path: str, module: str = "", resolver: Resolver | None = None) -> None:
         self.whole = "unreadable" if data is None else hashlib.sha256(data).hexdigest()
@@ -211,8 +204,7 @@ class Source:
         return None if self.why else tree
 
     def _closure(self, names: set[str]) -> set[str] | None:
-        """The top-level definitions ``names`` reach, transitively; None (and :attr:`why` set)
-        when a name one of them refers to cannot be resolved."""
+        """The top-level definitions ``names`` reach, transitively; None (:attr:`why` set) on an unresolved name."""
         todo, reached = sorted(names & set(self.defs)), set[str]()
         while todo:
             name = todo.pop()
@@ -241,15 +233,13 @@ class Source:
         return self._closure({name})
 
     def function(self, name: str) -> str | None:
-        """The digest of ``name``'s code and what it calls in the module; None when the whole
-        module must count instead (:attr:`why` says why)."""
+        """The digest of ``name``'s code and what it calls; None when the whole module counts (:attr:`why`)."""
         reached = self._reached(name)
         return None if reached is None else _sha("\n".join(self._dumps(reached)))
 
     def covered(self, name: str) -> frozenset[str]:
-        """The top-level definitions a case of ``name`` depends on: what ``name`` reaches, and
-        what the module's import-time code reaches or its escaping definitions are (empty when
-        the whole module counts)."""
+        """The top-level definitions a case of ``name`` depends on: what it reaches, and what import-time code
+        reaches or escapes (empty when the whole module counts)."""
         reached = self._reached(name)
         return frozenset() if reached is None else frozenset(reached) | self.followed
 
@@ -265,16 +255,14 @@ class _Module:
 
 
 class Prints:
-    """The case fingerprints of one suite in one tree, from one reading of it: the suite's walk
-    first (:attr:`suite_files`; it finds the directories files add to ``sys.path``), then each
-    case's (:meth:`case`)."""
+    """The case fingerprints of one suite in one tree, from one reading: the suite's walk first
+    (:attr:`suite_files`; it finds the directories files add to ``sys.path``), then each case's."""
 
     def __init__(self, suite: Suite, tree: Path | Tree) -> None:
         self.reader = Reader(suite, tree)
         self.root = self.reader.root
         self.suite_files, self.outside, self.missing = suite_walk(self.reader)
-        """Every file the suite's named modules reach; those named modules that are installed,
-        and those found nowhere."""
+        """Every file the suite's named modules reach; those installed, and those found nowhere."""
         self.modules: dict[str, _Module | tuple[str, str]] = {}
         self.reading: set[str] = set()
 
@@ -359,8 +347,7 @@ def _lines(nodes: list[_Def]) -> tuple[int, int]:
 
 
 def _part(line: str) -> SourcePart | None:
-    """A part of a :class:`CasePrint` (``kind name digest``) its definitions do not already say: a
-    file covered whole, a module's import-time code, what is outside the tree."""
+    """A part of a :class:`CasePrint` its definitions do not say: a whole file, import-time code, the outside."""
     kind, _, rest = line.partition(" ")
     if kind == "function":
         return None
@@ -383,8 +370,7 @@ def source_print(prints: Prints, case: CasePrint) -> SourcePrint:
 
 
 def source_prints(suite: Suite, tree: Path | Tree) -> dict[str, SourcePrint]:
-    """Each case's fingerprint (by case id) of ``suite`` (its file inside ``tree``) as measured in
-    ``tree``, as a baseline keeps it.
+    """Each case's fingerprint of ``suite`` (its file inside ``tree``) as measured there, as a baseline keeps it.
 
     Raises:
         OSError: the suite's files cannot be read.
@@ -394,8 +380,7 @@ def source_prints(suite: Suite, tree: Path | Tree) -> dict[str, SourcePrint]:
 
 
 def changed(before: Mapping[str, CasePrint], after: Mapping[str, CasePrint], order: Sequence[str]) -> tuple[str, ...]:
-    """The cases of ``order`` (in its order) whose fingerprint in ``after`` differs from the same
-    case's in ``before``, that ``before`` lacks, or that either side cannot prove unchanged."""
+    """The cases of ``order`` whose fingerprint differs, that ``before`` lacks, or either side cannot prove."""
     return tuple(
         c
         for c in order

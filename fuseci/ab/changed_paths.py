@@ -40,8 +40,7 @@ class Scanned:
     text: str
     """Its string literals, one a line (Python source), or its bytes as Latin-1 (any other file)."""
     beside: str | None = None
-    """The tree-relative directory (``""``: the whole tree) whose files it may reach without
-    naming them; None: none."""
+    """The tree-relative directory (``""``: the whole tree) whose files it may reach unnamed; None: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +104,7 @@ def scan(path: Path, rel: str) -> Scanned:
 
 
 def _suite_values(path: Path) -> str:
-    """Every scalar value under a suite file's ``params`` (what it passes its functions, which may
-    name a file), one a line; ids, references and settings are fuseci's, not the functions'."""
+    """Every scalar value under a suite file's ``params`` (what its functions get, maybe a file), one a line."""
     try:
         document = load_yaml(path)
     except (FuseciError, OSError):
@@ -125,8 +123,7 @@ def _suite_values(path: Path) -> str:
 
 
 def sight(root: Path, files: Iterable[str], suites: Iterable[str], search: Sequence[Path] = ()) -> Sight:
-    """One side's :class:`Sight`: ``files`` (tree-relative) its fingerprints hold, ``suites`` its
-    compared suite files, ``search`` the directories of the tree it imports from besides the root."""
+    """One side's :class:`Sight` of the ``files`` its fingerprints hold, its ``suites`` and ``search`` dirs."""
     files, suites = set(files), set(suites)
     scanned = {rel: scan(root / rel, rel) for rel in sorted(files) if (root / rel).is_file()}
     scanned |= {rel: Scanned(_suite_values(root / rel)) for rel in sorted(suites)}
@@ -157,9 +154,8 @@ def _under(path: str, directory: str) -> bool:
 
 
 def environment_paths(roots: Iterable[Path], environ: Mapping[str, str] | None = None) -> set[str]:
-    """The tree-relative paths environment values name inside one of ``roots`` (each value split
-    at ``os.pathsep``; a relative one as given): what a case may open through ``os.environ``.
-    A value naming a whole root names nothing in particular and is left out."""
+    """The tree-relative paths environment values name inside one of ``roots`` (split at ``os.pathsep``;
+    a relative one as given, a whole root left out): what a case may open through ``os.environ``."""
     real = [Path(os.path.realpath(r)) for r in roots]
     out: set[str] = set()
     for value in (os.environ if environ is None else environ).values():
@@ -179,9 +175,8 @@ def environment_paths(roots: Iterable[Path], environ: Mapping[str, str] | None =
 
 
 def _shadowable() -> frozenset[str]:
-    """Top-level module names a file at the top of a search path could take the place of: the
-    standard library's and those of installed distributions, but fuseci (which measures, from its
-    own installation) and the repository's own packages installed in editable mode."""
+    """Top-level module names a file atop a search path could replace: the standard library's and installed
+    distributions', but fuseci's and the repository's own packages installed in editable mode."""
     try:
         installed = set(metadata.packages_distributions())
     except Exception:  # a broken distribution's metadata: the standard library still counts
@@ -206,10 +201,8 @@ NOT_PROVEN = "held by no fingerprint: a case may read it under a name built at r
 def seen(
     changes: Sequence[PathChange], sights: Sequence[Sight], environment: set[str], ignore: Sequence[str] = ()
 ) -> Forced:
-    """Sort ``changes`` by the rule of docs/CI.md ("Skipping is decided from the diff"): each
-    change that has every case of every suite measured, said for people, and the explained data
-    files; ``ignore``: the patterns (``fnmatch``, ``*`` matching ``/`` too) of paths the user says
-    no case reads."""
+    """Sort ``changes`` by the rule of docs/CI.md ("Skipping is decided from the diff"); ``ignore``: the
+    patterns (``fnmatch``, ``*`` matching ``/`` too) of paths the user says no case reads."""
     explained = set().union(*(s.explained for s in sights)) if sights else set()
     shadowable: frozenset[str] | None = None
     everything: list[str] = []
@@ -267,9 +260,8 @@ def _reached(path: str, sights: Sequence[Sight], environment: set[str], shadowab
 
 
 def _module_like(directory: Path, rest: str) -> bool:
-    """Whether ``rest`` (a path in the search path ``directory``) is a module at its top, or in a
-    package there (a directory without ``__init__.py`` is only a namespace, which never takes
-    an installed module's place)."""
+    """Whether ``rest`` (in the search path ``directory``) is a module at its top or in a package there
+    (a namespace directory never takes an installed module's place)."""
     top, _, inner = rest.partition("/")
     if not inner:
         return top.endswith(_MODULE_SUFFIXES) or (directory / top / "__init__.py").is_file()

@@ -80,8 +80,7 @@ class Effects:
     """What one module file reaches beyond its own source."""
 
     imports: frozenset[str] = frozenset()
-    """Every module name it may import (after ``from X import y``, ``X.y`` too, which is a
-    module when ``y`` is a submodule)."""
+    """Every module name it may import (after ``from X import y``, ``X.y`` too: ``y`` may be a submodule)."""
     reads: tuple[Path, ...] = ()
     """Files and directories it reads, absolute and normalised."""
     paths: tuple[Path, ...] = ()
@@ -93,8 +92,7 @@ class Effects:
 
 
 def import_target(node: ast.ImportFrom, module: str, is_package: bool) -> str | None:
-    """The absolute module ``from ... import`` reads from; None for a relative import that
-    climbs above the top-level package."""
+    """The absolute module ``from ... import`` reads from; None when it climbs above the top-level package."""
     if not node.level:
         return node.module or ""
     package = module if is_package else module.rpartition(".")[0]
@@ -122,15 +120,13 @@ def aliases(tree: ast.AST, module: str = "", is_package: bool = False) -> dict[s
 
 
 def imported_as(node: ast.AST, names: Mapping[str, set[str]]) -> set[str]:
-    """The dotted names ``node`` (a name or attribute chain) stands for through the imports that
-    bind its first name (none when no import binds it)."""
+    """The dotted names ``node`` (a name or attribute chain) stands for through the imports binding its root."""
     root, _, rest = dotted(node).partition(".")
     return {f"{q}.{rest}" if rest else q for q in names.get(root, ())} if root else set()
 
 
 def qualified(node: ast.AST, names: Mapping[str, set[str]]) -> set[str]:
-    """The dotted names ``node`` (a name or attribute chain) may stand for: as written, and
-    through each import that binds its first name (``builtins.`` names as builtins too)."""
+    """The dotted names ``node`` may stand for: as written, and through imports (``builtins.x`` as ``x`` too)."""
     written = dotted(node)
     if not written:
         return set()
@@ -320,8 +316,7 @@ class _Reader:
         return Path(posixpath.normpath(posixpath.join(self.cwd.as_posix(), text)))
 
     def value(self, node: ast.expr, depth: int = 0) -> str | None:
-        """The path (or string) ``node`` evaluates to, when it is named (see the module's
-        docstring); None when it is not."""
+        """The path (or string) ``node`` evaluates to when it is named (see the module's docstring), else None."""
         if depth > 30:
             return None
         match node:
@@ -383,8 +378,7 @@ def _path_method(receiver: str, method: str, texts: list[str]) -> str | None:
 
 
 def _assigned_once(tree: ast.Module) -> dict[str, ast.expr]:
-    """Top-level names assigned exactly once in the whole module (a simple ``name = value``), and
-    their values."""
+    """Top-level names assigned exactly once in the whole module (``name = value``), and their values."""
     counts: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -406,6 +400,5 @@ def _assigned_once(tree: ast.Module) -> dict[str, ast.expr]:
 
 
 def effects(tree: ast.Module, module: str, is_package: bool, file: Path, cwd: Path) -> Effects:
-    """What the module ``module`` (``is_package`` when ``file`` is its package's ``__init__.py``),
-    parsed as ``tree``, reaches beyond its source, run in working directory ``cwd``."""
+    """What ``module`` (parsed as ``tree``, from ``file``) reaches beyond its source, run in ``cwd``."""
     return _Reader(tree, module, is_package, file, cwd).effects()

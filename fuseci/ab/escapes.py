@@ -44,15 +44,13 @@ _WRAPS = frozenset({"wraps", "functools.wraps", "update_wrapper", "functools.upd
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 Resolver = Callable[[str], "ast.FunctionDef | ast.AsyncFunctionDef | bool"]
-"""What a dotted name bound by an import stands for: a function of the tree (its definition),
-True for installed code, False when it cannot be told."""
+"""What an imported dotted name stands for: a function of the tree, True for installed code, False: unknown."""
 
 _BUILTINS = frozenset(dir(builtins))
 
 
 def _keeps(fn: _Function, watched: set[str]) -> bool:
-    """Whether ``fn`` may keep one of ``watched`` (its parameters that hold the decorated
-    function) or one of its inner functions anywhere but its return value."""
+    """Whether ``fn`` may keep one of ``watched`` (parameters) or its inner functions other than by returning."""
     nested = {n.name for n in ast.walk(fn) if isinstance(n, _Function | ast.ClassDef) and n is not fn}
     names = watched | nested
     parents = {child: parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
@@ -70,8 +68,7 @@ def _keeps(fn: _Function, watched: set[str]) -> bool:
 
 
 def keeps_what_it_decorates(fn: _Function, factory: bool) -> bool:
-    """Whether the decorator ``fn`` (a decorator factory with ``factory``) may keep the function
-    it decorates (see the module's docstring)."""
+    """Whether the decorator (``factory``: decorator factory) ``fn`` may keep what it decorates (module docstring)."""
     if not factory:
         params = [*fn.args.posonlyargs, *fn.args.args]
         return not params or _keeps(fn, {params[0].arg})

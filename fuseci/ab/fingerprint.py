@@ -24,8 +24,7 @@ class Fingerprint:
     suite_file: str
     """SHA-256 of the suite file's bytes."""
     files: dict[str, str] = field(default_factory=dict)
-    """Tree-relative path (``/``-separated) → SHA-256 of each module file followed and each file
-    read (``absent`` for one that does not exist)."""
+    """Tree-relative path → SHA-256 of each module file followed and each file read (or ``absent``)."""
     outside: tuple[str, ...] = ()
     """Modules the suite names that are not in the tree (installed packages), sorted."""
     missing: tuple[str, ...] = ()
@@ -35,14 +34,11 @@ class Fingerprint:
     complete: bool = True
     """False when :data:`MAX_FILES` was reached: the suite is then never skipped."""
     unproven: tuple[str, ...] = ()
-    """What the reader could not follow, each ``path:line what`` (sorted): the suite is then
-    never called unchanged, and each case that depends on one of them is measured."""
+    """What the reader could not follow, each ``path:line what`` (sorted): its cases are measured."""
     cases: Mapping[str, CasePrint] = field(default_factory=dict)
-    """Each case's fingerprint, by case id: what decides which cases are measured, and what the
-    audit holds what each measured case ran against (:mod:`fuseci.ab.audit`)."""
+    """Each case's fingerprint, by case id: decides which are measured, and is audited (:mod:`fuseci.ab.audit`)."""
     sources: Mapping[str, SourcePrint] = field(default_factory=dict)
-    """The same, as a baseline keeps them (:func:`fuseci.ab.cases.source_print`), by case id: what
-    the causes of findings are decided from. Made from the same reading; not in :attr:`digest`."""
+    """The same as a baseline keeps them (:func:`fuseci.ab.cases.source_print`); not in :attr:`digest`."""
 
     @property
     def beside_cases(self) -> tuple[object, ...]:
@@ -68,8 +64,7 @@ class Fingerprint:
 
 
 def differences(a: Fingerprint, b: Fingerprint) -> list[str]:
-    """What differs between two fingerprints, for people: ``the suite file``, each changed,
-    added or removed module file, the fuseci version."""
+    """What differs between two fingerprints, for people: the suite file, module files, the fuseci version."""
     out: list[str] = []
     if a.fuseci_version != b.fuseci_version:
         out.append(f"fuseci {a.fuseci_version} -> {b.fuseci_version}")
@@ -113,10 +108,8 @@ def fingerprint(suite: Suite, tree: Path | Tree) -> Fingerprint:
 
 
 def to_measure(base: Fingerprint, head: Fingerprint, order: Sequence[str]) -> tuple[str, ...] | None:
-    """The head's cases to measure, of ``order`` (its case ids, in suite order): None when every
-    case is (:attr:`Fingerprint.beside_cases` differ, or a reading was cut short); else those whose
-    case fingerprint differs from the base's same case, that the base lacks, or that either side
-    cannot prove unchanged (empty: none)."""
+    """The head's cases to measure, of ``order``: None for every one (:attr:`Fingerprint.beside_cases` differ,
+    or a reading was cut short); else :func:`fuseci.ab.cases.changed`'s."""
     if not (base.complete and head.complete) or base.beside_cases != head.beside_cases:
         return None
     return changed(base.cases, head.cases, order)

@@ -32,13 +32,11 @@ _HOLDER = re.compile(re.escape(WORKTREE_PREFIX) + r"[a-z0-9_]{8}")
 
 
 class GitError(FuseciError):
-    """git is missing, this is not a repository, a ref names no commit, or a worktree could not
-    be made (exit 3)."""
+    """git is missing, this is not a repository, a ref names no commit, or no worktree was made (exit 3)."""
 
 
 def _git(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
-    """Run ``git ARGS`` in ``cwd``; the finished process (its status unchecked). GitError when git
-    is not installed, or did not finish within :data:`GIT_TIMEOUT_S`."""
+    """Run ``git ARGS`` in ``cwd``, status unchecked (GitError: no git, or over :data:`GIT_TIMEOUT_S`)."""
     try:
         return subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
@@ -97,12 +95,10 @@ class PathChange:
     """One path two trees of the repository differ in."""
 
     path: str
-    """Relative to the repository's root, ``/``-separated (a directory git lists whole, an ignored
-    one, without its files)."""
+    """Relative to the repository's root, ``/``-separated (an ignored directory git lists whole: no files)."""
     kind: str
-    """``modified``, ``added``, ``deleted``; ``mode`` (its mode differs: the executable bit, a file
-    made a link), ``link`` (a symbolic link on either side), ``submodule`` (a gitlink on either
-    side); ``untracked`` and ``ignored`` (files of the working tree that no commit holds)."""
+    """``modified``, ``added``, ``deleted``; ``mode`` (the mode differs), ``link`` or ``submodule`` (one on
+    either side); ``untracked`` and ``ignored`` (files of the working tree that no commit holds)."""
 
     @property
     def plain(self) -> bool:
@@ -133,9 +129,8 @@ def _raw_changes(raw: str) -> list[PathChange]:
 
 
 def changes(root: Path, base: str, head: str | None) -> list[PathChange]:
-    """Every path the commit ``base`` and ``head`` (None: the working tree at ``root``, untracked
-    and ignored files included) differ in: files, modes, links, submodules, deletions; renames
-    as a deletion and an addition.
+    """Every path the commit ``base`` and ``head`` (None: the working tree at ``root``, untracked and ignored
+    files included) differ in; renames as a deletion and an addition.
 
     Raises:
         GitError: git could not list them.
@@ -163,14 +158,8 @@ def short(sha: str) -> str:
 
 
 def prune(root: Path) -> list[Path]:
-    """Remove the temporary worktrees of ``fuseci ab`` runs that were killed (their holders' lock
-    files are no longer locked), each said in a warning, and forget the registrations whose
-    directories are gone. Worktrees of runs still going, and those fuseci did not make, are left
-    alone. Never raises.
-
-    Returns:
-        The worktrees removed.
-    """
+    """Remove (with a warning each) and return the temporary worktrees of killed ``fuseci ab`` runs (their
+    lock files unlocked), and forget registrations whose directories are gone. Never raises."""
     removed: list[Path] = []
     try:
         listed = _git(["worktree", "list", "--porcelain"], root, "list the worktrees")
@@ -188,9 +177,8 @@ def prune(root: Path) -> list[Path]:
 
 
 def _stale(porcelain: str) -> list[Path]:
-    """The worktrees ``git worktree list --porcelain`` names that a killed ``fuseci ab`` left: in a
-    holder directory of its making in the temporary directory, owned by this user, whose lock
-    file no process holds."""
+    """The worktrees ``git worktree list --porcelain`` names that a killed ``fuseci ab`` left: in a holder
+    directory of its making in the temporary directory, owned by this user, its lock file not held."""
     temporary = Path(os.path.realpath(tempfile.gettempdir()))
     found = []
     for line in porcelain.splitlines():
@@ -220,10 +208,8 @@ def _ours(holder: Path) -> bool:
 
 @contextmanager
 def worktree(root: Path, sha: str) -> Iterator[Path]:
-    """A detached worktree of commit ``sha`` of the repository at ``root``, in a new temporary
-    directory, for the block; removed afterwards however the block ends (SIGTERM and SIGHUP
-    included). Its holder's lock file (:data:`OWNER_LOCK`) is locked meanwhile, so that
-    :func:`prune` of another run leaves it alone.
+    """A detached worktree of commit ``sha`` in a new temporary directory for the block, removed however it
+    ends (SIGTERM, SIGHUP too); :data:`OWNER_LOCK` is locked meanwhile, so another run's :func:`prune` spares it.
 
     Raises:
         GitError: the worktree could not be made (the message has git's reason).
@@ -269,8 +255,7 @@ def _owned(holder: Path) -> Iterator[None]:
 
 
 def _remove(root: Path, path: Path) -> None:
-    """Remove the worktree at ``path`` (a locked one too: one stopped during ``git worktree
-    add`` is locked) and its directory; never raises."""
+    """Remove the worktree at ``path`` (locked too: ``git worktree add`` stopped) and its directory; never raises."""
     try:
         _git(["worktree", "remove", "--force", "--force", str(path)], root, "remove the temporary worktree")
     except GitError as exc:

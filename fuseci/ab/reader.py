@@ -47,13 +47,11 @@ class Tree:
     root: Path
     """The tree's root, resolved: the harness's working directory, first on its search path."""
     roots: tuple[Path, ...] = ()
-    """More directories of this tree that the environment imports from, in order
-    (:func:`tree_of`); the harness gets them first on its ``PYTHONPATH``."""
+    """More directories of this tree the environment imports from, in order (first on ``PYTHONPATH``)."""
     installed: tuple[str, ...] | None = None
     """The rest of the interpreter's search path (None: ``sys.path`` as it is)."""
     repo: Path | None = None
-    """The repository's working tree: a module found there but outside :attr:`root` is never
-    taken for an installed one (None: only :attr:`root` counts)."""
+    """The repository's working tree: a module there but outside :attr:`root` is never an installed one."""
 
 
 def _entry(entry: str) -> Path:
@@ -61,11 +59,9 @@ def _entry(entry: str) -> Path:
 
 
 def tree_of(root: Path, repo: Path | None = None) -> Tree:
-    """How the harness measuring in ``root`` (a checkout of the repository whose working tree is
-    ``repo``) imports: every directory inside ``repo`` through which this interpreter finds
-    modules (``sys.path`` entries, editable installs) becomes the same directory of ``root``,
-    but the interpreter's own and one that would put a ``fuseci`` package before the fuseci that
-    measures."""
+    """How the harness measuring in ``root`` (a checkout of ``repo``) imports: every directory inside ``repo``
+    this interpreter finds modules through (``sys.path``, editable installs) becomes that of ``root``,
+    but the interpreter's own and one that would put a ``fuseci`` package first."""
     root = root.resolve()
     if repo is None:
         return Tree(root)
@@ -102,8 +98,7 @@ class Located:
     outside: bool = False
     """Found, outside the tree and the repository: installed code."""
     unproven: str = ""
-    """Why it cannot be followed (found in the repository outside this tree, or in a package
-    that sets its own ``__path__``)."""
+    """Why it cannot be followed (in the repository outside this tree, or a package setting ``__path__``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,20 +106,17 @@ class Walked:
     """The files an import graph reaches inside a tree."""
 
     files: dict[str, str]
-    """Tree-relative path → SHA-256 of its bytes (``unreadable`` when it could not be read,
-    ``absent`` for a file read that does not exist)."""
+    """Tree-relative path → SHA-256 of its bytes (or ``unreadable``, or ``absent`` for a missing file read)."""
     complete: bool
     """False when :data:`MAX_FILES` was reached before the end."""
     imported: frozenset[str]
-    """Tree-relative paths reached through an import of a file (its own import of itself too),
-    not only as a start."""
+    """Tree-relative paths reached through an import of a file (itself too), not only as a start."""
     unproven: tuple[str, ...] = ()
     """What could not be followed, each ``path:line what``."""
     paths: frozenset[Path] = frozenset()
     """Directories of the tree that files add to ``sys.path``."""
     registries: frozenset[str] = frozenset()
-    """Tree-relative paths of the files that use a registry shared across modules
-    (:data:`fuseci.ab.effects.SHARED_REGISTRIES`)."""
+    """Tree-relative paths of the files using a shared registry (:data:`fuseci.ab.effects.SHARED_REGISTRIES`)."""
 
 
 class Reader:
@@ -144,8 +136,7 @@ class Reader:
         )
 
     def add(self, paths: Iterable[Path]) -> bool:
-        """Search ``paths`` (directories files add to ``sys.path``) first from now on; whether
-        any was new."""
+        """Search ``paths`` (directories files add to ``sys.path``) first from now on; whether any was new."""
         new = sorted(set(paths) - set(self.added))
         if new:
             self.added = (*new, *self.added)
@@ -174,8 +165,7 @@ class Reader:
         return Located(tuple(files), own=own, outside=found.resolution is None and not files)
 
     def walk(self, start: Iterable[ModuleFile]) -> Walked:
-        """Every file of the tree that importing ``start`` may run or read, following imports
-        transitively, each hashed once."""
+        """Every file of the tree importing ``start`` may run or read, transitively, each hashed once."""
         return _Walk(self).run(list(start))
 
 
@@ -254,9 +244,8 @@ class _Walk:
 
 
 def _read_hashes(path: Path, root: Path) -> tuple[dict[str, str], bool]:
-    """Tree-relative path → SHA-256 of a file read (``absent`` when there is none), or of every
-    file under a directory read (``__pycache__`` left out), at most :data:`MAX_FILES`; and
-    whether that is all of them."""
+    """Tree-relative path → SHA-256 of a file read (or ``absent``), or of every file under a directory read
+    (no ``__pycache__``), at most :data:`MAX_FILES`; and whether that is all of them."""
     if path.is_dir():
         listed = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         out = {rel_path(p.resolve(), root): _hash_file(p) for p in listed[:MAX_FILES]}
@@ -272,9 +261,8 @@ def _hash_file(path: Path) -> str:
 
 
 def suite_walk(reader: Reader) -> tuple[Walked, set[str], set[str]]:
-    """Every file of the tree the suite's named modules reach, with the directories those files
-    add to ``sys.path`` followed (``reader`` searches them from then on); and the named modules
-    that are installed, and those found nowhere."""
+    """Every file of the tree the suite's named modules reach, following the directories they add to
+    ``sys.path`` (``reader`` searches them from then on); and the named modules installed, and missing."""
     names = sorted({ref.split(":")[0] for c in reader.suite.cases for ref in c.functions})
     for _ in range(MAX_ROUNDS):
         located = {name: reader.locate(name) for name in names}

@@ -23,15 +23,13 @@ STALE_TEMPORARY_S = 3600.0
 def atomic_write_text(path: Path, text: str, *, links: bool = True) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
 
-    ``path`` itself is replaced: a symbolic link there is replaced by a regular file. With
-    ``links=False`` nothing is written through a link at all: neither ``path`` nor its directory
-    may be one, and the file is written and renamed relative to the directory's descriptor, so a
-    link put in the directory's place during the write changes nothing.
+    ``path`` itself is replaced (a symbolic link there by a regular file). With ``links=False`` neither
+    ``path`` nor its directory may be a link, and the file is written and renamed relative to the
+    directory's descriptor, so a link put in the directory's place during the write changes nothing.
 
     Raises:
-        OSError: the directory cannot be created or written, or the disk is full; with
-            ``links=False`` (``errno.ELOOP``), ``path`` or its directory is a symbolic link. The
-            old file is left as it was and no temporary file remains.
+        OSError: the directory cannot be created or written, the disk is full, or (``links=False``,
+            ``errno.ELOOP``) a symbolic link is in the way; the old file and no temporary file remain.
         UnicodeEncodeError: ``text`` holds a lone surrogate (nothing is written).
     """
     atomic_write_bytes(path, text.encode("utf-8"), links=links)
@@ -42,12 +40,8 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | 
 
 
 def _temporary(path: Path, directory: int | None = None) -> tuple[int, str]:
-    """Create the temporary file of an atomic write of ``path`` beside it, in the directory opened
-    as ``directory`` when given; its mode is 0666 less the umask, applied by the kernel.
-
-    Returns:
-        Its descriptor and its name (a path, or without ``directory`` a name in it).
-    """
+    """Create the temporary file of ``path`` beside it (in the open ``directory`` when given), mode 0666
+    less the umask; its descriptor and its name (a path, or with ``directory`` a name in it)."""
     for _ in range(100):
         name = f".{path.name}.{secrets.token_hex(4)}.tmp"
         try:
@@ -119,9 +113,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, links: bool = True) -> None:
 
 
 def sweep_temporaries(path: Path, older_than_s: float) -> None:
-    """Remove the temporary files a killed writer of ``path`` left beside it that are older than
-    ``older_than_s`` seconds (0: every one, for a caller holding the lock every writer takes). A
-    file that cannot be removed is left; nothing raises."""
+    """Remove the temporary files a killed writer of ``path`` left beside it, older than ``older_than_s``
+    (0: every one, for a caller holding the lock every writer takes); nothing raises."""
     pattern = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
     removed: list[Path] = []
     now = time.time()

@@ -114,14 +114,9 @@ _NO_DIRECTORY_LOCKS = {errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP
 def exclusive_lock(directory: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``directory`` for the block: one holder at a time.
 
-    The directory itself is locked (``flock`` on its descriptor), so nothing is left behind in it
-    however the holder ends. Where the file system cannot lock a directory (NFS), the lock file
-    :data:`FALLBACK_LOCK` in it is locked instead; off POSIX, nothing is locked (a warning).
-
-    Args:
-        directory: The directory to lock; it must exist and not be a symbolic link.
-        timeout_s: How long to wait for another holder before giving up.
-        poll_s: First interval between attempts (it doubles up to one second).
+    The directory itself (it must exist and not be a link) is locked with ``flock``, so nothing is left
+    in it; where it cannot be (NFS), the lock file :data:`FALLBACK_LOCK` in it is; off POSIX, nothing
+    is (a warning). ``poll_s``: the first interval between attempts, doubling up to one second.
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.
@@ -164,16 +159,13 @@ def file_lock(
     max_poll_s: float = 1.0,
     may_try: Callable[[], bool] | None = None,
 ) -> Iterator[None]:
-    """Hold an exclusive advisory lock through the file ``lock`` (created in an existing
-    directory, removed on release) for the block: one holder at a time, across processes. A
-    waiter tries every ``poll_s``, the interval doubling up to ``max_poll_s``; with ``may_try``,
-    only when it says yes (another process may have a better claim to the next turn). A file
-    system without ``flock`` is refused.
+    """Hold an exclusive advisory lock through the file ``lock`` (created in an existing directory, removed
+    on release) for the block. A waiter tries every ``poll_s``, doubling up to ``max_poll_s``; with
+    ``may_try``, only when it says yes. A file system without ``flock`` is refused.
 
     Raises:
         LockTimeout: another process held the lock for ``timeout_s``.
-        OSError: the lock file cannot be created, opened or locked, or its directory is missing
-            (it is never created).
+        OSError: the lock file cannot be created, opened or locked, or its directory is missing.
     """
     from filelock import FileLock, Timeout
 
@@ -199,8 +191,7 @@ def file_lock(
 
 
 def is_held(lock: Path) -> bool:
-    """Whether another process holds the lock file ``lock`` (:func:`file_lock`) right now. A
-    file that is missing or cannot be locked counts as not held; none is created."""
+    """Whether another process holds the lock file ``lock`` (:func:`file_lock`) now; missing counts as not."""
     from filelock import lock_descriptor, unlock_descriptor
 
     try:

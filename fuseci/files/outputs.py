@@ -19,8 +19,8 @@ from fuseci.files.atomic import atomic_write_bytes
 
 
 def same_file(a: Path | str, b: Path | str) -> bool:
-    """True when ``a`` and ``b`` are one file: the same inode when both exist (hard and symbolic
-    links, ``..`` and case-insensitive file systems included), else the same resolved path."""
+    """True when ``a`` and ``b`` are one file: the same inode when both exist (links, ``..``, case-insensitive
+    file systems included), else the same resolved path."""
     try:
         return os.path.samefile(a, b)
     except ValueError:  # a path no file system takes (a NUL in it, from a document): no file at all
@@ -46,14 +46,9 @@ class Output:
 
 
 def check_outputs(outputs: Sequence[Output], inputs: Iterable[tuple[Path | str, str]]) -> None:
-    """Refuse outputs that would replace one of the command's inputs, or one another; called
-    before anything is written (or measured). Files are compared by :func:`same_file`.
-
-    Args:
-        outputs: Every file the command will write.
-        inputs: Every file it reads or keeps, with what it is for messages; for a directory it
-            was given, every file of it the command reads or keeps (every run file of a results
-            directory), not just the ones it happens to read this time.
+    """Refuse outputs that would replace one of the command's inputs, or one another (:func:`same_file`),
+    before anything is written or measured. ``inputs``: every file the command reads or keeps, with what it
+    is; for a directory, every file of it the command may read or keep, not just this time's.
 
     Raises:
         UsageError: two outputs name one file.
@@ -76,8 +71,7 @@ _FD_DIRECTORY = re.compile(r"\A(?:/dev/fd|/proc/([0-9]+)(?:/task/[0-9]+)?/fd)\Z"
 
 
 def _descriptor_link(path: Path) -> tuple[bool, int | None]:
-    """Whether ``path`` reaches its file through a process's descriptor (``/dev/stdout``,
-    ``/proc/self/fd/N``), and the descriptor's number when it is one of this process's own."""
+    """Whether ``path`` goes through a process's descriptor (``/dev/stdout``), and its number when ours."""
     p = os.path.abspath(path)
     for _ in range(40):  # the kernel's own limit on a chain of links
         parent = os.path.realpath(os.path.dirname(p))
@@ -127,8 +121,8 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
 
 
 def _open_for_writing(path: Path, flags: int) -> int:
-    """Open ``path`` for writing without blocking: a FIFO no process reads yet is tried again for
-    at most :data:`FIFO_WAIT_S`; anything but a FIFO gets a blocking descriptor."""
+    """Open ``path`` for writing: a FIFO no process reads yet is retried for :data:`FIFO_WAIT_S`; anything
+    but a FIFO gets a blocking descriptor."""
     deadline = time.monotonic() + FIFO_WAIT_S
     delay = 0.01
     while True:
@@ -211,28 +205,21 @@ def _write(path: Path, text: str, *, append: bool) -> None:
 def write_output(path: Path, text: str) -> None:
     """Write a report the user asked for at ``path``, without replacing what is not ours to replace.
 
-    * A new path, or a regular file, is replaced atomically. A symbolic link is followed (as
-      ``>`` would): its target is replaced, and no directory is created through it.
-    * A character device or a FIFO, and any file reached through a process's descriptor
-      (``/dev/stdout``, even when redirected to a regular file), is written to as a stream, never
-      renamed over; a FIFO that no one reads is an error after :data:`FIFO_WAIT_S`, never a hang.
-    * A directory, a socket or a block device is refused.
-
-    A lone surrogate in ``text`` is written with backslash escapes.
+    * A new path or a regular file is replaced atomically; a symbolic link is followed (as ``>`` would).
+    * A character device, a FIFO, or any file reached through a process's descriptor (``/dev/stdout``)
+      is written to as a stream; a FIFO that no one reads is an error after :data:`FIFO_WAIT_S`.
+    * A directory, a socket or a block device is refused. A lone surrogate is written escaped.
 
     Raises:
-        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
-            is refused; a file replaced atomically is unchanged.
+        OSError: the path cannot be written (a full disk, a FIFO nobody reads) or is refused.
     """
     _write(path, text, append=False)
 
 
 def append_output(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary), as
-    :func:`write_output` writes a stream; a directory, a socket or a block device is refused.
+    """Append ``text`` to ``path`` as a shell's ``>>`` would (GitHub's step summary).
 
     Raises:
-        OSError: the path cannot be written (a full disk, ``/dev/full``, a FIFO nobody reads) or
-            is refused.
+        OSError: the path cannot be written (a full disk, a FIFO nobody reads) or is refused.
     """
     _write(path, text, append=True)

@@ -127,8 +127,7 @@ def _shallow(data: Any) -> bool:
 
 
 def read_bounded(path: Path, max_bytes: int) -> bytes:
-    """At most ``max_bytes + 1`` bytes of a regular file; anything else is refused by its
-    descriptor, opened without blocking, before anything is read.
+    """At most ``max_bytes + 1`` bytes of a regular file; anything else is refused before anything is read.
 
     Raises:
         FileNotFoundError: nothing at ``path``.
@@ -165,8 +164,7 @@ class DocumentFormat:
     upgrades: Mapping[int, Upgrade] = field(default_factory=dict)
     """``upgrades[n]`` turns a version-``n`` document into a version-``n+1`` one."""
     allow_nan: bool = False
-    """Whether ``NaN`` and ``Infinity`` may appear (a harness record keeps the infinite error
-    of an output that held NaN)."""
+    """Whether ``NaN`` and ``Infinity`` may appear (a harness record's error of an output that held NaN)."""
     max_bytes: int = 64 << 20
     """Largest file read."""
     lookalike: Callable[[Any], str] | None = None

@@ -21,11 +21,9 @@ class BenchRow:
     timing: VariantTiming
     """What the harness measured."""
     achieved_bandwidth: float
-    """``min_bytes`` over the median time, bytes/s: the bandwidth the variant would need if it
-    moved only the bytes it must."""
+    """``min_bytes`` over the median time, bytes/s: the bandwidth if it moved only the bytes it must."""
     copy_fraction: float | None
-    """``achieved_bandwidth`` over the copy bandwidth (1.0: as fast as a plain copy); None
-    when the copy bandwidth is unknown."""
+    """``achieved_bandwidth`` over the copy bandwidth (1.0: as fast as a plain copy); None when unknown."""
     speedup: float | None
     """Unfused median over this variant's median; None for ``unfused`` itself or when it was not timed."""
 

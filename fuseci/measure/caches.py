@@ -34,9 +34,8 @@ def compile_cache(root: Path) -> Path:
 
 
 def harness_env(cache: Path) -> dict[str, str]:
-    """What the harness processes' environment adds to put the compilers' caches and the
-    bytecode under ``cache`` (:func:`compile_cache`), each only where the user's environment
-    sets no value of its own."""
+    """What the harness processes' environment adds to put the compilers' caches and the bytecode
+    under ``cache`` (:func:`compile_cache`), each only where the user's environment sets none."""
     caches = {var: str((cache / sub).absolute()) for var, sub in COMPILE_CACHES.items()}
     extra = {var: value for var, value in {**caches, **HARNESS_ENV_DEFAULTS}.items() if not os.environ.get(var)}
     if not os.environ.get("PYTHONPYCACHEPREFIX"):

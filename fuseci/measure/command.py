@@ -87,8 +87,7 @@ class SuiteFiles:
 
     @property
     def written(self) -> list[tuple[Path, str]]:
-        """Every file a measurement (the profiled run and the timed pass) writes here, with what
-        it is: no report may be one of them."""
+        """Every file the profiled run and the timed pass write here, with what it is: no report may be one."""
         found = [(self.report, f"the report a profiled run of {self.suite!r} writes"), (self.ncu_log, "ncu's log")]
         for mode in (Mode.PROFILE, Mode.TIME):
             files = self.harness(mode)
@@ -97,9 +96,7 @@ class SuiteFiles:
 
 
 def operand(path: Path) -> str:
-    """A path as a command-line argument that no option parser takes for an option: a relative
-    path starting with ``-`` (a suite file named ``-x.yaml``, a ``--report-dir`` of ``-out``)
-    gets a leading ``./``."""
+    """A path as an argument no option parser takes for an option: ``-x.yaml`` becomes ``./-x.yaml``."""
     text = str(path)
     return f".{os.sep}{text}" if text.startswith("-") else text
 
@@ -125,14 +122,12 @@ def harness_argv(
         repeats: Timed calls per variant (:attr:`Mode.TIME` and :attr:`Mode.BENCH`).
         passes: (:attr:`Mode.PROFILE`) Profiled passes of each variant, each in its NVTX range.
         cases: Only these cases (all when empty).
-        after: (:attr:`Mode.TIME`) Start up, wait for this profiled record to complete, and time
-            the cases it checked right.
+        after: (:attr:`Mode.TIME`) Start up, wait for this profiled record to complete, time its right cases.
         gpu_lock: A lock file the process holds while it uses the GPU.
         python: The interpreter.
 
     Raises:
-        ValueError: a suite given to the probe, or missing for another mode; passes for another
-            mode than the profiled run's.
+        ValueError: a suite given to the probe or missing for another mode; passes outside the profiled run.
     """
     if (mode is Mode.PROBE) != (suite_path is None):
         raise ValueError("the probe takes no suite; every other mode needs one")

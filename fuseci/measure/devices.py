@@ -14,9 +14,8 @@ log = logging.getLogger(__name__)
 
 
 def visible_gpus() -> list[str]:
-    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries: that variable's own
-    entries when it is set, else nvidia-smi's indices; empty when neither says (no driver, no
-    nvidia-smi: the harness will say what is wrong)."""
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries: that variable's when set,
+    else nvidia-smi's indices; empty when neither says (the harness will say what is wrong)."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
         return [e.strip() for e in env.split(",") if e.strip() and not e.strip().startswith("-")]
@@ -34,9 +33,8 @@ def visible_gpus() -> list[str]:
 
 
 def select(spec: str, visible: list[str] | None = None) -> tuple[str | None, ...]:
-    """The GPUs ``--gpus SPEC`` asks for: ``all``; a count (the first N visible); or a
-    comma-separated list of visible entries (``0,1``). ``(None,)`` means one GPU as this process
-    sees them (nothing listed them, or a single one: no need to pin it).
+    """The GPUs ``--gpus SPEC`` asks for: ``all``, a count (the first N visible) or a list (``0,1``);
+    ``(None,)``: one GPU as this process sees them (nothing listed them, or a single one).
 
     Raises:
         UsageError: the spec is malformed, or names more or other GPUs than are visible.

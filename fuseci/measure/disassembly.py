@@ -36,8 +36,7 @@ _TEXT = re.compile(rb"\.text\.([A-Za-z_$][\w$.]{0,4095})\x00")
 
 
 def find_tool() -> Path | None:
-    """cuobjdump: on ``PATH``, under ``$CUDA_HOME``, ``/usr/local/cuda`` or the
-    ``nvidia-cuda-cuobjdump`` wheel; None when there is none."""
+    """cuobjdump: on ``PATH``, under ``$CUDA_HOME``, ``/usr/local/cuda`` or the ``nvidia-cuda-cuobjdump`` wheel."""
     if found := shutil.which("cuobjdump"):
         return Path(found)
     places = [Path(os.environ[v], "bin") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
@@ -52,8 +51,7 @@ def find_tool() -> Path | None:
 
 
 def elf_of(data: bytes) -> bytes | None:
-    """The cubin (an ELF file) a compiler's cache file holds: the file itself, or CuPy's after
-    its 32-digit MD5; None when it holds none (PTX, garbage)."""
+    """The cubin a compiler's cache file holds (itself, or CuPy's after its 32-digit MD5); None for PTX, garbage."""
     if data.startswith(_ELF):
         return data
     if data[32:36] == _ELF and _HEX.match(data[:32]):
@@ -68,8 +66,7 @@ def kernel_names(data: bytes) -> list[str]:
 
 @dataclass(slots=True)
 class Compiled:
-    """The compiled code of a run's cubins: each kernel name's builds, and why a kernel's (or a
-    file's) code could not be read."""
+    """The compiled code of a run's cubins: each kernel name's builds, and why one could not be read."""
 
     code: dict[str, list[KernelCode]] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
@@ -107,9 +104,8 @@ def _disassemble(tool: Path, cubin: bytes) -> str:
 
 
 def compiled_code(paths: Iterable[Path], tool: Path | None = None) -> Compiled:
-    """Each kernel's compiled code in ``paths`` (cubins, or CuPy's cache files), by kernel name;
-    a file that cannot be read or disassembled is a note naming its kernels (or the file). The
-    cubins are disassembled several at once; the results are taken in ``paths``' order."""
+    """Each kernel's compiled code in ``paths`` (cubins, or CuPy's cache files), by kernel name, disassembled
+    several at once; a file that cannot be read or disassembled is a note naming its kernels (or the file)."""
     out = Compiled()
     tool = tool or find_tool()
     readable: list[tuple[Path, bytes]] = []

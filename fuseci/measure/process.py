@@ -24,8 +24,7 @@ ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") i
 
 
 class _Cancelling:
-    """How many :func:`cancel_on_signals` blocks are open, and whether one signal was raised
-    already (the next are ignored until the outermost block ends: the cleanup is not cut short)."""
+    """How many :func:`cancel_on_signals` blocks are open, and whether a signal was raised (the next wait)."""
 
     depth = 0
     raised = False
@@ -40,10 +39,8 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 @contextmanager
 def cancel_on_signals() -> Iterator[None]:
-    """While held (in the main thread; elsewhere it does nothing), SIGTERM and SIGHUP raise
-    :class:`~fuseci.errors.Cancelled`, once: the blocks it unwinds stop their children and
-    remove their files. A signal ignored when the block starts (``nohup``) stays ignored; the old
-    handlers come back afterwards."""
+    """While held (in the main thread only), SIGTERM and SIGHUP raise :class:`~fuseci.errors.Cancelled`, once;
+    a signal ignored at the start (``nohup``) stays ignored, and the old handlers come back afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -76,8 +73,7 @@ TAIL_BYTES = 64 * 1024
 
 
 def tail(path: Path, lines: int = 15) -> str:
-    """The last ``lines`` lines of a log file (of its last :data:`TAIL_BYTES`); empty when it
-    cannot be read."""
+    """The last ``lines`` lines of a log file (of its last :data:`TAIL_BYTES`); empty when unreadable."""
     try:
         with path.open("rb") as fh:
             size = fh.seek(0, os.SEEK_END)
@@ -89,8 +85,7 @@ def tail(path: Path, lines: int = 15) -> str:
 
 
 def one_line(text: str) -> str:
-    """Lines of a log (:func:`tail`) as one line, ``" | "`` between them, for a message that
-    must stay one line wherever it is printed (reporters escape a newline as ``\\n``)."""
+    """Lines of a log (:func:`tail`) as one line, ``" | "`` between them, for a one-line message."""
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
@@ -111,9 +106,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def start_logged(
     argv: list[str], log_path: Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` (an argument list, never a shell) in a session of its own, with stdout and
-    stderr in ``log_path`` (UTF-8 from a Python child: :data:`LOG_ENCODING`) and ``env`` added to
-    this process's environment.
+    """Start ``argv`` (never a shell) in a session of its own, output in ``log_path`` (:data:`LOG_ENCODING`)
+    and ``env`` added to this process's environment.
 
     Raises:
         FileNotFoundError: ``argv[0]`` does not exist.
@@ -177,8 +171,7 @@ def run_logged(
     env: Mapping[str, str] | None = None,
     started: Callable[[], object] | None = None,
 ) -> int:
-    """Run ``argv`` (an argument list, never a shell) with stdout and stderr in ``log_path``;
-    ``started`` is called once it is on its way, before waiting for it.
+    """Run ``argv`` (never a shell), output in ``log_path``; ``started`` is called before waiting for it.
 
     Returns:
         The exit status; negative when a signal killed the child.

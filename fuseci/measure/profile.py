@@ -59,8 +59,7 @@ def find_ncu(explicit: str | None = None) -> str:
 
 
 def find_ncu_or_none(explicit: str | None = None) -> str | None:
-    """:func:`find_ncu`, or None where no ncu is found: for the report reader, which falls back
-    on ncu's own copy of itself only where one is installed."""
+    """:func:`find_ncu`, or None where no ncu is found (for the report reader's fallback)."""
     try:
         return find_ncu(explicit)
     except NcuError:
@@ -91,9 +90,8 @@ def profiler_argv(
 ) -> list[str]:
     """ncu and its options, without the application's argv. Pure: same inputs, same list.
 
-    ``sections``: an empty folder (:func:`no_sections`) for ncu to load its section and rule
-    files from: fuseci names every metric it reads, so the 20-odd files ncu would otherwise
-    parse at start (and the rule system they bring) only delay the profiled process.
+    ``sections``: an empty folder (:func:`no_sections`): fuseci names every metric it reads, so the
+    20-odd section and rule files ncu would otherwise parse at start only delay the profiled process.
     """
     return [
         ncu,
@@ -123,8 +121,7 @@ def build_command(
     sections: Path | None = None,
     passes: int = 1,
 ) -> list[str]:
-    """The full argv of one profiled run of a suite (its id is ``files.suite``), of only ``cases``
-    when given, each variant profiled ``passes`` times. Pure."""
+    """The full argv of one profiled run of suite ``files.suite`` (only ``cases`` when given). Pure."""
     return [
         *profiler_argv(ncu, names.range_filter(files.suite), settings, files, sections),
         *harness_argv(
@@ -135,8 +132,7 @@ def build_command(
 
 @contextmanager
 def no_sections() -> Iterator[Path | None]:
-    """An empty folder to pass as ncu's ``--section-folder`` while it runs, removed after (None
-    when no temporary folder can be made: ncu then loads its own, a little slower)."""
+    """An empty folder for ncu's ``--section-folder``, removed after (None when none can be made)."""
     try:
         folder = tempfile.TemporaryDirectory(prefix="fuseci-ncu-sections-")
     except OSError as exc:
@@ -213,8 +209,7 @@ class ProfileRun:
     """The last lines of the application's output (else ncu's log) when the cause is not known."""
 
     def message(self, files: SuiteFiles) -> str:
-        """The whole explanation, on one line: what went wrong, the fix, where the logs are, their
-        last lines (``" | "`` between them)."""
+        """The whole explanation, on one line: what went wrong, the fix, the logs and their last lines."""
         logs = f"ncu log {files.ncu_log}, harness log {files.app_log}"
         text = f"{self.problem}. Fix: {self.fix}; {logs}" if self.fix else f"{self.problem}; {logs}"
         return f"{text}; last lines: {process.one_line(self.tail)}" if self.tail else text
@@ -259,8 +254,7 @@ def run_ncu(
     env: Mapping[str, str] | None = None,
     started: Callable[[], object] | None = None,
 ) -> ProfileRun:
-    """Run ncu with its outputs at ``files`` (stale ones removed first) and explain how it ended;
-    ``started`` is called once ncu is on its way, before waiting for it.
+    """Run ncu with its outputs at ``files`` (stale ones removed first) and explain how it ended.
 
     Raises:
         NcuError: ncu could not be started.

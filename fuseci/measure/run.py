@@ -51,25 +51,19 @@ class MeasureOptions:
     device: str | None = None
     """The GPU to use, as ``CUDA_VISIBLE_DEVICES`` names it; None: as this process sees them."""
     gpu_lock: Path | None = None
-    """A lock file every harness process holds while it uses the GPU (:mod:`fuseci.measure.turn`);
-    None: no lock (one process at a time anyway)."""
+    """A lock file every harness process holds while it uses the GPU (:mod:`fuseci.measure.turn`); None: none."""
     on_stage: Callable[[str, Path | None], None] | None = None
-    """Hears each stage as it starts (``profiling under ncu``...) and the harness record that
-    names the case being worked on, for progress displays."""
+    """Hears each stage as it starts, and the harness record naming the case in hand (progress displays)."""
     cwd: Path | None = None
-    """The directory the harness processes run in, whose modules they import first; None: this
-    process's (``fuseci ab``: each side's tree)."""
+    """Where the harness processes run, importing its modules first; None: here (``fuseci ab``: each side's tree)."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
-    """What the harness processes' environment adds last (``fuseci ab``: what keeps a side's
-    processes from importing the other side's modules)."""
+    """What the harness processes' environment adds last (``fuseci ab``: keeps off the other side's modules)."""
     cache_root: Path | None = None
     """Where :attr:`compile_cache` lives; None: in :attr:`report_dir`."""
     cases: tuple[str, ...] | None = None
-    """The cases the profiled run runs (``--case``), in suite order; None: every case. The timed
-    pass times the cases the profiled record holds."""
+    """The cases the profiled run runs (``--case``), in suite order; None: every case."""
     passes: int = 1
-    """Profiled passes of each variant (:data:`BASELINE_PASSES`, :data:`REFERENCE_PASSES`), to learn
-    which counters repeat."""
+    """Profiled passes of each variant (:data:`BASELINE_PASSES`), to learn which counters repeat."""
 
     def say(self, stage: str, watch: Path | None = None) -> None:
         """Tell :attr:`on_stage`, if anyone listens."""
@@ -78,8 +72,7 @@ class MeasureOptions:
 
     @property
     def compile_cache(self) -> Path:
-        """Where the harness processes keep the compilers' caches and Python's bytecode
-        (:mod:`fuseci.measure.caches`)."""
+        """Where the harness processes keep compiler caches and bytecode (:mod:`fuseci.measure.caches`)."""
         return caches.compile_cache(self.report_dir if self.cache_root is None else self.cache_root)
 
     @property
@@ -90,8 +83,7 @@ class MeasureOptions:
 
 
 def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple[HarnessRecord, str]:
-    """Run the harness under ncu; the record it left, and ncu's version. NcuError when ncu is
-    missing, refused the counters, or failed before the harness recorded anything."""
+    """Run the harness under ncu; the record it left, and ncu's version (else NcuError)."""
     exe = ncu.find_ncu(options.ncu)
     version = ncu.ncu_version(exe)
     try:
@@ -136,10 +128,9 @@ def _profiled(suite: Suite, options: MeasureOptions, files: SuiteFiles) -> tuple
 def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path | None]:
     """Profile the suite under ncu, and time it outside ncu when a case gates the speedup.
 
-    The timed process starts together with the profiled one and times the cases that checked
-    right (``--after``; ahead of it where it may: :mod:`fuseci.measure.turn`). When the profiled
-    run dies part-way after the harness recorded some cases, the record keeps them and says why
-    (``interrupted``), and nothing is timed. The complete record is written beside the report.
+    The timed process starts with the profiled one and times the right cases (``--after``; ahead
+    where it may: :mod:`fuseci.measure.turn`). A run that dies part-way keeps its cases, says why
+    (``interrupted``) and times nothing. The complete record is written beside the report.
 
     Returns:
         The record, and the report path (None when ncu wrote none).
@@ -202,8 +193,7 @@ def profile(suite: Suite, options: MeasureOptions) -> tuple[HarnessRecord, Path 
 def _with_timings(
     record: HarnessRecord, timed: HarnessRecord, cases: list[str], files: HarnessFiles, *, again: bool
 ) -> HarnessRecord:
-    """``record`` with the timings ``timed`` holds for ``cases``: as each case's timings, or with
-    ``again`` as one more pass; BenchError for a case that checked right only when profiled."""
+    """``record`` with ``timed``'s timings for ``cases`` (with ``again``: as one more pass), else BenchError."""
     updated = {}
     for cid in cases:
         got = timed.cases.get(cid)
@@ -225,8 +215,7 @@ def _with_timings(
 def timed_pass(
     suite: Suite, options: MeasureOptions, record: HarnessRecord, cases: list[str], *, again: bool = False
 ) -> HarnessRecord:
-    """Time ``cases`` with CUDA events in a fresh process without ncu, and put the timings into
-    ``record``: as each case's timings, or with ``again`` as one more pass of a re-measured case.
+    """Time ``cases`` in a fresh process without ncu, into ``record`` (with ``again``: as one more pass).
 
     Raises:
         BenchError: the timed process failed, timed out, or left no complete record.
@@ -332,9 +321,8 @@ def measure(suite: Suite, options: MeasureOptions) -> SuiteResults:
 
 
 def retime(suite: Suite, options: MeasureOptions, results: SuiteResults, cases: list[str]) -> SuiteResults:
-    """One more timed pass of ``cases`` in a fresh process, added to each case's passes (the judge
-    takes the median of all of them); the run's record rewritten with it. The session decides how
-    many passes and in what order (:meth:`fuseci.api.session.Session.judge`).
+    """One more timed pass of ``cases`` (the judge takes the median of all), rewriting the run's record;
+    :meth:`fuseci.api.session.Session.judge` decides how many and in what order.
 
     Raises:
         BenchError: the timed pass failed.
@@ -355,9 +343,8 @@ _warming_lock = threading.Lock()
 
 
 def warm_imports() -> threading.Thread:
-    """Import :data:`JUDGING_MODULES` in a thread of their own, once per process, once the first
-    profiled run's processes are on their way (earlier, the imports would hold the interpreter
-    while the spawn is prepared). A module that fails to import is left for its user to report."""
+    """Import :data:`JUDGING_MODULES` in a thread, once per process, once the first profiled run is on its way
+    (earlier, they would hold the interpreter during the spawn); a failing import is left to its user."""
 
     def load() -> None:
         for name in JUDGING_MODULES:

@@ -24,8 +24,7 @@ def _last_lines(path: Path) -> str:
 def start_timed(
     argv: list[str], files: HarnessFiles, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start the timed harness (its stale record removed first), in ``cwd`` (default this
-    process's working directory).
+    """Start the timed harness (its stale record removed first), in ``cwd`` (default: here).
 
     Raises:
         BenchError: it could not be started.
@@ -42,8 +41,7 @@ def finish_timed(proc: subprocess.Popen[bytes], files: HarnessFiles, timeout_s: 
     """Wait for a timed harness started by :func:`start_timed` and read back its complete record.
 
     Raises:
-        BenchError: it timed out, exited non-zero or left no complete record; the message names
-            the log and quotes its last lines.
+        BenchError: it timed out, exited non-zero or left no complete record (quoting its log).
     """
     try:
         returncode = process.finish(proc, timeout_s)
@@ -77,7 +75,6 @@ def run_timed(
     """Run the timed harness (in ``cwd``) and read back its complete record.
 
     Raises:
-        BenchError: it could not start, timed out, exited non-zero or left no complete record;
-            the message names the log and quotes its last lines.
+        BenchError: it could not start, timed out, exited non-zero or left no complete record.
     """
     return finish_timed(start_timed(argv, files, env, cwd), files, timeout_s)

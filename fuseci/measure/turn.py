@@ -65,7 +65,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from fuseci.config.model import Suite
@@ -87,8 +87,7 @@ AHEAD_SWITCH = "FUSECI_TIMED_AHEAD"
 
 
 def lock_path(device: str | None) -> Path:
-    """The lock file of one GPU, shared by every fuseci process on this machine, so that two runs
-    (two CI jobs on one runner) never measure on one GPU at once either."""
+    """The lock file of one GPU, shared by every fuseci process on this machine (two CI jobs on one runner)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     name = device if device is not None else (visible.replace(",", "_") or "all")
     safe = re.sub(r"[^0-9A-Za-z_-]", "_", name)[:64]
@@ -101,8 +100,7 @@ def next_turn_file(lock: Path) -> Path:
 
 
 def waiting_file(record: Path) -> Path:
-    """The file a profiled run's harness keeps beside its ``record`` while it waits for the GPU:
-    its timed pass, timing cases ahead of it, then hands the GPU over."""
+    """The file a profiled run keeps beside its ``record`` while it waits for the GPU (state 3 hands over)."""
     return record.with_name(record.name + ".waiting")
 
 
@@ -110,11 +108,8 @@ def waiting_file(record: Path) -> Path:
 def gpu_turn(
     lock: Path | None, timeout_s: float, *, claimed: bool = False, announce: Path | None = None
 ) -> Iterator[None]:
-    """Hold the GPU's lock file (when given) for the block.
-
-    Only the holder of the next turn (``claimed``: :func:`claim_next_turn`) takes a GPU whose
-    next turn is claimed. With ``announce`` (a profiled run: :func:`waiting_file` of its record)
-    that file exists while it waits.
+    """Hold the GPU's lock file (when given) for the block; only a ``claimed`` holder takes a claimed next turn.
+    With ``announce`` (a profiled run: :func:`waiting_file` of its record) that file exists while it waits.
 
     Raises:
         HarnessError: another fuseci process held the GPU for ``timeout_s``.
@@ -157,9 +152,8 @@ def gpu_turn(
 
 @contextmanager
 def claim_next_turn(lock: Path, record: Path, timeout_s: float) -> Iterator[None]:
-    """Hold the next turn on the GPU of ``lock`` for the block (state 4), from the moment the
-    profiled run whose ``record`` this timed pass waits for holds the GPU: its record appears only
-    then. Release it once the GPU is held (:func:`gpu_turn` with ``claimed``).
+    """Hold the next turn on the GPU of ``lock`` for the block (state 4), from when the profiled run's
+    ``record`` appears (it then holds the GPU); release it once the GPU is held (:func:`gpu_turn`).
 
     Raises:
         HarnessError: the record did not appear, or the claim was not had, within ``timeout_s``.
@@ -185,18 +179,15 @@ def claim_next_turn(lock: Path, record: Path, timeout_s: float) -> Iterator[None
 
 @contextmanager
 def gpu_if_free(lock: Path) -> Iterator[bool]:
-    """Hold the GPU for the block if nobody holds it or has claimed the next turn right now;
-    whether it is held (the block runs either way, without waiting)."""
+    """Hold the GPU for the block if nobody holds it or claimed the next turn; whether it is held (no waiting)."""
     if is_held(next_turn_file(lock)):
         yield False
         return
     with ExitStack() as held:
-        try:
+        taken = False
+        with suppress(LockTimeout, OSError):
             held.enter_context(file_lock(lock, 0.0, poll_s=GPU_POLL_S, max_poll_s=GPU_POLL_S))
             taken = True
-        except (LockTimeout, OSError):
-            taken = False
-        if taken:
             log.info("GPU taken ahead of the profiled run")
         yield taken
     if taken:
@@ -205,9 +196,8 @@ def gpu_if_free(lock: Path) -> Iterator[bool]:
 
 @contextmanager
 def ahead_of(lock: Path | None, record: Path) -> Iterator[Callable[[], bool] | None]:
-    """Hold the GPU for the block ahead of the profiled run whose record is ``record`` (state 3),
-    when it may be. The block gets what the timed pass asks before each case, whether to hand the
-    GPU over now; None when the GPU is not held (the block runs either way, without waiting)."""
+    """Hold the GPU for the block ahead of the profiled run of ``record`` (state 3) when it may be. The block
+    gets what to ask before each case, whether to hand the GPU over; None when not held (no waiting)."""
     waiting = waiting_file(record)
     if lock is None or os.environ.get(AHEAD_SWITCH) == "0" or record.exists() or waiting.exists():
         yield None
@@ -217,16 +207,14 @@ def ahead_of(lock: Path | None, record: Path) -> Iterator[Callable[[], bool] | N
 
 
 def ahead_limit_s(suite: Suite) -> float:
-    """How long a timed pass timing one case ahead of its profiled run may keep the GPU while the
-    profiled run waits for it (:class:`AheadWatch`): a quarter of the suite's ``ncu.timeout``, at
-    least 30 s (a cold ``torch.compile`` with autotuning takes that long)."""
+    """How long one case timed ahead may keep the GPU while the profiled run waits (:class:`AheadWatch`):
+    a quarter of ``ncu.timeout``, at least 30 s (a cold ``torch.compile`` with autotuning takes that long)."""
     return max(30.0, suite.ncu.timeout_s / 4)
 
 
 class AheadWatch:
-    """Stops a timed pass that keeps the GPU for one case longer than ``limit_s`` ahead of its
-    profiled run while that run waits (a hang, say), so that the profiled run still measures; the
-    cases that checked right are then timed by a fresh process after it (:attr:`stopped`)."""
+    """Stops a timed pass that keeps the GPU for one case over ``limit_s`` ahead of its waiting profiled run
+    (a hang, say); a fresh process then times the cases after it (:attr:`stopped`)."""
 
     POLL_S = 0.25
 

@@ -26,8 +26,7 @@ class Kind(str, Enum):
     EXTERN = "extern"
     """A library call in the compiled graph (cuBLAS GEMM, attention); it may launch several kernels."""
     UNTRACED = "untraced"
-    """Kernels inside the forward's range that no wrapper call accounts for (CUDA-graph replay,
-    a kernel launched outside Inductor's wrapper, provenance missing): kept, with a note."""
+    """Kernels in the forward's range no wrapper call accounts for (CUDA-graph replay...): kept, with a note."""
 
 
 #: How many of a thing a stored ledger may hold (rows, nodes of a row, graphs, notes).
@@ -45,8 +44,7 @@ class Node(v.Document):
     source: v.Text
     """The pre-grad node it came from (``layer_norm_1``), or ""."""
     line: v.Text
-    """The model source line it came from, as ``file:line: code`` (the innermost frame of its
-    stack trace), or "": the identity the gate matches nodes by (with :attr:`op`)."""
+    """Its innermost source line, ``file:line: code``, or "": what the gate matches nodes by (with :attr:`op`)."""
 
 
 #: A row's bytes or time, below 2**63, so that the ledger's sums of them stay finite.
@@ -70,12 +68,10 @@ class Measured(v.Document):
     kernels: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)]
     """The names ncu saw, in launch order (distinct names only)."""
     shapes: Annotated[v.Items[v.Name], Field(max_length=MAX_ITEMS)] = ()
-    """The launch shapes ncu saw, ``GRIDxBLOCK`` (threads), in launch order (distinct only): the
-    autotuner's choice, so that a verdict can say when it changed. Empty in older ledgers."""
+    """The distinct launch shapes ncu saw, ``GRIDxBLOCK``, in order: the autotuner's choice (older: empty)."""
     loads: v.Amount | None = None
-    """Global bytes the SMs asked to load, through the LSU and the TMA (:data:`REQUESTED`): unlike
-    DRAM bytes, a tensor the L2 kept is still counted. None in older ledgers, or where the TMA's
-    bytes were not counted (``ncu: {tma: false}``)."""
+    """Global bytes the SMs asked to load, LSU and TMA (:data:`REQUESTED`), L2 hits included; None in older
+    ledgers, or where the TMA's were not counted (``ncu: {tma: false}``)."""
     stores: v.Amount | None = None
     """Global bytes the SMs asked to store, likewise."""
 
@@ -89,20 +85,15 @@ class Cause(str, Enum):
     """What made a row, or the forward, move more bytes than its minimum (:mod:`fuseci.ledger.excess`)."""
 
     REREAD = "re-reads"
-    """Loads above each tensor the row reads read once: tiles of a GEMM loaded again, a looped
-    reduction reading its row twice (whether L1 or L2 served them)."""
+    """Loads above each tensor read once: a GEMM's tiles loaded again, a looped reduction reading twice."""
     BOUNDARY = "fusion boundaries"
-    """A tensor written by one row and read by another (a materialised fusion boundary), or an
-    input read by more than one row: what fusing the rows would not move."""
+    """A tensor written by one row and read by another, or an input read by several: what fusing would save."""
     LAYOUT = "layout copies"
-    """A row that only copies (a ``.contiguous()``, a copy for a library call's layout): all it
-    moves, and the reads of what it wrote."""
+    """A row that only copies (a ``.contiguous()``...): all it moves, and the reads of what it wrote."""
     WIDENED = "widened dtypes"
-    """The part of a boundary tensor's bytes due to its element type having been widened
-    (``x.float()`` written and read back in fp32, not bf16)."""
+    """A boundary tensor's bytes due to its widened element type (``x.float()`` written in fp32, not bf16)."""
     UNEXPLAINED = "unexplained"
-    """What the ledger's data cannot attribute: stores above the outputs written once, loads
-    below the inputs read once, rows without a minimum, kernels no call claims."""
+    """What the ledger cannot attribute: stores above the outputs, loads below the inputs, unclaimed kernels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +125,7 @@ class Row(v.Document):
     measured: Measured | None
     """None when no kernel in the range matched this call."""
     min_bytes: v.Count | None
-    """Each tensor crossing the call's boundary read or written once (inputs it reads from outside,
-    outputs read outside it or returned). None when the shapes are unknown."""
+    """Each tensor crossing the call's boundary read or written once; None when the shapes are unknown."""
     note: v.Text = ""
     """What is known to be missing or odd about this row, for the reader."""
     excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
@@ -180,8 +170,7 @@ class Ledger(v.Document):
     """Whole-ledger notes (CUDA graphs, dynamic shapes: several graphs for one frame)."""
 
     excess: Annotated[v.Items[Part], Field(max_length=MAX_ITEMS)] = ()
-    """The forward's bytes above its floor that are no row's own; with the rows' :attr:`Row.excess`,
-    they sum to :attr:`requested_bytes` less :attr:`floor_bytes`. Empty where either is unknown."""
+    """The forward's bytes above its floor that are no row's own (with :attr:`Row.excess`: the whole excess)."""
 
     @property
     def measured_bytes(self) -> float:
@@ -195,8 +184,7 @@ class Ledger(v.Document):
         return None if not each or any(x is None for x in each) else math.fsum(x for x in each if x is not None)
 
     def over_floor(self) -> dict[Cause, float] | None:
-        """The requested bytes above the floor, by cause, every cause present (0 where none);
-        None where the requested bytes, the floor or the split is unknown."""
+        """The requested bytes above the floor, by every cause (0 where none); None where anything is unknown."""
         total = self.requested_bytes
         if total is None or self.floor_bytes is None:
             return None
@@ -266,8 +254,7 @@ def _unknown(value: object) -> bool:
 def kernel_row(
     ident: int, kernel: str, nvtx: tuple[str, ...], metrics: Mapping[str, object], repeat: bool = False
 ) -> KernelRow:
-    """A kernel launch from ncu's metrics of it (:data:`METRICS`, and :data:`REQUESTED` and
-    :data:`SHAPE` where known), as a report gives them (NaN: not collected).
+    """A kernel launch from ncu's metrics of it (:data:`METRICS`; :data:`REQUESTED`, :data:`SHAPE`: NaN unknown).
 
     Raises:
         ValueError: a metric that is not a finite, non-negative number, naming it.
@@ -384,8 +371,7 @@ PassRepeats = Annotated[v.Items[Repeat], Field(max_length=MAX_REPEATS), AfterVal
 
 @dataclass(frozen=True, slots=True)
 class Provenance(v.Document):
-    """A ledger variant's provenance in the harness record: Inductor's artifacts and fusion log of
-    its compile, and the launches ncu left out."""
+    """A ledger variant's provenance: its compile's Inductor artifacts and fusion log, the launches left out."""
 
     __always__ = frozenset({"artifacts", "fusion_log"})
 
@@ -394,8 +380,7 @@ class Provenance(v.Document):
     fusion_log: Annotated[v.Items[str], Field(max_length=MAX_ITEMS)] = ()
     """The fusion log's lines (its ``cannot fuse A with B: reason`` lines are the refusals)."""
     repeats: Annotated[Mapping[PassNumber, PassRepeats], Field(max_length=1000)] = field(default_factory=dict)
-    """By pass (``"0"``), the launches ncu left out because they repeat an earlier launch's
-    configuration (a ledger's ``repeats: once``), in the order run."""
+    """By pass (``"0"``), the launches ncu left out as repeats of an earlier one (``repeats: once``), in order."""
     sizes: Annotated[
         Mapping[GraphId, Annotated[Mapping[Symbol, Size], Field(max_length=10_000)]], Field(max_length=10_000)
     ] = field(default_factory=dict)

@@ -166,11 +166,9 @@ class VariantTiming(v.Document):
     samples_ns: Annotated[v.Items[v.Amount], Field(max_length=10_000_000)] = ()
     """Every timed call, in the order run (empty in records older than this field)."""
     host_ns: Figure | None = None
-    """Median wall time from a timed call's start to its return on the host, ns (None in older
-    records): whether calls only launch, or wait for the GPU."""
+    """Median host wall time of a timed call, ns (None in older records): whether calls only launch or wait."""
     blocked_calls: v.Count | None = None
-    """Probe calls, out of :attr:`block_trials`, that returned only after a spin kernel queued just
-    before them had finished (None in older records)."""
+    """Probe calls (of :attr:`block_trials`) that returned only after a spin kernel queued before them ended."""
     block_trials: v.Count | None = None
     """Probe calls made to count :attr:`blocked_calls`."""
 
@@ -206,8 +204,7 @@ class CaseRecord(v.OpenDocument):
     retimings: Annotated[v.Items[Timings], Field(max_length=100)] = ()
     """Further timed passes of a case whose speedup was borderline, each like :attr:`timings`."""
     min_bytes: v.Count | None = None
-    """Fewest DRAM bytes the case can move: every input read once plus every output of the
-    ``unfused`` variant written once (None in records older than this field)."""
+    """Fewest DRAM bytes the case can move: inputs read and ``unfused``'s outputs written once (None: older)."""
     first_call_ns: Annotated[Mapping[v.Id, v.Amount], Field(max_length=1000)] = field(default_factory=dict)
     """Wall time of each variant's first call in the process, ns, by variant: its cold start."""
     autotuned: Annotated[Mapping[v.Id, Words], Field(max_length=1000)] = field(default_factory=dict)
@@ -217,9 +214,8 @@ class CaseRecord(v.OpenDocument):
     notes: Annotated[v.Items[v.Text], Field(max_length=1000)] = ()
     """What a reader of the checks should know (memory the NaN-filling could not cover)."""
     ran: Annotated[Mapping[TreeFile, Lines], Field(max_length=10_000)] = field(default_factory=dict)
-    """Under ``fuseci ab``: each file of the measured tree whose code ran while the case was
-    checked or its modules imported → the first lines of the functions that started there, ``0``
-    for code run at import (:mod:`fuseci.harness.watch`); empty when not watched."""
+    """Under ``fuseci ab``: each tree file whose code ran while the case was checked or imported → the first
+    lines of the functions started there, ``0`` for import-time code (:mod:`fuseci.harness.watch`)."""
     read: Annotated[v.Items[TreeFile], Field(max_length=10_000)] = ()
     """Under ``fuseci ab``: the files of the measured tree opened for reading then, tree-relative."""
     provenance: Annotated[Mapping[v.Id, Provenance], Field(max_length=1000)] = field(default_factory=dict)
@@ -227,8 +223,7 @@ class CaseRecord(v.OpenDocument):
     compile_options: Annotated[Mapping[v.Id, Mapping[Short, CompileOption]], Field(max_length=1000)] = field(
         default_factory=dict
     )
-    """``torch.compile``'s keyword arguments (``mode``, ``fullgraph``, ``dynamic``) of each variant
-    whose factory's module the harness compiled, by variant (:mod:`fuseci.harness.factory`)."""
+    """``torch.compile``'s keyword arguments of each variant the harness compiled (:mod:`fuseci.harness.factory`)."""
 
     @property
     def ok(self) -> bool:
@@ -238,8 +233,7 @@ class CaseRecord(v.OpenDocument):
 
 @dataclass(frozen=True, slots=True)
 class ProfilerInfo(v.OpenDocument):
-    """How ``fuseci run`` profiled the suite: the ncu that ran and its settings, where its logs
-    are, and whether a timed pass followed. A missing setting reads as unknown, ``""``."""
+    """How ``fuseci run`` profiled the suite (ncu, its settings, logs, a timed pass); missing settings read ``""``."""
 
     __always__ = frozenset({"logs", "timed"})
 
@@ -291,16 +285,14 @@ class HarnessRecord(v.OpenDocument):
     pinned: v.Text = ""
     """What the harness put in the compile cache from the baseline's autotuning record (a sentence)."""
     code: Annotated[Mapping[v.Name, Builds], Field(max_length=100_000)] = field(default_factory=dict)
-    """The compiled code of each kernel whose cubin the profiled process loaded, by the kernel's
-    name in its cubin (:func:`fuseci.records.sass.pick`); empty where no cubin was seen."""
+    """The compiled code of each kernel the profiled process loaded, by name (:func:`fuseci.records.sass.pick`)."""
     code_notes: Annotated[Mapping[v.Name, v.Text], Field(max_length=100_000)] = field(default_factory=dict)
     """Why a kernel's code could not be read, by kernel name (or by file, where it names no kernel)."""
 
     @model_validator(mode="before")
     @classmethod
     def _from_document(cls, data: Any) -> Any:
-        """A file's shape: ``env`` may be absent, ``profiler`` is ``{}`` until ncu finished, and
-        a case is filed under its id."""
+        """A file's shape: ``env`` may be absent, ``profiler`` is ``{}`` until ncu finished, cases by id."""
         if not isinstance(data, dict):
             return data
         out = {"env": {}, **data}
@@ -337,8 +329,7 @@ class HarnessRecord(v.OpenDocument):
         """Parse a record's object as read from a file: its format checked and upgraded, then validated.
 
         Raises:
-            ReportError: not a harness record, from a newer fuseci, or a value its format does not
-                allow (the message names the file and the value's JSON path).
+            ReportError: not a harness record, from a newer fuseci, or a value its format does not allow.
         """
         data = FORMAT.check(data, path)
         try:
@@ -348,8 +339,7 @@ class HarnessRecord(v.OpenDocument):
 
     @classmethod
     def embedded(cls, data: object, at: v.Loc) -> HarnessRecord:
-        """A record held inside another document at ``at`` (a run file's ``("suites",
-        "elementwise", "record")``), checked, upgraded and validated.
+        """A record held inside another document at ``at`` (a run file's), checked, upgraded and validated.
 
         Raises:
             ReportError: not a harness record, or from a newer fuseci (the message names the place).

@@ -28,8 +28,7 @@ OpName = Annotated[str, Field(max_length=200, pattern=r"^[A-Z][A-Za-z0-9_.]*$"),
 
 @dataclass(frozen=True, slots=True)
 class KernelCode(v.Document):
-    """One kernel's compiled code summarised by what moves bytes and time (static counts, not
-    instructions executed)."""
+    """One kernel's compiled code summarised by what moves bytes and time (static counts, not executed)."""
 
     __always__ = frozenset({"instructions", "ops"})
 
@@ -65,10 +64,8 @@ _ORDER = ("LDG", "STG", "LDGSTS", "UTMALDG", "UTMASTG", "LDS", "STS", "LDSM", "S
 
 
 def _form(mnemonic: str) -> str | None:
-    """An instruction's form, None where it is not counted (only memory, the TMA's and the tensor
-    cores' are): a memory instruction with its width modifiers only, not its cache hints
-    (``LDG.E.128.CONSTANT`` -> ``LDG.E.128``); the TMA's with its dimensions; a matrix
-    instruction or a matrix load as it is (its shape and types are the form)."""
+    """An instruction's form (None: not counted): memory ones with width modifiers only (``LDG.E.128.CONSTANT``
+    -> ``LDG.E.128``), the TMA's with its dimensions, matrix ones and matrix loads as they are."""
     base, *mods = mnemonic.split(".")
     if base.endswith("MMA") or base in _WHOLE:
         return mnemonic
@@ -140,9 +137,8 @@ def _read(text: str) -> dict[str, _Kernel]:
 
 
 def summarize(text: str) -> dict[str, KernelCode]:
-    """Each kernel of a SASS text (``cuobjdump -sass -res-usage``, ``cuobjdump -sass`` or
-    ``nvdisasm``) by its name as the text writes it (extern "C" names as in the source, C++
-    names mangled); empty when the text holds no kernel (garbage, an empty or cut text)."""
+    """Each kernel of a SASS text (``cuobjdump -sass [-res-usage]`` or ``nvdisasm``) by its name as written
+    (C++ names mangled); empty when the text holds no kernel (garbage, an empty or cut text)."""
     return {
         name: KernelCode(
             registers=k.registers,
@@ -167,9 +163,8 @@ def _said(forms: Iterable[tuple[str, int]]) -> str:
 
 
 def code_changes(old: KernelCode, new: KernelCode) -> list[str]:
-    """What differs between two summaries of a kernel, a phrase each, what moves the most bytes
-    first, at most :data:`MAX_CHANGES` (the last then says how many more):
-    ``LDG.E.128 ×2 → LDG.E ×8``, ``STL ×0 → ×4``, ``registers 32 → 40``; empty when nothing does."""
+    """What differs between two summaries of a kernel, a phrase each, most bytes first, at most
+    :data:`MAX_CHANGES`: ``LDG.E.128 ×2 → LDG.E ×8``, ``registers 32 → 40``; empty when nothing does."""
     out = []
     changed = sorted({f for f in {*old.ops, *new.ops} if old.ops.get(f, 0) != new.ops.get(f, 0)})
     for base in sorted({_base(f) for f in changed}, key=_family_order):
@@ -194,9 +189,8 @@ def code_changes(old: KernelCode, new: KernelCode) -> list[str]:
 
 
 def pick(builds: Sequence[KernelCode], registers: int) -> KernelCode | None:
-    """The build of a kernel the run launched, among those its process loaded under one name
-    (autotuning compiles one per configuration): the only one, or the only one with the
-    registers per thread ncu saw; None when that does not decide."""
+    """The build a run launched among those loaded under one name: the only one, or the only one with
+    the registers per thread ncu saw; None when that does not decide."""
     if len(builds) == 1:
         return builds[0]
     matching = [b for b in builds if b.registers == registers]

@@ -28,8 +28,7 @@ class Outcome(enum.Enum):
     """How one call ended (the values are what the file holds)."""
 
     MATCHED = "matched"
-    """It ran, and its outputs matched what it was compared with (or, for the reference and a
-    case's only comparison target, it ran)."""
+    """It ran, and its outputs matched what it was compared with (or it had nothing to be compared with)."""
     WRONG = "wrong"
     """It ran and computed a wrong result."""
     RAISED = "raised"
