@@ -102,12 +102,9 @@ def _with_nodes(ledger: Ledger, moved: Callable[[Node], Node]) -> Ledger:
 
 
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
-    """Every node whose company changed from ``old`` to ``new`` (or that came or went), in the
-    order of ``new``'s rows, then ``old``'s.
-
-    A node's company is the set of other nodes in the rows it runs in; renamed kernels doing the
-    same work, nodes renumbered by a graph break and the same work on an edited line are no change.
-    """
+    """Every node whose company (the other nodes of its rows) changed from ``old`` to ``new``, or that came or went,
+    in ``new``'s row order, then ``old``'s; renamed kernels, nodes a graph break renumbered and edited lines are no
+    change."""
     new = _renumbered(old, _relined(old, new))
     a, b = _side(old), _side(new)
     order = list(dict.fromkeys([*b.rows, *a.rows]))
