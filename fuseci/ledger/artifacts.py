@@ -1,8 +1,7 @@
 """A compiled forward's provenance per compiled graph (``0/0``), from a capture's Inductor structured-trace artifacts
 and fusion log: the wrapper's source, node mappings (debug handle → post-grad nodes → pre-grad ones), stack traces,
 the post-grad graph; the forward's graph-break and not-fused reasons. It needs provenance tracking and a fresh compile
-(a cache hit emits none): :mod:`fuseci.harness.arrays.inductor` captures it so.
-"""
+(a cache hit emits none): :mod:`fuseci.harness.arrays.inductor` captures it so."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Tensors are named by their base (:meth:`PostGradGraph.base`: views move no bytes). A call reads what its computing
 nodes take and it does not compute, and writes what it computes that another call, a node outside every call or the
 graph's output takes; its minimum is each once (a node in two calls is computed by each). The graph's floor is each
-input it uses read once and each output written once.
-"""
+input it uses read once and each output written once."""
 
 from __future__ import annotations
 

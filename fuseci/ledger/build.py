@@ -1,8 +1,7 @@
 """The ledger of a compiled forward, from its capture (:mod:`.artifacts`) and ncu's kernel rows (:mod:`.launches`):
 a row per call of each graph's wrapper (graphs in compile order) with its post-grad nodes, minimum bytes
 (:mod:`.boundary`) and what its kernels moved; unclaimed kernels make one :attr:`Kind.UNTRACED` row. What is missing
-(no provenance, no post-grad graph, no kernel matched) leaves a row with what is known and a note, never a failure.
-"""
+(no provenance, no post-grad graph, no kernel matched) leaves a row with what is known and a note, never a failure."""
 
 from __future__ import annotations
 

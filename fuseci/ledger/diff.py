@@ -5,8 +5,7 @@ in on each side (:class:`~fuseci.records.fusion.NodeChange`).
 Nodes are known as :mod:`fuseci.ledger.match` knows them and shown by its
 :func:`~fuseci.ledger.match.label`. A node a graph break renumbered (:func:`_renumbered`) or whose
 source line was edited (:func:`_relined`) is named as the baseline names it, not one node gone
-and another new.
-"""
+and another new."""
 
 from __future__ import annotations
 

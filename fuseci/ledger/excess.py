@@ -9,8 +9,7 @@ crossing the boundaries of k rows with a minimum counts (k - 1) times its bytes 
 (intermediate), as ``layout copies`` where a layout row moved it, else ``fusion boundaries`` less the share
 ``widened dtypes`` of a widening conversion; a floor tensor no row moves is ``unexplained``, negative; a copy row's
 minimum is ``layout copies``; a row without a minimum and the unclaimed kernels are ``unexplained``, whole. The
-parts add up to T - F exactly.
-"""
+parts add up to T - F exactly."""
 
 from __future__ import annotations
 

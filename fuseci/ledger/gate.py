@@ -2,8 +2,7 @@
 
 Bands (:func:`_rules`): global bytes are exact; L2 bytes get the catalogue's tolerance (its moving floor on library
 rows, scheduled at run time), plus :data:`L1_SERVED` of a generated row's loads L1 served; DRAM bytes, moved by what
-the kernel before left in L2, the moving floor. A total's allowance is the sum of its rows' (band times baseline).
-"""
+the kernel before left in L2, the moving floor. A total's allowance is the sum of its rows' (band times baseline)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Inductor's post-grad FX graph, read with :mod:`ast` (never run) from the text it logs
 (``inductor_post_grad_graph``): each node's name, ATen target, the nodes it takes, its element
-type and shape, and the model source line its ``# File:`` comment gives it.
-"""
+type and shape, and the model source line its ``# File:`` comment gives it."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ A row is one launch with its NVTX range stack under ``emit_nvtx()``, outermost f
 ``## Call CompiledFxGraph`` range in it is one run of its wrapper, and the range just below is one call (a Triton
 kernel by its name, a library call by its ``aten::`` op). Within a run the calls take the call ranges in order
 (:func:`attribute`); the rest is unclaimed. A graph whose kernels lie in no range below its own while none of its
-calls claimed one is a CUDA-graph replay, attributed by launch order (:mod:`.replay`).
-"""
+calls claimed one is a CUDA-graph replay, attributed by launch order (:mod:`.replay`)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ A node is known by ``(line, op)`` (:func:`identity`): its source line without th
 left out (:data:`VIEW_OPS`); a row by its compute nodes' identities (:func:`row_identity`). Rows pair by equal sets
 (same kernel name first, then call order), then narrowly by the same ops on an edited line (:func:`_edited`: never
 hiding a split, a merge or a new kernel); the rest are :class:`Regroup` components, rows linked by a shared identity,
-which tell how the work was regrouped (:class:`Change`).
-"""
+which tell how the work was regrouped (:class:`Change`)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ in the wrapper's order after the inputs' copies (ranges of :data:`COPY_OPS`). A 
 its name; the gap between two Triton calls' kernels goes to the library calls between them: none, an empty gap; one,
 the whole gap; several, one kernel each only where as many kernels each say their call's kind of work
 (:func:`family`), else left untraced, never split on a guess. A replay that does not follow the wrapper (a Triton
-kernel missing or out of order, kernels no library call can take) attributes nothing of the graph (:func:`replay`).
-"""
+kernel missing or out of order, kernels no library call can take) attributes nothing of the graph (:func:`replay`)."""
 
 from __future__ import annotations
 

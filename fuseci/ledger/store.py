@@ -2,8 +2,7 @@
 "fuseci_version": ..., "ledger": {...}}``, declared by :mod:`fuseci.records.fusion`'s dataclasses and read by
 :class:`fuseci.files.versioned.DocumentFormat`. Format history: 1: first version; since added (absent where a file
 leaves it out, left out where not recorded, so an older ledger is written back byte for byte): a measurement's
-``loads`` and ``stores``, a row's and the ledger's ``excess``.
-"""
+``loads`` and ``stores``, a row's and the ledger's ``excess``."""
 
 from __future__ import annotations
 

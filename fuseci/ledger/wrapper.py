@@ -3,8 +3,7 @@
 library call (``extern_kernels.addmm(..., out=buf4)``), with its provenance debug handle, its source-node comment, and
 the buffers it reads (Triton ``in_ptr0``; library: all else) and writes (``out_ptr0``, ``in_out_ptr0`` both; library:
 ``out=`` and what it returns), resolved through ``reinterpret_tensor`` and reuse to their allocations. Under CUDA
-graphs a partition's calls are read where ``call()`` runs it (``self.partitions[0](...)``).
-"""
+graphs a partition's calls are read where ``call()`` runs it (``self.partitions[0](...)``)."""
 
 from __future__ import annotations
 

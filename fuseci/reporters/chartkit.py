@@ -1,8 +1,7 @@
 """What every chart of the HTML reports is drawn with: matplotlib's settings, colours, axes' ranges, the figure and
 its margins, written as inlinable SVG that points nowhere outside the page, its ids salted per chart. Data labels are
 cleaned and shortened (:func:`label`); an axis' range follows the data's typical size, a finite value beyond it drawn
-at the edge with a marker. Importing this module imports matplotlib, so reporters import it lazily.
-"""
+at the edge with a marker. Importing this module imports matplotlib, so reporters import it lazily."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The charts of the HTML pages: a case's gains against the baseline, its DRAM traffic and bandwidth, its CUDA-event
 timings, and a gain of each variant across runs, each from a plain description (the dataclasses below) to a
-:class:`~fuseci.reporters.chartkit.Chart`; how charts are drawn is :mod:`fuseci.reporters.chartkit`'s.
-"""
+:class:`~fuseci.reporters.chartkit.Chart`; how charts are drawn is :mod:`fuseci.reporters.chartkit`'s."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """GitHub Actions workflow commands that annotate the suite file: one per variant that did not pass
 (:func:`~fuseci.judge.verdict.subjects`), of the kind of its worst verdict, at the case's line. GitHub silently drops
 annotations past :data:`ANNOTATIONS_PER_STEP` of a kind per step, so at most that many are written, worst first, the
-last notice counting the rest.
-"""
+last notice counting the rest."""
 
 from __future__ import annotations
 

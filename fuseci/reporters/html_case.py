@@ -1,7 +1,6 @@
 """One case's section of the HTML report (:mod:`fuseci.reporters.html`): its checks, its charts' data
 (:mod:`fuseci.reporters.charts`), each variant's kernel inventory aligned with the baseline's, and its fusion ledgers,
-every string cut and every list bounded (:mod:`fuseci.reporters.budget`).
-"""
+every string cut and every list bounded (:mod:`fuseci.reporters.budget`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``) and a pull-request comment (``--markdown``):
 the totals line first and last, a section per suite, worst first. Data is inert text cut at :data:`MAX_TEXT`
 (:func:`escape`). A document over its limit loses, from the end, the rows that pass, then the check lists, then the
-other rows, and says so in its last line.
-"""
+other rows, and says so in its last line."""
 
 from __future__ import annotations
 

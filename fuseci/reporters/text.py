@@ -85,8 +85,7 @@ def clean(text: str, keep: str = "") -> str:
     a CI system reads as a command, an ESC would drive the terminal, a bidi control would reorder
     the line. Every string a reporter or the command line prints passes through here, so that one
     string is always one line. Backslashes are left alone; characters in ``keep`` pass (for a
-    format that escapes them itself).
-    """
+    format that escapes them itself)."""
     if text.isascii() and text.isprintable():  # the common case: nothing to look up
         return text
     return _NOT_ASCII.sub(lambda m: _visible(m, keep), text)
@@ -169,8 +168,9 @@ def tally_text(t: Tally, separators: bool = False) -> str:
 
 def totals(comparisons: list[Comparison], code: int | None = None) -> str:
     """``fuseci: 1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1``: every variant (case, or suite
-    that could not run) once, by its worst verdict, with its checks of that verdict (:func:`~fuseci.judge.verdict.tally`),
-    and the exit code (the verdicts', unless the command ends with another ``code``: a report it could not write)."""
+    that could not run) once, by its worst verdict, with its checks of that verdict
+    (:func:`~fuseci.judge.verdict.tally`), and the exit code (the verdicts', unless the command ends with another
+    ``code``: a report it could not write)."""
     summary = "; ".join(tally_text(t) for t in tally(comparisons))
     return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons) if code is None else code}"
 
