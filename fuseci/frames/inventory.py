@@ -1,5 +1,5 @@
-"""A variant's kernel inventory entry: a plain value, so that baselines, verdicts and reports
-can hold one without pandas."""
+"""A variant's kernel inventory entry: a plain value, so that baselines, verdicts and reports can hold one without
+pandas."""
 
 from __future__ import annotations
 
@@ -34,11 +34,9 @@ class KernelLaunch(v.OpenDocument):
     shared_mem: v.Count = 0
     """Shared memory per block, static and dynamic, bytes (0 where the report does not say)."""
     counts: Counts = field(default_factory=dict)
-    """Its counted quantities (:func:`fuseci.config.quantities.counted`), by quantity name; empty
-    in files written before fuseci kept them per kernel."""
+    """Its counted quantities (:func:`fuseci.config.quantities.counted`) by name; empty in files from before."""
     spread: Counts = field(default_factory=dict)
-    """How far each counted quantity moved over the kernel's profiled passes (max - min), by
-    quantity name; empty when it was profiled once."""
+    """How far each counted quantity moved over its profiled passes (max - min), by name; empty after one."""
 
     @property
     def shape(self) -> tuple[str, int, int, int, int]:

@@ -1,7 +1,6 @@
-"""The per-kernel frame aggregated into the variants frame (one row per (case, variant), each
-quantity as the catalogue says, plus the CUDA-event timings and minimum bytes of the harness
-record) and the gains frame (unfused ÷ variant for each quantity with a gain, so that higher is
-better)."""
+"""The per-kernel frame aggregated into the variants frame (a row per (case, variant): each quantity as the catalogue
+says, plus the harness record's CUDA-event timings and minimum bytes) and the gains frame (unfused ÷ variant for each
+quantity with a gain, so that higher is better)."""
 
 from __future__ import annotations
 
@@ -174,10 +173,9 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_values(passes: list[VariantTiming]) -> dict[str, float]:
-    """One variant's CUDA-event figures from its timed passes (at least one): the median of the
-    passes' medians, IQRs and quartiles, the total count of calls, the fastest and slowest call of
-    all, the median host time and the fraction of blocking probes that blocked. What older records
-    lack stays out."""
+    """One variant's CUDA-event figures from its timed passes (at least one): the median of their medians, IQRs and
+    quartiles, the total calls, the fastest and slowest call, the median host time and the fraction of blocking
+    probes that blocked. What older records lack stays out."""
     out = {
         names.EVENT_TIME: float(statistics.median(t.median_ns for t in passes)),
         names.EVENT_TIME_IQR: float(statistics.median(t.iqr_ns for t in passes)),
@@ -298,8 +296,7 @@ class SuiteResults:
     gain_rows: tuple[FrameRow, ...]
     """The gains frame's rows (:func:`gains`'), in its order."""
     ledger_rows: Mapping[tuple[str, str], tuple[KernelRow, ...]] = field(default_factory=dict)
-    """For each ledger variant (``(case, variant)``), its kernels as a ledger reads them
-    (:func:`fuseci.frames.report.read_report`); empty for a suite without one."""
+    """Each ledger variant's kernels as a ledger reads them (:func:`~fuseci.frames.report.read_report`), or empty."""
 
     @cached_property
     def variants(self) -> pd.DataFrame:
@@ -328,9 +325,8 @@ class SuiteResults:
 
 
 def _peak(col: Mapping[str, NDArray[np.float64]]) -> float | None:
-    """The card's peak DRAM bandwidth in bytes/s that ncu's percentage of peak implies: the
-    median over the kernels of (DRAM bytes ÷ duration) ÷ percentage; None when no kernel moved
-    enough for it (or the report lacks the metric)."""
+    """The card's peak DRAM bandwidth (bytes/s) ncu's percentage of peak implies: the kernels' median of (DRAM bytes
+    ÷ duration) ÷ percentage; None when no kernel moved enough for it (or the report lacks the metric)."""
     seconds = col[names.DURATION] * 1e-9
     pct = col[names.DRAM_PCT_PEAK]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # NaN and 0 are left out below

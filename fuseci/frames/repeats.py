@@ -1,8 +1,6 @@
-"""Launches ncu left out because they repeat an earlier launch's configuration (a ledger
-variant's ``repeats: once``), counted back in: for each ``[N, M, R]`` the harness recorded
-(launch N, in graph run R, repeats launch M), a copy of M's kernels is put where N ran, its
-range renamed ``fuseci-launch:R:N``.
-"""
+"""Launches ncu left out as repeats of an earlier launch's configuration (``repeats: once``), counted back in: for each
+``[N, M, R]`` recorded (launch N, in graph run R, repeats launch M), a copy of M's kernels is put where N ran, its
+range renamed ``fuseci-launch:R:N``."""
 
 from __future__ import annotations
 

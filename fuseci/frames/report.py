@@ -1,7 +1,6 @@
-"""``.ncu-rep`` → one tidy row per profiled kernel, through NVIDIA's ``ncu_report`` reader; and
-whether a report's kernels and a harness record belong to one run (:func:`mismatch`), so that a
-report from one GPU is never judged, nor its baseline rewritten, as another's.
-"""
+"""``.ncu-rep`` → one tidy row per profiled kernel, through NVIDIA's ``ncu_report`` reader; and whether a report's
+kernels and a harness record are one run's (:func:`mismatch`), so no report is judged, nor its baseline rewritten,
+as another GPU's."""
 
 from __future__ import annotations
 
@@ -54,15 +53,13 @@ def spread_columns() -> tuple[str, ...]:
 
 
 def kernel_columns() -> tuple[str, ...]:
-    """Columns of the per-kernel frame, in order: :data:`KERNEL_IDS`, every metric ncu is asked
-    for, named verbatim, then how far each counted metric moved over the kernel's profiled passes
-    (:func:`spread_columns`: NaN after one pass)."""
+    """The per-kernel frame's columns: :data:`KERNEL_IDS`, every metric ncu is asked for, named verbatim, then each
+    counted metric's spread over the profiled passes (:func:`spread_columns`: NaN after one pass)."""
     return (*KERNEL_IDS, *quantities.ncu_metrics(), *spread_columns())
 
 
 def load_reader(ncu: str | None = None) -> ModuleType:
-    """Import ``ncu_report``: the PyPI package, else the ``extras/python`` copy beside the ncu
-    executable ``ncu``, where the caller found one.
+    """Import ``ncu_report``: the PyPI package, else the ``extras/python`` copy beside the ``ncu`` found.
 
     Raises:
         ReportError: neither is available; says how to get one.
@@ -156,10 +153,8 @@ def read_report(
     *,
     ncu: str | None = None,
 ) -> pd.DataFrame:
-    """Read every kernel inside a ``fuseci:`` range into the per-kernel frame.
-
-    Rows keep launch order within each (case, variant); a variant profiled more than once keeps
-    its first pass (:func:`fold_passes`).
+    """Read every kernel inside a ``fuseci:`` range into the per-kernel frame, in launch order within each (case,
+    variant), a variant profiled more than once keeping its first pass (:func:`fold_passes`).
 
     Args:
         path: The report.
@@ -170,8 +165,8 @@ def read_report(
         ncu: The ncu executable whose copy of the reader is taken (:func:`load_reader`).
 
     Raises:
-        ReportError: the file is missing, truncated, not a report of fuseci's, the reader is
-            absent, or a ledger variant's kernel lacks a metric its ledger reads.
+        ReportError: the file is missing, truncated or not fuseci's, the reader is absent, or a ledger kernel lacks a
+            metric its ledger reads.
     """
     reader = load_reader(ncu)
     rows: list[dict[str, Any]] = []
@@ -241,10 +236,9 @@ def read_report(
 
 
 def fold_passes(frame: pd.DataFrame) -> pd.DataFrame:
-    """The per-kernel frame of a report's rows (with a :data:`~fuseci.config.names.PASS` column):
-    the first pass's rows, each kernel's spread columns holding how far each counted metric moved
-    over its variant's passes (max - min); NaN where the variant was profiled once, or where a
-    repeat launched other kernels than the first pass."""
+    """The first pass's rows of a report's rows (with a :data:`~fuseci.config.names.PASS` column), each kernel's
+    spread columns holding each counted metric's max - min over its variant's passes; NaN where the variant was
+    profiled once, or where a repeat launched other kernels than the first pass."""
     first = frame[frame[names.PASS] == 0].drop(columns=[names.PASS]).reset_index(drop=True)
     first = first.reindex(columns=list(kernel_columns()))
     repeats = frame[frame[names.PASS] > 0]
@@ -319,10 +313,9 @@ def _message(data: bytes, at: int) -> tuple[bytes, int]:
 
 
 def session_started(path: Path) -> datetime | None:
-    """When ncu started the profiling session that wrote the report (``.ncu-rep`` or
-    ``.ncu-rep.xz``), read from its file header without NVIDIA's reader; None when the file
-    cannot be read or holds no such time (another format, a damaged header, a time before 2000
-    or in the future). Never raises."""
+    """When ncu started the session that wrote the report (``.ncu-rep`` or ``.ncu-rep.xz``), from its header without
+    NVIDIA's reader; None when unreadable or holding no such time (another format, a damaged header, a time before
+    2000 or in the future). Never raises."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would never end
             return None
@@ -360,12 +353,9 @@ def _listed(items: list[str]) -> str:
 
 
 def mismatch(kernels: pd.DataFrame, record: HarnessRecord) -> str:
-    """What makes the per-kernel frame of a report and a harness record not one run's, or ``""``.
-
-    Checked: every kernel's suite is the record's; every kernel ran on the record's GPU (where
-    ncu recorded one); every kernel lies in the range of a variant the record ran; and, unless
-    the run was stopped, every variant the record ran in a case that checked right has kernels.
-    """
+    """What makes a report's per-kernel frame and a harness record not one run's, or ``""``: every kernel must be of
+    the record's suite, on its GPU (where ncu recorded one) and in a variant it ran; unless the run was stopped, each
+    variant it ran in a case that checked right must have kernels."""
     suites = sorted(set(kernels[names.SUITE]) - {record.suite})
     if suites:
         return f"the report holds suite(s) {_listed(suites)}, the record suite {record.suite!r}"

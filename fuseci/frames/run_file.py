@@ -1,8 +1,6 @@
-"""A run file: the suites one ``fuseci run`` measured, declared once as the document a run file
-holds (:mod:`fuseci.store.runs` names, writes and reads the files). A suite is stored as its
-harness record and per-kernel frame (:class:`RunSuite`) and read back as its frames
-(:func:`suite_results`).
-"""
+"""A run file: the suites one ``fuseci run`` measured (:mod:`fuseci.store.runs` names, writes and reads the files),
+each stored as its harness record and per-kernel frame (:class:`RunSuite`), read back as its frames
+(:func:`suite_results`)."""
 
 from __future__ import annotations
 
@@ -65,8 +63,7 @@ class RunSuite(v.OpenDocument):
     suite_path: v.PathText
     """The suite file, as given to ``fuseci run``."""
     record: Any
-    """Its harness record: checked by :meth:`HarnessRecord.embedded`, after its own format and
-    version, when the suite is rebuilt (:func:`suite_results`)."""
+    """Its harness record, checked by :meth:`HarnessRecord.embedded` when rebuilt (:func:`suite_results`)."""
     kernels: Annotated[v.Items[KernelFrameRow], Field(max_length=1_000_000), PlainSerializer(list)]
     """The per-kernel frame, a row per kernel (written as :func:`kernel_rows` made them)."""
 
@@ -157,13 +154,12 @@ def _invalid(loc: v.Loc, problem: str) -> ValueError:
 
 
 def suite_results(sid: str, suite: RunSuite) -> SuiteResults:
-    """One suite of a run file as its frames: its record checked and built, its kernels as the
-    per-kernel frame, and the two checked to be one run's.
+    """One suite of a run file as its frames: its record checked and built, its kernels as the per-kernel frame, and
+    the two checked to be one run's.
 
     Raises:
-        ValueError: the record is not a harness record, is from a newer fuseci or holds a value
-            its format does not allow, or the record and kernels disagree; the message starts
-            with the value's place in the run file.
+        ValueError: the record is not a harness record, newer, or disallowed, or disagrees with the kernels (prefixed
+            with the value's place in the run file).
     """
     at = ("suites", sid, "record")
     try:

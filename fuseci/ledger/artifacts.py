@@ -1,10 +1,7 @@
-"""A compiled forward's provenance, per compiled graph (Dynamo's ``frame_id/frame_compile_id``,
-``0/0``), from the Inductor structured-trace artifacts and fusion log a capture holds: the
-wrapper's source, the node mappings (a call's debug handle → its post-grad nodes → their pre-grad
-ones), the stack traces and the post-grad graph; for the forward, the graph-break reasons and the
-reasons Inductor gave for not fusing. It needs provenance tracking on and a fresh compile (a
-cache hit emits no provenance): :mod:`fuseci.harness.arrays.inductor` captures it so.
-"""
+"""A compiled forward's provenance per compiled graph (``0/0``), from a capture's Inductor structured-trace artifacts
+and fusion log: the wrapper's source, node mappings (debug handle → post-grad nodes → pre-grad ones), stack traces,
+the post-grad graph; the forward's graph-break and not-fused reasons. It needs provenance tracking and a fresh compile
+(a cache hit emits none): :mod:`fuseci.harness.arrays.inductor` captures it so."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """The tensors that cross each call's boundary, and the least bytes the call must move for them.
 
-Tensors are named by their base (:meth:`PostGradGraph.base`: views move no bytes). A call reads
-each tensor its computing nodes take that it does not compute itself, and writes each tensor it
-computes that another call reads, that a node outside every call takes, or that the graph
-returns; its minimum is each of those once. A node recomputed in two calls is computed by each.
-The graph's floor is each input it uses read once and each output written once.
-"""
+Tensors are named by their base (:meth:`PostGradGraph.base`: views move no bytes). A call reads what its computing
+nodes take and it does not compute, and writes what it computes that another call, a node outside every call or the
+graph's output takes; its minimum is each once (a node in two calls is computed by each). The graph's floor is each
+input it uses read once and each output written once."""
 
 from __future__ import annotations
 
@@ -64,12 +62,7 @@ def total_bytes(graph: PostGradGraph, names: set[str]) -> int | None:
 
 
 def boundaries(graph: PostGradGraph, calls: Sequence[Sequence[str] | None]) -> list[Boundary | None]:
-    """Each call's boundary, given the nodes each implements (None: no provenance, no boundary).
-
-    Args:
-        graph: The post-grad graph the calls implement.
-        calls: Each call's mapped post-grad nodes, in wrapper order.
-    """
+    """Each call's boundary, given its mapped post-grad nodes in wrapper order (None: no provenance, no boundary)."""
     nodes = [None if mapped is None else implemented(graph, mapped) for mapped in calls]
     computes = [frozenset(x for x in n or () if not graph.nodes[x].is_view) for n in nodes]
     reads = [_reads(graph, c) for c in computes]

@@ -1,11 +1,7 @@
-"""The ledger of a compiled forward, put together from its capture (:mod:`.artifacts`) and ncu's
-kernel rows of its range (:mod:`.launches`).
-
-One row per call of each graph's wrapper, graphs in the order they were compiled: the post-grad
-nodes it implements, its minimum bytes (:mod:`.boundary`) and what the kernels attributed to it
-moved. Kernels no call claims make one :attr:`Kind.UNTRACED` row. What is missing (no provenance,
-no post-grad graph, no kernel matched) leaves a row with what is known and a note, never a failure.
-"""
+"""The ledger of a compiled forward, from its capture (:mod:`.artifacts`) and ncu's kernel rows (:mod:`.launches`):
+a row per call of each graph's wrapper (graphs in compile order) with its post-grad nodes, minimum bytes
+(:mod:`.boundary`) and what its kernels moved; unclaimed kernels make one :attr:`Kind.UNTRACED` row. What is missing
+(no provenance, no post-grad graph, no kernel matched) leaves a row with what is known and a note, never a failure."""
 
 from __future__ import annotations
 
@@ -65,9 +61,8 @@ def _nodes(graph: CompiledGraph, post_grad: PostGradGraph | None, call: Call) ->
 
 
 def _computed(graph: CompiledGraph, wrapper: Wrapper, post_grad: PostGradGraph | None) -> list[Sequence[str] | None]:
-    """The nodes each call computes: its mapped ones, less, for a Triton kernel, those a library
-    call of the graph computes (Inductor maps a library call's node to the kernels that prepare
-    its inputs too: the layout copies before a convolution, the input of a custom op)."""
+    """Each call's mapped nodes, less, for a Triton kernel, those a library call of the graph computes (Inductor
+    also maps a library call's node to the kernels preparing its inputs: layout copies, a custom op's input)."""
     mapped = [
         graph.calls_to_nodes.get(c.handle) if c.handle is not None and graph.has_mappings else None
         for c in wrapper.calls
@@ -200,11 +195,7 @@ def _notes(
 
 
 def build(capture: Capture, kernels: Sequence[KernelRow]) -> Ledger:
-    """The ledger of one compiled forward.
-
-    Args:
-        capture: Its provenance (:func:`fuseci.ledger.artifacts.capture`).
-        kernels: ncu's rows of the forward's NVTX range only.
+    """The ledger of one compiled forward from its ``capture`` and ncu's rows of its NVTX range only.
 
     Raises:
         LedgerError: a graph's output code or post-grad graph is not the Python Inductor writes.

@@ -5,8 +5,7 @@ in on each side (:class:`~fuseci.records.fusion.NodeChange`).
 Nodes are known as :mod:`fuseci.ledger.match` knows them and shown by its
 :func:`~fuseci.ledger.match.label`. A node a graph break renumbered (:func:`_renumbered`) or whose
 source line was edited (:func:`_relined`) is named as the baseline names it, not one node gone
-and another new.
-"""
+and another new."""
 
 from __future__ import annotations
 
@@ -102,12 +101,9 @@ def _with_nodes(ledger: Ledger, moved: Callable[[Node], Node]) -> Ledger:
 
 
 def diff(old: Ledger, new: Ledger) -> list[NodeChange]:
-    """Every node whose company changed from ``old`` to ``new`` (or that came or went), in the
-    order of ``new``'s rows, then ``old``'s.
-
-    A node's company is the set of other nodes in the rows it runs in; renamed kernels doing the
-    same work, nodes renumbered by a graph break and the same work on an edited line are no change.
-    """
+    """Every node whose company (the other nodes of its rows) changed from ``old`` to ``new``, or that came or went,
+    in ``new``'s row order, then ``old``'s; renamed kernels, nodes a graph break renumbered and edited lines are no
+    change."""
     new = _renumbered(old, _relined(old, new))
     a, b = _side(old), _side(new)
     order = list(dict.fromkeys([*b.rows, *a.rows]))

@@ -1,21 +1,15 @@
 """What a ledger's rows asked for above their minimum, and the forward above its floor, by cause.
 
-Every figure is the global bytes the SMs asked for (loads and stores), which a correct kernel
-cannot bring below its minimum, unlike DRAM bytes. A graph run N times counts N times its minimum
-and floor.
+Figures are global bytes requested (loads and stores: no correct kernel goes below its minimum), N runs of a graph
+counting N times. A row's R above its minimum M is ``layout copies`` for a copy row (:func:`is_layout`, or a copy
+for a library call), else ``re-reads`` (loads above its inputs read once, at most R - M) and ``unexplained``.
 
-A row's requested bytes R above its minimum M are ``layout copies`` for a row that only copies
-(:func:`is_layout`, or a copy for a library call); else ``re-reads`` (its loads above its inputs
-read once, at most R - M) and ``unexplained`` (the rest).
-
-The forward's T above its floor F is the rows' splits plus what no row holds alone
-(:func:`graph_parts`): each tensor counted by the k rows with a minimum whose boundary it crosses,
-(k - 1) times its bytes for a graph input or output, k times for an intermediate: ``layout
-copies`` where a layout row moved it, else ``fusion boundaries`` less the share ``widened
-dtypes`` of a widening conversion; a floor tensor no row moves is ``unexplained``, negative; a
-copy row's minimum is ``layout copies``; a row without a minimum and the unclaimed kernels are
-``unexplained``, whole. The parts add up to T - F exactly.
-"""
+The forward's T above its floor F is the rows' splits plus what no row holds alone (:func:`graph_parts`): a tensor
+crossing the boundaries of k rows with a minimum counts (k - 1) times its bytes (graph input or output) or k times
+(intermediate), as ``layout copies`` where a layout row moved it, else ``fusion boundaries`` less the share
+``widened dtypes`` of a widening conversion; a floor tensor no row moves is ``unexplained``, negative; a copy row's
+minimum is ``layout copies``; a row without a minimum and the unclaimed kernels are ``unexplained``, whole. The
+parts add up to T - F exactly."""
 
 from __future__ import annotations
 
@@ -72,14 +66,8 @@ def _mb(value: float) -> str:
 
 
 def row_parts(row: Row, read_min: int | None, layout: bool) -> tuple[Part, ...]:
-    """A row's requested bytes above its minimum, by cause (see the module docstring); empty where
-    either is unknown or they are equal.
-
-    Args:
-        row: The row, its minimum counting each run of its graph.
-        read_min: The bytes of the tensors it reads, each once per run (None: unknown).
-        layout: Whether it is a layout copy (:func:`is_layout`, or a copy for a library call).
-    """
+    """``row``'s requested bytes above its minimum (each run counted), by cause; empty where either is unknown or
+    they are equal. ``read_min``: its inputs' bytes, each once per run (None: unknown)."""
     asked, least = row.requested, row.min_bytes
     if asked is None or least is None or asked == least:
         return ()
@@ -122,9 +110,8 @@ class GraphRows:
 
 
 def _who(g: GraphRows, tensor: str, writers: list[int], readers: list[int]) -> str:
-    """``add_2 (bf16, 16.8 MB): written by triton_per_fused_add_1 (add_2), read by
-    extern_kernels.addmm (addmm_1)``: a tensor and the rows it crosses, by kernel and the nodes
-    that take it."""
+    """``add_2 (bf16, 16.8 MB): written by triton_per_fused_add_1 (add_2), read by extern_kernels.addmm
+    (addmm_1)``: a tensor and the rows it crosses, by kernel and the nodes that take it."""
     node = g.graph.nodes[tensor]
     dtype = node.type.dtype if node.type is not None else "?"
     size = g.graph.nbytes(tensor) or 0

@@ -1,14 +1,8 @@
 """A ledger judged against its baseline's: one :class:`Finding` per problem, and a verdict.
 
-Splits, new kernels (unless ``allow_new`` matches) and bytes grown beyond their band regress;
-structural changes that moved no bytes and new fusion refusals are noted (``WARN``).
-
-Bands (:func:`_rules`): global bytes are exact; L2 bytes get the catalogue's tolerance
-(its moving floor on library rows, whose schedules are decided at run time); DRAM bytes move
-with what the kernel before left in L2, so every row gets the moving floor. Where L1 served part
-of a generated row's loads, its L2 band adds :data:`L1_SERVED` of those bytes. A total's
-allowance is the sum of its rows' (each band times its baseline value).
-"""
+Bands (:func:`_rules`): global bytes are exact; L2 bytes get the catalogue's tolerance (its moving floor on library
+rows, scheduled at run time), plus :data:`L1_SERVED` of a generated row's loads L1 served; DRAM bytes, moved by what
+the kernel before left in L2, the moving floor. A total's allowance is the sum of its rows' (band times baseline)."""
 
 from __future__ import annotations
 
@@ -368,14 +362,9 @@ def _structure_notes(baseline: Ledger, current: Ledger, matching: Matching) -> l
 
 
 def judge(baseline: Ledger, current: Ledger, allow_new: Sequence[str] = ()) -> LedgerVerdict:
-    """``current`` judged against ``baseline``: splits, new kernels and grown bytes regress;
-    structural changes and new fusion refusals are noted.
-
-    Args:
-        baseline: the ledger recorded with the baseline.
-        current: this run's.
-        allow_new: regular expressions of kernel names a new row may have without failing (each
-            matched against the whole name).
+    """``current`` judged against ``baseline``: splits, new kernels (unless ``allow_new``, regular expressions each
+    matched against the whole name, allows them) and bytes grown beyond their band regress; structural changes that
+    moved no bytes and new fusion refusals are noted (``WARN``).
 
     Raises:
         SuiteError: a pattern of ``allow_new`` is not a regular expression.

@@ -1,7 +1,6 @@
 """Inductor's post-grad FX graph, read with :mod:`ast` (never run) from the text it logs
 (``inductor_post_grad_graph``): each node's name, ATen target, the nodes it takes, its element
-type and shape, and the model source line its ``# File:`` comment gives it.
-"""
+type and shape, and the model source line its ``# File:`` comment gives it."""
 
 from __future__ import annotations
 
@@ -119,9 +118,8 @@ def source_line(file: str, line: int | str, code: str) -> str:
 
 
 def tensor_type(text: str, sizes: Mapping[str, int] | None = None) -> TensorType | None:
-    """``bf16[8, 1024][1024, 1]cuda:0`` as a :class:`TensorType`; None when it is not one. A
-    symbolic size (``bf16[s27, 1024]``, ``s27*s77``) takes its value from ``sizes`` (a symbol's
-    value in the run, as the harness recorded it); unknown without it."""
+    """``bf16[8, 1024][1024, 1]cuda:0`` as a :class:`TensorType`; None when it is not one. A symbolic size
+    (``bf16[s27, 1024]``, ``s27*s77``) is valued from ``sizes`` (as the harness recorded them); unknown without."""
     m = _TYPE.match(text.strip())
     if m is None:
         return None
@@ -139,9 +137,8 @@ _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.
 
 
 def _size(text: str, sizes: Mapping[str, int]) -> int | None:
-    """A size as the graph prints it: an integer, or sums and products of symbols and integers
-    (``s27*s77``, ``2*s0 + 1``) valued from ``sizes``; None for anything else (``Max(...)``, a
-    symbol with no value)."""
+    """A printed size: an integer, or sums and products of symbols and integers (``s27*s77``, ``2*s0 + 1``) valued
+    from ``sizes``; None for anything else (``Max(...)``, a symbol with no value)."""
     if text.lstrip("-").isdigit():
         return int(text)
     try:
@@ -207,13 +204,7 @@ def _forward(text: str, where: str) -> ast.FunctionDef:
 
 
 def parse_graph(text: str, where: str, sizes: Mapping[str, int] | None = None) -> PostGradGraph:
-    """Read a post-grad graph's text.
-
-    Args:
-        text: The ``inductor_post_grad_graph`` artifact's payload.
-        where: The artifact's place, for messages (``case.json: graph 0/0``).
-        sizes: The value of each symbolic size in the run (``{"s27": 2}``), for a graph compiled
-            with dynamic shapes; a size of a symbol without one stays unknown.
+    """Read a post-grad graph's ``text`` (from ``where``: ``case.json: graph 0/0``), ``sizes`` valuing its symbols.
 
     Raises:
         LedgerError: the text is not Python, or holds no ``forward``.

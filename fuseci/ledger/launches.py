@@ -1,16 +1,12 @@
 """ncu's per-kernel rows of a compiled forward, and which wrapper call each belongs to.
 
-A row is one kernel launch with its NVTX range stack, outermost first, as recorded under
-``torch.autograd.profiler.emit_nvtx()``: ``["case.compiled", "Torch-Compiled Region: 0/0, op_id
-= 2", "## Call CompiledFxGraph None ##, op_id = 5", "triton_per_fused_native_layer_norm_0, op_id
-= 6"]``. The innermost ``Torch-Compiled Region`` names the graph; each ``## Call CompiledFxGraph``
-range inside it is one run of its wrapper, and the range just below that is one call (a Triton
-kernel by its name, a library call by its ``aten::`` op).
-
-Within each run, the wrapper's calls take the call ranges in order (:func:`attribute`); what no
-call takes is left unclaimed. A graph whose kernels lie in no range below its own while none of
-its calls claimed a range is a CUDA-graph replay, attributed by launch order (:mod:`.replay`).
-"""
+A row is one launch with its NVTX range stack under ``emit_nvtx()``, outermost first: ``["case.compiled",
+"Torch-Compiled Region: 0/0, op_id = 2", "## Call CompiledFxGraph None ##, op_id = 5",
+"triton_per_fused_native_layer_norm_0, op_id = 6"]``. The innermost ``Torch-Compiled Region`` names the graph; each
+``## Call CompiledFxGraph`` range in it is one run of its wrapper, and the range just below is one call (a Triton
+kernel by its name, a library call by its ``aten::`` op). Within a run the calls take the call ranges in order
+(:func:`attribute`); the rest is unclaimed. A graph whose kernels lie in no range below its own while none of its
+calls claimed one is a CUDA-graph replay, attributed by launch order (:mod:`.replay`)."""
 
 from __future__ import annotations
 
@@ -87,12 +83,9 @@ _Runs = dict[tuple[str, str], dict[tuple[str, str], list[KernelRow]]]
 
 
 def _runs(rows: Sequence[KernelRow], attribution: Attribution) -> tuple[_Runs, dict[tuple[str, str], list[KernelRow]]]:
-    """Rows grouped by (graph, run of its wrapper) and then by call range, in launch order; and
-    the rows of each (graph, run) in no range below the graph's (a CUDA-graph replay's).
-
-    A run is told by its ``## Call CompiledFxGraph`` range, or by the harness's graph run number
-    where a launch range carries one; a call by its range, or by its launch number.
-    """
+    """Rows by (graph, run of its wrapper: its ``## Call CompiledFxGraph`` range or the harness's run number) and
+    then by call range or launch number, in launch order; and each (graph, run)'s rows in no range below the graph's
+    (a CUDA-graph replay's)."""
     placed: list[tuple[KernelRow, str, tuple[str, int], tuple[str, int], tuple[int, int] | None]] = []
     bare: dict[tuple[str, str], list[KernelRow]] = {}
     run_of: dict[tuple[str, int], int] = {}
@@ -188,12 +181,8 @@ def _replayed(
 
 
 def attribute(rows: Sequence[KernelRow], calls: Mapping[str, Sequence[Call]]) -> Attribution:
-    """Which rows each call of each graph's wrapper accounts for (see the module docstring).
-
-    Args:
-        rows: The forward's rows inside its NVTX range.
-        calls: Each graph's wrapper calls, by graph id.
-    """
+    """Which of the forward's ``rows`` (in its NVTX range) each call of each graph's wrapper (``calls`` by graph id)
+    accounts for."""
     out = Attribution()
     runs, bare = _runs(rows, out)
     left: list[tuple[KernelRow, str]] = []

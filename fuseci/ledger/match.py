@@ -1,14 +1,10 @@
 """Which rows of two ledgers are the same work, across runs whose graphs differ.
 
-A node is known by ``(line, op)`` (:func:`identity`): its source line without the number (a line
-added above must not move every node below) and its ATen target; views are left out
-(:data:`VIEW_OPS`). A row is known by the set of its compute nodes' identities
-(:func:`row_identity`). Rows pair first by equal identity sets (same kernel name first, then in
-call order), then, narrowly, where they do the same ops on an edited source line
-(:func:`_edited`: never hiding a split, a merge or a new kernel). What is left is grouped into
-:class:`Regroup` components, rows linked by a shared identity, which tell how the work was
-regrouped (:class:`Change`).
-"""
+A node is known by ``(line, op)`` (:func:`identity`): its source line without the number and its ATen target, views
+left out (:data:`VIEW_OPS`); a row by its compute nodes' identities (:func:`row_identity`). Rows pair by equal sets
+(same kernel name first, then call order), then narrowly by the same ops on an edited line (:func:`_edited`: never
+hiding a split, a merge or a new kernel); the rest are :class:`Regroup` components, rows linked by a shared identity,
+which tell how the work was regrouped (:class:`Change`)."""
 
 from __future__ import annotations
 
@@ -57,9 +53,8 @@ def is_view(node: Node) -> bool:
 
 
 def source_key(node: Node) -> str:
-    """The node's source line without its number: ``block.py: x = x + y`` of
-    ``block.py:17: x = x + y``; the line as written where it has no code, the pre-grad node's
-    name where Inductor recorded no line."""
+    """``block.py: x = x + y`` of ``block.py:17: x = x + y``; the line as written where it has no code, the pre-grad
+    node's name where Inductor recorded no line."""
     m = _LINE.match(node.line)
     if m and m.group(3):
         return f"{m.group(1)}: {m.group(3)}"
@@ -259,9 +254,8 @@ def _on_edited_line(row: Row, other: frozenset[str]) -> bool:
 
 
 def _edited(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row]) -> list[Edited]:
-    """The second stage: rows left by the first that do the same ops (:func:`_ops`) on an edited
-    line, paired only where unambiguous: every row of their component takes part, both sides have
-    as many rows of that work, and each changed node moved within its file (:func:`_moved`)."""
+    """Rows left by the first stage doing the same ops (:func:`_ops`) on an edited line, paired only where every row
+    of their component takes part, both sides have as many, and each changed node moved within its file."""
     lines_old, lines_new = _lines(old), _lines(new)
 
     def edited(item: tuple[str, int]) -> bool:
@@ -283,9 +277,8 @@ def _edited(left: list[tuple[str, int]], old: Sequence[Row], new: Sequence[Row])
 
 
 def _moved(was: Row, now: Row, lines_old: frozenset[str], lines_new: frozenset[str]) -> tuple[tuple[Node, Node], ...]:
-    """The compute nodes of two rows of the same ops whose line changed, as pairs (equal identities
-    first, then the rest of each op in the order of the row), or ``()`` where one of them is no
-    edit: a line either ledger still has, a node without a line, another file."""
+    """Two rows' compute nodes whose line changed, paired (equal identities first, then each op in row order), or
+    ``()`` where one is no edit: a line either ledger still has, a node without a line, another file."""
     rest: dict[Ident, tuple[list[tuple[int, Node]], list[tuple[int, Node]]]] = {}
     for side, row in enumerate((was, now)):
         for at, n in enumerate(row.nodes):

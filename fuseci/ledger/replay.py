@@ -1,16 +1,11 @@
 """A CUDA-graph replay's kernels put to its wrapper's calls by launch order.
 
-A forward compiled with ``mode="reduce-overhead"`` replays a CUDA graph: no wrapper code runs, so
-no call has a range of its own (:mod:`.launches`), but the kernels launch in the wrapper's order,
-after the inputs are copied into the graph's buffers (in ranges of :data:`COPY_OPS`).
-
-A Triton call takes the next kernel of its name. The kernels between two Triton calls' kernels
-are the gap of the library calls between them: with none it must be empty; one takes the whole
-gap; several take one kernel each only where the kernels are as many as the calls and each name
-says it does its call's kind of work (:func:`family`), else the gap's kernels are left untraced,
-never split on a guess. A replay that does not follow the wrapper (a Triton kernel missing or out
-of order, kernels no library call can take) attributes nothing of the graph (:func:`replay`).
-"""
+Under ``mode="reduce-overhead"`` no wrapper code runs, so no call has a range (:mod:`.launches`), but kernels launch
+in the wrapper's order after the inputs' copies (ranges of :data:`COPY_OPS`). A Triton call takes the next kernel of
+its name; the gap between two Triton calls' kernels goes to the library calls between them: none, an empty gap; one,
+the whole gap; several, one kernel each only where as many kernels each say their call's kind of work
+(:func:`family`), else left untraced, never split on a guess. A replay that does not follow the wrapper (a Triton
+kernel missing or out of order, kernels no library call can take) attributes nothing of the graph (:func:`replay`)."""
 
 from __future__ import annotations
 
@@ -146,11 +141,7 @@ def _gap(
 
 
 def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str:
-    """One replay's kernels (launch order) put to its wrapper's calls (see the module docstring).
-
-    Returns:
-        The attribution, or why the kernels do not follow the calls (then nothing is attributed).
-    """
+    """One replay's kernels (launch order) put to its wrapper's calls, or why they do not follow the calls."""
     triton = {c.kernel for c in calls if c.kind is Kind.TRITON}
     order = Order()
     at, before = 0, None
@@ -172,9 +163,8 @@ def by_order(calls: Sequence[Call], kernels: Sequence[KernelRow]) -> Order | str
 
 
 def replay(graph: str, calls: Sequence[Call], runs: Mapping[str, Sequence[KernelRow]], untraced: str) -> Replay:
-    """A graph's replays (``runs``: each run's kernels, in launch order) put to its wrapper's
-    calls: every run by :func:`by_order`, or none when one does not fit (each kernel then left
-    ``untraced``)."""
+    """A graph's replays (``runs``: each run's kernels, in launch order) put to its wrapper's calls: every run by
+    :func:`by_order`, or none when one does not fit (each kernel then left ``untraced``)."""
     orders = []
     for kernels in runs.values():
         found = by_order(calls, kernels)

@@ -1,12 +1,8 @@
-"""The ledger as a versioned JSON document, and back: ``{"format": "fuseci-ledger",
-"format_version": 1, "fuseci_version": ..., "ledger": {...}}``, declared by
-:mod:`fuseci.records.fusion`'s dataclasses and read by :class:`fuseci.files.versioned.DocumentFormat`.
-
-Format history:
-    1: first version. Since added, each read as absent where a file leaves it out (and left out
-       where not recorded, so an older ledger is written back byte for byte): a measurement's
-       ``loads`` and ``stores``, a row's and the ledger's ``excess``.
-"""
+"""The ledger as a versioned JSON document, and back: ``{"format": "fuseci-ledger", "format_version": 1,
+"fuseci_version": ..., "ledger": {...}}``, declared by :mod:`fuseci.records.fusion`'s dataclasses and read by
+:class:`fuseci.files.versioned.DocumentFormat`. Format history: 1: first version; since added (absent where a file
+leaves it out, left out where not recorded, so an older ledger is written back byte for byte): a measurement's
+``loads`` and ``stores``, a row's and the ledger's ``excess``."""
 
 from __future__ import annotations
 
@@ -46,8 +42,7 @@ def from_json(data: Any, path: Path | str) -> Ledger:
     """A ledger from a parsed document.
 
     Raises:
-        LedgerError: not a ledger, newer, or a value its format does not allow, naming the file,
-            the value's place and what is wrong.
+        LedgerError: not a ledger, newer, or a value its format does not allow (naming file, place and fault).
     """
     body = {k: x for k, x in FORMAT.check(data, path).items() if k not in ("format", "format_version")}
     try:

@@ -1,15 +1,9 @@
-"""Inductor's wrapper (the ``inductor_output_code`` artifact): the calls its ``call()`` makes, in
-order, read with :mod:`ast`, never run. A call is a Triton kernel launch
-(``triton_poi_fused_add_view_3.run(buf18, arg0_1, ...)``) or a library call
-(``extern_kernels.addmm(..., out=buf4)``), each with its provenance debug handle, its source-node
-comment, and the buffers it reads and writes, each resolved through ``reinterpret_tensor`` and
-reuse to the allocation it lies in. Under CUDA graphs a graph partition's calls are read where
-``call()`` runs it (``self.partitions[0](...)``).
-
-A Triton kernel's reads and writes come from its parameters' names (``in_ptr0`` read,
-``out_ptr0`` written, ``in_out_ptr0`` both); a library call writes its ``out=`` and what it
-returns, and reads the rest.
-"""
+"""Inductor's wrapper (the ``inductor_output_code`` artifact): the calls its ``call()`` makes, in order, read with
+:mod:`ast`, never run. A call is a Triton launch (``triton_poi_fused_add_view_3.run(buf18, arg0_1, ...)``) or a
+library call (``extern_kernels.addmm(..., out=buf4)``), with its provenance debug handle, its source-node comment, and
+the buffers it reads (Triton ``in_ptr0``; library: all else) and writes (``out_ptr0``, ``in_out_ptr0`` both; library:
+``out=`` and what it returns), resolved through ``reinterpret_tensor`` and reuse to their allocations. Under CUDA
+graphs a partition's calls are read where ``call()`` runs it (``self.partitions[0](...)``)."""
 
 from __future__ import annotations
 
@@ -237,11 +231,7 @@ def _statements(fn: ast.FunctionDef, partitions: dict[int, ast.FunctionDef]) -> 
 
 
 def parse_wrapper(code: str, where: str) -> Wrapper:
-    """The calls of a wrapper's ``call()``, in order.
-
-    Args:
-        code: The ``inductor_output_code`` artifact's payload.
-        where: Its place, for messages.
+    """The calls of a wrapper's ``call()`` (``code``: the artifact's payload; ``where``: its place), in order.
 
     Raises:
         LedgerError: the code is not Python, or has no ``call()``.

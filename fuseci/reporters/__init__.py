@@ -1,9 +1,7 @@
 """Output formats: each module renders a string; a new format is a new file plus one line here.
 
-:data:`REPORTS` lists the report formats of judged suites; the CLI's ``--FORMAT PATH`` options take
-their flag and help from those with an :attr:`Format.option`. :data:`BENCH_FORMATS` renders
-``fuseci bench``. A format names its module, imported on first render, so ``fuseci --help`` stays fast.
-"""
+:data:`REPORTS` (judged suites; those with an :attr:`Format.option` give the CLI its ``--FORMAT PATH`` flags and help)
+and :data:`BENCH_FORMATS` (``fuseci bench``) name modules imported on first render, so ``fuseci --help`` stays fast."""
 
 from __future__ import annotations
 

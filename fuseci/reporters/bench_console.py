@@ -1,5 +1,5 @@
-"""``fuseci bench`` for people: per suite the GPU and copy bandwidth, then per case and variant
-the median time, its spread, the minimal bytes, the bandwidth they imply and the speedup."""
+"""``fuseci bench`` for people: per suite the GPU and copy bandwidth, then per case and variant the median time, its
+spread, the minimal bytes, the bandwidth they imply and the speedup."""
 
 from __future__ import annotations
 

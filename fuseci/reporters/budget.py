@@ -2,8 +2,7 @@
 
 A page is built from its most important part down against a :class:`Budget` of bytes per section;
 what does not fit is counted ("and 4,980 more cases"). Every string is cut (:func:`cut`) and
-weighed escaped, as the template will write it.
-"""
+weighed escaped, as the template will write it."""
 
 from __future__ import annotations
 

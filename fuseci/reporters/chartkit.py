@@ -1,11 +1,7 @@
-"""What every chart of the HTML reports is drawn with: matplotlib's settings, the colours, the
-axes' ranges, the figure and its margins, and the figure written as SVG fit to be inlined.
-
-Labels from data are stripped of control characters and shortened (:func:`label`); the SVG keeps
-nothing that points outside the page, and its ids are salted per chart. Any finite value can be
-drawn: each axis' range is set by the data's typical size, and a value beyond it is drawn at the
-edge with a marker. Importing this module imports matplotlib, so reporters import it lazily.
-"""
+"""What every chart of the HTML reports is drawn with: matplotlib's settings, colours, axes' ranges, the figure and
+its margins, written as inlinable SVG that points nowhere outside the page, its ids salted per chart. Data labels are
+cleaned and shortened (:func:`label`); an axis' range follows the data's typical size, a finite value beyond it drawn
+at the edge with a marker. Importing this module imports matplotlib, so reporters import it lazily."""
 
 from __future__ import annotations
 

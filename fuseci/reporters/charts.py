@@ -1,8 +1,6 @@
-"""The charts of the HTML pages: a case's gains against the baseline, its DRAM traffic and
-bandwidth, its CUDA-event timings, and a gain of each variant across runs. Each function takes a
-plain description of what to draw (the dataclasses below) and returns a
-:class:`~fuseci.reporters.chartkit.Chart`; how charts are drawn is :mod:`fuseci.reporters.chartkit`'s.
-"""
+"""The charts of the HTML pages: a case's gains against the baseline, its DRAM traffic and bandwidth, its CUDA-event
+timings, and a gain of each variant across runs, each from a plain description (the dataclasses below) to a
+:class:`~fuseci.reporters.chartkit.Chart`; how charts are drawn is :mod:`fuseci.reporters.chartkit`'s."""
 
 from __future__ import annotations
 
@@ -121,9 +119,8 @@ class TimingRow:
 
 
 def _gain_axis(ax: Axes, axis: Range) -> None:
-    """A log axis labelled ``2x``, ``5x``, ``10x`` (over more than two decades only ``1x``,
-    ``10x``, ``100x``, so that labels stay apart): matplotlib's default log labels are formulas,
-    and formulas are off (:data:`_RC`)."""
+    """A log axis labelled ``2x``, ``5x``, ``10x`` (over two decades only ``1x``, ``10x``, ``100x``, kept apart):
+    matplotlib's default log labels are formulas, and formulas are off (:data:`_RC`)."""
     wide = math.log10(axis.high) - math.log10(axis.low) > 2.5
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
@@ -431,9 +428,8 @@ def _edge(times: Sequence[float], i: int, side: int) -> float:
 
 
 def _trend_range(values: Sequence[float]) -> Range:
-    """A gain axis around the runs' median: what lies within ten-fold of it, padded; past
-    that, a run is drawn at the edge. The axis stays within :data:`TINY` and :data:`HUGE`,
-    however near the ends of float range the runs are (a single run's gain of 1.5e308)."""
+    """A gain axis around the runs' median: within ten-fold of it, padded (a run past that drawn at the edge), and
+    within :data:`TINY` and :data:`HUGE` however near float's ends the runs are (a single run's gain of 1.5e308)."""
     shown = [min(max(v, TINY), HUGE) for v in values]
     centre = median(shown)
     low = max(min(shown), centre / 10)

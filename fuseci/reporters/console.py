@@ -1,10 +1,7 @@
-"""The report people read in a terminal or a CI log: per suite its verdict, environment and
-baseline, a table of every (case, variant), a line per fusion ledger, one block per variant that
-needs attention (its cause, then the few checks that say what moved; ``verbose`` shows every
-one), the notes, and a totals line.
-
-Each line is a :class:`rich.text.Text` whose styles are colours only, so ``NO_COLOR`` leaves plain
-text; every string from a file passes :func:`~fuseci.reporters.text.clean`.
+"""The report people read in a terminal or a CI log: per suite its verdict, environment and baseline, a table of every
+(case, variant), a line per fusion ledger, a block per variant that needs attention (its cause, then the few checks
+that say what moved; ``verbose``: every one), the notes, and a totals line. Lines are :class:`rich.text.Text` styled
+by colour only (``NO_COLOR`` leaves plain text); every string from a file passes :func:`~fuseci.reporters.text.clean`.
 """
 
 from __future__ import annotations

@@ -25,9 +25,8 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 
 def render_table(diagnosis: Diagnosis, width: int = 96, code: int | None = None) -> str:
-    """The table for people: one row per check, a ``fix:`` line under each that is not OK, and a
-    last line with the exit code (the diagnosis', unless the command ends with another ``code``:
-    a JSON file it could not write)."""
+    """The table for people: a row per check, a ``fix:`` line under each not OK, and the exit code (the diagnosis',
+    unless the command ends with another ``code``: a JSON file it could not write)."""
     name_width = max(len("check"), *(len(c.title) for c in diagnosis.checks))
     indent = " " * (2 + name_width + 2 + len("status") + 2)
     lines = ["fuseci doctor", "", f"  {'check':<{name_width}}  status  detail"]

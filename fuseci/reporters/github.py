@@ -1,10 +1,7 @@
-"""GitHub Actions workflow commands that annotate the suite file: one per variant that did not
-pass (:func:`~fuseci.judge.verdict.subjects`), of the kind of its worst verdict, at the case's line.
-
-GitHub shows at most :data:`ANNOTATIONS_PER_STEP` annotations of each kind per step and drops the
-rest silently, so at most that many are written, worst first, and the last notice says how many
-were left out.
-"""
+"""GitHub Actions workflow commands that annotate the suite file: one per variant that did not pass
+(:func:`~fuseci.judge.verdict.subjects`), of the kind of its worst verdict, at the case's line. GitHub silently drops
+annotations past :data:`ANNOTATIONS_PER_STEP` of a kind per step, so at most that many are written, worst first, the
+last notice counting the rest."""
 
 from __future__ import annotations
 
@@ -23,9 +20,8 @@ _LIMITS = {"error": ANNOTATIONS_PER_STEP, "warning": ANNOTATIONS_PER_STEP, "noti
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message: ``%``, CR and LF percent-encoded (GitHub shows them as line
-    breaks inside the annotation), every other control character made visible
-    (:func:`~fuseci.reporters.text.clean`): nothing can end the command and start another."""
+    """A workflow command's message: ``%``, CR and LF percent-encoded (line breaks in the annotation), every other
+    control character made visible (:func:`~fuseci.reporters.text.clean`): nothing can end the command."""
     return clean(text, keep="\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -61,14 +57,8 @@ def _command(kind: str, c: Comparison, s: Subject, shown: list[MetricDelta]) -> 
 
 
 def render(comparisons: list[Comparison], failures: Sequence[str] = ()) -> str:
-    """The workflow commands, one per line (empty when every check passed and nothing failed).
-
-    Args:
-        comparisons: The suites judged.
-        failures: What fuseci itself could not do (a report or the step summary that could not
-            be written), each an error annotation before every other, counted among the errors
-            GitHub shows.
-    """
+    """The workflow commands, one per line (empty when every check passed and nothing failed); each of ``failures``
+    (a report or the step summary fuseci could not write) an error annotation first, counted among those shown."""
     found = [(s, c) for c in comparisons for s in subjects([c])]
     found.sort(key=lambda item: item[0].verdict.rank)  # stable: suite order within a verdict
     lines: dict[str, list[str]] = {kind: [] for kind in _KINDS}

@@ -1,8 +1,6 @@
-"""``fuseci history``'s output from a :class:`~fuseci.judge.history.History`: a text summary of
-every change point, and a self-contained HTML page (``templates/history.html.j2``) with one trend
-chart per gain per case, within :data:`fuseci.reporters.budget.PAGE_BYTES`: charts are drawn
-while their share lasts (cases with change points first) and long lists end counted.
-"""
+"""``fuseci history``'s output from a :class:`~fuseci.judge.history.History`: a text summary of every change point,
+and a self-contained HTML page (``templates/history.html.j2``), a trend chart per gain per case, within
+:data:`fuseci.reporters.budget.PAGE_BYTES` (charts while their share lasts, change points first; long lists counted)."""
 
 from __future__ import annotations
 

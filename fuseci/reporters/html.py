@@ -1,11 +1,7 @@
-"""A self-contained HTML report of judged suites (``--html PATH``): one file that opens offline
-(inline style sheet and SVG charts, no script), failures first, then the overview, then every case
-worst first (:mod:`fuseci.reporters.html_case`).
-
-The page stays within :data:`fuseci.reporters.budget.PAGE_BYTES`: the worst cases are drawn in
-full while their share lasts, the next get one row each, the rest are counted. The page model is
-rendered by ``templates/report.html.j2`` with autoescaping, so no data can become markup.
-"""
+"""A self-contained HTML report of judged suites (``--html PATH``) that opens offline (inline style sheet and SVG, no
+script): failures, the overview, then every case worst first (:mod:`fuseci.reporters.html_case`), within
+:data:`fuseci.reporters.budget.PAGE_BYTES` (worst cases in full while their share lasts, the next a row each, the rest
+counted), rendered by ``templates/report.html.j2`` with autoescaping, so no data can become markup."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""One case's section of the HTML report (:mod:`fuseci.reporters.html`): its checks, the data of
-its charts (drawn by :mod:`fuseci.reporters.charts`), each variant's kernel inventory aligned with
-the baseline's, and its fusion ledgers. Every string is cut and every list bounded
-(:mod:`fuseci.reporters.budget`).
-"""
+"""One case's section of the HTML report (:mod:`fuseci.reporters.html`): its checks, its charts' data
+(:mod:`fuseci.reporters.charts`), each variant's kernel inventory aligned with the baseline's, and its fusion ledgers,
+every string cut and every list bounded (:mod:`fuseci.reporters.budget`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Machine-readable results: every number, every check, the environment.
-
-The document is :mod:`fuseci.store.results`' format, which also reads it back (``fuseci merge``).
-"""
+"""Machine-readable results (every number, every check, the environment) in :mod:`fuseci.store.results`' format,
+which also reads it back (``fuseci merge``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""JUnit XML through junit-xml: one testsuite per suite, one testcase per check.
-
-A testcase is named ``case.variant.check[quantity]`` (``#2`` for a name met twice in a suite).
-NEW and MISSING are skipped, REGRESSED and WRONG failures, ERROR and INCOMPARABLE errors, WARN
-passes with its message in ``system-out``. A failure's body carries the check's numbers, the
-variant's measurements and kernels now and at baseline, and a ledger check's ledger. A variant's
-cause is said whole in its first finding; its other findings name only its kind and that testcase.
-"""
+"""JUnit XML through junit-xml: a testsuite per suite, a testcase per check, named ``case.variant.check[quantity]``
+(``#2`` for a name met twice in a suite). NEW and MISSING are skipped, REGRESSED and WRONG failures, ERROR and
+INCOMPARABLE errors, WARN passes with its message in ``system-out``. A failure's body carries the check's numbers, the
+variant's measurements and kernels now and at baseline, and a ledger check's ledger; a variant's cause is said whole in
+its first finding, the others naming only its kind and that testcase."""
 
 from __future__ import annotations
 

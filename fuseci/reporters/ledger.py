@@ -1,7 +1,6 @@
-"""A fusion ledger in words: its rows as a terminal table, its totals in one line, what its bytes
-above the floor are, its gate's findings, and what changed against its baseline's ledger, node by
-node. Node names and source lines are user data: every string is cleaned and cut (:func:`cut`).
-Draws nothing, so the console pays nothing for matplotlib."""
+"""A fusion ledger in words: its rows as a terminal table, its totals, its bytes above the floor, its gate's findings,
+and what changed against its baseline's ledger node by node; every string cleaned and cut (:func:`cut`). Draws
+nothing, so the console pays nothing for matplotlib."""
 
 from __future__ import annotations
 
@@ -74,9 +73,8 @@ def row_excess(row: Row) -> str:
 
 
 def excess_line(ledger: Ledger) -> str | None:
-    """``over the floor: 244.1 MB = re-reads 224.3 MB + fusion boundaries 19.4 MB + ...``: the
-    forward's requested bytes above its floor and what caused them (they sum to it); None where
-    unknown."""
+    """``over the floor: 244.1 MB = re-reads 224.3 MB + fusion boundaries 19.4 MB + ...``: the forward's requested
+    bytes above its floor, by cause (they sum to it); None where unknown."""
     parts = ledger.over_floor()
     if parts is None or ledger.requested_bytes is None or ledger.floor_bytes is None:
         return None
@@ -208,7 +206,7 @@ def verdict_lines(verdict: LedgerVerdict) -> list[str]:
 
 
 def change_lines(changes: Sequence[NodeChange], limit: int = CHANGES) -> tuple[list[str], int]:
-    """What changed since the baseline's ledger, node by node (``add (block.py:17): was fused
-    with layer_norm_1 (block.py:19) in ...; now alone in ...``), at most ``limit`` lines, each cut
-    to :data:`CHANGE_CHARS`; and how many more changes there are. One line when nothing changed."""
+    """What changed since the baseline's ledger, node by node (``add (block.py:17): was fused with layer_norm_1
+    (block.py:19) in ...; now alone in ...``), at most ``limit`` lines cut to :data:`CHANGE_CHARS`, and how many
+    more; one line when nothing changed."""
     return [cut(line, CHANGE_CHARS) for line in diff_lines(changes[:limit])], max(len(changes) - limit, 0)

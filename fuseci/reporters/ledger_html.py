@@ -1,10 +1,8 @@
-"""A fusion ledger as an HTML fragment: what changed against the baseline's ledger node by node,
-then its rows, the worst ratio first, under a bar of the graph's bytes: its floor, then each cause
-of the bytes above it. A case's section of the report shows one per variant that has a ledger.
-
-Every string is cut and made one line (:func:`fuseci.reporters.ledger.cut`) and the template
-escapes it. A fragment stays within the bytes it is given: rows that do not fit are counted, and a
-row's nodes beyond :data:`OPEN_NODES` are folded, beyond :data:`FOLDED_NODES` counted."""
+"""A fusion ledger as an HTML fragment (one per variant with a ledger in a case's section): what changed against the
+baseline's ledger node by node, then its rows, worst ratio first, under a bar of the graph's bytes (its floor, then
+each cause above it). Strings are cut to one line (:func:`fuseci.reporters.ledger.cut`) and escaped by the template;
+rows past the bytes given are counted, a row's nodes past :data:`OPEN_NODES` folded, past :data:`FOLDED_NODES` counted.
+"""
 
 from __future__ import annotations
 
@@ -94,9 +92,8 @@ class BarSegment:
 
 @dataclass(frozen=True, slots=True)
 class BarView:
-    """The graph's measured total (requested bytes, or DRAM in a ledger without them) against its
-    floor, in percent of the bar's width; with requested bytes, the floor's and each cause's
-    share of what lies above it."""
+    """The graph's measured total (requested bytes, else DRAM) against its floor, in percent of the bar's width; with
+    requested bytes, the floor's and each cause's share of what lies above it."""
 
     floor: str
     measured_pct: float
@@ -208,9 +205,8 @@ def view(
     changes: Sequence[NodeChange] | None = None,
     size: int = CASE_BYTES,
 ) -> LedgerView:
-    """What the fragment shows of ``ledger``: with ``verdict``, the gate's findings; with
-    ``changes`` (None: no baseline), what changed since its baseline's; its rows worst first while
-    they fit in ``size`` bytes (at most :data:`MAX_ROWS`)."""
+    """What the fragment shows of ``ledger``: ``verdict``'s findings, ``changes`` (None: no baseline), and its rows
+    worst first while they fit in ``size`` bytes (at most :data:`MAX_ROWS`)."""
     findings: tuple[tuple[str, str, str], ...] = ()
     if verdict is not None:
         findings = tuple(
@@ -248,9 +244,8 @@ def view(
 
 
 def sections(case: CaseResult) -> tuple[LedgerSection, ...]:
-    """The ledgers of a case's variants, for its section of the report: each with what changed
-    since its baseline's, within :data:`CASE_BYTES` together (the first :data:`LEDGERS`, while
-    the bytes left are worth a ledger)."""
+    """The ledgers of a case's variants with their changes, within :data:`CASE_BYTES` together (the first
+    :data:`LEDGERS`, while the bytes left are worth a ledger)."""
     room = budget.Budget(CASE_BYTES)
     out: list[LedgerSection] = []
     for v in case.variants:

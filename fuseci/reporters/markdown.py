@@ -1,11 +1,7 @@
-"""GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``) and a pull-request
-comment (``--markdown``): the totals line first and last, then one section per suite, worst first.
-
-Every string from data is inert text (:func:`escape`): it cannot break a table, inject HTML,
-mention anyone, link, reference an issue or write a formula, and it is cut at :data:`MAX_TEXT`.
-A document over its limit loses, from the end, the rows that pass, then the check lists, then
-the other rows, and says so in its last line.
-"""
+"""GitHub-flavoured Markdown for a job summary (``$GITHUB_STEP_SUMMARY``) and a pull-request comment (``--markdown``):
+the totals line first and last, a section per suite, worst first. Data is inert text cut at :data:`MAX_TEXT`
+(:func:`escape`). A document over its limit loses, from the end, the rows that pass, then the check lists, then the
+other rows, and says so in its last line."""
 
 from __future__ import annotations
 
@@ -78,9 +74,8 @@ def escape(text: str) -> str:
 
 
 def code(text: str) -> str:
-    """``text`` as a Markdown code span, outside tables (where ``|`` would still end a cell); in
-    a code span nothing is markup, a mention or a link. Control characters are shown as escapes;
-    cut at :data:`MAX_TEXT` characters."""
+    """``text`` as an inert Markdown code span (not in tables: ``|`` would still end a cell), control characters
+    shown as escapes, cut at :data:`MAX_TEXT` characters."""
     text = clean(_cut(text))
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -110,9 +105,8 @@ def _icon(verdict: Verdict) -> str:
 
 
 def _rows(case: CaseResult, caught: frozenset[tuple[str, str]]) -> list[tuple[Verdict, bool, str]]:
-    """One row per fused variant, with its verdict and whether it is a planted regression that
-    was caught (``caught`` holds those (case, variant)). A gain is unfused ÷ variant, so checks of
-    ``unfused`` and of the whole case count in every row's verdict."""
+    """A row per fused variant with its verdict and whether it is a caught planted regression (in ``caught``); checks
+    of ``unfused`` and of the whole case count in every row's verdict (a gain is unfused ÷ variant)."""
     variants = [v.variant for v in case.variants if v.variant != UNFUSED]
     variants += [k.variant for k in case.checks if k.variant and k.variant != UNFUSED]
     gains = {v.variant: v.gains for v in case.variants}

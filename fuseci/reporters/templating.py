@@ -1,7 +1,5 @@
-"""The Jinja2 templates of the HTML reports (``fuseci/reporters/templates``), rendered with
-autoescaping on: every value a template prints is escaped unless it is already
-:class:`markupsafe.Markup` (the charts' SVG, which :mod:`fuseci.reporters.chartkit` builds). No
-template marks data safe."""
+"""The Jinja2 templates of the HTML reports (``fuseci/reporters/templates``), autoescaping every value not already
+:class:`markupsafe.Markup` (the charts' SVG from :mod:`fuseci.reporters.chartkit`). No template marks data safe."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Wording shared by the human-readable reporters (console and Markdown), and :func:`clean`, the
-one sanitiser of every string fuseci prints or writes into a report."""
+"""Wording shared by the human-readable reporters (console and Markdown), and :func:`clean`, the one sanitiser of every
+string fuseci prints or writes into a report."""
 
 from __future__ import annotations
 
@@ -47,9 +47,8 @@ def gain_columns() -> tuple[tuple[str, str], ...]:
 
 
 def columns(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
-    """``rows`` (the heading first) as lines of columns two spaces apart, each as wide as its
-    widest cell in a terminal (rich's ``cell_len``), the first ``left`` aligned left, the others
-    right, no trailing spaces. Plain text rather than ``rich.table``, which is slow on large suites."""
+    """``rows`` (the heading first) as columns two spaces apart, each as wide as its widest cell (rich's
+    ``cell_len``), the first ``left`` aligned left, the others right, no trailing spaces (``rich.table`` is slow)."""
     widths = [max(cell_len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
 
     def cell(i: int, text: str) -> str:
@@ -86,8 +85,7 @@ def clean(text: str, keep: str = "") -> str:
     a CI system reads as a command, an ESC would drive the terminal, a bidi control would reorder
     the line. Every string a reporter or the command line prints passes through here, so that one
     string is always one line. Backslashes are left alone; characters in ``keep`` pass (for a
-    format that escapes them itself).
-    """
+    format that escapes them itself)."""
     if text.isascii() and text.isprintable():  # the common case: nothing to look up
         return text
     return _NOT_ASCII.sub(lambda m: _visible(m, keep), text)
@@ -169,10 +167,10 @@ def tally_text(t: Tally, separators: bool = False) -> str:
 
 
 def totals(comparisons: list[Comparison], code: int | None = None) -> str:
-    """``fuseci: 1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1``: every
-    variant (case, or suite that could not run) counted once, by its worst verdict, with its
-    checks of that verdict (:func:`~fuseci.judge.verdict.tally`), and the exit code (the
-    verdicts', unless the command ends with another ``code``: a report it could not write)."""
+    """``fuseci: 1 variant regressed: 8 checks; 9 variants pass: 64 checks; exit 1``: every variant (case, or suite
+    that could not run) once, by its worst verdict, with its checks of that verdict
+    (:func:`~fuseci.judge.verdict.tally`), and the exit code (the verdicts', unless the command ends with another
+    ``code``: a report it could not write)."""
     summary = "; ".join(tally_text(t) for t in tally(comparisons))
     return f"fuseci: {summary or 'no checks'}; exit {exit_code(comparisons) if code is None else code}"
 
@@ -318,9 +316,8 @@ class Attention:
 
 
 def attention(c: Comparison) -> list[Attention]:
-    """One :class:`Attention` per (case, variant) with a check that did not pass, the worst
-    first (suite order among equals). Without a baseline the NEW checks are left out: one line
-    of the report says that everything is new."""
+    """An :class:`Attention` per (case, variant) with a check that did not pass, worst first (then suite order);
+    without a baseline NEW checks are left out (one line says everything is new)."""
     groups: dict[tuple[str, str], tuple[int, list[MetricDelta]]] = {}
     why: dict[tuple[str, str], FindingCause] = {}
     for case in c.cases:
@@ -382,9 +379,8 @@ _BYTE_COUNTERS = frozenset({
 
 
 def _information(k: MetricDelta) -> int:
-    """How plainly a check says what moved, 0 the most: what the variant launched (or that it
-    broke), its bytes against the minimum, its DRAM bytes, its launches, its other byte counters,
-    then times and the rest."""
+    """How plainly a check says what moved, 0 the most: what the variant launched (or that it broke), its bytes
+    against the minimum, its DRAM bytes, launches, other byte counters, then times and the rest."""
     if k.check in (CheckKind.INVENTORY, CheckKind.KERNELS, CheckKind.LEDGER, CheckKind.CORRECTNESS, CheckKind.CASE):
         return 0
     if k.check is CheckKind.BYTES:
@@ -397,9 +393,8 @@ def _information(k: MetricDelta) -> int:
 
 
 def headline(checks: Sequence[MetricDelta], verbose: bool = False) -> tuple[tuple[MetricDelta, ...], int]:
-    """The few of a block's checks that say most plainly what moved (:data:`HEADLINE`, those
-    that fail the build before warnings), in the block's order, and how many more there are;
-    every check with ``verbose``, or when only one more would be left out."""
+    """The few of a block's checks that say most plainly what moved (:data:`HEADLINE`, failing before warnings), in
+    the block's order, and how many more; every check with ``verbose``, or when only one more would be left out."""
     if verbose or len(checks) <= HEADLINE + 1:
         return tuple(checks), 0
     worst = checks[0].verdict.exit_code  # a block's checks come worst first
