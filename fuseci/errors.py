@@ -1,7 +1,6 @@
 """The exception hierarchy: one subclass per layer. Every error a user can cause or meet is a
 :class:`FuseciError`, which the CLI prints on one line before exiting with its ``exit_code``;
-anything else is a bug and keeps its traceback.
-"""
+anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ class FuseciError(Exception):
     exit_code: int = EXIT_SETUP
 
     def __init__(self, *args: object, exit_code: int | None = None) -> None:
-        """``exit_code`` overrides the class's (a failure to write after a wrong result found is
-        still exit 1)."""
+        """``exit_code`` overrides the class's (a failure to write after a wrong result is still exit 1)."""
         super().__init__(*args)
         if exit_code is not None:
             self.exit_code = exit_code
@@ -88,8 +86,7 @@ class ReportError(FuseciError):
 
 
 class MismatchError(ReportError):
-    """A report and a harness record that are not one run's: the whole command stops, nothing is
-    judged or written."""
+    """A report and a harness record that are not one run's: the whole command stops, nothing judged or written."""
 
 
 class BaselineError(FuseciError):

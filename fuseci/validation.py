@@ -1,9 +1,6 @@
-"""The typed models of fuseci's documents, validated by pydantic, with errors in fuseci's words.
-
-Every format fuseci reads is declared once as :class:`Model` classes (or :class:`Document`
-dataclasses) built from the annotated types below; :func:`problems` turns pydantic's errors into
-fuseci's one-line wording (``expected an integer, got a string "x"``).
-"""
+"""The typed models of fuseci's documents, validated by pydantic, with errors in fuseci's words: every format
+fuseci reads is declared once as :class:`Model` classes (or :class:`Document` dataclasses) built from the annotated
+types below; :func:`problems` turns pydantic's errors into one line (``expected an integer, got a string "x"``)."""
 
 from __future__ import annotations
 
@@ -55,9 +52,8 @@ class OpenModel(Model):
 
 
 class Document:
-    """The base of a frozen dataclass that a document holds: pydantic validates an object into it
-    as into a :class:`Model`, while code builds it unchecked. Written (:func:`dump`), a member at
-    its default is left out, but those of :attr:`__always__`."""
+    """The base of a frozen dataclass a document holds: validated as a :class:`Model`, built unchecked by code;
+    written (:func:`dump`), a member at its default is left out, but those of :attr:`__always__`."""
 
     __slots__ = ()
     __pydantic_config__: ClassVar[ConfigDict] = Model.model_config
@@ -66,8 +62,7 @@ class Document:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        """The dataclass's schema, taking an object (its fields stay strict), written as the class
-        docstring says."""
+        """The dataclass's schema, taking an object (its fields stay strict), written as the class docstring says."""
         schema = handler(source)
         node: Any = schema
         while node["type"].startswith("function-"):  # a model validator wraps the dataclass
@@ -113,8 +108,7 @@ class OpenDocument(Document):
 
 @dataclass(frozen=True, slots=True)
 class Expect:
-    """Names what a value must be, in messages: ``Annotated[str, pattern..., Expect("an id")]``
-    reports ``expected an id, got a string "a/b"`` where the value has the wrong type or form."""
+    """Names what a value must be in messages: ``Annotated[str, ..., Expect("an id")]`` says ``expected an id, ...``."""
 
     what: str
     """The expected value, with its article (``an id (letters, digits, '_' and '-')``)."""
@@ -205,8 +199,7 @@ class _AsWritten:
 
 
 AsWritten = _AsWritten()
-"""Keeps an integer an integer where a number is expected (``Annotated[Amount, AsWritten]``), read
-and written, so that a document written again is the same byte for byte (``3``, not ``3.0``)."""
+"""Keeps an integer an integer where a number is expected, read and written (``3``, not ``3.0``: byte for byte)."""
 
 
 def null_for_nan(value: Any) -> Any:
@@ -300,8 +293,7 @@ def problems(
     show: Callable[[Any], str] | None = None,
     mapping: str = "an object",
 ) -> list[Problem]:
-    """pydantic's errors for ``data`` as fuseci's problems, in pydantic's order, worded by
-    :mod:`fuseci.wording`.
+    """pydantic's errors for ``data`` as fuseci's problems, in pydantic's order, worded by :mod:`fuseci.wording`.
 
     Args:
         exc: What pydantic raised.

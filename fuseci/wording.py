@@ -1,6 +1,5 @@
 """How fuseci's messages write a document's values (:func:`shown`), places (:func:`json_path`)
-and pydantic's errors (:func:`convert`, for :func:`fuseci.validation.problems`).
-"""
+and pydantic's errors (:func:`convert`, for :func:`fuseci.validation.problems`)."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ _KEY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def json_path(loc: Sequence[str | int]) -> str:
-    """A location as messages write it: ``a.b``, ``a[0]``, ``a["dram__bytes.sum"]``; a key of
-    more than 60 characters is cut (``a["xxx..."...]``)."""
+    """A location as messages write it: ``a.b``, ``a[0]``, ``a["x.y"]``; a key over 60 characters is cut short."""
     out = ""
     for key in loc:
         if isinstance(key, int):
@@ -100,8 +98,7 @@ def json_path(loc: Sequence[str | int]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _member(key: str) -> str:
-    """``.b`` or ``["dram__bytes.sum"]``: the step of a key of at most 60 characters (cached: the
-    same few keys come back thousands of times a document)."""
+    """``.b`` or ``["dram__bytes.sum"]``: the step of a key of at most 60 characters (cached: keys repeat a lot)."""
     return f".{key}" if _KEY.match(key) else f"[{json.dumps(key)}]"
 
 
@@ -162,8 +159,7 @@ def _not_a_choice(kind: str, value: Any, ctx: Mapping[str, Any], show: Callable[
 
 @dataclass
 class _Raw:
-    """A pydantic error on its way to a problem: its steps, each marked as a union branch's label
-    (True) or a key of the document."""
+    """A pydantic error on its way to a problem: its steps, each a union branch's label (True) or a document key."""
 
     steps: list[tuple[str | int, bool]]
     error: ErrorDetails
@@ -177,9 +173,8 @@ class _Raw:
 def convert(
     errors: Sequence[ErrorDetails], data: Any, model: Any, show: Callable[[Any], str], mapping: str
 ) -> list[tuple[Loc, str, str, str | int | None, bool]]:
-    """pydantic's ``errors`` for ``data`` as (place, message, type, key, on_key): a missing key is
-    placed at the object that lacks it; an unknown key at itself, naming the allowed keys; of a
-    value that fits no branch of a union, only the branch it came closest to is reported."""
+    """pydantic's ``errors`` for ``data`` as (place, message, type, key, on_key): a missing key at the object lacking
+    it; an unknown key at itself, naming the allowed keys; of a union, only the branch the value came closest to."""
     raws = [_raw(error, data, show, mapping) for error in errors]
     while any(label for raw in raws for _, label in raw.steps):
         raws = _reduce_unions(raws)
@@ -218,8 +213,7 @@ def _raw(error: ErrorDetails, data: Any, show: Callable[[Any], str], mapping: st
 
 
 def _reduce_unions(raws: list[_Raw]) -> list[_Raw]:
-    """Resolve the outermost union of each error: keep the errors of the branch the value came
-    closest to, or merge branches that all refused the value's type into one error."""
+    """Resolve each error's outermost union: keep the closest branch's errors, or merge type refusals into one."""
     order: list[tuple[Any, ...] | _Raw] = []
     groups: dict[tuple[Any, ...], dict[Any, list[_Raw]]] = {}  # union point -> branch label -> errors
     for raw in raws:
@@ -237,8 +231,7 @@ def _reduce_unions(raws: list[_Raw]) -> list[_Raw]:
 
 
 def _closest(point: tuple[Any, ...], groups: dict[Any, list[_Raw]]) -> list[_Raw]:
-    """The errors of the branch a value got furthest into (deepest error, then fewest errors), or
-    one ``expected a or b, got ...`` when every branch refused its type."""
+    """The errors of the branch a value got furthest into (deepest, then fewest), else one ``expected a or b, ...``."""
     branches, depth = list(groups.values()), len([s for s in point if not s[1]])
     closer = [b for b in branches if not all(_refused_type(r, depth) for r in b)]
     if closer:

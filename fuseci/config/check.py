@@ -1,8 +1,6 @@
-"""Checking suite files as a whole before a GPU is involved (``fuseci check``, and ``fuseci run``
-before it measures): each file, then the files together (suite ids, ``module:function``
-references and their parameters). Every problem is kept with its file and line; notes (not
-verified, small inputs) fail nothing.
-"""
+"""Checking suite files before a GPU is involved (``fuseci check``, and ``fuseci run`` before it measures): each
+file, then the files together (suite ids, ``module:function`` references and their parameters). Every problem is
+kept with its file and line; notes (not verified, small inputs) fail nothing."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ MAX_LISTED = 50
 
 #: The L2 cache of the data-centre cards fuseci knows, in bytes, as the CUDA driver reports it.
 KNOWN_L2_BYTES: dict[str, int] = {"H100": 50 << 20, "H200": 60 << 20}
-#: A case's inputs should span this many times the L2, or its writes stay in L2 and ncu's DRAM
-#: byte counts miss them (``fuseci.harness.event_timing.L2_SPAN`` too).
+#: Inputs should span this many L2s, else writes stay in L2 and DRAM bytes miss them (as ``event_timing.L2_SPAN``).
 L2_SPAN = 4
 
 
@@ -125,8 +122,7 @@ class SuiteCheck:
 
     @property
     def suites(self) -> tuple[Suite, ...]:
-        """Suites that loaded and validated on their own (a file may still have problems found
-        across files, such as a shared suite id or a missing function)."""
+        """Suites valid on their own (a file may still have problems across files: a shared id, a missing function)."""
         return tuple(f.suite for f in self.files if f.suite is not None)
 
     @property
@@ -145,8 +141,7 @@ class SuiteCheck:
         return not self.problem_count
 
     def summary(self) -> str:
-        """The last line of ``fuseci check``: how many files, how many valid, not verified and
-        with problems (and how many problems)."""
+        """The last line of ``fuseci check``: how many files, valid, not verified and with (how many) problems."""
         files = f"fuseci check: {_count(len(self.files), 'suite file')}"
         bad = [f for f in self.files if f.problem_count]
         unverified = [f for f in self.files if not f.problem_count and f.unverified]
@@ -174,8 +169,7 @@ def _read(path: Path, resolve: bool) -> FileCheck:
 
 
 def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
-    """Suites whose ids are equal, letter case ignored (on macOS and Windows they would share one
-    baseline file), by index of the file."""
+    """Suites whose ids are equal, letter case ignored (they would share a baseline file), by index of the file."""
     by_key: dict[str, list[tuple[int, Suite]]] = {}
     for i, f in enumerate(files):
         if f.suite is not None:
@@ -184,12 +178,9 @@ def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
     for same in by_key.values():
         for i, suite in same if len(same) > 1 else ():
             others = ", ".join(f"{o.path}:{o.line}" for _, o in same if o is not suite)
-            alike = {o.name for _, o in same} == {suite.name}
-            what = (
-                f"duplicate suite id {suite.name!r}"
-                if alike
-                else f"suite id {suite.name!r} differs only in letter case"
-            )
+            what = f"duplicate suite id {suite.name!r}"
+            if {o.name for _, o in same} != {suite.name}:
+                what = f"suite id {suite.name!r} differs only in letter case"
             message = (
                 f"{suite.path}:{suite.line}: suite: {what} (also {others}); suites of one id share one baseline "
                 "file (ids are compared ignoring case, as macOS and Windows compare file names) and would delete "
@@ -200,9 +191,8 @@ def _clashing_ids(files: list[FileCheck]) -> dict[int, list[SuiteProblem]]:
 
 
 def input_bytes_warning(suite: Suite, case: Case) -> SuiteProblem | None:
-    """A warning when the case's inputs are under :data:`L2_SPAN` times the largest L2 of
-    :data:`KNOWN_L2_BYTES` (the runner's card is unknown here); None for a model case (a variant
-    with a ledger), whose ledger judges each kernel's global bytes whatever the L2 kept."""
+    """A warning when the case's inputs are under :data:`L2_SPAN` times the largest of :data:`KNOWN_L2_BYTES`;
+    None for a model case (a variant with a ledger), whose ledger judges global bytes whatever the L2 kept."""
     if any(v.ledger is not None for v in case.variants):
         return None
     total = sum(spec.nbytes for spec in case.inputs)
@@ -285,8 +275,7 @@ def _type_problems(params: dict[str, object], takes: Parameters) -> list[str]:
 
 
 def _framework_problem(framework: str, takes: Parameters) -> str:
-    """Why a function whose module imports one framework (a package of that name) and not the
-    other cannot take the case's arrays, or ``""``."""
+    """Why a function whose module imports the other framework, not the case's, cannot take its arrays, or ``""``."""
     others = [f for f in FRAMEWORKS if f in takes.module_imports and f != framework]
     if framework not in FRAMEWORKS or framework in takes.module_imports or len(others) != 1:
         return ""
@@ -297,10 +286,9 @@ def _framework_problem(framework: str, takes: Parameters) -> str:
 
 
 def parameter_problems(suite: Suite, finder: ModuleFinder) -> list[SuiteProblem]:
-    """Every variant and reference whose function does not fit its case as the harness calls it
-    (by keyword): a GPU kernel, a parameter not given or a name not taken, a param of the wrong
-    type, arrays of a framework its module does not import. A function whose parameters its
-    source cannot show is not checked."""
+    """Every variant and reference whose function does not fit its case as the harness calls it (by keyword): a
+    GPU kernel, a parameter not given or a name not taken, a param of the wrong type, arrays of a framework its
+    module does not import. A function whose parameters its source cannot show is not checked."""
     read: dict[str, Parameters | None] = {}
     out: list[SuiteProblem] = []
     for case in suite.cases:

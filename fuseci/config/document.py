@@ -1,7 +1,6 @@
 """The suite file's shape, declared once: pydantic models of the YAML document, which
 :mod:`fuseci.config.parse` validates with and :mod:`fuseci.config.schema` writes the JSON Schema
-of. A value's own rules are its type's, in :mod:`fuseci.config.values`.
-"""
+of. A value's own rules are its type's, in :mod:`fuseci.config.values`."""
 
 from __future__ import annotations
 
@@ -12,14 +11,7 @@ from typing import Annotated, Union
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PlainValidator
 
 from fuseci import validation as v
-from fuseci.config.model import (
-    CACHE_CONTROLS,
-    CLOCK_CONTROLS,
-    COMPILE_MODES,
-    LEDGER_REPEATS,
-    REPLAY_MODES,
-    UNFUSED,
-)
+from fuseci.config.model import CACHE_CONTROLS, CLOCK_CONTROLS, COMPILE_MODES, LEDGER_REPEATS, REPLAY_MODES, UNFUSED
 from fuseci.config.values import (
     Allowance,
     Bytes,

@@ -1,8 +1,6 @@
-"""Suite validation: a loaded YAML document → the frozen :mod:`fuseci.config.model`, or a
-one-line :class:`~fuseci.errors.SuiteError` per problem, naming the file, the line and the field
-path. pydantic checks the shape (:mod:`fuseci.config.document`); the rules that relate fields or
-inherit the suite's defaults are checked here.
-"""
+"""Suite validation: a loaded YAML document → the frozen :mod:`fuseci.config.model`, or a one-line
+:class:`~fuseci.errors.SuiteError` per problem, naming the file, the line and the field path. pydantic checks the
+shape (:mod:`fuseci.config.document`); the rules that relate fields or inherit the suite's defaults are here."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ from fuseci.config.policy import brief_repr, parse_tolerance
 from fuseci.config.yaml_loader import load_yaml
 from fuseci.errors import SuiteError
 
-#: The JSON Schema of suite files, for editors and other tools (installed with the package;
-#: generated from :mod:`fuseci.config.document` by ``python -m fuseci.config.schema``).
+#: The JSON Schema of suite files, installed with the package (``python -m fuseci.config.schema`` writes it).
 SCHEMA_FILE = Path(fuseci.__file__).with_name("suite.schema.json")
 
 _SIMPLE_KEY = re.compile(r"\A[A-Za-z0-9_.\-]{1,80}\Z")
@@ -127,8 +124,7 @@ def _node(data: Any, loc: v.Loc) -> Any:
 
 
 def _unique_ids(w: _Where, kind: str, ids: list[tuple[str, str, int]]) -> None:
-    """Keep a problem for every id that repeats an earlier one, letter case ignored; ``ids``
-    holds each id with its field path and its line, in file order."""
+    """Keep a problem for each id repeating an earlier one, case ignored (``ids``: id, field path, line; in order)."""
     first: dict[str, tuple[str, int]] = {}
     for value, where, line in ids:
         key = names.id_key(value)
@@ -232,9 +228,8 @@ def _variants(w: _Where, where: str, c: doc.CaseDoc, node: Any, d: doc.Defaults,
 
 
 def _factory(w: _Where, where: str, long: doc.LongVariant, raw: Any, framework: str, seed: int) -> Factory | None:
-    """The variant's factory (None when it names a function), and the problems of its form:
-    exactly one of ``fn`` and ``factory``; ``compile`` only with a factory; a factory's module
-    takes torch tensors; a ledger audits a compiled module."""
+    """The variant's factory (None for a function), and the problems of its form: one of ``fn`` and ``factory``;
+    ``compile`` only with a factory; a factory's module takes torch tensors; a ledger audits a compiled one."""
     if bool(long.fn) == bool(long.factory):
         why = "names both fn and factory: keep one" if long.fn else "names neither fn nor factory: add one"
         w.add(where, f"{why} (fn: a function called with the inputs; factory: one that returns a torch.nn.Module)", raw)
@@ -256,8 +251,7 @@ def _factory(w: _Where, where: str, long: doc.LongVariant, raw: Any, framework: 
 
 
 def _ledger(long: doc.LongVariant) -> LedgerSpec | None:
-    """The variant's own ``ledger:`` (a variant inherits none: not from its case, nor from the
-    variant whose baseline it is judged against)."""
+    """The variant's own ``ledger:`` (inherited from neither its case nor the variant it is judged as)."""
     if long.ledger is False:
         return None
     if long.ledger is True:
@@ -302,8 +296,7 @@ def _check_frameworks(
     variants: tuple[Variant, ...],
     reference_framework: str | None,
 ) -> None:
-    """Every function must get its inputs in a framework that has their dtype (CuPy has no
-    bfloat16 or float8)."""
+    """Every function must get its inputs in a framework that has their dtype (CuPy has no bfloat16 or float8)."""
     takers = [(f"variant {x.id!r}", x.framework) for x in variants]
     if reference_framework is not None:
         takers.append(("the reference", reference_framework))
@@ -368,8 +361,7 @@ class SuiteRead:
     problems: tuple[SuiteError, ...]
     """Every problem, in the order the file was read (empty when :attr:`suite` is set)."""
     partial: Suite | None = None
-    """When the file's shape is wrong somewhere: the suite of the cases that are right on their
-    own, so that what is checked beyond one file (the functions they name) is checked too."""
+    """Where the file's shape is wrong: the suite of the cases right on their own, for the checks beyond the file."""
 
 
 def read_suite(data: object, path: Path) -> SuiteRead:
@@ -426,9 +418,8 @@ def read_suite(data: object, path: Path) -> SuiteRead:
 
 
 def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) -> Suite | None:
-    """The suite of the cases that are right on their own, in a file whose shape is wrong
-    elsewhere (their shape problems are said already): their own rules are checked, and they
-    are returned for the checks beyond the file, so that one pass says every problem."""
+    """The suite of the cases right on their own in a file whose shape is wrong elsewhere: their own rules are
+    checked, and they are returned for the checks beyond the file, so that one pass says every problem."""
     try:
         defaults = doc.Defaults.model_validate(data.get("defaults") or {})
     except ValidationError:
@@ -448,8 +439,7 @@ def _partial(w: _Where, data: dict[str, Any], cases_raw: list[Any], path: Path) 
 
 
 def check_suite(path: str | Path) -> SuiteRead:
-    """Read and validate a suite file, finding every problem of it (see :func:`load_suite`); a
-    file that cannot be read as YAML has that one problem."""
+    """Read and validate a suite file, finding every problem (see :func:`load_suite`); unreadable YAML is the one."""
     path = Path(path)
     try:
         data = load_yaml(path)
@@ -464,9 +454,7 @@ def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file, safely and within bounds (nothing it names is imported).
 
     Raises:
-        SuiteError: the file is missing, unreadable, too large, not UTF-8 YAML, or fails
-            validation; the one-line message names the file, the line where known, and the fix
-            (of the first problem: :func:`check_suite` finds them all).
+        SuiteError: the file is missing, unreadable, too large, not UTF-8 YAML, or fails validation (first problem).
     """
     read = check_suite(path)
     if read.suite is None:

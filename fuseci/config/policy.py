@@ -95,13 +95,9 @@ class Tolerance:
         return self.relative is not None
 
     def classify(self, baseline: float, current: float, direction: Direction) -> Band:
-        """Place ``current`` against ``baseline``.
-
-        ``exact`` compares with a relative slack of 1e-9 so that ratios of integers that went
-        through JSON rounding still compare equal. Equal values (infinities included) are
-        always within; a change from or to an infinity, or from zero, is an infinite one; a NaN
-        on either side is ``WORSE`` whichever the direction, since nothing can be said for it.
-        """
+        """Place ``current`` against ``baseline``: ``exact`` with a relative slack of 1e-9 (ratios of integers rounded
+        through JSON still equal). Equal values (infinities included) are within; a change from or to an infinity,
+        or from zero, is infinite; a NaN on either side is ``WORSE`` whichever the direction."""
         if self.relative is None or current == baseline:
             return Band.WITHIN
         if math.isnan(current) or math.isnan(baseline):

@@ -1,7 +1,6 @@
 """Whether a suite's ``module:function`` references resolve, decided from the file system and
 the modules' source alone: nothing is imported or run (even ``find_spec`` runs a package's
-``__init__``). A reference whose names its source cannot show is *not verified*, never valid.
-"""
+``__init__``). A reference whose names its source cannot show is *not verified*, never valid."""
 
 from __future__ import annotations
 
@@ -27,8 +26,8 @@ MAX_SOURCE_BYTES = 4 << 20
 
 
 def search_path(suite: Suite, cwd: Path | None = None) -> list[Path]:
-    """The places the harness adds to ``sys.path``, in order: its working directory (``cwd``;
-    None: this process's), then the directory above the suite file."""
+    """What the harness adds to ``sys.path``, in order: its working directory (``cwd``; None: this process's),
+    then the directory above the suite file."""
     return [Path.cwd() if cwd is None else cwd, suite.path.resolve().parent.parent]
 
 
@@ -57,9 +56,8 @@ class Unresolved:
 
 
 def environment_dirs() -> tuple[Path, ...]:
-    """Where this interpreter's own code lives, resolved: the standard library, the site
-    directories and the whole of a virtual environment. A file under one is installed code, never
-    a tree's, even inside a repository."""
+    """Where this interpreter's own code lives, resolved: the standard library, the site directories and a whole
+    virtual environment. A file under one is installed code, never a tree's, even inside a repository."""
     paths = sysconfig.get_paths()
     dirs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths] + _site_dirs()
     if sys.prefix != sys.base_prefix:  # a virtual environment: all of it (its bin/ too) is installed
@@ -83,8 +81,7 @@ def _literal_str(node: ast.expr) -> str | None:
 
 
 def _editable_entries(source: Path) -> dict[str, Path]:
-    """The top-level names an editable install's finder maps to source locations, read from its
-    source: setuptools' ``MAPPING = {name: path}``, the editables package's ``F.map_module``."""
+    """An editable finder's top-level names → locations: setuptools' ``MAPPING``, editables' ``F.map_module``."""
     try:
         raw = _read_source(source)
         tree = ast.parse(raw or b"", filename=str(source))
@@ -107,8 +104,7 @@ def _editable_entries(source: Path) -> dict[str, Path]:
 
 @functools.lru_cache(maxsize=1)
 def _editable_map() -> dict[str, Path]:
-    """Top-level name → location of every editable install: their finders live in the site
-    directories (installed there by a ``.pth`` file) and map names that are on no search path."""
+    """Top-level name → location of every editable install, from the finders in the site directories."""
     found: dict[str, Path] = {}
     for directory in dict.fromkeys(Path(d) for d in _site_dirs()):
         for finder in sorted([*directory.glob("__editable__*finder.py"), *directory.glob("_editable_impl_*.py")]):
@@ -118,8 +114,7 @@ def _editable_map() -> dict[str, Path]:
 
 
 def editable_locations() -> dict[str, Path]:
-    """Top-level name → location (a package directory or a module file) of every editable
-    install of this interpreter, read from their finders' source."""
+    """Top-level name → location (a package directory or a module file) of every editable install."""
     return dict(_editable_map())
 
 
@@ -136,8 +131,7 @@ def _spec_at(name: str, location: Path) -> ModuleSpec | None:
 
 
 def _path_hook_finder(entry: str) -> Any:
-    """The path entry finder of one search path entry: the import system's cached one, else a
-    path hook's (which reads, never imports)."""
+    """The finder of one search path entry: the import system's cached one, else a path hook's (never imports)."""
     cached = sys.path_importer_cache.get(entry)
     if cached is not None:
         return cached
@@ -150,8 +144,7 @@ def _path_hook_finder(entry: str) -> Any:
 
 
 def _package_sets_path(spec: ModuleSpec) -> bool:
-    """Whether a package's ``__init__`` may extend its ``__path__`` when imported
-    (``pkgutil.extend_path``, ``declare_namespace``): its submodules can then be anywhere."""
+    """Whether a package's ``__init__`` may extend its ``__path__`` (``pkgutil.extend_path``): submodules anywhere."""
     origin = spec.origin
     if not origin or not origin.endswith(".py"):
         return False
@@ -184,9 +177,8 @@ class ModuleFinder:
         self._found: dict[str, Found] = {}
 
     def _find_in(self, name: str, entries: list[str]) -> ModuleSpec | None:
-        """Module ``name`` in the first of ``entries`` that holds it (a namespace package gathers
-        its directories from every entry). Not ``PathFinder.find_spec``: its namespace packages
-        look their parent up in ``sys.modules``, which holds only what was imported."""
+        """Module ``name`` in the first of ``entries`` that holds it (a namespace package: from every entry). Not
+        ``PathFinder.find_spec``, whose namespace packages look their parent up in ``sys.modules``."""
         portions: list[str] = []
         for entry in entries:
             finder = self._finder(entry)
@@ -244,8 +236,7 @@ class ModuleFinder:
 
 
 def _close_module(name: str, roots: Sequence[str]) -> str:
-    """``; did you mean 'x'?`` for a module or package in ``roots`` (its first 500 entries each)
-    whose name is close to ``name``, else ``""``."""
+    """``; did you mean 'x'?`` for a module or package close to ``name`` in ``roots`` (500 entries each), or ``""``."""
     found: set[str] = set()
     for root in roots:
         try:
@@ -268,16 +259,14 @@ def suite_finder(
     after: Sequence[Path] = (),
     installed: Sequence[Path | str] | None = None,
 ) -> ModuleFinder:
-    """The finder of the modules ``suite`` names, searching as its harness process in ``cwd``
-    imports: ``before``, :func:`search_path`, ``after``, then ``installed`` (None: this
-    interpreter's ``sys.path``)."""
+    """The finder of the modules ``suite`` names, searching as its harness in ``cwd`` imports: ``before``,
+    :func:`search_path`, ``after``, then ``installed`` (None: this interpreter's ``sys.path``)."""
     rest = [p for p in sys.path if p] if installed is None else installed
     return ModuleFinder([*before, *search_path(suite, cwd), *after, *rest])
 
 
 def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
-    """The names a module's top level defines (in every branch of its ifs and trys too), and
-    whether it may define others that its source does not show."""
+    """The names a module's top level defines (in every branch too), and whether it may define unseen others."""
     found: set[str] = set()
     open_ended = False
     for node in body:
@@ -310,8 +299,7 @@ def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
 
 
 def module_imports(tree: ast.Module) -> set[str]:
-    """The top-level packages a module's source imports, anywhere in it (``torch`` for
-    ``import torch.nn``); a relative import counts as none."""
+    """The top-level packages a module imports anywhere (``torch`` for ``import torch.nn``); relative ones: none."""
     return {
         (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
         for node in ast.walk(tree)
@@ -417,13 +405,11 @@ class Parameters:
     open: bool
     """True with ``*args`` or ``**kwargs``: any other name may be passed."""
     kinds: tuple[tuple[str, str, str], ...] = ()
-    """Each parameter whose source says the scalar type it takes: its name, the type
-    (``float``, ``int``, ``bool``, ``str``) and why (``annotated float``, ``default 1e-06``)."""
+    """Each parameter whose source says its scalar type: name, type (``float``...) and why (``default 1e-06``)."""
     module_imports: frozenset[str] = frozenset()
     """The top-level packages its module imports (:func:`module_imports`)."""
     kernel: str = ""
-    """The decorator that makes it a GPU kernel rather than a function the harness can call
-    (``triton.jit``), or ``""``."""
+    """The decorator that makes it a GPU kernel, not a function the harness can call (``triton.jit``), or ``""``."""
     literals: tuple[tuple[str, object], ...] = ()
     """Each keyword parameter whose default is a literal (``1e-06``, ``True``, ``"x"``) and that value."""
 
@@ -503,11 +489,9 @@ def _of_def(node: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) -> P
 
 
 def parameters(ref: str, finder: ModuleFinder) -> Parameters | None:
-    """The parameters of ``module:function`` as its module's source shows them, read without
-    importing it; None when they cannot be read: a module not found or without source, a name
-    bound more than once or by anything but a ``def`` (a ``functools.partial``, a class, an
-    instance), a ``def`` under a decorator not in :data:`SAME_PARAMETERS`. A name bound to
-    ``torch.compile(g)`` is read as ``g``."""
+    """The parameters of ``module:function`` as its source shows them, nothing imported; None when they cannot be
+    read: no module or source, a name bound more than once or not by a ``def`` (a partial, a class), a ``def``
+    under a decorator not in :data:`SAME_PARAMETERS`. A name bound to ``torch.compile(g)`` is read as ``g``."""
     module, _, func = ref.partition(":")
     parsed = _parsed(module, finder)
     if isinstance(parsed, Resolution):

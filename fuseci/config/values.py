@@ -1,6 +1,5 @@
 """The values a suite file holds, each declared once as an annotated type with the validator
-that says what is wrong and its JSON Schema; :mod:`fuseci.config.document` composes them.
-"""
+that says what is wrong and its JSON Schema; :mod:`fuseci.config.document` composes them."""
 
 from __future__ import annotations
 
@@ -36,25 +35,21 @@ def shown(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """The JSON Schema of a type whose validator is a function: ``make()`` when the schema is
-    generated (so that enums follow the quantity catalogue)."""
+    """The JSON Schema of a type whose validator is a function: ``make()``, called when generated (enums follow)."""
 
     make: Callable[[], dict[str, Any]]
 
     def __get_pydantic_json_schema__(self, core: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
-        """pydantic's hook."""
         return self.make()
 
 
 @dataclass(frozen=True, slots=True)
 class Keys:
-    """The keys a map may have, in its JSON Schema: ``enum()`` when the schema is generated
-    (pydantic writes no rule for a map's keys but a pattern)."""
+    """A map's keys in its JSON Schema: ``enum()``, called when generated (pydantic gives keys a pattern only)."""
 
     enum: Callable[[], tuple[str, ...]]
 
     def __get_pydantic_json_schema__(self, core: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
-        """pydantic's hook."""
         schema = handler(core)
         schema["propertyNames"] = {"enum": list(self.enum())}
         return schema
@@ -186,9 +181,8 @@ Bytes = Annotated[
 
 
 def yaml_number_hint(value: object) -> str:
-    """``; YAML 1.1 reads 1e-5 as a string ...: write 1.0e-05`` when ``value`` is a string that
-    reads as a number in Python (and YAML 1.2) but that YAML 1.1, which fuseci reads suites
-    with, leaves a string: a float needs a dot, and an exponent its sign. Else ``""``."""
+    """``; YAML 1.1 reads 1e-5 as a string ...: write 1.0e-05`` when ``value`` is a string that is a number in
+    Python but that YAML 1.1 (fuseci's) leaves a string: a float needs a dot, an exponent its sign. Else ``""``."""
     if not isinstance(value, str) or len(value) > 64:
         return ""
     try:
@@ -231,8 +225,7 @@ def flag(value: object) -> bool:
 
 
 def _shape_hint(raw: object) -> str:
-    """The fix for a shape written as text: YAML has no tuples, so ``(8192, 8192)`` is a string
-    (and inside ``{...}`` its comma even splits it into two keys)."""
+    """The fix for a shape written as text: YAML has no tuples, so ``(8192, 8192)`` is a string (or two keys)."""
     if not isinstance(raw, str) or not re.fullmatch(r"[\s(\[]*[0-9][0-9\s,]*[)\]]?\s*", raw):
         return ""
     dims = re.findall(r"[0-9]+", raw)
@@ -483,9 +476,8 @@ def _parts(op: Any, av: Any) -> list[Any]:
 
 
 def _ambiguous_repeat(items: list[Any], *, inside: bool) -> bool:
-    """Whether a parsed pattern repeats (more than once) a part that holds a repeat or an
-    alternation: the backtracking that can take exponential time. A possessive repeat or an
-    atomic group never backtracks into what it matched."""
+    """Whether a parsed pattern repeats (more than once) a part that holds a repeat or an alternation: exponential
+    backtracking. A possessive repeat or an atomic group never backtracks into what it matched."""
     for op, av in items:
         if op in _REPEATS:
             _, most, sub = av
@@ -495,8 +487,7 @@ def _ambiguous_repeat(items: list[Any], *, inside: bool) -> bool:
             continue
         if op == _constants.BRANCH and inside:
             return True
-        parts = _parts(op, av)
-        if any(_ambiguous_repeat(list(part), inside=inside) for part in parts):
+        if any(_ambiguous_repeat(list(part), inside=inside) for part in _parts(op, av)):
             return True
     return False
 

@@ -1,7 +1,6 @@
 """A bounded, safe YAML reader for suite files: plain data only, every mapping a
 :class:`LineDict` that keeps its keys' lines. A hostile file fails in one line, in bounded time
-and memory, with nothing run (docs/SECURITY.md).
-"""
+and memory, with nothing run (docs/SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -343,7 +342,6 @@ def load_yaml(path: Path) -> object:
     """Read and parse one suite file within the limits; mappings are :class:`LineDict`.
 
     Raises:
-        SuiteError: missing, unreadable, too large, not UTF-8, not YAML, or over a limit; the
-            one-line message names the file and the line.
+        SuiteError: missing, unreadable, too large, not UTF-8, not YAML, or over a limit (names file and line).
     """
     return parse_yaml(read_text(path), path)

@@ -1,10 +1,7 @@
-"""The baseline: what a suite measured when its baseline was recorded, per case and variant, and
-the environment it was recorded under, declared once as the document a baseline file holds
-(:class:`fuseci.validation.Document`). Gains are derived from the quantities when comparing.
-
-Format 2 added a kernel's sixth member (:class:`KernelCounts`); a version-1 file reads as it is.
-A kernel's fifth number (shared memory), ``sources`` and ``code`` are optional: absent, none.
-"""
+"""The baseline: what a suite measured when its baseline was recorded, per case and variant, and the environment it
+was recorded under, declared once as the document a baseline file holds (:class:`fuseci.validation.Document`). Gains
+are derived from the quantities when comparing. Format 2 added a kernel's sixth member (:class:`KernelCounts`); a
+version-1 file reads as it is. A kernel's fifth number (shared memory), ``sources`` and ``code`` are optional."""
 
 from __future__ import annotations
 
@@ -35,16 +32,14 @@ FORMAT = DocumentFormat(
 
 @dataclass(frozen=True, slots=True)
 class KernelCounts(v.Document):
-    """A kernel's counted quantities and how far they moved over the profiled passes (a file's
-    sixth member of a kernel)."""
+    """A kernel's counted quantities and how far they moved over the profiled passes (its sixth member in a file)."""
 
     counts: Counts = field(default_factory=dict)
     spread: Counts = field(default_factory=dict)
 
 
 def _kernel_row(value: Any) -> Any:
-    """Four numbers mean no shared memory (or unknown): the fifth is 0; a sixth member holds the
-    kernel's counts (none: empty)."""
+    """Four numbers mean no (or unknown) shared memory: the fifth is 0; a sixth holds the counts (none: empty)."""
     if not isinstance(value, list) or not 4 <= len(value) <= 6:
         raise ValueError(f"expected a list of 4 to 6, got {v.shown(value)}")
     if len(value) == 4:
@@ -103,14 +98,12 @@ IMPORT_TIME = "import-time code"
 
 @dataclass(frozen=True, slots=True)
 class SourcePart(v.Document):
-    """One part of what a case's measurement depends on in its tree: a top-level definition
-    (compared function by function), a module's import-time code, or a whole file."""
+    """One part a case's measurement depends on in its tree: a top-level definition, import-time code, or a file."""
 
     file: v.PathText
     """The tree-relative file (``/``-separated); empty for a part outside the tree."""
     name: v.Name
-    """The definition's name, :data:`IMPORT_TIME`, empty for the whole file, or for a part outside
-    the tree what it is (``outside torch``)."""
+    """The definition's name, :data:`IMPORT_TIME`, empty for a whole file; outside the tree, ``outside torch``..."""
     digest: Annotated[str, Field(max_length=100)]
     """SHA-256 of the part's code (its :func:`ast.dump` without positions, or the file's bytes)."""
     lines: Annotated[tuple[v.Count, v.Count], Strict(False)] | None = None
@@ -196,9 +189,8 @@ def normalized(baseline: Baseline) -> Baseline:
 
 
 def code_of(kernels: Sequence[KernelLaunch], builds: Mapping[str, Sequence[KernelCode]]) -> dict[str, KernelCode]:
-    """Each launched kernel's compiled code among a record's builds, by name: the build with the
-    registers ncu saw (:func:`fuseci.records.sass.pick`; a kernel whose build cannot be told is
-    left out)."""
+    """Each launched kernel's compiled code among a record's builds, by name: the build with the registers ncu saw
+    (:func:`fuseci.records.sass.pick`; a kernel whose build cannot be told is left out)."""
     out = {}
     for k in kernels:
         if k.name not in out and k.name in builds and (code := pick(builds[k.name], k.registers)) is not None:

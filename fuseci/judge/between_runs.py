@@ -25,9 +25,8 @@ RUN_A = Reference("", name="run A")
 
 
 def _opened_as_recorded(p: str) -> bool:
-    """True when fuseci may open the suite file a run file names: a relative path without ``..``
-    to a ``.yaml``/``.yml`` file that lies, links resolved, inside the current directory (a run
-    file is data: it must not make ``fuseci compare`` read ``../../etc/passwd``)."""
+    """True for a relative path without ``..`` to a ``.yaml``/``.yml`` file inside the current directory, links
+    resolved (a run file is data: it must not make ``fuseci compare`` read ``../../etc/passwd``)."""
     path = Path(p)
     if path.is_absolute() or ".." in path.parts or path.suffix not in (".yaml", ".yml") or not p.isprintable():
         return False
@@ -40,8 +39,7 @@ def recorded_suites(a: Run, b: Run) -> list[Suite]:
     (only those :func:`_opened_as_recorded` allows): B's suites first (B's path wins), then A's.
 
     Raises:
-        ReportError: a recorded suite path is not one fuseci opens, its file is not there, or it
-            now defines another suite.
+        ReportError: a recorded suite path is not one fuseci opens, is not there, or now defines another suite.
         SuiteError: a suite file is malformed.
     """
     paths = {sid: (b, p) for sid, p in b.suite_paths.items()}
@@ -96,15 +94,13 @@ def _one_sided(suite: Suite, a: Run, b: Run) -> Comparison:
 
 
 def baseline_of(results: SuiteResults) -> Baseline:
-    """A run's results as a baseline: its cases that the harness ran ok, rounded as a baseline file
-    would hold them."""
+    """A run's results as a baseline: the cases the harness ran ok, rounded as a baseline file would hold them."""
     return normalized(from_results(results, cases=set(results.record.cases)))
 
 
 def compare_runs(a: Run, b: Run, suites: Sequence[Suite], accept_env: frozenset[str] = frozenset()) -> list[Comparison]:
-    """Judge each suite's results in run B with run A's as its baseline (:func:`baseline_of`), as
-    ``fuseci run`` would. A suite that is not in both runs is one ``ERROR``; suites of the runs
-    that none of ``suites`` defines are not compared (logged). Prints nothing.
+    """Judge each suite's results in run B with run A's as its baseline (:func:`baseline_of`), as ``fuseci run``
+    would; a suite not in both runs is one ``ERROR``, those ``suites`` leave out are logged. Prints nothing.
 
     Raises:
         ReportError: A's results of a suite cannot be made into a baseline.

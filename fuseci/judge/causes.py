@@ -240,9 +240,8 @@ def evidence(
     before: Mapping[str, KernelCode],
     notes: Mapping[str, str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """What differs in the compiled code of a variant's ``kernels`` (this run's builds ``now``, the
-    baseline's ``before``), a line per kernel, and a note per kernel whose code could not be read
-    (``notes``); at most :data:`MAX_KERNELS` lines each, the last then counting the rest."""
+    """What differs in the compiled code of ``kernels`` (``now`` against ``before``), a line per kernel, and a note per
+    kernel whose code could not be read (``notes``); at most :data:`MAX_KERNELS` lines each, the last counting on."""
     code = code_of(kernels, now)
     changes, unread = [], []
     for name in dict.fromkeys(k.name for k in kernels):

@@ -1,8 +1,5 @@
-"""The checks of one variant, each a pure function of a :class:`VariantContext`.
-
-A variant may be judged against another variant's baseline (``baseline:`` in the suite): the
-context's baseline figures are then those of :attr:`~fuseci.config.model.Variant.judged_as`.
-"""
+"""The checks of one variant, each a pure function of a :class:`VariantContext`. A variant judged against another's
+baseline (``baseline:`` in the suite) gets the figures of :attr:`~fuseci.config.model.Variant.judged_as`."""
 
 from __future__ import annotations
 
@@ -19,11 +16,9 @@ from fuseci.frames.metrics import ratio
 from fuseci.judge.baseline import Baseline, VariantBaseline
 from fuseci.judge.verdict import CheckKind, MetricDelta, Reference, VariantMeasurement, Verdict
 
-#: A CUDA-event speedup's band is at least this many standard errors of its change (z-score):
-#: a change smaller than that cannot be told from noise.
+#: A CUDA-event speedup's band is at least this many standard errors of its change (less is noise).
 NOISE_Z = 4.0
-#: A speedup that falls outside its band by at most this factor of the band is borderline:
-#: ``fuseci run`` re-measures the case before declaring the regression.
+#: A speedup outside its band by at most this factor of it is borderline: ``fuseci run`` re-measures the case.
 BORDERLINE_FACTOR = 3.0
 #: DRAM writes count as undercounted (output still in L2) when L2 received this fraction more.
 L2_UNDERCOUNT = 0.02
@@ -87,8 +82,7 @@ class VariantContext:
         return () if entry is None else entry.kernels
 
     def noise(self) -> tuple[float, ...]:
-        """Relative standard errors of the four medians behind a speedup's change (unfused and
-        this variant, now and at baseline)."""
+        """Relative standard errors of the four medians behind a speedup's change (unfused, variant; now, baseline)."""
         return tuple(
             time_noise(x)
             for x in (self.unfused, self.values, self.baseline_values(UNFUSED) or {}, self.baseline_values() or {})
@@ -115,11 +109,8 @@ def fmt_gain(value: float) -> str:
 
 
 def time_noise(values: Mapping[str, float]) -> float:
-    """Relative standard error of one variant's median CUDA-event time (NaN when not timed).
-
-    From the spread of its timed calls: the IQR of a normal sample is 1.349 σ and the standard
-    error of a median of n calls is 1.2533 σ / √n.
-    """
+    """Relative standard error of one variant's median CUDA-event time (NaN when not timed): a normal sample's
+    IQR is 1.349 σ, and the standard error of a median of n calls is 1.2533 σ / √n."""
     median = values.get(names.EVENT_TIME, math.nan)
     iqr = values.get(names.EVENT_TIME_IQR, math.nan)
     n = values.get(names.EVENT_TIME_REPEATS, math.nan)
@@ -248,8 +239,7 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
     against = f"the baseline of {variant.judged_as}" if ctx.candidate else "the baseline"
     d = ctx.delta(CheckKind.INVENTORY, "kernels", Verdict.PASS, current=len(kernels), baseline_value=len(old))
     if ctx.candidate and len(old) == len(kernels):
-        # Another variant's baseline: its kernels have other names; their number and launch
-        # shapes are what must hold.
+        # Another variant's baseline: other kernel names; their number and launch shapes must hold.
         old = tuple(replace(o, name=k.name) for o, k in zip(old, kernels, strict=True))
     changes = inventory_diff(old, kernels)
     names_changed = [k.name for k in old] != [k.name for k in kernels]
@@ -271,8 +261,7 @@ def inventory_check(ctx: VariantContext) -> MetricDelta | None:
 
 
 def kernels_check(ctx: VariantContext) -> MetricDelta | None:
-    """The variant's kernels against the patterns it declares (``kernels:``, matching whole
-    names); None when it declares none."""
+    """The variant's kernels against the patterns it declares (``kernels:``, whole names); None without any."""
     rules = ctx.variant.kernels
     if not rules or not ctx.kernels:
         return None
@@ -366,8 +355,7 @@ def undercount_note(measurements: Sequence[VariantMeasurement]) -> str | None:
 
 
 def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[MetricDelta]:
-    """A planted regression's checks: its expected failures pass as caught, and one more says
-    whether every check in ``caught_by`` caught it."""
+    """A planted regression's checks: expected failures pass as caught, plus one: did all of ``caught_by`` catch it."""
     if any(c.check is CheckKind.CASE and c.verdict is Verdict.ERROR for c in checks):
         return checks  # not measured: nothing was caught or missed, and the error says why
     failing = [
@@ -384,8 +372,7 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
         return name in (c.check.value, c.quantity)
 
     missed = [n for n in variant.caught_by if not any(catches(n, c) for c in failing)]
-    # A check that had nothing to compare with (no baseline value yet, on a card or for a case
-    # recorded before) neither caught nor missed anything: the gate was never put to the test.
+    # A check with nothing to compare with yet neither caught nor missed: the gate was never put to the test.
     unjudged = [
         n for n in missed if any(catches(n, c) and c.variant == variant.id and c.verdict is Verdict.NEW for c in checks)
     ]
@@ -415,8 +402,7 @@ def planted(case: Case, variant: Variant, checks: list[MetricDelta]) -> list[Met
 OCCUPANCY_DROP = 0.05
 #: A fused kernel under this achieved occupancy (percent) gets a warning...
 LOW_ACHIEVED_OCCUPANCY = 50.0
-#: ... unless it moves DRAM at this fraction of the card's peak or more: at the memory roof, more
-#: warps could not make it faster.
+#: ... unless it moves DRAM at this fraction of the card's peak or more (at the roof, more warps cannot help).
 AT_THE_ROOF = 0.75
 #: A variant whose probe calls waited for the GPU in at least this fraction of tries blocks.
 BLOCKS_AT = 0.5
@@ -443,8 +429,7 @@ def _resource_changes(old: Sequence[KernelLaunch], new: Sequence[KernelLaunch]) 
 
 
 def occupancy_drop(ctx: VariantContext) -> str:
-    """How theoretical occupancy fell by more than :data:`OCCUPANCY_DROP` against the baseline,
-    with what limits it now, or ``""``."""
+    """How theoretical occupancy fell over :data:`OCCUPANCY_DROP` from the baseline, with its limiter, or ``""``."""
     base = ctx.baseline_values()
     now = ctx.values.get(names.OCC_THEORETICAL, math.nan)
     old = math.nan if base is None else base.get(names.OCC_THEORETICAL, math.nan)
@@ -461,8 +446,7 @@ _THREADS_PER_SM = 2048
 
 
 def _fills_the_gpu(ctx: VariantContext) -> bool:
-    """Whether the longest kernel launched enough threads to fill every SM at its theoretical
-    occupancy (a small problem's low occupancy says nothing of the kernel); unknown: yes."""
+    """Whether the longest kernel's threads fill every SM at its theoretical occupancy; unknown: yes."""
     if not ctx.kernels or ctx.sm_count <= 0:
         return True
     longest = max(ctx.kernels, key=lambda k: k.grid * k.block)
@@ -477,11 +461,9 @@ def _at_the_roof(ctx: VariantContext) -> bool:
 
 
 def occupancy_checks(ctx: VariantContext, checks: list[MetricDelta]) -> list[MetricDelta]:
-    """``checks`` (the variant's others) with a fall in theoretical occupancy named as the likely
-    why of each time gain that regressed; else a warning (not for a candidate). A low achieved
-    occupancy that fills the GPU, away from the memory roof and not through the TMA (whose
-    kernels keep few warps by design), is a warning too. A gated occupancy is left to
-    :func:`value_check`."""
+    """``checks`` with a fall in theoretical occupancy named as the likely why of each regressed time gain, else
+    warned of (not for a candidate); a low achieved occupancy that fills the GPU, off the memory roof and not
+    through the TMA (few warps by design), is a warning too. A gated occupancy is :func:`value_check`'s."""
     out = list(checks)
     drop = "" if names.OCC_THEORETICAL in ctx.case.gates else occupancy_drop(ctx)
     now = ctx.values.get(names.OCC_THEORETICAL, math.nan)
@@ -535,8 +517,7 @@ def _us(ns: float) -> str:
 
 
 def asynchrony_check(ctx: VariantContext) -> MetricDelta | None:
-    """Whether a fused variant's call now waits for the GPU before it returns, where at baseline
-    it did not: a synchronisation hidden in the call."""
+    """Whether a fused variant's call now waits for the GPU before it returns, where at baseline it did not."""
     tol = ctx.case.gates.get(names.HOST_BLOCKING)
     blocking = ctx.values.get(names.HOST_BLOCKING, math.nan)
     if tol is None or not tol.enabled or math.isnan(blocking):

@@ -1,9 +1,7 @@
-"""Pure comparison: (results, suite policies, baseline) → a :class:`Comparison` of verdicts.
-
-Nothing here prints or touches files. An environment difference blocks the baseline comparison
-(``INCOMPARABLE``) only where it changes what a number means (:mod:`fuseci.judge.causes`); each
-variant with a finding gets one cause (:func:`fuseci.judge.causes.decide`).
-"""
+"""Pure comparison: (results, suite policies, baseline) → a :class:`Comparison` of verdicts; nothing printed or
+written. An environment difference blocks the baseline comparison (``INCOMPARABLE``) only where it changes what a
+number means (:mod:`fuseci.judge.causes`); each variant with a finding gets one cause
+(:func:`fuseci.judge.causes.decide`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The counted quantities of a variant against its baseline: bytes the SMs ask of memory and the
-instructions they execute (:class:`fuseci.config.quantities.Counted`).
-
-A count is judged exactly, unless a kernel's count moved over the baseline's profiled passes (a
-library kernel scheduled at run time): then within :data:`MOVING_FACTOR` times that. Bytes are
-judged whatever the kernels became; instructions only on the same build of the same kernels.
-"""
+"""The counted quantities of a variant against its baseline: bytes the SMs ask of memory and the instructions they
+execute (:class:`fuseci.config.quantities.Counted`). A count is judged exactly, unless a kernel's count moved over
+the baseline's profiled passes (a library kernel scheduled at run time): then within :data:`MOVING_FACTOR` times
+that. Bytes are judged whatever the kernels became; instructions only on the same build of the same kernels."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""History: each fusion gain across many runs, and where it changed level. Pure: run files in,
-series and change points out.
-
-A *series* is one gain of one fused variant of one case of one suite on one GPU model, oldest
-run first; its *change points* are the runs at which a new level starts, found by a penalised
-least-squares search on the series in units of its gate's tolerance (docs/REPORTS.md).
-"""
+"""History: each fusion gain across many runs, and where it changed level (pure: run files in, series and change
+points out). A *series* is one gain of one fused variant of one case of one suite on one GPU model, oldest run
+first; its *change points* are the runs at which a new level starts, found by a penalised least-squares search on
+the series in units of its gate's tolerance (docs/REPORTS.md)."""
 
 from __future__ import annotations
 
@@ -294,8 +291,8 @@ def gains_of(run: Run) -> RunGains:
 
 
 def build(runs: Sequence[RunGains], suites: Mapping[str, Suite | None], notes: Sequence[str] = ()) -> History:
-    """The history of ``runs`` (:func:`gains_of`, in any order) of the suites in ``suites``, whose
-    gates give the tolerances (None: followed as ungated)."""
+    """The history of ``runs`` (:func:`gains_of`, any order) of ``suites``, whose gates give the tolerances (None:
+    ungated)."""
     ordered = sorted(runs, key=lambda r: (r.point.created, r.point.path))
     points: dict[tuple[str, str, str, str, str], list[tuple[RunPoint, float]]] = {}
     for run in ordered:

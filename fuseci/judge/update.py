@@ -1,9 +1,7 @@
-"""What ``update-baselines`` records: a pure decision over a comparison with the old baseline.
-
-A case whose every check passes keeps its old values byte for byte; ``force`` or a changed
-environment re-records every measured case. A case that misses an expectation, its bytes
-allowance or correctness is refused (its old values stay) unless ``force`` records it anyway.
-"""
+"""What ``update-baselines`` records: a pure decision over a comparison with the old baseline. A case whose every
+check passes keeps its old values byte for byte; ``force`` or a changed environment re-records every measured case.
+A case that misses an expectation, its bytes allowance or correctness is refused (its old values stay) unless
+``force`` records it anyway."""
 
 from __future__ import annotations
 

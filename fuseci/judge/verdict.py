@@ -1,8 +1,5 @@
-"""The verdict model: what a comparison concludes, and what exit code that makes.
-
-These dataclasses also declare a results file's objects (:class:`Stored`): reading validates a
-file into them, and writing is their serializer.
-"""
+"""The verdict model: what a comparison concludes and what exit code that makes. Its dataclasses are a
+results file's objects (:class:`Stored`): reading validates a file into them, writing is their serializer."""
 
 from __future__ import annotations
 
@@ -98,16 +95,14 @@ _RANK = {v: i for i, v in enumerate(Verdict)}
 
 
 class Stored(v.OpenDocument):
-    """The base of a value a results file holds as an object (unknown members are left out): a
-    member is required unless optional, and a field that is not a member (a check's case) is
-    neither read nor written."""
+    """The base of a results file's object (unknown members left out): a member is required unless optional;
+    a field that is not a member (a check's case) is neither read nor written."""
 
     __slots__ = ()
     __document__: ClassVar[tuple[str, ...]] = ()
     """The fields a file holds, in its order (a field's key is its ``validation_alias`` if it has one)."""
     __optional__: ClassVar[frozenset[str]] = frozenset()
-    """Those of :attr:`__document__` a file may leave out; written only where not at their
-    defaults, but those of ``__always__``."""
+    """Those of :attr:`__document__` a file may leave out; written only off their defaults, or in ``__always__``."""
 
     @classmethod
     def _shape(cls, fields: list[Any]) -> None:
@@ -135,8 +130,7 @@ def _ignored(schema: Any) -> core_schema.CoreSchema:
 
 
 def _once(kind: str, key: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """A check that each item of a list names its ``key`` (a case or variant id) once, letter case
-    ignored (:func:`~fuseci.config.names.id_key`)."""
+    """A check that each item names its ``key`` (a case or variant id) once, letter case ignored."""
 
     def check(items: tuple[Any, ...]) -> tuple[Any, ...]:
         first: dict[str, int] = {}
@@ -222,8 +216,7 @@ class MetricDelta(Stored):
     retry: bool = False
     """A borderline CUDA-event speedup regression: re-measure the case before believing it."""
     band: SignedFigure | None = None
-    """The relative band the change was judged within where wider than the tolerance's own (0.186
-    is ±18.6%), widened by measured noise or a moving count; None where the tolerance holds."""
+    """The band (0.186 is ±18.6%) judged within where noise or a moving count widened the tolerance; else None."""
     timed_passes: Annotated[int, Field(ge=0, lt=1000)] = 0
     """The timed passes whose median :attr:`current` is, where the case was timed again; else 0."""
     not_gated: v.Text = ""
@@ -266,8 +259,7 @@ class FindingCause(Stored):
     kind: CauseName
     """Which cause."""
     evidence: Annotated[v.Items[v.Text], Field(max_length=MAX_EVIDENCE)]
-    """What decided it, one fact a line (``kernels/x.py:12-30 (scale_add) changed``); for
-    ``undetermined``, what was seen."""
+    """What decided it, a fact a line (``kernels/x.py:12-30 (scale_add) changed``); ``undetermined``: what was seen."""
     also: Annotated[v.Items[v.Text], Field(max_length=MAX_EVIDENCE)] = ()
     """Environment changes since the baseline, named alongside a cause above them."""
     missing: v.Text = ""
@@ -312,8 +304,7 @@ class VariantMeasurement(Stored):
     ledger_changes: tuple[NodeChange, ...] = ()
     """What changed from :attr:`baseline_ledger` to :attr:`ledger`, node by node (not in a file)."""
     cause: FindingCause | None = None
-    """Why its checks came to a finding, or ``code`` for a case whose source changed while nothing
-    regressed; None otherwise."""
+    """Why its checks came to a finding (or ``code``: the source changed, nothing regressed); None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,8 +367,7 @@ class EnvDifference(Stored):
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """What a run is judged against, and so what its messages advise: the command that re-records
-    the reference, or none where it is another run (``fuseci compare``)."""
+    """What a run is judged against: the command that re-records it, or none for another run (``fuseci compare``)."""
 
     command: str
     """``fuseci update-baselines suites/x.yaml`` with this run's inputs; empty when the reference is a run."""
@@ -399,8 +389,7 @@ class Reference:
         return " (update the baseline to keep it)" if self.command else ""
 
     def incomparable(self, fields: str) -> str:
-        """Advice after an environment difference that blocks the comparison (``fields``: the
-        ``--accept-env`` value that would accept it)."""
+        """Advice after a blocking environment difference (``fields``: the ``--accept-env`` value accepting it)."""
         instead = (
             f"re-record with `{self.command}`"
             if self.command
@@ -466,8 +455,7 @@ class Comparison(Stored):
 
 @dataclass(frozen=True, slots=True)
 class Subject:
-    """What a person counts: one variant of a case with all its checks, a case's own checks
-    (``variant`` empty), or a suite that could not be run at all."""
+    """What a person counts: a variant with its checks, a case's own checks (``variant`` empty), or an unrun suite."""
 
     suite: str
     """Suite id."""
@@ -489,15 +477,13 @@ class Subject:
 
     @property
     def caught(self) -> bool:
-        """A planted regression that every check meant to catch caught, with nothing worse than a
-        warning beside it."""
+        """A planted regression caught by every check meant to, with nothing worse than a warning beside it."""
         planted = any(k.check is CheckKind.PLANTED and k.verdict is Verdict.PASS for k in self.checks)
         return planted and self.verdict.rank >= Verdict.WARN.rank
 
 
 def subjects(comparisons: list[Comparison]) -> list[Subject]:
-    """Every :class:`Subject` of ``comparisons``: per suite, per case, its variants in the order
-    their first check comes."""
+    """Every :class:`Subject`: per suite, per case, its variants in the order their first check comes."""
     out: list[Subject] = []
     for c in comparisons:
         for case in c.cases:
@@ -532,8 +518,7 @@ _UNITS = ("suite", "case", "variant")
 
 
 def tally(comparisons: list[Comparison]) -> tuple[Tally, ...]:
-    """Subjects (:func:`subjects`) counted by outcome, the worst first, a caught planted regression
-    just before the passes; within an outcome, suites, cases, then variants."""
+    """Subjects counted by outcome, worst first (caught plants just before passes); then suites, cases, variants."""
     found: dict[tuple[Verdict | str, str], list[int]] = {}
     for s in subjects(comparisons):
         outcome: Verdict | str = CAUGHT if s.caught else s.verdict
@@ -589,9 +574,8 @@ def failed_file(
 
 
 def update_exit_code(comparison: Comparison, kept: tuple[str, ...], refused: bool = False) -> int:
-    """What ``update-baselines`` exits with for one suite: 0 when every case was recorded (or kept
-    unchanged); 1 when a case was refused, or cases it could not record come with a regression or
-    a wrong result; else 3 for cases it could not record."""
+    """``update-baselines``'s exit for one suite: 0 when every case was recorded; 1 when a case was refused, or
+    cases it could not record (``kept``) come with a regression or a wrong result; else 3."""
     if refused:
         return EXIT_REGRESSION
     if not kept:

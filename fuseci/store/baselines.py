@@ -1,10 +1,7 @@
-"""Baselines on disk: ``baselines/<gpu-slug>/<suite>.json``, written only by ``fuseci
-update-baselines``, atomically and under a lock on the card's directory (:func:`locked`).
-
-A baseline file or card directory that is a symbolic link is read through, never written
-through (that could change another card's or suite's baseline). The format is
-:mod:`fuseci.judge.baseline`'s.
-"""
+"""Baselines on disk: ``baselines/<gpu-slug>/<suite>.json``, written only by ``fuseci update-baselines``,
+atomically and under a lock on the card's directory (:func:`locked`). A baseline file or card directory that is a
+symbolic link is read through, never written through (that could change another card's or suite's baseline). The
+format is :mod:`fuseci.judge.baseline`'s."""
 
 from __future__ import annotations
 
@@ -59,8 +56,7 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
     """Write atomically (temporary file in the same directory, then a rename).
 
     Raises:
-        BaselineError: ``path`` or its directory is a symbolic link, or the file cannot be written;
-            the old file stays as it was, and no temporary file remains.
+        BaselineError: ``path`` or its directory is a symbolic link, or it cannot be written (the old file stays).
     """
     _refuse_linked_card(path)
     if path.is_symlink():
@@ -101,14 +97,12 @@ def lock_path(path: Path) -> Path:
 
 @contextmanager
 def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the update lock of the baseline file ``path`` for the block: an advisory lock on its
-    card's directory (created if needed), which leaves no file behind; and remove the temporary
-    files a killed update left beside it. Readers take no lock: the atomic rename shows them the
-    old file or the new one.
+    """Hold the update lock of the baseline file ``path`` for the block (an advisory lock on its card's directory,
+    created if needed, leaving no file behind), and remove the temporary files a killed update left beside it.
+    Readers take no lock: the atomic rename shows them the old file or the new one.
 
     Raises:
-        BaselineError: another update held the lock for ``timeout_s``, the directory cannot be
-            created or locked, or it is a symbolic link (nothing is read or written then).
+        BaselineError: another update held it for ``timeout_s``, or the directory cannot be made, locked, or is a link.
     """
     lock = lock_path(path)
     _refuse_linked_card(path)

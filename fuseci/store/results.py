@@ -1,7 +1,6 @@
 """Results files: the verdicts of ``fuseci run --json`` (and ``compare``, ``merge``), written and
 read back so that the results of several runs can be merged (``fuseci merge``). Each object is
-declared by its dataclass in :mod:`fuseci.judge.verdict`; NaN and infinities are written as null.
-"""
+declared by its dataclass in :mod:`fuseci.judge.verdict`; NaN and infinities are written as null."""
 
 from __future__ import annotations
 
@@ -39,16 +38,13 @@ def dumps(comparisons: list[Comparison]) -> str:
     """The results document (sorted keys, trailing newline).
 
     Raises:
-        ReportError: fuseci would not read it back: more suites (merged from many results), cases
-            or bytes than a results file may hold.
+        ReportError: fuseci would not read it back: more suites, cases or bytes than a results file may hold.
     """
     crowded = next((c for c in comparisons if len(c.cases) > MAX_CASES), None)
     if len(comparisons) > MAX_SUITES or crowded is not None:
-        what = (
-            f"{len(comparisons):,} suites"
-            if crowded is None
-            else f"{len(crowded.cases):,} cases in suite {crowded.suite!r}"
-        )
+        what = f"{len(comparisons):,} suites"
+        if crowded is not None:
+            what = f"{len(crowded.cases):,} cases in suite {crowded.suite!r}"
         raise ReportError(
             f"a results file of {what} is more than fuseci reads back ({MAX_SUITES:,} suites of at most "
             f"{MAX_CASES:,} cases), so it is not written: split what it holds over several files"
@@ -60,8 +56,7 @@ def read_results(path: Path) -> list[Comparison]:
     """The comparisons in one results file.
 
     Raises:
-        ReportError: the file is missing, not JSON, not a fuseci results file, from a newer
-            fuseci, or malformed; the message names the file.
+        ReportError: the file is missing, not JSON, not a fuseci results file, newer, or malformed.
     """
     try:
         data = FORMAT.load(path)
@@ -87,8 +82,7 @@ def from_json(data: dict[str, Any], path: Path | str) -> list[Comparison]:
 
 
 def _with_changes(c: Comparison) -> Comparison:
-    """``c`` with what changed in each ledger since its baseline's, node by node (a file holds the
-    two ledgers, not their diff)."""
+    """``c`` with what changed in each ledger since its baseline's, node by node (a file holds both, not the diff)."""
     if not any(m.ledger and m.baseline_ledger for case in c.cases for m in case.variants):
         return c
 

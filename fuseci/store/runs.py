@@ -1,11 +1,7 @@
-"""Run files: the measurements of one ``fuseci run`` (``--results-dir DIR``), kept so that runs
-can be compared later (``fuseci compare``, ``fuseci history``).
-
-One file per invocation, ``DIR/<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json``, holding per
-measured suite what the verdicts are derived from: the suite file's path, the harness record and
-the per-kernel frame. It is written once, atomically, and never replaced. A run is stamped with
-when and at which commit it was measured (:class:`Stamp`).
-"""
+"""Run files: the measurements of one ``fuseci run`` (``--results-dir DIR``), kept for ``fuseci compare`` and
+``fuseci history``. One file per invocation, ``DIR/<YYYYmmddTHHMMSSZ>-<gpu-slug>[-<short commit>].json``, holds per
+suite what the verdicts are derived from (suite path, harness record, per-kernel frame), written once, atomically,
+never replaced, and stamped with when and at which commit it was measured (:class:`Stamp`)."""
 
 from __future__ import annotations
 
@@ -72,8 +68,7 @@ def now_stamp() -> Stamp:
 
 
 def recording_stamp(path: Path) -> Stamp:
-    """The stamp of a run re-analysed from the report at ``path``: when ncu recorded it (else the
-    file's modification time, else now), and no commit (a recording does not say which)."""
+    """The stamp of a run re-analysed from the report at ``path``: when ncu recorded it (else its mtime, else now)."""
     started = report.session_started(path)
     if started is None:
         try:
@@ -87,12 +82,11 @@ _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def given_stamp(commit: str | None, time: str | None, from_report: Path | None) -> Stamp | None:
-    """The stamp the command line gives a run (``--commit``, and ``--time`` for a re-analysed
-    report): None when it gives none, else the default stamp with what it gives in place.
+    """The stamp ``--commit`` and ``--time`` (a re-analysed report) give a run: None without either, else the default
+    stamp with what they give in place.
 
     Raises:
-        UsageError: the commit is not a commit hash, the time not a UTC time, or a time is
-            given to a run that is not re-analysed (a profiled run is measured now).
+        UsageError: not a commit hash, not a UTC time, or a time given to a run that is not re-analysed.
     """
     if commit is None and time is None:
         return None
@@ -113,8 +107,7 @@ def given_stamp(commit: str | None, time: str | None, from_report: Path | None) 
 
 
 def git_commit() -> str | None:
-    """The commit being measured: ``$GITHUB_SHA``, else ``git rev-parse HEAD`` in the current
-    directory, else None (no git, not a checkout, or git refused); never raises."""
+    """The commit being measured: ``$GITHUB_SHA``, else ``git rev-parse HEAD`` here, else None; never raises."""
     sha = os.environ.get("GITHUB_SHA", "").strip()
     if _SHA.match(sha):
         return sha.lower()
@@ -174,9 +167,8 @@ def save_run(
     directory: Path,
     stamp: Stamp | None = None,
 ) -> Path:
-    """Write one run file of the measured suites into ``directory`` (created if needed) and return
-    its path; ``_2``, ``_3``... is added when the name is taken, so no file is ever replaced.
-    ``suite_paths`` holds each suite's file as given; ``stamp`` defaults to :func:`now_stamp`.
+    """Write one run file of the measured suites into ``directory`` and return its path (``_2``, ``_3``... added
+    when the name is taken); ``suite_paths``: each suite's file as given; ``stamp`` defaults to :func:`now_stamp`.
 
     Raises:
         ReportError: the directory cannot be created or written, or two results share a suite name.
@@ -204,8 +196,7 @@ def save_run(
 
 
 def kept_in(path: Path) -> list[Path]:
-    """Every run file ``path`` stands for as a command's input: a results directory's every run
-    file (by name), or ``path`` itself."""
+    """Every run file ``path`` stands for as a command's input: a results directory's (by name), or ``path``."""
     if not path.is_dir():
         return [path]
     try:
@@ -215,8 +206,7 @@ def kept_in(path: Path) -> list[Path]:
 
 
 def resolve_run(path: Path) -> Path:
-    """The run file ``path`` stands for: a file is itself; a directory means its newest run file
-    (by the timestamp in its name, then by modification time, then by the ``_N`` suffix).
+    """The run file ``path`` stands for: a file itself, or a directory's newest (name's timestamp, mtime, ``_N``).
 
     Raises:
         ReportError: nothing exists at ``path``, or the directory holds no run file.
@@ -247,8 +237,7 @@ def load_run(path: Path) -> Run:
     """Read a run file back, each suite's frames rebuilt from its record and kernels.
 
     Raises:
-        ReportError: the file is missing, unreadable, not JSON, not a run file, from a newer
-            fuseci, or holds a value its format does not allow.
+        ReportError: the file is missing, unreadable, not JSON, not a run file, newer, or holds a forbidden value.
     """
     try:
         data = FORMAT.load(path)
