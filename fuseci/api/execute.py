@@ -34,7 +34,6 @@ class Executed:
     """One suite's calls."""
 
     suite: Suite
-    """The suite."""
     trials: tuple[Trial, ...]
     """Every call, in order (those a crash or hang kept from running among them)."""
     problem: str = ""

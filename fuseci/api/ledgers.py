@@ -46,14 +46,8 @@ def _graphs_check(case: Case, v: Variant, ledger: Ledger) -> MetricDelta | None:
     if want is None or len(ledger.graphs) == want:
         return None
     why = "; ".join(ledger.break_reasons[:3]) or "Dynamo logged no reason"
-    return _delta(
-        case,
-        v,
-        Verdict.ERROR,
-        "graphs",
-        f"the compiled forward is {len(ledger.graphs)} graph(s), the suite demands {want} (ledger.graphs): "
-        f"graph break: {why}",
-    )
+    message = f"the compiled forward is {len(ledger.graphs)} graph(s), the suite demands {want} (ledger.graphs): "
+    return _delta(case, v, Verdict.ERROR, "graphs", f"{message}graph break: {why}")
 
 
 def judged(

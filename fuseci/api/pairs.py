@@ -1,7 +1,6 @@
-"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees, which suite
-files are compared and how each side has them, what the fingerprints say changed, and what a suite
-that is not measured says instead. Nothing here measures (:mod:`fuseci.api.ab` does).
-"""
+"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees, which suite files are compared
+and how each side has them, what the fingerprints say changed, and what a suite that is not measured says instead.
+Nothing here measures (:mod:`fuseci.api.ab` does)."""
 
 from __future__ import annotations
 
@@ -359,14 +358,9 @@ def unchanged_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
     listed = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
     modules = f"{len(files)} module file{'s' if len(files) != 1 else ''} ({listed})" if files else "no module file"
     version = printed.fuseci_version if printed else "?"
-    return _not_measured(
-        pair,
-        Verdict.PASS,
-        f"unchanged, not measured: the suite file, {modules} and fuseci {version} are identical in {base.label} "
-        f"and {head.label} (--all measures it anyway)",
-        "unchanged, not measured",
-        base,
-    )
+    said = "unchanged, not measured"
+    message = f"{said}: the suite file, {modules} and fuseci {version} are identical in {base.label} and {head.label}"
+    return _not_measured(pair, Verdict.PASS, f"{message} (--all measures it anyway)", said, base)
 
 
 def skipped(pair: SuitePair, base: Side, head: Side) -> Comparison:

@@ -98,9 +98,8 @@ def lost(*, stderr: bool, why: BaseException | str = "") -> None:
 
 
 def open_streams() -> None:
-    """Make stdout and stderr writable for a command, whatever the caller left: a closed descriptor
-    0, 1 or 2 opened on /dev/null (a closed stdout is lost already), a missing stream made, and
-    characters the encoding lacks written as backslash escapes."""
+    """Make stdout and stderr writable, whatever the caller left: a closed descriptor 0, 1 or 2 opened on /dev/null
+    (a closed stdout is lost already), a missing stream made, characters the encoding lacks backslash-escaped."""
     _Streams.stdout_lost, _Streams.why = False, ""
     for fd in (0, 1, 2):
         try:
@@ -195,8 +194,7 @@ def check_outputs(
     outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
 ) -> None:
     """Refuse report files that would replace one of the command's ``inputs``, a file fuseci keeps
-    (:func:`kept_files`), or each other; before any measuring. With ``summary`` the step summary is
-    an output too.
+    (:func:`kept_files`), or each other; before any measuring. With ``summary``, the step summary too.
 
     Raises:
         UsageError: two outputs name one file.
@@ -235,10 +233,9 @@ def report(
     verbose: bool = False,
     keep: Callable[[int], int] | None = None,
 ) -> int:
-    """The files asked for, GitHub's step summary and annotations, ``keep`` (given the exit code so
-    far, it returns the next), then the console report (its totals line alone when ``tables_shown``),
-    last, so that its last line says the exit code: ``code``, or 3 (not over a 1) when a file could
-    not be written or stdout was lost."""
+    """The files asked for, GitHub's step summary and annotations, ``keep`` (exit code so far in, the next out),
+    then the console report (its totals line alone when ``tables_shown``), whose last line says the exit code:
+    ``code``, or 3 (not over a 1) when a file could not be written or stdout was lost."""
     # Each reporter is imported where it is used: `fuseci check` prints no console report.
     from fuseci.reporters.text import totals
 
@@ -267,6 +264,18 @@ def report(
             shown = terminal.out.show_lines(console_reporter.report(comparisons, verbose=verbose, code=code))
         if not shown or terminal.out.lost:  # lost now, or while a suite's table was printed
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    return code
+
+
+def write_file(path: Path | str, text: str, code: int, what: str = "json report") -> int:
+    """Write a command's own report file; the exit code: ``code``, or 3 (not over a 1) when it cannot be written."""
+    from fuseci.files.outputs import write_output
+
+    try:
+        write_output(Path(path), text)
+    except OSError as exc:
+        error(f"{path}: cannot write the {what}: {exc.strerror or exc}")
+        return code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
 
 
