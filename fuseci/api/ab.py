@@ -197,11 +197,9 @@ def run_ab(
     """
     session = Session(options.ncu, progress, options.in_flight)
     todo = [p for p in pairs if p.head is not None and (options.every or p.cases != ())]
-    if todo:
-        said = session.unready([_shown(p) for p in todo])
-        if said is not None:
-            by_pair = {id(p): c for p, c in zip(todo, said, strict=True)}
-            return AbOutcome(tuple(by_pair[id(p)] if id(p) in by_pair else skipped(p, base, head) for p in pairs), ())
+    if todo and (said := session.unready([_shown(p) for p in todo])) is not None:
+        by_pair = {id(p): c for p, c in zip(todo, said, strict=True)}
+        return AbOutcome(tuple(by_pair[id(p)] if id(p) in by_pair else skipped(p, base, head) for p in pairs), ())
     measured = {id(p) for p in todo}
     done = session.run(
         [_job(p, base, head, options) if id(p) in measured else JudgedSuite(skipped(p, base, head)) for p in pairs]

@@ -217,9 +217,7 @@ def _plain(data: object) -> object:
 def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tuple[str, str]:
     """The suite's id and its YAML (:class:`SuiteError`: variants with other parameters, or no array)."""
     refs = [f.ref for f in read]
-    taken: dict[str, None] = {}
-    for f in read:
-        taken.update((n, None) for n in f.names if n not in f.optional)
+    taken = dict.fromkeys(n for f in read for n in f.names if n not in f.optional)
     for f in read:  # an optional scalar every variant takes: its default, to edit
         taken.update(
             (n, None)
@@ -235,10 +233,8 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
                 "the variants of a case are called with the same inputs: give them the same parameters",
             )
     scalars: dict[str, object] = {}
-    for f in read:
-        for n, v in f.scalars.items():
-            if n in taken:
-                scalars.setdefault(n, v)
+    for f in read:  # the first variant's value of each
+        scalars.update({n: v for n, v in f.scalars.items() if n in taken and n not in scalars})
     inputs = [n for n in taken if n not in scalars]
     if not inputs:
         raise _fail(refs[0], "takes no array parameter", "name functions that take the arrays they fuse over")
@@ -494,11 +490,8 @@ def _stat_inside(path: Path, shown: str, real_root: Path) -> tuple[os.stat_resul
         if stat.S_ISLNK(st.st_mode):
             real = Path(os.path.realpath(path))
             if real != real_root and not real.is_relative_to(real_root):
-                return (
-                    None,
-                    f"{shown}: a link out of the repository (to {real}); fuseci init writes only inside it: "
-                    "make it a file or directory of the repository, or remove it",
-                )
+                where = f"{shown}: a link out of the repository (to {real}); fuseci init writes only inside it"
+                return None, f"{where}: make it a file or directory of the repository, or remove it"
             st = os.stat(path)
     except FileNotFoundError:
         return None, "" if not path.is_symlink() else f"{shown}: a link to nothing; remove it"

@@ -109,8 +109,7 @@ def _from_results(data: dict[str, Any], path: Path) -> tuple[dict[str, Ledger], 
 
 
 def _xz_text(path: Path) -> str:
-    """The text of an ``.xz``-compressed ledger file, decompressed no further than the largest
-    ledger file read (:class:`LedgerError` beyond, or unreadable; FileNotFoundError)."""
+    """An ``.xz`` ledger file's text, decompressed up to the largest ledger file read (LedgerError beyond it)."""
     try:
         raw = read_bounded(path, _ANY.max_bytes)
     except FileNotFoundError:

@@ -66,8 +66,7 @@ def judged(
             message = f"its ledger could not be built: {got}"
             out[(case.id, v.id)] = LedgerJudged(None, None, (_delta(case, v, Verdict.ERROR, "ledger", message),))
             continue
-        spec = v.ledger
-        assert spec is not None
+        assert v.ledger is not None
         checks: list[MetricDelta] = [c for c in (_graphs_check(case, v, got),) if c]
         base = baselines.get(store.key(case.id, v.judged_as))
         if base is None:
@@ -75,7 +74,7 @@ def judged(
             advice = f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"
             checks.append(_delta(case, v, Verdict.NEW, "ledger", message + advice))
         else:
-            verdict = gate.judge(base, got, allow_new=spec.allow_new)
+            verdict = gate.judge(base, got, allow_new=v.ledger.allow_new)
             checks += [_delta(case, v, f.verdict, f.kind.value, f.message) for f in verdict.findings]
             if not verdict.findings:
                 checks.append(

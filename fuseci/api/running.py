@@ -64,8 +64,7 @@ class RunOptions:
 
 
 def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool = True) -> list[tuple[Path, str]]:
-    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite files,
-    their baselines (unless ``baselines=False``), and the report re-analysed or the report directory's."""
+    """Every file a run of ``suites`` reads or writes for itself, with what it is: suites, baselines, reports."""
     found: list[tuple[Path, str]] = []
     for suite in suites:
         found.append((suite.path, f"the suite file of {suite.name!r}"))

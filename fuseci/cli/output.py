@@ -122,8 +122,7 @@ def open_streams() -> None:
 
 
 def close_streams(code: int) -> int:
-    """Flush stdout and stderr at the end of a command; the exit code: ``code``, but 3 for a pass
-    whose report on stdout was lost (said on stderr)."""
+    """Flush stdout and stderr at a command's end; the exit code: ``code``, but 3 for a pass whose stdout was lost."""
     for stream, err in ((sys.stdout, False), (sys.stderr, True)):
         try:
             if stream is not None:
@@ -138,19 +137,16 @@ def close_streams(code: int) -> int:
 
 
 class Terminal:
-    """Where one command prints its report and progress through rich (the context's ``obj``); its
-    streams are made when first used, so that a command without them does not import rich."""
+    """Where a command prints through rich (the context's ``obj``); its streams, and rich, come when first used."""
 
     @functools.cached_property
     def out(self) -> Stream:
-        """stdout."""
         from fuseci.cli.terminal import Stream
 
         return Stream()
 
     @functools.cached_property
     def err(self) -> Stream:
-        """stderr."""
         from fuseci.cli.terminal import Stream
 
         return Stream(stderr=True)
@@ -180,8 +176,7 @@ def kept_files(
     from fuseci.store import baselines as stored
     from fuseci.store import runs
 
-    suites = root / "suites"
-    found = [(p, "a suite file") for pattern in ("*.yaml", "*.yml") for p in sorted(suites.glob(pattern))]
+    found = [(p, "a suite file") for pattern in ("*.yaml", "*.yml") for p in sorted((root / "suites").glob(pattern))]
     for root_of_baselines in dict.fromkeys([root / "baselines", *baselines]):
         found += [(p, "a baseline") for p in stored.kept_in(root_of_baselines)]
     for results in results_dirs:
@@ -249,8 +244,7 @@ def report(
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from fuseci.reporters import github as github_reporter
 
-        # An output that could not be written is an error annotation of its own, first, with the
-        # verdict in it: a step summary that is missing must not hide what was found.
+        # An output not written is its own error annotation, first, with the verdict: a missing summary hides nothing.
         verdict = totals(comparisons, code)
         annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
         if not terminal.out.show(annotations):

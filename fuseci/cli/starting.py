@@ -11,7 +11,7 @@ from fuseci.cli.commands import app
 from fuseci.cli.error_boundary import Command
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import echo, error, setup_logging
-from fuseci.errors import EXIT_PASS, FuseciError
+from fuseci.errors import EXIT_PASS, FuseciError, UsageError
 
 Functions = Annotated[
     list[str],
@@ -104,7 +104,6 @@ def init_command(
       fuseci init mypkg.ops:mul_unfused mypkg.ops:mul_fused --suite more --suite-only
     """
     from fuseci.api.init import WORKFLOW, InitOptions, init
-    from fuseci.errors import UsageError
 
     setup_logging(verbose)
     if framework not in (None, "cupy", "torch"):

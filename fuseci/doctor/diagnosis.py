@@ -82,7 +82,6 @@ class Check:
     name: str
     """Its key in :data:`CHECKS`."""
     status: CheckStatus
-    """The verdict."""
     detail: str
     """What was found; may span several lines."""
     fix: str = ""
@@ -134,7 +133,6 @@ class Gpu:
     name: str
     """Product name, e.g. ``NVIDIA H200``."""
     driver: str
-    """Driver version."""
     compute_capability: str
     """``major.minor``, e.g. ``9.0``."""
     sm_mhz: int | None
