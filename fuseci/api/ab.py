@@ -1,9 +1,7 @@
-"""``fuseci ab``: a pull request judged against its base, both measured now on the same runner.
-
-Per suite, the base (a temporary git worktree) then the head are measured on one GPU, each in its
-own processes and tree; the base's results become, in memory, the baseline the head is judged
-against with ``fuseci run``'s verdicts. A suite or case whose fingerprint is the same on both
-sides is not measured unless ``every``. No stored baseline is read or written."""
+"""``fuseci ab``: a pull request judged against its base, both measured now on the same runner: per suite the
+base (a temporary git worktree), then the head, each in its own processes and tree, the head judged with
+``fuseci run``'s verdicts against the base's results as an in-memory baseline. A suite or case with the same
+fingerprint on both sides is not measured unless ``every``. No stored baseline is read or written."""
 
 from __future__ import annotations
 
@@ -64,23 +62,20 @@ class AbOutcome:
 
 
 def side_env(side: Side, other: Side) -> dict[str, str]:
-    """What a side's harness processes' environment adds: no current directory on ``sys.path``,
-    the other side's tree named as foreign and this side's for the audit, and ``PYTHONPATH`` led
-    by this side's import roots, without entries inside the other side's tree."""
+    """What a side's harness processes' environment adds: no current directory on ``sys.path``, the other side's
+    tree named foreign and this side's for the audit, ``PYTHONPATH`` led by this side's roots, none in the other's."""
     env = {"PYTHONSAFEPATH": "1", FOREIGN_TREE_ENV: str(other.root), AUDIT_TREE_ENV: str(side.root)}
     entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
     roots = [str(r) for r in side.tree.roots]
     entries = [*roots, *(e for e in entries if e not in roots)]
     if entries:
         mine, theirs = Path(os.path.realpath(side.root)), Path(os.path.realpath(other.root))
-        kept = [
-            e
-            for e in entries
-            if not (
-                Path(os.path.realpath(e)).is_relative_to(theirs) and not Path(os.path.realpath(e)).is_relative_to(mine)
-            )
-        ]
-        env["PYTHONPATH"] = os.pathsep.join(kept)
+
+        def foreign(entry: str) -> bool:
+            real = Path(os.path.realpath(entry))
+            return real.is_relative_to(theirs) and not real.is_relative_to(mine)
+
+        env["PYTHONPATH"] = os.pathsep.join(e for e in entries if not foreign(e))
     return env
 
 
@@ -182,11 +177,8 @@ def judge_ledgers(
     shown = pair.shown()
     if base_results is None or shown is None or not any(v.ledger for c in shown.cases for v in c.variants):
         return {}
-    base_ledgers = {}
-    if pair.base is not None:
-        base_ledgers = {
-            store.key(*k): x for k, x in ledgers.built(pair.base, base_results).items() if isinstance(x, Ledger)
-        }
+    built = ledgers.built(pair.base, base_results) if pair.base is not None else {}
+    base_ledgers = {store.key(*k): x for k, x in built.items() if isinstance(x, Ledger)}
     return ledgers.judged(shown, ledgers.built(shown, head_results), base_ledgers, Reference("", name=base.label))
 
 
@@ -198,19 +190,16 @@ def measured_cases(pair: SuitePair, options: AbOptions) -> tuple[str, ...] | Non
 def run_ab(
     pairs: Sequence[SuitePair], base: Side, head: Side, options: AbOptions, progress: Progress | None = None
 ) -> AbOutcome:
-    """Measure and judge every pair, in order; a suite that fails stands as one ``ERROR``, the
-    others still run.
+    """Measure and judge every pair, in order; a suite that fails stands as one ``ERROR``, the others still run.
 
     Raises:
         MismatchError: a report and its record are not one run's (nothing is judged then).
     """
     session = Session(options.ncu, progress, options.in_flight)
     todo = [p for p in pairs if p.head is not None and (options.every or p.cases != ())]
-    if todo:
-        said = session.unready([_shown(p) for p in todo])
-        if said is not None:
-            by_pair = {id(p): c for p, c in zip(todo, said, strict=True)}
-            return AbOutcome(tuple(by_pair[id(p)] if id(p) in by_pair else skipped(p, base, head) for p in pairs), ())
+    if todo and (said := session.unready([_shown(p) for p in todo])) is not None:
+        by_pair = {id(p): c for p, c in zip(todo, said, strict=True)}
+        return AbOutcome(tuple(by_pair[id(p)] if id(p) in by_pair else skipped(p, base, head) for p in pairs), ())
     measured = {id(p) for p in todo}
     done = session.run(
         [_job(p, base, head, options) if id(p) in measured else JudgedSuite(skipped(p, base, head)) for p in pairs]

@@ -49,10 +49,9 @@ def update_baselines(
 ) -> BaselineUpdate:
     """Re-record one suite's baseline, changing only cases whose checks did not pass.
 
-    A case whose every check passes keeps its old values byte for byte; ``force`` re-records every
-    measured case; wrong or broken cases are never recorded. Reading, comparing and writing hold
-    the file's update lock, so a concurrent update waits up to ``lock_timeout_s``, then builds on
-    this one's result; when anything fails, the old file stays byte for byte.
+    A case whose every check passes keeps its old values byte for byte; ``force`` re-records every measured
+    case; wrong or broken cases are never recorded. The file's update lock is held throughout (a concurrent
+    update waits up to ``lock_timeout_s``, then builds on this one); on any failure the old file stays as it was.
 
     Raises:
         FuseciError: the suite could not be measured or the old baseline is corrupt.

@@ -1,6 +1,5 @@
-"""``fuseci check --execute``: every variant and reference of each suite called once on this
-machine's CPU, in a child process under a time limit (:mod:`fuseci.harness.trial`), so that a
-crash or a hang in a suite's code is reported at the call it happened in, never fatal."""
+"""``fuseci check --execute``: every variant and reference of each suite called once on this machine's CPU, in a
+child process under a time limit (:mod:`fuseci.harness.trial`): a crash or hang is said at its call, never fatal."""
 
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ class Executed:
     """One suite's calls."""
 
     suite: Suite
-    """The suite."""
     trials: tuple[Trial, ...]
     """Every call, in order (those a crash or hang kept from running among them)."""
     problem: str = ""
@@ -109,9 +107,7 @@ def _cut_short(suite: Suite, done: tuple[Trial, ...], running: str, ended: str) 
     during = f"case {culprit[0]!r}'s {culprit[1]}" if culprit else "it"
     for case in suite.cases:
         names = ([REFERENCE] if case.reference else []) + [v.id for v in case.variants]
-        for name in names:
-            if (case.id, name) in made:
-                continue
+        for name in [n for n in names if (case.id, n) not in made]:
             if (case.id, name) == culprit:
                 out.append(Trial(case.id, name, Outcome.RAISED, f"the process {ended} in this call"))
             else:

@@ -1,8 +1,6 @@
-"""``fuseci init``: what a repository needs to start with fuseci (a starter suite, the workflow
-that runs fuseci's Action, actionlint's runner labels, the report directory in ``.gitignore``),
-written without overwriting. Every option and target is checked, and every YAML document read
-back as meant, before anything is written; a write that fails midway removes what this run wrote.
-"""
+"""``fuseci init``: a starter suite, the workflow that runs fuseci's Action, actionlint's runner labels and
+the report directory in ``.gitignore``, written without overwriting, after every option and target is checked
+and every YAML document read back as meant; a write that fails midway removes what this run wrote."""
 
 from __future__ import annotations
 
@@ -100,8 +98,7 @@ class Planned:
     text: str
     """A new file's text; for an ``append`` file, the lines it must hold."""
     how: Literal["new", "append", "unless-there"]
-    """``new``: written, never over a file; ``append``: lines added to a file, made if absent;
-    ``unless-there``: written when absent, else left as it is."""
+    """``new``: never over a file; ``append``: lines added, the file made if absent; ``unless-there``: if absent."""
     fix: str = ""
     """What to do when a ``new`` file is there."""
     note: str = ""
@@ -180,9 +177,8 @@ def _variants(functions: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def scalar(value: object) -> str:
-    """``value`` as one YAML scalar that YAML 1.1 and 1.2 read back as ``value``, in a block or a
-    flow: a string plain when it is a word that reads back as itself, else double-quoted; a number
-    as PyYAML writes it (``1.0e-06``, never ``1e-06``, which YAML 1.1 reads as a string)."""
+    """``value`` as one YAML scalar that YAML 1.1 and 1.2 read back as it, in a block or a flow: a string plain
+    when a word that reads back as itself, else quoted; a number as PyYAML writes it (``1e-06`` is a 1.1 string)."""
     if isinstance(value, str):
         if _PLAIN_WORD.fullmatch(value) and _reads_as(value, value) and _reads_as(f"[{value}]", [value]):
             return value
@@ -221,9 +217,7 @@ def _plain(data: object) -> object:
 def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tuple[str, str]:
     """The suite's id and its YAML (:class:`SuiteError`: variants with other parameters, or no array)."""
     refs = [f.ref for f in read]
-    taken: dict[str, None] = {}
-    for f in read:
-        taken.update((n, None) for n in f.names if n not in f.optional)
+    taken = dict.fromkeys(n for f in read for n in f.names if n not in f.optional)
     for f in read:  # an optional scalar every variant takes: its default, to edit
         taken.update(
             (n, None)
@@ -239,10 +233,8 @@ def _suite_text(options: InitOptions, read: list[_Function], torch: bool) -> tup
                 "the variants of a case are called with the same inputs: give them the same parameters",
             )
     scalars: dict[str, object] = {}
-    for f in read:
-        for n, v in f.scalars.items():
-            if n in taken:
-                scalars.setdefault(n, v)
+    for f in read:  # the first variant's value of each
+        scalars.update({n: v for n, v in f.scalars.items() if n in taken and n not in scalars})
     inputs = [n for n in taken if n not in scalars]
     if not inputs:
         raise _fail(refs[0], "takes no array parameter", "name functions that take the arrays they fuse over")
@@ -498,11 +490,8 @@ def _stat_inside(path: Path, shown: str, real_root: Path) -> tuple[os.stat_resul
         if stat.S_ISLNK(st.st_mode):
             real = Path(os.path.realpath(path))
             if real != real_root and not real.is_relative_to(real_root):
-                return (
-                    None,
-                    f"{shown}: a link out of the repository (to {real}); fuseci init writes only inside it: "
-                    "make it a file or directory of the repository, or remove it",
-                )
+                where = f"{shown}: a link out of the repository (to {real}); fuseci init writes only inside it"
+                return None, f"{where}: make it a file or directory of the repository, or remove it"
             st = os.stat(path)
     except FileNotFoundError:
         return None, "" if not path.is_symlink() else f"{shown}: a link to nothing; remove it"
@@ -524,8 +513,7 @@ def _read_target(path: Path) -> str:
 
 
 def _check_targets(root: Path, planned: Sequence[Planned]) -> dict[Path, str]:
-    """The text of each existing file that lines are added to or that is left as it is; every
-    target checked first (:class:`SuiteError`, a line for each that cannot be written)."""
+    """The text of each existing ``append`` or ``unless-there`` file; SuiteError: a line per unwritable target."""
     problems: list[str] = []
     held: dict[Path, str] = {}
     if not root.is_dir():

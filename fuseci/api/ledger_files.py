@@ -1,7 +1,6 @@
-"""Fusion ledgers read from files and compared, for ``fuseci ledger``: a ledger, a suite's
-ledgers or a results file (told apart by ``format``; ``.xz`` decompressed first), each read as
-untrusted JSON by its own reader, each failure one line naming the file, the place and the fix.
-"""
+"""Fusion ledgers read from files and compared, for ``fuseci ledger``: a ledger, a suite's ledgers or a results
+file (told apart by ``format``; ``.xz`` decompressed first), each read as untrusted JSON by its own reader, each
+failure one line naming the file, the place and the fix."""
 
 from __future__ import annotations
 
@@ -110,8 +109,7 @@ def _from_results(data: dict[str, Any], path: Path) -> tuple[dict[str, Ledger], 
 
 
 def _xz_text(path: Path) -> str:
-    """The text of an ``.xz``-compressed ledger file, decompressed no further than the largest
-    ledger file read (:class:`LedgerError` beyond, or unreadable; FileNotFoundError)."""
+    """An ``.xz`` ledger file's text, decompressed up to the largest ledger file read (LedgerError beyond it)."""
     try:
         raw = read_bounded(path, _ANY.max_bytes)
     except FileNotFoundError:
@@ -258,8 +256,7 @@ def _pairs(
 
 
 def diff_files(old: LedgerFile, new: LedgerFile, keys: Sequence[str] = ()) -> FilesDiff:
-    """NEW's ledgers against OLD's, in OLD's order (without ``keys``, every key both hold): per key,
-    what changed node by node and the gate's findings.
+    """NEW's ledgers against OLD's, in OLD's order (without ``keys``, every key both hold), node by node and gated.
 
     Raises:
         LedgerError: a key asked for that a file does not hold, or no key in both.
@@ -311,8 +308,7 @@ def _file(f: LedgerFile) -> dict[str, Any]:
 
 
 def dumps(result: FilesDiff) -> str:
-    """The JSON document of a comparison: both files, then per key both sides' totals, every node
-    change and every finding.
+    """The JSON document of a comparison: both files, then per key both sides' totals, node changes and findings.
 
     Raises:
         LedgerError: the document is over what a reader takes.

@@ -46,14 +46,8 @@ def _graphs_check(case: Case, v: Variant, ledger: Ledger) -> MetricDelta | None:
     if want is None or len(ledger.graphs) == want:
         return None
     why = "; ".join(ledger.break_reasons[:3]) or "Dynamo logged no reason"
-    return _delta(
-        case,
-        v,
-        Verdict.ERROR,
-        "graphs",
-        f"the compiled forward is {len(ledger.graphs)} graph(s), the suite demands {want} (ledger.graphs): "
-        f"graph break: {why}",
-    )
+    message = f"the compiled forward is {len(ledger.graphs)} graph(s), the suite demands {want} (ledger.graphs): "
+    return _delta(case, v, Verdict.ERROR, "graphs", f"{message}graph break: {why}")
 
 
 def judged(
@@ -72,8 +66,7 @@ def judged(
             message = f"its ledger could not be built: {got}"
             out[(case.id, v.id)] = LedgerJudged(None, None, (_delta(case, v, Verdict.ERROR, "ledger", message),))
             continue
-        spec = v.ledger
-        assert spec is not None
+        assert v.ledger is not None
         checks: list[MetricDelta] = [c for c in (_graphs_check(case, v, got),) if c]
         base = baselines.get(store.key(case.id, v.judged_as))
         if base is None:
@@ -81,7 +74,7 @@ def judged(
             advice = f"; record one with `{reference.command}`" if reference.command else f" in {reference.name}"
             checks.append(_delta(case, v, Verdict.NEW, "ledger", message + advice))
         else:
-            verdict = gate.judge(base, got, allow_new=spec.allow_new)
+            verdict = gate.judge(base, got, allow_new=v.ledger.allow_new)
             checks += [_delta(case, v, f.verdict, f.kind.value, f.message) for f in verdict.findings]
             if not verdict.findings:
                 checks.append(

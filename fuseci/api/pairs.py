@@ -1,7 +1,6 @@
-"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees, which suite
-files are compared and how each side has them, what the fingerprints say changed, and what a suite
-that is not measured says instead. Nothing here measures (:mod:`fuseci.api.ab` does).
-"""
+"""``fuseci ab``'s two sides and the pairs of suite files between them: the trees, which suite files are compared
+and how each side has them, what the fingerprints say changed, and what a suite that is not measured says instead.
+Nothing here measures (:mod:`fuseci.api.ab` does)."""
 
 from __future__ import annotations
 
@@ -261,9 +260,8 @@ def pair_state(pair: SuitePair, base: Side, every: bool) -> str:
     if pair.head is None:
         return f"removed (only in {base.label}): not measured"
     if pair.base is None:
-        if pair.base_problem:
-            return f"unreadable in {base.label}: judged without a reference"
-        return f"added (not in {base.label}): judged without a reference"
+        why = f"unreadable in {base.label}" if pair.base_problem else f"added (not in {base.label})"
+        return f"{why}: judged without a reference"
     if pair.unchanged:
         return "unchanged: measured anyway (--all)" if every else "unchanged, not measured"
     changes, unproven = pair.changes, pair.unproven
@@ -341,8 +339,7 @@ def with_unchanged(comparison: Comparison, pair: SuitePair, base: Side, head: Si
     """A partly measured suite's comparison: each unchanged case ``unchanged, not measured``, in suite order."""
     assert pair.head is not None
     kept = {c.id for c in pair.unchanged_cases}
-    # A case the base's results hold but the head's were not asked for is no removed case: it
-    # was not measured (the suite files are identical, so both sides have the same cases).
+    # A case in the base's results the head's were not asked for is unmeasured, not removed (same suite files).
     judged = {c.case: c for c in comparison.cases if c.case not in kept}
     cases = [
         unchanged_case(c, base, head, noted=True) if c.id in kept else judged.pop(c.id)
@@ -359,14 +356,9 @@ def unchanged_comparison(pair: SuitePair, base: Side, head: Side) -> Comparison:
     listed = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
     modules = f"{len(files)} module file{'s' if len(files) != 1 else ''} ({listed})" if files else "no module file"
     version = printed.fuseci_version if printed else "?"
-    return _not_measured(
-        pair,
-        Verdict.PASS,
-        f"unchanged, not measured: the suite file, {modules} and fuseci {version} are identical in {base.label} "
-        f"and {head.label} (--all measures it anyway)",
-        "unchanged, not measured",
-        base,
-    )
+    said = "unchanged, not measured"
+    message = f"{said}: the suite file, {modules} and fuseci {version} are identical in {base.label} and {head.label}"
+    return _not_measured(pair, Verdict.PASS, f"{message} (--all measures it anyway)", said, base)
 
 
 def skipped(pair: SuitePair, base: Side, head: Side) -> Comparison:

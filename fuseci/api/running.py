@@ -64,8 +64,7 @@ class RunOptions:
 
 
 def own_files(suites: Sequence[Suite], options: RunOptions, *, baselines: bool = True) -> list[tuple[Path, str]]:
-    """Every file a run of ``suites`` reads or writes for itself, with what it is: the suite files,
-    their baselines (unless ``baselines=False``), and the report re-analysed or the report directory's."""
+    """Every file a run of ``suites`` reads or writes for itself, with what it is: suites, baselines, reports."""
     found: list[tuple[Path, str]] = []
     for suite in suites:
         found.append((suite.path, f"the suite file of {suite.name!r}"))
@@ -118,8 +117,7 @@ def check(suite: Suite, options: RunOptions) -> Comparison:
 
 
 def check_autotune_records(suite: Suite, options: RunOptions) -> None:
-    """Read every autotuning record kept beside the suite's baselines, so that a bad one is said
-    before anything is measured (not when re-analysing a report).
+    """Read every autotuning record beside the suite's baselines, so a bad one is said before anything is measured.
 
     Raises:
         BaselineError: a record that is not one, naming the file and the entry.
@@ -218,8 +216,8 @@ class RunOutcome:
 
 
 def run(suites: Sequence[Suite], options: RunOptions, progress: Progress | None = None) -> RunOutcome:
-    """Measure and judge every suite, dealt out over the GPUs like shards; a suite that fails stands
-    as one ``ERROR`` and the others still run. The outcome lists the suites in the order given.
+    """Measure and judge every suite, dealt out over the GPUs like shards, in order; a suite that fails stands as
+    one ``ERROR`` and the others still run.
 
     Raises:
         UsageError: ``--from-report`` with more than one suite.

@@ -1,10 +1,7 @@
-"""One session schedules every measurement: ``fuseci run`` and ``fuseci ab`` are each a session.
-
-A session owns its jobs (a suite on a GPU, with any side it is judged against that is measured now),
-how many run at once per GPU, the latch that stops measuring once ncu is found unable to profile on
-this machine, the stop on Ctrl-C or a signal, progress, and the re-measurement of borderline
-speedups. A command supplies only what a suite is judged against (:class:`Against`).
-"""
+"""One session schedules every measurement of ``fuseci run`` or ``fuseci ab``: its jobs (a suite on a GPU, with
+any side it is judged against that is measured now), how many run at once per GPU, the latch that stops measuring
+once ncu cannot profile here, the stop on Ctrl-C or a signal, progress, and the re-measurement of borderline
+speedups. A command supplies only what a suite is judged against (:class:`Against`)."""
 
 from __future__ import annotations
 
@@ -262,8 +259,7 @@ class Session:
 
     def _measure(self, job: Job, side: Measurement, place: tuple[int, int]) -> SuiteResults:
         """One side of ``job`` measured (the head once what it is judged against is checked)."""
-        blocked = self.blocked()
-        if blocked is not None:
+        if (blocked := self.blocked()) is not None:
             raise blocked
         with self._lock:  # progress hears a suite start with its first job only (``fuseci ab`` has two)
             first = (job.suite.name, job.suite.path) not in self._started
@@ -278,9 +274,8 @@ class Session:
             raise self.latch(job.suite.name, exc) from None
 
     def judge(self, job: Job, base: Future[SuiteResults] | None = None, place: tuple[int, int] = (1, 1)) -> JudgedSuite:
-        """The job body: the head measured (and ``base`` awaited) and judged; a borderline speedup
-        re-measured on every side and judged again (not a re-analysed report's). A failure stands
-        as the suite's one ``ERROR``.
+        """The job body: the head measured (and ``base`` awaited) and judged; a borderline speedup re-measured on
+        every side and judged again (not a re-analysed report's). A failure stands as the suite's one ``ERROR``.
 
         Raises:
             MismatchError: a report and its record are not one run's.
@@ -319,9 +314,8 @@ class Session:
             raise FuseciError(f"{side.label} could not be measured: {exc}") from None
 
     def _remeasure(self, job: Job, got: list[SuiteResults], cases: list[str]) -> None:
-        """``cases`` timed :data:`~fuseci.measure.run.RETIMES` more times on each side, pass for pass
-        (a base that happened to measure fast must not stand while only the head gets more passes);
-        each pass lands in ``got`` as it comes."""
+        """``cases`` timed :data:`~fuseci.measure.run.RETIMES` more times on each side, pass for pass (a base that
+        measured fast by chance must not stand while only the head gets more passes), into ``got`` as they come."""
         both = " on both sides" if len(got) > 1 else ""
         log.info("%s: re-measuring borderline speedup(s) of %s%s", job.suite.name, ", ".join(cases), both)
         watch = SuiteFiles(job.head.options.report_dir, job.head.suite.name).harness(Mode.TIME).record

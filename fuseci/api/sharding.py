@@ -85,8 +85,7 @@ def merge_results(paths: Sequence[Path]) -> list[Comparison]:
     suite on one card are refused (which one counts is the user's decision).
 
     Raises:
-        ReportError: a file is unreadable or malformed, named twice, or holds a suite on a card
-            that another result holds, or an id that differs from another only in letter case.
+        ReportError: a file unreadable, malformed or named twice; a suite's card held twice; ids differing in case.
     """
     for i, path in enumerate(paths):
         for earlier in paths[:i]:

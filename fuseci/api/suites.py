@@ -31,8 +31,7 @@ def suite_files(paths: Sequence[Path] | None, *, root: Path = Path(".")) -> list
 
 
 def check_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve: bool = True) -> SuiteCheck:
-    """Check the suite files named (default: every ``suites/*.yaml``, planted-regression suites
-    included) on their own and together: see :mod:`fuseci.config.check`.
+    """Check the suite files named (default: every ``suites/*.yaml``, planted ones too): :mod:`fuseci.config.check`.
 
     Raises:
         UsageError: none named and none found.
@@ -51,8 +50,7 @@ def runnable(check: SuiteCheck, named: bool) -> list[Suite]:
 
 
 def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve: bool = False) -> list[Suite]:
-    """The suites named, or every ``suites/*.yaml`` under ``root`` except planted-regression
-    suites (those run only when named), checked as :func:`check_suites` checks them.
+    """The suites named, or every ``suites/*.yaml`` under ``root`` but planted ones, checked by :func:`check_suites`.
 
     Raises:
         SuiteError: a suite file is missing or invalid, two share an id, or a function is missing.
@@ -60,12 +58,8 @@ def load_suites(paths: Sequence[Path] | None, *, root: Path = Path("."), resolve
     """
     check = check_suites(paths, root=root, resolve=resolve)
     if check.problems:
-        first = check.problems[0]
-        more = (
-            f" (and {check.problem_count - 1} more problems: `fuseci check` lists them)"
-            if check.problem_count > 1
-            else ""
-        )
+        first, others = check.problems[0], check.problem_count - 1
+        more = f" (and {others} more problems: `fuseci check` lists them)" if others > 0 else ""
         raise SuiteError(first.message + more, path=first.path, line=first.line)
     return runnable(check, bool(paths))
 

@@ -23,8 +23,7 @@ class BenchOptions:
 
 
 def bench(suite: Suite, options: BenchOptions) -> bench_figures.BenchResult:
-    """Time every variant of a suite with CUDA events, without ncu, and derive the figures (wrong
-    and broken cases in the result).
+    """Time every variant with CUDA events outside ncu, and derive the figures (wrong and broken cases too).
 
     Raises:
         BenchError: the harness could not run, crashed, timed out or left no complete record.

@@ -52,14 +52,12 @@ def run_files_in(directory: Path, last: int | None = None) -> list[Path]:
 def history(
     directory: Path, suites: Sequence[str] = (), last: int | None = None, gates: Sequence[Suite] = ()
 ) -> judge_history.History:
-    """Every gain of the runs in ``directory`` (only ``suites``, of the ``last`` runs), with the runs
-    where it changed level. The tolerances come from ``gates`` alone: the suite path a run file
-    records is never opened (a run file is data and may name any file).
+    """Every gain of the runs in ``directory`` (only ``suites``, of the ``last`` runs), with the runs where it
+    changed level; tolerances from ``gates`` alone (a run file is data: the suite path it records is never opened).
 
     Raises:
         ReportError: the directory is missing or holds no run file, or a run file is unreadable.
-        UsageError: a suite of ``suites``, or every suite of ``gates``, is in none of the runs, or
-            two of ``gates`` are one suite's.
+        UsageError: a suite of ``suites``, or every one of ``gates``, in no run; two of ``gates`` one suite's.
     """
     loaded = _gains(run_files_in(directory, last))
     measured = {sid for run in loaded for sid in run.suite_paths}
@@ -81,9 +79,7 @@ def history(
         "or one the runs skipped)"
         for suite in absent
     ]
-    for suite in gates:
-        if suite.name not in measured:
-            continue
+    for suite in [s for s in gates if s.name in measured]:
         if suite.name in given:
             raise UsageError(
                 f"{suite.path}: suite {suite.name!r} is also {given[suite.name].path}: pass one suite file per suite"
@@ -114,9 +110,8 @@ def _run_gains(path: Path) -> judge_history.RunGains:
 
 
 def _gains(paths: Sequence[Path]) -> list[judge_history.RunGains]:
-    """Each run file read back and reduced to its gains, in order; spread over forked workers when
-    there are enough runs (a spawned worker would import the caller's main module), only on Linux
-    from a process with no other thread, where forking is safe."""
+    """Each run file reduced to its gains, in order; over forked workers when there are enough runs (a spawned
+    one would import the caller's main module), only on Linux from a process with no other thread (fork-safe)."""
     workers = min(os.cpu_count() or 1, len(paths) // _RUNS_PER_WORKER)
     # Frozen, the imports' objects are left out of the collector's passes, and a forked worker's pages stay shared.
     gc.freeze()

@@ -44,8 +44,9 @@ from fuseci.cli.options import (
     Verbose,
     report_files,
 )
-from fuseci.cli.output import Terminal, check_outputs, echo, error, kept_files, report, say, setup_logging
+from fuseci.cli.output import Terminal, check_outputs, echo, error, kept_files, report, say, setup_logging, write_file
 from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP, Cancelled, FuseciError, UsageError
+from fuseci.measure import caches
 from fuseci.measure.command import DEFAULT_REPEATS
 
 if TYPE_CHECKING:
@@ -102,8 +103,6 @@ def run(
       fuseci run suites/elementwise.yaml --from-report fuseci-out/elementwise.ncu-rep  # no GPU
       fuseci run suites/elementwise.yaml --from-report r.ncu-rep --results-dir runs/ --commit 1a2b3c4 --time 2026-11-20T09:00:00Z
     """
-    from fuseci.measure import caches
-
     caches.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.measure import devices
@@ -187,8 +186,6 @@ def ab_command(
       fuseci ab HEAD HEAD --all                    # A/A: the false-alarm test, must pass
       fuseci ab main HEAD --suite suites/elementwise.yaml
     """
-    from fuseci.measure import caches
-
     caches.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.api import ab
@@ -465,7 +462,6 @@ def history_command(
     """
     from fuseci import api
     from fuseci.config.parse import load_suite
-    from fuseci.files.outputs import write_output
     from fuseci.reporters import history as history_reporter
     from fuseci.store import runs
 
@@ -479,11 +475,7 @@ def history_command(
     found = api.history(results_dir, suite or (), last, gates)
     echo(history_reporter.render_text(found, str(results_dir)), nl=False)
     if html is not None:
-        try:
-            write_output(html, history_reporter.render_html(found, str(results_dir)))
-        except OSError as exc:
-            error(f"{html}: cannot write the html page: {exc.strerror or exc}")
-            return EXIT_SETUP
+        return write_file(html, history_reporter.render_html(found, str(results_dir)), EXIT_PASS, "html page")
     return EXIT_PASS
 
 
@@ -516,8 +508,6 @@ def update_baselines(
       fuseci update-baselines                           # every suites/*.yaml
       fuseci update-baselines suites/elementwise.yaml --force
     """
-    from fuseci.measure import caches
-
     caches.keep(report_dir)  # before the heavy imports below
     from fuseci import api
     from fuseci.judge.verdict import update_exit_code
@@ -602,7 +592,6 @@ def bench_command(
       fuseci bench --repeats 200 --json bench.json
     """
     from fuseci import api
-    from fuseci.files.outputs import write_output
     from fuseci.measure import bench
     from fuseci.reporters import BENCH_FORMATS
 
@@ -619,11 +608,7 @@ def bench_command(
             results.append(bench.failed(suite, str(exc)))
     code = bench.exit_code(results)
     if json_out is not None:  # before the table, whose last line says the exit code
-        try:
-            write_output(json_out, BENCH_FORMATS["json"](results))
-        except OSError as exc:
-            error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+        code = write_file(json_out, BENCH_FORMATS["json"](results), code)
     echo(BENCH_FORMATS["console"](results, code=code), nl=False)
     return code
 
@@ -658,7 +643,6 @@ def doctor(
     """
     from fuseci.doctor import diagnose
     from fuseci.doctor.diagnosis import DoctorOptions
-    from fuseci.files.outputs import write_output
     from fuseci.reporters.doctor import render_json, render_table
 
     setup_logging(verbose)
@@ -667,11 +651,7 @@ def doctor(
     result = diagnose(DoctorOptions(ncu=ncu))
     code = result.exit_code
     if json_out not in (None, "-"):  # before the table, whose last line says the exit code
-        try:
-            write_output(Path(json_out), render_json(result))
-        except OSError as exc:
-            error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
-            code = EXIT_SETUP
+        code = write_file(json_out, render_json(result), code)
     echo(render_table(result, code=code), nl=False, err=json_out == "-")
     if json_out == "-":
         echo(render_json(result), nl=False)

@@ -1,6 +1,5 @@
-"""The one error boundary, as typer's group and command classes: a
-:class:`~fuseci.errors.FuseciError` is one line on stderr and its exit code; anything else is a
-bug, one line and exit 3; a signal that ends the job is 128 + its number."""
+"""The one error boundary, as typer's group and command classes: a :class:`~fuseci.errors.FuseciError` is one
+line on stderr and its exit code; anything else a bug, one line and exit 3; a signal that ends it, 128 + its number."""
 
 from __future__ import annotations
 

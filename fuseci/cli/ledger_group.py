@@ -10,11 +10,11 @@ import typer
 from fuseci.cli.commands import app
 from fuseci.cli.error_boundary import Command, Group
 from fuseci.cli.options import Verbose
-from fuseci.cli.output import check_outputs, echo, error, setup_logging
-from fuseci.errors import EXIT_PASS, EXIT_REGRESSION, EXIT_SETUP
+from fuseci.cli.output import check_outputs, echo, setup_logging, write_file
+from fuseci.errors import EXIT_PASS
 
 if TYPE_CHECKING:
-    from fuseci.api.ledger_files import FilesDiff, KeyDiff, LedgerFile
+    from fuseci.api.ledger_files import FilesDiff, LedgerFile
 
 DIFF_EXIT_CODES_HELP = (
     "Exit codes: 0 no finding regressed (notes allowed); 1 a finding of NEW against OLD regressed "
@@ -56,24 +56,17 @@ def _file_line(side: str, f: LedgerFile) -> str:
     return f"{side} {cut(str(f.path), 400)} ({cut(about)})"
 
 
-def _key_lines(d: KeyDiff) -> list[str]:
-    from fuseci.records.fusion import diff_lines
-    from fuseci.reporters.ledger import CHANGE_CHARS, cut, totals_brief, verdict_lines
-
-    out = [cut(d.key), f"  OLD: {totals_brief(d.old)}", f"  NEW: {totals_brief(d.new)}", "  node by node:"]
-    out += [f"    {cut(line, CHANGE_CHARS)}" for line in diff_lines(d.changes)]
-    out += [f"  {line}" for line in verdict_lines(d.verdict)]
-    return out
-
-
 def diff_text(result: FilesDiff) -> str:
     """What ``fuseci ledger diff`` prints: both files, each key's changes and findings, and the outcome."""
-    from fuseci.reporters.ledger import cut
+    from fuseci.records.fusion import diff_lines
+    from fuseci.reporters.ledger import CHANGE_CHARS, cut, totals_brief, verdict_lines
     from fuseci.reporters.text import count
 
     lines = [_file_line("OLD", result.old), _file_line("NEW", result.new)]
     for d in result.diffs:
-        lines += ["", *_key_lines(d)]
+        lines += ["", cut(d.key), f"  OLD: {totals_brief(d.old)}", f"  NEW: {totals_brief(d.new)}", "  node by node:"]
+        lines += [f"    {cut(line, CHANGE_CHARS)}" for line in diff_lines(d.changes)]
+        lines += [f"  {line}" for line in verdict_lines(d.verdict)]
     if result.only_old or result.only_new:
         lines.append("")
     lines += [f"only in OLD: {cut(k)} (not compared)" for k in result.only_old]
@@ -111,7 +104,6 @@ def diff_command(
       fuseci ledger diff main-results.json results.json --key prenorm/compiled --json diff.json
     """
     from fuseci.api import ledger_files
-    from fuseci.files.outputs import write_output
 
     setup_logging(verbose)
     if json_out is not None:
@@ -119,11 +111,7 @@ def diff_command(
     result = ledger_files.diff_files(ledger_files.read(old), ledger_files.read(new), keys or ())
     code = result.exit_code
     if json_out is not None:  # before the text, whose last line says the exit code
-        try:
-            write_output(json_out, ledger_files.dumps(result))
-        except OSError as exc:
-            error(f"{json_out}: cannot write the json report: {exc.strerror or exc}")
-            code = code if code == EXIT_REGRESSION else EXIT_SETUP
+        code = write_file(json_out, ledger_files.dumps(result), code)
     echo(diff_text(result))
     return code
 

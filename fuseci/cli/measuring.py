@@ -20,7 +20,6 @@ class Judged(Protocol):
     @property
     def comparisons(self) -> tuple[Comparison, ...]:
         """One per suite, in order."""
-        ...
 
 
 JudgedT = TypeVar("JudgedT", bound=Judged)

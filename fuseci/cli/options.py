@@ -195,8 +195,7 @@ def _report_file(name: str) -> Any:
     return typer.Option(f.option, help=f.help, dir_okay=False, metavar="PATH")
 
 
-# The report files of run, ab, check, compare and merge: one option per file format of the registry
-# (tests/test_cli_output.py checks that each such command has them all).
+# The report files of run, ab, check, compare and merge, one per registry format (tests/test_cli_output.py checks).
 JunitFile = Annotated[Path | None, _report_file("junit")]
 JsonFile = Annotated[Path | None, _report_file("json")]
 MarkdownFile = Annotated[Path | None, _report_file("markdown")]

@@ -98,9 +98,8 @@ def lost(*, stderr: bool, why: BaseException | str = "") -> None:
 
 
 def open_streams() -> None:
-    """Make stdout and stderr writable for a command, whatever the caller left: a closed descriptor
-    0, 1 or 2 opened on /dev/null (a closed stdout is lost already), a missing stream made, and
-    characters the encoding lacks written as backslash escapes."""
+    """Make stdout and stderr writable, whatever the caller left: a closed descriptor 0, 1 or 2 opened on /dev/null
+    (a closed stdout is lost already), a missing stream made, characters the encoding lacks backslash-escaped."""
     _Streams.stdout_lost, _Streams.why = False, ""
     for fd in (0, 1, 2):
         try:
@@ -123,8 +122,7 @@ def open_streams() -> None:
 
 
 def close_streams(code: int) -> int:
-    """Flush stdout and stderr at the end of a command; the exit code: ``code``, but 3 for a pass
-    whose report on stdout was lost (said on stderr)."""
+    """Flush stdout and stderr at a command's end; the exit code: ``code``, but 3 for a pass whose stdout was lost."""
     for stream, err in ((sys.stdout, False), (sys.stderr, True)):
         try:
             if stream is not None:
@@ -139,19 +137,16 @@ def close_streams(code: int) -> int:
 
 
 class Terminal:
-    """Where one command prints its report and progress through rich (the context's ``obj``); its
-    streams are made when first used, so that a command without them does not import rich."""
+    """Where a command prints through rich (the context's ``obj``); its streams, and rich, come when first used."""
 
     @functools.cached_property
     def out(self) -> Stream:
-        """stdout."""
         from fuseci.cli.terminal import Stream
 
         return Stream()
 
     @functools.cached_property
     def err(self) -> Stream:
-        """stderr."""
         from fuseci.cli.terminal import Stream
 
         return Stream(stderr=True)
@@ -181,8 +176,7 @@ def kept_files(
     from fuseci.store import baselines as stored
     from fuseci.store import runs
 
-    suites = root / "suites"
-    found = [(p, "a suite file") for pattern in ("*.yaml", "*.yml") for p in sorted(suites.glob(pattern))]
+    found = [(p, "a suite file") for pattern in ("*.yaml", "*.yml") for p in sorted((root / "suites").glob(pattern))]
     for root_of_baselines in dict.fromkeys([root / "baselines", *baselines]):
         found += [(p, "a baseline") for p in stored.kept_in(root_of_baselines)]
     for results in results_dirs:
@@ -195,8 +189,7 @@ def check_outputs(
     outputs: Mapping[str, Path], inputs: Iterable[tuple[Path | str, str]], *, summary: bool = True
 ) -> None:
     """Refuse report files that would replace one of the command's ``inputs``, a file fuseci keeps
-    (:func:`kept_files`), or each other; before any measuring. With ``summary`` the step summary is
-    an output too.
+    (:func:`kept_files`), or each other; before any measuring. With ``summary``, the step summary too.
 
     Raises:
         UsageError: two outputs name one file.
@@ -235,10 +228,9 @@ def report(
     verbose: bool = False,
     keep: Callable[[int], int] | None = None,
 ) -> int:
-    """The files asked for, GitHub's step summary and annotations, ``keep`` (given the exit code so
-    far, it returns the next), then the console report (its totals line alone when ``tables_shown``),
-    last, so that its last line says the exit code: ``code``, or 3 (not over a 1) when a file could
-    not be written or stdout was lost."""
+    """The files asked for, GitHub's step summary and annotations, ``keep`` (exit code so far in, the next out),
+    then the console report (its totals line alone when ``tables_shown``), whose last line says the exit code:
+    ``code``, or 3 (not over a 1) when a file could not be written or stdout was lost."""
     # Each reporter is imported where it is used: `fuseci check` prints no console report.
     from fuseci.reporters.text import totals
 
@@ -252,8 +244,7 @@ def report(
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from fuseci.reporters import github as github_reporter
 
-        # An output that could not be written is an error annotation of its own, first, with the
-        # verdict in it: a step summary that is missing must not hide what was found.
+        # An output not written is its own error annotation, first, with the verdict: a missing summary hides nothing.
         verdict = totals(comparisons, code)
         annotations = github_reporter.render(comparisons, failures=[f"{m}; {verdict}" for m in failures])
         if not terminal.out.show(annotations):
@@ -267,6 +258,18 @@ def report(
             shown = terminal.out.show_lines(console_reporter.report(comparisons, verbose=verbose, code=code))
         if not shown or terminal.out.lost:  # lost now, or while a suite's table was printed
             code = code if code == EXIT_REGRESSION else EXIT_SETUP
+    return code
+
+
+def write_file(path: Path | str, text: str, code: int, what: str = "json report") -> int:
+    """Write a command's own report file; the exit code: ``code``, or 3 (not over a 1) when it cannot be written."""
+    from fuseci.files.outputs import write_output
+
+    try:
+        write_output(Path(path), text)
+    except OSError as exc:
+        error(f"{path}: cannot write the {what}: {exc.strerror or exc}")
+        return code if code == EXIT_REGRESSION else EXIT_SETUP
     return code
 
 

@@ -1,7 +1,6 @@
-"""What ``fuseci run`` says while it works, and each suite's table as soon as it is judged: nothing
-(``quiet``), live status lines (``tty``), plain lines on stderr (``lines``), or plain lines and
-``::group::`` sections (``github``). Every method may be called from any thread.
-"""
+"""What ``fuseci run`` says while it works, and each suite's table as soon as it is judged: nothing (``quiet``),
+live status lines (``tty``), plain lines on stderr (``lines``), or plain lines and ``::group::`` sections
+(``github``). Every method may be called from any thread."""
 
 from __future__ import annotations
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -12,7 +11,7 @@ from fuseci.cli.commands import app
 from fuseci.cli.error_boundary import Command
 from fuseci.cli.options import Verbose
 from fuseci.cli.output import echo, error, setup_logging
-from fuseci.errors import EXIT_PASS, FuseciError
+from fuseci.errors import EXIT_PASS, FuseciError, UsageError
 
 Functions = Annotated[
     list[str],
@@ -105,7 +104,6 @@ def init_command(
       fuseci init mypkg.ops:mul_unfused mypkg.ops:mul_fused --suite more --suite-only
     """
     from fuseci.api.init import WORKFLOW, InitOptions, init
-    from fuseci.errors import UsageError
 
     setup_logging(verbose)
     if framework not in (None, "cupy", "torch"):
@@ -130,14 +128,9 @@ def init_command(
         return exc.exit_code
     except OSError as exc:
         raise FuseciError(f"{exc.filename or root}: cannot write: {exc.strerror or exc}") from exc
-    _say(done)
-    return EXIT_PASS
-
-
-def _say(done: Sequence[Any]) -> None:
-    """Each file init wrote, or found holding what it needs, then what to do next."""
-    for item in done:
+    for item in done:  # each file written, or found holding what it needs, then what to do next
         detail = f" ({item.detail})" if item.detail else ""
         echo(f"{item.status:<8} {item.path.as_posix()}{detail}")
     echo("fuseci init: edit the placeholder shapes of the suite, then `fuseci check`; commit the files")
     echo("fuseci init: with PyTorch installed (a CPU build will do), `fuseci check --execute` calls each function once")
+    return EXIT_PASS

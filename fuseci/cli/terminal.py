@@ -12,9 +12,8 @@ from fuseci.cli.output import lost
 
 
 class Stream(Console):
-    """stdout or stderr as rich draws it: text printed as it is given (no markup, emoji or wrapping),
-    colour as rich decides (a GitHub Actions log counts as a terminal). A reader that went away, a
-    full disk or a closed file is noted in :attr:`lost`, not fatal (rich would exit 1)."""
+    """stdout or stderr as rich draws it: text as given (no markup, emoji or wrapping), colour as rich decides (an
+    Actions log counts as a terminal); a reader gone, a full disk or a closed file noted in :attr:`lost`, not fatal."""
 
     def __init__(self, *, stderr: bool = False) -> None:
         super().__init__(

@@ -1,8 +1,6 @@
-"""``fuseci doctor``: check that this machine can run fuseci, and say how to fix what cannot.
-
-The checks run in :data:`~fuseci.doctor.diagnosis.CHECKS` order; one whose prerequisite failed is
-``SKIP``. Nothing raises for a missing tool, GPU or library: each becomes a failed check with a fix.
-"""
+"""``fuseci doctor``: check that this machine can run fuseci, and say how to fix what cannot. The checks run in
+:data:`~fuseci.doctor.diagnosis.CHECKS` order; one whose prerequisite failed is ``SKIP``. Nothing raises for a
+missing tool, GPU or library: each becomes a failed check with a fix."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ FORMAT_VERSION = 1
 
 #: What ``nvidia-smi --query-gpu`` is asked for every GPU, in this order.
 GPU_FIELDS: tuple[str, ...] = ("name", "driver_version", "compute_cap", "clocks.sm", "clocks.max.sm")
-#: Clock fields asked one query each, since an older driver may not know one: (fuseci's name,
-#: the nvidia-smi fields to try in turn).
+#: Clock fields asked one query each (an older driver may not know one): fuseci's name, nvidia-smi's to try in turn.
 CLOCK_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("applications_mhz", ("clocks.applications.graphics",)),
     ("default_applications_mhz", ("clocks.default_applications.graphics",)),
@@ -44,6 +43,7 @@ CLOCK_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Lines of a child's log quoted in a check's detail.
 TAIL_LINES = 8
 
+NCU_FIX = "reinstall Nsight Compute, or point --ncu / FUSECI_NCU at an ncu that runs"
 GPU_FIX = (
     "check that the NVIDIA driver is installed and loaded (`nvidia-smi` lists the GPUs on the host); in a "
     "container, start it with the GPUs passed in (`docker run --gpus all`, the NVIDIA Container Toolkit; "
@@ -82,7 +82,6 @@ class Check:
     name: str
     """Its key in :data:`CHECKS`."""
     status: CheckStatus
-    """The verdict."""
     detail: str
     """What was found; may span several lines."""
     fix: str = ""
@@ -134,7 +133,6 @@ class Gpu:
     name: str
     """Product name, e.g. ``NVIDIA H200``."""
     driver: str
-    """Driver version."""
     compute_capability: str
     """``major.minor``, e.g. ``9.0``."""
     sm_mhz: int | None

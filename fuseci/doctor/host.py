@@ -22,6 +22,7 @@ from fuseci.doctor.diagnosis import (
     CLOCKS_FIX,
     GPU_FIELDS,
     GPU_FIX,
+    NCU_FIX,
     Check,
     CheckStatus,
     Clocks,
@@ -52,15 +53,13 @@ FRAMEWORK_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 
 
 def framework_versions() -> dict[str, str]:
-    """The installed version of each array framework fuseci knows (absent: not installed), read
-    from the package metadata: nothing is imported."""
+    """The installed version of each array framework fuseci knows, read from package metadata (nothing imported)."""
     found = {label: [_distribution_version(d) for d in dists] for label, dists in FRAMEWORK_DISTRIBUTIONS.items()}
     return {label: next(v for v in versions if v) for label, versions in found.items() if any(versions)}
 
 
 def check_fuseci(python: str = sys.executable) -> Check:
-    """fuseci's and Python's versions and where they live, and the array frameworks installed
-    (suites may take CuPy arrays or torch tensors); always OK."""
+    """fuseci's and Python's versions and where they live, and the array frameworks installed; always OK."""
     where = Path(fuseci.__file__).resolve().parent
     detail = f"fuseci {__version__} ({where}), Python {platform.python_version()} ({sys.executable})"
     if python != sys.executable:
@@ -85,11 +84,7 @@ def check_fuseci(python: str = sys.executable) -> Check:
 
 
 def check_ncu(explicit: str | None = None) -> tuple[Check, str | None]:
-    """Find ncu and ask its version.
-
-    Returns:
-        The check, and the ncu executable when it runs (None otherwise).
-    """
+    """Find ncu and ask its version: the check, and the ncu executable when it runs (else None)."""
     try:
         exe = ncu.find_ncu(explicit)
     except NcuError as exc:
@@ -97,8 +92,7 @@ def check_ncu(explicit: str | None = None) -> tuple[Check, str | None]:
     try:
         version = ncu.ncu_version(exe)
     except NcuError as exc:
-        fix = "reinstall Nsight Compute, or point --ncu / FUSECI_NCU at an ncu that runs"
-        return _check("ncu", CheckStatus.FAIL, str(exc), fix, path=exe), None
+        return _check("ncu", CheckStatus.FAIL, str(exc), NCU_FIX, path=exe), None
     return _check("ncu", CheckStatus.OK, f"ncu {version} ({exe})", path=exe, version=version), exe
 
 
@@ -157,11 +151,7 @@ def sm_name(cap: str) -> str:
 
 
 def check_gpu(timeout_s: float = 30.0) -> tuple[Check, list[Gpu]]:
-    """List the GPUs with nvidia-smi.
-
-    Returns:
-        The check, and the GPUs (empty when none is visible).
-    """
+    """List the GPUs with nvidia-smi: the check, and the GPUs (empty when none is visible)."""
     try:
         out = _smi(GPU_FIELDS, timeout_s)
     except FileNotFoundError:

@@ -17,6 +17,7 @@ from fuseci.config import names
 from fuseci.config.model import NcuSettings
 from fuseci.doctor.diagnosis import (
     CUPY_FIX,
+    NCU_FIX,
     TAIL_LINES,
     Check,
     CheckStatus,
@@ -164,19 +165,14 @@ def assess_profile(run: ncu.ProfileRun, files: SuiteFiles) -> Check:
 
 
 def check_profiling(ncu_exe: str, options: DoctorOptions, work: Path) -> tuple[Check, Path | None]:
-    """Run the probe under ncu.
-
-    Returns:
-        The check, and the report when one was written.
-    """
+    """Run the probe under ncu: the check, and the report when one was written."""
     files = SuiteFiles(work, PROBE_IDS[0])
     try:
         with ncu.no_sections() as sections:
             argv = build_profile_command(ncu_exe, files, options.python, sections)
             run = ncu.run_ncu(argv, files, options.profile_timeout_s)
     except NcuError as exc:
-        fix = "reinstall Nsight Compute, or point --ncu / FUSECI_NCU at an ncu that runs"
-        return _check("profiling", CheckStatus.FAIL, str(exc), fix), None
+        return _check("profiling", CheckStatus.FAIL, str(exc), NCU_FIX), None
     except subprocess.TimeoutExpired:
         detail = (
             f"the probe under ncu did not finish within {options.profile_timeout_s:g} s; ncu's log ends:\n"
