@@ -1,8 +1,7 @@
 """Inductor's autotuning choices in the harness process: which ``.best_config`` entries of the
 compile cache its kernels used (:func:`listen`, :func:`used`: ``AutotuneCache.create`` wrapped as
 soon as Inductor imports it), and the baseline's entries put in place before anything compiles
-(:func:`pin`; :mod:`fuseci.measure.autotune` says why and keeps the file).
-"""
+(:func:`pin`; :mod:`fuseci.measure.autotune` says why and keeps the file)."""
 
 from __future__ import annotations
 
