@@ -3,6 +3,7 @@ functions (documented there) on torch tensors, inputs and the spin kernel by Tri
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -68,14 +69,11 @@ def open_context() -> None:
 
 def _driver_api_version() -> str:
     """The CUDA driver API version (``cuDriverGetVersion``), or "unknown"."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        v = ctypes.c_int(0)
-        if lib.cuDriverGetVersion(ctypes.byref(v)) != 0:
-            return "unknown"
-        return f"{v.value // 1000}.{(v.value % 1000) // 10}"
-    except OSError:
-        return "unknown"
+    v = ctypes.c_int(0)
+    with contextlib.suppress(OSError):
+        if ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v)) == 0:
+            return f"{v.value // 1000}.{(v.value % 1000) // 10}"
+    return "unknown"
 
 
 def device_facts() -> dict[str, Any]:
