@@ -64,8 +64,7 @@ def _divided(shape: tuple[int, ...], f: int, long: set[int]) -> tuple[int, ...]:
 
 
 def small_inputs(case: Case) -> tuple[InputSpec, ...]:
-    """The case's inputs with each long axis divided by :func:`scale`: the same rank, dtypes,
-    distributions and seeds."""
+    """The case's inputs, each long axis divided by :func:`scale`: the same rank, dtypes, distributions and seeds."""
     f, long = scale(case), _long_axes(case)
     return tuple(replace(spec, shape=_divided(spec.shape, f, long)) for spec in case.inputs)
 
