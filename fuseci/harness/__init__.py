@@ -1,6 +1,4 @@
 """The process ncu launches: build inputs, check every variant, run each once in its NVTX range.
 
-Run as ``python -m fuseci.harness SUITE --record PATH``; with ``--time`` it times the variants with
-CUDA events instead (no ncu). The record (:mod:`fuseci.records.harness`) is rewritten before and
-after each case, so a crash or hang names the case it happened in.
-"""
+``python -m fuseci.harness SUITE --record PATH``; ``--time`` times the variants with CUDA events (no ncu). Its
+record (:mod:`fuseci.records.harness`) is rewritten around each case, so a crash or hang names the case it was in."""

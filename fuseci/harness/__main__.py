@@ -31,9 +31,8 @@ log = logging.getLogger("fuseci.harness")
 def time_around(
     suite: Suite, record_path: Path, after: Path, lock: Path | None, only: set[str] | None, timing: TimingOptions
 ) -> HarnessRecord:
-    """The timed pass of ``fuseci run`` (``--after``): time cases while the profiled run (whose
-    record is ``after``) has not taken the GPU, then, once that record is complete, the rest of
-    the cases it checked right, taking turns as :mod:`fuseci.measure.turn` says."""
+    """The timed pass of ``fuseci run`` (``--after``): time cases while the profiled run (record ``after``) has not
+    taken the GPU, then the rest it checked right once that record completes, in turns (:mod:`fuseci.measure.turn`)."""
     ahead = None
     with turn.ahead_of(lock, after) as stop:
         if stop is not None:
@@ -161,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 def end(code: int) -> NoReturn:
     """End this process with ``code`` at once, its record written and its output flushed: Python's
     own teardown (``atexit``, every module, the CUDA driver) would delay ``fuseci run``'s critical
-    path; ncu has every kernel's results by then. ``atexit`` handlers of kernel modules do not run.
-    """
+    path; ncu has every kernel's results by then. ``atexit`` handlers of kernel modules do not run."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):  # a closed or broken stream: nothing more can be said there

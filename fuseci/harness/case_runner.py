@@ -265,9 +265,8 @@ _FUSECI = Path(__file__).resolve().parent.parent
 
 
 def foreign_modules(tree: Path, own: Path) -> list[str]:
-    """The modules this process imported from files inside ``tree`` (the other side of ``fuseci
-    ab``) but not inside ``own`` or fuseci's package, each as ``name (file)``. fuseci's own are told
-    by their file, not their name (``__main__`` and ``__mp_main__`` are registered too)."""
+    """Modules imported from files inside ``tree`` (``fuseci ab``'s other side) but not ``own`` or fuseci's package,
+    as ``name (file)``; fuseci's own are told by file, not name (``__main__``, ``__mp_main__`` registered too)."""
     tree, own = tree.resolve(), own.resolve()
     found = []
     for name, module in sorted(sys.modules.items()):
@@ -328,10 +327,10 @@ def run(
 ) -> HarnessRecord:
     """Run every case (or those in ``only``), rewriting the record after each.
 
-    With ``timing`` the variants are timed with CUDA events (the copy bandwidth measured first)
-    instead of profiled ``passes`` times in NVTX ranges; then ``check=False`` skips the checks and
-    ``first_calls`` still times each variant's first call. ``stop`` is asked before each case:
-    when it says so, the record is returned incomplete, to be passed back as ``prior`` for the rest.
+    With ``timing`` the variants are timed with CUDA events (copy bandwidth first) instead of profiled ``passes``
+    times in NVTX ranges; then ``check=False`` skips the checks and ``first_calls`` still times each first call.
+    ``stop`` is asked before each case: when it says so, the record is returned incomplete, to be passed back as
+    ``prior`` for the rest.
 
     Raises:
         HarnessError: (``timing`` only) the copy bandwidth buffers do not fit on the device.

@@ -1,8 +1,7 @@
 """Correctness: every variant called on the case's inputs in its own framework, its outputs
 compared with its own earlier call, ``unfused`` and the float64 reference. A variant's checked
 calls run with new memory filled with NaN bytes (:meth:`fuseci.harness.arrays.Framework.poisoned`),
-so an unwritten output element cannot pass by holding an old result.
-"""
+so an unwritten output element cannot pass by holding an old result."""
 
 from __future__ import annotations
 
@@ -174,12 +173,11 @@ def first_calls_of(
 def check_case(
     case: Case, calls: Mapping[str, BoundCall], reference: BoundCall | None, inputs: Mapping[str, Tensor]
 ) -> CaseCheck:
-    """Check every variant: a first call (timed), then two NaN-filled calls compared with each
-    other, the reference and ``unfused``.
+    """Check every variant: a first call (timed), then two NaN-filled calls compared with each other, the reference
+    and ``unfused``.
 
     Raises:
-        HarnessError: a function returned something other than arrays, or outputs of another
-            number or shape than ``unfused`` or the reference.
+        HarnessError: a call returned no arrays, or not as many outputs or shapes as ``unfused`` or the reference.
     """
     expected_ref = reference_outputs(case, reference, inputs) if reference is not None else None
     checks: list[CheckRecord] = []

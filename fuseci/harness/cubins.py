@@ -1,7 +1,6 @@
 """Which cubins the harness process built or loaded, noted by an audit hook on ``open`` and
 followed through a rename (a cache entry written to a temporary file, then moved into place), for
-:mod:`fuseci.measure.disassembly`. Files opened from C alone (cuBLAS's, cuDNN's) are not seen.
-"""
+:mod:`fuseci.measure.disassembly`. Files opened from C alone (cuBLAS's, cuDNN's) are not seen."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Hardware counters collected inside the measured process: CUPTI's Range Profiler over ctypes,
 one range per kernel, each kernel named with its launch shape by a driver-API callback. Every
 parameter block's ``structSize`` is the size up to the last field this module knows, so one layout
-serves every CUPTI from 12.6 on.
-"""
+serves every CUPTI from 12.6 on."""
 
 from __future__ import annotations
 
@@ -243,8 +242,7 @@ class Counters:
     """The Range Profiler on the current CUDA context, configured for ``metrics``.
 
     Raises:
-        HarnessError: libcupti cannot be loaded, the device or driver refuses profiling, or a
-            metric is unknown to the chip; the message names the cause and the fix.
+        HarnessError: libcupti cannot load, profiling is refused, or a metric is unknown to the chip; it says why.
     """
 
     def __init__(
@@ -454,9 +452,8 @@ class Counters:
 
     @contextmanager
     def window(self, synchronize: Callable[[], None], again: Callable[[], Any] | None = None) -> Iterator[Collected]:
-        """Count every kernel launched inside the ``with`` block, one range per kernel. With user
-        replay (``replay="user"``) the passes before the block's run ``again()``, a call that
-        launches the same kernels.
+        """Count every kernel launched inside the ``with`` block, one range per kernel; with user replay
+        (``replay="user"``) the passes before the block's run ``again()``, a call that launches the same kernels.
 
         Raises:
             HarnessError: CUPTI refused a step, or a pass was left unsubmitted.

@@ -1,7 +1,6 @@
 """CUDA-event timing outside ncu: every variant of a case interleaved over rotating input sets,
 each call behind a queue fill; whether a call waits for the GPU before it returns (a host sync,
-which neither ncu nor events see: :func:`block_probes`); the device-to-device copy bandwidth.
-"""
+which neither ncu nor events see: :func:`block_probes`); the device-to-device copy bandwidth."""
 
 from __future__ import annotations
 
@@ -173,12 +172,8 @@ def time_case(
 
 
 def block_probes(call: Callable[[], Any]) -> tuple[float, int]:
-    """How long one call takes to return with the GPU idle, and in how many of :data:`BLOCK_TRIALS`
-    calls queued behind a spin kernel it returned only after most of the spin (it waited for the GPU).
-
-    Returns:
-        The median return time of :data:`QUIET_TRIALS` quiet calls (ns), and the blocked count.
-    """
+    """How long one call takes to return with the GPU idle (median of :data:`QUIET_TRIALS` calls, ns), and in how
+    many of :data:`BLOCK_TRIALS` calls queued behind a spin it returned only after most of it (waited for the GPU)."""
     import numpy as np
 
     quiet = []

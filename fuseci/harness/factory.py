@@ -1,9 +1,7 @@
-"""A model case's variants from a factory (``factory:`` in the suite): each factory builds a
-``torch.nn.Module`` once per case and process, under ``torch.manual_seed`` of its
-:attr:`fuseci.config.model.Factory.seed` (the same weights in every process), and a variant calls
-it, eager or through ``torch.compile``, on the case's inputs. PyTorch is imported only when a
-factory is called.
-"""
+"""A model case's variants from a factory (``factory:`` in the suite): each factory builds a ``torch.nn.Module``
+once per case and process, under ``torch.manual_seed`` of its :attr:`fuseci.config.model.Factory.seed` (the same
+weights in every process), and a variant calls it, eager or through ``torch.compile``, on the case's inputs.
+PyTorch is imported only when a factory is called."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ def build(make: Callable[..., Any], variant: Variant, case: Case) -> Any:
     """The module the variant's factory ``make`` returns for the case's params, in ``eval()`` mode.
 
     Raises:
-        HarnessError: the factory raised, or returned something other than a ``torch.nn.Module``;
-            one line naming the variant, the factory and what it raised or returned.
+        HarnessError: the factory raised or returned no ``torch.nn.Module``; one line naming variant, factory and why.
     """
     assert variant.factory is not None, variant.id  # only factory variants are built
     torch = _torch()

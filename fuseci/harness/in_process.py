@@ -1,9 +1,7 @@
-"""The in-process counters' probe: with ``FUSECI_CUPTI_PROBE=FILE`` the harness (run without
-ncu) counts every measured call's kernels through :mod:`fuseci.harness.cupti` and appends one
-JSON line per call to FILE. ``FUSECI_CUPTI_TMA=0`` leaves the TMA pair out,
-``FUSECI_CUPTI_CACHE=all`` resets the caches before each pass, ``FUSECI_CUPTI_REPLAY=user`` runs
-the call once per pass instead of CUPTI's kernel replay.
-"""
+"""The in-process counters' probe: with ``FUSECI_CUPTI_PROBE=FILE`` the harness (run without ncu) counts every
+measured call's kernels through :mod:`fuseci.harness.cupti` and appends one JSON line per call to FILE.
+``FUSECI_CUPTI_TMA=0`` leaves the TMA pair out, ``FUSECI_CUPTI_CACHE=all`` resets the caches before each pass,
+``FUSECI_CUPTI_REPLAY=user`` runs the call once per pass instead of CUPTI's kernel replay."""
 
 from __future__ import annotations
 

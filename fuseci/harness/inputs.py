@@ -1,8 +1,7 @@
 """Input tensors, built on the GPU from their seeds by one counter-based kernel: element ``i`` is
 Philox4x32-10 of ``(seed, i)`` turned into the distribution's value (``uniform`` and ``normal``
 in float64 by Box-Muller, ``randint`` by Lemire's multiply-high) and rounded to the input's dtype,
-the same on every run, card and runtime (:mod:`fuseci.harness.arrays.philox_triton`).
-"""
+the same on every run, card and runtime (:mod:`fuseci.harness.arrays.philox_triton`)."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ def make_input(spec: InputSpec) -> arrays.Tensor:
     """Build one input tensor on the GPU from its seed.
 
     Raises:
-        HarnessError: a ``randint`` range that is empty or leaves the input's dtype, or no room
-            on the device.
+        HarnessError: a ``randint`` range that is empty or leaves the input's dtype, or no room on the device.
     """
     kind = dtype(spec.dtype)
     p0: float

@@ -37,13 +37,9 @@ class ProbeFailure:
 
 
 def probe(record_path: Path) -> int:
-    """Check CuPy and the GPU with one kernel, ``y = a * x + b`` on fresh random data, inside the
-    NVTX range of :data:`PROBE_IDS`; the record says what was found or, as a :class:`ProbeFailure`, what failed.
-
-    Returns:
-        0 when the kernel computed the right result; 1 when it computed a wrong one; 3 when CuPy,
-        the device or the launch failed.
-    """
+    """Check CuPy and the GPU with one kernel, ``y = a * x + b`` on fresh random data, inside the NVTX range of
+    :data:`PROBE_IDS`; the record says what was found or, as a :class:`ProbeFailure`, what failed. Returns 0 when the
+    kernel computed the right result, 1 when it computed a wrong one, 3 when CuPy, the device or the launch failed."""
     import numpy as np
 
     doc: dict[str, Any] = {

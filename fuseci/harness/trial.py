@@ -1,8 +1,7 @@
 """``python -m fuseci.harness.trial SUITE --record PATH``: every variant and the reference of a
 suite called once on the host (``fuseci check --execute``), before any GPU runner does, on small
 inputs (:func:`small_inputs`), their outputs compared with the float64 reference's. The record is
-rewritten before and after every call, so the parent can name the call a hang or crash was in.
-"""
+rewritten before and after every call, so the parent can name the call a hang or crash was in."""
 
 from __future__ import annotations
 
@@ -41,9 +40,8 @@ _QUOTED = 300
 
 
 def scale(case: Case) -> int:
-    """The power of two the case's long axes are divided by: the smallest that brings the largest
-    input to at most :data:`SMALL_ELEMENTS`, without leaving an axis under :data:`KEPT_AXIS` or
-    failing to divide it exactly (so the ratios between axes stay what they were)."""
+    """The power of two the case's long axes are divided by: the smallest bringing the largest input to at most
+    :data:`SMALL_ELEMENTS` without leaving an axis under :data:`KEPT_AXIS` or dividing one inexactly (ratios kept)."""
     long = _long_axes(case)
     if not long:
         return 1
@@ -66,8 +64,7 @@ def _divided(shape: tuple[int, ...], f: int, long: set[int]) -> tuple[int, ...]:
 
 
 def small_inputs(case: Case) -> tuple[InputSpec, ...]:
-    """The case's inputs with each long axis divided by :func:`scale`: the same rank, dtypes,
-    distributions and seeds."""
+    """The case's inputs, each long axis divided by :func:`scale`: the same rank, dtypes, distributions and seeds."""
     f, long = scale(case), _long_axes(case)
     return tuple(replace(spec, shape=_divided(spec.shape, f, long)) for spec in case.inputs)
 
@@ -206,13 +203,7 @@ def _compared(
 
 
 def _reference(
-    case: Case,
-    small: Case,
-    search: list[Path],
-    models: Any,
-    inputs: Mapping[str, Any],
-    trials: Trials,
-    on: str,
+    case: Case, small: Case, search: list[Path], models: Any, inputs: Mapping[str, Any], trials: Trials, on: str
 ) -> tuple[tuple[Any, ...] | None, str]:
     """The float64 outputs every variant is compared with, and what they are called; None when
     the reference could not run (said in the record when the case names it)."""

@@ -1,8 +1,7 @@
 """Which files of a tree a case's checked calls ran and read: the harness's half of the audit of
 ``fuseci ab``'s case fingerprints (:mod:`fuseci.ab.audit`). While a watch is held, every Python
 function that starts and every file opened for reading under the tree (outside fuseci, the
-interpreter's directories and those left out) is noted; compiled extensions are not seen.
-"""
+interpreter's directories and those left out) is noted; compiled extensions are not seen."""
 
 from __future__ import annotations
 

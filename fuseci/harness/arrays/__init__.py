@@ -1,7 +1,6 @@
 """Array frameworks and the device, in one place: the only part of the harness that imports
 CuPy, PyTorch or any other array library (:mod:`.device` chooses the runtime, :mod:`.frameworks`
-hands inputs to a suite's functions and takes their outputs back, :mod:`.tensor` compares).
-"""
+hands inputs to a suite's functions and takes their outputs back, :mod:`.tensor` compares)."""
 
 from fuseci.harness.arrays.device import (
     Event,
@@ -32,14 +31,7 @@ from fuseci.harness.arrays.frameworks import (
     warm_compiler_keys,
     watch_compiles,
 )
-from fuseci.harness.arrays.tensor import (
-    Tensor,
-    compare,
-    float64_tensor,
-    from_array,
-    host_float64,
-    own_copy,
-)
+from fuseci.harness.arrays.tensor import Tensor, compare, float64_tensor, from_array, host_float64, own_copy
 
 __all__ = [
     "DeviceMemoryError",

@@ -1,8 +1,7 @@
 """Inductor's autotuning choices in the harness process: which ``.best_config`` entries of the
 compile cache its kernels used (:func:`listen`, :func:`used`: ``AutotuneCache.create`` wrapped as
 soon as Inductor imports it), and the baseline's entries put in place before anything compiles
-(:func:`pin`; :mod:`fuseci.measure.autotune` says why and keeps the file).
-"""
+(:func:`pin`; :mod:`fuseci.measure.autotune` says why and keeps the file)."""
 
 from __future__ import annotations
 
@@ -121,9 +120,8 @@ def used(root: Path | None = None) -> dict[str, kept.Entry]:
 
 
 def install(entries: Mapping[str, kept.Entry], root: Path | None = None) -> tuple[int, int]:
-    """Put checked entries under Inductor's cache directory ``root``, each atomically: (in place,
-    replaced), the entries the cache now holds as kept (whoever put them there) and those this
-    call put in place of another choice."""
+    """Put checked entries under Inductor's cache directory ``root``, each atomically: (in place, replaced), the
+    entries the cache now holds as kept (whoever put them there) and those this call put in place of another choice."""
     root = root or cache_dir()
     if root is None or not entries:
         return 0, 0

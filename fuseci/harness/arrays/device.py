@@ -1,8 +1,7 @@
 """The device: fuseci's own GPU work (inputs, comparisons, probes, timing) and the CUDA facts it
 records, through one runtime chosen once per process: CuPy (:mod:`.device_cupy`) when it imports,
 else PyTorch alone (:mod:`.device_torch`); ``FUSECI_RUNTIME`` chooses where both are installed, and
-``cpu`` (:mod:`.device_cpu`) is the host, for ``fuseci check --execute``.
-"""
+``cpu`` (:mod:`.device_cpu`) is the host, for ``fuseci check --execute``."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ RUNTIMES = ("cupy", "torch", "cpu")
 
 @functools.cache
 def runtime() -> ModuleType:
-    """The runtime module of this process: ``FUSECI_RUNTIME``'s, else CuPy when it imports, else
-    PyTorch.
+    """The runtime module of this process: ``FUSECI_RUNTIME``'s, else CuPy when it imports, else PyTorch.
 
     Raises:
         HarnessError: ``FUSECI_RUNTIME`` names no runtime, or the runtime cannot be imported.

@@ -1,7 +1,6 @@
 """The host as the device, through PyTorch's CPU tensors, for ``fuseci check --execute``: the
 functions :mod:`fuseci.harness.trial` needs, with the GPU runtimes' Philox inputs computed in
-torch's integer operations (the normal distribution's cosine may differ in its last bit).
-"""
+torch's integer operations (the normal distribution's cosine may differ in its last bit)."""
 
 from __future__ import annotations
 
@@ -35,11 +34,7 @@ _MASK32 = 0xFFFFFFFF
 
 
 def load() -> None:
-    """Import PyTorch (any build).
-
-    Raises:
-        HarnessError: it is not installed.
-    """
+    """Import PyTorch (any build)."""
     torch()
 
 
@@ -52,17 +47,14 @@ def open_context() -> None:
 
 
 def device_count() -> int:
-    """No GPU is used."""
     return 0
 
 
 def device_facts() -> dict[str, Any]:
-    """The host: PyTorch's version."""
     return {"gpu_name": "cpu", "torch_version": str(torch().__version__)}
 
 
 def stream_handle() -> int:
-    """No stream on the host."""
     return 0
 
 
@@ -71,7 +63,6 @@ def synchronize() -> None:
 
 
 def context_alive() -> bool:
-    """The host has no context to lose."""
     return True
 
 
@@ -86,7 +77,6 @@ def poisoned_pool(byte: int) -> Iterator[None]:
 
 
 def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
-    """An uninitialised CPU tensor of NumPy dtype ``storage``."""
     del what
     return torch().empty(shape, dtype=storage_dtype(storage))
 
@@ -98,11 +88,6 @@ def to_device(a: Any) -> Any:
 
 
 def from_cuda_array_interface(o: Any) -> Any:
-    """Nothing on the host has device memory.
-
-    Raises:
-        HarnessError: always.
-    """
     raise HarnessError(f"a {type(o).__name__} in GPU memory, which fuseci check --execute cannot read on the host")
 
 

@@ -1,4 +1,4 @@
-"""The device through CuPy (the functions :mod:`fuseci.harness.arrays.device` forwards to)."""
+"""The device through CuPy: :mod:`fuseci.harness.arrays.device`'s functions, documented there."""
 
 from __future__ import annotations
 
@@ -12,11 +12,7 @@ from fuseci.harness.arrays.device_errors import DeviceMemoryError
 
 
 def cupy() -> Any:
-    """The CuPy module.
-
-    Raises:
-        HarnessError: CuPy is not installed.
-    """
+    """The CuPy module; HarnessError when it is not installed."""
     try:
         import cupy as cp
     except ImportError as exc:
@@ -25,11 +21,6 @@ def cupy() -> Any:
 
 
 def start_driver() -> None:
-    """Start the CUDA driver and read the device, creating no context.
-
-    Raises:
-        HarnessError: CUDA cannot start (no device, a driver too old for this CuPy, a lost GPU).
-    """
     cp = cupy()
     try:
         if cp.cuda.runtime.getDeviceCount() < 1:
@@ -40,20 +31,11 @@ def start_driver() -> None:
 
 
 def device_count() -> int:
-    """GPUs CUDA sees.
-
-    Raises:
-        Exception: whatever CuPy raises when the driver is absent or too old (the probe reports it).
-    """
     return int(cupy().cuda.runtime.getDeviceCount())
 
 
 def open_context() -> None:
-    """Create this process's CUDA context (``cudaFree(0)``).
-
-    Raises:
-        HarnessError: the context cannot be created.
-    """
+    """Create this process's CUDA context (``cudaFree(0)``)."""
     cp = cupy()
     try:
         cp.cuda.runtime.free(0)
@@ -64,7 +46,6 @@ def open_context() -> None:
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, SMs, L2 and memory size, CUDA versions."""
     cp = cupy()
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -91,12 +72,10 @@ def stream_handle() -> int:
 
 
 def synchronize() -> None:
-    """Wait for everything queued on :func:`stream_handle`."""
     cupy().cuda.get_current_stream().synchronize()
 
 
 def context_alive() -> bool:
-    """False after a sticky CUDA error (illegal address, kernel fault): nothing works after one."""
     cp = cupy()
     try:
         cp.cuda.runtime.deviceSynchronize()  # returns the sticky error, if there is one
@@ -106,13 +85,11 @@ def context_alive() -> bool:
 
 
 def free_pool() -> None:
-    """Give CuPy's cached device memory back to the driver."""
     cupy().get_default_memory_pool().free_all_blocks()
 
 
 @contextmanager
 def poisoned_pool(byte: int) -> Iterator[None]:
-    """Fill every allocation CuPy's pool hands out with ``byte`` while the block runs."""
     cp = cupy()
     pool = cp.get_default_memory_pool()
 
@@ -131,14 +108,12 @@ def poisoned_pool(byte: int) -> Iterator[None]:
 
 
 def memset(address: int, byte: int, size: int) -> None:
-    """Fill ``size`` bytes of device memory at ``address`` with ``byte``, on :func:`stream_handle`."""
     cp = cupy()
     cp.cuda.runtime.memsetAsync(address, byte, size, cp.cuda.get_current_stream().ptr)
 
 
 @contextmanager
 def nvtx_range(name: str) -> Iterator[None]:
-    """An NVTX push/pop range (ncu's ``--nvtx-include`` selects the kernels inside it)."""
     cp = cupy()
     cp.cuda.nvtx.RangePush(name)
     try:
@@ -160,11 +135,6 @@ def raw_kernel(source: str, name: str) -> Any:
 
 
 def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
-    """An uninitialised device array of NumPy dtype ``storage``.
-
-    Raises:
-        DeviceMemoryError: it does not fit in device memory.
-    """
     cp = cupy()
     try:
         return cp.empty(shape, dtype=storage)
@@ -173,12 +143,10 @@ def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
 
 
 def upload(host: Any) -> Any:
-    """A NumPy array copied to the device (a copy, no kernel)."""
     return cupy().asarray(host)
 
 
 def copy(dst: Any, src: Any) -> None:
-    """Device-to-device copy, on :func:`stream_handle`."""
     cupy().copyto(dst, src)
 
 
@@ -204,11 +172,7 @@ NAME = "cupy"
 
 
 def load() -> None:
-    """Import CuPy (before the GPU's turn).
-
-    Raises:
-        HarnessError: CuPy is not installed.
-    """
+    """Import CuPy (before the GPU's turn)."""
     cupy()
 
 
@@ -223,7 +187,6 @@ extern "C" __global__ void fuseci_spin(const unsigned long long ns) {
 
 
 def spinner() -> Any:
-    """A function queuing one kernel that spins ``ns`` nanoseconds of the GPU's clock."""
     import numpy as np
 
     kernel = raw_kernel(_SPIN_SOURCE, "fuseci_spin")
@@ -274,7 +237,6 @@ def from_cuda_array_interface(o: Any) -> Any:
 
 
 def affine(x: Any, a: float, b: float) -> Any:
-    """``a * x + b`` in one kernel (``fuseci doctor``'s probe)."""
     kernel = elementwise_kernel("float32 x, float32 a, float32 b", "float32 y", "y = a * x + b", "fuseci_probe")
     import numpy as np
 

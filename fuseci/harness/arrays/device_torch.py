@@ -1,8 +1,9 @@
-"""The device through PyTorch alone, for a project without CuPy: the functions of
-:mod:`fuseci.harness.arrays.device_cupy` on torch tensors (inputs and the spin kernel by Triton)."""
+"""The device through PyTorch alone, for a project without CuPy: :mod:`fuseci.harness.arrays.device`'s
+functions (documented there) on torch tensors, inputs and the spin kernel by Triton."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -18,11 +19,7 @@ NAME = "torch"
 
 
 def torch() -> Any:
-    """The torch module.
-
-    Raises:
-        HarnessError: PyTorch is not installed, or has no CUDA.
-    """
+    """The torch module; HarnessError when PyTorch cannot be imported."""
     try:
         import torch as t
     except ImportError as exc:
@@ -31,11 +28,7 @@ def torch() -> Any:
 
 
 def load() -> None:
-    """Import PyTorch (before the GPU's turn).
-
-    Raises:
-        HarnessError: it is not installed, or is a CPU build.
-    """
+    """Import PyTorch (before the GPU's turn); HarnessError for a CPU build."""
     t = torch()
     if t.version.cuda is None:
         raise HarnessError(f"PyTorch {t.__version__} has no CUDA (a CPU build?); install a CUDA build")
@@ -50,11 +43,6 @@ def storage_dtype(storage: str) -> Any:
 
 
 def start_driver() -> None:
-    """Start the CUDA driver and read the device, creating no context.
-
-    Raises:
-        HarnessError: CUDA cannot start.
-    """
     t = torch()
     try:
         if t.cuda.device_count() < 1:
@@ -65,16 +53,10 @@ def start_driver() -> None:
 
 
 def device_count() -> int:
-    """GPUs CUDA sees."""
     return int(torch().cuda.device_count())
 
 
 def open_context() -> None:
-    """Create this process's CUDA context.
-
-    Raises:
-        HarnessError: the context cannot be created.
-    """
     t = torch()
     try:
         t.cuda.init()
@@ -87,18 +69,14 @@ def open_context() -> None:
 
 def _driver_api_version() -> str:
     """The CUDA driver API version (``cuDriverGetVersion``), or "unknown"."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        v = ctypes.c_int(0)
-        if lib.cuDriverGetVersion(ctypes.byref(v)) != 0:
-            return "unknown"
-        return f"{v.value // 1000}.{(v.value % 1000) // 10}"
-    except OSError:
-        return "unknown"
+    v = ctypes.c_int(0)
+    with contextlib.suppress(OSError):
+        if ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v)) == 0:
+            return f"{v.value // 1000}.{(v.value % 1000) // 10}"
+    return "unknown"
 
 
 def device_facts() -> dict[str, Any]:
-    """The current device's name, compute capability, SMs, L2 and memory size, CUDA versions."""
     t = torch()
     props = t.cuda.get_device_properties(t.cuda.current_device())
     return {
@@ -119,12 +97,10 @@ def stream_handle() -> int:
 
 
 def synchronize() -> None:
-    """Wait for everything queued on :func:`stream_handle`."""
     torch().cuda.current_stream().synchronize()
 
 
 def context_alive() -> bool:
-    """False after a sticky CUDA error (illegal address, kernel fault)."""
     try:
         torch().cuda.synchronize()
     except RuntimeError:
@@ -133,7 +109,6 @@ def context_alive() -> bool:
 
 
 def free_pool() -> None:
-    """Give torch's cached device memory back to the driver."""
     torch().cuda.empty_cache()
 
 
@@ -157,14 +132,11 @@ class _Memory:
 
 
 def memset(address: int, byte: int, size: int) -> None:
-    """Fill ``size`` bytes of device memory at ``address`` with ``byte``, on :func:`stream_handle`."""
-    t = torch()
-    t.as_tensor(_Memory(address, size), device="cuda").fill_(byte)
+    torch().as_tensor(_Memory(address, size), device="cuda").fill_(byte)
 
 
 @contextmanager
 def nvtx_range(name: str) -> Iterator[None]:
-    """An NVTX push/pop range (ncu's ``--nvtx-include`` selects the kernels inside it)."""
     nvtx = torch().cuda.nvtx
     nvtx.range_push(name)
     try:
@@ -174,11 +146,6 @@ def nvtx_range(name: str) -> Iterator[None]:
 
 
 def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
-    """An uninitialised device tensor of NumPy dtype ``storage``.
-
-    Raises:
-        DeviceMemoryError: it does not fit in device memory.
-    """
     t = torch()
     try:
         return t.empty(shape, dtype=storage_dtype(storage), device="cuda")
@@ -187,12 +154,10 @@ def empty(shape: tuple[int, ...], storage: str, what: str = "an array") -> Any:
 
 
 def upload(host: Any) -> Any:
-    """A NumPy array copied to the device."""
     return torch().from_numpy(host).to("cuda")
 
 
 def copy(dst: Any, src: Any) -> None:
-    """Device-to-device copy, on :func:`stream_handle`."""
     dst.copy_(src)
 
 
@@ -214,7 +179,6 @@ class Event:
 
 
 def spinner() -> Any:
-    """A function queuing one kernel that spins ``ns`` nanoseconds of the GPU's clock."""
     from fuseci.harness.arrays import philox_triton
 
     return philox_triton.spinner()
@@ -273,7 +237,6 @@ def from_cuda_array_interface(o: Any) -> Any:
 
 
 def affine(x: Any, a: float, b: float) -> Any:
-    """``a * x + b`` in one kernel (``fuseci doctor``'s probe)."""
     t = torch()
     return t.add(t.tensor(b, dtype=t.float32), x, alpha=a)
 
@@ -282,11 +245,7 @@ def random_input(
     shape: tuple[int, ...], kind: Any, distribution: str, seed: int, p0: Any, p1: Any, values: Any = None
 ) -> Any:
     """An input of fuseci dtype ``kind`` written from its seed, the same bits as the CuPy runtime's;
-    ``values`` computes the float64 (int64) values, on the GPU by Triton unless given (the host's).
-
-    Raises:
-        DeviceMemoryError: it does not fit in device memory.
-    """
+    ``values`` computes the float64 (int64) values, on the GPU by Triton unless given (the host's)."""
     from fuseci.harness.arrays import philox_triton
 
     t = torch()

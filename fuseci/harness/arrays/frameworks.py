@@ -1,7 +1,6 @@
 """The array frameworks a suite's functions take their inputs in (:class:`Framework`), the
 outputs taken back from any producer (:func:`take`), and the compilers watched
-(:func:`watch_compiles`) and warmed up (:func:`warm_compiler_keys`).
-"""
+(:func:`watch_compiles`) and warmed up (:func:`warm_compiler_keys`)."""
 
 from __future__ import annotations
 

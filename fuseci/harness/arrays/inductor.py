@@ -1,8 +1,7 @@
 """Inductor's provenance of a ledger variant's compiled forward, captured in the process that
 compiles it (:func:`capturing`: provenance tracking on, caches off, the structured trace and the
 fusion log kept), and the NVTX ranges that tie each measured kernel to its wrapper call
-(:func:`op_ranges`); :mod:`fuseci.ledger` builds the ledger from both.
-"""
+(:func:`op_ranges`); :mod:`fuseci.ledger` builds the ledger from both."""
 
 from __future__ import annotations
 

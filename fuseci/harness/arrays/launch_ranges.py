@@ -1,9 +1,7 @@
-"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``):
-while the measured call runs, the launchers of Inductor's wrapper modules are stood in for, a
-configuration's first launch runs in a ``fuseci-launch:R:N`` range and each later one in a
-``fuseci-repeat:R:N`` range that ncu leaves out, recorded as ``[N, M, R]`` (launch N in graph run
-R repeats launch M) for the report reader to count with M's measurement (:mod:`fuseci.frames.repeats`).
-"""
+"""Profile each launch configuration of a compiled forward once (a ledger's ``repeats: once``): while the
+measured call runs, Inductor's wrapper modules' launchers are stood in for; a configuration's first launch runs in a
+``fuseci-launch:R:N`` range, each later one in a ``fuseci-repeat:R:N`` range ncu leaves out, recorded as ``[N, M, R]``
+(launch N in graph run R repeats launch M) for the report reader to count with M's (:mod:`fuseci.frames.repeats`)."""
 
 from __future__ import annotations
 

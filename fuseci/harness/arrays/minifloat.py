@@ -1,6 +1,5 @@
 """bfloat16 and float8 as raw bits: a float32 rounded to a format (to nearest even, clamped to
-its largest finite value; NaN to the format's NaN) as CUDA source, and the bits read back exactly.
-"""
+its largest finite value; NaN to the format's NaN) as CUDA source, and the bits read back exactly."""
 
 from __future__ import annotations
 

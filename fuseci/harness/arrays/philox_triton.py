@@ -1,8 +1,7 @@
 """Input values and the spin kernel as Triton kernels, for the PyTorch runtime: the same inputs,
 bit for bit, as :mod:`fuseci.harness.inputs` writes with CuPy (the same Philox4x32-10 and the
 same operations in the same order: libdevice's ``sqrt``, ``log`` and ``cospi``, and the fused
-multiply-adds NVRTC contracts to), converted to the input's dtype by torch.
-"""
+multiply-adds NVRTC contracts to), converted to the input's dtype by torch."""
 
 from __future__ import annotations
 
@@ -43,12 +42,10 @@ def _kernels() -> tuple[Any, Any]:
 
 
 def values(distribution: str, start: int, count: int, seed: int, p0: float | int, p1: float | int) -> Any:
-    """The float64 (int64 for ``randint``) values of elements ``start .. start + count - 1``, as
-    a torch tensor.
+    """The float64 (int64 for ``randint``) values of elements ``start .. start + count - 1``, as a torch tensor.
 
-    ``p0, p1``: low and high (``uniform``), mean and std (``normal``), or the first value and the
-    number of values less one (``randint``, as integers).
-    """
+    ``p0, p1``: low and high (``uniform``), mean and std (``normal``), or the first value and the number of values
+    less one (``randint``, as integers)."""
     import torch
 
     kernel, _ = _kernels()
