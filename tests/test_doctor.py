@@ -636,3 +636,34 @@ def test_doctor_on_a_gpu_machine(tmp_path: Path) -> None:
     readback = checks[-1]["facts"]
     assert readback["in_probe_range"] == readback["kernels"] == 1
     assert readback["dram_bytes_read"] > 0.9 * harness.PROBE_ELEMENTS * 4  # read from DRAM: caches were flushed
+
+
+def test_the_probe_record_is_written_by_its_declaration_as_before(tmp_path: Path) -> None:
+    from fuseci.records.harness import ProbeRecord
+
+    env = {"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}
+    facts = {"range": "fuseci:doctor:probe:kernel", "elements": 4194304, "runtime": "cupy", "device_count": 1}
+    record = ProbeRecord(ok=True, **facts, env=env, seed=12345, max_abs_err=2.5e-7)
+    by_hand = {"format": "fuseci-probe", "ok": True, "error": "", "message": "", **facts, "env": env, "seed": 12345}
+    assert record.to_json() == {**by_hand, "max_abs_err": 2.5e-7}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+    assert profiling.read_probe(path) == record
+    early = ProbeRecord(error=harness.ProbeFailure.NO_CUPY, message="No module named 'cupy'", range="r", elements=4)
+    assert sorted(early.to_json()) == ["elements", "error", "format", "message", "ok", "range"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"format": "fuseci-probe", "ok": "yes"}',
+        '{"format": "other", "ok": true}',
+        "[1]",
+        "{",
+        '{"format": "fuseci-probe", "max_abs_err": NaN}',
+    ],
+)
+def test_a_probe_record_that_is_not_one_reads_as_none(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    assert profiling.read_probe(path) is None

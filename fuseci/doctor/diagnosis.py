@@ -155,22 +155,6 @@ class Clocks:
     """A user setting (application or locked clocks) limits the clocks; None when not reported."""
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeResult:
-    """What ``python -m fuseci.harness --probe`` wrote in its record."""
-
-    ok: bool
-    """The kernel ran and computed the right result."""
-    error: str
-    """A :class:`fuseci.harness.probe.ProbeFailure` value; empty when ok."""
-    message: str
-    """What failed, in the probe's words; empty when ok."""
-    env: Mapping[str, JsonValue]
-    """:func:`fuseci.harness.env.collect_env` (GPU, CUDA, CuPy); empty when the probe got no device."""
-    max_abs_err: float | None
-    """Largest error of the kernel's result; None when it did not run."""
-
-
 def _check(name: str, status: CheckStatus, detail: str, fix: str = "", /, **facts: JsonValue) -> Check:
     return Check(name, status, detail, fix, facts)
 

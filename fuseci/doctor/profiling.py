@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from fuseci import validation as v
 from fuseci.config import names
 from fuseci.config.model import NcuSettings
 from fuseci.doctor.diagnosis import (
@@ -22,17 +23,17 @@ from fuseci.doctor.diagnosis import (
     Check,
     CheckStatus,
     DoctorOptions,
-    ProbeResult,
     _check,
     _number,
 )
 from fuseci.doctor.host import sm_name
 from fuseci.errors import NcuError, ReportError
 from fuseci.frames import report
-from fuseci.harness.probe import PROBE_ELEMENTS, PROBE_FORMAT, PROBE_IDS, ProbeFailure
+from fuseci.harness.probe import PROBE_ELEMENTS, PROBE_IDS, ProbeFailure
 from fuseci.measure import process
 from fuseci.measure import profile as ncu
 from fuseci.measure.command import Mode, SuiteFiles, harness_argv
+from fuseci.records.harness import ProbeRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,25 +44,15 @@ def build_probe_command(record: Path, python: str = sys.executable) -> list[str]
     return harness_argv(Mode.PROBE, record, python=python)
 
 
-def read_probe(path: Path) -> ProbeResult | None:
+def read_probe(path: Path) -> ProbeRecord | None:
     """The probe's record; None when it is missing or not a probe record."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return v.validate(ProbeRecord, json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):  # v.Invalid is a ValueError
         return None
-    if not isinstance(doc, dict) or doc.get("format") != PROBE_FORMAT:
-        return None
-    env = doc.get("env")
-    return ProbeResult(
-        ok=doc.get("ok") is True,
-        error=str(doc.get("error", "")),
-        message=str(doc.get("message", "")),
-        env=env if isinstance(env, dict) else {},
-        max_abs_err=_number(doc.get("max_abs_err")),
-    )
 
 
-def assess_probe(returncode: int, probe: ProbeResult | None, tail: str, python: str = sys.executable) -> Check:
+def assess_probe(returncode: int, probe: ProbeRecord | None, tail: str, python: str = sys.executable) -> Check:
     """Judge the probe from its exit status, its record and its output's last lines. Pure."""
     if probe is None:
         detail = f"the probe exited with code {returncode} and wrote no record; its last lines:\n{tail or '(none)'}"

@@ -15,7 +15,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field, SerializerFunctionWrapHandler, field_serializer, model_validator
 
@@ -372,3 +372,34 @@ def read_record(path: Path) -> HarnessRecord:
             "(keep the two files together when you copy a report)"
         ) from None
     return HarnessRecord.from_json(data, path)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRecord(v.OpenDocument):
+    """What ``python -m fuseci.harness --probe`` (``fuseci doctor``) writes: the GPU checked with one
+    tiny kernel; each optional member is there once the probe got that far."""
+
+    __always__ = frozenset({"format", "ok", "error", "message", "range", "elements"})
+
+    format: Literal["fuseci-probe"] = "fuseci-probe"
+    """Names the document."""
+    ok: bool = False
+    """The kernel ran and computed the right result."""
+    error: str = ""
+    """A :class:`fuseci.harness.probe.ProbeFailure` value; empty when ok."""
+    message: str = ""
+    """What failed, in the probe's words; empty when ok."""
+    range: str = ""
+    """The NVTX range its kernel ran in."""
+    elements: int = 0
+    """float32 elements of its input."""
+    runtime: str | None = None
+    """The device runtime (``cupy`` or ``torch``)."""
+    device_count: int | None = None
+    """CUDA devices seen."""
+    env: v.Env = field(default_factory=dict)
+    """:func:`fuseci.harness.env.collect_env` (GPU, CUDA, CuPy); empty when the probe got no device."""
+    seed: int | None = None
+    """Seed of its random input."""
+    max_abs_err: float | None = None
+    """Largest error of the kernel's result; None when it did not run or the error is not a number."""
