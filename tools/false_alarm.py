@@ -276,6 +276,11 @@ class Spread:
         """The upper confidence bound."""
         return sigma_upper(self.sigma, self.dof) if self.dof > 0 else math.inf
 
+    @property
+    def text(self) -> str:
+        """σ̂ with its upper bound and degrees of freedom, as the table shows it."""
+        return f"{_fmt_pct(self.sigma)} (≤ {_fmt_pct(self.upper)}, ν={self.dof:.0f})"
+
 
 def change_spread(groups: Sequence[Sequence[float]]) -> Spread:
     """The spread of clean changes from the baseline: σ̂ their root mean square, ν = n / (1 + (m − 1)·ρ)."""
@@ -407,17 +412,7 @@ def _relative_row(study: Study, quantity: str, checks: list[Check], per_run: flo
     remeasured = sum(c.remeasured for c in checks)
     note = sides + (f"; {remeasured} sample(s) a median of re-measured passes" if remeasured else "")
     per_check = _fmt_p(max(probs)) if len(set(probs)) == 1 else f"{_fmt_p(min(probs))}–{_fmt_p(max(probs))}"
-    return Row(
-        quantity,
-        per_run,
-        s.n,
-        s.k,
-        f"{_fmt_pct(s.sigma)} (≤ {_fmt_pct(up)}, ν={s.dof:.0f})",
-        _tolerances(checks),
-        per_check,
-        expected,
-        note=note,
-    )
+    return Row(quantity, per_run, s.n, s.k, s.text, _tolerances(checks), per_check, expected, note=note)
 
 
 def _bound_row(study: Study, quantity: str, checks: list[Check], per_run: float) -> Row:
@@ -450,17 +445,9 @@ def _bound_row(study: Study, quantity: str, checks: list[Check], per_run: float)
         margins.append(margin)
         expected += len(c.samples) / study.runs[c.suite] * lower_tail(margin, up)
     smallest = min(margins) if margins else math.inf
-    return Row(
-        name,
-        per_run,
-        s.n,
-        s.k,
-        f"{_fmt_pct(s.sigma)} (≤ {_fmt_pct(up)}, ν={s.dof:.0f})",
-        f"margin ≥ {_fmt_pct(smallest)}",
-        _fmt_p(lower_tail(smallest, up)) + " (smallest margin)",
-        expected,
-        note="margin to the bound",
-    )
+    tolerance = f"margin ≥ {_fmt_pct(smallest)}"
+    per_check = _fmt_p(lower_tail(smallest, up)) + " (smallest margin)"
+    return Row(name, per_run, s.n, s.k, s.text, tolerance, per_check, expected, note="margin to the bound")
 
 
 def render(study: Study, rows: list[Row], budget: float) -> tuple[str, bool]:

@@ -36,13 +36,7 @@ EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
 class Context:
     def __init__(
-        self,
-        root: Path,
-        out: Path,
-        matrix: dict[str, Any],
-        env: dict[str, str],
-        event: str = "push",
-        base: str = "",
+        self, root: Path, out: Path, matrix: dict[str, Any], env: dict[str, str], event: str = "push", base: str = ""
     ) -> None:
         self.root, self.out, self.matrix, self.env = root, out, matrix, env
         self.event, self.base = event, base
