@@ -30,14 +30,10 @@ _FILE = re.compile(r"# ([\w./-]+\.(?:py|yaml))")
 class Step:
     """One thing the guide has its reader do, in order."""
 
-    command: tuple[str, ...] = ()
-    """A ``$`` command of a console block, split as a shell splits it."""
-    shown: tuple[str, ...] = ()
-    """What the guide shows it printing."""
-    path: str = ""
-    """A file to write, relative to the repository..."""
-    text: str = ""
-    """... and its text."""
+    command: tuple[str, ...] = ()  # a ``$`` command of a console block, split as a shell splits it
+    shown: tuple[str, ...] = ()  # what the guide shows it printing
+    path: str = ""  # a file to write, relative to the repository...
+    text: str = ""  # ... and its text
 
     @property
     def exit(self) -> int:
@@ -93,8 +89,7 @@ def steps(text: str) -> list[Step]:
 
 
 def fuseci_commands(text: str) -> list[list[str]]:
-    """Every ``fuseci`` command of the guide's sh blocks and console blocks' ``$`` lines, comments
-    dropped."""
+    """Every ``fuseci`` command of the guide's sh blocks and console blocks' ``$`` lines."""
     found = []
     for info, body in blocks(text):
         lines = body.splitlines() if info == "sh" else re.findall(r"^\$ (.*)$", body, re.M) if info == "console" else []
@@ -105,9 +100,7 @@ def fuseci_commands(text: str) -> list[list[str]]:
 
 
 def environment(base: Mapping[str, str]) -> dict[str, str]:
-    """The commands' environment: ``base`` without PYTHONPATH (fuseci comes from where it was
-    installed, never a checkout on the path), no colour, a wide terminal, a git identity and no
-    commit signing."""
+    """The commands' environment: ``base`` without PYTHONPATH, no colour, a wide terminal, a git identity."""
     env = {k: v for k, v in base.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
     env |= {"NO_COLOR": "1", "COLUMNS": "200", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com"}
     env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -115,12 +108,7 @@ def environment(base: Mapping[str, str]) -> dict[str, str]:
 
 
 def run(step: Step, repo: Path, fuseci: str, env: Mapping[str, str] | None = None, timeout: float = 120) -> Outcome:
-    """Run a command of the guide in ``repo``: ``fuseci`` as the executable ``fuseci`` names,
-    git as git.
-
-    Raises:
-        ValueError: the guide has its reader run something else.
-    """
+    """Run a command of the guide (fuseci's or git's, else ValueError) in ``repo``."""
     if step.command[0] not in ("fuseci", "git"):
         raise ValueError(f"docs/ADOPT.md: `{step.label}`: only fuseci and git commands are followed")
     exe = fuseci if step.command[0] == "fuseci" else "git"

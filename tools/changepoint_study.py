@@ -3,14 +3,10 @@ docs/REPORTS.md ("Why this search") and docs/BENCHMARKS.md ("On a CPU").
 
     python tools/changepoint_study.py [--repeats 3]
 
-Every series is in the search's own units (``log(gain) / log(1 + tolerance)``, less its median):
-a stable series is Gaussian noise of 0.1 units (a tenth of the gate's tolerance, as the noise
-study found the shipped gates); a step or dip moves it by 3 units. Prints Markdown: the time of
-one gain's search per history length (best of ``--repeats``), how many dips of a few runs in a
-2,000-run history each search finds (of 20 each; ruptures' Python PELT is left out there: it is
-the same search as ``KernelCPD``'s, at 25 s a history), and how often fuseci's answer is the
-exact PELT's on random histories of up to five steps. ruptures' Python PELT is timed up to 2,000
-runs and its binary segmentation up to 4,000 (beyond, they take minutes).
+Every series is in the search's own units; a stable series is Gaussian noise of 0.1 units and a
+step or dip moves it by 3. Prints Markdown: the time of one gain's search per history length
+(best of ``--repeats``), how many dips of a few runs each search finds, and how often fuseci's
+answer is the exact PELT's on random histories.
 """
 
 from __future__ import annotations

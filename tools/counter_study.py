@@ -6,19 +6,10 @@ PyTorch and Triton, and ncu on PATH::
 
     python3 tools/counter_study.py WORKDIR
 
-1. ``ncu --query-metrics`` on the device: every counter whose name speaks of TMA, the L2-to-L1
-   crossbar or the LSU's global traffic (``WORKDIR/metrics.txt``).
-2. Replay passes of candidate metric sets (fuseci's own, with counters added, swapped or
-   dropped), each profiled on one small elementwise kernel.
-3. Per-kernel values of every candidate counter on real kernels, each launched twice in each of
-   two processes: fuseci's CuPy and Triton kernels and their source edits (``kernels/edits.py``),
-   an Inductor kernel, a cuBLAS bf16 GEMM alone and with a compiled epilogue, and PyTorch's
-   scaled-dot-product attention. A counter that is the same in all four launches of a kernel
-   repeats there; the spread of the others is printed.
-4. Whether each edit of ``kernels/edits.py`` computes what its healthy kernel computes, bit for
-   bit, and its registers (from the report).
-
-Everything goes to ``WORKDIR/study.json``; tables are printed last.
+Queries the device's counters (``WORKDIR/metrics.txt``), profiles candidate metric sets for their
+replay passes and real kernels for every candidate counter's values (each launched twice in each
+of two processes), and checks that each edit of ``kernels/edits.py`` computes what its healthy
+kernel computes. Everything goes to ``WORKDIR/study.json``; tables are printed last.
 """
 
 from __future__ import annotations
@@ -49,12 +40,6 @@ TMA_READ = "l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum"
 TMA_WRITE = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
 PASSES = "profiler__replayer_passes"
 SHAPE = ("launch__registers_per_thread", "launch__grid_size", "launch__block_size")
-
-
-def fuseci_metrics() -> list[str]:
-    from fuseci.config import quantities
-
-    return list(quantities.ncu_metrics())
 
 
 # --- the profiled application -------------------------------------------------------------------
@@ -177,8 +162,10 @@ def candidate_metrics(work: Path) -> list[str]:
 
 
 def main(work: Path) -> None:
+    from fuseci.config import quantities
+
     work.mkdir(parents=True, exist_ok=True)
-    base = fuseci_metrics()
+    base = list(quantities.ncu_metrics())
     found = candidate_metrics(work)
     print(f"{len(found)} counters of interest on this device (WORKDIR/metrics.txt)", flush=True)
     less = [m for m in base if m not in (LSU_LD, LSU_ST)]

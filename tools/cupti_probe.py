@@ -199,10 +199,8 @@ def compare(out: Path, label: str = "cupti") -> dict[str, Any]:
         if w is None:
             counts["unaligned"].append(f"{name}: not in the probe")
             continue
-        kernels, launches = (
-            w["kernels"],
-            [x for x in w["launches"] if x["api"] not in ("cuGraphLaunch", "cuGraphLaunch_ptsz")],
-        )
+        kernels = w["kernels"]
+        launches = [x for x in w["launches"] if x["api"] not in ("cuGraphLaunch", "cuGraphLaunch_ptsz")]
         counts["kernels_probe"] += len(kernels)
         if len(kernels) != len(rows):
             counts["unaligned"].append(

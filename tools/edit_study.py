@@ -5,16 +5,11 @@ Run on a GPU machine from the repository root, with fuseci installed and ncu on 
 
     python3 tools/edit_study.py WORKDIR [cuda|triton ...]
 
-It copies the suites, kernels and baselines into a fresh git repository (WORKDIR/repo) and commits
-them. Then, for each edit of ``kernels/edits.py`` (the CUDA ones, the Triton ones, or both), it
-applies the edit to the kernel's file in the working tree, as a pull request would, runs ``fuseci
-ab HEAD`` on the suite that measures that kernel (``suites/elementwise.yaml``'s ``bias_gelu`` for
-the CUDA kernel, ``suites/pytorch.yaml``'s ``bias_gelu_residual/triton`` for the Triton one), and
-restores the file. A planted regression must exit 1 with the edited variant REGRESSED on the bytes
-its SMs ask of memory; a benign edit must exit 0. The compile caches live in one report directory
-for all runs, as a CI runner keeps them. It prints, per edit, the exit code, the verdict of the
-edited variant, its registers and launch shape on each side and the byte checks' messages, and
-writes everything to WORKDIR/edits.json. Exit status 0 when every edit was judged as it must be.
+For each edit of ``kernels/edits.py`` (the CUDA ones, the Triton ones, or both) it edits the
+kernel in a fresh git repository (WORKDIR/repo) and runs ``fuseci ab HEAD`` on the suite that
+measures it: a planted regression must exit 1 with its bytes REGRESSED, a benign edit exit 0.
+Prints a line per edit and a table, and writes everything to WORKDIR/edits.json. Exit status 0
+when every edit was judged as it must be.
 """
 
 from __future__ import annotations

@@ -3,30 +3,10 @@ how often a run with no real change would go red, against a budget of 1 in 1,000
 
     python tools/false_alarm.py [--budget 1] RUN.json [RUN.json ...]
 
-Each RUN.json is what ``fuseci run --json`` wrote. Planted variants (suites/mutants.yaml) are left
-out, as in tools/noise_table.py: they are judged against another variant's baseline, so their
-changes are not noise. Prints one Markdown table, one row per gate:
-
-* **Relative gates** (``±X%``: DRAM bytes, ncu duration, CUDA-event speedup, occupancy): the
-  clean changes from the baseline are taken as normal with mean 0 and standard deviation σ.
-  σ̂ is their root mean square; its upper 95% bound is σ̂·√(ν/χ²₀.₀₅(ν)), with ν the effective
-  number of samples (repeats of one check share its baseline's offset, so they count as
-  n / (1 + (m − 1)·ρ), ρ the share of the variance between checks and m the repeats per check).
-  A gain or an occupancy fails only when it falls (a rise is IMPROVED and passes), so one check's
-  false-alarm probability is the lower tail Φ(−τ/σ₉₅) at its tolerance τ.
-* **The CUDA-event speedup** is re-measured when borderline (fuseci/judge/checks.py): a first
-  change x₁ below −3τ is red at once; one in [−3τ, −τ) is timed twice more in fresh processes
-  and red only when the median of the three is below −τ. With x = b + e (b the check's offset
-  from its baseline, shared by every pass; e fresh in each process, variance split by ρ):
-  P = E_b[ r + (q − r)·(1 − (1 − q)²) ], q = Φ((−τ − b)/σₑ), r = Φ((−3τ − b)/σₑ).
-* **Bounds** (bytes over the minimum, expectations such as ``>= 2x``): the relative spread of the
-  value within one check (pooled, ν = n − k), and each check's margin to its bound.
-* **Exact gates** (launches, counted quantities): the number of clean changes seen. They are
-  assumed deterministic (exact counters of deterministic kernels) and given no probability.
-
-The run's probability of going red is bounded by the sum of its checks' (a union bound, which
-holds whatever their dependence): checks per run × probability, summed over gates. Exits 0
-when that is within the budget, 1 when not (or an exact gate moved), 3 for unreadable input.
+Each RUN.json is what ``fuseci run --json`` wrote; planted variants (suites/mutants.yaml) are left
+out, as in tools/noise_table.py. Prints one Markdown table, one row per gate; the model of each
+gate is docs/BENCHMARKS.md's. Exits 0 when the run's union bound is within the budget, 1 when
+not (or an exact gate moved), 3 for unreadable input.
 """
 
 from __future__ import annotations
@@ -39,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -61,12 +42,9 @@ FAILS_LOW = ("gain", "value")
 BOUND_KINDS = ("bytes", "expect")
 #: What the exact comparison treats as no change (fuseci.config.policy.Tolerance.classify).
 EXACT_SLACK = 1e-9
-#: Quantities that fail on a rise (counts the SMs keep: bytes asked of memory, L2 sectors,
-#: instructions; fuseci.judge.counters): more than the baseline is REGRESSED.
+#: Quantities that fail on a rise (fuseci.judge.counters): more than the baseline is REGRESSED.
 FAILS_HIGH = ("l1tex__", "lts__", "smsp__inst_executed")
-#: A counted check whose count moved between its baseline's profiled passes is judged within a
-#: band of its own (its ``band``); its change is taken in units of that band, against a
-#: tolerance of one band.
+#: A counted check judged within its own ``band``: its change in units of that band, tolerance 1.
 BANDED = "band"
 
 USAGE_FIX = "results files are written by `fuseci run --json FILE`"
@@ -76,17 +54,13 @@ class InputError(Exception):
     """A file that is not a readable results file; the message names file, place and fix."""
 
 
-# --- the math ---------------------------------------------------------------------------------
-
-
 def normal_cdf(x: float) -> float:
     """Φ(x), accurate far into the lower tail (erfc, not 1 − erf)."""
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
 def _gamma_p(a: float, x: float) -> float:
-    """The regularised lower incomplete gamma function P(a, x) (series below a + 1, continued
-    fraction above; Numerical Recipes §6.2)."""
+    """The regularised lower incomplete gamma function P(a, x) (Numerical Recipes §6.2)."""
     if x <= 0.0:
         return 0.0
     log_front = a * math.log(x) - x - math.lgamma(a)
@@ -127,7 +101,7 @@ def chi2_cdf(x: float, df: float) -> float:
 
 def chi2_quantile_wh(p: float, df: float) -> float:
     """The Wilson–Hilferty approximation of χ²'s p-quantile (good to about 1% from df ≈ 5)."""
-    z = _normal_quantile(p)
+    z = NormalDist().inv_cdf(p)
     h = 2.0 / (9.0 * df)
     return df * max(0.0, 1.0 - h + z * math.sqrt(h)) ** 3
 
@@ -151,15 +125,8 @@ def chi2_quantile(p: float, df: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def _normal_quantile(p: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(p)
-
-
 def sigma_upper(sigma: float, dof: float, confidence: float = CONFIDENCE) -> float:
-    """One-sided upper confidence bound on a standard deviation estimated as ``sigma`` with
-    ``dof`` degrees of freedom: σ̂·√(ν / χ²₁₋c(ν))."""
+    """One-sided upper confidence bound on σ̂ = ``sigma`` with ``dof`` degrees of freedom."""
     if sigma == 0.0:
         return 0.0
     return sigma * math.sqrt(dof / chi2_quantile(1.0 - confidence, dof))
@@ -178,14 +145,8 @@ def two_sided(tolerance: float, sigma: float) -> float:
 
 
 def retimed_red(tolerance: float, sigma: float, shared: float) -> float:
-    """P(a clean CUDA-event speedup check ends red) under re-measurement of borderline falls.
-
-    The first change x₁ = b + e₁ is red at once below −3τ; in [−3τ, −τ) the case is timed
-    :data:`RETIMES` more times (x₂, x₃ = b + e₂, b + e₃) and red when the median of the three is
-    below −τ, i.e. when x₂ or x₃ is. b ~ N(0, shared·σ²) is the check's offset from its
-    baseline, common to every pass; e ~ N(0, (1 − shared)·σ²) is new in each process.
-    ``shared`` = 1 gives no benefit from re-measuring (Φ(−τ/σ)); 0, independent passes.
-    """
+    """P(a clean CUDA-event speedup check ends red) under re-measurement of borderline falls;
+    ``shared`` is the share of σ² common to every pass (the check's offset from its baseline)."""
     if sigma == 0.0:
         return 0.0
     shared = min(1.0, max(0.0, shared))
@@ -201,8 +162,7 @@ def retimed_red(tolerance: float, sigma: float, shared: float) -> float:
 
 
 def _retimed_given_b(b: np.ndarray, tolerance: float, se: float) -> np.ndarray:
-    """P(red | offset b) for independent process noise of standard deviation ``se``: the first
-    pass below −3τ, or below −τ with the median of all passes below −τ too."""
+    """P(red | offset b) for independent process noise of standard deviation ``se``."""
     erfc = np.vectorize(math.erfc, otypes=[float])
     q = 0.5 * erfc((tolerance + b) / (se * math.sqrt(2.0)))  # P(x < −τ | b)
     r = 0.5 * erfc((BORDERLINE_FACTOR * tolerance + b) / (se * math.sqrt(2.0)))  # P(x < −3τ | b)
@@ -211,8 +171,6 @@ def _retimed_given_b(b: np.ndarray, tolerance: float, se: float) -> np.ndarray:
     others = sum(math.comb(RETIMES, j) * q**j * (1.0 - q) ** (RETIMES - j) for j in range(need, RETIMES + 1))
     return r + (q - r) * others
 
-
-# --- reading the runs -------------------------------------------------------------------------
 
 _RELATIVE = re.compile(r"±(\d+(?:\.\d+)?)%(?: \(tolerance ±(\d+(?:\.\d+)?)%, widened by measured noise\))?")
 _BOUND = re.compile(r"(<=|>=|<|>|==) (-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)x")
@@ -227,14 +185,10 @@ class Check:
     variant: str
     kind: str
     quantity: str
-    tolerance: str
-    """The tolerance as written (the first run's; a widened CUDA-event band gives its base)."""
-    samples: list[float] = field(default_factory=list)
-    """Changes from the baseline (relative gates) or values (bounds)."""
-    red: int = 0
-    """Runs in which it was REGRESSED or WRONG."""
-    remeasured: int = 0
-    """Runs in which it was re-measured (its sample is then a median of timed passes)."""
+    tolerance: str  # as written (the first run's; a widened CUDA-event band gives its base)
+    samples: list[float] = field(default_factory=list)  # changes (relative gates) or values (bounds)
+    red: int = 0  # runs in which it was REGRESSED or WRONG
+    remeasured: int = 0  # runs in which it was re-measured (its sample a median of timed passes)
 
 
 @dataclass
@@ -248,11 +202,7 @@ class Study:
 
 
 def read(paths: Sequence[str]) -> Study:
-    """Every gated check of every run, planted variants left out.
-
-    Raises:
-        InputError: a file that cannot be read or is not a results file.
-    """
+    """Every gated check of every run, planted variants left out; InputError for a bad file."""
     study = Study()
     for path in paths:
         try:
@@ -311,34 +261,29 @@ def _percent(tolerance: str) -> float:
     return float(m.group(1)) / 100.0
 
 
-# --- the estimate -----------------------------------------------------------------------------
-
-
 @dataclass
 class Spread:
     """The fitted spread of one gate's clean samples."""
 
-    n: int
-    """Samples."""
-    k: int
-    """Distinct checks."""
-    sigma: float
-    """Point estimate."""
-    dof: float
-    """Degrees of freedom behind it."""
-    shared: float
-    """Share of the variance common to every run of one check (its baseline's offset)."""
+    n: int  # samples
+    k: int  # distinct checks
+    sigma: float  # point estimate
+    dof: float  # degrees of freedom behind it
+    shared: float  # share of the variance common to every run of one check (its baseline's offset)
 
     @property
     def upper(self) -> float:
         """The upper confidence bound."""
         return sigma_upper(self.sigma, self.dof) if self.dof > 0 else math.inf
 
+    @property
+    def text(self) -> str:
+        """σ̂ with its upper bound and degrees of freedom, as the table shows it."""
+        return f"{_fmt_pct(self.sigma)} (≤ {_fmt_pct(self.upper)}, ν={self.dof:.0f})"
+
 
 def change_spread(groups: Sequence[Sequence[float]]) -> Spread:
-    """The spread of clean changes from the baseline: σ̂ the root mean square (the expected change
-    is 0), with the degrees of freedom of n samples in k groups of correlated repeats
-    (n / (1 + (m − 1)·ρ), ρ the intraclass correlation from a one-way analysis of variance)."""
+    """The spread of clean changes from the baseline: σ̂ their root mean square, ν = n / (1 + (m − 1)·ρ)."""
     xs = [np.asarray(g, dtype=float) for g in groups if len(g)]
     n, k = sum(len(g) for g in xs), len(xs)
     sigma = math.sqrt(sum(float(np.sum(g * g)) for g in xs) / n)
@@ -366,18 +311,15 @@ class Row:
     """One gate of the table."""
 
     gate: str
-    per_run: float
-    """Checks of this gate in one full run."""
+    per_run: float  # checks of this gate in one full run
     n: int
     k: int
     spread: str
     tolerance: str
     per_check: str
-    expected: float
-    """Expected false red checks per run (its share of the union bound); NaN when not modelled."""
+    expected: float  # expected false red checks per run (its share of the union bound); NaN: not modelled
     note: str = ""
-    broken: bool = False
-    """An exact gate that moved in clean runs: its assumption does not hold."""
+    broken: bool = False  # an exact gate that moved in clean runs: its assumption does not hold
 
 
 #: Below this a probability is shown as a bound: the normal model says nothing that far out.
@@ -470,17 +412,7 @@ def _relative_row(study: Study, quantity: str, checks: list[Check], per_run: flo
     remeasured = sum(c.remeasured for c in checks)
     note = sides + (f"; {remeasured} sample(s) a median of re-measured passes" if remeasured else "")
     per_check = _fmt_p(max(probs)) if len(set(probs)) == 1 else f"{_fmt_p(min(probs))}–{_fmt_p(max(probs))}"
-    return Row(
-        quantity,
-        per_run,
-        s.n,
-        s.k,
-        f"{_fmt_pct(s.sigma)} (≤ {_fmt_pct(up)}, ν={s.dof:.0f})",
-        _tolerances(checks),
-        per_check,
-        expected,
-        note=note,
-    )
+    return Row(quantity, per_run, s.n, s.k, s.text, _tolerances(checks), per_check, expected, note=note)
 
 
 def _bound_row(study: Study, quantity: str, checks: list[Check], per_run: float) -> Row:
@@ -513,20 +445,9 @@ def _bound_row(study: Study, quantity: str, checks: list[Check], per_run: float)
         margins.append(margin)
         expected += len(c.samples) / study.runs[c.suite] * lower_tail(margin, up)
     smallest = min(margins) if margins else math.inf
-    return Row(
-        name,
-        per_run,
-        s.n,
-        s.k,
-        f"{_fmt_pct(s.sigma)} (≤ {_fmt_pct(up)}, ν={s.dof:.0f})",
-        f"margin ≥ {_fmt_pct(smallest)}",
-        _fmt_p(lower_tail(smallest, up)) + " (smallest margin)",
-        expected,
-        note="margin to the bound",
-    )
-
-
-# --- the report -------------------------------------------------------------------------------
+    tolerance = f"margin ≥ {_fmt_pct(smallest)}"
+    per_check = _fmt_p(lower_tail(smallest, up)) + " (smallest margin)"
+    return Row(name, per_run, s.n, s.k, s.text, tolerance, per_check, expected, note="margin to the bound")
 
 
 def render(study: Study, rows: list[Row], budget: float) -> tuple[str, bool]:

@@ -24,10 +24,8 @@ CLOCK = re.compile(r"clock: (\d+(?:\.\d+)?) s since the epoch")
 
 @dataclass(frozen=True)
 class Event:
-    at: float
-    """Seconds since the epoch."""
-    process: str
-    """The log's name: ``<suite>.<harness|timing>``."""
+    at: float  # seconds since the epoch
+    process: str  # the log's name: ``<suite>.<harness|timing>``
     message: str
 
 

@@ -3,20 +3,12 @@
     python3 tools/ledger_depth.py --out DIR [--depths 1,4,8] [--repeats once,every] [--per-block]
 
 For each depth and each `repeats` mode, writes a one-case suite (a stack of `depth` pre-norm
-blocks in bf16, 4 x 512 tokens of 1024: `kernels.models:stack_eager` against
-`stack_compiled`, or `stack_blocks_compiled` with `--per-block`, the compiled one with a
-ledger) and times `fuseci run` on it from start to verdict, the suite's baselines absent (NEW), after an
-untimed run of each depth that warms the compile caches (`--no-warmup`: none). A ledger
-variant's compile skips Inductor's FX-graph cache (its provenance is captured as it compiles);
-Triton's kernels and their autotuning come from the warm cache.
-Counts the compiled forward's kernel launches (from the run's JSON) and the kernels ncu
-profiled of it (from the report, read without counting repeats back in).
-
-Prints a Markdown table (depth, mode, launches, profiled, seconds) and the cost of one more
-profiled kernel: the least-squares slope within each depth (`once` against `every`, the same
-model compiled and timed), pooled over the depths; also written to DIR/summary.md. Needs a CUDA GPU,
-PyTorch, ncu and this checkout's fuseci. Exit status: 0 when every run's verdict was given, 1
-when a run failed, 3 when the arguments are wrong.
+blocks: `kernels.models:stack_eager` against `stack_compiled`, or `stack_blocks_compiled` with
+`--per-block`, the compiled one with a ledger) and times `fuseci run` on it, after an untimed
+warm-up run of each depth (`--no-warmup`: none). Prints a Markdown table (depth, mode, launches,
+profiled, seconds) and the cost of one more profiled kernel, also written to DIR/summary.md.
+Exit status: 0 when every run's verdict was given, 1 when a run failed, 3 when the arguments
+are wrong.
 """
 
 from __future__ import annotations
@@ -58,14 +50,6 @@ def _ints(text: str) -> list[int]:
     return values
 
 
-def _profiled(report: Path) -> int:
-    """Kernels ncu profiled of the compiled variant (repeats not counted back in)."""
-    from fuseci.frames import report as reader
-
-    frame = reader.read_report(report)
-    return int((frame["variant"] == "compiled").sum())
-
-
 def _one(out: Path, depth: int, repeats: str, per_block: bool) -> dict[str, object]:
     name = f"depth{depth}-{repeats}"
     suite = out / "suites" / f"{name}.yaml"
@@ -85,15 +69,15 @@ def _one(out: Path, depth: int, repeats: str, per_block: bool) -> dict[str, obje
     if proc.returncode in (0, 1) and result.exists():
         variants = {v.variant: v for v in read_results(result)[0].cases[0].variants}
         row["launches"] = int(variants["compiled"].values["launches"])
-        row["profiled"] = _profiled(out / "reports" / f"{name}.ncu-rep")
+        from fuseci.frames import report as reader
+
+        frame = reader.read_report(out / "reports" / f"{name}.ncu-rep")  # repeats not counted back in
+        row["profiled"] = int((frame["variant"] == "compiled").sum())
     return row
 
 
 def _slope(rows: list[dict[str, object]]) -> float | None:
-    """Seconds per profiled kernel: the least-squares slope within each depth (the same model
-    compiled and timed, only the kernels profiled differ between `once` and `every`), pooled
-    over the depths. Across depths a deeper model also compiles and times more, which is not
-    profiling's cost."""
+    """Seconds per profiled kernel: the least-squares slope within each depth, pooled over the depths."""
     by_depth: dict[object, list[tuple[float, float]]] = {}
     for r in rows:
         if "profiled" in r:

@@ -6,12 +6,8 @@ under ncu from inside the process (docs/BENCHMARKS.md, "Profiling cost per kerne
         python3 tools/ncu_replay_cost.py DEPTH [once|every]
 
 METRICS: ``python3 -c "from fuseci.config import quantities; print(','.join(quantities.ncu_metrics()))"``.
-Compiles ``kernels.models:Stack`` of DEPTH blocks (4 x 512 tokens of 1024, bf16), runs it twice
-outside any range, then once inside ``fuseci:s:c:v`` under ``emit_nvtx``, with fuseci's
-``repeats: once`` marks (:mod:`fuseci.harness.arrays.launch_ranges`) when asked, and prints one JSON
-line: the seconds of that measured call (ncu replays each kernel as it launches, so this is the
-profiling cost), the launches and the repeats left out. Count the kernels ncu profiled from its
-``==PROF== Profiling`` lines.
+Prints one JSON line: the seconds of the measured call (ncu replays each kernel as it launches,
+so this is the profiling cost), the launches and the repeats left out (with ``once``).
 """
 
 from __future__ import annotations

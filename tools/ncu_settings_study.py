@@ -5,12 +5,10 @@ Run on a GPU machine from the repository root with fuseci installed and ncu on P
     python3 tools/ncu_settings_study.py WORKDIR [SUITE ...]
 
 For each suite (default: elementwise and normalization) it profiles the suite once per setting
-through ``fuseci run`` (a copy of the suite with the setting in its ``ncu:`` section, against no
-baseline), then once more by hand with ``--replay-mode range``, which fuseci does not offer: one
-result per NVTX range, warm caches between the kernels of a range. ``STUDY_SETTINGS`` (comma-
-separated labels of :data:`SETTINGS`) limits the fuseci runs. It prints, per case, the DRAM
-bytes and duration gains (unfused ÷ fused) under each setting, and the replay passes, and
-writes everything to WORKDIR/settings.json.
+of :data:`SETTINGS` through ``fuseci run`` (``STUDY_SETTINGS``, comma-separated labels, limits
+them), then once by hand with ``--replay-mode range``, which fuseci does not offer. Prints, per
+case, the DRAM bytes and duration gains under each setting, and the replay passes; writes
+everything to WORKDIR/settings.json.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ SETTINGS = {
     "kernel/all/base": {"replay_mode": "kernel", "cache_control": "all", "clock_control": "base"},
 }
 GAINS = ("dram__bytes.sum", "gpu__time_duration.sum")
+RANGE_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
 
 
 def fuseci_gains(work: Path, suite: str, label: str, ncu: dict[str, str]) -> dict[str, dict[str, float]]:
@@ -43,21 +42,8 @@ def fuseci_gains(work: Path, suite: str, label: str, ncu: dict[str, str]) -> dic
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = path.with_suffix(".json")
-    subprocess.run(
-        [
-            "fuseci",
-            "run",
-            str(path),
-            "--baselines",
-            str(work / "none"),
-            "--report-dir",
-            str(path.parent),
-            "--json",
-            str(out),
-        ],
-        check=False,
-        capture_output=True,
-    )
+    argv = ["fuseci", "run", str(path), "--baselines", str(work / "none"), "--report-dir", str(path.parent)]
+    subprocess.run([*argv, "--json", str(out)], check=False, capture_output=True)
     result: dict[str, dict[str, float]] = {}
     for case in read_results(out)[0].cases:
         for v in case.variants:
@@ -77,7 +63,7 @@ def range_gains(work: Path, suite: str) -> dict[str, dict[str, float]]:
     cmd = [
         "ncu", "--config-file", "off", "--nvtx", "--nvtx-include", f"regex:^fuseci:{suite}:.*/",
         "--replay-mode", "range", "--cache-control", "all", "--clock-control", "none",
-        "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum",
+        "--metrics", ",".join(RANGE_METRICS),
         "--export", str(rep), "--force-overwrite", "--log-file", str(d / f"{suite}.ncu.log"),
         sys.executable, "-m", "fuseci.harness", f"suites/{suite}.yaml", "--record", str(d / f"{suite}.harness.json"),
     ]  # fmt: skip
@@ -92,16 +78,8 @@ def range_gains(work: Path, suite: str) -> dict[str, dict[str, float]]:
         rng = ctx.range_by_idx(i)
         for j in range(rng.num_actions()):
             a = rng.action_by_idx(j)
-            m = {
-                q: a.metric_by_name(q).as_double()
-                for q in ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
-            }
-            results.append(
-                {
-                    "dram__bytes.sum": m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"],
-                    "gpu__time_duration.sum": m["gpu__time_duration.sum"],
-                }
-            )
+            read, write, duration = (a.metric_by_name(q).as_double() for q in RANGE_METRICS)
+            results.append({"dram__bytes.sum": read + write, "gpu__time_duration.sum": duration})
     if len(results) != len(order):
         raise RuntimeError(f"{len(results)} range results for {len(order)} variant ranges")
     values = dict(zip(order, results, strict=True))

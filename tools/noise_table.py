@@ -3,11 +3,9 @@ moved from the baseline, and every verdict that was not a pass.
 
     python tools/noise_table.py RUN.json [RUN.json ...]
 
-Prints one Markdown table: for each suite and each gated quantity (gains, occupancy), the number
-of checks, the largest relative change from the baseline seen in any run, and the spread (the
-largest max-minus-min of one check's change across runs); then the verdict counts. Planted
-variants (suites/mutants.yaml) are left out of the spreads: they are judged against another
-variant's baseline, so their changes are not noise.
+Prints one Markdown table: for each suite and gated quantity, the checks, the largest change from
+the baseline and the largest spread of one check's change across runs (planted variants left
+out); then the verdict counts.
 """
 
 from __future__ import annotations

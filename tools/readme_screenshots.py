@@ -2,12 +2,9 @@
 
     python tools/readme_screenshots.py [--chromium /usr/bin/chromium] [--out docs]
 
-Writes ``html-report.png`` (the first screen of the recorded regressed elementwise run's report),
-``html-report-case.png`` (its failing case's charts) and ``history.png`` (the failing case's
-trends in ``fuseci history`` over five runs: clean, clean, regressed, regressed, clean, made by the
-commands of docs/REPORTS.md's walkthrough, :func:`walkthrough`), taken with a headless Chromium
-driven by Playwright and reduced to a 256-colour palette so that they stay small. Run it from the
-repository root.
+Writes ``html-report.png``, ``html-report-case.png`` and ``history.png`` (the latter made by the
+commands of docs/REPORTS.md's walkthrough), taken with a headless Chromium driven by Playwright.
+Run it from the repository root.
 """
 
 from __future__ import annotations
@@ -43,8 +40,7 @@ _WALKTHROUGH = re.compile(
 
 
 def walkthrough(text: str) -> tuple[list[list[str]], str]:
-    """The walkthrough of ``fuseci history`` in docs/REPORTS.md: its commands (each ``fuseci``'s
-    arguments) and the output it shows for the last one."""
+    """docs/REPORTS.md's walkthrough: its commands (each ``fuseci``'s arguments) and the last one's output."""
     found = _WALKTHROUGH.search(text)
     if found is None:
         raise SystemExit(f"{GUIDE}: no sh block and output under '### The walkthrough, from the recorded reports'")
@@ -60,15 +56,13 @@ def _invoke(*args: object) -> str:
 
 
 def pages(root: Path, tmp: Path) -> tuple[Path, Path, str]:
-    """The report and history pages, made in ``tmp`` as a user would from a checkout there (the
-    history by the walkthrough's commands), and what its last command printed."""
+    """The report and history pages, made in ``tmp`` as a user would, and what the last command printed."""
     for name in ("suites", "kernels", "baselines", "tests"):
         (tmp / name).symlink_to(root / name)
     commands, _ = walkthrough((root / GUIDE).read_text(encoding="utf-8"))
     os.chdir(tmp)
-    reports = REPORTS  # relative, as in the README's walk-through: the page shows no machine path
     report = tmp / "report.html"
-    regressed = reports / "elementwise-regressed.ncu-rep.xz"
+    regressed = REPORTS / "elementwise-regressed.ncu-rep.xz"  # relative: the page shows no machine path
     _invoke("run", "suites/elementwise.yaml", "--from-report", regressed, "--html", report)
     printed = ""
     for args in commands:

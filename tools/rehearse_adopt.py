@@ -3,24 +3,12 @@ workflow that init wrote, run for a push and for a pull request as GitHub would 
 
     python3 tools/rehearse_adopt.py --out DIR [--dry-run]
 
-1. Builds the guide's project in a new git repository, DIR/repo: writes each file the guide
-   shows and runs each of its `$` commands (`fuseci init`, `fuseci check`, the refused second
-   `fuseci init`, git) with the `fuseci` on PATH, checking each exit status and output against
-   the guide (tools/adopt_guide.py reads it, as tests/test_adopt.py does).
-2. Rehearses the written workflow for a push (tools/rehearse_workflow.py), its Action
-   (`uses: OWNER/fuseci@REF`) being this checkout's action.yml (`--local-action`) with its
-   `Set up fuseci` step skipped: the fuseci on PATH, this checkout's, is what the Action runs.
-   The push is judged against the stored baselines: none yet, so NEW, exit 0.
-3. Commits an edit of the fused kernel (its block size) and rehearses the workflow for a pull
-   request whose base is the guide's commit: `fuseci ab` measures both sides.
-
-Prints a table (step, exit, seconds), also written to DIR/summary.md; each rehearsal's log and
-artifacts are in DIR/push and DIR/pull_request. ``--dry-run`` does steps 1 and 3 (no GPU needed)
-and lists the workflow steps it would run. Needs git, bash, and this checkout's fuseci on PATH
-(``python3 -m pip install -e .``, or offline ``--no-index --no-build-isolation`` with local
-wheels); without ``--dry-run``, also PyTorch and Triton with a CUDA GPU in fuseci's Python, and
-ncu (the Action's Doctor step checks the machine). Exit status: 0 when every step passed, 1 when
-one failed, 3 when something it needs is missing (one line saying what and how to fix it).
+Follows the guide in a new git repository, DIR/repo (tools/adopt_guide.py reads it, as
+tests/test_adopt.py does), rehearses the workflow it wrote for a push (tools/rehearse_workflow.py,
+this checkout's action.yml standing for its Action), then commits an edit of the fused kernel
+and rehearses a pull request. Prints a table (step, exit, seconds), also written to
+DIR/summary.md. ``--dry-run`` needs no GPU: it lists the workflow steps it would run. Exit
+status: 0 when every step passed, 1 when one failed, 3 when something it needs is missing.
 """
 
 from __future__ import annotations
@@ -63,12 +51,7 @@ def _version(checkout: Path) -> str:
 
 
 def preflight(checkout: Path, dry_run: bool) -> str:
-    """The ``fuseci`` executable to run, after checking what the rehearsal needs.
-
-    Raises:
-        Missing: git, bash or fuseci is not on PATH; the fuseci there is another version than
-            this checkout's; the Action lacks its setup step; (not dry run) no torch, Triton or GPU.
-    """
+    """The ``fuseci`` executable to run, after checking what the rehearsal needs (else Missing)."""
     for tool in ("git", "bash"):
         if shutil.which(tool) is None:
             raise Missing(f"no {tool} on PATH; install it")
@@ -99,11 +82,7 @@ def _script_python(script: str) -> str:
 
 
 def follow_guide(repo: Path, fuseci: str) -> list[Row]:
-    """The guide's files and commands, in order, in a new repository.
-
-    Raises:
-        Missing: a command exits or prints other than the guide shows.
-    """
+    """The guide's files and commands, in order, in a new repository (Missing where one differs)."""
     subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
     rows: list[Row] = []
     for step in adopt_guide.steps(adopt_guide.GUIDE.read_text(encoding="utf-8")):
@@ -111,8 +90,7 @@ def follow_guide(repo: Path, fuseci: str) -> list[Row]:
             adopt_guide.write(repo, step)
             continue
         if step.command[:2] == ("fuseci", "init") and "--action" not in step.command:
-            # This checkout's fuseci is an editable install, which names no Action: name one,
-            # which the rehearsal then runs as this checkout's action.yml (--local-action).
+            # An editable install names no Action: name one, rehearsed as this checkout's action.yml.
             step = dataclasses.replace(step, command=(*step.command, "--action", REHEARSED_ACTION))
         done = adopt_guide.run(step, repo, fuseci)
         rows.append((f"guide: {step.label}", done.returncode, done.seconds, not done.problem()))
@@ -122,11 +100,7 @@ def follow_guide(repo: Path, fuseci: str) -> list[Row]:
 
 
 def written_action(repo: Path) -> tuple[Path, str]:
-    """The workflow ``fuseci init`` wrote (relative to ``repo``) and its Action's OWNER/NAME.
-
-    Raises:
-        Missing: not one workflow, or not one Action step in it.
-    """
+    """The workflow ``fuseci init`` wrote (relative to ``repo``) and its Action's OWNER/NAME."""
     flows = sorted((repo / ".github" / "workflows").glob("*.yml"))
     if len(flows) != 1:
         raise Missing(f"{repo}: {len(flows)} workflows in .github/workflows, where fuseci init writes one")
@@ -138,11 +112,7 @@ def written_action(repo: Path) -> tuple[Path, str]:
 
 
 def edit_kernel(repo: Path) -> Row:
-    """Commit the pull request's change to the fused kernel.
-
-    Raises:
-        Missing: the guide's kernel no longer holds what the edit replaces.
-    """
+    """Commit the pull request's change to the fused kernel."""
     path = repo / KERNEL
     text = path.read_text(encoding="utf-8")
     for old, new in EDIT:
@@ -159,8 +129,7 @@ def edit_kernel(repo: Path) -> Row:
 
 
 def rehearse(repo: Path, workflow: Path, action: str, event: str, out: Path, dry_run: bool) -> list[Row]:
-    """tools/rehearse_workflow.py on the written workflow for ``event``; a row per step that ran
-    (would run, with ``dry_run``), skipped by request, or failed."""
+    """tools/rehearse_workflow.py on the written workflow for ``event``; a row per step shown."""
     argv = [sys.executable, str(CHECKOUT / "tools" / "rehearse_workflow.py"), "--workflow", str(workflow)]
     argv += ["--local-action", f"{action}={CHECKOUT}", "--skip", SETUP_STEP, "--event", event, "--out", str(out)]
     argv += (["--base", "HEAD~1"] if event == "pull_request" else []) + (["--dry-run"] if dry_run else [])

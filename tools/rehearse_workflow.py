@@ -5,30 +5,13 @@
                                       [--skip STEP]... [--local-action OWNER/NAME=PATH]...
                                       [--dry-run] [--out DIR]
 
-Reads the workflow file itself, so the commands rehearsed are the ones CI runs. For every
-matrix combination of the profiling job whose ``gpu`` is this machine's (``--gpu``, default
-all), it runs each step's ``run:`` script with bash in the repository root, with the job's env,
-the matrix values substituted for ``${{ matrix.X }}``, and GitHub's files (``GITHUB_PATH``,
-``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``) stood in by local ones. Steps run while the job
-succeeds; ``if: always()`` steps run regardless; ``if:`` conditions made of ``matrix.KEY == VALUE``,
-``github.event_name == 'EVENT'`` (or ``!=``) joined by ``&&`` are evaluated, the event being
-``--event`` (default ``push``). ``--event pull_request`` rehearses a pull request whose base
-commit (``github.event.pull_request.base.sha``) is ``--base`` (default ``HEAD~1``, resolved with
-git). Of the ``uses:`` steps, checkout is the
-working tree itself, upload-artifact copies its paths to DIR/artifacts/NAME as GitHub stores
-them (relative to what they have in common: a directory's files at the root), and a local action
-(``uses: ./``, fuseci's own ``action.yml``) runs its steps the same way, with its inputs (the
-step's ``with:`` over the action's defaults) for ``${{ inputs.X }}`` and its directory as
-``GITHUB_ACTION_PATH``; so does ``uses: OWNER/NAME@REF`` given ``--local-action
-OWNER/NAME=PATH`` (any ref: the composite ``action.yml`` at PATH, such as this checkout for a
-workflow that ``fuseci init`` wrote in another repository); the others (the caches) are listed
-as not rehearsed. Then the other jobs run, download-artifact copying those artifacts
-where the workflow puts them (``name:`` into the path itself, else each into path/NAME).
-``--skip`` leaves out a step by name (say, an install step on a machine without network, or
-the Action's ``Set up fuseci`` where the fuseci on PATH is the one to rehearse), which the
-summary lists. ``--dry-run`` runs nothing and lists the steps a rehearsal would run. Each step's
-outcome is also written to DIR/steps.json (job, step, outcome, exit status, seconds). Exit
-status: 0 when every job rehearsed as it would pass on GitHub.
+Reads the workflow file itself, so the commands rehearsed are the ones CI runs: for every matrix
+combination whose ``gpu`` is this machine's, each step's ``run:`` script runs with bash in the
+repository root, with the job's env and local stand-ins for GitHub's files; ``if:`` conditions
+of ``matrix.KEY == VALUE`` and ``github.event_name`` terms are evaluated. Checkout, the artifact
+actions and local composite actions (``uses: ./``, or ``--local-action OWNER/NAME=PATH``) are
+rehearsed; the others are listed as not rehearsed. Each step's outcome is also written to
+DIR/steps.json. Exit status: 0 when every job rehearsed as it would pass on GitHub.
 """
 
 from __future__ import annotations
@@ -53,13 +36,7 @@ EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
 class Context:
     def __init__(
-        self,
-        root: Path,
-        out: Path,
-        matrix: dict[str, Any],
-        env: dict[str, str],
-        event: str = "push",
-        base: str = "",
+        self, root: Path, out: Path, matrix: dict[str, Any], env: dict[str, str], event: str = "push", base: str = ""
     ) -> None:
         self.root, self.out, self.matrix, self.env = root, out, matrix, env
         self.event, self.base = event, base
@@ -102,9 +79,7 @@ class Context:
             if expr == "github.event_name":
                 return self.event
             if expr == "github.event.pull_request.base.sha":
-                if self.event != "pull_request":
-                    return ""
-                return self.base
+                return self.base if self.event == "pull_request" else ""
             if expr == "github.workspace":
                 return str(self.root)
             raise SystemExit(f"rehearsal: cannot evaluate ${{{{ {expr} }}}}; extend tools/rehearse_workflow.py")
@@ -133,8 +108,7 @@ class Context:
         self.records.append({"job": job, "step": step, "outcome": outcome, "rc": rc, "seconds": seconds})
 
     def local_action(self, uses: str) -> Path | None:
-        """The directory of the composite action a ``uses:`` names, when it is rehearsed:
-        ``./PATH`` in the working tree, or ``OWNER/NAME@REF`` given with ``--local-action``."""
+        """The directory of the composite action a ``uses:`` names, when it is rehearsed."""
         if uses.startswith("./"):
             return self.root / uses
         name, at, _ = uses.partition("@")
@@ -165,9 +139,7 @@ def _term(term: str, matrix: dict[str, Any], event: str, inputs: dict[str, str] 
 def condition_holds(
     condition: str, matrix: dict[str, Any], event: str = "push", inputs: dict[str, str] | None = None
 ) -> bool | None:
-    """A step's ``if:`` made of terms joined by ``&&`` (``matrix.KEY == VALUE``,
-    ``github.event_name == 'EVENT'`` or ``!=``, ``always()``), evaluated against this
-    combination and event; None when any term is another kind (the step then runs)."""
+    """A step's ``if:`` of terms joined by ``&&``; None when a term is one not evaluated here."""
     if "||" in condition:
         return None
     values = [_term(t, matrix, event, inputs) for t in condition.split("&&")]
@@ -253,10 +225,7 @@ def _uses(
 
 
 def upload(root: Path, text: str, dest: Path) -> list[str]:
-    """upload-artifact's layout: the files its ``path:`` lines match (globs, directories
-    whole), less its ``!`` exclusions, stored relative to the least common ancestor of what
-    matched: a single directory's contents sit at the artifact's root, a single file too.
-    Returns the paths that matched."""
+    """upload-artifact's layout (relative to what matched has in common); the paths matched."""
     found = _included(root, text)
     if not found:
         return []
@@ -287,9 +256,7 @@ def _matches(root: Path, pattern: str) -> list[Path]:
 
 
 def download(store: Path, dest: Path, given: dict[str, str]) -> list[str]:
-    """download-artifact's layout: ``name:`` puts that artifact's files in ``path`` itself;
-    otherwise every artifact (those ``pattern:`` matches) goes to ``path``/NAME, or into
-    ``path`` itself with ``merge-multiple: true``. Returns the artifacts copied."""
+    """download-artifact's layout; the artifacts copied."""
     names = sorted(p.name for p in store.iterdir() if p.is_dir()) if store.is_dir() else []
     if "name" in given:
         names = [n for n in names if n == given["name"]]
@@ -306,9 +273,7 @@ def download(store: Path, dest: Path, given: dict[str, str]) -> list[str]:
 def run_action(
     name: str, step: dict[str, Any], ctx: Context, skip: set[str], log: list[str], where: Path | None = None
 ) -> bool:
-    """A local composite action's steps, with its inputs: the step's ``with:`` over the
-    action's defaults, each expanded where the step stands; ``where`` is its directory
-    (default: ``uses:`` in the working tree)."""
+    """A local composite action's steps, its inputs the step's ``with:`` over the action's defaults."""
     where = where or ctx.root / step["uses"]
     path = where / "action.yml"
     if not path.is_file():
@@ -344,7 +309,7 @@ def _local_actions(given: list[str]) -> dict[str, Path]:
     return found
 
 
-def _parser() -> argparse.ArgumentParser:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workflow", type=Path, default=Path(".github/workflows/gpu.yml"))
     parser.add_argument("--gpu", help="rehearse only matrix entries whose gpu is this")
@@ -362,11 +327,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run `uses: OWNER/NAME@REF` (any ref) as the composite action.yml at PATH (repeatable)",
     )
     parser.add_argument("--dry-run", action="store_true", help="run nothing; list the steps a rehearsal would run")
-    return parser
-
-
-def main() -> int:
-    args = _parser().parse_args()
+    args = parser.parse_args()
     root = Path.cwd()
     local_actions = _local_actions(args.local_action)
     if not args.workflow.is_file():

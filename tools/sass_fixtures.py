@@ -1,9 +1,6 @@
 """Record the SASS fixtures of tests/data/sass (the README there says what each is).
 
-Needs nvcc and cuobjdump/nvdisasm on PATH (or the ``nvidia-cuda-cuobjdump`` and
-``nvidia-cuda-nvdisasm`` wheels' ``nvidia/cu13/bin``), no GPU and no CuPy: the kernels' sources
-are read from ``kernels/`` with CuPy stood in by a stub, built for sm_90 as CuPy's RawKernels
-are (``-std=c++17``)::
+Needs nvcc and cuobjdump/nvdisasm on PATH, no GPU and no CuPy (stood in by a stub)::
 
     python3 tools/sass_fixtures.py tests/data/sass
 """

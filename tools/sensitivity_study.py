@@ -5,14 +5,10 @@ Run on a GPU machine from the repository root, with fuseci installed and ncu on 
     python3 tools/sensitivity_study.py WORKDIR [--runs 10]
 
 It records a baseline of ``tools/sensitivity/suite.yaml`` (the healthy fused kernel and graded
-planted regressions of it: more DRAM bytes, more time, a host sync; see kernels/sensitivity.py),
-then runs the suite ``--runs`` times against it with ``fuseci run --json``, exactly as CI would
-(re-measurement of borderline speedups included). Every planted variant is judged against the
-healthy kernel's baseline; the healthy kernel and an identical ``control`` are the clean
-samples. It prints, per gate: each planted change (and the change actually measured), how many
-runs the gate caught it in, and the false alarms among the clean samples, at the default
-tolerance and at the other tolerances a suite could set (what the recorded changes would have
-given). ``--analyse`` re-prints the tables from WORKDIR's runs without a GPU.
+planted regressions of it, kernels/sensitivity.py), then runs the suite ``--runs`` times against
+it with ``fuseci run --json``, as CI would. It prints, per gate, how many runs caught each planted
+change and the false alarms among the clean samples, at the default tolerance and at others;
+also written to WORKDIR/sensitivity.md. ``--analyse`` re-prints the tables without a GPU.
 """
 
 from __future__ import annotations
@@ -76,15 +72,12 @@ def _fuseci(*args: str, log: Path) -> int:
 
 
 def measure(work: Path, runs: int) -> None:
-    """Record the baseline, then run the suite ``runs`` times, each writing its JSON results.
-    The fma chains of the ``time_P`` variants are calibrated once, by the first process that
-    needs them, into WORKDIR/spins.json, and every process of the study uses them."""
+    """Record the baseline, then run the suite ``runs`` times, each writing its JSON results."""
     (work / "runs").mkdir(parents=True, exist_ok=True)
     spins = work / "spins.json"
     spins.unlink(missing_ok=True)
     os.environ["FUSECI_SENSITIVITY_SPINS"] = str(spins.resolve())
-    # Calibrated first, in a process of their own, so that the baseline's run is like every other
-    # (no calibration in any of them).
+    # The time_P chains, calibrated first in a process of their own: no run of the study calibrates.
     subprocess.run([sys.executable, "-c", CALIBRATE], check=True)
     rc = _fuseci(
         "update-baselines", SUITE, "--force", "--baselines", str(work / "baselines"), "--report-dir",
@@ -121,11 +114,9 @@ class Run:
 
 def _planted_size(runs: list[Run], variant: str, gate: str) -> str:
     """The change the variant actually made, measured against the healthy kernel in each run."""
-    quantity = {"dram__bytes.sum": "dram__bytes.sum", "bytes": "dram__bytes.sum"}.get(gate, gate)
     if gate == "host_blocking":
         return "read-back of 1 float"
-    if gate == "gpu__time_duration.sum":
-        quantity = "gpu__time_duration.sum"
+    quantity = "dram__bytes.sum" if gate == "bytes" else gate
     ratios, differences = [], []
     for r in runs:
         base, now = r.values.get("fused", {}).get(quantity), r.values.get(variant, {}).get(quantity)

@@ -4,18 +4,10 @@ reports in tests/data/reports (no GPU needed).
     python tools/synthetic_runs.py runs DIR [--runs 2000] [--suites all] [--seed 1]
     python tools/synthetic_runs.py results FILE [--cases 5000] [--message-chars 0]
 
-``runs`` re-analyses the recorded H200 report of each chosen suite once (``fuseci run
---from-report --results-dir``), puts them into one run file, and writes ``--runs`` copies of it
-into DIR, an hour apart, each with its own commit. In each copy every kernel's duration, every
-kernel's DRAM bytes and every CUDA-event timing is multiplied by its own noise (log-normal,
-sigma 0.5% for times, 0.05% for bytes): noisy, stable gains, the hardest case for a
-change-point search. Two real steps are planted: elementwise's fused ``scale_relu_add`` runs 10%
-slower from 60% of the runs on and recovers at 80%.
-
-``results`` re-analyses the recorded regressed elementwise report (``fuseci run --from-report
---json``: one regressed case of five) and writes one suite of ``--cases`` cases, copies of its
-five renamed ``<case>_<n>``, so that a fifth of them regress. ``--message-chars`` pads every
-check's message to that many characters (a hostile or runaway message).
+``runs`` writes ``--runs`` copies of the chosen suites' recorded run into DIR, an hour apart, each
+with its own noise and two planted steps (elementwise's fused ``scale_relu_add`` 10% slower from
+60% of the runs on, recovered at 80%). ``results`` writes one suite of ``--cases`` copies of the
+recorded regressed elementwise cases; ``--message-chars`` pads every check's message.
 
 Run from the repository root (the suite files are found relative to it).
 """
@@ -54,14 +46,8 @@ def _recorded_run(suites: list[str], work: Path) -> dict[str, Any]:
     doc: dict[str, Any] | None = None
     for suite in suites:
         out = work / suite
-        _fuseci(
-            "run",
-            f"suites/{suite}.yaml",
-            "--from-report",
-            str(REPORTS / f"{suite}.ncu-rep.xz"),
-            "--results-dir",
-            str(out),
-        )
+        report = str(REPORTS / f"{suite}.ncu-rep.xz")
+        _fuseci("run", f"suites/{suite}.yaml", "--from-report", report, "--results-dir", str(out))
         (path,) = out.glob("*.json")
         part = json.loads(path.read_text())
         if doc is None:
