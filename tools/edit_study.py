@@ -120,4 +120,6 @@ def main(work: Path, kinds: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(f"usage: {sys.argv[0]} WORKDIR [cuda|triton ...]")
     sys.exit(main(Path(sys.argv[1]), sys.argv[2:] or ["cuda", "triton"]))
