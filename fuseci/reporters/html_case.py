@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
-from typing import Any
+from typing import Any, TypedDict
 
 from fuseci.config import names, quantities
 from fuseci.config.model import UNFUSED
@@ -153,7 +153,18 @@ class CaseHead:
     """That verdict's colour's name."""
 
 
-def case_head(comparison: Comparison, case: CaseResult, anchor: str) -> dict[str, Any]:
+class CaseHeadFields(TypedDict):
+    """:class:`CaseHead`'s fields, as its views are built with them (so that mypy checks them)."""
+
+    anchor: str
+    suite: str
+    card: str
+    case: str
+    verdict: str
+    tone: str
+
+
+def case_head(comparison: Comparison, case: CaseResult, anchor: str) -> CaseHeadFields:
     """The fields of :class:`CaseHead` for ``case``, its strings cut."""
     return {
         "anchor": anchor,
