@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -151,3 +152,18 @@ def test_the_record_keeps_the_code_and_checks_it(tmp_path: Path) -> None:
         (tmp_path / "bad.harness.json").write_text(json.dumps({**doc, "code": bad}))
         with pytest.raises(ReportError, match=where):
             read_record(tmp_path / "bad.harness.json")
+
+
+@pytest.mark.skipif(disassembly.find_tool() is None, reason="no cuobjdump here")
+def test_a_cuobjdump_without_its_nvdisasm_is_a_note_that_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tool = disassembly.find_tool()
+    assert tool is not None
+    lone = tmp_path / "bin" / "cuobjdump"
+    lone.parent.mkdir()
+    shutil.copy(tool, lone)
+    monkeypatch.setenv("PATH", str(lone.parent))
+    monkeypatch.delenv("NVDISASM_PATH", raising=False)
+    found = disassembly.compiled_code([cupy_entry(tmp_path, CUBIN)], tool=lone)
+    assert found.code == {} and "nvdisasm" in found.notes[KERNEL]

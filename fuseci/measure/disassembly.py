@@ -36,7 +36,8 @@ _TEXT = re.compile(rb"\.text\.([A-Za-z_$][\w$.]{0,4095})\x00")
 
 
 def find_tool() -> Path | None:
-    """cuobjdump: on ``PATH``, under ``$CUDA_HOME``, ``/usr/local/cuda`` or the ``nvidia-cuda-cuobjdump`` wheel."""
+    """cuobjdump: on ``PATH``, under ``$CUDA_HOME``, ``/usr/local/cuda`` or the ``nvidia-cuda-cuobjdump`` wheel (whose
+    ``-sass`` needs the ``nvidia-cuda-nvdisasm`` wheel's nvdisasm beside it)."""
     if found := shutil.which("cuobjdump"):
         return Path(found)
     places = [Path(os.environ[v], "bin") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
@@ -120,7 +121,9 @@ def compiled_code(paths: Iterable[Path], tool: Path | None = None) -> Compiled:
         if cubin is None:
             out.note(data[:MAX_BYTES], path, "not a cubin (PTX, or a cut file)")
         elif tool is None:
-            out.note(cubin, path, "no cuobjdump (install the CUDA toolkit or the nvidia-cuda-cuobjdump wheel)")
+            out.note(
+                cubin, path, "no cuobjdump (install the CUDA toolkit, or fuseci[full]'s cuobjdump and nvdisasm wheels)"
+            )
         else:
             readable.append((path, cubin))
     if tool is None or not readable:
